@@ -1,0 +1,3 @@
+from gpusolve.cli import main
+
+main()

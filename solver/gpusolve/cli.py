@@ -1,0 +1,109 @@
+"""The `gpusolve` command line: composes the pipeline stages, nothing more.
+
+Sub-commands live in `gpusolve.commands.*` and are imported only when invoked, so
+`gpusolve --help` stays fast and never imports ortools.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from typing import Any
+
+import click
+
+from gpusolve import __version__
+from gpusolve.errors import InputError
+
+# name -> (module, attribute, one-line help shown by `gpusolve --help`)
+COMMANDS: dict[str, tuple[str, str, str]] = {
+    "plan": ("gpusolve.commands.plan", "plan", "Cheapest plan that meets every workload."),
+    "estimate": (
+        "gpusolve.commands.estimate",
+        "estimate",
+        "Memory, FLOPs, time and bottleneck per workload (no prices).",
+    ),
+    "catalog": ("gpusolve.commands.catalog", "catalog", "Validate, list and show the catalogue."),
+    "rules": ("gpusolve.commands.rules", "rules", "List, show, check and explain sizing rules."),
+    "schema": ("gpusolve.commands.schema", "schema", "Print or write the JSON Schemas."),
+}
+
+MAX_PROBLEMS_SHOWN = 12
+
+
+class LazyGroup(click.Group):
+    """A click group whose sub-commands are imported on first use."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(n for n, spec in COMMANDS.items() if _available(spec[0]))
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        spec = COMMANDS.get(cmd_name)
+        if spec is None or not _available(spec[0]):
+            return None
+        module = importlib.import_module(spec[0])
+        command = getattr(module, spec[1])
+        assert isinstance(command, click.Command)
+        return command
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        rows = [(n, COMMANDS[n][2]) for n in self.list_commands(ctx)]
+        if rows:
+            with formatter.section("Commands"):
+                formatter.write_dl(rows)
+
+
+def _available(module: str) -> bool:
+    return importlib.util.find_spec(module) is not None
+
+
+HELP = """\
+Plan what GPU hardware to buy or rent, and where to host it.
+
+\b
+Describe your workloads in YAML (see the shipped examples), then:
+  gpusolve plan examples/finetune-7b-deadline.yaml      cheapest plan
+  gpusolve estimate examples/finetune-7b-deadline.yaml  memory/time per GPU
+  gpusolve catalog list --kind cards                    what is in the catalogue
+  gpusolve rules explain REQS.yaml                      which heuristics fire
+
+Units: GB means 10^9 bytes; power in kW; money in the run's single currency
+(CNY unless the files say otherwise). Exit codes: 0 ok, 1 no feasible plan,
+2 invalid input or usage.
+"""
+
+
+@click.group(cls=LazyGroup, help=HELP, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="gpusolve")
+def cli() -> None:
+    pass
+
+
+def main(argv: list[str] | None = None) -> Any:
+    """Console entry point: user mistakes become messages and exit 2, never tracebacks."""
+    try:
+        return cli.main(args=argv, prog_name="gpusolve", standalone_mode=False)
+    except InputError as exc:
+        report_problems(exc)
+        sys.exit(2)
+    except click.exceptions.Exit as exc:
+        sys.exit(exc.exit_code)
+    except click.ClickException as exc:
+        exc.show()
+        sys.exit(2)
+    except click.exceptions.Abort:
+        click.echo("Aborted.", err=True)
+        sys.exit(130)
+    except KeyboardInterrupt:
+        click.echo("Interrupted.", err=True)
+        sys.exit(130)
+    except BrokenPipeError:
+        sys.exit(0)
+
+
+def report_problems(exc: InputError) -> None:
+    problems = exc.problems
+    for p in problems[:MAX_PROBLEMS_SHOWN]:
+        click.echo(f"error: {p.render()}", err=True)
+    if len(problems) > MAX_PROBLEMS_SHOWN:
+        click.echo(f"... and {len(problems) - MAX_PROBLEMS_SHOWN} more problems", err=True)

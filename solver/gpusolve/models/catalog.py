@@ -1,0 +1,206 @@
+"""The priced catalogue: cards, servers, colocation offers, cloud rentals."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field, model_validator
+
+from gpusolve.models.common import (
+    Confidence,
+    Currency,
+    Identifier,
+    NonNegativeFloat,
+    PositiveFloat,
+    PriceNote,
+    StrictModel,
+)
+
+Precision = Literal["fp32", "tf32", "bf16", "fp16", "fp8", "int8", "int4"]
+Cooling = Literal["air", "enhanced_air", "liquid"]
+FabricKind = Literal["infiniband", "roce", "ethernet", "none"]
+PeerLink = Literal["nvlink", "nvlink_bridge", "infinity_fabric", "hccs", "pcie", "none"]
+FormFactor = Literal["sxm", "oam", "pcie", "consumer"]
+GpuTopology = Literal["nvswitch", "full_mesh", "nvlink_bridge_pairs", "pcie_switch", "pcie"]
+
+
+class Tflops(StrictModel):
+    """Dense tensor throughput per precision (never the sparsity figure). Null = unsupported."""
+
+    fp32: PositiveFloat = Field(description="Non-tensor FP32 TFLOPS.")
+    tf32: PositiveFloat | None = None
+    bf16: PositiveFloat | None = None
+    fp16: PositiveFloat | None = None
+    fp8: PositiveFloat | None = None
+    int8: PositiveFloat | None = Field(default=None, description="Dense INT8 TOPS.")
+
+
+class Card(StrictModel):
+    id: Identifier
+    name: str
+    vendor: str
+    memory_gb: PositiveFloat = Field(description="Device memory, 10^9 bytes.")
+    memory_type: str
+    memory_bandwidth_gbs: PositiveFloat = Field(description="Memory bandwidth, GB/s.")
+    tflops: Tflops
+    tdp_w: PositiveFloat
+    peer_link: PeerLink = Field(description="GPU-to-GPU link the card supports.")
+    peer_bandwidth_gbs: NonNegativeFloat = Field(
+        description="GPU-to-GPU bandwidth per GPU, bidirectional GB/s (0 = PCIe only)."
+    )
+    pcie_gen: int = Field(ge=3, le=6)
+    form_factor: FormFactor
+    export_variant: bool = Field(
+        default=False, description="A China export-compliant variant (A800, H800, H20, L20...)."
+    )
+    export_restricted_cn: bool | None = Field(
+        default=None, description="Sale to China restricted (policy risk; dated by source)."
+    )
+    confidence: Confidence
+    source: str = Field(min_length=3)
+    notes: str | None = None
+
+    def tflops_at(self, precision: str) -> float | None:
+        """Peak dense TFLOPS at a precision, falling back to the next wider format."""
+        order = {
+            "fp8": ["fp8", "bf16", "fp16"],
+            "bf16": ["bf16", "fp16"],
+            "fp16": ["fp16", "bf16"],
+            "tf32": ["tf32", "fp32"],
+            "fp32": ["fp32"],
+            "int8": ["int8", "fp8", "fp16", "bf16"],
+            "int4": ["int8", "fp8", "fp16", "bf16"],
+        }.get(precision, [precision])
+        for key in order:
+            value = getattr(self.tflops, key, None)
+            if value is not None:
+                return float(value)
+        return None
+
+
+class Cpu(StrictModel):
+    model: str
+    sockets: int = Field(ge=1, le=8)
+    cores_total: int = Field(ge=1)
+    pcie_lanes: int = Field(ge=1, description="CPU PCIe lanes available to the system.")
+    base_ghz: PositiveFloat
+
+
+class Fabric(StrictModel):
+    kind: FabricKind
+    nics: int = Field(ge=0, description="Compute-fabric NICs per server.")
+    nic_gbps: NonNegativeFloat = Field(description="Line rate per NIC, Gbit/s.")
+
+    @property
+    def total_gbps(self) -> float:
+        return self.nics * self.nic_gbps
+
+
+class Server(StrictModel):
+    id: Identifier
+    name: str
+    card: Identifier
+    gpus: int = Field(ge=1, le=16)
+    topology: GpuTopology
+    peer_bandwidth_gbs: NonNegativeFloat = Field(
+        description="GPU-to-GPU bandwidth per GPU inside this server, bidirectional GB/s."
+    )
+    cpu: Cpu
+    ram_gb: PositiveFloat
+    fabric: Fabric
+    storage_write_gbs: PositiveFloat = Field(description="Local checkpoint storage write, GB/s.")
+    power_kw: PositiveFloat = Field(description="Peak wall power, kW.")
+    rack_units: int = Field(ge=1, le=20)
+    cooling: list[Cooling] = Field(
+        min_length=1, description="Rack cooling types this server can live in."
+    )
+    price: PositiveFloat = Field(description="Purchase price, catalogue currency.")
+    pricing: PriceNote
+    confidence: Confidence
+    source: str = Field(min_length=3)
+    notes: str | None = None
+
+
+class ColoOffer(StrictModel):
+    id: Identifier
+    provider: str
+    region: str = Field(description="Region id, e.g. jiangsu-south; aliases such as 苏南 accepted.")
+    city: str
+    cooling: Cooling
+    rack_kw: PositiveFloat = Field(description="Contracted power per rack, kW.")
+    rack_units: int = Field(ge=4, le=60)
+    racks_available: int = Field(ge=0)
+    rack_price_per_month: NonNegativeFloat
+    power_included: bool = Field(
+        default=False, description="Energy is bundled into the rack price (no metered bill)."
+    )
+    power_price_per_kwh: NonNegativeFloat
+    pue: float = Field(ge=1.0, le=3.0)
+    bandwidth_mbps: NonNegativeFloat = Field(description="Internet bandwidth included per site.")
+    bandwidth_price_per_mbps_month: NonNegativeFloat = 0.0
+    bgp: bool
+    bgp_lines: int = Field(default=0, ge=0)
+    fabric: FabricKind = Field(description="Inter-server fabric the site can provide.")
+    fabric_gbps: NonNegativeFloat = Field(default=0.0, description="Per-port fabric rate, Gbit/s.")
+    ops_24h: bool
+    dual_power: bool
+    certifications: list[str] = Field(default_factory=list)
+    licences: list[str] = Field(default_factory=list)
+    latency_ms_to_shanghai: NonNegativeFloat | None = None
+    pricing: PriceNote
+    source: str = Field(min_length=3)
+    notes: str | None = None
+
+
+class CloudOffer(StrictModel):
+    id: Identifier
+    provider: str
+    card: Identifier
+    gpus_per_instance: int = Field(ge=1, le=16)
+    price_per_hour: PositiveFloat = Field(description="Per instance-hour, catalogue currency.")
+    region: str
+    fabric: FabricKind = "ethernet"
+    fabric_gbps: NonNegativeFloat = 0.0
+    peer_bandwidth_gbs: NonNegativeFloat = Field(
+        default=0.0, description="GPU-to-GPU bandwidth per GPU inside one instance."
+    )
+    max_instances: int = Field(default=64, ge=1)
+    storage_write_gbs: PositiveFloat = 1.0
+    pricing: PriceNote
+    source: str = Field(min_length=3)
+    notes: str | None = None
+
+
+class CatalogFile(StrictModel):
+    """One catalogue file as written. Several files merge into one Catalog."""
+
+    schema_: str | None = Field(default=None, alias="$schema")
+    currency: Currency = "CNY"
+    replace: bool = Field(
+        default=False, description="Items in this file may replace earlier items with the same id."
+    )
+    cards: list[Card] = Field(default_factory=list)
+    servers: list[Server] = Field(default_factory=list)
+    colo_offers: list[ColoOffer] = Field(default_factory=list)
+    cloud_offers: list[CloudOffer] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _not_empty(self) -> CatalogFile:
+        if not (self.cards or self.servers or self.colo_offers or self.cloud_offers):
+            raise ValueError(
+                "a catalogue file needs at least one of cards, servers, colo_offers, cloud_offers"
+            )
+        return self
+
+
+class Catalog(StrictModel):
+    """The merged catalogue used by a run."""
+
+    currency: Currency = "CNY"
+    cards: dict[str, Card] = Field(default_factory=dict)
+    servers: dict[str, Server] = Field(default_factory=dict)
+    colo_offers: dict[str, ColoOffer] = Field(default_factory=dict)
+    cloud_offers: dict[str, CloudOffer] = Field(default_factory=dict)
+
+    def card_of(self, server_or_offer: Server | CloudOffer) -> Card:
+        return self.cards[server_or_offer.card]

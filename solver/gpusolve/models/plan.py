@@ -1,0 +1,131 @@
+"""The output contract of `gpusolve plan`: one typed Plan rendered five ways."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+PlanStatus = Literal["optimal", "feasible", "infeasible", "unknown"]
+
+
+class OutModel(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class CostBreakdown(OutModel):
+    servers_capex: float = 0.0
+    rack_rent: float = 0.0
+    energy: float = 0.0
+    bandwidth: float = 0.0
+    cloud_rental: float = 0.0
+    penalties: float = 0.0
+
+
+class Cost(OutModel):
+    capex: float
+    monthly_opex: float
+    tco: float
+    currency: str
+    horizon_months: int
+    breakdown: CostBreakdown
+
+
+class Parallel(OutModel):
+    tp: int
+    pp: int
+    dp: int
+    zero_stage: int
+    gradient_checkpointing: str
+    micro_batch: int
+    grad_accum: int
+
+
+class Deployment(OutModel):
+    workload: str
+    mode: Literal["owned", "cloud"]
+    card: str
+    server: str | None
+    cloud_offer: str | None = None
+    servers: int
+    gpus: int
+    parallel: Parallel
+    site: str | None
+    schedule: str
+    memory_per_gpu_gb: float
+    memory_capacity_gb: float
+    headroom: float
+    time_to_train_h: float | None
+    throughput: float = Field(description="Training tokens/s, or generated tokens/s for inference.")
+    replicas: int = 1
+    rental_hours: float = 0.0
+
+
+class Site(OutModel):
+    offer: str
+    region: str
+    city: str
+    racks: int
+    servers: dict[str, int]
+    power_kw: float
+    rack_kw: float
+    cooling: str
+    fill: list[dict[str, int]] = Field(description="Servers per rack, one entry per rack.")
+
+
+class RuleFired(OutModel):
+    rule: str
+    source: str
+    title: str
+    workloads: list[str]
+
+
+class Constraint(OutModel):
+    name: str
+    detail: str
+
+
+class Alternative(OutModel):
+    rank: int
+    tco: float
+    delta: float
+    differs: str
+    deployments: list[Deployment]
+
+
+class Relaxation(OutModel):
+    requirement: str
+    detail: str
+    suggestion: str | None = None
+
+
+class Infeasibility(OutModel):
+    reason: str
+    conflicting: list[Relaxation] = Field(default_factory=list)
+    workloads_without_candidates: dict[str, list[str]] = Field(default_factory=dict)
+
+
+class SolverInfo(OutModel):
+    status: str
+    wall_s: float
+    workers: int
+    seed: int
+    objective_value: float | None = None
+    best_bound: float | None = None
+    gap: float | None = None
+    proven_optimal: bool = False
+
+
+class Plan(OutModel):
+    status: PlanStatus
+    objective: str
+    cost: Cost | None
+    deployments: list[Deployment] = Field(default_factory=list)
+    sites: list[Site] = Field(default_factory=list)
+    binding: list[Constraint] = Field(default_factory=list)
+    rules_fired: list[RuleFired] = Field(default_factory=list)
+    advice: list[str] = Field(default_factory=list)
+    alternatives: list[Alternative] = Field(default_factory=list)
+    why_not: dict[str, list[str]] = Field(default_factory=dict)
+    infeasibility: Infeasibility | None = None
+    solver: SolverInfo

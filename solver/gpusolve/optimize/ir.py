@@ -1,0 +1,168 @@
+"""The optimiser's input and output: plain integers and ids, no physics, no pydantic.
+
+Money is in whole units of the run currency (yuan for CNY), rounded half-even once per
+coefficient when the candidates stage builds the instance; power in watts; space in rack
+units. Keeping the IR integral is what lets CP-SAT prove optimality exactly (a float
+objective silently switches CP-SAT to a floating-point objective that can misreport
+OPTIMAL; see google/or-tools#3639).
+
+Every user-level requirement is a named `Requirement`. Options and placements list the
+requirement names they would violate (`violates`): in a normal solve those are simply
+unavailable; in explain mode the requirement literals become assumptions, so the same
+model names the smallest set of requirements that conflict.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+Slot = Literal["always", "day", "night"]
+ObjectiveKind = Literal["min-tco", "min-capex", "min-monthly", "max-throughput"]
+Status = Literal["optimal", "feasible", "infeasible", "unknown", "model_invalid"]
+
+SLOTS_COVERED: dict[str, tuple[str, ...]] = {
+    "always": ("day", "night"),
+    "day": ("day",),
+    "night": ("night",),
+}
+
+
+@dataclass(frozen=True)
+class Sku:
+    """A server model that can be bought."""
+
+    id: str
+    capex: int  # purchase price per server
+    power_w: int  # peak wall power per server
+    rack_units: int
+    cooling: frozenset[str]  # rack cooling kinds it can live in
+
+
+@dataclass(frozen=True)
+class Site:
+    """A colocation offer: identical racks at one site."""
+
+    id: str
+    region: str
+    cooling: str
+    rack_w: int  # contracted power per rack
+    rack_units: int
+    racks_available: int
+    rack_rent_month: int  # per rack
+    bandwidth_month: int  # fixed monthly cost once the site is used at all
+    energy_month: dict[str, int] = field(default_factory=dict)  # sku id -> per server-month
+
+
+@dataclass(frozen=True)
+class Placement:
+    """An owned option hosted at one site."""
+
+    site: str
+    penalty: int = 0  # soft-rule penalties (money-equivalent, whole horizon)
+    violates: frozenset[str] = frozenset()
+
+
+@dataclass(frozen=True)
+class OwnedOption:
+    """One way to run a workload on bought servers of one SKU, all at one site."""
+
+    key: str  # unique within the instance
+    workload: str
+    sku: str
+    servers: int  # servers this workload occupies while it runs
+    slot: Slot
+    placements: tuple[Placement, ...]
+    throughput: int = 0  # work per second (tokens/s), for max-throughput and tie-breaks
+    headroom_permille: int = 0  # free memory per GPU, for tie-breaks
+    penalty: int = 0  # soft-rule penalties independent of the site
+    violates: frozenset[str] = frozenset()
+
+
+@dataclass(frozen=True)
+class CloudOption:
+    """Renting instances instead of buying."""
+
+    key: str
+    workload: str
+    offer: str
+    region: str
+    instances: int
+    cost_total: int  # rental over the whole horizon
+    throughput: int = 0
+    headroom_permille: int = 0
+    penalty: int = 0
+    violates: frozenset[str] = frozenset()
+
+
+@dataclass(frozen=True)
+class Requirement:
+    """A user-level requirement, named so explanations speak the user's language."""
+
+    name: str  # e.g. "deadline:ft-7b", "capex", "regions:chat", "racks:suzhou-liquid"
+    description: str  # e.g. "deadline of 72 h for ft-7b"
+    weight: int = 1  # for the minimum correction set: how hard it is to relax
+
+
+@dataclass(frozen=True)
+class Instance:
+    workloads: tuple[str, ...]
+    skus: dict[str, Sku]
+    sites: dict[str, Site]
+    owned: tuple[OwnedOption, ...]
+    cloud: tuple[CloudOption, ...]
+    horizon_months: int
+    requirements: dict[str, Requirement] = field(default_factory=dict)
+    capex_max: int | None = None  # enforced by requirement "capex"
+    monthly_max: int | None = None  # enforced by requirement "monthly"
+    objective: ObjectiveKind = "min-tco"
+    # Site-level requirements: racks at a site may not exceed what is available
+    # (requirement name "racks:<site>"); explain mode may relax it.
+
+
+@dataclass(frozen=True)
+class SolveConfig:
+    time_limit_s: float = 60.0
+    workers: int = 2
+    seed: int = 1
+    relative_gap: float = 0.0
+
+
+@dataclass(frozen=True)
+class Choice:
+    workload: str
+    option: str  # OwnedOption.key or CloudOption.key
+    site: str | None  # None for cloud
+
+
+@dataclass(frozen=True)
+class Costs:
+    capex: int
+    rack_rent: int  # whole horizon
+    energy: int  # whole horizon
+    bandwidth: int  # whole horizon
+    cloud: int  # whole horizon
+    penalties: int
+
+    @property
+    def tco(self) -> int:
+        return self.capex + self.rack_rent + self.energy + self.bandwidth + self.cloud
+
+    @property
+    def objective_tco(self) -> int:
+        return self.tco + self.penalties
+
+
+@dataclass(frozen=True)
+class Solution:
+    status: Status
+    choices: tuple[Choice, ...] = ()
+    servers: dict[tuple[str, str], int] = field(default_factory=dict)  # (sku, site) -> count
+    racks: dict[tuple[str, tuple[tuple[str, int], ...]], int] = field(
+        default_factory=dict
+    )  # (site, pattern as sorted (sku, count) pairs) -> racks of that fill
+    costs: Costs | None = None
+    objective_value: int | None = None
+    best_bound: int | None = None
+    wall_s: float = 0.0
+    binding: tuple[str, ...] = ()  # names of requirements/capacities that are tight

@@ -7,6 +7,7 @@ Sub-commands live in `gpusolve.commands.*` and are imported only when invoked, s
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import sys
 from typing import Any
 

@@ -1,0 +1,95 @@
+"""The `load` stage: the only place that reads user files.
+
+Everything returned is typed and checked; anything wrong raises `InputError` with
+file:line:column and what to do.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from gpusolve.errors import InputError, Problem
+from gpusolve.load.catalog import LoadedCatalog, expand_paths, load_catalog
+from gpusolve.load.data import data_dir
+from gpusolve.load.validate import parse_model
+from gpusolve.load.yamlio import Document, read_yaml
+from gpusolve.models.catalog import Catalog
+from gpusolve.models.fleet import Fleet
+from gpusolve.models.requirements import Requirements
+from gpusolve.regions import resolve, suggestions
+
+__all__ = [
+    "Document",
+    "LoadedCatalog",
+    "check_against_catalog",
+    "data_dir",
+    "expand_paths",
+    "load_catalog",
+    "load_fleet",
+    "load_requirements",
+    "load_requirements_doc",
+    "parse_model",
+    "read_yaml",
+]
+
+
+def load_requirements_doc(path: Path) -> tuple[Requirements, Document]:
+    doc = read_yaml(path)
+    return parse_model(doc, Requirements, "requirements"), doc
+
+
+def load_requirements(path: Path) -> Requirements:
+    return load_requirements_doc(path)[0]
+
+
+def load_fleet(path: Path) -> tuple[Fleet, Document]:
+    doc = read_yaml(path)
+    return parse_model(doc, Fleet, "fleet"), doc
+
+
+def check_against_catalog(reqs: Requirements, doc: Document, catalog: Catalog) -> None:
+    """Cross-file checks: one currency per run, region names that exist, known cards."""
+    problems: list[Problem] = []
+    if reqs.currency != catalog.currency:
+        loc = doc.locate(("currency",)) or (None, None)
+        problems.append(
+            Problem(
+                doc.name,
+                loc[0],
+                loc[1],
+                f"currency {reqs.currency} differs from the catalogue's {catalog.currency}",
+                "use one currency per run (give a catalogue priced in the same currency)",
+            )
+        )
+    known = frozenset(o.region for o in catalog.colo_offers.values()) | frozenset(
+        o.region for o in catalog.cloud_offers.values()
+    )
+    region_lists: list[tuple[tuple[str | int, ...], list[str] | None]] = [
+        (("regions", "allowed"), reqs.regions.allowed),
+        (("regions", "preferred"), reqs.regions.preferred),
+    ]
+    region_lists += [(("workloads", i, "regions"), w.regions) for i, w in enumerate(reqs.workloads)]
+    for base, terms in region_lists:
+        for j, term in enumerate(terms or []):
+            if resolve(term, known) is None:
+                loc = doc.locate((*base, j)) or (None, None)
+                close = suggestions(term, known)
+                hint = f"did you mean {', '.join(close)}?" if close else "use a region or city name"
+                problems.append(
+                    Problem(doc.name, loc[0], loc[1], f"unknown region or city {term!r}", hint)
+                )
+    for i, w in enumerate(reqs.workloads):
+        if w.measured is not None and w.measured.card not in catalog.cards:
+            loc = doc.locate(("workloads", i, "measured", "card")) or (None, None)
+            problems.append(
+                Problem(
+                    doc.name,
+                    loc[0],
+                    loc[1],
+                    f"measured.card {w.measured.card!r} is not in the catalogue",
+                    "use a card id from `gpusolve catalog list --kind cards`",
+                )
+            )
+    if problems:
+        raise InputError(problems)
+

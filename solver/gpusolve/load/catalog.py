@@ -1,0 +1,194 @@
+"""Read and merge catalogue files; check references and physics across files."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from gpusolve.errors import InputError, Problem
+from gpusolve.load.data import data_dir
+from gpusolve.load.validate import parse_model
+from gpusolve.load.yamlio import Document, read_yaml
+from gpusolve.models.catalog import Catalog, CatalogFile
+
+KINDS = ("cards", "servers", "colo_offers", "cloud_offers")
+# No single server draws more: the densest 8-GPU boards are ~15 kW, a whole GB200 NVL72
+# rack ~130 kW. A "server" above this is a typo (W written as kW, a rack entered as a node).
+MAX_SERVER_KW = 40.0
+MAX_RACK_KW = 250.0
+
+
+@dataclass
+class _Origin:
+    doc: Document
+    index: int
+    kind: str
+
+    def where(self) -> tuple[int | None, int | None]:
+        loc = self.doc.locate((self.kind, self.index))
+        return loc if loc else (None, None)
+
+
+@dataclass
+class LoadedCatalog:
+    catalog: Catalog
+    files: list[Path]
+    origins: dict[str, tuple[str, int | None]] = field(default_factory=dict)  # id -> (file, line)
+
+    def counts(self) -> dict[str, int]:
+        return {k: len(getattr(self.catalog, k)) for k in KINDS}
+
+
+def expand_paths(paths: Sequence[Path], *, what: str) -> list[Path]:
+    """Files stay as given; a folder means its *.yaml/*.yml files in name order."""
+    files: list[Path] = []
+    for path in paths:
+        if path.is_dir():
+            found = sorted([*path.glob("*.yaml"), *path.glob("*.yml")])
+            found = [f for f in found if f.name != "heuristics.yaml"]
+            if not found:
+                raise InputError.single(str(path), f"folder holds no {what} .yaml files")
+            files.extend(found)
+        else:
+            files.append(path)
+    return files
+
+
+def load_catalog(paths: Sequence[Path] | None = None) -> LoadedCatalog:
+    files = expand_paths(list(paths) if paths else [data_dir("catalog")], what="catalogue")
+    merged: dict[str, dict[str, Any]] = {k: {} for k in KINDS}
+    origins: dict[str, _Origin] = {}
+    currency: tuple[str, Document] | None = None
+    problems: list[Problem] = []
+    for path in files:
+        doc = read_yaml(path)
+        part = parse_model(doc, CatalogFile, "catalog")
+        if currency is None:
+            currency = (part.currency, doc)
+        elif part.currency != currency[0]:
+            line = _line(doc, ("currency",))
+            problems.append(
+                Problem(
+                    doc.name,
+                    line,
+                    None,
+                    f"currency {part.currency} differs from {currency[0]} in {currency[1].name}",
+                    "use one currency per run; convert prices before merging files",
+                )
+            )
+        for kind in KINDS:
+            for index, item in enumerate(getattr(part, kind)):
+                origin = _Origin(doc, index, kind)
+                problems.extend(_merge_one(merged, origins, kind, item, origin, part.replace))
+    if problems:
+        raise InputError(problems)
+    catalog = Catalog(
+        currency=currency[0] if currency else "CNY",
+        **{k: merged[k] for k in KINDS},
+    )
+    problems = _cross_check(catalog, origins)
+    if problems:
+        raise InputError(problems)
+    return LoadedCatalog(
+        catalog=catalog,
+        files=files,
+        origins={i: (o.doc.name, o.where()[0]) for i, o in origins.items()},
+    )
+
+
+def _merge_one(
+    merged: dict[str, dict[str, Any]],
+    origins: dict[str, _Origin],
+    kind: str,
+    item: Any,
+    origin: _Origin,
+    replace: bool,
+) -> list[Problem]:
+    item_id = item.id
+    previous = origins.get(item_id)
+    if previous is not None:
+        prev_line = previous.where()[0]
+        same_kind = previous.kind == kind
+        if not (same_kind and replace):
+            line, col = origin.where()
+            hint = (
+                "set `replace: true` at the top of this file to replace it on purpose"
+                if same_kind
+                else "ids are shared by all kinds; rename one"
+            )
+            return [
+                Problem(
+                    origin.doc.name,
+                    line,
+                    col,
+                    f"duplicate id {item_id!r}: already defined in "
+                    f"{previous.doc.name}:{prev_line} ({previous.kind})",
+                    hint,
+                )
+            ]
+    merged[kind][item_id] = item
+    origins[item_id] = origin
+    return []
+
+
+def _cross_check(catalog: Catalog, origins: dict[str, _Origin]) -> list[Problem]:
+    problems: list[Problem] = []
+
+    def problem(item_id: str, field_path: tuple[str, ...], message: str, hint: str) -> None:
+        o = origins[item_id]
+        loc = o.doc.locate((o.kind, o.index, *field_path)) or o.where()
+        problems.append(Problem(o.doc.name, loc[0], loc[1], message, hint))
+
+    card_ids = sorted(catalog.cards)
+    for server in catalog.servers.values():
+        card = catalog.cards.get(server.card)
+        if card is None:
+            problem(
+                server.id,
+                ("card",),
+                f"server {server.id!r} names unknown card {server.card!r}",
+                f"known cards: {', '.join(card_ids) or '(none)'}",
+            )
+            continue
+        gpu_kw = server.gpus * card.tdp_w / 1000
+        if server.power_kw < gpu_kw:
+            problem(
+                server.id,
+                ("power_kw",),
+                f"server {server.id!r} draws {server.power_kw} kW, less than its "
+                f"{server.gpus} GPUs' TDP alone ({gpu_kw:.2f} kW)",
+                "give the peak wall power in kW",
+            )
+        if server.power_kw > MAX_SERVER_KW:
+            problem(
+                server.id,
+                ("power_kw",),
+                f"server {server.id!r} draws {server.power_kw} kW; no rack could hold one "
+                f"server above {MAX_SERVER_KW:.0f} kW",
+                "was the figure in W, or for a whole rack?",
+            )
+    for offer in catalog.cloud_offers.values():
+        if offer.card not in catalog.cards:
+            problem(
+                offer.id,
+                ("card",),
+                f"cloud offer {offer.id!r} names unknown card {offer.card!r}",
+                f"known cards: {', '.join(card_ids) or '(none)'}",
+            )
+    for colo in catalog.colo_offers.values():
+        if colo.rack_kw > MAX_RACK_KW:
+            problem(
+                colo.id,
+                ("rack_kw",),
+                f"colo offer {colo.id!r} has {colo.rack_kw} kW per rack, above any real rack "
+                f"({MAX_RACK_KW:.0f} kW)",
+                "give the contracted kW of one rack",
+            )
+    return problems
+
+
+def _line(doc: Document, path: tuple[str | int, ...]) -> int | None:
+    loc = doc.locate(path, key=True)
+    return loc[0] if loc else None

@@ -1,0 +1,150 @@
+"""Validate a YAML document against its JSON Schema, then build the typed model.
+
+Errors come back as `file:line:column: what is wrong; what is expected`, located by
+mapping the JSON path of each error to the YAML node it came from.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from functools import cache
+from typing import Any, TypeVar
+
+import jsonschema
+from pydantic import BaseModel, ValidationError
+
+from gpusolve.errors import InputError, Problem
+from gpusolve.load.data import data_dir
+from gpusolve.load.yamlio import Document, JsonPath
+
+M = TypeVar("M", bound=BaseModel)
+
+_TYPE_WORDS = {
+    "number": "a number",
+    "integer": "a whole number",
+    "string": "text",
+    "boolean": "true or false",
+    "array": "a list",
+    "object": "a mapping (key: value lines)",
+    "null": "nothing (null)",
+}
+
+
+@cache
+def _validator(schema_name: str, model: type[BaseModel]) -> jsonschema.Draft202012Validator:
+    path = data_dir("schemas") / f"{schema_name}.schema.json"
+    if path.is_file():
+        schema = json.loads(path.read_text(encoding="utf-8"))
+    else:  # a checkout before `gpusolve schema --write`; the freshness test keeps them equal
+        schema = model.model_json_schema(by_alias=True)
+    return jsonschema.Draft202012Validator(schema)
+
+
+def parse_model(doc: Document, model: type[M], schema_name: str) -> M:
+    validator = _validator(schema_name, model)
+    problems = [_schema_problem(doc, e) for e in _leaf_errors(validator.iter_errors(doc.data))]
+    if problems:
+        raise InputError(_sorted_unique(problems))
+    try:
+        return model.model_validate(doc.data)
+    except ValidationError as exc:
+        raise InputError(_sorted_unique(_pydantic_problems(doc, exc))) from None
+
+
+def _leaf_errors(
+    errors: Iterable[jsonschema.ValidationError],
+) -> Iterable[jsonschema.ValidationError]:
+    """For anyOf/oneOf failures, report the most specific branch instead of 'not valid'."""
+    for error in errors:
+        if error.context:
+            best = jsonschema.exceptions.best_match(error.context)
+            yield best if best is not None else error
+        else:
+            yield error
+
+
+def _schema_problem(doc: Document, error: jsonschema.ValidationError) -> Problem:
+    path: JsonPath = tuple(error.absolute_path)
+    message, hint, at_key = _describe(error)
+    if at_key:
+        extra = _unknown_keys(error)
+        path = (*path, extra[0]) if extra else path
+    where = doc.locate(path, key=at_key)
+    line, col = where if where else (None, None)
+    field = ".".join(str(p) for p in path) or "(top level)"
+    return Problem(doc.name, line, col, f"{field}: {message}", hint)
+
+
+def _describe(error: jsonschema.ValidationError) -> tuple[str, str | None, bool]:
+    kind = error.validator
+    schema = error.schema if isinstance(error.schema, dict) else {}
+    if kind == "additionalProperties":
+        extra = _unknown_keys(error)
+        allowed = sorted(schema.get("properties", {}))
+        names = ", ".join(repr(k) for k in extra)
+        return f"unknown field {names}", f"expected one of: {', '.join(allowed)}", True
+    if kind == "required":
+        missing = str(error.message).split("'")[1] if "'" in str(error.message) else "?"
+        return f"missing required field {missing!r}", "add it", False
+    if kind == "type":
+        wanted = error.validator_value
+        wanted_list = wanted if isinstance(wanted, list) else [wanted]
+        words = " or ".join(_TYPE_WORDS.get(str(w), str(w)) for w in wanted_list)
+        return f"expected {words}, got {_show(error.instance)}", None, False
+    if kind == "enum":
+        options = ", ".join(repr(v) for v in error.validator_value)
+        return f"{_show(error.instance)} is not allowed", f"expected one of: {options}", False
+    if kind == "const":
+        return f"{_show(error.instance)} is not allowed", f"expected {error.validator_value!r}", False
+    if kind in ("minimum", "exclusiveMinimum", "maximum", "exclusiveMaximum"):
+        rel = {
+            "minimum": "at least",
+            "exclusiveMinimum": "greater than",
+            "maximum": "at most",
+            "exclusiveMaximum": "less than",
+        }[str(kind)]
+        return f"{_show(error.instance)} is out of range", f"expected {rel} {error.validator_value}", False
+    if kind == "pattern":
+        desc = schema.get("description")
+        return f"{_show(error.instance)} is not in the expected form", desc or f"pattern {error.validator_value}", False
+    if kind in ("minItems", "maxItems", "minLength", "maxLength"):
+        return f"{_show(error.instance)}: {error.message}", None, False
+    return str(error.message), None, False
+
+
+def _unknown_keys(error: jsonschema.ValidationError) -> list[str]:
+    schema = error.schema if isinstance(error.schema, dict) else {}
+    known = set(schema.get("properties", {}))
+    if isinstance(error.instance, dict):
+        return sorted(k for k in error.instance if k not in known)
+    return []
+
+
+def _show(value: Any) -> str:
+    text = json.dumps(value, ensure_ascii=False, default=str)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _pydantic_problems(doc: Document, exc: ValidationError) -> list[Problem]:
+    problems = []
+    for err in exc.errors(include_url=False):
+        loc: JsonPath = tuple(p for p in err["loc"] if isinstance(p, str | int))
+        # Model-level validators report the enclosing object; keep its position.
+        where = doc.locate(loc)
+        line, col = where if where else (None, None)
+        field = ".".join(str(p) for p in loc) or "(top level)"
+        message = str(err["msg"]).removeprefix("Value error, ")
+        problems.append(Problem(doc.name, line, col, f"{field}: {message}"))
+    return problems
+
+
+def _sorted_unique(problems: list[Problem]) -> list[Problem]:
+    seen: set[tuple[Any, ...]] = set()
+    unique = []
+    for p in problems:
+        key = (p.line, p.column, p.message)
+        if key not in seen:
+            seen.add(key)
+            unique.append(p)
+    return sorted(unique, key=lambda p: (p.line or 0, p.column or 0))

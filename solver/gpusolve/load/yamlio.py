@@ -1,0 +1,170 @@
+"""Safe YAML reading that remembers where every value came from.
+
+PyYAML's composer gives nodes with marks; we construct plain Python from those nodes
+ourselves so that (1) each JSON path maps back to a line and column for error messages,
+(2) alias expansion is counted and capped (a "billion laughs" file is an input error,
+not a hang), (3) duplicate keys are errors instead of silently keeping the last one.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from gpusolve.errors import InputError
+
+MAX_FILE_BYTES = 5 * 1024 * 1024
+MAX_NODES = 200_000  # after alias expansion
+MAX_DEPTH = 64
+
+JsonPath = tuple[str | int, ...]
+
+
+@dataclass
+class Document:
+    path: Path
+    data: Any
+    value_marks: dict[JsonPath, tuple[int, int]] = field(default_factory=dict)
+    key_marks: dict[JsonPath, tuple[int, int]] = field(default_factory=dict)
+
+    @property
+    def name(self) -> str:
+        return str(self.path)
+
+    def locate(self, json_path: JsonPath, *, key: bool = False) -> tuple[int, int] | None:
+        """1-based (line, column) of the node at json_path, or of its nearest ancestor."""
+        marks = self.key_marks if key else self.value_marks
+        probe = tuple(json_path)
+        while True:
+            if probe in marks:
+                return marks[probe]
+            if key and probe in self.value_marks:
+                return self.value_marks[probe]
+            if not probe:
+                return None
+            probe = probe[:-1]
+
+
+def read_yaml(path: Path, *, max_bytes: int = MAX_FILE_BYTES) -> Document:
+    text = _read_text(path, max_bytes)
+    loader = yaml.SafeLoader(text)
+    try:
+        node = loader.get_single_node()
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        line, col = (mark.line + 1, mark.column + 1) if mark else (None, None)
+        what = exc.problem or "YAML syntax error"
+        raise InputError.single(
+            str(path),
+            f"YAML syntax error: {what}",
+            line=line,
+            column=col,
+            hint="check indentation, colons and quotes near this position",
+        ) from None
+    except yaml.YAMLError as exc:
+        raise InputError.single(str(path), f"YAML error: {exc}") from None
+    finally:
+        loader.dispose()
+    if node is None:
+        raise InputError.single(str(path), "the file is empty", hint="see the shipped examples")
+    doc = Document(path=path, data=None)
+    builder = _Builder(doc, yaml.SafeLoader(""))
+    doc.data = builder.build(node, (), 0)
+    return doc
+
+
+def _read_text(path: Path, max_bytes: int) -> str:
+    name = str(path)
+    if not path.exists():
+        raise InputError.single(name, "no such file", hint="check the path")
+    if path.is_dir():
+        raise InputError.single(
+            name, "is a directory, not a file", hint="name a .yaml file inside it"
+        )
+    size = path.stat().st_size
+    if size > max_bytes:
+        raise InputError.single(
+            name,
+            f"file is {size / 1e6:.1f} MB; input files are limited to {max_bytes / 1e6:.0f} MB",
+            hint="split it into several files",
+        )
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise InputError.single(name, f"cannot read: {exc.strerror}") from None
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise InputError.single(
+            name, f"not UTF-8 text (byte {exc.start})", hint="save the file as UTF-8"
+        ) from None
+
+
+class _Builder:
+    def __init__(self, doc: Document, loader: yaml.SafeLoader) -> None:
+        self.doc = doc
+        self.loader = loader
+        self.nodes = 0
+
+    def build(self, node: yaml.Node, path: JsonPath, depth: int) -> Any:
+        self.nodes += 1
+        if self.nodes > MAX_NODES:
+            self._fail(node, f"more than {MAX_NODES:,} values after expanding aliases", "alias")
+        if depth > MAX_DEPTH:
+            self._fail(node, f"nesting deeper than {MAX_DEPTH} levels", "depth")
+        self.doc.value_marks.setdefault(path, _mark(node))
+        if isinstance(node, yaml.MappingNode):
+            return self._mapping(node, path, depth)
+        if isinstance(node, yaml.SequenceNode):
+            return [self.build(item, (*path, i), depth + 1) for i, item in enumerate(node.value)]
+        assert isinstance(node, yaml.ScalarNode)
+        try:
+            value = self.loader.construct_object(node, deep=True)
+        except yaml.constructor.ConstructorError as exc:
+            self._fail(node, f"cannot read value: {exc.problem}", "value")
+        if isinstance(value, dt.datetime | dt.date):
+            return value.isoformat()
+        if isinstance(value, bytes):
+            self._fail(node, "binary values are not accepted", "value")
+        if isinstance(value, float) and not math.isfinite(value):
+            # No gpusolve quantity is NaN or infinite; catching it here covers every input kind.
+            self._fail(node, f"{node.value} is not a finite number", "finite")
+        return value
+
+    def _mapping(self, node: yaml.MappingNode, path: JsonPath, depth: int) -> dict[str, Any]:
+        try:
+            self.loader.flatten_mapping(node)  # YAML merge keys (<<)
+        except yaml.constructor.ConstructorError as exc:
+            self._fail(node, f"bad merge key: {exc.problem}", "merge")
+        result: dict[str, Any] = {}
+        for key_node, value_node in node.value:
+            if not isinstance(key_node, yaml.ScalarNode):
+                self._fail(key_node, "mapping keys must be plain names", "key")
+            key = str(self.loader.construct_object(key_node))
+            child = (*path, key)
+            if key in result:
+                self._fail(key_node, f"key {key!r} appears twice in the same mapping", "key")
+            self.doc.key_marks[child] = _mark(key_node)
+            result[key] = self.build(value_node, child, depth + 1)
+        return result
+
+    def _fail(self, node: yaml.Node, message: str, kind: str) -> Any:
+        line, col = _mark(node)
+        hints = {
+            "alias": "this looks like an alias bomb; expand anchors by hand",
+            "depth": "flatten the structure",
+            "key": "use each key once; keys are plain strings",
+            "finite": "give a finite number",
+        }
+        raise InputError.single(
+            self.doc.name, message, line=line, column=col, hint=hints.get(kind)
+        )
+
+
+def _mark(node: yaml.Node) -> tuple[int, int]:
+    return node.start_mark.line + 1, node.start_mark.column + 1

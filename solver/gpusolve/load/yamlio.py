@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import datetime as dt
 import math
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -23,6 +24,21 @@ MAX_NODES = 200_000  # after alias expansion
 MAX_DEPTH = 64
 
 JsonPath = tuple[str | int, ...]
+
+
+class _Loader(yaml.SafeLoader):
+    """SafeLoader that also reads YAML 1.2 floats such as `3e9` and `2.0e8`.
+
+    YAML 1.1 (PyYAML's default) needs a dot and a signed exponent (`3.0e+9`), so `3e9`
+    would silently become the string "3e9" - a trap for anyone writing token counts.
+    """
+
+
+_Loader.add_implicit_resolver(
+    "tag:yaml.org,2002:float",
+    re.compile(r"^[-+]?(?:[0-9][0-9_]*)?(?:\.[0-9_]*)?[eE][-+]?[0-9]+$"),
+    list("-+0123456789."),
+)
 
 
 @dataclass
@@ -52,7 +68,7 @@ class Document:
 
 def read_yaml(path: Path, *, max_bytes: int = MAX_FILE_BYTES) -> Document:
     text = _read_text(path, max_bytes)
-    loader = yaml.SafeLoader(text)
+    loader = _Loader(text)
     try:
         node = loader.get_single_node()
     except yaml.MarkedYAMLError as exc:
@@ -73,7 +89,7 @@ def read_yaml(path: Path, *, max_bytes: int = MAX_FILE_BYTES) -> Document:
     if node is None:
         raise InputError.single(str(path), "the file is empty", hint="see the shipped examples")
     doc = Document(path=path, data=None)
-    builder = _Builder(doc, yaml.SafeLoader(""))
+    builder = _Builder(doc, _Loader(""))
     doc.data = builder.build(node, (), 0)
     return doc
 
@@ -106,7 +122,7 @@ def _read_text(path: Path, max_bytes: int) -> str:
 
 
 class _Builder:
-    def __init__(self, doc: Document, loader: yaml.SafeLoader) -> None:
+    def __init__(self, doc: Document, loader: _Loader) -> None:
         self.doc = doc
         self.loader = loader
         self.nodes = 0
@@ -137,17 +153,21 @@ class _Builder:
         return value
 
     def _mapping(self, node: yaml.MappingNode, path: JsonPath, depth: int) -> dict[str, Any]:
+        own_keys = {id(k) for k, _ in node.value}
         try:
             self.loader.flatten_mapping(node)  # YAML merge keys (<<)
         except yaml.constructor.ConstructorError as exc:
             self._fail(node, f"bad merge key: {exc.problem}", "merge")
         result: dict[str, Any] = {}
+        merged: set[str] = set()  # keys from `<<:` that the mapping's own keys may override
         for key_node, value_node in node.value:
             if not isinstance(key_node, yaml.ScalarNode):
                 self._fail(key_node, "mapping keys must be plain names", "key")
             key = str(self.loader.construct_object(key_node))
             child = (*path, key)
-            if key in result:
+            if id(key_node) not in own_keys:
+                merged.add(key)
+            elif key in result and key not in merged:
                 self._fail(key_node, f"key {key!r} appears twice in the same mapping", "key")
             self.doc.key_marks[child] = _mark(key_node)
             result[key] = self.build(value_node, child, depth + 1)

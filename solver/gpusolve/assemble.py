@@ -1,0 +1,147 @@
+"""Turn an optimiser Solution plus candidate metadata into the typed Plan contract."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any
+
+from gpusolve.candidates.generate import Candidates, OptionMeta, zero_stage
+from gpusolve.models.catalog import Catalog
+from gpusolve.models.plan import (
+    Constraint,
+    Cost,
+    CostBreakdown,
+    Deployment,
+    Parallel,
+    Site,
+    SolverInfo,
+)
+from gpusolve.models.requirements import Requirements
+from gpusolve.optimize import ir
+
+
+def deployments(
+    solution: ir.Solution, cand: Candidates, reqs: Requirements, catalog: Catalog,
+    headroom: dict[str, float],
+) -> list[Deployment]:
+    by_name = {w.name: w for w in reqs.workloads}
+    out = []
+    for choice in solution.choices:
+        meta = cand.meta[choice.option]
+        out.append(_deployment(meta, choice.site, by_name[meta.workload].schedule, catalog, headroom[meta.workload]))
+    order = {name: i for i, name in enumerate(by_name)}
+    return sorted(out, key=lambda d: order[d.workload])
+
+
+def _deployment(
+    meta: OptionMeta, site: str | None, schedule: str, catalog: Catalog, headroom: float
+) -> Deployment:
+    est: Any = meta.estimate
+    layout = est.layout
+    time_h = est.time_to_train_s / 3600 if est.time_to_train_s else None
+    return Deployment(
+        workload=meta.workload,
+        mode="owned" if meta.mode == "owned" else "cloud",
+        card=meta.card,
+        server=meta.server,
+        cloud_offer=meta.cloud_offer,
+        servers=meta.nodes,
+        gpus=est.gpus,
+        parallel=Parallel(
+            tp=layout.tp,
+            pp=layout.pp,
+            dp=layout.dp,
+            zero_stage=zero_stage(layout.sharding),
+            gradient_checkpointing=layout.checkpointing,
+            micro_batch=layout.micro_batch,
+            grad_accum=layout.grad_accum,
+        ),
+        site=site,
+        schedule=schedule,
+        memory_per_gpu_gb=round(est.memory.total / 1e9, 2),
+        memory_capacity_gb=round(catalog.cards[meta.card].memory_gb, 2),
+        headroom=headroom,
+        time_to_train_h=round(time_h, 2) if time_h is not None else None,
+        throughput=round(est.tokens_per_s, 1),
+        replicas=layout.replicas,
+        rental_hours=round(meta.rental_hours, 1),
+    )
+
+
+def sites(solution: ir.Solution, instance: ir.Instance, catalog: Catalog) -> list[Site]:
+    servers: dict[str, dict[str, int]] = defaultdict(dict)
+    for (sku, site), count in solution.servers.items():
+        if count > 0:
+            servers[site][sku] = count
+    fills: dict[str, list[dict[str, int]]] = defaultdict(list)
+    for (site, pattern), racks in sorted(solution.racks.items()):
+        for _ in range(racks):
+            fills[site].append(dict(pattern))
+    out = []
+    for site_id in sorted(set(servers) | set(fills)):
+        offer = catalog.colo_offers[site_id]
+        power_kw = sum(catalog.servers[s].power_kw * n for s, n in servers[site_id].items())
+        out.append(
+            Site(
+                offer=site_id,
+                region=offer.region,
+                city=offer.city,
+                racks=len(fills[site_id]),
+                servers=dict(sorted(servers[site_id].items())),
+                power_kw=round(power_kw, 2),
+                rack_kw=offer.rack_kw,
+                cooling=offer.cooling,
+                fill=fills[site_id],
+            )
+        )
+    return out
+
+
+def cost(solution: ir.Solution, reqs: Requirements) -> Cost | None:
+    c = solution.costs
+    if c is None:
+        return None
+    months = reqs.horizon_months
+    monthly = (c.rack_rent + c.energy + c.bandwidth + c.cloud) / months
+    return Cost(
+        capex=float(c.capex),
+        monthly_opex=round(monthly, 2),
+        tco=float(c.tco),
+        currency=reqs.currency,
+        horizon_months=months,
+        breakdown=CostBreakdown(
+            servers_capex=float(c.capex),
+            rack_rent=float(c.rack_rent),
+            energy=float(c.energy),
+            bandwidth=float(c.bandwidth),
+            cloud_rental=float(c.cloud),
+            penalties=float(c.penalties),
+        ),
+    )
+
+
+def binding(solution: ir.Solution, instance: ir.Instance) -> list[Constraint]:
+    out = []
+    for name in solution.binding:
+        req = instance.requirements.get(name)
+        out.append(Constraint(name=name, detail=req.description if req else name))
+    return out
+
+
+def solver_info(solution: ir.Solution, config: ir.SolveConfig) -> SolverInfo:
+    gap = None
+    if solution.objective_value is not None and solution.best_bound is not None:
+        denom = max(1, abs(solution.objective_value))
+        gap = round(abs(solution.objective_value - solution.best_bound) / denom, 6)
+    return SolverInfo(
+        status=solution.status,
+        wall_s=round(solution.wall_s, 3),
+        workers=config.workers,
+        seed=config.seed,
+        objective_value=float(solution.objective_value)
+        if solution.objective_value is not None
+        else None,
+        best_bound=float(solution.best_bound) if solution.best_bound is not None else None,
+        gap=gap,
+        proven_optimal=solution.status == "optimal",
+    )

@@ -1,0 +1,438 @@
+"""Deployment options for every workload: owned servers at colo sites, or cloud rentals.
+
+Normal mode keeps only options that satisfy every requirement; explain mode also keeps
+the best option that breaks each requirement, tagged with the requirement's name, so the
+optimiser can say which requirements conflict.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from gpusolve.candidates.money import energy_per_server_month, slot_hours_per_month, to_money
+from gpusolve.candidates.policy import WorkloadPolicy
+from gpusolve.estimate import Hardware, evaluate, search_layouts
+from gpusolve.models.catalog import Catalog, CloudOffer, ColoOffer, Server
+from gpusolve.models.requirements import Requirements, Workload
+from gpusolve.optimize import ir
+from gpusolve.regions import Place, resolve
+
+MULTI_NODE_FABRICS = frozenset({"infiniband", "roce"})
+
+
+@dataclass(frozen=True)
+class OptionMeta:
+    """Everything needed to render or explain one option (the IR carries only numbers)."""
+
+    key: str
+    workload: str
+    mode: str  # "owned" | "cloud"
+    card: str
+    server: str | None
+    cloud_offer: str | None
+    nodes: int
+    estimate: Any  # gpusolve.estimate ConfigEstimate
+    rental_hours: float = 0.0
+
+
+@dataclass
+class Rejection:
+    workload: str
+    candidate: str  # server, cloud offer or colo offer id
+    reasons: list[str]
+
+
+@dataclass
+class Candidates:
+    instance: ir.Instance
+    meta: dict[str, OptionMeta]
+    rejections: dict[str, list[Rejection]]
+    explain: bool
+
+    def workloads_without_options(self) -> list[str]:
+        have = {o.workload for o in self.instance.owned} | {o.workload for o in self.instance.cloud}
+        return [w for w in self.instance.workloads if w not in have]
+
+
+@dataclass
+class _Builder:
+    reqs: Requirements
+    catalog: Catalog
+    policies: dict[str, WorkloadPolicy]
+    explain: bool
+    owned: list[ir.OwnedOption] = field(default_factory=list)
+    cloud: list[ir.CloudOption] = field(default_factory=list)
+    meta: dict[str, OptionMeta] = field(default_factory=dict)
+    rejections: dict[str, list[Rejection]] = field(default_factory=dict)
+    requirements: dict[str, ir.Requirement] = field(default_factory=dict)
+
+    def require(self, name: str, description: str, weight: int) -> str:
+        self.requirements.setdefault(name, ir.Requirement(name, description, weight))
+        return name
+
+    def reject(self, workload: str, candidate: str, reasons: Iterable[str]) -> None:
+        self.rejections.setdefault(workload, []).append(
+            Rejection(workload, candidate, list(reasons))
+        )
+
+
+def build_candidates(
+    reqs: Requirements,
+    catalog: Catalog,
+    policies: dict[str, WorkloadPolicy],
+    *,
+    explain: bool = False,
+) -> Candidates:
+    b = _Builder(reqs, catalog, policies, explain)
+    for workload in reqs.workloads:
+        _owned_options(b, workload)
+        _cloud_options(b, workload)
+    sites = _sites(b)
+    used_skus = {o.sku for o in b.owned}
+    skus = {
+        s.id: ir.Sku(
+            id=s.id,
+            capex=to_money(s.price),
+            power_w=round(s.power_kw * 1000),
+            rack_units=s.rack_units,
+            cooling=frozenset(s.cooling),
+        )
+        for s in catalog.servers.values()
+        if s.id in used_skus
+    }
+    for site in sites.values():
+        b.require(
+            f"racks:{site.id}", f"{site.racks_available} racks available at {site.id}", 8
+        )
+    capex_max = reqs.budget.capex_max
+    monthly_max = reqs.budget.monthly_max
+    currency = reqs.currency
+    if capex_max is not None:
+        b.require("capex", f"capex cap of {capex_max:,.0f} {currency}", 2)
+    if monthly_max is not None:
+        b.require("monthly", f"monthly spend cap of {monthly_max:,.0f} {currency}", 2)
+    instance = ir.Instance(
+        workloads=tuple(w.name for w in reqs.workloads),
+        skus=skus,
+        sites=sites,
+        owned=tuple(b.owned),
+        cloud=tuple(b.cloud),
+        horizon_months=reqs.horizon_months,
+        requirements=b.requirements,
+        capex_max=to_money(capex_max) if capex_max is not None else None,
+        monthly_max=to_money(monthly_max) if monthly_max is not None else None,
+        objective=reqs.objective,
+    )
+    return Candidates(instance, b.meta, b.rejections, explain)
+
+
+# --- owned servers ---------------------------------------------------------------
+
+
+def _owned_options(b: _Builder, w: Workload) -> None:
+    policy = b.policies[w.name]
+    params = policy.params
+    max_nodes = params.max_nodes if params.allow_multi_node else 1
+    for server in b.catalog.servers.values():
+        card = b.catalog.cards[server.card]
+        context = {"workload": w}
+        hits = policy.failed("card", card, context) + policy.failed("server", server, context)
+        if hits and not b.explain:
+            b.reject(w.name, server.id, [h.sentence() for h in hits])
+            continue
+        rule_tags = {_rule_requirement(b, h.rule, h.source, h.title) for h in hits}
+        hw = Hardware(
+            card=card,
+            gpus_per_node=server.gpus,
+            intra_node_bandwidth_gbs=server.peer_bandwidth_gbs,
+            inter_node_gbps_per_gpu=_fabric_per_gpu(server),
+            storage_write_gbs=server.storage_write_gbs,
+        )
+        result = search_layouts(w, hw, params, max_nodes=max_nodes)
+        chosen = _pick(b, w, server.id, result)
+        if chosen is None:
+            continue
+        estimate, deadline_tag = chosen
+        deployment = deployment_facts(estimate, w.schedule)
+        dep_hits = policy.failed("deployment", deployment, context)
+        if dep_hits and not b.explain:
+            b.reject(w.name, server.id, [h.sentence() for h in dep_hits])
+            continue
+        rule_tags |= {_rule_requirement(b, h.rule, h.source, h.title) for h in dep_hits}
+        penalty = sum(
+            policy.penalty(kind, subject, context).money
+            for kind, subject in (("card", card), ("server", server), ("deployment", deployment))
+        )
+        placements = _placements(b, w, server, estimate.nodes, deployment)
+        if not placements:
+            continue
+        violates = frozenset(rule_tags | ({deadline_tag} if deadline_tag else set()))
+        key = f"{w.name}|{server.id}|{estimate.nodes}n"
+        b.owned.append(
+            ir.OwnedOption(
+                key=key,
+                workload=w.name,
+                sku=server.id,
+                servers=estimate.nodes,
+                slot=w.schedule,
+                placements=tuple(placements),
+                throughput=max(0, round(estimate.tokens_per_s)),
+                headroom_permille=_headroom_permille(estimate),
+                penalty=to_money(penalty),
+                violates=violates,
+            )
+        )
+        b.meta[key] = OptionMeta(key, w.name, "owned", card.id, server.id, None, estimate.nodes, estimate)
+
+
+def _fabric_per_gpu(server: Server) -> float:
+    if server.fabric.kind == "none":
+        return 0.0
+    return server.fabric.total_gbps / server.gpus
+
+
+def _pick(b: _Builder, w: Workload, candidate: str, result: Any) -> tuple[Any, str | None] | None:
+    """The fewest-node layout that meets the deadline; in explain mode, else the fastest."""
+    feasible = list(result.feasible)
+    if not feasible:
+        b.reject(w.name, candidate, list(result.rejections) or ["no layout fits in memory"])
+        return None
+    meeting = [e for e in feasible if e.meets_deadline]
+    if meeting:
+        return min(meeting, key=lambda e: (e.nodes, -e.tokens_per_s)), None
+    fastest = max(feasible, key=lambda e: e.tokens_per_s)
+    hours = (fastest.time_to_train_s or 0) / 3600
+    reason = (
+        f"the fastest layout ({fastest.nodes} server(s), {fastest.gpus} GPUs) takes "
+        f"{hours:,.1f} h, beyond the deadline of {w.deadline_hours:,.0f} h"
+    )
+    if not b.explain:
+        b.reject(w.name, candidate, [reason, *result.rejections][:4])
+        return None
+    tag = b.require(f"deadline:{w.name}", f"deadline of {w.deadline_hours:,.0f} h for {w.name}", 4)
+    return fastest, tag
+
+
+def deployment_facts(estimate: Any, schedule: str) -> dict[str, Any]:
+    """The `deployment` variables rules can test, from one layout estimate."""
+    layout = estimate.layout
+    time_h = estimate.time_to_train_s / 3600 if estimate.time_to_train_s else None
+    return {
+        "nodes": estimate.nodes,
+        "gpus": estimate.gpus,
+        "tp": layout.tp,
+        "pp": layout.pp,
+        "dp": layout.dp,
+        "zero_stage": zero_stage(layout.sharding),
+        "sharding": layout.sharding,
+        "checkpointing": layout.checkpointing,
+        "replicas": layout.replicas,
+        "memory_per_gpu_gb": estimate.memory.total / 1e9,
+        "capacity_gb": estimate.capacity_bytes / 1e9,
+        "comm_fraction": estimate.comm_fraction,
+        "checkpoint_stall_fraction": estimate.checkpoint_stall_fraction,
+        "time_to_train_h": time_h,
+        "meets_deadline": bool(estimate.meets_deadline),
+        "multi_node": estimate.nodes > 1,
+        "tokens_per_s": estimate.tokens_per_s,
+        "bottleneck": estimate.bottleneck,
+        "schedule": schedule,
+    }
+
+
+def zero_stage(sharding: str) -> int:
+    return {"ddp": 0, "zero1": 1, "zero2": 2, "zero3": 3, "fsdp_full": 3, "fsdp_hybrid": 3}.get(
+        sharding, 0
+    )
+
+
+def _headroom_permille(estimate: Any) -> int:
+    card_bytes = estimate.card_memory_bytes
+    if card_bytes <= 0:
+        return 0
+    return max(0, round(1000 * (1 - estimate.memory.total / card_bytes)))
+
+
+def _placements(
+    b: _Builder, w: Workload, server: Server, nodes: int, deployment: dict[str, Any]
+) -> list[ir.Placement]:
+    policy = b.policies[w.name]
+    out: list[ir.Placement] = []
+    physical: list[str] = []
+    for offer in b.catalog.colo_offers.values():
+        why = _cannot_host(server, offer, nodes)
+        if why:
+            physical.append(f"{offer.id}: {why}")
+            continue
+        tags: set[str] = set()
+        if not _region_ok(b.reqs, w, offer.region, offer.city):
+            if not b.explain:
+                continue
+            tags.add(_region_requirement(b, w))
+        context = {"workload": w, "deployment": deployment, "server": server}
+        hits = policy.failed("offer", offer, context)
+        if hits and not b.explain:
+            continue
+        tags |= {_rule_requirement(b, h.rule, h.source, h.title) for h in hits}
+        penalty = policy.penalty("offer", offer, context).money
+        out.append(ir.Placement(offer.id, to_money(penalty), frozenset(tags)))
+    if not out:
+        if physical and len(physical) == len(b.catalog.colo_offers):
+            b.reject(w.name, server.id, ["no colo offer can host it: " + "; ".join(physical[:3])])
+        else:
+            b.reject(
+                w.name,
+                server.id,
+                ["no colo offer that hosts it is allowed by the regions and site rules"],
+            )
+    return out
+
+
+def _cannot_host(server: Server, offer: ColoOffer, nodes: int) -> str | None:
+    """Physical reasons a site cannot take this server (not relaxable requirements)."""
+    if offer.cooling not in server.cooling:
+        return f"{offer.cooling} racks; the server needs {' or '.join(server.cooling)}"
+    if server.power_kw > offer.rack_kw:
+        return f"{offer.rack_kw:g} kW racks; one server draws {server.power_kw:g} kW"
+    if server.rack_units > offer.rack_units:
+        return f"{offer.rack_units}U racks; the server is {server.rack_units}U"
+    if nodes > 1 and offer.fabric not in MULTI_NODE_FABRICS:
+        return f"{nodes} servers in one job need InfiniBand or RoCE; the site has {offer.fabric}"
+    if nodes > 1 and server.fabric.kind not in MULTI_NODE_FABRICS:
+        return f"{nodes} servers in one job need RDMA NICs; the server has {server.fabric.kind}"
+    return None
+
+
+def _places(terms: list[str] | None, known: frozenset[str]) -> list[Place] | None:
+    if not terms:
+        return None
+    return [p for p in (resolve(t, known) for t in terms) if p is not None]
+
+
+def _region_ok(reqs: Requirements, w: Workload, region: str, city: str) -> bool:
+    known = frozenset({region})
+    for terms in (reqs.regions.allowed, w.regions):
+        places = _places(terms, known)
+        if places is not None and not any(p.matches(region, city) for p in places):
+            return False
+    return True
+
+
+def _region_requirement(b: _Builder, w: Workload) -> str:
+    terms = [*(b.reqs.regions.allowed or []), *(w.regions or [])]
+    return b.require(
+        f"regions:{w.name}", f"{w.name} limited to {', '.join(terms)}", 6
+    )
+
+
+def _rule_requirement(b: _Builder, rule: str, source: str, title: str) -> str:
+    return b.require(f"rule:{rule}", f"rule {rule} ({source}: {title})", 5)
+
+
+# --- cloud ------------------------------------------------------------------------
+
+
+def _cloud_options(b: _Builder, w: Workload) -> None:
+    policy = b.policies[w.name]
+    params = policy.params
+    for offer in b.catalog.cloud_offers.values():
+        card = b.catalog.cards[offer.card]
+        context = {"workload": w}
+        hits = policy.failed("card", card, context) + policy.failed("cloud", offer, context)
+        if hits and not b.explain:
+            b.reject(w.name, offer.id, [h.sentence() for h in hits])
+            continue
+        tags = {_rule_requirement(b, h.rule, h.source, h.title) for h in hits}
+        multi = offer.fabric in MULTI_NODE_FABRICS and params.allow_multi_node
+        hw = Hardware(
+            card=card,
+            gpus_per_node=offer.gpus_per_instance,
+            intra_node_bandwidth_gbs=offer.peer_bandwidth_gbs,
+            inter_node_gbps_per_gpu=offer.fabric_gbps / offer.gpus_per_instance if multi else 0.0,
+            storage_write_gbs=offer.storage_write_gbs,
+        )
+        max_nodes = min(offer.max_instances, params.max_nodes) if multi else 1
+        chosen = _pick(b, w, offer.id, search_layouts(w, hw, params, max_nodes=max_nodes))
+        if chosen is None:
+            continue
+        estimate, deadline_tag = chosen
+        deployment = deployment_facts(estimate, w.schedule)
+        dep_hits = policy.failed("deployment", deployment, context)
+        if dep_hits and not b.explain:
+            b.reject(w.name, offer.id, [h.sentence() for h in dep_hits])
+            continue
+        tags |= {_rule_requirement(b, h.rule, h.source, h.title) for h in dep_hits}
+        if not _region_ok(b.reqs, w, offer.region, ""):
+            if not b.explain:
+                b.reject(w.name, offer.id, [f"region {offer.region} is not allowed for {w.name}"])
+                continue
+            tags.add(_region_requirement(b, w))
+        if deadline_tag:
+            tags.add(deadline_tag)
+        hours = rental_hours(w, estimate, b.reqs.horizon_months)
+        cost = to_money(estimate.nodes * offer.price_per_hour * hours)
+        penalty = sum(
+            policy.penalty(kind, subject, context).money
+            for kind, subject in (("card", card), ("cloud", offer), ("deployment", deployment))
+        )
+        key = f"{w.name}|cloud:{offer.id}|{estimate.nodes}i"
+        b.cloud.append(
+            ir.CloudOption(
+                key=key,
+                workload=w.name,
+                offer=offer.id,
+                region=offer.region,
+                instances=estimate.nodes,
+                cost_total=cost,
+                throughput=max(0, round(estimate.tokens_per_s)),
+                headroom_permille=_headroom_permille(estimate),
+                penalty=to_money(penalty),
+                violates=frozenset(tags),
+            )
+        )
+        b.meta[key] = OptionMeta(
+            key, w.name, "cloud", card.id, None, offer.id, estimate.nodes, estimate, hours
+        )
+
+
+def rental_hours(w: Workload, estimate: Any, horizon_months: int) -> float:
+    """Training rents for the runs' duration; a service rents for every hour it is up."""
+    if w.kind == "inference" or not estimate.time_to_train_s:
+        return slot_hours_per_month(w.schedule) * horizon_months
+    return float(estimate.time_to_train_s / 3600 * w.runs)
+
+
+# --- sites ------------------------------------------------------------------------
+
+
+def _sites(b: _Builder) -> dict[str, ir.Site]:
+    used = {p.site for o in b.owned for p in o.placements}
+    util = b.reqs.utilisation
+    sites: dict[str, ir.Site] = {}
+    for offer in b.catalog.colo_offers.values():
+        if offer.id not in used:
+            continue
+        energy = {
+            s.id: energy_per_server_month(
+                s.power_kw, util, offer.pue, offer.power_price_per_kwh, offer.power_included
+            )
+            for s in b.catalog.servers.values()
+        }
+        sites[offer.id] = ir.Site(
+            id=offer.id,
+            region=offer.region,
+            cooling=offer.cooling,
+            rack_w=round(offer.rack_kw * 1000),
+            rack_units=offer.rack_units,
+            racks_available=offer.racks_available,
+            rack_rent_month=to_money(offer.rack_price_per_month),
+            bandwidth_month=to_money(offer.bandwidth_mbps * offer.bandwidth_price_per_mbps_month),
+            energy_month=energy,
+        )
+    return sites
+
+
+def offer_by_id(catalog: Catalog, offer_id: str) -> ColoOffer | CloudOffer | None:
+    return catalog.colo_offers.get(offer_id) or catalog.cloud_offers.get(offer_id)

@@ -1,0 +1,352 @@
+"""Checks on the shipped default catalogue (catalog/*.yaml).
+
+The catalogue is data, so these tests guard the facts that are easy to get wrong: sparse
+TFLOPS figures, the A100 40GB bandwidth (H31), servers drawing less than their GPUs, ids that
+clash between files, and prices that pretend to be quotes.
+"""
+
+from __future__ import annotations
+
+import statistics
+from functools import cache
+from pathlib import Path
+
+import pytest
+import yaml
+
+from gpusolve.models.catalog import CatalogFile, ColoOffer, Server
+
+CATALOG_DIR = Path(__file__).resolve().parents[1] / "catalog"
+FILES = ("cards.yaml", "servers.yaml", "colo-jiangsu.yaml", "cloud.yaml")
+SCHEMA_LINE = "# yaml-language-server: $schema=../schemas/catalog.schema.json"
+
+# The issue's required cards, mapped to the ids this catalogue uses.
+REQUIRED_CARDS = {
+    "A100 40GB SXM": "a100-40gb-sxm",
+    "A100 40GB PCIe": "a100-40gb-pcie",
+    "A100 80GB SXM": "a100-80gb-sxm",
+    "A100 80GB PCIe": "a100-80gb-pcie",
+    "A800 80GB SXM": "a800-80gb-sxm",
+    "A800 80GB PCIe": "a800-80gb-pcie",
+    "H100 SXM": "h100-sxm",
+    "H100 PCIe": "h100-pcie",
+    "H800 SXM": "h800-sxm",
+    "H20 96GB": "h20-96gb",
+    "H200 SXM": "h200-sxm",
+    "L40S": "l40s",
+    "L20": "l20",
+    "L4": "l4",
+    "RTX 4090": "rtx-4090",
+    "RTX 6000 Ada": "rtx-6000-ada",
+    "A10": "a10",
+    "MI300X": "mi300x",
+    "Ascend 910B": "ascend-910b",
+}
+EXPORT_VARIANTS = {"a800-80gb-sxm", "a800-80gb-pcie", "h800-sxm", "h20-96gb", "l20", "rtx-4090d"}
+UNCERTAIN_CARDS = {"h20-96gb", "l20", "ascend-910b"}
+
+# 8-GPU boards the issue asks for: card id -> required topology.
+REQUIRED_BOARDS = {
+    "a100-80gb-sxm": "nvswitch",
+    "a800-80gb-sxm": "nvswitch",
+    "h100-sxm": "nvswitch",
+    "h800-sxm": "nvswitch",
+    "h20-96gb": "nvswitch",
+    "h200-sxm": "nvswitch",
+    "mi300x": "full_mesh",
+    "ascend-910b": "full_mesh",
+}
+REQUIRED_PCIE8 = {"l40s", "l20", "rtx-4090", "a100-80gb-pcie"}
+
+
+@cache
+def _raw(name: str) -> str:
+    return (CATALOG_DIR / name).read_text(encoding="utf-8")
+
+
+@cache
+def _data(name: str) -> dict:
+    return yaml.safe_load(_raw(name))
+
+
+@cache
+def _load(name: str) -> CatalogFile:
+    return CatalogFile.model_validate(_data(name))
+
+
+def _cards() -> dict:
+    return {c.id: c for c in _load("cards.yaml").cards}
+
+
+def _servers() -> dict[str, Server]:
+    return {s.id: s for s in _load("servers.yaml").servers}
+
+
+def _colo() -> list[ColoOffer]:
+    return list(_load("colo-jiangsu.yaml").colo_offers)
+
+
+def _priced_items() -> list:
+    return [
+        *_load("servers.yaml").servers,
+        *_load("colo-jiangsu.yaml").colo_offers,
+        *_load("cloud.yaml").cloud_offers,
+    ]
+
+
+# ------------------------------------------------------------------------------ files
+
+
+@pytest.mark.parametrize("name", FILES)
+def test_file_validates_and_has_header(name: str) -> None:
+    text = _raw(name)
+    assert text.splitlines()[0] == SCHEMA_LINE
+    assert _data(name)["currency"] == "CNY"
+    _load(name)
+
+
+def test_ids_unique_across_all_files() -> None:
+    ids: list[str] = []
+    for name in FILES:
+        f = _load(name)
+        for items in (f.cards, f.servers, f.colo_offers, f.cloud_offers):
+            ids.extend(item.id for item in items)
+    duplicates = sorted({i for i in ids if ids.count(i) > 1})
+    assert not duplicates, f"ids used more than once: {duplicates}"
+
+
+def test_every_price_is_dated_and_labelled() -> None:
+    for item in _priced_items():
+        note = item.pricing
+        assert note.as_of == "2026-11", item.id
+        # No shipped price is a real quote; each says what range or arithmetic it came from.
+        assert note.illustrative, f"{item.id}: price is not marked illustrative"
+        text = note.source.lower()
+        assert "illustrative" in text or "estimate" in text, item.id
+        assert "catalog-facts" in text or "illustrative" in text, item.id
+
+
+def test_invented_providers_say_so() -> None:
+    f = _load("cloud.yaml")
+    for item in [*_colo(), *f.cloud_offers]:
+        assert "(illustrative)" in item.provider, item.id
+
+
+# ------------------------------------------------------------------------------ cards
+
+
+def test_required_cards_exist() -> None:
+    cards = _cards()
+    missing = {name: cid for name, cid in REQUIRED_CARDS.items() if cid not in cards}
+    assert not missing
+
+
+def test_a100_40gb_bandwidth_is_datasheet_value_h31() -> None:
+    cards = _cards()
+    assert cards["a100-40gb-sxm"].memory_bandwidth_gbs == 1555
+    assert cards["a100-40gb-pcie"].memory_bandwidth_gbs == 1555
+
+
+def test_a100_and_a800_bf16_is_dense_312() -> None:
+    ampere = [c for cid, c in _cards().items() if cid.startswith(("a100-", "a800-"))]
+    assert len(ampere) >= 6
+    for card in ampere:
+        assert card.tflops.bf16 == 312, card.id
+        assert card.tflops.fp16 == 312, card.id
+        assert card.tflops.fp8 is None, card.id
+
+
+def test_no_sparse_figures() -> None:
+    for card in _cards().values():
+        t = card.tflops
+        assert t.bf16 is None or t.bf16 <= 2600, card.id
+        assert t.fp16 is None or t.fp16 <= 2600, card.id
+        if t.fp8 is not None and t.bf16 is not None:
+            # FP8 is twice BF16 at most (2.02 on the L40S sheet, which rounds oddly).
+            assert t.fp8 <= 2.05 * t.bf16, card.id
+        if t.int8 is not None and t.bf16 is not None:
+            assert t.int8 <= 4.01 * t.bf16, card.id
+        if t.tf32 is not None and t.bf16 is not None:
+            assert t.tf32 <= t.bf16, card.id
+        assert t.bf16 is None or t.fp32 <= t.bf16, card.id
+        # Dense BF16 per watt tops out near 2.25 TFLOPS/W (B200); a sparse figure doubles it.
+        assert t.bf16 is None or t.bf16 / card.tdp_w <= 2.4, card.id
+
+
+def test_card_figures_are_plausible() -> None:
+    for card in _cards().values():
+        assert 200 <= card.memory_bandwidth_gbs <= 10_000, card.id
+        ratio = card.memory_bandwidth_gbs / card.memory_gb
+        assert 8 <= ratio <= 60, f"{card.id}: {ratio:.1f} GB/s per GB"
+        assert 50 <= card.tdp_w <= 1200, card.id
+        assert 8 <= card.memory_gb <= 200, card.id
+        no_link = card.peer_link in ("pcie", "none")
+        assert no_link == (card.peer_bandwidth_gbs == 0), card.id
+        assert card.peer_bandwidth_gbs <= 1800, card.id
+
+
+def test_specific_datasheet_values() -> None:
+    cards = _cards()
+    assert cards["h100-sxm"].tflops.bf16 == 989
+    assert cards["h100-sxm"].peer_bandwidth_gbs == 900
+    assert cards["h800-sxm"].peer_bandwidth_gbs == 400
+    assert cards["a800-80gb-sxm"].peer_bandwidth_gbs == 400
+    assert cards["h20-96gb"].peer_bandwidth_gbs == 900
+    assert cards["h20-96gb"].tflops.bf16 == 148
+    assert cards["h200-sxm"].memory_bandwidth_gbs == 4800
+    assert cards["mi300x"].tflops.bf16 == pytest.approx(1307.4)
+    rtx = cards["rtx-4090"]
+    assert rtx.tflops.bf16 == pytest.approx(165.2)
+    assert "accumulate" in (rtx.notes or "").lower()
+
+
+def test_export_flags() -> None:
+    for cid, card in _cards().items():
+        assert card.export_variant == (cid in EXPORT_VARIANTS), cid
+    for cid in UNCERTAIN_CARDS:
+        card = _cards()[cid]
+        assert card.confidence == "U", cid
+        assert card.notes and "uncertain" in card.notes.lower(), cid
+
+
+# ------------------------------------------------------------------------------ servers
+
+
+def test_servers_reference_known_cards_and_draw_enough_power() -> None:
+    cards = _cards()
+    servers = _servers()
+    assert len(servers) >= 14
+    for server in servers.values():
+        assert server.card in cards, server.id
+        gpu_kw = server.gpus * cards[server.card].tdp_w / 1000
+        assert server.power_kw >= gpu_kw, f"{server.id}: {server.power_kw} kW < GPUs {gpu_kw}"
+        assert server.power_kw <= 2.5 * gpu_kw + 1.0, server.id
+
+
+def test_board_peer_bandwidth_matches_card() -> None:
+    cards = _cards()
+    for server in _servers().values():
+        card = cards[server.card]
+        if server.topology in ("nvswitch", "full_mesh"):
+            assert server.peer_bandwidth_gbs == card.peer_bandwidth_gbs, server.id
+        elif server.topology == "nvlink_bridge_pairs":
+            assert card.peer_link == "nvlink_bridge", server.id
+            assert server.peer_bandwidth_gbs == card.peer_bandwidth_gbs, server.id
+        else:
+            assert server.peer_bandwidth_gbs <= 64, server.id
+
+
+def test_required_server_kinds() -> None:
+    servers = list(_servers().values())
+    boards = {(s.card, s.topology) for s in servers if s.gpus == 8}
+    for card, topology in REQUIRED_BOARDS.items():
+        assert (card, topology) in boards, card
+    pcie8 = {s.card for s in servers if s.gpus == 8 and s.topology not in REQUIRED_BOARDS.values()}
+    assert pcie8 >= REQUIRED_PCIE8
+    assert any(s.gpus == 4 and s.rack_units == 2 for s in servers)
+    assert any(s.gpus == 4 and s.card in ("h100-sxm", "a100-80gb-sxm") for s in servers)
+    assert any(s.gpus <= 2 and s.card == "rtx-4090" for s in servers)
+    assert any(s.gpus <= 2 and s.card == "rtx-6000-ada" for s in servers)
+    assert any(s.gpus <= 2 and s.card in ("l4", "a10") for s in servers)
+
+
+def test_server_edge_cases_exist() -> None:
+    servers = list(_servers().values())
+    assert any(s.cooling == ["liquid"] for s in servers), "no liquid-only server"
+    assert any(s.storage_write_gbs < 0.6 for s in servers), "no slow-storage server"
+    for s in servers:
+        if s.card in ("h100-sxm", "h200-sxm") and s.gpus == 8:
+            assert "air" not in s.cooling, s.id
+
+
+# ------------------------------------------------------------------------------ colocation
+
+
+def test_colo_coverage() -> None:
+    offers = _colo()
+    assert len(offers) >= 12
+    regions = {o.region for o in offers}
+    assert {"jiangsu-south", "jiangsu-north", "shanghai"} <= regions
+    assert {o.cooling for o in offers} == {"air", "enhanced_air", "liquid"}
+    assert min(o.rack_kw for o in offers) <= 4.4
+    assert max(o.rack_kw for o in offers) >= 40
+    assert any(o.fabric == "infiniband" for o in offers)
+    assert any(o.fabric != "infiniband" for o in offers)
+    assert any(o.power_included for o in offers)
+    assert any(not o.licences for o in offers), "no unlicensed site for H19"
+    assert any(o.cooling == "liquid" and o.racks_available <= 3 for o in offers)
+
+
+def test_liquid_racks_only_outside_southern_jiangsu() -> None:
+    south = [o for o in _colo() if o.region == "jiangsu-south"]
+    assert south and all(o.cooling != "liquid" for o in south)
+    # Big H100 jobs can still run in the south: a dense air rack with InfiniBand.
+    assert any(
+        o.cooling == "enhanced_air" and o.rack_kw >= 20 and o.fabric == "infiniband" for o in south
+    )
+
+
+def _fits(server: Server, offer: ColoOffer) -> bool:
+    return offer.cooling in server.cooling and offer.rack_kw >= server.power_kw
+
+
+def test_liquid_only_server_cannot_go_south() -> None:
+    liquid_only = [s for s in _servers().values() if s.cooling == ["liquid"]]
+    offers = _colo()
+    for server in liquid_only:
+        assert not any(_fits(server, o) for o in offers if o.region == "jiangsu-south")
+        assert any(_fits(server, o) for o in offers if o.region != "jiangsu-south")
+
+
+def test_every_server_has_a_rack_somewhere() -> None:
+    offers = _colo()
+    for server in _servers().values():
+        assert any(_fits(server, o) for o in offers), server.id
+
+
+def test_north_is_cheaper_but_farther() -> None:
+    offers = _colo()
+
+    def per_kw(region: str) -> float:
+        rows = [o for o in offers if o.region == region and not o.power_included]
+        return statistics.median(o.rack_price_per_month / o.rack_kw for o in rows)
+
+    def median(region: str, attr: str) -> float:
+        return statistics.median(getattr(o, attr) for o in offers if o.region == region)
+
+    assert per_kw("jiangsu-north") < per_kw("jiangsu-south")
+    metered = [o for o in offers if not o.power_included]
+    north_power = max(o.power_price_per_kwh for o in metered if o.region == "jiangsu-north")
+    south_power = min(o.power_price_per_kwh for o in metered if o.region == "jiangsu-south")
+    assert north_power <= south_power
+    assert median("jiangsu-north", "latency_ms_to_shanghai") > median(
+        "jiangsu-south", "latency_ms_to_shanghai"
+    )
+    assert median("jiangsu-north", "bandwidth_price_per_mbps_month") < median(
+        "jiangsu-south", "bandwidth_price_per_mbps_month"
+    )
+    for o in offers:
+        assert 1.1 <= o.pue <= 1.5, o.id
+        assert o.power_included == (o.power_price_per_kwh == 0), o.id
+        assert o.bgp == (o.bgp_lines > 0), o.id
+
+
+# ------------------------------------------------------------------------------ cloud
+
+
+def test_cloud_offers() -> None:
+    cards = _cards()
+    offers = _load("cloud.yaml").cloud_offers
+    assert len(offers) >= 6
+    for offer in offers:
+        assert offer.card in cards, offer.id
+        per_gpu = offer.price_per_hour / offer.gpus_per_instance
+        assert 1 <= per_gpu <= 20, offer.id
+        if offer.gpus_per_instance == 8 and cards[offer.card].peer_link == "nvlink":
+            assert offer.peer_bandwidth_gbs == cards[offer.card].peer_bandwidth_gbs, offer.id
+    rented = {o.card for o in offers}
+    assert {"rtx-4090", "h20-96gb"} <= rented
+    assert rented & {"h800-sxm", "h100-sxm"}
+    assert rented & {"a800-80gb-sxm", "a100-80gb-sxm"}
+    assert rented & {"l40s", "l20"}
+    assert rented & {"a10", "l4"}

@@ -1,0 +1,476 @@
+"""Memory per GPU: model states, activations, KV cache. Bytes throughout.
+
+Model states (Rajbhandari et al. 2020, "ZeRO", §3): with mixed-precision Adam a parameter
+costs 2 bytes of fp16/bf16 weights, 2 of gradients and K = 12 of optimizer state (fp32
+master copy 4 + momentum 4 + variance 4): 16 B/param, the ZeRO/EleutherAI convention.
+Megatron-LM and the Hugging Face memory guide keep gradients in fp32 (18 B/param); which
+one applies is the named parameter `Params.bytes_per_param_convention` (16 or 18), read by
+`full_training_state_bytes`.
+
+Activations follow Korthikanti et al. 2022, "Reducing Activation Recomputation in Large
+Transformer Models", §4 (2-byte activations, per layer, per micro-batch):
+  no recomputation ............ s·b·h·(34 + 5·a·s/h)
+  tensor parallel t, no SP .... s·b·h·(10 + 24/t + 5·a·s/(h·t))
+  tensor + sequence parallel .. s·b·h·(34 + 5·a·s/h)/t
+  selective recomputation ..... s·b·h·34/t (with SP; 10 + 24/t without)
+  full recomputation .......... 2·s·b·h (/t with SP): only each layer's input is kept
+Flash attention never materialises the a·s² score matrices, so it stores what selective
+recomputation stores (34·s·b·h). The constants assume ffn = 4h and one K/V per head; for
+SwiGLU and grouped-query attention they are the paper's approximation, kept on purpose.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from gpusolve.estimate.shapes import Arch, layers_per_stage
+from gpusolve.estimate.units import GB
+
+WEIGHT_BYTES: dict[str, float] = {
+    "fp32": 4.0,
+    "bf16": 2.0,
+    "fp16": 2.0,
+    "fp8": 1.0,
+    "int8": 1.0,
+    "int4": 0.5,
+    "nf4": 0.5,
+}
+
+# 4-bit formats store scaling constants next to the weights.
+# NF4 (QLoRA, Dettmers et al. 2023, §3 "Double Quantization"): an 8-bit absmax per block of
+# 64 plus one fp32 constant per 256 blocks = 8/64 + 32/(64·256) = 0.127 bit per parameter.
+# INT4 (GPTQ/AWQ, group size 128): an fp16 scale and zero per group = 32/128 = 0.25 bit.
+QUANT_CONSTANT_BITS: dict[str, float] = {
+    "nf4": 8 / 64 + 32 / (64 * 256),
+    "int4": 32 / 128,
+}
+
+# Optimizer moments per trained parameter (Hugging Face, "Model training anatomy": AdamW 8,
+# 8-bit AdamW 2, SGD with momentum 4). Adafactor factorises the second moment (≈ 0 B/param)
+# and keeps a first moment when beta1 is set; 4 B/param is the conservative figure.
+MOMENT_BYTES: dict[str, float] = {
+    "adamw": 8.0,
+    "adamw_fp32": 8.0,
+    "adam_8bit": 2.0,
+    "sgd_momentum": 4.0,
+    "adafactor": 4.0,
+}
+MASTER_COPY_BYTES = 4.0  # fp32 master weights kept by the optimizer in mixed precision
+
+ACTIVATION_BYTES_BASE = 2  # Korthikanti's constants assume 2-byte activations
+
+SHARDING_STAGE: dict[str, int] = {
+    "ddp": 0,
+    "zero1": 1,
+    "zero2": 2,
+    "zero3": 3,
+    "fsdp_full": 3,
+    "fsdp_hybrid": 3,
+}
+
+
+@dataclass(frozen=True)
+class StateBytes:
+    """Bytes per parameter of each model state."""
+
+    weights: float
+    gradients: float
+    optimizer: float
+
+    @property
+    def total(self) -> float:
+        return self.weights + self.gradients + self.optimizer
+
+
+@dataclass(frozen=True)
+class ModelStates:
+    """Model-state bytes on one GPU."""
+
+    weights_bytes: float
+    gradients_bytes: float
+    optimizer_bytes: float
+
+    @property
+    def total_bytes(self) -> float:
+        return self.weights_bytes + self.gradients_bytes + self.optimizer_bytes
+
+    def __add__(self, other: ModelStates) -> ModelStates:
+        return ModelStates(
+            self.weights_bytes + other.weights_bytes,
+            self.gradients_bytes + other.gradients_bytes,
+            self.optimizer_bytes + other.optimizer_bytes,
+        )
+
+
+@dataclass(frozen=True)
+class MemoryBreakdown:
+    """Bytes on one GPU by purpose; `total_bytes` is their sum, by construction."""
+
+    weights_bytes: float
+    gradients_bytes: float
+    optimizer_bytes: float
+    activations_bytes: float
+    kv_cache_bytes: float
+    overhead_bytes: float
+
+    @property
+    def total_bytes(self) -> float:
+        return (
+            self.weights_bytes
+            + self.gradients_bytes
+            + self.optimizer_bytes
+            + self.activations_bytes
+            + self.kv_cache_bytes
+            + self.overhead_bytes
+        )
+
+    # Short aliases (bytes), the names the planner's interface uses.
+    @property
+    def weights(self) -> float:
+        return self.weights_bytes
+
+    @property
+    def gradients(self) -> float:
+        return self.gradients_bytes
+
+    @property
+    def optimizer(self) -> float:
+        return self.optimizer_bytes
+
+    @property
+    def activations(self) -> float:
+        return self.activations_bytes
+
+    @property
+    def kv_cache(self) -> float:
+        return self.kv_cache_bytes
+
+    @property
+    def overhead(self) -> float:
+        return self.overhead_bytes
+
+    @property
+    def total(self) -> float:
+        return self.total_bytes
+
+    def as_gb(self) -> dict[str, float]:
+        return {
+            "weights": self.weights_bytes / GB,
+            "gradients": self.gradients_bytes / GB,
+            "optimizer": self.optimizer_bytes / GB,
+            "activations": self.activations_bytes / GB,
+            "kv_cache": self.kv_cache_bytes / GB,
+            "overhead": self.overhead_bytes / GB,
+            "total": self.total_bytes / GB,
+        }
+
+
+# ---------------------------------------------------------------- bytes per parameter
+
+
+def is_fp32_training(precision: str, optimizer: str) -> bool:
+    return precision == "fp32" or optimizer == "adamw_fp32"
+
+
+def full_training_state_bytes(precision: str, optimizer: str, convention: int = 16) -> StateBytes:
+    """Bytes per trained parameter for full training.
+
+    fp32 training (precision fp32, or the `adamw_fp32` optimizer): weights 4, gradients 4,
+    optimizer = moments only (the weights are the master copy): AdamW 4 + 4 + 8 = 16.
+    Mixed precision (bf16, fp16; fp8 keeps bf16 weights and casts per GEMM, as Transformer
+    Engine does; int8/int4/nf4 cannot be trained in full and are treated as bf16): weights 2,
+    gradients 2 (convention 16) or 4 (convention 18, fp32 gradients), optimizer = fp32
+    master 4 + moments: AdamW 2 + 2 + 12 = 16 or 2 + 4 + 12 = 18.
+    """
+    moments = MOMENT_BYTES[optimizer]
+    if is_fp32_training(precision, optimizer):
+        return StateBytes(4.0, 4.0, moments)
+    gradients = 4.0 if convention == 18 else 2.0
+    return StateBytes(2.0, gradients, MASTER_COPY_BYTES + moments)
+
+
+def adapter_state_bytes(optimizer: str) -> StateBytes:
+    """LoRA adapters train in fp32: weights 4, gradients 4, moments (no separate master)."""
+    return StateBytes(4.0, 4.0, MOMENT_BYTES[optimizer])
+
+
+def stored_weight_bytes(precision: str) -> float:
+    """Bytes per parameter of weights stored at `precision`, quantisation constants included."""
+    return WEIGHT_BYTES[precision] + QUANT_CONSTANT_BITS.get(precision, 0.0) / 8
+
+
+QUANTISED = ("int8", "int4", "nf4")
+EMBEDDING_BYTES_WHEN_QUANTISED = 2.0  # bitsandbytes, GPTQ and AWQ quantise Linear layers only
+
+
+def frozen_base_format(kind: str, precision: str) -> str:
+    """LoRA: the frozen base at its precision. QLoRA: 4-bit NF4 (8-bit if precision int8)."""
+    if kind == "qlora":
+        return "int8" if precision == "int8" else "nf4"
+    return precision
+
+
+def frozen_base_bytes(kind: str, precision: str) -> float:
+    return stored_weight_bytes(frozen_base_format(kind, precision))
+
+
+def weights_bytes(arch: Arch, fmt: str, params: float | None = None) -> float:
+    """Bytes of `params` parameters (default: all) stored in `fmt`. Quantised formats keep
+    the embeddings and LM head in 16 bits: only the Linear layers of the blocks shrink."""
+    n = arch.params if params is None else params
+    if fmt not in QUANTISED:
+        return n * stored_weight_bytes(fmt)
+    embed = min(arch.embedding_params, n)
+    return (n - embed) * stored_weight_bytes(fmt) + embed * EMBEDDING_BYTES_WHEN_QUANTISED
+
+
+def lora_params(arch: Arch, rank: int, target_fraction: float | None = None) -> float:
+    """Trainable adapter parameters: rank-r pairs on every linear layer of every block
+    (attention q, k, v, o and the MLP, per expert), as QLoRA and PEFT's 'all-linear' do.
+    A pair on a d_in × d_out matrix has r·(d_in + d_out) parameters."""
+    if target_fraction is not None:
+        return target_fraction * arch.params
+    h, hd = arch.hidden, arch.head_dim
+    attn = rank * (2 * (h + arch.heads * hd) + 2 * (h + arch.kv_heads * hd))
+    mlp = rank * (3 if arch.gated_ffn else 2) * (h + arch.ffn) * arch.experts
+    return float(arch.layers * (attn + mlp))
+
+
+# ---------------------------------------------------------------- sharding
+
+
+def shard_divisors(sharding: str, dp: int, shard_group: int | None = None) -> tuple[int, int, int]:
+    """Divisors of (weights, gradients, optimizer) over data-parallel ranks.
+
+    ZeRO-1 shards optimizer state, ZeRO-2 also gradients, ZeRO-3 / FSDP full also weights
+    (H33). FSDP hybrid shards like ZeRO-3 inside `shard_group` (one node) and replicates
+    across groups.
+    """
+    stage = SHARDING_STAGE[sharding]
+    group = max(1, dp)
+    if sharding == "fsdp_hybrid" and shard_group is not None:
+        group = max(1, min(dp, shard_group))
+    return (
+        group if stage >= 3 else 1,
+        group if stage >= 2 else 1,
+        group if stage >= 1 else 1,
+    )
+
+
+def model_states_bytes(
+    params: float,
+    per_param: StateBytes,
+    *,
+    sharding: str = "ddp",
+    dp: int = 1,
+    shard_group: int | None = None,
+) -> ModelStates:
+    """Model states on one GPU for `params` parameters (already divided by TP × PP)."""
+    w, g, o = shard_divisors(sharding, dp, shard_group)
+    return ModelStates(
+        params * per_param.weights / w,
+        params * per_param.gradients / g,
+        params * per_param.optimizer / o,
+    )
+
+
+@dataclass(frozen=True)
+class Parallel:
+    """The parallel degrees memory and communication depend on."""
+
+    tp: int = 1
+    pp: int = 1
+    dp: int = 1
+    ep: int = 1
+    sharding: str = "ddp"
+    shard_group: int | None = None  # fsdp_hybrid: data-parallel ranks inside one node
+    sequence_parallel: bool = True
+
+
+def _gathered_layers_bytes(arch: Arch, par: Parallel, weight_bytes: float) -> float:
+    """ZeRO-3/FSDP gather one layer's parameters for compute and prefetch the next: a
+    working buffer of two layers (this TP shard), never more than the unsharded weights."""
+    if SHARDING_STAGE[par.sharding] < 3 or par.dp <= 1:
+        return 0.0
+    layers = min(2, layers_per_stage(arch, par.pp))
+    return layers * arch.layer_params / par.tp * weight_bytes
+
+
+def training_states(
+    arch: Arch,
+    *,
+    kind: str,
+    precision: str,
+    optimizer: str,
+    convention: int,
+    par: Parallel,
+    lora_rank: int = 16,
+    lora_fraction: float | None = None,
+) -> ModelStates:
+    """Model states on one GPU for a training layout.
+
+    Dense parameters are split by TP × PP and sharded over DP; MoE expert parameters are
+    split by TP × PP × EP and sharded over the expert-data-parallel group DP / EP
+    (DeepSpeed-MoE). LoRA/QLoRA: the frozen base has weights only; the adapters carry
+    gradients and optimizer state.
+    """
+    mp = par.tp * par.pp
+    ep = max(1, par.ep)
+    dense = arch.dense_params / mp
+    expert = arch.expert_params / (mp * ep)
+    edp = max(1, par.dp // ep)
+    if kind in ("lora", "qlora"):
+        fmt = frozen_base_format(kind, precision)
+        # Average bytes per frozen dense parameter, 16-bit embeddings included.
+        base_b = weights_bytes(arch, fmt, arch.dense_params) / max(1.0, arch.dense_params)
+        frozen = StateBytes(base_b, 0.0, 0.0)
+        adapters = lora_params(arch, lora_rank, lora_fraction) / mp
+        states = (
+            model_states_bytes(
+                dense, frozen, sharding=par.sharding, dp=par.dp, shard_group=par.shard_group
+            )
+            + model_states_bytes(
+                expert,
+                StateBytes(stored_weight_bytes(fmt), 0.0, 0.0),
+                sharding=par.sharding,
+                dp=edp,
+                shard_group=par.shard_group,
+            )
+            + model_states_bytes(
+                adapters,
+                adapter_state_bytes(optimizer),
+                sharding=par.sharding,
+                dp=par.dp,
+                shard_group=par.shard_group,
+            )
+        )
+        weight_b = base_b
+    else:
+        per = full_training_state_bytes(precision, optimizer, convention)
+        states = model_states_bytes(
+            dense, per, sharding=par.sharding, dp=par.dp, shard_group=par.shard_group
+        ) + model_states_bytes(
+            expert, per, sharding=par.sharding, dp=edp, shard_group=par.shard_group
+        )
+        weight_b = per.weights
+    buffer = _gathered_layers_bytes(arch, par, weight_b)
+    if buffer:
+        unsharded = (dense + expert) * weight_b
+        states = ModelStates(
+            min(unsharded, states.weights_bytes + buffer),
+            states.gradients_bytes,
+            states.optimizer_bytes,
+        )
+    return states
+
+
+# ---------------------------------------------------------------- activations
+
+
+def activation_bytes_per_layer(
+    *,
+    seq: int,
+    micro_batch: int,
+    hidden: int,
+    heads: int,
+    tp: int = 1,
+    sequence_parallel: bool = True,
+    checkpointing: str = "none",
+    flash_attention: bool = False,
+    moe_active_experts: int = 1,
+    act_bytes: float = ACTIVATION_BYTES_BASE,
+) -> float:
+    """One transformer layer's stored activations for one micro-batch (Korthikanti 2022)."""
+    s, b, h, a, t = seq, micro_batch, hidden, heads, max(1, tp)
+    sbh = float(s) * b * h
+    sp = sequence_parallel or t == 1
+    if checkpointing == "full":
+        per = 2.0 * sbh / (t if sp else 1)
+    else:
+        scores = 0.0 if (checkpointing == "selective" or flash_attention) else 5.0 * a * s / h
+        per = sbh * (34.0 + scores) / t if sp else sbh * (10.0 + 24.0 / t + scores / t)
+        # MoE: each token's MLP activations (19·s·b·h of the 34) are stored once per
+        # routed expert it visits.
+        per += 19.0 * sbh * (moe_active_experts - 1) / t
+    return per * act_bytes / ACTIVATION_BYTES_BASE
+
+
+def output_layer_bytes(
+    *, seq: int, micro_batch: int, hidden: int, vocab: int, tp: int = 1, act_bytes: float = 2
+) -> float:
+    """Final norm, LM head input and fp32 logits for the loss: 4·s·b·(h + v)/t
+    (Korthikanti 2022, §4.2, the last pipeline stage)."""
+    return 4.0 * seq * micro_batch * (hidden + vocab) / max(1, tp) * act_bytes / 2
+
+
+def training_activations_bytes(
+    arch: Arch,
+    *,
+    seq: int,
+    micro_batch: int,
+    grad_accum: int,
+    par: Parallel,
+    checkpointing: str,
+    flash_attention: bool,
+    act_bytes: float = ACTIVATION_BYTES_BASE,
+) -> float:
+    """Activations on the fullest GPU. With 1F1B pipelining the first stage holds
+    min(pp, micro-batches) micro-batches in flight, the last one micro-batch plus the logits;
+    a GPU holds max of the two (pp = 1: all layers, one micro-batch, plus the logits)."""
+    per_layer = activation_bytes_per_layer(
+        seq=seq,
+        micro_batch=micro_batch,
+        hidden=arch.hidden,
+        heads=arch.heads,
+        tp=par.tp,
+        sequence_parallel=par.sequence_parallel,
+        checkpointing=checkpointing,
+        flash_attention=flash_attention,
+        moe_active_experts=arch.active_experts if arch.is_moe else 1,
+        act_bytes=act_bytes,
+    )
+    stage_layers = layers_per_stage(arch, par.pp)
+    in_flight = max(1, min(par.pp, grad_accum))
+    first = stage_layers * in_flight * per_layer
+    last = stage_layers * per_layer + output_layer_bytes(
+        seq=seq,
+        micro_batch=micro_batch,
+        hidden=arch.hidden,
+        vocab=arch.vocab,
+        tp=par.tp,
+        act_bytes=act_bytes,
+    )
+    return max(first, last)
+
+
+def inference_activations_bytes(arch: Arch, *, context: int, tp: int, chunk: int = 2048) -> float:
+    """Transient activations while prefilling a chunk of up to `chunk` tokens: one layer's
+    worth (34·s·h with flash attention) reused layer after layer, split by TP."""
+    s = min(context, chunk)
+    return 34.0 * s * arch.hidden / max(1, tp)
+
+
+# ---------------------------------------------------------------- KV cache
+
+
+def kv_bytes_per_element(precision: str) -> float:
+    """KV cache element size: fp8 serving stores an fp8 cache; weight-only quantisation
+    (int8/int4/nf4) keeps a 16-bit cache; fp32 stays fp32."""
+    return {"fp32": 4.0, "fp8": 1.0}.get(precision, 2.0)
+
+
+def kv_cache_bytes_per_token(arch: Arch, kv_bytes: float) -> float:
+    """2 (K and V) · layers · kv_heads · head_dim · bytes: grouped-query attention keeps
+    only kv_heads (vLLM paper: OPT-13B 2 · 40 · 5120 · 2 = 819,200 bytes per token)."""
+    return 2.0 * arch.layers * arch.kv_heads * arch.head_dim * kv_bytes
+
+
+def kv_cache_bytes(
+    arch: Arch, *, context: int, batch: int, kv_bytes: float, tp: int = 1, pp: int = 1
+) -> float:
+    """KV cache on one GPU: KV heads split over TP (replicated when TP exceeds them, as
+    vLLM does), layers over PP."""
+    heads_per_gpu = math.ceil(arch.kv_heads / max(1, tp))
+    layers = layers_per_stage(arch, pp)
+    return 2.0 * layers * heads_per_gpu * arch.head_dim * kv_bytes * context * batch

@@ -1,0 +1,567 @@
+"""Search parallel layouts for one workload on one hardware type: `search_layouts`.
+
+Training: for each GPU count (whole nodes 1, 2, 3, 4, 6, 8, 12, 16, ... — powers of two
+and 1.5× powers of two — up to `max_nodes`, one node when the hardware has no inter-node
+fabric; with `whole_nodes=False` also 1, 2, 4 ... GPUs of one node) find the fastest
+feasible layout. Model-parallel splits tp × pp are tried from small to large (TP inside a
+node, TP ∈ {1, 2, 4, 8} dividing the heads; DP must split a given global batch exactly);
+for each, every recomputation level gets the *least* sharding that fits (more sharding
+only adds communication), then the largest micro-batch that fits. The climb ends at a
+split where the plainest layout (no recomputation, DDP or ZeRO-1) is feasible (larger
+splits only add communication), skips splits whose lower bound on time cannot beat the
+best found, and stops after six feasible splits in a row without improvement.
+
+GPU counts: the search stops at the first count whose best layout meets the deadline
+(`workload.deadline_hours`, one run) — without a deadline that is the first feasible
+count — or at a count no faster than the one before. When even `max_nodes` misses the
+deadline only powers of two are sampled (the samples show how time falls with nodes).
+Layouts that miss the deadline are returned with `meets_deadline=False` so the caller can
+explain "deadline too short", with a sentence in `rejections`.
+
+Inference: for TP = 1, 2, 4, 8 (then PP across nodes if one node is too small) the
+replica decodes as many sequences as fit in memory (at most 256, vLLM's default
+max_num_seqs); replicas are added until `target_tokens_per_s` and `concurrency` are met,
+with the smallest per-replica batch that still meets the target (lower latency). A larger
+TP is kept only if it needs fewer GPUs in total.
+
+For every GPU count with no feasible layout the closest attempt's reasons are kept in
+`rejections`, so "why not this card" always has an answer with numbers.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from gpusolve.estimate.compute import (
+    compute_precision,
+    peak_flops_per_s,
+    training_flops_per_token,
+)
+from gpusolve.estimate.layout import (
+    ConfigEstimate,
+    Hardware,
+    Layout,
+    capacity_bytes,
+    evaluate,
+    inference_memory,
+    replica_nodes,
+    training_activations_for,
+    training_states_for,
+)
+from gpusolve.estimate.shapes import Arch, resolve_arch
+from gpusolve.estimate.units import GB, SECONDS_PER_HOUR
+from gpusolve.models.requirements import Workload
+from gpusolve.params import Params
+
+MAX_DECODE_BATCH = 256  # vLLM's default max_num_seqs
+MICRO_BATCHES = (1, 2, 4, 8, 16, 32, 64)
+TP_CHOICES = (1, 2, 4, 8)
+PATIENCE = 6  # feasible (tp, pp) splits without improvement before a GPU count is settled
+
+
+@dataclass(frozen=True)
+class SearchResult:
+    """Feasible, non-dominated layouts (ascending GPUs) and why the others were rejected."""
+
+    feasible: list[ConfigEstimate] = field(default_factory=list)
+    rejections: list[str] = field(default_factory=list)
+
+    @property
+    def best(self) -> ConfigEstimate | None:
+        """Training: the fewest GPUs meeting the deadline, else the fastest.
+        Inference: the fewest GPUs."""
+        if not self.feasible:
+            return None
+        meeting = [e for e in self.feasible if e.meets_deadline]
+        if meeting:
+            return min(meeting, key=lambda e: (e.gpus, e.time_to_train_s or 0.0))
+        return min(self.feasible, key=lambda e: (e.time_to_train_s or math.inf, e.gpus))
+
+
+def node_counts(max_nodes: int) -> list[int]:
+    """1, 2, 3, 4, 6, 8, 12, 16, 24, ... up to max_nodes (and max_nodes itself)."""
+    out: set[int] = set()
+    p = 1
+    while p <= max_nodes:
+        out.add(p)
+        if p * 3 // 2 <= max_nodes and p >= 2:
+            out.add(p * 3 // 2)
+        p *= 2
+    if max_nodes >= 1:
+        out.add(max_nodes)
+    return sorted(out)
+
+
+def search_layouts(
+    workload: Workload,
+    hw: Hardware,
+    params: Params,
+    *,
+    max_nodes: int,
+    whole_nodes: bool = True,
+) -> SearchResult:
+    """Feasible layouts of `workload` on `hw` using 1..max_nodes nodes (capped by
+    `params.max_nodes`, and by one node when `params.allow_multi_node` is false).
+    `whole_nodes=False` also tries fractions of one node (1, 2, 4 ... GPUs): the smallest
+    configuration, as `gpusolve estimate` shows it."""
+    limit = min(max_nodes, params.max_nodes)
+    if not params.allow_multi_node:
+        limit = min(limit, 1)
+    if limit < 1:
+        return SearchResult([], ["no nodes allowed (max_nodes < 1)"])
+    arch = resolve_arch(workload.model)
+    if workload.kind == "inference":
+        return _search_inference(workload, arch, hw, params, limit, whole_nodes)
+    return _search_training(workload, arch, hw, params, limit, whole_nodes)
+
+
+# ---------------------------------------------------------------- training
+
+
+def _gpu_counts(gpn: int, limit: int, whole_nodes: bool) -> list[tuple[int, int]]:
+    counts: list[tuple[int, int]] = []
+    if not whole_nodes:
+        g = 1
+        while g < gpn:
+            if gpn % g == 0:
+                counts.append((g, 1))
+            g *= 2
+    counts += [(n * gpn, n) for n in node_counts(limit)]
+    return counts
+
+
+def _divisors(n: int) -> list[int]:
+    return [d for d in range(1, n + 1) if n % d == 0]
+
+
+def _mp_pairs(arch: Arch, gpus: int, gpn: int) -> list[tuple[int, int]]:
+    pairs: list[tuple[int, int]] = []
+    for tp in TP_CHOICES:
+        if tp > min(gpn, gpus) or gpus % tp or gpn % tp or arch.heads % tp:
+            continue
+        for pp in _divisors(gpus // tp):
+            if pp <= arch.layers:
+                pairs.append((tp, pp))
+    pairs.sort(key=lambda p: (p[0] * p[1], p[0]))
+    return pairs
+
+
+def _accum(workload: Workload, dp: int, micro_batch: int, pp: int) -> int | None:
+    """Micro-steps per optimizer step. A given global batch is kept exactly (it is part of
+    the training recipe): None when micro_batch × dp does not divide it. Without one,
+    enough micro-batches to keep a pipeline's bubble small (4 per stage)."""
+    if workload.global_batch is not None:
+        if workload.global_batch % (micro_batch * dp):
+            return None
+        return workload.global_batch // (dp * micro_batch)
+    return 4 * pp if pp > 1 else 1
+
+
+def _shardings(workload: Workload, nodes: int) -> tuple[str, ...]:
+    if workload.sharding is not None:
+        return (workload.sharding,)
+    if nodes > 1:
+        return ("ddp", "zero1", "zero2", "fsdp_hybrid", "zero3")
+    return ("ddp", "zero1", "zero2", "zero3")
+
+
+def _checkpointings(workload: Workload) -> tuple[str, ...]:
+    if workload.gradient_checkpointing is not None:
+        return (workload.gradient_checkpointing,)
+    # With flash attention, selective recomputation stores and costs what no recomputation
+    # does (the attention scores are never stored), so it is not a separate choice.
+    return ("none", "full") if workload.flash_attention else ("none", "selective", "full")
+
+
+def _expert_degrees(arch: Arch, tp: int, dp: int, gpn: int) -> tuple[int, ...]:
+    if not arch.is_moe or dp <= 1:
+        return (1,)
+    best = 1
+    for e in range(2, arch.experts + 1):
+        if arch.experts % e == 0 and dp % e == 0 and tp * e <= gpn:
+            best = e
+    return (1, best) if best > 1 else (1,)
+
+
+def _closeness(e: ConfigEstimate) -> tuple[float, ...]:
+    """Order infeasible attempts: memory overshoot first, then everything else."""
+    over = e.memory.total_bytes / e.capacity_bytes if e.capacity_bytes > 0 else math.inf
+    return (
+        0.0 if e.fits else 1.0,
+        over if not e.fits else 0.0,
+        len(e.reasons),
+        e.comm_fraction + e.checkpoint_stall_fraction,
+    )
+
+
+def _faster(a: ConfigEstimate, b: ConfigEstimate | None) -> bool:
+    if b is None:
+        return True
+    ta, tb = a.time_to_train_s or math.inf, b.time_to_train_s or math.inf
+    return ta < tb
+
+
+def _time_lower_bound(
+    workload: Workload,
+    arch: Arch,
+    hw: Hardware,
+    params: Params,
+    gpus: int,
+    nodes: int,
+    pp: int,
+    dp: int,
+) -> float:
+    """No layout on `gpus` GPUs with this PP and DP trains faster than this: the compute
+    time with no recomputation, no communication, no ZeRO-3 penalty and the smallest
+    pipeline bubble (micro-batch 1). Used to skip layouts that cannot win."""
+    if workload.measured is not None and workload.measured.card == hw.card.id:
+        return 0.0  # a measured rate replaces the MFU model; do not prune on it
+    peak = peak_flops_per_s(
+        hw.card, compute_precision(workload.kind, workload.precision, workload.optimizer)
+    )
+    accum = _accum(workload, dp, 1, pp)
+    if peak is None or accum is None:
+        return 0.0
+    mfu = params.mfu
+    if workload.measured is not None and workload.measured.mfu is not None:
+        mfu = workload.measured.mfu
+    if nodes > 1:
+        mfu *= (1.0 - params.multi_node_penalty) ** math.log2(nodes)
+    bubble = (accum + pp - 1) / accum
+    flops = training_flops_per_token(arch, workload.kind) * float(workload.tokens or 0.0)
+    return flops * bubble / (gpus * peak * mfu)
+
+
+class _Fit:
+    """Memory-fit checks with the states and activations memoised: the search asks about
+    the same pieces many times."""
+
+    def __init__(self, workload: Workload, arch: Arch, hw: Hardware, params: Params) -> None:
+        self.w, self.arch, self.gpn, self.params = workload, arch, hw.gpus_per_node, params
+        self.free = capacity_bytes(hw.card, params.headroom) - params.runtime_overhead_gb * GB
+        self.states: dict[tuple[int, int, int, int, str], float] = {}
+        self.acts: dict[tuple[int, int, str, int, int], float] = {}
+
+    def __call__(self, lay: Layout) -> bool:
+        key_s = (lay.tp, lay.pp, lay.dp, lay.ep, lay.sharding)
+        st = self.states.get(key_s)
+        if st is None:
+            st = training_states_for(self.w, self.arch, self.gpn, lay, self.params).total_bytes
+            self.states[key_s] = st
+        if st > self.free:
+            return False
+        in_flight = min(lay.pp, lay.grad_accum)
+        key_a = (lay.tp, lay.pp, lay.checkpointing, lay.micro_batch, in_flight)
+        act = self.acts.get(key_a)
+        if act is None:
+            act = training_activations_for(self.w, self.arch, self.gpn, lay)
+            self.acts[key_a] = act
+        return st + act <= self.free
+
+
+def _best_for_gpus(
+    workload: Workload,
+    arch: Arch,
+    hw: Hardware,
+    params: Params,
+    gpus: int,
+    nodes: int,
+    fit: _Fit,
+) -> tuple[ConfigEstimate | None, ConfigEstimate | None]:
+    """(fastest feasible layout, closest infeasible attempt) on `gpus` GPUs."""
+    gpn = hw.gpus_per_node
+    micro_batches = (
+        (workload.micro_batch,) if "micro_batch" in workload.model_fields_set else MICRO_BATCHES
+    )
+    best: ConfigEstimate | None = None
+    closest: ConfigEstimate | None = None
+    pairs = _mp_pairs(arch, gpus, gpn)
+    plain_mp = 0
+    stale = 0  # feasible (tp, pp) splits in a row that did not beat the best
+    for tp, pp in pairs:
+        mp = tp * pp
+        if plain_mp and mp > plain_mp:
+            break  # a plain layout (no recomputation, ZeRO ≤ 1) won at a smaller size
+        if stale >= PATIENCE:
+            break
+        dp = gpus // mp
+        if workload.global_batch is not None and workload.global_batch % dp:
+            continue  # this DP cannot split the global batch evenly
+        if best is not None and best.time_to_train_s is not None:
+            bound = _time_lower_bound(workload, arch, hw, params, gpus, nodes, pp, dp)
+            if bound >= best.time_to_train_s:
+                continue
+        improved = seen_feasible = False
+        for ckpt in _checkpointings(workload):
+            chosen: Layout | None = None
+            for sharding in _shardings(workload, nodes):
+                for ep in _expert_degrees(arch, tp, dp, gpn):
+                    fit_mb: Layout | None = None
+                    for mb in micro_batches:
+                        accum = _accum(workload, dp, mb, pp)
+                        if accum is None:
+                            continue
+                        lay = Layout(nodes, tp, pp, dp, sharding, ckpt, mb, accum, ep=ep)
+                        if not fit(lay):
+                            break
+                        fit_mb = lay
+                    if fit_mb is not None:
+                        chosen = fit_mb
+                        break
+                if chosen is not None:
+                    break
+            if chosen is None:
+                continue
+            candidates = [chosen]
+            if pp > 1 and chosen.micro_batch > 1:
+                accum = _accum(workload, dp, 1, pp)
+                if accum is not None:
+                    candidates.append(
+                        Layout(nodes, tp, pp, dp, chosen.sharding, ckpt, 1, accum, ep=chosen.ep)
+                    )
+            for lay in candidates:
+                est = evaluate(workload, hw, lay, params)
+                if est.feasible:
+                    seen_feasible = True
+                    if _faster(est, best):
+                        best, improved = est, True
+                    if ckpt == "none" and lay.zero_stage <= 1:
+                        plain_mp = mp
+                elif closest is None or _closeness(est) < _closeness(closest):
+                    closest = est
+        if improved:
+            stale = 0
+        elif seen_feasible:
+            stale += 1
+    if best is None and closest is None and pairs:
+        # Nothing fits in memory: report the leanest layout's shortfall.
+        tp, pp = max(pairs, key=lambda p: (p[0] * p[1], p[0]))
+        dp = gpus // (tp * pp)
+        sharding = _shardings(workload, nodes)[-1]
+        ckpt = _checkpointings(workload)[-1]
+        mb = micro_batches[0]
+        accum = _accum(workload, dp, mb, pp) or max(1, (workload.global_batch or dp) // dp)
+        eps = _expert_degrees(arch, tp, dp, gpn)
+        lay = Layout(nodes, tp, pp, dp, sharding, ckpt, mb, accum, ep=eps[-1])
+        closest = evaluate(workload, hw, lay, params)
+    return best, closest
+
+
+def _where(hw: Hardware, gpus: int, nodes: int) -> str:
+    label = hw.label or hw.card.id
+    if nodes == 1 and gpus < hw.gpus_per_node:
+        return f"{gpus} GPU(s) of one {label}"
+    return f"{nodes} × {label} ({gpus} GPUs)"
+
+
+def _search_training(
+    workload: Workload, arch: Arch, hw: Hardware, params: Params, limit: int, whole_nodes: bool
+) -> SearchResult:
+    feasible: list[ConfigEstimate] = []
+    rejections: list[str] = []
+    limit_note = f"limit {limit}"
+    if hw.inter_node_gbps_per_gpu <= 0 and limit > 1:
+        limit, limit_note = 1, "no inter-node fabric, so one node at most"
+    fit = _Fit(workload, arch, hw, params)
+    counts = _gpu_counts(hw.gpus_per_node, limit, whole_nodes)
+    results: dict[int, tuple[ConfigEstimate | None, ConfigEstimate | None]] = {}
+
+    def run(gpus: int, nodes: int) -> tuple[ConfigEstimate | None, ConfigEstimate | None]:
+        if gpus not in results:
+            results[gpus] = _best_for_gpus(workload, arch, hw, params, gpus, nodes, fit)
+        return results[gpus]
+
+    if workload.deadline_hours is not None and len(counts) > 1:
+        # If even the largest size misses the deadline, no size meets it: sample the
+        # powers of two only, enough to show how time falls with nodes.
+        top_best, _ = run(*counts[-1])
+        if top_best is not None and not top_best.meets_deadline:
+            counts = [c for c in counts if c[1] & (c[1] - 1) == 0 or c == counts[-1]]
+    best_so_far: ConfigEstimate | None = None
+    for gpus, nodes in counts:
+        best, closest = run(gpus, nodes)
+        if best is None:
+            if closest is not None:
+                rejections.append(
+                    f"{_where(hw, gpus, nodes)}, closest layout "
+                    f"{closest.layout.describe()}: {'; '.join(closest.reasons)}"
+                )
+            elif workload.global_batch is not None:
+                rejections.append(
+                    f"{_where(hw, gpus, nodes)}: no split of the global batch of "
+                    f"{workload.global_batch} sequences over the data-parallel ranks fits"
+                )
+            continue
+        if best_so_far is not None and not _faster(best, best_so_far):
+            break  # more GPUs no longer help (communication or penalties dominate)
+        feasible.append(best)
+        best_so_far = best
+        if best.meets_deadline:  # without a deadline every size meets it: the first wins
+            break
+    if (
+        workload.deadline_hours is not None
+        and feasible
+        and not any(e.meets_deadline for e in feasible)
+    ):
+        fastest = min(feasible, key=lambda e: e.time_to_train_s or math.inf)
+        hours = (fastest.time_to_train_s or 0.0) / SECONDS_PER_HOUR
+        rejections.append(
+            f"deadline of {workload.deadline_hours:g} h not met on {hw.label or hw.card.id}: "
+            f"the fastest layout found takes {hours:,.1f} h on {fastest.gpus} GPUs "
+            f"({fastest.nodes} node(s); {limit_note})"
+        )
+    return SearchResult(feasible, rejections)
+
+
+# ---------------------------------------------------------------- inference
+
+
+def _tokens_per_s(
+    workload: Workload, hw: Hardware, params: Params, tp: int, pp: int, batch: int
+) -> float:
+    lay = Layout(
+        nodes=max(1, math.ceil(tp * pp / hw.gpus_per_node)), tp=tp, pp=pp, dp=1, micro_batch=batch
+    )
+    return evaluate(workload, hw, lay, params).tokens_per_s
+
+
+def _smallest_batch(
+    workload: Workload,
+    hw: Hardware,
+    params: Params,
+    tp: int,
+    pp: int,
+    replicas: int,
+    b_max: int,
+    target: float,
+) -> int:
+    lo, hi = 1, b_max
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if replicas * _tokens_per_s(workload, hw, params, tp, pp, mid) >= target:
+            hi = mid
+        else:
+            lo = mid + 1
+    return lo
+
+
+def _replicas_and_batch(
+    workload: Workload,
+    hw: Hardware,
+    params: Params,
+    tp: int,
+    pp: int,
+    b_max: int,
+    max_replicas: int,
+) -> tuple[int, int] | None:
+    target = workload.target_tokens_per_s
+    conc = workload.concurrency
+    if conc is not None:
+        r_lo = math.ceil(conc / b_max)
+        if target is None:
+            return r_lo, math.ceil(conc / r_lo)
+
+        # More replicas spread the same sequences thinner: throughput grows slowly with R.
+        def total(r: int) -> float:
+            return r * _tokens_per_s(workload, hw, params, tp, pp, math.ceil(conc / r))
+
+        r_hi = max(r_lo, min(conc, max_replicas))
+        if total(r_hi) < target:
+            return None
+        lo, hi = r_lo, r_hi
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if total(mid) >= target:
+                hi = mid
+            else:
+                lo = mid + 1
+        return lo, math.ceil(conc / lo)
+    assert target is not None  # Workload requires a target or a concurrency
+    per_replica = _tokens_per_s(workload, hw, params, tp, pp, b_max)
+    replicas = max(1, math.ceil(target / per_replica))
+    return replicas, _smallest_batch(workload, hw, params, tp, pp, replicas, b_max, target)
+
+
+def max_decode_batch(workload: Workload, hw: Hardware, params: Params, tp: int, pp: int) -> int:
+    """Sequences at full context one replica of tp × pp GPUs holds (0 = not even one),
+    at most MAX_DECODE_BATCH."""
+    arch = resolve_arch(workload.model)
+    cap = capacity_bytes(hw.card, params.headroom)
+    probe = Layout(nodes=max(1, math.ceil(tp * pp / hw.gpus_per_node)), tp=tp, pp=pp, dp=1)
+    empty = inference_memory(workload, arch, probe, params, batch=0).total_bytes
+    per_seq = inference_memory(workload, arch, probe, params, batch=1).total_bytes - empty
+    if per_seq <= 0:
+        return MAX_DECODE_BATCH if empty <= cap else 0
+    return max(0, min(MAX_DECODE_BATCH, int((cap - empty) // per_seq)))
+
+
+def _search_inference(
+    workload: Workload, arch: Arch, hw: Hardware, params: Params, limit: int, whole_nodes: bool
+) -> SearchResult:
+    gpn = hw.gpus_per_node
+    shapes: list[tuple[int, int]] = [
+        (tp, 1) for tp in TP_CHOICES if tp <= gpn and gpn % tp == 0 and arch.heads % tp == 0
+    ]
+    top_tp = shapes[-1][0] if shapes else 1
+    # A replica larger than a node pipelines over the fabric: only with one (replicas of
+    # one node each need none, they are independent).
+    span_limit = limit if hw.inter_node_gbps_per_gpu > 0 else 1
+    pp = 2
+    while pp <= min(gpn * span_limit, arch.layers) and top_tp * pp <= gpn * span_limit:
+        shapes.append((top_tp, pp))
+        pp *= 2
+    found: list[ConfigEstimate] = []
+    rejections: list[str] = []
+    closest: ConfigEstimate | None = None
+    for tp, pp in shapes:
+        if pp > 1 and found:
+            break  # a single-node replica exists; spanning nodes only costs more
+        probe = Layout(nodes=max(1, math.ceil(tp * pp / gpn)), tp=tp, pp=pp, dp=1)
+        b_max = max_decode_batch(workload, hw, params, tp, pp)
+        if b_max < 1:
+            est = evaluate(workload, hw, probe, params)
+            if closest is None or _closeness(est) < _closeness(closest):
+                closest = est
+            continue
+        per_node = gpn // (tp * pp) if tp * pp <= gpn else 0
+        max_replicas = limit * per_node if per_node else limit // math.ceil(tp * pp / gpn)
+        plan = _replicas_and_batch(workload, hw, params, tp, pp, b_max, max(1, max_replicas))
+        if plan is None:
+            one = _tokens_per_s(workload, hw, params, tp, pp, 1)
+            rejections.append(
+                f"TP{tp} PP{pp} on {hw.label or hw.card.id}: {workload.concurrency} concurrent "
+                f"sequences cannot produce {workload.target_tokens_per_s:,.0f} tokens/s "
+                f"(one sequence decodes at most {one:,.0f} tokens/s)"
+            )
+            continue
+        replicas, batch = plan
+        lay = Layout(nodes=1, tp=tp, pp=pp, dp=1, micro_batch=batch, replicas=replicas)
+        lay = Layout(
+            nodes=replica_nodes(lay, gpn),
+            tp=tp,
+            pp=pp,
+            dp=1,
+            micro_batch=batch,
+            replicas=replicas,
+        )
+        if lay.nodes > limit:
+            rejections.append(
+                f"TP{tp} PP{pp} on {hw.label or hw.card.id}: {replicas} replicas need "
+                f"{lay.nodes} nodes, more than the {limit} allowed"
+            )
+            continue
+        est = evaluate(workload, hw, lay, params)
+        if est.feasible:
+            if not found or est.gpus < min(e.gpus for e in found):
+                found.append(est)
+        elif closest is None or _closeness(est) < _closeness(closest):
+            closest = est
+    if not found and closest is not None:
+        rejections.insert(
+            0,
+            f"{hw.label or hw.card.id}, closest layout {closest.layout.describe(True)}: "
+            f"{'; '.join(closest.reasons)}",
+        )
+    found.sort(key=lambda e: e.gpus)
+    return SearchResult(found, rejections)

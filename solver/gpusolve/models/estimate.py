@@ -1,0 +1,145 @@
+"""The output contract of `gpusolve estimate --format json` (schema: estimate.schema.json).
+
+GB means 10^9 bytes everywhere. Memory figures are per GPU unless the name says otherwise;
+rule-of-thumb figures (H05, H30) are whole-model figures and are labelled as such.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+Bottleneck = Literal["compute", "memory_bandwidth", "communication"]
+
+
+class OutModel(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class MemoryGB(OutModel):
+    """Memory on one GPU, GB (10^9 bytes); `total` is the sum of the other six."""
+
+    weights: float
+    gradients: float
+    optimizer: float
+    activations: float
+    kv_cache: float
+    overhead: float = Field(description="Runtime overhead (CUDA context, allocator, framework).")
+    total: float
+
+
+class ArchOut(OutModel):
+    """The architecture the figures are computed for."""
+
+    preset: str | None = Field(description="Preset name when the shape came from one.")
+    params_b: float = Field(description="Parameters, billions (MoE: all experts).")
+    active_params_b: float = Field(description="Parameters used per token, billions.")
+    layers: int
+    hidden: int
+    heads: int
+    kv_heads: int
+    head_dim: int
+    ffn: int
+    vocab: int
+    experts: int = Field(description="MoE experts per layer (1 = dense).")
+    active_experts: int
+    coarse: bool = Field(
+        description="True when only params_b was given and the shape is derived (coarse)."
+    )
+    derivation: str = Field(description="Where the shape came from.")
+    assumptions: list[str] = Field(description="Fields filled in with stated defaults.")
+
+
+class ThumbOut(OutModel):
+    """The documents' rules of thumb next to the formula (whole model, not per GPU)."""
+
+    h30_class: str = Field(description="full fine-tune | LoRA | inference")
+    h30_factor: float = Field(description="GB per billion parameters used (Params thumb factor).")
+    h30_range: tuple[float, float] = Field(description="The documents' range for this class.")
+    h30_gb: float = Field(description="Rule of thumb H30: params_b × factor, GB.")
+    h05_low_gb: float | None = Field(description="Rule of thumb H05 low end (16 B/param), GB.")
+    h05_high_gb: float | None = Field(description="Rule of thumb H05 high end (24 B/param), GB.")
+    formula_whole_model_gb: float = Field(
+        description="The formula's memory for the whole job on one GPU (no parallelism), GB."
+    )
+    formula_model_states_gb: float = Field(
+        description="Of which weights + gradients + optimizer state, GB."
+    )
+
+
+class ConfigOut(OutModel):
+    """One parallel configuration on one card."""
+
+    card: str
+    hardware: str = Field(description="Server, cloud offer or generic node it was sized in.")
+    gpus: int
+    nodes: int
+    tp: int
+    pp: int
+    dp: int
+    ep: int = Field(description="Expert-parallel degree (MoE).")
+    replicas: int = Field(description="Inference: independent replicas of tp × pp GPUs.")
+    zero_stage: int = Field(description="0 DDP, 1-2 ZeRO, 3 ZeRO-3 / FSDP.")
+    sharding: str
+    gradient_checkpointing: str
+    micro_batch: int = Field(
+        description="Training: sequences per GPU per micro-step; "
+        "inference: sequences decoded at once per replica."
+    )
+    grad_accum: int
+    memory_per_gpu_gb: MemoryGB
+    memory_capacity_gb: float = Field(description="Card memory × (1 − headroom), GB.")
+    headroom: float
+    fits: bool = Field(description="memory_per_gpu_gb.total ≤ memory_capacity_gb.")
+    feasible: bool = Field(description="Fits and no other reason blocks it (see reasons).")
+    flops: float = Field(
+        description="Training: FLOPs per run including recomputation; inference: FLOPs per "
+        "generated token."
+    )
+    time_to_train_h: float | None = Field(description="One run, hours; null for inference.")
+    tokens_per_s: float = Field(
+        description="Training tokens/s, or generated tokens/s over all replicas."
+    )
+    mfu: float | None = Field(description="Achieved model-FLOPs utilisation (training).")
+    comm_fraction: float = Field(description="Exposed communication / step time.")
+    checkpoint_gb: float = Field(
+        description="Checkpoint with optimizer state (training) or weights (inference), GB."
+    )
+    checkpoint_weights_gb: float = Field(description="Weights-only checkpoint, GB.")
+    checkpoint_stall_fraction: float = Field(
+        description="Share of training time blocked by synchronous checkpoint saves."
+    )
+    bottleneck: Bottleneck
+    arithmetic_intensity: float = Field(description="FLOP per byte of the dominant kernel.")
+    ridge_point: float | None = Field(description="Card peak FLOP/s ÷ memory bandwidth.")
+    meets_deadline: bool = Field(description="One run within deadline_hours (true if none).")
+    measured: bool = Field(description="A measured run (H12) set the throughput.")
+    reasons: list[str] = Field(description="Why the configuration cannot be used.")
+    notes: list[str]
+
+
+class WorkloadEstimate(OutModel):
+    name: str
+    kind: str
+    precision: str
+    optimizer: str
+    tokens: float | None
+    deadline_h: float | None
+    arch: ArchOut
+    thumb: ThumbOut
+    fits_on: list[str] = Field(
+        description="Catalogue cards with at least one feasible configuration."
+    )
+    configs: list[ConfigOut]
+    rejections: list[str] = Field(description="Per card, why no configuration was feasible.")
+
+
+class EstimateReport(OutModel):
+    units: str = Field(default="GB = 10^9 bytes; time in hours; FLOPs as plain numbers")
+    headroom: float = Field(description="Memory headroom kept free on every GPU.")
+    mode: Literal["explicit", "search"] = Field(
+        description="explicit: the one configuration given on the command line; search: "
+        "the smallest feasible configurations per card."
+    )
+    workloads: list[WorkloadEstimate]

@@ -58,7 +58,7 @@ def _deployment(
         ),
         site=site,
         schedule=schedule,
-        memory_per_gpu_gb=round(est.memory.total / 1e9, 2),
+        memory_per_gpu_gb=round(est.memory_total_bytes / 1e9, 2),
         memory_capacity_gb=round(catalog.cards[meta.card].memory_gb, 2),
         headroom=headroom,
         time_to_train_h=round(time_h, 2) if time_h is not None else None,

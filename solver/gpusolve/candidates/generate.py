@@ -13,7 +13,7 @@ from typing import Any
 
 from gpusolve.candidates.money import energy_per_server_month, slot_hours_per_month, to_money
 from gpusolve.candidates.policy import WorkloadPolicy
-from gpusolve.estimate import Hardware, evaluate, search_layouts
+from gpusolve.estimate import Hardware, search_layouts
 from gpusolve.models.catalog import Catalog, CloudOffer, ColoOffer, Server
 from gpusolve.models.requirements import Requirements, Workload
 from gpusolve.optimize import ir
@@ -143,14 +143,7 @@ def _owned_options(b: _Builder, w: Workload) -> None:
             b.reject(w.name, server.id, [h.sentence() for h in hits])
             continue
         rule_tags = {_rule_requirement(b, h.rule, h.source, h.title) for h in hits}
-        hw = Hardware(
-            card=card,
-            gpus_per_node=server.gpus,
-            intra_node_bandwidth_gbs=server.peer_bandwidth_gbs,
-            inter_node_gbps_per_gpu=_fabric_per_gpu(server),
-            storage_write_gbs=server.storage_write_gbs,
-        )
-        result = search_layouts(w, hw, params, max_nodes=max_nodes)
+        result = search_layouts(w, Hardware.from_server(server, card), params, max_nodes=max_nodes)
         chosen = _pick(b, w, server.id, result)
         if chosen is None:
             continue
@@ -185,12 +178,6 @@ def _owned_options(b: _Builder, w: Workload) -> None:
             )
         )
         b.meta[key] = OptionMeta(key, w.name, "owned", card.id, server.id, None, estimate.nodes, estimate)
-
-
-def _fabric_per_gpu(server: Server) -> float:
-    if server.fabric.kind == "none":
-        return 0.0
-    return server.fabric.total_gbps / server.gpus
 
 
 def _pick(b: _Builder, w: Workload, candidate: str, result: Any) -> tuple[Any, str | None] | None:
@@ -229,7 +216,7 @@ def deployment_facts(estimate: Any, schedule: str) -> dict[str, Any]:
         "sharding": layout.sharding,
         "checkpointing": layout.checkpointing,
         "replicas": layout.replicas,
-        "memory_per_gpu_gb": estimate.memory.total / 1e9,
+        "memory_per_gpu_gb": estimate.memory_total_bytes / 1e9,
         "capacity_gb": estimate.capacity_bytes / 1e9,
         "comm_fraction": estimate.comm_fraction,
         "checkpoint_stall_fraction": estimate.checkpoint_stall_fraction,
@@ -252,7 +239,7 @@ def _headroom_permille(estimate: Any) -> int:
     card_bytes = estimate.card_memory_bytes
     if card_bytes <= 0:
         return 0
-    return max(0, round(1000 * (1 - estimate.memory.total / card_bytes)))
+    return max(0, round(1000 * (1 - estimate.memory_total_bytes / card_bytes)))
 
 
 def _placements(
@@ -346,14 +333,8 @@ def _cloud_options(b: _Builder, w: Workload) -> None:
             continue
         tags = {_rule_requirement(b, h.rule, h.source, h.title) for h in hits}
         multi = offer.fabric in MULTI_NODE_FABRICS and params.allow_multi_node
-        hw = Hardware(
-            card=card,
-            gpus_per_node=offer.gpus_per_instance,
-            intra_node_bandwidth_gbs=offer.peer_bandwidth_gbs,
-            inter_node_gbps_per_gpu=offer.fabric_gbps / offer.gpus_per_instance if multi else 0.0,
-            storage_write_gbs=offer.storage_write_gbs,
-        )
         max_nodes = min(offer.max_instances, params.max_nodes) if multi else 1
+        hw = Hardware.from_cloud(offer, card)
         chosen = _pick(b, w, offer.id, search_layouts(w, hw, params, max_nodes=max_nodes))
         if chosen is None:
             continue

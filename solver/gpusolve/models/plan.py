@@ -107,7 +107,9 @@ class Infeasibility(OutModel):
 
 class SolverInfo(OutModel):
     status: str
-    wall_s: float
+    wall_s: float | None = Field(
+        default=None, description="Solve wall time; only with --timings (keeps output reproducible)."
+    )
     workers: int
     seed: int
     objective_value: float | None = None

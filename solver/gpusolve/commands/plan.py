@@ -1,0 +1,113 @@
+"""`gpusolve plan`: the cheapest plan that meets every workload, and why."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from gpusolve.commands.options import catalog_option, format_option, rules_option
+from gpusolve.render import FORMATS
+
+OBJECTIVES = ("min-tco", "min-capex", "min-monthly", "max-throughput")
+
+
+@click.command("plan")
+@click.argument("requirements", type=click.Path(path_type=Path))
+@catalog_option
+@rules_option
+@format_option(*FORMATS)
+@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path),
+              help="Write the plan to this file (whole or not at all) instead of stdout.")
+@click.option("--objective", type=click.Choice(OBJECTIVES), default=None,
+              help="Override the requirements' objective. max-throughput needs a budget.")
+@click.option("--capex-max", type=click.FloatRange(min=0, min_open=True), default=None,
+              help="Override the capex cap (run currency).")
+@click.option("--monthly-max", type=click.FloatRange(min=0, min_open=True), default=None,
+              help="Override the monthly spend cap (run currency).")
+@click.option("--top-k", type=click.IntRange(0, 20), default=0, show_default=True,
+              help="Also show the next N distinct plans (different card or site).")
+@click.option("--why-not", "why_not", metavar="ID", default=None,
+              help="Explain, per workload, why this card/server/colo/cloud offer was not chosen.")
+@click.option("--time-limit", type=click.FloatRange(min=0.1), default=60.0, show_default=True,
+              help="Seconds the solver may spend (per solve).")
+@click.option("--workers", type=click.IntRange(1, 64), default=1, show_default=True,
+              help="CP-SAT workers; 1 is deterministic.")
+@click.option("--seed", type=int, default=1, show_default=True, help="Solver random seed.")
+@click.option("--timings", is_flag=True, help="Include solve wall time in the output.")
+@click.option("-q", "--quiet", is_flag=True, help="No progress messages on stderr.")
+def plan(
+    requirements: Path,
+    catalog_paths: tuple[Path, ...],
+    rules_paths: tuple[Path, ...],
+    fmt: str,
+    output: Path | None,
+    objective: str | None,
+    capex_max: float | None,
+    monthly_max: float | None,
+    top_k: int,
+    why_not: str | None,
+    time_limit: float,
+    workers: int,
+    seed: int,
+    timings: bool,
+    quiet: bool,
+) -> None:
+    """Find the cheapest plan for the workloads in REQUIREMENTS (a YAML file).
+
+    \b
+    The plan says which servers (hence cards) to buy and how many, in which colocation
+    offer and how many racks - or which cloud rental - so that every workload fits in
+    memory with headroom, meets its deadline or throughput, and every rack stays within
+    its power, space and cooling. It lists the constraints that bind, the rules that
+    fired (with their heuristic H-number), and advice.
+
+    \b
+    Examples:
+      gpusolve plan examples/finetune-7b-deadline.yaml
+      gpusolve plan reqs.yaml --catalog my-quotes.yaml --format markdown -o memo.md
+      gpusolve plan reqs.yaml --top-k 3 --why-not h100-sxm
+      gpusolve plan reqs.yaml --objective max-throughput --capex-max 5000000
+
+    \b
+    Exit codes: 0 a plan was found; 1 no feasible plan (the reason is printed: the
+    requirements that conflict and how far each must move); 2 invalid input.
+    GB means 10^9 bytes; money is in the run's currency.
+    """
+    from gpusolve.atomic import write_text_atomic
+    from gpusolve.optimize.ir import SolveConfig
+    from gpusolve.pipeline import prepare_run
+    from gpusolve.planner import PlanOptions, make_plan
+    from gpusolve.render import render_plan
+
+    def progress(message: str) -> None:
+        if not quiet:
+            click.echo(f"gpusolve: {message}", err=True)
+
+    run = prepare_run(
+        requirements,
+        catalog_paths,
+        rules_paths,
+        objective=objective,
+        capex_max=capex_max,
+        monthly_max=monthly_max,
+        progress=progress,
+    )
+    if why_not is not None:
+        run.check_known_id(why_not)
+    options = PlanOptions(
+        config=SolveConfig(time_limit_s=time_limit, workers=workers, seed=seed),
+        top_k=top_k,
+        why_not=why_not,
+        timings=timings,
+    )
+    result = make_plan(run.reqs, run.catalog, run.policies, run.rules, options, progress)
+    text = render_plan(result, fmt)
+    if output is not None:
+        write_text_atomic(output, text)
+        progress(f"wrote {output}")
+    else:
+        click.echo(text, nl=False)
+    if result.status == "infeasible":
+        sys.exit(1)

@@ -1,0 +1,84 @@
+"""Load everything a run needs, once: requirements, catalogue, rules -> typed values.
+
+Shared by `plan`, `estimate` and `rules explain`, so each command only composes stages.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from gpusolve.candidates.policy import WorkloadPolicy
+from gpusolve.errors import InputError
+from gpusolve.load import check_against_catalog, load_catalog, load_requirements_doc
+from gpusolve.load.catalog import KINDS
+from gpusolve.models.catalog import Catalog
+from gpusolve.models.requirements import Budget, Requirements
+from gpusolve.planner import RulesSummary
+
+Progress = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class Run:
+    reqs: Requirements
+    catalog: Catalog
+    policies: dict[str, WorkloadPolicy]
+    rules: RulesSummary
+
+    def check_known_id(self, item: str) -> None:
+        known = [i for k in KINDS for i in getattr(self.catalog, k)]
+        if item not in known:
+            close = difflib.get_close_matches(item, known, n=3)
+            hint = f"did you mean {', '.join(close)}?" if close else "see `gpusolve catalog list`"
+            raise InputError.single("--why-not", f"no catalogue item {item!r}", hint=hint)
+
+
+def prepare_run(
+    requirements: Path,
+    catalog_paths: Sequence[Path],
+    rules_paths: Sequence[Path],
+    *,
+    objective: str | None = None,
+    capex_max: float | None = None,
+    monthly_max: float | None = None,
+    progress: Progress = lambda _: None,
+) -> Run:
+    reqs, doc = load_requirements_doc(requirements)
+    reqs = _override(reqs, objective, capex_max, monthly_max)
+    loaded = load_catalog(list(catalog_paths) or None)
+    check_against_catalog(reqs, doc, loaded.catalog)
+    counts = loaded.counts()
+    progress(
+        f"catalogue: {counts['cards']} cards, {counts['servers']} servers, "
+        f"{counts['colo_offers']} colo offers, {counts['cloud_offers']} cloud offers"
+    )
+    from gpusolve.rules.policy import evaluate_policies
+
+    policies, summary = evaluate_policies(reqs, loaded.catalog, list(rules_paths))
+    progress(f"rules: {len(summary.fired)} fired")
+    return Run(reqs, loaded.catalog, policies, summary)
+
+
+def _override(
+    reqs: Requirements, objective: str | None, capex_max: float | None, monthly_max: float | None
+) -> Requirements:
+    budget = reqs.budget
+    if capex_max is not None or monthly_max is not None:
+        budget = Budget(
+            capex_max=capex_max if capex_max is not None else budget.capex_max,
+            monthly_max=monthly_max if monthly_max is not None else budget.monthly_max,
+        )
+    update: dict[str, object] = {"budget": budget}
+    if objective is not None:
+        update["objective"] = objective
+    result = reqs.model_copy(update=update)
+    if result.objective == "max-throughput" and budget.capex_max is None and budget.monthly_max is None:
+        raise InputError.single(
+            "--objective",
+            "max-throughput needs a budget to spend",
+            hint="give --capex-max or --monthly-max (or budget: in the requirements)",
+        )
+    return result

@@ -1,0 +1,50 @@
+"""Number formatting shared by the text and markdown renderers."""
+
+from __future__ import annotations
+
+from gpusolve.models.plan import Deployment
+
+
+def money(value: float, currency: str) -> str:
+    return f"{value:,.0f} {currency}"
+
+
+def hours(value: float | None) -> str:
+    if value is None:
+        return "-"
+    if value >= 48:
+        return f"{value:,.0f} h ({value / 24:,.1f} d)"
+    return f"{value:,.1f} h"
+
+
+def layout(d: Deployment) -> str:
+    p = d.parallel
+    parts = [f"TP{p.tp}", f"PP{p.pp}", f"DP{p.dp}"]
+    if p.zero_stage:
+        parts.append(f"ZeRO-{p.zero_stage}")
+    if p.gradient_checkpointing != "none":
+        parts.append(f"recompute:{p.gradient_checkpointing}")
+    parts.append(f"mb{p.micro_batch}x{p.grad_accum}")
+    if d.replicas > 1:
+        parts.append(f"{d.replicas} replicas")
+    return " ".join(parts)
+
+
+def hardware(d: Deployment) -> str:
+    if d.mode == "cloud":
+        return f"rent {d.servers} x {d.cloud_offer} ({d.gpus} x {d.card})"
+    return f"{d.servers} x {d.server} ({d.gpus} x {d.card})"
+
+
+def memory(d: Deployment) -> str:
+    usable = d.memory_capacity_gb * (1 - d.headroom)
+    return (
+        f"{d.memory_per_gpu_gb:.1f} GB per GPU of {d.memory_capacity_gb:.0f} GB "
+        f"({usable:.1f} GB usable at {d.headroom:.0%} headroom)"
+    )
+
+
+def work(d: Deployment) -> str:
+    if d.time_to_train_h is not None:
+        return f"{hours(d.time_to_train_h)} per run, {d.throughput:,.0f} tokens/s"
+    return f"{d.throughput:,.0f} tokens/s generated"

@@ -1,0 +1,113 @@
+"""Plain-text plan for a terminal."""
+
+from __future__ import annotations
+
+from gpusolve.models.plan import Plan
+from gpusolve.render.fmt import hardware, hours, layout, memory, money, work
+
+
+def plan_text(plan: Plan) -> str:
+    lines: list[str] = []
+    add = lines.append
+    if plan.status == "infeasible":
+        return _infeasible(plan)
+    cur = plan.cost.currency if plan.cost else ""
+    proven = "proven optimal" if plan.solver.proven_optimal else f"best found ({plan.status})"
+    add(f"Plan ({plan.objective}, {proven})")
+    if plan.cost:
+        c = plan.cost
+        add(
+            f"  TCO over {c.horizon_months} months: {money(c.tco, cur)}   "
+            f"capex {money(c.capex, cur)}   monthly {money(c.monthly_opex, cur)}"
+        )
+    add("")
+    add("Deployments")
+    for d in plan.deployments:
+        where = f" at {d.site}" if d.site else ""
+        add(f"  {d.workload} [{d.schedule}]: {hardware(d)}{where}")
+        add(f"      layout   {layout(d)}")
+        add(f"      memory   {memory(d)}")
+        add(f"      speed    {work(d)}")
+        if d.mode == "cloud":
+            add(f"      rental   {hours(d.rental_hours)} over the horizon")
+    if plan.sites:
+        add("")
+        add("Sites")
+        for s in plan.sites:
+            servers = ", ".join(f"{n} x {k}" for k, n in s.servers.items())
+            add(
+                f"  {s.offer} ({s.city}, {s.region}, {s.cooling}): {s.racks} rack(s) of "
+                f"{s.rack_kw:g} kW; {servers}; {s.power_kw:g} kW peak"
+            )
+            for i, fill in enumerate(s.fill, 1):
+                content = ", ".join(f"{n} x {k}" for k, n in fill.items())
+                add(f"      rack {i}: {content}")
+    if plan.cost:
+        b = plan.cost.breakdown
+        add("")
+        add("Cost breakdown (whole horizon)")
+        for label, value in (
+            ("servers (capex)", b.servers_capex),
+            ("rack rent", b.rack_rent),
+            ("energy", b.energy),
+            ("bandwidth", b.bandwidth),
+            ("cloud rental", b.cloud_rental),
+        ):
+            if value:
+                add(f"  {label:<16} {money(value, cur):>20}")
+        if b.penalties:
+            add(f"  {'rule penalties':<16} {money(b.penalties, cur):>20}  (soft rules; not spent)")
+    if plan.binding:
+        add("")
+        add("Binding constraints")
+        for c in plan.binding:
+            add(f"  {c.name}: {c.detail}")
+    _rules_and_advice(plan, add)
+    if plan.alternatives:
+        add("")
+        add("Next-best plans")
+        for alt in plan.alternatives:
+            add(f"  #{alt.rank}: TCO {money(alt.tco, cur)} (+{money(alt.delta, cur)}): {alt.differs}")
+    if plan.why_not:
+        add("")
+        add("Why not")
+        for workload, reasons in plan.why_not.items():
+            for r in reasons:
+                add(f"  {workload}: {r}")
+    add("")
+    wall = f", {plan.solver.wall_s:.2f} s" if plan.solver.wall_s is not None else ""
+    add(f"Solver: CP-SAT {plan.solver.status}, {plan.solver.workers} worker(s), seed {plan.solver.seed}{wall}")
+    return "\n".join(lines) + "\n"
+
+
+def _rules_and_advice(plan: Plan, add: object) -> None:
+    assert callable(add)
+    if plan.rules_fired:
+        add("")
+        add("Rules fired")
+        for r in plan.rules_fired:
+            add(f"  {r.rule} ({r.source}) {r.title}  [{', '.join(r.workloads)}]")
+    if plan.advice:
+        add("")
+        add("Advice")
+        for a in plan.advice:
+            add(f"  - {a}")
+
+
+def _infeasible(plan: Plan) -> str:
+    lines = ["No feasible plan."]
+    inf = plan.infeasibility
+    if inf is not None:
+        lines.append(f"  {inf.reason}")
+        for workload, reasons in inf.workloads_without_candidates.items():
+            lines.append(f"  {workload}: no candidate fits")
+            lines.extend(f"    - {r}" for r in reasons)
+        if inf.conflicting:
+            lines.append("  These requirements conflict:")
+            for r in inf.conflicting:
+                lines.append(f"    - {r.detail}")
+                if r.suggestion:
+                    lines.append(f"      {r.suggestion}")
+    out: list[str] = []
+    _rules_and_advice(plan, out.append)
+    return "\n".join(lines + out) + "\n"

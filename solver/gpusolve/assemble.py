@@ -120,12 +120,35 @@ def cost(solution: ir.Solution, reqs: Requirements) -> Cost | None:
     )
 
 
-def binding(solution: ir.Solution, instance: ir.Instance) -> list[Constraint]:
+def binding(
+    solution: ir.Solution, instance: ir.Instance, catalog: Catalog, reqs: Requirements
+) -> list[Constraint]:
     out = []
     for name in solution.binding:
         req = instance.requirements.get(name)
-        out.append(Constraint(name=name, detail=req.description if req else name))
+        out.append(Constraint(name=name, detail=_binding_detail(name, req, catalog, reqs)))
     return out
+
+
+def _binding_detail(
+    name: str, req: ir.Requirement | None, catalog: Catalog, reqs: Requirements
+) -> str:
+    kind, _, site = name.partition(":")
+    offer = catalog.colo_offers.get(site)
+    if kind == "rack_power" and offer is not None:
+        return (
+            f"rack power at {site}: a {offer.rack_kw:g} kW rack has room for another "
+            "server but not the power for it"
+        )
+    if kind == "rack_space" and offer is not None:
+        return f"rack space at {site}: {offer.rack_units}U racks are full before their power is"
+    if kind == "racks" and offer is not None:
+        return f"all {offer.racks_available} racks available at {site} are used"
+    if name == "capex" and reqs.budget.capex_max is not None:
+        return f"capex is at the cap of {reqs.budget.capex_max:,.0f} {reqs.currency}"
+    if name == "monthly" and reqs.budget.monthly_max is not None:
+        return f"monthly spend is at the cap of {reqs.budget.monthly_max:,.0f} {reqs.currency}"
+    return req.description if req else name
 
 
 def solver_info(solution: ir.Solution, config: ir.SolveConfig) -> SolverInfo:

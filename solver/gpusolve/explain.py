@@ -64,14 +64,21 @@ def explain_infeasible(
 
 
 def summarise(rejections: list[Rejection]) -> list[str]:
-    """One line per rejected candidate, most common reasons first, bounded."""
+    """One line per rejected candidate, bounded; the rest counted by their first reason."""
     lines = [f"{r.candidate}: {r.reasons[0]}" for r in rejections if r.reasons]
     if len(lines) <= MAX_REASONS_PER_WORKLOAD:
         return lines
-    shown = lines[:MAX_REASONS_PER_WORKLOAD]
-    kinds = Counter(r.reasons[0].split(":")[0] for r in rejections[MAX_REASONS_PER_WORKLOAD:])
-    rest = ", ".join(f"{n} x {k}" for k, n in kinds.most_common(3))
-    return [*shown, f"... and {len(lines) - len(shown)} more ({rest})"]
+    rest = rejections[MAX_REASONS_PER_WORKLOAD:]
+    by_rule = Counter(
+        r.reasons[0].split(" (")[0] if r.reasons[0].startswith("rule ") else "other reasons"
+        for r in rest
+        if r.reasons
+    )
+    counts = ", ".join(f"{n} by {k}" for k, n in by_rule.most_common(3))
+    return [
+        *lines[:MAX_REASONS_PER_WORKLOAD],
+        f"... and {len(rest)} more ({counts}); `--why-not ID` shows any one",
+    ]
 
 
 def _suggest(name: str, relaxed: Candidates, reqs: Requirements, config: ir.SolveConfig) -> str:

@@ -63,7 +63,7 @@ def make_plan(
         cost=assemble.cost(solution, reqs),
         deployments=assemble.deployments(solution, cand, reqs, catalog, headroom),
         sites=assemble.sites(solution, cand.instance, catalog),
-        binding=assemble.binding(solution, cand.instance),
+        binding=assemble.binding(solution, cand.instance, catalog, reqs),
         rules_fired=rules.fired,
         advice=rules.advice,
         solver=_solver_info(solution, options),
@@ -136,11 +136,17 @@ def _infeasible(
 
     progress("no feasible plan: looking for the requirements that conflict")
     infeasibility: Infeasibility = explain_infeasible(reqs, catalog, policies, cand, missing, options.config)
+    reasons: dict[str, list[str]] = {}
+    if options.why_not:
+        from gpusolve.whynot import why_not
+
+        reasons = why_not(options.why_not, cand, None, catalog, options.config)
     return Plan(
         status="infeasible",
         objective=reqs.objective,
         cost=None,
         infeasibility=infeasibility,
+        why_not=reasons,
         rules_fired=rules.fired,
         advice=rules.advice,
         solver=SolverInfo(status="infeasible", workers=options.config.workers, seed=options.config.seed),

@@ -10,19 +10,28 @@ from gpusolve.optimize import ir
 
 
 def why_not(
-    item: str, cand: Candidates, best: ir.Solution, catalog: Catalog, config: ir.SolveConfig
+    item: str,
+    cand: Candidates,
+    best: ir.Solution | None,
+    catalog: Catalog,
+    config: ir.SolveConfig,
 ) -> dict[str, list[str]]:
+    """Rejection reasons involving `item`; with a plan, also the cost of forcing it in."""
     from gpusolve.optimize.solve import solve
 
     out: dict[str, list[str]] = {}
-    chosen = {c.workload: c for c in best.choices}
-    best_tco = best.costs.objective_tco if best.costs else 0
     for w in cand.instance.workloads:
-        lines = [
+        out[w] = [
             f"{r.candidate} rejected: {'; '.join(r.reasons[:2])}"
             for r in cand.rejections.get(w, [])
             if _involves(item, r.candidate, catalog)
         ]
+    if best is None:
+        return {w: lines or [f"no rejection of {item} recorded"] for w, lines in out.items()}
+    chosen = {c.workload: c for c in best.choices}
+    best_tco = best.costs.objective_tco if best.costs else 0
+    for w in cand.instance.workloads:
+        lines = out[w]
         c = chosen.get(w)
         if c is not None and _uses(item, cand.meta[c.option], c.site):
             lines.insert(0, f"{item} is in the chosen plan")

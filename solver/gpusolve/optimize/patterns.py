@@ -146,9 +146,7 @@ def site_patterns(
     pattern slot for a SKU nobody places there is dead weight, and with many SKUs the
     column count grows combinatorially.
     """
-    eligible = [
-        sku for sku in skus if fits_site(sku, site) and (used is None or sku.id in used)
-    ]
+    eligible = [sku for sku in skus if fits_site(sku, site) and (used is None or sku.id in used)]
     shapes, members = shape_classes(eligible)
     fills = maximal_fills(shapes, site.rack_w, site.rack_units, limit)
     return SitePatterns(site.id, shapes, members, tuple(fills))

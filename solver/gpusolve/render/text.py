@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from gpusolve.models.plan import Plan
 from gpusolve.render.fmt import hardware, hours, layout, memory, money, work
 
@@ -68,20 +70,14 @@ def plan_text(plan: Plan) -> str:
         add("Next-best plans")
         for alt in plan.alternatives:
             add(f"  #{alt.rank}: TCO {money(alt.tco, cur)} (+{money(alt.delta, cur)}): {alt.differs}")
-    if plan.why_not:
-        add("")
-        add("Why not")
-        for workload, reasons in plan.why_not.items():
-            for r in reasons:
-                add(f"  {workload}: {r}")
+    _why_not(plan, add)
     add("")
     wall = f", {plan.solver.wall_s:.2f} s" if plan.solver.wall_s is not None else ""
     add(f"Solver: CP-SAT {plan.solver.status}, {plan.solver.workers} worker(s), seed {plan.solver.seed}{wall}")
     return "\n".join(lines) + "\n"
 
 
-def _rules_and_advice(plan: Plan, add: object) -> None:
-    assert callable(add)
+def _rules_and_advice(plan: Plan, add: Callable[[str], None]) -> None:
     if plan.rules_fired:
         add("")
         add("Rules fired")
@@ -92,6 +88,15 @@ def _rules_and_advice(plan: Plan, add: object) -> None:
         add("Advice")
         for a in plan.advice:
             add(f"  - {a}")
+
+
+def _why_not(plan: Plan, add: Callable[[str], None]) -> None:
+    if plan.why_not:
+        add("")
+        add("Why not")
+        for workload, reasons in plan.why_not.items():
+            for r in reasons:
+                add(f"  {workload}: {r}")
 
 
 def _infeasible(plan: Plan) -> str:
@@ -109,5 +114,6 @@ def _infeasible(plan: Plan) -> str:
                 if r.suggestion:
                     lines.append(f"      {r.suggestion}")
     out: list[str] = []
+    _why_not(plan, out.append)
     _rules_and_advice(plan, out.append)
     return "\n".join(lines + out) + "\n"

@@ -1,0 +1,185 @@
+"""Why no plan exists: the requirements that conflict, and what to relax.
+
+The model is built in explain mode: every option and placement exists, and each
+user-level requirement is a free literal `req:<name>` that, when true, enforces it. Then:
+
+* `conflict`: a minimal set of requirements that cannot hold together (a MUS). CP-SAT's
+  assumption core gives a small starting set (objective cleared, one worker: assumptions
+  and objectives or parallelism do not mix, or-tools#3943/#3102), intersected with the
+  assumptions (or-tools#5141); a deletion loop with the literals fixed by constraints, not
+  assumptions, then removes every member whose removal keeps it infeasible, so the result
+  does not rely on the assumption machinery (or-tools#4109).
+* `correction`: the cheapest set to relax (minimum correction set weighted by
+  `Requirement.weight`): the actionable answer when several conflicts overlap.
+* `relaxation`: for a numeric requirement (capex cap, monthly cap, racks at a site), how far
+  it must move with everything else enforced.
+
+Workloads with no option at all (every candidate rejected upstream) cannot be fixed by
+relaxing any requirement here; they are reported as `unplaceable`.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from ortools.sat.python import cp_model
+
+from gpusolve.optimize.ir import Instance, Requirement, SolveConfig
+from gpusolve.optimize.model import BuildOptions, Built, Expr, build
+
+_CHECK_LIMIT_S = 10.0  # per feasibility check inside the deletion loop
+
+
+@dataclass(frozen=True)
+class Explanation:
+    conflict: tuple[str, ...]  # requirement names that cannot all hold (minimal if `minimal`)
+    correction: tuple[str, ...]  # cheapest set of requirement names to relax
+    unplaceable: tuple[str, ...]  # workloads with no option whatever is relaxed
+    minimal: bool  # every conflict member was proved necessary
+    requirements: dict[str, Requirement]  # descriptions for the names above
+
+
+@dataclass(frozen=True)
+class Relaxation:
+    """How far one numeric requirement must move for a plan to exist."""
+
+    requirement: str
+    current: int
+    needed: int  # the smallest cap (money, money per month, racks) that admits a plan
+
+    @property
+    def delta(self) -> int:
+        return self.needed - self.current
+
+
+def explain(instance: Instance, config: SolveConfig | None = None) -> Explanation | None:
+    """None when every requirement can hold at once; else why not."""
+    config = config or SolveConfig()
+    built = build(instance, BuildOptions(mode="explain"))
+    if built.unplaceable:
+        return Explanation((), (), built.unplaceable, True, built.requirements)
+    names = sorted(built.literals)
+    if _satisfiable(built, names, config) is not False:
+        return None
+    core = assumption_core(built, names, config)
+    conflict, minimal = shrink(built, core, config)
+    correction = min_correction_set(built, config)
+    described = {n: built.requirements[n] for n in sorted({*conflict, *correction})}
+    return Explanation(tuple(conflict), tuple(correction), (), minimal, described)
+
+
+def _check_model(built: Built) -> cp_model.CpModel:
+    # The base model never carries an objective, assumptions or hints, but a core
+    # computed with an objective present is useless (or-tools#3943), so be explicit.
+    model = built.model.clone()
+    model.clear_objective()  # type: ignore[no-untyped-call]
+    model.clear_assumptions()
+    model.clear_hints()  # type: ignore[no-untyped-call]
+    return model
+
+
+def _solver(config: SolveConfig, workers: int) -> cp_model.CpSolver:
+    solver = cp_model.CpSolver()
+    solver.parameters.num_workers = workers
+    solver.parameters.random_seed = config.seed
+    solver.parameters.max_time_in_seconds = min(config.time_limit_s, _CHECK_LIMIT_S)
+    return solver
+
+
+def _satisfiable(built: Built, enforced: list[str], config: SolveConfig) -> bool | None:
+    """Can the `enforced` requirements hold together (the others relaxed)? None: unknown."""
+    model = _check_model(built)
+    for name in enforced:
+        model.add(built.literals[name] == 1)
+    status = _solver(config, config.workers).solve(model)
+    if status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+        return True
+    if status == cp_model.INFEASIBLE:
+        return False
+    return None
+
+
+def assumption_core(built: Built, names: list[str], config: SolveConfig) -> list[str]:
+    """A (not necessarily minimal) infeasible subset of `names`, from CP-SAT's assumptions.
+
+    Falls back to all of `names` if the core is empty or the status disagrees with the
+    hard-fixed check that preceded it (known assumption issues, see module doc)."""
+    model = _check_model(built)
+    model.add_assumptions([built.literals[n] for n in names])
+    solver = _solver(config, 1)
+    if solver.solve(model) != cp_model.INFEASIBLE:
+        return list(names)
+    index = set(solver.sufficient_assumptions_for_infeasibility())
+    core = [n for n in names if built.literals[n].index in index]
+    return core or list(names)
+
+
+def shrink(built: Built, core: list[str], config: SolveConfig) -> tuple[list[str], bool]:
+    """Deletion loop: drop each member whose absence keeps the rest infeasible.
+
+    Returns the shrunk set and whether every kept member was proved necessary (a check
+    that times out keeps its member, so the set stays a conflict but may not be minimal).
+    """
+    current = sorted(core)
+    proved = True
+    for name in list(current):
+        if name not in current:
+            continue
+        rest = [n for n in current if n != name]
+        verdict = _satisfiable(built, rest, config)
+        if verdict is False:
+            current = rest
+        elif verdict is None:
+            proved = False
+    return current, proved
+
+
+def min_correction_set(built: Built, config: SolveConfig) -> list[str]:
+    """The requirements to relax at least total weight so that a plan exists."""
+    model = _check_model(built)
+    names = sorted(built.literals)
+    weights = [max(1, built.requirements[n].weight) for n in names]
+    lits = [built.literals[n] for n in names]
+    relaxed = cp_model.LinearExpr.weighted_sum([1 - lit for lit in lits], weights)
+    model.minimize(relaxed)
+    solver = _solver(config, config.workers)
+    status = solver.solve(model)
+    if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+        return []
+    return [n for n, lit in zip(names, lits, strict=True) if not solver.boolean_value(lit)]
+
+
+def relaxation(
+    instance: Instance, requirement: str, config: SolveConfig | None = None
+) -> Relaxation | None:
+    """The smallest value of a numeric requirement's limit that admits a plan with every
+    other requirement enforced; None if the requirement is not numeric or relaxing it
+    alone cannot help (the rest is infeasible anyway)."""
+    config = config or SolveConfig()
+    built = build(instance, BuildOptions(relax=frozenset({requirement})))
+    h = instance.horizon_months
+    target: Expr
+    if requirement == "capex" and instance.capex_max is not None:
+        current, target = instance.capex_max, built.capex
+    elif requirement == "monthly" and instance.monthly_max is not None:
+        current, target = instance.monthly_max, built.opex
+    elif requirement.startswith("racks:") and requirement[6:] in instance.sites:
+        site = requirement[6:]
+        current = instance.sites[site].racks_available
+        pack = built.packing.get(site)
+        if pack is None:
+            return None
+        target = pack.total
+    else:
+        return None
+    model = built.model.clone()
+    model.minimize(target)
+    solver = _solver(config, config.workers)
+    solver.parameters.max_time_in_seconds = config.time_limit_s
+    status = solver.solve(model)
+    if status != cp_model.OPTIMAL:
+        return None
+    value = int(solver.value(target))
+    needed = math.ceil(value / h) if requirement == "monthly" else value
+    return Relaxation(requirement, current, needed)

@@ -1,0 +1,634 @@
+"""Build the CP-SAT model of an `Instance`.
+
+The model is built once and never carries an objective: `solve`, `explain` and
+`alternatives` each `clone()` it and add their own objective and cuts, so one build serves
+the lexicographic stages, the explanation and the top-k loop. CP-SAT variables and linear
+expressions address the model proto by index, so the `IntVar`s and expressions kept here
+are valid on every clone (verified on ortools 9.15, which the project pins).
+
+Modelling choices and why (measurements in cpsat-notes §1.3, §4.5):
+
+* One Bool per (owned option, site) and per cloud option, with `add_exactly_one` per
+  workload: linear structure the LP relaxation and presolve can use. An index variable
+  with `add_element` never got past FEASIBLE in 30 s on the same family.
+* Servers are integers per (SKU, site), shared by day and night work (H29): one `<=` per
+  slot instead of per workload.
+* Racks are counted per maximal fill pattern (`patterns.py`): symmetry-free, so proofs are
+  fast. When a site has more patterns than `pattern_limit`, that site alone falls back to
+  one integer vector per rack with symmetry breaking (exact, but slower to prove).
+* Every user-level requirement is a named literal `req:<name>`. In normal mode options
+  and placements that violate a requirement are not even created and the requirement's
+  own constraints are hard; in explain mode everything is created and the literals are
+  left free, so assumptions over them name the requirements that conflict.
+* Dominated options are dropped before building (same workload and SKU, a subset of the
+  slots, no more servers, no more penalty, no extra violations, at least the placements,
+  throughput and headroom): a dominated option can be swapped for its dominator in any
+  plan without raising any cost or breaking any requirement, so the optimum, the
+  feasibility verdict and the explanation are unchanged while the model shrinks.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Literal
+
+from ortools.sat.python import cp_model
+
+from gpusolve.optimize.ir import (
+    SLOTS_COVERED,
+    CloudOption,
+    Instance,
+    OwnedOption,
+    Placement,
+    Requirement,
+    Site,
+)
+from gpusolve.optimize.patterns import (
+    SitePatterns,
+    TooManyPatterns,
+    max_count,
+    shape_classes,
+    site_patterns,
+)
+from gpusolve.optimize.prune import usable_cloud, usable_owned
+
+Mode = Literal["normal", "explain"]
+Var = cp_model.IntVar
+Expr = cp_model.LinearExpr
+
+SLOTS = ("day", "night")
+
+
+@dataclass(frozen=True)
+class BuildOptions:
+    """How to build: normal (requirements hard) or explain (requirements as literals).
+
+    `relax` names requirements left out entirely in a normal build (used to measure how far
+    one requirement must move); `pattern_limit` is the per-site column budget before the
+    site falls back to per-rack variables.
+    """
+
+    mode: Mode = "normal"
+    relax: frozenset[str] = frozenset()
+    pattern_limit: int = 2000
+    prune_dominated: bool = True
+
+
+@dataclass(frozen=True)
+class OwnedVar:
+    option: OwnedOption
+    placement: Placement
+    var: Var
+    rank: int  # position among this workload's choices, for the deterministic tie-break
+
+
+@dataclass(frozen=True)
+class CloudVar:
+    option: CloudOption
+    var: Var
+    rank: int
+
+
+@dataclass(frozen=True)
+class RackBin:
+    """One rack of the per-rack fallback: open flag and slots used per shape."""
+
+    open: Var
+    counts: tuple[Var, ...]
+
+
+@dataclass(frozen=True)
+class SitePacking:
+    """The packing variables of one site, in whichever formulation it got."""
+
+    site: Site
+    patterns: SitePatterns  # shapes and members always; fills empty in bin mode
+    pattern_racks: tuple[Var, ...]  # racks per fill (pattern mode)
+    pattern_ub: tuple[int, ...]  # their upper bounds
+    bins: tuple[RackBin, ...]  # per-rack fallback (bin mode)
+    total: Expr  # racks rented at this site
+    total_ub: int
+
+    @property
+    def mode(self) -> str:
+        return "bins" if self.bins else "patterns"
+
+
+@dataclass
+class Built:
+    """A built model and everything needed to read or extend it."""
+
+    model: cp_model.CpModel
+    instance: Instance
+    mode: Mode
+    relax: frozenset[str]
+    owned: list[OwnedVar]
+    cloud: list[CloudVar]
+    servers: dict[tuple[str, str], Var]  # (sku, site)
+    servers_ub: dict[tuple[str, str], int]
+    packing: dict[str, SitePacking]
+    used: dict[str, Var]
+    literals: dict[str, Var]  # explain mode: requirement name -> req literal
+    requirements: dict[str, Requirement]  # every requirement the model knows, by name
+    unplaceable: tuple[str, ...]  # workloads with no option at all, whatever is relaxed
+    capex: Expr
+    rent: Expr
+    energy: Expr
+    bandwidth: Expr
+    cloud_cost: Expr
+    penalties: Expr
+    throughput: Expr
+    headroom: Expr
+    racks_total: Expr
+    servers_total: Expr
+    rank: Expr
+    bounds: dict[str, int]  # upper bounds of the tie-break criteria, for folding
+    stats: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def tco(self) -> Expr:
+        return self.capex + self.rent + self.energy + self.bandwidth + self.cloud_cost
+
+    @property
+    def opex(self) -> Expr:
+        """Spend other than purchases over the whole horizon (rent, energy, bandwidth,
+        cloud): horizon x the average monthly spend, kept integral."""
+        return self.rent + self.energy + self.bandwidth + self.cloud_cost
+
+    def all_vars(self) -> list[Var]:
+        """Every decision variable, for complete hints."""
+        out: list[Var] = [v.var for v in self.owned] + [v.var for v in self.cloud]
+        out += list(self.servers.values()) + list(self.used.values())
+        for pack in self.packing.values():
+            out += list(pack.pattern_racks)
+            for rack in pack.bins:
+                out += [rack.open, *rack.counts]
+        out += list(self.literals.values())
+        return out
+
+
+# --------------------------------------------------------------------------- checks
+
+
+def instance_errors(instance: Instance) -> list[str]:
+    """Contract violations of the IR that would make the model meaningless."""
+    errors: list[str] = []
+    workloads = set(instance.workloads)
+    keys = [o.key for o in instance.owned] + [c.key for c in instance.cloud]
+    if len(set(keys)) != len(keys):
+        errors.append("option keys are not unique")
+    if instance.horizon_months < 1:
+        errors.append("horizon_months must be >= 1")
+    for sku in instance.skus.values():
+        if sku.rack_units < 1 or sku.power_w < 0 or sku.capex < 0:
+            errors.append(f"sku {sku.id}: needs rack_units >= 1, power_w >= 0, capex >= 0")
+    for option in instance.owned:
+        if option.workload not in workloads:
+            errors.append(f"option {option.key}: unknown workload {option.workload}")
+        if option.sku not in instance.skus:
+            errors.append(f"option {option.key}: unknown sku {option.sku}")
+        if option.servers < 1:
+            errors.append(f"option {option.key}: servers must be >= 1")
+        for placement in option.placements:
+            site = instance.sites.get(placement.site)
+            if site is None:
+                errors.append(f"option {option.key}: unknown site {placement.site}")
+            elif option.sku not in site.energy_month:
+                errors.append(f"site {site.id}: no energy_month for sku {option.sku}")
+    for cloud in instance.cloud:
+        if cloud.workload not in workloads:
+            errors.append(f"cloud option {cloud.key}: unknown workload {cloud.workload}")
+    return errors
+
+
+# --------------------------------------------------------------------------- build
+
+
+def requirement_names(instance: Instance, owned: Sequence[OwnedOption]) -> list[str]:
+    """Every requirement the model may need a literal for, in a stable order."""
+    names: set[str] = set()
+    for option in instance.owned:
+        names |= option.violates
+        for p in option.placements:
+            names |= p.violates
+    for cloud in instance.cloud:
+        names |= cloud.violates
+    if instance.capex_max is not None:
+        names.add("capex")
+    if instance.monthly_max is not None:
+        names.add("monthly")
+    for site in sorted({p.site for o in owned for p in o.placements}):
+        names.add(f"racks:{site}")
+    return sorted(names)
+
+
+def _describe(instance: Instance, name: str) -> Requirement:
+    known = instance.requirements.get(name)
+    if known is not None:
+        return known
+    if name.startswith("racks:"):
+        site = instance.sites[name.removeprefix("racks:")]
+        return Requirement(name, f"{site.racks_available} racks available at {site.id}")
+    if name == "capex":
+        return Requirement(name, f"purchase budget of {instance.capex_max}")
+    if name == "monthly":
+        return Requirement(name, f"monthly budget of {instance.monthly_max}")
+    return Requirement(name, name)
+
+
+class _Builder:
+    """Holds the model while the constraint families are added one by one."""
+
+    def __init__(self, instance: Instance, options: BuildOptions) -> None:
+        self.instance = instance
+        self.options = options
+        self.mode = options.mode
+        self.relax = options.relax if options.mode == "normal" else frozenset()
+        self.model = cp_model.CpModel()
+        self.literals: dict[str, Var] = {}
+
+    # A requirement's constraints carry `req:<name>` in explain mode, are hard in normal
+    # mode, and vanish when the requirement is relaxed.
+    def enforced(self, name: str) -> bool:
+        return name not in self.relax
+
+    def literal(self, name: str) -> Var | None:
+        if self.mode == "normal":
+            return None
+        lit = self.literals.get(name)
+        if lit is None:
+            lit = self.model.new_bool_var(f"req:{name}")
+            self.literals[name] = lit
+        return lit
+
+    def guard(self, constraint: cp_model.Constraint, name: str) -> None:
+        lit = self.literal(name)
+        if lit is not None:
+            constraint.only_enforce_if(lit)
+
+
+def build(instance: Instance, options: BuildOptions | None = None) -> Built:
+    """Build the model. Raises ValueError on a malformed instance (a bug upstream)."""
+    options = options or BuildOptions()
+    errors = instance_errors(instance)
+    if errors:
+        raise ValueError("; ".join(errors))
+    b = _Builder(instance, options)
+    owned_opts = usable_owned(instance, b.mode, b.relax, options.prune_dominated)
+    cloud_opts = usable_cloud(instance, b.mode, b.relax, options.prune_dominated)
+    names = requirement_names(instance, owned_opts)
+    if b.mode == "explain":
+        for name in names:
+            b.literal(name)
+
+    owned, cloud = _choice_vars(b, owned_opts, cloud_opts)
+    unplaceable = _exactly_one(b, owned, cloud)
+    servers, servers_ub = _server_vars(b, owned)
+    used = _site_used(b, owned)
+    packing = _packing(b, owned, servers, servers_ub, used)
+
+    h = instance.horizon_months
+    capex = _wsum([(instance.skus[k].capex, v) for (k, _), v in servers.items()])
+    energy = _wsum([(h * instance.sites[s].energy_month[k], v) for (k, s), v in servers.items()])
+    rent = _wsum_expr([(h * p.site.rack_rent_month, p.total) for p in packing.values()])
+    bandwidth = _wsum([(h * instance.sites[s].bandwidth_month, v) for s, v in used.items()])
+    cloud_cost = _wsum([(c.option.cost_total, c.var) for c in cloud])
+    penalties = _wsum(
+        [(o.option.penalty + o.placement.penalty, o.var) for o in owned]
+        + [(c.option.penalty, c.var) for c in cloud]
+    )
+    _budgets(b, capex, rent + energy + bandwidth + cloud_cost)
+
+    throughput = _wsum(
+        [(o.option.throughput, o.var) for o in owned]
+        + [(c.option.throughput, c.var) for c in cloud]
+    )
+    headroom = _wsum(
+        [(o.option.headroom_permille, o.var) for o in owned]
+        + [(c.option.headroom_permille, c.var) for c in cloud]
+    )
+    racks_total = _wsum_expr([(1, p.total) for p in packing.values()])
+    servers_total = _wsum([(1, v) for v in servers.values()])
+    rank = _rank_expr(owned, cloud, packing)
+
+    bounds = _tiebreak_bounds(instance, owned, cloud, servers_ub, packing)
+    built = Built(
+        model=b.model,
+        instance=instance,
+        mode=b.mode,
+        relax=b.relax,
+        owned=owned,
+        cloud=cloud,
+        servers=servers,
+        servers_ub=servers_ub,
+        packing=packing,
+        used=used,
+        literals=b.literals,
+        requirements={n: _describe(instance, n) for n in names},
+        unplaceable=unplaceable,
+        capex=capex,
+        rent=rent,
+        energy=energy,
+        bandwidth=bandwidth,
+        cloud_cost=cloud_cost,
+        penalties=penalties,
+        throughput=throughput,
+        headroom=headroom,
+        racks_total=racks_total,
+        servers_total=servers_total,
+        rank=rank,
+        bounds=bounds,
+    )
+    built.stats = {
+        "owned_options_in": len(instance.owned),
+        "owned_options": len(owned_opts),
+        "cloud_options_in": len(instance.cloud),
+        "cloud_options": len(cloud_opts),
+        "choice_vars": len(owned) + len(cloud),
+        "server_vars": len(servers),
+        "sites_used": len(packing),
+        "patterns": sum(len(p.pattern_racks) for p in packing.values()),
+        "bin_sites": sum(1 for p in packing.values() if p.bins),
+    }
+    return built
+
+
+def _wsum(terms: Sequence[tuple[int, Var]]) -> Expr:
+    """Integer weighted sum; drops zero coefficients so the proto stays small."""
+    kept = [(c, v) for c, v in terms if c != 0]
+    return cp_model.LinearExpr.weighted_sum([v for _, v in kept], [c for c, _ in kept])
+
+
+def _wsum_expr(terms: Sequence[tuple[int, Expr]]) -> Expr:
+    total: Expr = cp_model.LinearExpr.weighted_sum([], [])
+    for coef, expr in terms:
+        if coef:
+            total = total + coef * expr
+    return total
+
+
+def _choice_vars(
+    b: _Builder, owned_opts: Sequence[OwnedOption], cloud_opts: Sequence[CloudOption]
+) -> tuple[list[OwnedVar], list[CloudVar]]:
+    """One Bool per (owned option, site) and per cloud option; in explain mode a chosen
+    option implies every requirement it violates is switched off."""
+    owned: list[OwnedVar] = []
+    cloud: list[CloudVar] = []
+    rank: dict[str, int] = defaultdict(int)
+    for option in owned_opts:
+        for placement in option.placements:
+            var = b.model.new_bool_var(f"y[{option.key}@{placement.site}]")
+            owned.append(OwnedVar(option, placement, var, rank[option.workload]))
+            rank[option.workload] += 1
+            for name in sorted(option.violates | placement.violates):
+                lit = b.literal(name)
+                if lit is not None:
+                    b.model.add_implication(lit, ~var)
+    for c in cloud_opts:
+        var = b.model.new_bool_var(f"y[{c.key}]")
+        cloud.append(CloudVar(c, var, rank[c.workload]))
+        rank[c.workload] += 1
+        for name in sorted(c.violates):
+            lit = b.literal(name)
+            if lit is not None:
+                b.model.add_implication(lit, ~var)
+    return owned, cloud
+
+
+def _exactly_one(
+    b: _Builder, owned: Sequence[OwnedVar], cloud: Sequence[CloudVar]
+) -> tuple[str, ...]:
+    """Each workload runs exactly once: structural, never relaxed. Returns the workloads
+    left with no choice at all (the model is then infeasible whatever is relaxed)."""
+    per: dict[str, list[Var]] = {w: [] for w in b.instance.workloads}
+    for o in owned:
+        per[o.option.workload].append(o.var)
+    for c in cloud:
+        per[c.option.workload].append(c.var)
+    for vars_ in per.values():
+        b.model.add_exactly_one(vars_)
+    return tuple(w for w, vars_ in per.items() if not vars_)
+
+
+def _server_vars(
+    b: _Builder, owned: Sequence[OwnedVar]
+) -> tuple[dict[tuple[str, str], Var], dict[tuple[str, str], int]]:
+    """Servers per (SKU, site) cover every slot's demand; day and night work share them.
+
+    The upper bound is the worst slot's sum, over workloads, of the largest option that
+    workload could place there: exactly-one makes anything above it useless.
+    """
+    by_key: dict[tuple[str, str], list[OwnedVar]] = defaultdict(list)
+    for o in owned:
+        by_key[(o.option.sku, o.placement.site)].append(o)
+    servers: dict[tuple[str, str], Var] = {}
+    bounds: dict[tuple[str, str], int] = {}
+    for key in sorted(by_key):
+        group = by_key[key]
+        slot_terms = {t: [o for o in group if t in SLOTS_COVERED[o.option.slot]] for t in SLOTS}
+        ub = max(_max_demand(terms) for terms in slot_terms.values())
+        n = b.model.new_int_var(0, ub, f"n[{key[0]}@{key[1]}]")
+        servers[key] = n
+        bounds[key] = ub
+        seen: set[tuple[int, ...]] = set()
+        for t in SLOTS:
+            terms = slot_terms[t]
+            signature = tuple(o.var.index for o in terms)
+            if not terms or signature in seen:
+                continue  # all-"always" groups give the same row twice
+            seen.add(signature)
+            b.model.add(_wsum([(o.option.servers, o.var) for o in terms]) <= n)
+    return servers, bounds
+
+
+def _max_demand(terms: Sequence[OwnedVar]) -> int:
+    per_workload: dict[str, int] = defaultdict(int)
+    for o in terms:
+        w = o.option.workload
+        per_workload[w] = max(per_workload[w], o.option.servers)
+    return sum(per_workload.values())
+
+
+def _site_used(b: _Builder, owned: Sequence[OwnedVar]) -> dict[str, Var]:
+    """used[site] is exactly "some workload is placed there": it carries the fixed
+    bandwidth cost. Each choice implies it (tighter than a big-M on servers) and it
+    implies some choice, so it can never be paid for nothing."""
+    by_site: dict[str, list[Var]] = defaultdict(list)
+    for o in owned:
+        by_site[o.placement.site].append(o.var)
+    used: dict[str, Var] = {}
+    for site in sorted(by_site):
+        u = b.model.new_bool_var(f"used[{site}]")
+        used[site] = u
+        for var in by_site[site]:
+            b.model.add_implication(var, u)
+        b.model.add_bool_or([~u, *by_site[site]])
+    return used
+
+
+def _packing(
+    b: _Builder,
+    owned: Sequence[OwnedVar],
+    servers: dict[tuple[str, str], Var],
+    servers_ub: dict[tuple[str, str], int],
+    used: dict[str, Var],
+) -> dict[str, SitePacking]:
+    out: dict[str, SitePacking] = {}
+    skus_at: dict[str, set[str]] = defaultdict(set)
+    for o in owned:
+        skus_at[o.placement.site].add(o.option.sku)
+    for site_id in sorted(skus_at):
+        site = b.instance.sites[site_id]
+        skus = [b.instance.skus[k] for k in sorted(skus_at[site_id])]
+        demand_ub = {k: ub for (k, s), ub in servers_ub.items() if s == site_id}
+        try:
+            pats = site_patterns(site, skus, skus_at[site_id], b.options.pattern_limit)
+            pack = _pattern_packing(b, site, pats, servers, demand_ub)
+        except TooManyPatterns:
+            shapes, members = shape_classes(skus)
+            pats = SitePatterns(site_id, shapes, members, ())
+            pack = _bin_packing(b, site, pats, servers, demand_ub)
+        out[site_id] = pack
+        name = f"racks:{site_id}"
+        if b.enforced(name):
+            b.guard(b.model.add(pack.total <= site.racks_available), name)
+        # Racks only where something is placed (and so bandwidth is paid): a big-M bounded
+        # by the site's own rack bound, not an arbitrary constant.
+        b.model.add(pack.total <= pack.total_ub * used[site_id])
+    return out
+
+
+def _racks_bound(b: _Builder, site: Site, pats: SitePatterns, demand_ub: dict[str, int]) -> int:
+    """Racks a site can need: homogeneous racks per shape always suffice, and when the
+    availability requirement is hard, no more than are available."""
+    need = 0
+    for shape, members in zip(pats.shapes, pats.members, strict=True):
+        per_rack = max_count(shape, site.rack_w, site.rack_units)
+        demand = sum(demand_ub.get(k, 0) for k in members)
+        need += math.ceil(demand / per_rack)
+    if b.mode == "normal" and b.enforced(f"racks:{site.id}"):
+        need = min(need, site.racks_available)
+    return need
+
+
+def _coverage(
+    b: _Builder,
+    pats: SitePatterns,
+    servers: dict[tuple[str, str], Var],
+    slots: Sequence[Expr],
+) -> None:
+    """Slots of each shape hold the servers of every SKU of that shape at the site."""
+    for h, members in enumerate(pats.members):
+        demand = _wsum([(1, servers[(k, pats.site)]) for k in members])
+        b.model.add(slots[h] >= demand)
+
+
+def _pattern_packing(
+    b: _Builder,
+    site: Site,
+    pats: SitePatterns,
+    servers: dict[tuple[str, str], Var],
+    demand_ub: dict[str, int],
+) -> SitePacking:
+    total_ub = _racks_bound(b, site, pats, demand_ub)
+    shape_ub = [sum(demand_ub.get(k, 0) for k in m) for m in pats.members]
+    racks: list[Var] = []
+    ubs: list[int] = []
+    for i, fill in enumerate(pats.fills):
+        # More racks of one fill than it takes to hold the largest demand of every shape
+        # in it alone are never needed (they add rent and hold nothing new).
+        alone = max(math.ceil(shape_ub[h] / c) for h, c in enumerate(fill) if c)
+        ubs.append(min(total_ub, alone))
+        racks.append(b.model.new_int_var(0, ubs[-1], f"r[{site.id}#{i}]"))
+    slots = [
+        _wsum([(fill[h], r) for fill, r in zip(pats.fills, racks, strict=True)])
+        for h in range(len(pats.shapes))
+    ]
+    _coverage(b, pats, servers, slots)
+    total = _wsum([(1, r) for r in racks])
+    return SitePacking(site, pats, tuple(racks), tuple(ubs), (), total, total_ub)
+
+
+def _bin_packing(
+    b: _Builder,
+    site: Site,
+    pats: SitePatterns,
+    servers: dict[tuple[str, str], Var],
+    demand_ub: dict[str, int],
+) -> SitePacking:
+    """Per-rack fallback when patterns explode: rack j holds counts per shape within kW
+    and U. Symmetry breaking: open racks come first and carry non-increasing power, so
+    permuting racks cannot produce a new solution except among equal loads."""
+    total_ub = _racks_bound(b, site, pats, demand_ub)
+    bins: list[RackBin] = []
+    loads: list[Expr] = []
+    for j in range(total_ub):
+        open_ = b.model.new_bool_var(f"open[{site.id}#{j}]")
+        counts = tuple(
+            b.model.new_int_var(
+                0, max_count(shape, site.rack_w, site.rack_units), f"z[{site.id}#{j},{h}]"
+            )
+            for h, shape in enumerate(pats.shapes)
+        )
+        power = _wsum([(s.power_w, c) for s, c in zip(pats.shapes, counts, strict=True)])
+        units = _wsum([(s.rack_units, c) for s, c in zip(pats.shapes, counts, strict=True)])
+        b.model.add(power <= site.rack_w * open_)
+        b.model.add(units <= site.rack_units * open_)
+        if bins:
+            b.model.add_implication(open_, bins[-1].open)
+            b.model.add(power <= loads[-1])
+        bins.append(RackBin(open_, counts))
+        loads.append(power)
+    slots = [_wsum([(1, rack.counts[h]) for rack in bins]) for h in range(len(pats.shapes))]
+    _coverage(b, pats, servers, slots)
+    total = _wsum([(1, rack.open) for rack in bins])
+    return SitePacking(site, pats, (), (), tuple(bins), total, total_ub)
+
+
+def _budgets(b: _Builder, capex: Expr, opex: Expr) -> None:
+    """Budget caps as named requirements. The monthly cap is compared over the whole
+    horizon (horizon x cap) so no division appears and the comparison stays exact."""
+    inst = b.instance
+    if inst.capex_max is not None and b.enforced("capex"):
+        b.guard(b.model.add(capex <= inst.capex_max), "capex")
+    if inst.monthly_max is not None and b.enforced("monthly"):
+        b.guard(b.model.add(opex <= inst.horizon_months * inst.monthly_max), "monthly")
+
+
+def _rank_expr(
+    owned: Sequence[OwnedVar], cloud: Sequence[CloudVar], packing: dict[str, SitePacking]
+) -> Expr:
+    """Deterministic last-resort preference: earlier-listed choices and fills first."""
+    terms = [(o.rank, o.var) for o in owned] + [(c.rank, c.var) for c in cloud]
+    for pack in packing.values():
+        terms += [(i, r) for i, r in enumerate(pack.pattern_racks)]
+    return _wsum(terms)
+
+
+def _tiebreak_bounds(
+    instance: Instance,
+    owned: Sequence[OwnedVar],
+    cloud: Sequence[CloudVar],
+    servers_ub: dict[tuple[str, str], int],
+    packing: dict[str, SitePacking],
+) -> dict[str, int]:
+    headroom: dict[str, int] = defaultdict(int)
+    rank: dict[str, int] = defaultdict(int)
+    for o in owned:
+        w = o.option.workload
+        headroom[w] = max(headroom[w], o.option.headroom_permille)
+        rank[w] = max(rank[w], o.rank)
+    for c in cloud:
+        w = c.option.workload
+        headroom[w] = max(headroom[w], c.option.headroom_permille)
+        rank[w] = max(rank[w], c.rank)
+    pattern_rank = sum(sum(i * ub for i, ub in enumerate(p.pattern_ub)) for p in packing.values())
+    return {
+        "racks": sum(p.total_ub for p in packing.values()),
+        "headroom": sum(headroom.values()),
+        "servers": sum(servers_ub.values()),
+        "rank": sum(rank.values()) + pattern_rank,
+    }

@@ -1,0 +1,143 @@
+"""Which options and placements enter the model, before it is built.
+
+Structural filter: a placement whose SKU cannot live in that site's racks at all (cooling,
+or one server above the rack's kW or U) can never be chosen, so it is dropped in every
+mode; an option left with no placement goes with it.
+
+Requirement filter (normal mode only): an option or placement that violates an enforced
+requirement is dropped rather than created and forbidden; in explain mode it stays, tied
+to the requirement's literal.
+
+Dominance: `a` dominates `b` when both serve the same workload on the same SKU, `a` runs in
+a subset of `b`'s slots with no more servers, no more penalty, no extra violation, and at
+every site of `b` with a placement that is no worse (and, for max-throughput, no less
+throughput). Swapping `b` for `a` in any plan then raises no cost, frees capacity, and
+breaks no requirement, so dropping `b` keeps the optimum, the feasibility verdict and the
+explanation. Memory headroom is deliberately not compared: it is only a tie-break among
+equal-cost plans, and a dominated option can only tie when its extra servers would sit idle
+anyway. Dominance is checked within (workload, SKU) groups, quadratic in the group only.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Sequence
+from typing import Literal, TypeVar
+
+from gpusolve.optimize.ir import SLOTS_COVERED, CloudOption, Instance, OwnedOption, Placement
+from gpusolve.optimize.patterns import fits_site
+
+Mode = Literal["normal", "explain"]
+T = TypeVar("T", OwnedOption, CloudOption)
+
+
+def _placements_cover(better: OwnedOption, worse: OwnedOption) -> bool:
+    """Every placement of `worse` has one at the same site in `better` that is no worse."""
+    by_site = {p.site: p for p in better.placements}
+    for p in worse.placements:
+        q = by_site.get(p.site)
+        if q is None or q.penalty > p.penalty or not q.violates <= p.violates:
+            return False
+    return True
+
+
+def owned_dominates(a: OwnedOption, b: OwnedOption, by_throughput: bool = False) -> bool:
+    """`a` can replace `b` in any plan at no higher cost and with no extra violation."""
+    return (
+        a.workload == b.workload
+        and a.sku == b.sku
+        and set(SLOTS_COVERED[a.slot]) <= set(SLOTS_COVERED[b.slot])
+        and a.servers <= b.servers
+        and a.penalty <= b.penalty
+        and a.violates <= b.violates
+        and (not by_throughput or a.throughput >= b.throughput)
+        and _placements_cover(a, b)
+    )
+
+
+def cloud_dominates(a: CloudOption, b: CloudOption, by_throughput: bool = False) -> bool:
+    return (
+        a.workload == b.workload
+        and a.cost_total <= b.cost_total
+        and a.penalty <= b.penalty
+        and a.violates <= b.violates
+        and (not by_throughput or a.throughput >= b.throughput)
+    )
+
+
+def prune_dominated(options: Sequence[T], dominates: Callable[[T, T], bool]) -> list[T]:
+    """Drop options dominated by another; of mutually dominating (equal) options keep
+    the first, so the result depends on nothing but input order."""
+    kept: list[T] = []
+    for i, b in enumerate(options):
+        beaten = any(
+            i != j and dominates(a, b) and (j < i or not dominates(b, a))
+            for j, a in enumerate(options)
+        )
+        if not beaten:
+            kept.append(b)
+    return kept
+
+
+def _grouped_prune(
+    options: Iterable[T],
+    group: Callable[[T], tuple[str, str]],
+    dominates: Callable[[T, T], bool],
+) -> list[T]:
+    order = list(options)
+    groups: dict[tuple[str, str], list[T]] = defaultdict(list)
+    for option in order:
+        groups[group(option)].append(option)
+    keep: set[int] = set()
+    for members in groups.values():
+        keep.update(id(o) for o in prune_dominated(members, dominates))
+    return [o for o in order if id(o) in keep]
+
+
+def _allowed(violates: frozenset[str], mode: Mode, relax: frozenset[str]) -> bool:
+    return mode == "explain" or violates <= relax
+
+
+def usable_owned(
+    instance: Instance, mode: Mode, relax: frozenset[str], prune: bool = True
+) -> list[OwnedOption]:
+    """Owned options reduced to the placements that can exist in this build."""
+    out: list[OwnedOption] = []
+    for option in instance.owned:
+        if not _allowed(option.violates, mode, relax):
+            continue
+        sku = instance.skus[option.sku]
+        placements = tuple(
+            p
+            for p in option.placements
+            if fits_site(sku, instance.sites[p.site]) and _allowed(p.violates, mode, relax)
+        )
+        if placements:
+            out.append(_with_placements(option, placements))
+    if not prune:
+        return out
+    by_throughput = instance.objective == "max-throughput"
+    return _grouped_prune(
+        out,
+        lambda o: (o.workload, o.sku),
+        lambda a, b: owned_dominates(a, b, by_throughput),
+    )
+
+
+def _with_placements(option: OwnedOption, placements: tuple[Placement, ...]) -> OwnedOption:
+    if placements == option.placements:
+        return option
+    return dataclasses.replace(option, placements=placements)
+
+
+def usable_cloud(
+    instance: Instance, mode: Mode, relax: frozenset[str], prune: bool = True
+) -> list[CloudOption]:
+    out = [c for c in instance.cloud if _allowed(c.violates, mode, relax)]
+    if not prune:
+        return out
+    by_throughput = instance.objective == "max-throughput"
+    return _grouped_prune(
+        out, lambda c: (c.workload, ""), lambda a, b: cloud_dominates(a, b, by_throughput)
+    )

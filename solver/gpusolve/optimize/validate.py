@@ -1,0 +1,160 @@
+"""An independent check of a plan against its instance, without the model.
+
+Everything here is recomputed from the choices, server counts and rack fills in the
+`Solution`: if the model and this checker disagree, one of them is wrong. Used by the
+tests on every returned plan and available to the CLI as a guard before rendering.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+from gpusolve.optimize.ir import (
+    SLOTS_COVERED,
+    CloudOption,
+    Costs,
+    Instance,
+    OwnedOption,
+    Placement,
+    Solution,
+)
+
+
+def check(instance: Instance, solution: Solution) -> list[str]:
+    """Violations of `solution` against `instance` (normal mode: every requirement hard).
+
+    A solution without a plan (infeasible, unknown) has nothing to check.
+    """
+    if solution.status not in ("optimal", "feasible"):
+        return []
+    problems: list[str] = []
+    placed = _resolve_choices(instance, solution, problems)
+    _check_servers(instance, solution, placed, problems)
+    _check_racks(instance, solution, problems)
+    costs = recompute_costs(instance, solution, placed)
+    _check_budgets(instance, costs, problems)
+    if solution.costs != costs:
+        problems.append(f"reported costs {solution.costs} != recomputed {costs}")
+    return problems
+
+
+Placed = list[tuple[OwnedOption, Placement] | CloudOption]
+
+
+def _resolve_choices(instance: Instance, solution: Solution, problems: list[str]) -> Placed:
+    """Every workload exactly one existing, allowed option at one of its placements."""
+    owned = {o.key: o for o in instance.owned}
+    cloud = {c.key: c for c in instance.cloud}
+    placed: Placed = []
+    seen: dict[str, int] = defaultdict(int)
+    for choice in solution.choices:
+        seen[choice.workload] += 1
+        if choice.option in owned:
+            option = owned[choice.option]
+            placement = next((p for p in option.placements if p.site == choice.site), None)
+            if placement is None:
+                problems.append(f"{choice.option}: no placement at site {choice.site}")
+                continue
+            if option.workload != choice.workload:
+                problems.append(f"{choice.option} does not belong to {choice.workload}")
+            if option.violates | placement.violates:
+                problems.append(f"{choice.option}@{choice.site} violates a requirement")
+            placed.append((option, placement))
+        elif choice.option in cloud:
+            offer = cloud[choice.option]
+            if choice.site is not None or offer.workload != choice.workload:
+                problems.append(f"{choice.option}: bad cloud choice {choice}")
+            if offer.violates:
+                problems.append(f"{choice.option} violates a requirement")
+            placed.append(offer)
+        else:
+            problems.append(f"unknown option {choice.option}")
+    for workload in instance.workloads:
+        if seen.get(workload, 0) != 1:
+            problems.append(f"workload {workload} has {seen.get(workload, 0)} choices")
+    for workload in seen:
+        if workload not in instance.workloads:
+            problems.append(f"unknown workload {workload}")
+    return placed
+
+
+def slot_demand(placed: Placed) -> dict[tuple[str, str, str], int]:
+    """Servers needed per (sku, site, slot): day and night work share servers (H29)."""
+    need: dict[tuple[str, str, str], int] = defaultdict(int)
+    for item in placed:
+        if isinstance(item, tuple):
+            option, placement = item
+            for slot in SLOTS_COVERED[option.slot]:
+                need[(option.sku, placement.site, slot)] += option.servers
+    return dict(need)
+
+
+def _check_servers(
+    instance: Instance, solution: Solution, placed: Placed, problems: list[str]
+) -> None:
+    for (sku, site, slot), need in sorted(slot_demand(placed).items()):
+        have = solution.servers.get((sku, site), 0)
+        if have < need:
+            problems.append(f"{sku}@{site} {slot}: {have} servers < {need} needed")
+    for (sku, site), count in solution.servers.items():
+        if count < 0 or sku not in instance.skus or site not in instance.sites:
+            problems.append(f"bad server entry {(sku, site)}: {count}")
+
+
+def _check_racks(instance: Instance, solution: Solution, problems: list[str]) -> None:
+    """Racks hold the servers within kW, U and cooling, and no more racks than offered."""
+    held: dict[tuple[str, str], int] = defaultdict(int)
+    racks_at: dict[str, int] = defaultdict(int)
+    for (site_id, fill), count in solution.racks.items():
+        site = instance.sites.get(site_id)
+        if site is None or count < 0:
+            problems.append(f"bad rack entry {(site_id, fill)}: {count}")
+            continue
+        racks_at[site_id] += count
+        power = units = 0
+        for sku_id, n in fill:
+            sku = instance.skus[sku_id]
+            if site.cooling not in sku.cooling:
+                problems.append(f"{sku_id} cannot be cooled by {site.cooling} at {site_id}")
+            power += n * sku.power_w
+            units += n * sku.rack_units
+            held[(sku_id, site_id)] += n * count
+        if power > site.rack_w or units > site.rack_units:
+            problems.append(f"rack fill {fill} at {site_id}: {power} W, {units} U too much")
+    for key, count in solution.servers.items():
+        if held.get(key, 0) < count:
+            problems.append(f"{key}: {count} servers but racks hold {held.get(key, 0)}")
+    for site_id, count in racks_at.items():
+        if count > instance.sites[site_id].racks_available:
+            available = instance.sites[site_id].racks_available
+            problems.append(f"{site_id}: {count} racks > {available} available")
+
+
+def recompute_costs(instance: Instance, solution: Solution, placed: Placed) -> Costs:
+    h = instance.horizon_months
+    capex = energy = 0
+    for (sku, site), count in solution.servers.items():
+        capex += instance.skus[sku].capex * count
+        energy += h * instance.sites[site].energy_month.get(sku, 0) * count
+    rent = sum(
+        h * instance.sites[site].rack_rent_month * count
+        for (site, _), count in solution.racks.items()
+    )
+    sites_used = {item[1].site for item in placed if isinstance(item, tuple)}
+    bandwidth = sum(h * instance.sites[s].bandwidth_month for s in sites_used)
+    cloud = sum(item.cost_total for item in placed if isinstance(item, CloudOption))
+    penalties = sum(
+        item[0].penalty + item[1].penalty if isinstance(item, tuple) else item.penalty
+        for item in placed
+    )
+    return Costs(capex, rent, energy, bandwidth, cloud, penalties)
+
+
+def _check_budgets(instance: Instance, costs: Costs, problems: list[str]) -> None:
+    if instance.capex_max is not None and costs.capex > instance.capex_max:
+        problems.append(f"capex {costs.capex} > cap {instance.capex_max}")
+    if instance.monthly_max is not None:
+        spend = costs.rack_rent + costs.energy + costs.bandwidth + costs.cloud
+        cap = instance.horizon_months * instance.monthly_max
+        if spend > cap:
+            problems.append(f"spend over the horizon {spend} > {cap} (monthly cap x horizon)")

@@ -1,0 +1,66 @@
+"""The `rules` stage: declarative sizing heuristics (CEL) -> parameters, filters, advice.
+
+Typical use by the planner::
+
+    ruleset = load_ruleset(user_rule_paths)               # compile once
+    cache = ActivationCache(catalog.cards)                 # CEL values per catalogue item
+    for w in reqs.workloads:
+        wr = evaluate_workload(ruleset, w, reqs, model_sizes=sizes)
+        wr.params                                          # Params for the estimate stage
+        wr.check("server", cache.server(server))           # [] = allowed, else Violations
+        wr.check("card", cache.card(card))                 # card rules apply to servers and
+                                                           # cloud offers built on the card
+        wr.penalty("offer", cache.offer(offer))            # (money, [rule ids])
+        facts = cache.deployment(layout, card=card, server=server, offer=offer)
+        wr.check("deployment", facts); wr.penalty("deployment", facts)
+        wr.advice, wr.trace, wr.fired
+
+See `environment.py` for the variables and fields expressions may use, `cel.py` for the
+expression language and its limits, `loader.py` for merging files, `engine.py` for
+precedence and the trace.
+"""
+
+from gpusolve.rules.cel import CelError, EvalFailure
+from gpusolve.rules.engine import (
+    Removal,
+    TraceEntry,
+    Violation,
+    WorkloadRules,
+    allowed,
+    catalogue_removals,
+    evaluate_all,
+    evaluate_workload,
+    resolve_model_sizes,
+)
+from gpusolve.rules.environment import ActivationCache, Facts, deployment_facts
+from gpusolve.rules.loader import (
+    CompiledPredicate,
+    CompiledRule,
+    RuleSet,
+    load_ruleset,
+    read_rule_file,
+    shipped_rule_files,
+)
+
+__all__ = [
+    "ActivationCache",
+    "CelError",
+    "CompiledPredicate",
+    "CompiledRule",
+    "EvalFailure",
+    "Facts",
+    "Removal",
+    "RuleSet",
+    "TraceEntry",
+    "Violation",
+    "WorkloadRules",
+    "allowed",
+    "catalogue_removals",
+    "deployment_facts",
+    "evaluate_all",
+    "evaluate_workload",
+    "load_ruleset",
+    "read_rule_file",
+    "resolve_model_sizes",
+    "shipped_rule_files",
+]

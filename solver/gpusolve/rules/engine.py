@@ -1,0 +1,392 @@
+"""Evaluate a rule set for one workload: parameters, filters, preferences, advice, trace.
+
+`evaluate_workload` runs the rules in order (shipped files, then user files). A rule
+fires when its `when` is true; then
+
+- `set` assigns parameters: a later rule's value replaces an earlier one, and the trace
+  records both sides (`TraceEntry.previous`, `TraceEntry.overridden_by`);
+- `require` adds a hard filter per candidate kind, `prefer` a penalty per violation;
+- `advise` renders its message (placeholders see the final parameters).
+
+Finally the user's `requirements.headroom`, when given, overrides any rule (traced as
+`user`). Expressions may read `params`; they see the *final* values, found by running
+the rules again while a parameter that some `when` reads changed (at most
+`MAX_PASSES` times; a rule set that never settles is an input error).
+
+On an evaluation error (rare after the static check; e.g. a division by zero) a `when`
+does not fire and the trace says why; a `require` counts as failed (fail closed) and a
+`prefer` as violated, each with the error as detail.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import asdict, dataclass, field
+from typing import Any, NamedTuple
+
+from gpusolve.errors import InputError
+from gpusolve.models.catalog import Catalog
+from gpusolve.models.requirements import Requirements, Workload
+from gpusolve.params import Params
+from gpusolve.rules.cel import Bindings, EvalFailure
+from gpusolve.rules.environment import (
+    ActivationCache,
+    Facts,
+    estimate_params_b,
+    params_facts,
+    reqs_facts,
+    workload_facts,
+)
+from gpusolve.rules.loader import CompiledPredicate, CompiledRule, RuleSet
+
+MAX_PASSES = 4
+CATALOG_KINDS = {
+    "card": "cards",
+    "server": "servers",
+    "offer": "colo_offers",
+    "cloud": "cloud_offers",
+}
+
+
+class Violation(NamedTuple):
+    rule: str
+    source: str
+    title: str
+    detail: str | None = None  # the evaluation error, if the predicate could not be decided
+
+
+@dataclass
+class TraceEntry:
+    """One fired rule (or the user's headroom), in evaluation order."""
+
+    order: int
+    rule: str
+    source: str
+    title: str
+    where: str
+    set: dict[str, Any] = field(default_factory=dict)
+    previous: dict[str, tuple[Any, str]] = field(default_factory=dict)  # name -> (value, by)
+    overridden_by: dict[str, str] = field(default_factory=dict)  # name -> later rule / "user"
+    require: dict[str, str] = field(default_factory=dict)  # kind -> expression
+    prefer: dict[str, tuple[str, float]] = field(default_factory=dict)  # kind -> (expr, penalty)
+    advice: str | None = None
+    error: str | None = None  # `when` could not be evaluated: the rule did not fire
+
+    @property
+    def fired(self) -> bool:
+        return self.error is None
+
+    def describe(self) -> list[str]:
+        """Human-readable effects, one per line."""
+        lines: list[str] = []
+        if self.error:
+            return [f"did not fire: `when` could not be evaluated ({self.error})"]
+        for name, value in self.set.items():
+            old, by = self.previous.get(name, (None, "default"))
+            text = f"set {name} = {_show(value)} (was {_show(old)} from {by})"
+            later = self.overridden_by.get(name)
+            if later:
+                text += f"; overridden later by {later}"
+            lines.append(text)
+        for kind, expr in self.require.items():
+            lines.append(f"require {kind}: {expr}")
+        for kind, (expr, penalty) in self.prefer.items():
+            lines.append(f"prefer {kind}: {expr} (penalty {_show(penalty)} per violation)")
+        if self.advice:
+            lines.append(f"advise: {self.advice}")
+        return lines
+
+    def to_dict(self) -> dict[str, Any]:
+        out = asdict(self)
+        out["previous"] = {k: {"value": v, "by": by} for k, (v, by) in self.previous.items()}
+        out["prefer"] = {k: {"expr": e, "penalty": p} for k, (e, p) in self.prefer.items()}
+        out["fired"] = self.fired
+        return out
+
+
+def _show(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)
+
+
+@dataclass
+class WorkloadRules:
+    """What the rules decided for one workload."""
+
+    workload: str
+    params: Params
+    requires: dict[str, list[CompiledPredicate]]
+    prefers: dict[str, list[CompiledPredicate]]
+    advice: list[str]
+    trace: list[TraceEntry]
+    param_origin: dict[str, str]  # parameter -> rule id, "default" or "user"
+    _context: tuple[Facts, ...] = field(default=(), repr=False)
+    _selected: dict[tuple[str, str, bool | None], list[CompiledPredicate]] = field(
+        default_factory=dict, repr=False
+    )
+    _owners: dict[str, Facts] = field(default_factory=dict, repr=False)
+
+    def __post_init__(self) -> None:
+        for facts in self._context:
+            self._owners.update(facts.owners)
+
+    def _predicates(self, which: str, kind: str, site: bool | None) -> list[CompiledPredicate]:
+        key = (which, kind, site)
+        found = self._selected.get(key)
+        if found is None:
+            source = self.requires if which == "require" else self.prefers
+            found = self._selected[key] = _select(source.get(kind), site)
+        return found
+
+    @property
+    def fired(self) -> list[str]:
+        return [t.rule for t in self.trace if t.fired and t.rule != "user"]
+
+    def bindings(self, facts: Facts) -> Bindings:
+        return Bindings(facts, base=self._owners)
+
+    def check(self, kind: str, facts: Facts, *, site: bool | None = None) -> list[Violation]:
+        """Failed `require` predicates of this kind for one candidate ([] = allowed).
+
+        `site` selects deployment predicates by whether they read `offer`: False = only
+        those that do not (check once per layout), True = only those that do (check per
+        layout and site), None = all.
+        """
+        predicates = self._predicates("require", kind, site)
+        if not predicates:
+            return []
+        bindings = Bindings(facts, base=self._owners)
+        failed: list[Violation] = []
+        for p in predicates:
+            result = p.program.evaluate(bindings)
+            if result is True:
+                continue
+            detail = result.message if isinstance(result, EvalFailure) else None
+            failed.append(Violation(p.rule, p.source, p.title, detail))
+        return failed
+
+    def penalty(
+        self, kind: str, facts: Facts, *, site: bool | None = None
+    ) -> tuple[float, list[str]]:
+        """Sum of `prefer` penalties this candidate incurs, and the rules that charge them
+        (`site` as in `check`)."""
+        predicates = self._predicates("prefer", kind, site)
+        if not predicates:
+            return 0.0, []
+        bindings = Bindings(facts, base=self._owners)
+        total = 0.0
+        rules: list[str] = []
+        for p in predicates:
+            if p.program.evaluate(bindings) is not True:
+                total += p.penalty or 0.0
+                rules.append(p.rule)
+        return total, rules
+
+
+def _select(
+    predicates: list[CompiledPredicate] | None, site: bool | None
+) -> list[CompiledPredicate]:
+    if not predicates or site is None:
+        return predicates or []
+    return [p for p in predicates if ("offer" in p.reads) == site]
+
+
+def resolve_model_sizes(
+    reqs: Requirements, model_sizes: Mapping[str, float] | None = None
+) -> dict[str, float]:
+    """params_b per workload: the caller's (estimate stage) figure, the input's, or the shape's."""
+    sizes: dict[str, float] = {}
+    missing: list[str] = []
+    for w in reqs.workloads:
+        size = (model_sizes or {}).get(w.name)
+        if size is None:
+            size = estimate_params_b(w.model)
+        if size is None:
+            missing.append(w.name)
+        else:
+            sizes[w.name] = float(size)
+    if missing:
+        raise InputError.single(
+            "requirements",
+            f"workload(s) {', '.join(missing)}: the rules need the model size",
+            hint="give model.params_b (or layers and hidden) for these workloads",
+        )
+    return sizes
+
+
+def _reqs_facts(ruleset: RuleSet, reqs: Requirements, sizes: dict[str, float]) -> Facts:
+    key = ("reqs", id(reqs), tuple(sorted(sizes.items())))
+    cached = ruleset._cache.get("reqs")
+    if cached is not None and cached[0] == key and cached[1] is reqs:
+        facts: Facts = cached[2]
+        return facts
+    facts = reqs_facts(reqs, sizes)
+    ruleset._cache["reqs"] = (key, reqs, facts)
+    return facts
+
+
+def evaluate_workload(
+    ruleset: RuleSet,
+    workload: Workload,
+    reqs: Requirements,
+    *,
+    model_sizes: Mapping[str, float] | None = None,
+) -> WorkloadRules:
+    """Run the rules for one workload of `reqs` (see the module docstring)."""
+    sizes = resolve_model_sizes(reqs, model_sizes)
+    shared = _reqs_facts(ruleset, reqs, sizes)
+    wl_facts = workload_facts(workload, sizes[workload.name])
+    read = ruleset.params_read()
+    visible = Params()
+    if reqs.headroom is not None:
+        visible = visible.with_values(headroom=float(reqs.headroom))
+    for _ in range(MAX_PASSES):
+        result = _one_pass(ruleset, workload, reqs, wl_facts, shared, visible)
+        changed = {name for name in read if getattr(result.params, name) != getattr(visible, name)}
+        if not changed:
+            return result
+        visible = result.params
+    raise InputError.single(
+        "rules",
+        f"workload {workload.name}: rules keep changing parameters that other rules read "
+        f"({', '.join(sorted(changed))}) and never settle",
+        hint="a rule's `when` should not depend on a parameter that it (or a rule it enables) sets",
+    )
+
+
+def _one_pass(
+    ruleset: RuleSet,
+    workload: Workload,
+    reqs: Requirements,
+    wl_facts: Facts,
+    reqs_facts_: Facts,
+    visible: Params,
+) -> WorkloadRules:
+    bindings = Bindings(wl_facts, reqs_facts_, params_facts(visible))
+    values: dict[str, Any] = asdict(Params())
+    origin: dict[str, tuple[str, TraceEntry | None]] = {n: ("default", None) for n in values}
+    requires: dict[str, list[CompiledPredicate]] = {}
+    prefers: dict[str, list[CompiledPredicate]] = {}
+    trace: list[TraceEntry] = []
+    advising: list[tuple[TraceEntry, CompiledRule]] = []
+    for rule in ruleset.rules:
+        outcome = rule.when.evaluate(bindings)
+        if outcome is False:
+            continue
+        entry = TraceEntry(len(trace) + 1, rule.id, rule.source, rule.title, rule.where)
+        trace.append(entry)
+        if isinstance(outcome, EvalFailure):
+            entry.error = outcome.message
+            continue
+        for name, value in rule.sets.items():
+            previous_by, previous_entry = origin[name]
+            entry.set[name] = value
+            entry.previous[name] = (values[name], previous_by)
+            if previous_entry is not None:
+                previous_entry.overridden_by[name] = rule.id
+            values[name] = value
+            origin[name] = (rule.id, entry)
+        for kind, pred in rule.requires.items():
+            requires.setdefault(kind, []).append(pred)
+            entry.require[kind] = pred.expr
+        for kind, pred in rule.prefers.items():
+            prefers.setdefault(kind, []).append(pred)
+            entry.prefer[kind] = (pred.expr, pred.penalty or 0.0)
+        if rule.advise is not None:
+            advising.append((entry, rule))
+    if reqs.headroom is not None:
+        entry = TraceEntry(len(trace) + 1, "user", "user", "requirements.headroom", "requirements")
+        name = "headroom"
+        previous_by, previous_entry = origin[name]
+        entry.set[name] = float(reqs.headroom)
+        entry.previous[name] = (values[name], previous_by)
+        if previous_entry is not None:
+            previous_entry.overridden_by[name] = "user"
+        values[name] = float(reqs.headroom)
+        origin[name] = ("user", entry)
+        trace.append(entry)
+    params = Params(**values)
+    context = (wl_facts, reqs_facts_, params_facts(params))
+    advice: list[str] = []
+    final_bindings = Bindings(*context)
+    for entry, rule in advising:
+        assert rule.advise is not None
+        entry.advice = rule.advise.render(final_bindings)
+        advice.append(entry.advice)
+    return WorkloadRules(
+        workload=workload.name,
+        params=params,
+        requires=requires,
+        prefers=prefers,
+        advice=advice,
+        trace=trace,
+        param_origin={name: by for name, (by, _) in origin.items()},
+        _context=context,
+    )
+
+
+def evaluate_all(
+    ruleset: RuleSet,
+    reqs: Requirements,
+    *,
+    model_sizes: Mapping[str, float] | None = None,
+) -> dict[str, WorkloadRules]:
+    """`evaluate_workload` for every workload, by name."""
+    return {
+        w.name: evaluate_workload(ruleset, w, reqs, model_sizes=model_sizes) for w in reqs.workloads
+    }
+
+
+@dataclass
+class Removal:
+    """Catalogue items one require-rule removes for one workload."""
+
+    rule: str
+    source: str
+    title: str
+    kind: str
+    removed: list[str]
+    errors: dict[str, str] = field(default_factory=dict)  # item id -> evaluation error
+
+
+def catalogue_removals(
+    wr: WorkloadRules, catalog: Catalog, cache: ActivationCache | None = None
+) -> list[Removal]:
+    """For each require-rule of a catalogue kind, the item ids it removes (deployment-level
+    rules need layouts and are not checked here)."""
+    cache = cache or ActivationCache(catalog.cards)
+    out: list[Removal] = []
+    for kind, attr in CATALOG_KINDS.items():
+        items = list(getattr(catalog, attr).values())
+        for pred in wr.requires.get(kind, []):
+            removal = Removal(pred.rule, pred.source, pred.title, kind, [])
+            for item in items:
+                facts = _facts(cache, kind, item)
+                result = pred.program.evaluate(wr.bindings(facts))
+                if result is True:
+                    continue
+                removal.removed.append(item.id)
+                if isinstance(result, EvalFailure):
+                    removal.errors[item.id] = result.message
+            out.append(removal)
+    return out
+
+
+def _facts(cache: ActivationCache, kind: str, item: Any) -> Facts:
+    if kind == "card":
+        return cache.card(item)
+    if kind == "server":
+        return cache.server(item)
+    if kind == "offer":
+        return cache.offer(item)
+    return cache.cloud(item)
+
+
+def allowed(
+    wr: WorkloadRules, kind: str, items: Iterable[Any], cache: ActivationCache
+) -> list[str]:
+    """Ids of the catalogue items of `kind` that pass every require-rule."""
+    return [item.id for item in items if not wr.check(kind, _facts(cache, kind, item))]

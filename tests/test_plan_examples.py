@@ -1,0 +1,55 @@
+"""Every shipped example plans; its JSON validates against the plan schema and is stable."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+from plan_support import EXAMPLES, ROOT
+
+SCHEMA = json.loads((ROOT / "schemas" / "plan.schema.json").read_text())
+
+
+@pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.stem)
+def test_example_plans_and_validates(gpusolve, path: Path) -> None:
+    result = gpusolve("plan", "-q", str(path), "--format", "json")
+    assert result.code == 0, result.err
+    plan = json.loads(result.out)
+    jsonschema.validate(plan, SCHEMA)
+    assert plan["status"] == "optimal"
+    assert plan["solver"]["proven_optimal"] is True
+    names = {d["workload"] for d in plan["deployments"]}
+    assert len(names) == len(plan["deployments"]) >= 1
+    for d in plan["deployments"]:
+        usable = d["memory_capacity_gb"] * (1 - d["headroom"])
+        assert d["memory_per_gpu_gb"] <= usable + 1e-6, d
+    cost = plan["cost"]
+    parts = cost["breakdown"]
+    total = sum(parts[k] for k in ("servers_capex", "rack_rent", "energy", "bandwidth", "cloud_rental"))
+    assert abs(total - cost["tco"]) < 1.0
+    assert all(r["source"].startswith("H") for r in plan["rules_fired"])
+
+
+def test_same_input_gives_byte_identical_json(gpusolve) -> None:
+    path = str(ROOT / "examples" / "south-latency-north-batch.yaml")
+    first = gpusolve("plan", "-q", path, "--format", "json")
+    second = gpusolve("plan", "-q", path, "--format", "json")
+    assert first.code == 0 and first.out == second.out
+
+
+@pytest.mark.parametrize("fmt", ["text", "yaml", "markdown"])
+def test_other_formats_render(gpusolve, fmt: str) -> None:
+    result = gpusolve("plan", "-q", str(EXAMPLES[0]), "--format", fmt)
+    assert result.code == 0, result.err
+    assert "TCO" in result.out or "tco" in result.out or "Total cost" in result.out
+
+
+def test_output_file_is_written_whole(gpusolve, tmp_path: Path) -> None:
+    out = tmp_path / "plan.md"
+    result = gpusolve("plan", "-q", str(EXAMPLES[0]), "--format", "markdown", "-o", str(out))
+    assert result.code == 0 and result.out == ""
+    assert out.read_text().startswith("# GPU procurement plan")
+    assert [p.name for p in tmp_path.iterdir()] == ["plan.md"]  # no temp files left

@@ -148,17 +148,19 @@ def _owned_options(b: _Builder, w: Workload) -> None:
         if chosen is None:
             continue
         estimate, deadline_tag = chosen
-        deployment = deployment_facts(estimate, w.schedule)
-        dep_hits = policy.failed("deployment", deployment, context)
+        spans = _needs_fabric(w, estimate, server.gpus)
+        deployment = layout_facts(estimate, w.schedule, "owned", server.gpus, spans)
+        dep_context = {"workload": w, "card": card, "server": server}
+        dep_hits = policy.failed("deployment", deployment, dep_context)
         if dep_hits and not b.explain:
             b.reject(w.name, server.id, [h.sentence() for h in dep_hits])
             continue
         rule_tags |= {_rule_requirement(b, h.rule, h.source, h.title) for h in dep_hits}
-        penalty = sum(
+        penalty = policy.penalty("deployment", deployment, dep_context).money + sum(
             policy.penalty(kind, subject, context).money
-            for kind, subject in (("card", card), ("server", server), ("deployment", deployment))
+            for kind, subject in (("card", card), ("server", server))
         )
-        placements = _placements(b, w, server, estimate.nodes, deployment)
+        placements = _placements(b, w, server, spans, deployment)
         if not placements:
             continue
         violates = frozenset(rule_tags | ({deadline_tag} if deadline_tag else set()))
@@ -202,13 +204,21 @@ def _pick(b: _Builder, w: Workload, candidate: str, result: Any) -> tuple[Any, s
     return fastest, tag
 
 
-def deployment_facts(estimate: Any, schedule: str) -> dict[str, Any]:
-    """The `deployment` variables rules can test, from one layout estimate."""
+def layout_facts(
+    estimate: Any, schedule: str, mode: str, gpus_per_node: int, spans_servers: bool
+) -> dict[str, Any]:
+    """The `deployment` variables rules can test, from one layout estimate.
+
+    `multi_node` means one job (or one inference replica) spans servers and so needs a
+    fabric; inference replicas spread over servers behind a load balancer do not.
+    """
     layout = estimate.layout
     time_h = estimate.time_to_train_s / 3600 if estimate.time_to_train_s else None
     return {
+        "mode": mode,
         "nodes": estimate.nodes,
         "gpus": estimate.gpus,
+        "gpus_per_node": gpus_per_node,
         "tp": layout.tp,
         "pp": layout.pp,
         "dp": layout.dp,
@@ -222,7 +232,7 @@ def deployment_facts(estimate: Any, schedule: str) -> dict[str, Any]:
         "checkpoint_stall_fraction": estimate.checkpoint_stall_fraction,
         "time_to_train_h": time_h,
         "meets_deadline": bool(estimate.meets_deadline),
-        "multi_node": estimate.nodes > 1,
+        "multi_node": spans_servers,
         "tokens_per_s": estimate.tokens_per_s,
         "bottleneck": estimate.bottleneck,
         "schedule": schedule,
@@ -242,14 +252,22 @@ def _headroom_permille(estimate: Any) -> int:
     return max(0, round(1000 * (1 - estimate.memory_total_bytes / card_bytes)))
 
 
+def _needs_fabric(w: Workload, estimate: Any, gpus_per_node: int) -> bool:
+    """Training across servers needs RDMA; inference only when one replica spans servers
+    (independent replicas behind a load balancer need no fabric, H27)."""
+    if w.kind == "inference":
+        return bool(estimate.layout.tp * estimate.layout.pp > gpus_per_node)
+    return bool(estimate.nodes > 1)
+
+
 def _placements(
-    b: _Builder, w: Workload, server: Server, nodes: int, deployment: dict[str, Any]
+    b: _Builder, w: Workload, server: Server, needs_fabric: bool, deployment: dict[str, Any]
 ) -> list[ir.Placement]:
     policy = b.policies[w.name]
     out: list[ir.Placement] = []
     physical: list[str] = []
     for offer in b.catalog.colo_offers.values():
-        why = _cannot_host(server, offer, nodes)
+        why = _cannot_host(server, offer, needs_fabric)
         if why:
             physical.append(f"{offer.id}: {why}")
             continue
@@ -277,7 +295,7 @@ def _placements(
     return out
 
 
-def _cannot_host(server: Server, offer: ColoOffer, nodes: int) -> str | None:
+def _cannot_host(server: Server, offer: ColoOffer, needs_fabric: bool) -> str | None:
     """Physical reasons a site cannot take this server (not relaxable requirements)."""
     if offer.cooling not in server.cooling:
         return f"{offer.cooling} racks; the server needs {' or '.join(server.cooling)}"
@@ -285,10 +303,10 @@ def _cannot_host(server: Server, offer: ColoOffer, nodes: int) -> str | None:
         return f"{offer.rack_kw:g} kW racks; one server draws {server.power_kw:g} kW"
     if server.rack_units > offer.rack_units:
         return f"{offer.rack_units}U racks; the server is {server.rack_units}U"
-    if nodes > 1 and offer.fabric not in MULTI_NODE_FABRICS:
-        return f"{nodes} servers in one job need InfiniBand or RoCE; the site has {offer.fabric}"
-    if nodes > 1 and server.fabric.kind not in MULTI_NODE_FABRICS:
-        return f"{nodes} servers in one job need RDMA NICs; the server has {server.fabric.kind}"
+    if needs_fabric and offer.fabric not in MULTI_NODE_FABRICS:
+        return f"a job across servers needs InfiniBand or RoCE; the site has {offer.fabric}"
+    if needs_fabric and server.fabric.kind not in MULTI_NODE_FABRICS:
+        return f"a job across servers needs RDMA NICs; the server has {server.fabric.kind}"
     return None
 
 
@@ -339,8 +357,10 @@ def _cloud_options(b: _Builder, w: Workload) -> None:
         if chosen is None:
             continue
         estimate, deadline_tag = chosen
-        deployment = deployment_facts(estimate, w.schedule)
-        dep_hits = policy.failed("deployment", deployment, context)
+        spans = _needs_fabric(w, estimate, offer.gpus_per_instance)
+        deployment = layout_facts(estimate, w.schedule, "cloud", offer.gpus_per_instance, spans)
+        dep_context = {"workload": w, "card": card, "cloud": offer}
+        dep_hits = policy.failed("deployment", deployment, dep_context)
         if dep_hits and not b.explain:
             b.reject(w.name, offer.id, [h.sentence() for h in dep_hits])
             continue
@@ -354,9 +374,9 @@ def _cloud_options(b: _Builder, w: Workload) -> None:
             tags.add(deadline_tag)
         hours = rental_hours(w, estimate, b.reqs.horizon_months)
         cost = to_money(estimate.nodes * offer.price_per_hour * hours)
-        penalty = sum(
+        penalty = policy.penalty("deployment", deployment, dep_context).money + sum(
             policy.penalty(kind, subject, context).money
-            for kind, subject in (("card", card), ("cloud", offer), ("deployment", deployment))
+            for kind, subject in (("card", card), ("cloud", offer))
         )
         key = f"{w.name}|cloud:{offer.id}|{estimate.nodes}i"
         b.cloud.append(

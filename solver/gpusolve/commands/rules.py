@@ -432,4 +432,6 @@ def _entry_lines(entry: dict[str, Any]) -> list[str]:
         lines.append(f"require {kind}: {_one_line(expr)}")
     for kind, pref in entry["prefer"].items():
         lines.append(f"prefer {kind}: {_one_line(pref['expr'])} (penalty {pref['penalty']:,.0f})")
+    if entry.get("advice"):
+        lines.append("advise (see advice below)")
     return lines

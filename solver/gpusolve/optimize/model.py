@@ -485,7 +485,7 @@ def _packing(
         skus = [b.instance.skus[k] for k in sorted(skus_at[site_id])]
         demand_ub = {k: ub for (k, s), ub in servers_ub.items() if s == site_id}
         try:
-            pats = site_patterns(site, skus, skus_at[site_id], b.options.pattern_limit)
+            pats = site_patterns(site, skus, skus_at[site_id], b.options.pattern_limit, demand_ub)
             pack = _pattern_packing(b, site, pats, servers, demand_ub)
         except TooManyPatterns:
             shapes, members = shape_classes(skus)

@@ -19,7 +19,7 @@ Two reductions keep the column count small without losing exactness:
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Iterator, Sequence
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 from gpusolve.optimize.ir import Site, Sku
@@ -91,12 +91,22 @@ def max_count(shape: Shape, power_w: int, rack_units: int) -> int:
 
 
 def maximal_fills(
-    shapes: Sequence[Shape], rack_w: int, rack_units: int, limit: int | None = None
+    shapes: Sequence[Shape],
+    rack_w: int,
+    rack_units: int,
+    limit: int | None = None,
+    caps: Sequence[int] | None = None,
 ) -> list[Fill]:
     """Every maximal non-empty fill of one rack, in deterministic (lexicographically
-    descending) order. Raises `TooManyPatterns` once more than `limit` fills are found."""
+    descending) order. Raises `TooManyPatterns` once more than `limit` fills are found.
+
+    `caps[i]` bounds the count of shape i (the most servers of that shape the site could
+    ever need): slots beyond it are never used, so fills are maximal within the caps. This
+    is exact and often cuts the column count by orders of magnitude on dense racks.
+    """
+    bounds = list(caps) if caps is not None else [max_count(s, rack_w, rack_units) for s in shapes]
     found: list[Fill] = []
-    for fill in _dfs(shapes, 0, rack_w, rack_units, ()):
+    for fill in _dfs(shapes, bounds, 0, rack_w, rack_units, ()):
         found.append(fill)
         if limit is not None and len(found) > limit:
             raise TooManyPatterns(f"more than {limit} rack fill patterns")
@@ -104,25 +114,30 @@ def maximal_fills(
 
 
 def _dfs(
-    shapes: Sequence[Shape], index: int, power_left: int, units_left: int, prefix: Fill
+    shapes: Sequence[Shape],
+    caps: Sequence[int],
+    index: int,
+    power_left: int,
+    units_left: int,
+    prefix: Fill,
 ) -> Iterator[Fill]:
     if not shapes:
         return
-    top = max_count(shapes[index], power_left, units_left)
+    shape = shapes[index]
+    top = min(caps[index], max_count(shape, power_left, units_left))
     if index == len(shapes) - 1:
         # Any count below the maximum for the last shape leaves room for one more of it,
         # so only the maximum can be part of a maximal fill.
-        shape = shapes[index]
         fill = (*prefix, top)
         power_rest = power_left - top * shape.power_w
         units_rest = units_left - top * shape.rack_units
-        if any(fill) and _nothing_fits(shapes, power_rest, units_rest):
+        if any(fill) and _nothing_fits(shapes, caps, fill, power_rest, units_rest):
             yield fill
         return
-    shape = shapes[index]
     for count in range(top, -1, -1):
         yield from _dfs(
             shapes,
+            caps,
             index + 1,
             power_left - count * shape.power_w,
             units_left - count * shape.rack_units,
@@ -130,8 +145,14 @@ def _dfs(
         )
 
 
-def _nothing_fits(shapes: Sequence[Shape], power_left: int, units_left: int) -> bool:
-    return all(s.power_w > power_left or s.rack_units > units_left for s in shapes)
+def _nothing_fits(
+    shapes: Sequence[Shape], caps: Sequence[int], fill: Fill, power_left: int, units_left: int
+) -> bool:
+    """Maximal: no shape below its cap fits once more."""
+    return all(
+        count >= cap or s.power_w > power_left or s.rack_units > units_left
+        for s, cap, count in zip(shapes, caps, fill, strict=True)
+    )
 
 
 def site_patterns(
@@ -139,16 +160,27 @@ def site_patterns(
     skus: Iterable[Sku],
     used: Collection[str] | None = None,
     limit: int | None = None,
+    demand_ub: Mapping[str, int] | None = None,
 ) -> SitePatterns:
     """Maximal rack fills at one site over the SKUs that fit it.
 
     `used` restricts the SKUs to those some (unpruned) option can place at this site: a
     pattern slot for a SKU nobody places there is dead weight, and with many SKUs the
-    column count grows combinatorially.
+    column count grows combinatorially. `demand_ub` (servers per SKU the site could ever
+    need) caps each shape's count per rack.
     """
     eligible = [sku for sku in skus if fits_site(sku, site) and (used is None or sku.id in used)]
     shapes, members = shape_classes(eligible)
-    fills = maximal_fills(shapes, site.rack_w, site.rack_units, limit)
+    caps = None
+    if demand_ub is not None:
+        caps = [
+            min(
+                max_count(shape, site.rack_w, site.rack_units),
+                sum(demand_ub.get(k, 0) for k in ids),
+            )
+            for shape, ids in zip(shapes, members, strict=True)
+        ]
+    fills = maximal_fills(shapes, site.rack_w, site.rack_units, limit, caps)
     return SitePatterns(site.id, shapes, members, tuple(fills))
 
 

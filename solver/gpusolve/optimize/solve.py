@@ -26,6 +26,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from ortools.sat.python import cp_model
+from ortools.sat.python import cp_model_helper as cmh
 
 from gpusolve.optimize.ir import (
     Choice,
@@ -42,6 +43,8 @@ Prepare = Callable[[cp_model.CpModel], None]
 # The tie-break folds several integer criteria into one objective; keep the folded
 # coefficients well inside int64 so CP-SAT never reports a possible overflow.
 _FOLD_LIMIT = 2**52
+# Share of the time limit any single stage after the first may take.
+_LATER_STAGE_SHARE = 0.25
 RackFill = tuple[tuple[str, int], ...]
 
 _STATUS: dict[cp_model.CpSolverStatus, Status] = {
@@ -89,35 +92,83 @@ def primary(built: Built) -> tuple[Expr, bool]:
     return built.tco + built.penalties, False
 
 
-def fold(components: Sequence[tuple[Expr, int]]) -> Expr:
-    """Lexicographic minimisation of non-negative criteria with known upper bounds as one
-    integer objective: each criterion's weight exceeds the whole range of those after it.
-    Criteria that would push weights past int64 safety are dropped from the end."""
-    kept: list[tuple[Expr, int]] = []
-    scale = 1
-    for expr, ub in components:
-        if scale * (ub + 1) > _FOLD_LIMIT:
-            break
-        kept.append((expr, ub))
-        scale *= ub + 1
-    total: Expr = cp_model.LinearExpr.weighted_sum([], [])
+@dataclass(frozen=True)
+class Criterion:
+    """One lexicographic criterion with the range its expression can take."""
+
+    name: str
+    expr: Expr
+    maximise: bool
+    lo: int
+    hi: int
+
+    @property
+    def span(self) -> int:
+        return self.hi - self.lo
+
+    def normalised(self) -> Expr:
+        """Non-negative, to be minimised, at most `span`."""
+        return self.hi - self.expr if self.maximise else self.expr - self.lo
+
+
+def expr_range(expr: Expr) -> tuple[int, int]:
+    """Bounds of a linear expression from its variables' domains."""
+    flat = cmh.FlatIntExpr(expr)
+    lo = hi = flat.offset
+    for var, coef in zip(flat.vars, flat.coeffs, strict=True):
+        domain = var.proto.domain
+        a, b = coef * domain[0], coef * domain[-1]
+        lo += min(a, b)
+        hi += max(a, b)
+    return lo, hi
+
+
+def criteria(built: Built) -> list[Criterion]:
+    """The full lexicographic order: the objective, then (unless it is already TCO) TCO
+    plus penalties, then the tie-breaks: fewer racks, more memory headroom, fewer
+    servers, earlier-listed options and fills."""
+    objective, maximise = primary(built)
+    items: list[tuple[str, Expr, bool]] = [(built.instance.objective, objective, maximise)]
+    if built.instance.objective != "min-tco":
+        items.append(("tco", built.tco + built.penalties, False))
+    items += [
+        ("racks", built.racks_total, False),
+        ("headroom", built.headroom, True),
+        ("servers", built.servers_total, False),
+        ("rank", built.rank, False),
+    ]
+    return [Criterion(n, e, m, *expr_range(e)) for n, e, m in items]
+
+
+def group(items: Sequence[Criterion], limit: int = _FOLD_LIMIT) -> list[list[Criterion]]:
+    """Split the order into solves: consecutive criteria share one folded objective while
+    the product of their (span + 1) stays below `limit`, so weights stay exact in int64."""
+    groups: list[list[Criterion]] = []
+    scale = limit + 1
+    for item in items:
+        if groups and scale * (item.span + 1) <= limit:
+            groups[-1].append(item)
+            scale *= item.span + 1
+        else:
+            groups.append([item])
+            scale = item.span + 1
+    return groups
+
+
+def fold(items: Sequence[Criterion]) -> tuple[Expr, list[int]]:
+    """One objective to minimise whose optimum is the lexicographic optimum of `items`:
+    each criterion's weight exceeds the whole range of those after it. Returns it with
+    the weights."""
+    weights: list[int] = []
     weight = 1
-    for expr, ub in reversed(kept):
-        total = total + weight * expr
-        weight *= ub + 1
-    return total
-
-
-def tiebreak(built: Built) -> Expr:
-    bounds = built.bounds
-    return fold(
-        [
-            (built.racks_total, bounds["racks"]),
-            (bounds["headroom"] - built.headroom, bounds["headroom"]),
-            (built.servers_total, bounds["servers"]),
-            (built.rank, bounds["rank"]),
-        ]
-    )
+    for item in reversed(items):
+        weights.append(weight)
+        weight *= item.span + 1
+    weights.reverse()
+    total: Expr = cp_model.LinearExpr.weighted_sum([], [])
+    for item, w in zip(items, weights, strict=True):
+        total = total + w * item.normalised()
+    return total, weights
 
 
 class _Stages:
@@ -127,26 +178,24 @@ class _Stages:
         self.built = built
         self.config = config
         self.prepare = prepare
+        self.start = start
         self.deadline = start + config.time_limit_s
         # Earlier stages' optima, kept as one-sided bounds: `cost <= C*` says the same as
         # `cost == C*` at an optimum but propagates far better than a long equality.
-        self.fixed: list[tuple[Expr, int, bool]] = []
+        self.fixed: list[tuple[Criterion, int]] = []
 
     def remaining(self) -> float:
         return self.deadline - time.perf_counter()
 
     def run(
-        self, objective: Expr, maximise: bool, hint: dict[int, int], gap: float
+        self, objective: Expr, hint: dict[int, int], gap: float, time_s: float
     ) -> tuple[cp_model.CpSolver, cp_model.CpSolverStatus]:
         model = self.built.model.clone()
         if self.prepare is not None:
             self.prepare(model)
-        for expr, value, maximised in self.fixed:
-            model.add(expr >= value if maximised else expr <= value)
-        if maximise:
-            model.maximize(objective)
-        else:
-            model.minimize(objective)
+        for item, value in self.fixed:
+            model.add(item.expr >= value if item.maximise else item.expr <= value)
+        model.minimize(objective)
         assert not model.proto.has_floating_point_objective()
         if hint:
             for var in self.built.all_vars():
@@ -156,7 +205,7 @@ class _Stages:
         params = solver.parameters
         params.num_workers = self.config.workers
         params.random_seed = self.config.seed
-        params.max_time_in_seconds = max(self.remaining(), 0.001)
+        params.max_time_in_seconds = max(time_s, 0.001)
         params.relative_gap_limit = gap
         status = solver.solve(model)
         return solver, status
@@ -177,30 +226,36 @@ def solve_built(
     """
     start = time.perf_counter() if started is None else started
     stages = _Stages(built, config, prepare, start)
-    objective, maximise = primary(built)
-    solver, status = stages.run(objective, maximise, hint or {}, config.relative_gap)
+    groups = group(criteria(built))
+    first = groups[0]
+    objective, weights = fold(first)
+    solver, status = stages.run(objective, hint or {}, config.relative_gap, stages.remaining())
     if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         wall = time.perf_counter() - start
         return Outcome(Solution(status=_STATUS[status], wall_s=wall), {})
-    value = solver.value(objective)
-    bound = _bound(solver.best_objective_bound, maximise)
+    head = first[0]
+    value = int(solver.value(head.expr))
+    # The folded objective's bound bounds the leading criterion: the rest of the fold is
+    # worth less than one unit of it.
+    lead = int(_bound(solver.best_objective_bound, False)) // weights[0]
+    bound = head.hi - lead if head.maximise else head.lo + lead
     best = solver
     if status == cp_model.OPTIMAL:
-        # Later stages only pick among stage-1 optima; a merely feasible incumbent is
-        # returned as is (the time went into stage 1 and there is none left).
-        stages.fixed.append((objective, value, maximise))
-        later: list[Expr] = []
-        if built.instance.objective != "min-tco":
-            later.append(built.tco + built.penalties)
-        later.append(tiebreak(built))
-        for expr in later:
-            if stages.remaining() <= 0:
+        # Later stages only choose among the optima of the earlier ones, each with a
+        # capped share of the time: the cost is already proven, and a tie-break that runs
+        # out of time still returns a plan at that cost. A merely feasible stage-1
+        # incumbent is returned as is (the time went into stage 1).
+        stages.fixed += [(item, int(solver.value(item.expr))) for item in first]
+        for later in groups[1:]:
+            budget = min(stages.remaining(), _LATER_STAGE_SHARE * config.time_limit_s)
+            if budget <= 0:
                 break
-            solver2, status2 = stages.run(expr, False, _values(built, best), 0.0)
+            objective, _ = fold(later)
+            solver2, status2 = stages.run(objective, _values(built, best), 0.0, budget)
             if status2 not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
                 break
             best = solver2
-            stages.fixed.append((expr, solver2.value(expr), False))
+            stages.fixed += [(item, int(solver2.value(item.expr))) for item in later]
     wall = time.perf_counter() - start
     solution = read_solution(built, best, _STATUS[status], value, bound, wall)
     return Outcome(solution, _values(built, best))

@@ -2,22 +2,23 @@
 
 Typical use by the planner::
 
-    ruleset = load_ruleset(user_rule_paths)               # compile once
-    cache = ActivationCache(catalog.cards)                 # CEL values per catalogue item
+    ruleset = load_ruleset(user_rule_paths)               # compile once (shipped + user)
+    cache = ActivationCache(catalog.cards)                 # rule inputs per catalogue item
     for w in reqs.workloads:
         wr = evaluate_workload(ruleset, w, reqs, model_sizes=sizes)
         wr.params                                          # Params for the estimate stage
-        wr.check("server", cache.server(server))           # [] = allowed, else Violations
-        wr.check("card", cache.card(card))                 # card rules apply to servers and
-                                                           # cloud offers built on the card
-        wr.penalty("offer", cache.offer(offer))            # (money, [rule ids])
-        facts = cache.deployment(layout, card=card, server=server, offer=offer)
-        wr.check("deployment", facts); wr.penalty("deployment", facts)
+        wr.check("card", cache.card(card))                 # [] = allowed, else Violations;
+        wr.check("server", cache.server(server))           # card rules apply to servers and
+        wr.penalty("offer", cache.offer(offer))            # cloud offers built on the card
+        facts = cache.deployment(layout, card=card, server=server)       # per layout
+        wr.check("deployment", facts, site=False)          # rules that do not read `offer`
+        wr.check("deployment", facts.with_part(cache.offer(o)), site=True)  # per site
         wr.advice, wr.trace, wr.fired
 
-See `environment.py` for the variables and fields expressions may use, `cel.py` for the
-expression language and its limits, `loader.py` for merging files, `engine.py` for
-precedence and the trace.
+`gpusolve.rules.policy.evaluate_policies` wraps this behind the candidates stage's
+`WorkloadPolicy` protocol. See `environment.py` for the variables and fields expressions
+may use, `cel.py` for the expression language and its limits, `loader.py` for merging
+files, `engine.py` for precedence and the trace.
 """
 
 from gpusolve.rules.cel import CelError, EvalFailure

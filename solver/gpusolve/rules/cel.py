@@ -33,6 +33,9 @@ from __future__ import annotations
 import difflib
 import math
 import operator
+import os
+import pathlib
+import re
 import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -99,7 +102,8 @@ def _celpy() -> dict[str, Any]:
         from celpy.celparser import CELParseError
 
         before = sys.getrecursionlimit()
-        env = celpy.Environment()  # builds the (shared) lark parser; sets the limit to 2500
+        seed_parser()
+        env = celpy.Environment()  # reuses the seeded lark parser; sets the limit to 2500
         sys.setrecursionlimit(max(before, sys.getrecursionlimit()))
         runner = env.program(env.compile("true"), functions=_overrides(ct, ev))
         _CEL.update(
@@ -112,6 +116,56 @@ def _celpy() -> dict[str, Any]:
             celstr=ev.celstr,
         )
     return _CEL
+
+
+def parser_cache_file() -> pathlib.Path | None:
+    """A per-user file for Lark's parse tables, or None when no private cache dir exists.
+
+    Lark's cache is a pickle, so it lives in the user's own cache directory (created 0700),
+    never in a shared temporary directory.
+    """
+    import lark
+
+    root = pathlib.Path(os.environ.get("XDG_CACHE_HOME") or pathlib.Path.home() / ".cache")
+    root = root / "gpusolve"
+    try:
+        root.mkdir(mode=0o700, parents=True, exist_ok=True)
+    except OSError:
+        return None
+    if not os.access(root, os.W_OK):
+        return None
+    return root / f"cel-lark-{lark.__version__}.cache"
+
+
+def seed_parser() -> None:
+    """Build cel-python's shared parser ourselves, with Lark's table cache switched on.
+
+    cel-python builds the same LALR tables from its grammar in every process (the larger
+    part of `gpusolve plan`'s start-up); Lark can cache them, keyed by grammar, options
+    and Lark version. The options below are cel-python 0.5's own (pinned in pyproject);
+    a test checks that the seeded parser parses exactly as cel-python's does.
+    """
+    from celpy.celparser import CELParser
+    from lark import Lark
+
+    if CELParser.CEL_PARSER is not None:
+        return
+    import celpy.celparser
+
+    cache = parser_cache_file()
+    grammar = (pathlib.Path(celpy.celparser.__file__).parent / "cel.lark").read_text()
+    CELParser.CEL_PARSER = Lark(
+        grammar,
+        parser="lalr",
+        start="expr",
+        debug=True,
+        g_regex_flags=re.M,
+        lexer_callbacks={"IDENT": CELParser.ambiguous_literals},
+        propagate_positions=True,
+        maybe_placeholders=False,
+        priority="invert",
+        cache=str(cache) if cache else False,
+    )
 
 
 def _overrides(ct: Any, ev: Any) -> dict[str, Callable[..., Any]]:

@@ -237,7 +237,10 @@ DEPLOYMENT_FIELDS: dict[str, CelType] = {
     "memory_per_gpu_gb": NUM.but(doc="Estimated memory used per GPU, GB."),
     "capacity_gb": NUM.but(doc="Card memory per GPU, GB."),
     "comm_fraction": NUM.but(doc="Communication share of step time."),
-    "multi_node": BOOL.but(doc="Spans more than one server (derived: nodes > 1)."),
+    "multi_node": BOOL.but(
+        doc="One job, or one inference replica, spans servers and needs a fabric "
+        "(derived as nodes > 1 when not given)."
+    ),
     "tokens_per_s": NUM.but(
         nullable=True, doc="Training tokens/s, or generated tokens/s for inference."
     ),

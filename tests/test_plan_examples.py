@@ -28,7 +28,9 @@ def test_example_plans_and_validates(gpusolve, path: Path) -> None:
         assert d["memory_per_gpu_gb"] <= usable + 1e-6, d
     cost = plan["cost"]
     parts = cost["breakdown"]
-    total = sum(parts[k] for k in ("servers_capex", "rack_rent", "energy", "bandwidth", "cloud_rental"))
+    total = sum(
+        parts[k] for k in ("servers_capex", "rack_rent", "energy", "bandwidth", "cloud_rental")
+    )
     assert abs(total - cost["tco"]) < 1.0
     assert all(r["source"].startswith("H") for r in plan["rules_fired"])
 

@@ -83,8 +83,15 @@ def test_capex_cap_without_cloud(gpusolve, tmp_path: Path) -> None:
     )
     servers = write_catalog(tmp_path, "servers.yaml", servers=shipped("servers"))
     result = gpusolve(
-        "plan", "-q", str(reqs), "--catalog", str(CARDS), "--catalog", str(servers),
-        "--catalog", str(COLO),
+        "plan",
+        "-q",
+        str(reqs),
+        "--catalog",
+        str(CARDS),
+        "--catalog",
+        str(servers),
+        "--catalog",
+        str(COLO),
     )
     assert result.code == 1
     assert "capex cap of 1,000 CNY" in result.out
@@ -114,8 +121,17 @@ def test_region_without_liquid_racks_for_a_liquid_only_server(gpusolve, tmp_path
         },
     )
     result = gpusolve(
-        "plan", "-q", str(reqs), "--catalog", str(CARDS), "--catalog", str(servers),
-        "--catalog", str(COLO), "--format", "json",
+        "plan",
+        "-q",
+        str(reqs),
+        "--catalog",
+        str(CARDS),
+        "--catalog",
+        str(servers),
+        "--catalog",
+        str(COLO),
+        "--format",
+        "json",
     )
     assert result.code == 1
     conflicting = json.loads(result.out)["infeasibility"]["conflicting"]

@@ -55,17 +55,26 @@ def run_installed(target: Path, cwd: Path, *args: str) -> subprocess.CompletedPr
 
 
 def test_installed_wheel_finds_its_data(installed: Path, tmp_path: Path) -> None:
-    probe = run_installed(installed, tmp_path, "catalog", "list", "--kind", "cards", "--format", "json")
+    probe = run_installed(
+        installed, tmp_path, "catalog", "list", "--kind", "cards", "--format", "json"
+    )
     assert probe.returncode == 0, probe.stderr
     assert len(json.loads(probe.stdout)) >= 17
     result = run_installed(installed, tmp_path, "catalog", "validate")
     assert result.returncode == 0, result.stderr
     assert "cards" in result.stdout
     where = subprocess.run(
-        [sys.executable, "-c", "import gpusolve, gpusolve.load.data as d; "
-         "print(gpusolve.__file__); print(d.data_dir('catalog'))"],
+        [
+            sys.executable,
+            "-c",
+            "import gpusolve, gpusolve.load.data as d; "
+            "print(gpusolve.__file__); print(d.data_dir('catalog'))",
+        ],
         cwd=tmp_path,
-        env={**{k: v for k, v in os.environ.items() if k != "PYTHONPATH"}, "PYTHONPATH": str(installed)},
+        env={
+            **{k: v for k, v in os.environ.items() if k != "PYTHONPATH"},
+            "PYTHONPATH": str(installed),
+        },
         capture_output=True,
         text=True,
         check=True,

@@ -21,14 +21,21 @@ from gpusolve.optimize import ir
 
 
 def deployments(
-    solution: ir.Solution, cand: Candidates, reqs: Requirements, catalog: Catalog,
+    solution: ir.Solution,
+    cand: Candidates,
+    reqs: Requirements,
+    catalog: Catalog,
     headroom: dict[str, float],
 ) -> list[Deployment]:
     by_name = {w.name: w for w in reqs.workloads}
     out = []
     for choice in solution.choices:
         meta = cand.meta[choice.option]
-        out.append(_deployment(meta, choice.site, by_name[meta.workload].schedule, catalog, headroom[meta.workload]))
+        out.append(
+            _deployment(
+                meta, choice.site, by_name[meta.workload].schedule, catalog, headroom[meta.workload]
+            )
+        )
     order = {name: i for i, name in enumerate(by_name)}
     return sorted(out, key=lambda d: order[d.workload])
 

@@ -35,14 +35,18 @@ def explain_infeasible(
             + ", ".join(hopeless)
             + ", whatever the deadline, budget, regions or rules",
             conflicting=_headroom_relief(reqs, catalog, policies, hopeless),
-            workloads_without_candidates={w: summarise(relaxed.rejections.get(w, [])) for w in hopeless},
+            workloads_without_candidates={
+                w: summarise(relaxed.rejections.get(w, [])) for w in hopeless
+            },
         )
     found = explain(relaxed.instance, replace(config, workers=1))
     if found is None:
         return Infeasibility(
             reason="no plan was found within the time limit, but no requirement conflict "
             "was proved; try a longer --time-limit",
-            workloads_without_candidates={w: summarise(cand.rejections.get(w, [])) for w in missing},
+            workloads_without_candidates={
+                w: summarise(cand.rejections.get(w, [])) for w in missing
+            },
         )
     conflicting = [
         Relaxation(
@@ -92,16 +96,27 @@ def _suggest(name: str, relaxed: Candidates, reqs: Requirements, config: ir.Solv
         if name == "capex":
             return f"feasible if the capex cap is {r.delta:,} {cur} higher (at least {r.needed:,})"
         if name == "monthly":
-            return f"feasible if the monthly cap is {r.delta:,} {cur} higher (at least {r.needed:,})"
+            return (
+                f"feasible if the monthly cap is {r.delta:,} {cur} higher (at least {r.needed:,})"
+            )
         return f"feasible with {r.needed} racks at {name[6:]} ({r.delta} more)"
     kind, _, subject = name.partition(":")
     if kind == "deadline":
         return _deadline_hint(subject, relaxed, reqs)
     if kind == "regions":
         regions = sorted(
-            {relaxed.instance.sites[p.site].region for o in relaxed.instance.owned
-             if o.workload == subject for p in o.placements if name in p.violates}
-            | {o.region for o in relaxed.instance.cloud if o.workload == subject and name in o.violates}
+            {
+                relaxed.instance.sites[p.site].region
+                for o in relaxed.instance.owned
+                if o.workload == subject
+                for p in o.placements
+                if name in p.violates
+            }
+            | {
+                o.region
+                for o in relaxed.instance.cloud
+                if o.workload == subject and name in o.violates
+            }
         )
         return "allow one of: " + ", ".join(regions) if regions else "allow another region"
     if kind == "rule":

@@ -140,9 +140,7 @@ SPECS: tuple[ParamSpec, ...] = (
         1,
         None,
     ),
-    ParamSpec(
-        "max_nodes", int, 64, "Largest number of servers one job may span.", "H21", 1, 4096
-    ),
+    ParamSpec("max_nodes", int, 64, "Largest number of servers one job may span.", "H21", 1, 4096),
     ParamSpec(
         "allow_multi_node",
         bool,

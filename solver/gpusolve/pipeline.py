@@ -75,7 +75,11 @@ def _override(
     if objective is not None:
         update["objective"] = objective
     result = reqs.model_copy(update=update)
-    if result.objective == "max-throughput" and budget.capex_max is None and budget.monthly_max is None:
+    if (
+        result.objective == "max-throughput"
+        and budget.capex_max is None
+        and budget.monthly_max is None
+    ):
         raise InputError.single(
             "--objective",
             "max-throughput needs a budget to spend",

@@ -70,7 +70,9 @@ def make_plan(
     )
     if options.top_k:
         progress(f"finding {options.top_k} alternative plan(s)")
-        plan = plan.model_copy(update={"alternatives": _alternatives(cand, solution, options, reqs, catalog, headroom)})
+        plan = plan.model_copy(
+            update={"alternatives": _alternatives(cand, solution, options, reqs, catalog, headroom)}
+        )
     if options.why_not:
         from gpusolve.whynot import why_not
 
@@ -135,7 +137,9 @@ def _infeasible(
     from gpusolve.explain import explain_infeasible
 
     progress("no feasible plan: looking for the requirements that conflict")
-    infeasibility: Infeasibility = explain_infeasible(reqs, catalog, policies, cand, missing, options.config)
+    infeasibility: Infeasibility = explain_infeasible(
+        reqs, catalog, policies, cand, missing, options.config
+    )
     reasons: dict[str, list[str]] = {}
     if options.why_not:
         from gpusolve.whynot import why_not
@@ -149,7 +153,7 @@ def _infeasible(
         why_not=reasons,
         rules_fired=rules.fired,
         advice=rules.advice,
-        solver=SolverInfo(status="infeasible", workers=options.config.workers, seed=options.config.seed),
+        solver=SolverInfo(
+            status="infeasible", workers=options.config.workers, seed=options.config.seed
+        ),
     )
-
-

@@ -56,7 +56,9 @@ def _involves(item: str, candidate: str, catalog: Catalog) -> bool:
         return True
     server = catalog.servers.get(candidate)
     cloud = catalog.cloud_offers.get(candidate)
-    return (server is not None and server.card == item) or (cloud is not None and cloud.card == item)
+    return (server is not None and server.card == item) or (
+        cloud is not None and cloud.card == item
+    )
 
 
 def _uses(item: str, meta: OptionMeta, site: str | None) -> bool:
@@ -84,7 +86,8 @@ def _force(
         for o in instance.cloud
         if o.workload != workload or item in (meta[o.key].card, meta[o.key].cloud_offer)
     ]
-    mine = [o for o in (*owned, *cloud) if o.workload == workload]
-    if not mine:
+    if not any(o.workload == workload for o in owned) and not any(
+        o.workload == workload for o in cloud
+    ):
         return None
     return replace(instance, owned=tuple(owned), cloud=tuple(cloud))

@@ -13,7 +13,8 @@ from typing import Any
 
 from gpusolve.candidates.money import energy_per_server_month, slot_hours_per_month, to_money
 from gpusolve.candidates.policy import WorkloadPolicy
-from gpusolve.estimate import Hardware, search_layouts
+from gpusolve.estimate import ConfigEstimate, Hardware, search_layouts
+from gpusolve.estimate.search import SearchResult
 from gpusolve.models.catalog import Catalog, CloudOffer, ColoOffer, Server
 from gpusolve.models.requirements import Requirements, Workload
 from gpusolve.optimize import ir
@@ -33,7 +34,7 @@ class OptionMeta:
     server: str | None
     cloud_offer: str | None
     nodes: int
-    estimate: Any  # gpusolve.estimate ConfigEstimate
+    estimate: ConfigEstimate
     rental_hours: float = 0.0
 
 
@@ -103,9 +104,7 @@ def build_candidates(
         if s.id in used_skus
     }
     for site in sites.values():
-        b.require(
-            f"racks:{site.id}", f"{site.racks_available} racks available at {site.id}", 8
-        )
+        b.require(f"racks:{site.id}", f"{site.racks_available} racks available at {site.id}", 8)
     capex_max = reqs.budget.capex_max
     monthly_max = reqs.budget.monthly_max
     currency = reqs.currency
@@ -179,10 +178,14 @@ def _owned_options(b: _Builder, w: Workload) -> None:
                 violates=violates,
             )
         )
-        b.meta[key] = OptionMeta(key, w.name, "owned", card.id, server.id, None, estimate.nodes, estimate)
+        b.meta[key] = OptionMeta(
+            key, w.name, "owned", card.id, server.id, None, estimate.nodes, estimate
+        )
 
 
-def _pick(b: _Builder, w: Workload, candidate: str, result: Any) -> tuple[Any, str | None] | None:
+def _pick(
+    b: _Builder, w: Workload, candidate: str, result: SearchResult
+) -> tuple[ConfigEstimate, str | None] | None:
     """The fewest-node layout that meets the deadline; in explain mode, else the fastest."""
     feasible = list(result.feasible)
     if not feasible:
@@ -205,7 +208,7 @@ def _pick(b: _Builder, w: Workload, candidate: str, result: Any) -> tuple[Any, s
 
 
 def layout_facts(
-    estimate: Any, schedule: str, mode: str, gpus_per_node: int, spans_servers: bool
+    estimate: ConfigEstimate, schedule: str, mode: str, gpus_per_node: int, spans_servers: bool
 ) -> dict[str, Any]:
     """The `deployment` variables rules can test, from one layout estimate.
 
@@ -245,14 +248,14 @@ def zero_stage(sharding: str) -> int:
     )
 
 
-def _headroom_permille(estimate: Any) -> int:
+def _headroom_permille(estimate: ConfigEstimate) -> int:
     card_bytes = estimate.card_memory_bytes
     if card_bytes <= 0:
         return 0
     return max(0, round(1000 * (1 - estimate.memory_total_bytes / card_bytes)))
 
 
-def _needs_fabric(w: Workload, estimate: Any, gpus_per_node: int) -> bool:
+def _needs_fabric(w: Workload, estimate: ConfigEstimate, gpus_per_node: int) -> bool:
     """Training across servers needs RDMA; inference only when one replica spans servers
     (independent replicas behind a load balancer need no fabric, H27)."""
     if w.kind == "inference":
@@ -327,9 +330,7 @@ def _region_ok(reqs: Requirements, w: Workload, region: str, city: str) -> bool:
 
 def _region_requirement(b: _Builder, w: Workload) -> str:
     terms = [*(b.reqs.regions.allowed or []), *(w.regions or [])]
-    return b.require(
-        f"regions:{w.name}", f"{w.name} limited to {', '.join(terms)}", 6
-    )
+    return b.require(f"regions:{w.name}", f"{w.name} limited to {', '.join(terms)}", 6)
 
 
 def _rule_requirement(b: _Builder, rule: str, source: str, title: str) -> str:
@@ -398,7 +399,7 @@ def _cloud_options(b: _Builder, w: Workload) -> None:
         )
 
 
-def rental_hours(w: Workload, estimate: Any, horizon_months: int) -> float:
+def rental_hours(w: Workload, estimate: ConfigEstimate, horizon_months: int) -> float:
     """Training rents for the runs' duration; a service rents for every hour it is up."""
     if w.kind == "inference" or not estimate.time_to_train_s:
         return slot_hours_per_month(w.schedule) * horizon_months

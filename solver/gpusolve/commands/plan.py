@@ -18,22 +18,58 @@ OBJECTIVES = ("min-tco", "min-capex", "min-monthly", "max-throughput")
 @catalog_option
 @rules_option
 @format_option(*FORMATS)
-@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path),
-              help="Write the plan to this file (whole or not at all) instead of stdout.")
-@click.option("--objective", type=click.Choice(OBJECTIVES), default=None,
-              help="Override the requirements' objective. max-throughput needs a budget.")
-@click.option("--capex-max", type=click.FloatRange(min=0, min_open=True), default=None,
-              help="Override the capex cap (run currency).")
-@click.option("--monthly-max", type=click.FloatRange(min=0, min_open=True), default=None,
-              help="Override the monthly spend cap (run currency).")
-@click.option("--top-k", type=click.IntRange(0, 20), default=0, show_default=True,
-              help="Also show the next N distinct plans (different card or site).")
-@click.option("--why-not", "why_not", metavar="ID", default=None,
-              help="Explain, per workload, why this card/server/colo/cloud offer was not chosen.")
-@click.option("--time-limit", type=click.FloatRange(min=0.1), default=60.0, show_default=True,
-              help="Seconds the solver may spend (per solve).")
-@click.option("--workers", type=click.IntRange(1, 64), default=1, show_default=True,
-              help="CP-SAT workers; 1 is deterministic.")
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Write the plan to this file (whole or not at all) instead of stdout.",
+)
+@click.option(
+    "--objective",
+    type=click.Choice(OBJECTIVES),
+    default=None,
+    help="Override the requirements' objective. max-throughput needs a budget.",
+)
+@click.option(
+    "--capex-max",
+    type=click.FloatRange(min=0, min_open=True),
+    default=None,
+    help="Override the capex cap (run currency).",
+)
+@click.option(
+    "--monthly-max",
+    type=click.FloatRange(min=0, min_open=True),
+    default=None,
+    help="Override the monthly spend cap (run currency).",
+)
+@click.option(
+    "--top-k",
+    type=click.IntRange(0, 20),
+    default=0,
+    show_default=True,
+    help="Also show the next N distinct plans (different card or site).",
+)
+@click.option(
+    "--why-not",
+    "why_not",
+    metavar="ID",
+    default=None,
+    help="Explain, per workload, why this card/server/colo/cloud offer was not chosen.",
+)
+@click.option(
+    "--time-limit",
+    type=click.FloatRange(min=0.1),
+    default=60.0,
+    show_default=True,
+    help="Seconds the solver may spend (per solve).",
+)
+@click.option(
+    "--workers",
+    type=click.IntRange(1, 64),
+    default=1,
+    show_default=True,
+    help="CP-SAT workers; 1 is deterministic.",
+)
 @click.option("--seed", type=int, default=1, show_default=True, help="Solver random seed.")
 @click.option("--timings", is_flag=True, help="Include solve wall time in the output.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress messages on stderr.")

@@ -39,4 +39,3 @@ def schema(name: str | None, write_dir: Path | None) -> None:
     if name not in models:
         raise click.BadParameter(f"unknown schema {name!r}; choose from {', '.join(models)}")
     click.echo(render(schema_for(name, models[name])), nl=False)
-

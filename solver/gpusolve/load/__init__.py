@@ -92,4 +92,3 @@ def check_against_catalog(reqs: Requirements, doc: Document, catalog: Catalog) -
             )
     if problems:
         raise InputError(problems)
-

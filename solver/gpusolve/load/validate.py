@@ -93,10 +93,14 @@ def _describe(error: jsonschema.ValidationError) -> tuple[str, str | None, bool]
         words = " or ".join(_TYPE_WORDS.get(str(w), str(w)) for w in wanted_list)
         return f"expected {words}, got {_show(error.instance)}", None, False
     if kind == "enum":
-        options = ", ".join(repr(v) for v in error.validator_value)
+        options = ", ".join(repr(v) for v in _as_list(error.validator_value))
         return f"{_show(error.instance)} is not allowed", f"expected one of: {options}", False
     if kind == "const":
-        return f"{_show(error.instance)} is not allowed", f"expected {error.validator_value!r}", False
+        return (
+            f"{_show(error.instance)} is not allowed",
+            f"expected {error.validator_value!r}",
+            False,
+        )
     if kind in ("minimum", "exclusiveMinimum", "maximum", "exclusiveMaximum"):
         rel = {
             "minimum": "at least",
@@ -104,13 +108,25 @@ def _describe(error: jsonschema.ValidationError) -> tuple[str, str | None, bool]
             "maximum": "at most",
             "exclusiveMaximum": "less than",
         }[str(kind)]
-        return f"{_show(error.instance)} is out of range", f"expected {rel} {error.validator_value}", False
+        return (
+            f"{_show(error.instance)} is out of range",
+            f"expected {rel} {error.validator_value}",
+            False,
+        )
     if kind == "pattern":
         desc = schema.get("description")
-        return f"{_show(error.instance)} is not in the expected form", desc or f"pattern {error.validator_value}", False
+        return (
+            f"{_show(error.instance)} is not in the expected form",
+            desc or f"pattern {error.validator_value}",
+            False,
+        )
     if kind in ("minItems", "maxItems", "minLength", "maxLength"):
         return f"{_show(error.instance)}: {error.message}", None, False
     return str(error.message), None, False
+
+
+def _as_list(value: Any) -> list[Any]:
+    return list(value) if isinstance(value, list | tuple) else [value]
 
 
 def _unknown_keys(error: jsonschema.ValidationError) -> list[str]:

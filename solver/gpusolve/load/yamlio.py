@@ -185,9 +185,7 @@ class _Builder:
             "key": "use each key once; keys are plain strings",
             "finite": "give a finite number",
         }
-        raise InputError.single(
-            self.doc.name, message, line=line, column=col, hint=hints.get(kind)
-        )
+        raise InputError.single(self.doc.name, message, line=line, column=col, hint=hints.get(kind))
 
 
 def _mark(node: yaml.Node) -> tuple[int, int]:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from gpusolve.models.common import Currency, Fraction, Identifier, StrictModel
 from gpusolve.models.catalog import FabricKind
+from gpusolve.models.common import Currency, Fraction, Identifier, StrictModel
 
 
 class FleetItem(StrictModel):

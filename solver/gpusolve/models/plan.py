@@ -108,7 +108,8 @@ class Infeasibility(OutModel):
 class SolverInfo(OutModel):
     status: str
     wall_s: float | None = Field(
-        default=None, description="Solve wall time; only with --timings (keeps output reproducible)."
+        default=None,
+        description="Solve wall time; only with --timings (keeps output reproducible).",
     )
     workers: int
     seed: int

@@ -10,7 +10,6 @@ from gpusolve.models.common import (
     Currency,
     Fraction,
     Identifier,
-    NonNegativeFloat,
     PositiveFloat,
     StrictModel,
 )

@@ -116,7 +116,8 @@ def expr_range(expr: Expr) -> tuple[int, int]:
     flat = cmh.FlatIntExpr(expr)
     lo = hi = flat.offset
     for var, coef in zip(flat.vars, flat.coeffs, strict=True):
-        domain = var.proto.domain
+        # list() first: the pybind repeated field silently answers 0 to domain[-1].
+        domain = list(var.proto.domain)
         a, b = coef * domain[0], coef * domain[-1]
         lo += min(a, b)
         hi += max(a, b)

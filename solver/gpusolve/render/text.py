@@ -62,18 +62,20 @@ def plan_text(plan: Plan) -> str:
     if plan.binding:
         add("")
         add("Binding constraints")
-        for c in plan.binding:
-            add(f"  {c.name}: {c.detail}")
+        for bound in plan.binding:
+            add(f"  {bound.detail}")
     _rules_and_advice(plan, add)
     if plan.alternatives:
         add("")
         add("Next-best plans")
         for alt in plan.alternatives:
-            add(f"  #{alt.rank}: TCO {money(alt.tco, cur)} (+{money(alt.delta, cur)}): {alt.differs}")
+            delta = money(alt.delta, cur)
+            add(f"  #{alt.rank}: TCO {money(alt.tco, cur)} (+{delta}): {alt.differs}")
     _why_not(plan, add)
     add("")
     wall = f", {plan.solver.wall_s:.2f} s" if plan.solver.wall_s is not None else ""
-    add(f"Solver: CP-SAT {plan.solver.status}, {plan.solver.workers} worker(s), seed {plan.solver.seed}{wall}")
+    info = plan.solver
+    add(f"Solver: CP-SAT {info.status}, {info.workers} worker(s), seed {info.seed}{wall}")
     return "\n".join(lines) + "\n"
 
 

@@ -15,13 +15,11 @@ from pathlib import Path
 
 import click
 
-from gpusolve.commands.options import catalog_option, format_option
-from gpusolve.errors import InputError
+from gpusolve.commands.options import catalog_option, format_option, rules_option
 from gpusolve.estimate import (
     ConfigEstimate,
     Hardware,
     Layout,
-    UnknownPreset,
     evaluate,
     resolve_arch,
     search_layouts,
@@ -53,9 +51,9 @@ Memory per GPU, FLOPs, time and bottleneck for each workload (no prices).
 For every workload in REQS.yaml and every catalogue card (or --card), prints the
 memory breakdown per GPU (weights, gradients, optimizer, activations, KV cache,
 overhead, total), whether it fits with the headroom (the requirements' `headroom`,
-else 20%), the FLOPs, the time for one run, the communication share of step time,
-the checkpoint size and stall, and the bottleneck (compute, memory bandwidth or
-communication). Next to the formula it prints the documents' rules of thumb
+else the rules', 20% by default), the FLOPs, the time for one run, the communication
+share of step time, the checkpoint size and stall, and the bottleneck (compute, memory
+bandwidth or communication). Next to the formula it prints the documents' rules of thumb
 (H05: 16-24 bytes/param; H30: params_b x factor), labelled as such.
 
 \b
@@ -87,6 +85,7 @@ Examples:
     help="ZeRO stage: 0 = DDP, 1, 2, 3 (3 = ZeRO-3 / FSDP full).",
 )
 @catalog_option
+@rules_option
 @format_option("text", "json")
 @click.option(
     "-o",
@@ -102,24 +101,32 @@ def estimate(
     pp: int | None,
     zero: int | None,
     catalog_paths: tuple[Path, ...],
+    rules_paths: tuple[Path, ...],
     fmt: str,
     output: Path | None,
 ) -> None:
-    from gpusolve.load import load_catalog, load_requirements_doc
+    from gpusolve.load import check_against_catalog, load_catalog, load_requirements_doc
+    from gpusolve.rules.policy import evaluate_policies
 
     reqs, doc = load_requirements_doc(reqs_path)
     catalog = load_catalog(list(catalog_paths) or None).catalog
-    params = Params() if reqs.headroom is None else Params().with_values(headroom=reqs.headroom)
-    for i, w in enumerate(reqs.workloads):
-        try:
-            resolve_arch(w.model)
-        except UnknownPreset as exc:
-            loc = doc.locate(("workloads", i, "model", "preset")) or (None, None)
-            raise InputError.single(doc.name, str(exc), line=loc[0], column=loc[1]) from None
+    check_against_catalog(reqs, doc, catalog)
+    # The same parameters `plan` uses: defaults, then the rules, then the user's headroom.
+    policies, _ = evaluate_policies(reqs, catalog, list(rules_paths))
+    per_workload = {name: policy.params for name, policy in policies.items()}
     cards = _cards(catalog, card_ids)
     explicit = any(v is not None for v in (gpus, tp, pp, zero))
     report = build_report(
-        reqs, catalog, cards, params, explicit=explicit, gpus=gpus, tp=tp, pp=pp, zero=zero
+        reqs,
+        catalog,
+        cards,
+        Params(),
+        explicit=explicit,
+        gpus=gpus,
+        tp=tp,
+        pp=pp,
+        zero=zero,
+        per_workload=per_workload,
     )
     if fmt == "json":
         text = json.dumps(report.model_dump(mode="json"), indent=2, ensure_ascii=False) + "\n"

@@ -47,6 +47,20 @@ def load_fleet(path: Path) -> tuple[Fleet, Document]:
     return parse_model(doc, Fleet, "fleet"), doc
 
 
+def preset_problems(reqs: Requirements, doc: Document) -> list[Problem]:
+    """Model presets that gpusolve does not ship, located in the requirements file."""
+    from gpusolve.estimate import UnknownPreset, resolve_arch
+
+    problems = []
+    for i, w in enumerate(reqs.workloads):
+        try:
+            resolve_arch(w.model)
+        except UnknownPreset as exc:
+            loc = doc.locate(("workloads", i, "model", "preset")) or (None, None)
+            problems.append(Problem(doc.name, loc[0], loc[1], str(exc)))
+    return problems
+
+
 def check_against_catalog(reqs: Requirements, doc: Document, catalog: Catalog) -> None:
     """Cross-file checks: one currency per run, region names that exist, known cards."""
     problems: list[Problem] = []
@@ -78,6 +92,7 @@ def check_against_catalog(reqs: Requirements, doc: Document, catalog: Catalog) -
                 problems.append(
                     Problem(doc.name, loc[0], loc[1], f"unknown region or city {term!r}", hint)
                 )
+    problems += preset_problems(reqs, doc)
     for i, w in enumerate(reqs.workloads):
         if w.measured is not None and w.measured.card not in catalog.cards:
             loc = doc.locate(("workloads", i, "measured", "card")) or (None, None)

@@ -36,3 +36,8 @@ def write_reqs(tmp: Path, data: dict[str, Any], name: str = "reqs.yaml") -> Path
 def example(name: str) -> dict[str, Any]:
     data: dict[str, Any] = yaml.safe_load((ROOT / "examples" / name).read_text(encoding="utf-8"))
     return data
+
+
+def owned_only(servers: Path = SERVERS) -> list[str]:
+    """`--catalog` arguments for cards, the given servers and the colo offers: no cloud."""
+    return ["--catalog", str(CARDS), "--catalog", str(servers), "--catalog", str(COLO)]

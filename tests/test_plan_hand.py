@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from plan_support import CARDS, COLO, SERVERS, example, shipped, write_catalog, write_reqs
+from plan_support import example, owned_only, shipped, write_catalog, write_reqs
 
 H100 = next(c for c in shipped("cards") if c["id"] == "h100-sxm")
 
@@ -201,8 +201,7 @@ def test_shipped_shared_example_reuses_servers_without_cloud(gpusolve, tmp_path:
     # The shipped day/night example, owned hardware only: the day and night workloads on
     # the same server model need max(a, b) servers, not a + b.
     reqs = write_reqs(tmp_path, example("chat-day-lora-night.yaml"))
-    args = ["--catalog", str(CARDS), "--catalog", str(SERVERS), "--catalog", str(COLO)]
-    plan = plan_json(gpusolve, str(reqs), *args)
+    plan = plan_json(gpusolve, str(reqs), *owned_only())
     deps = {d["workload"]: d for d in plan["deployments"]}
     day, night = deps["chat-13b"], deps["lora-7b"]
     if day["server"] == night["server"] and day["site"] == night["site"]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from plan_support import CARDS, COLO, shipped, write_catalog, write_reqs
+from plan_support import owned_only, shipped, write_catalog, write_reqs
 
 
 def test_deadline_too_short_for_the_biggest_catalogue(gpusolve, tmp_path: Path) -> None:
@@ -81,18 +81,7 @@ def test_capex_cap_without_cloud(gpusolve, tmp_path: Path) -> None:
             ],
         },
     )
-    servers = write_catalog(tmp_path, "servers.yaml", servers=shipped("servers"))
-    result = gpusolve(
-        "plan",
-        "-q",
-        str(reqs),
-        "--catalog",
-        str(CARDS),
-        "--catalog",
-        str(servers),
-        "--catalog",
-        str(COLO),
-    )
+    result = gpusolve("plan", "-q", str(reqs), *owned_only())
     assert result.code == 1
     assert "capex cap of 1,000 CNY" in result.out
     assert "feasible if the capex cap is" in result.out
@@ -124,12 +113,7 @@ def test_region_without_liquid_racks_for_a_liquid_only_server(gpusolve, tmp_path
         "plan",
         "-q",
         str(reqs),
-        "--catalog",
-        str(CARDS),
-        "--catalog",
-        str(servers),
-        "--catalog",
-        str(COLO),
+        *owned_only(servers),
         "--format",
         "json",
     )

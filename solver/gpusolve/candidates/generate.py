@@ -15,7 +15,7 @@ from gpusolve.candidates.money import energy_per_server_month, slot_hours_per_mo
 from gpusolve.candidates.policy import WorkloadPolicy
 from gpusolve.estimate import ConfigEstimate, Hardware, search_layouts
 from gpusolve.estimate.search import SearchResult
-from gpusolve.models.catalog import Catalog, CloudOffer, ColoOffer, Server
+from gpusolve.models.catalog import Card, Catalog, CloudOffer, ColoOffer, Server
 from gpusolve.models.requirements import Requirements, Workload
 from gpusolve.optimize import ir
 from gpusolve.regions import Place, resolve
@@ -130,39 +130,72 @@ def build_candidates(
 # --- owned servers ---------------------------------------------------------------
 
 
-def _owned_options(b: _Builder, w: Workload) -> None:
+@dataclass(frozen=True)
+class _Sized:
+    """One candidate (server SKU or cloud offer) sized for one workload, rules applied."""
+
+    estimate: ConfigEstimate
+    deployment: dict[str, Any]
+    spans_servers: bool
+    penalty: float
+    violates: frozenset[str]
+
+
+def _size(
+    b: _Builder,
+    w: Workload,
+    card: Card,
+    kind: str,
+    subject: Server | CloudOffer,
+    hw: Hardware,
+    max_nodes: int,
+) -> _Sized | None:
+    """Rules on the card and the candidate, the layout search, then layout-level rules.
+
+    Normal mode drops a candidate at the first failed rule (with the reason); explain mode
+    keeps it, tagged with the requirements it breaks.
+    """
     policy = b.policies[w.name]
-    params = policy.params
+    context = {"workload": w}
+    hits = policy.failed("card", card, context) + policy.failed(kind, subject, context)
+    if hits and not b.explain:
+        b.reject(w.name, subject.id, [h.sentence() for h in hits])
+        return None
+    result = search_layouts(w, hw, policy.params, max_nodes=max_nodes)
+    chosen = _pick(b, w, subject.id, result)
+    if chosen is None:
+        return None
+    estimate, deadline_tag = chosen
+    mode = "owned" if kind == "server" else "cloud"
+    spans = _needs_fabric(w, estimate, hw.gpus_per_node)
+    deployment = layout_facts(estimate, w.schedule, mode, hw.gpus_per_node, spans)
+    dep_context = {"workload": w, "card": card, kind: subject}
+    dep_hits = policy.failed("deployment", deployment, dep_context)
+    if dep_hits and not b.explain:
+        b.reject(w.name, subject.id, [h.sentence() for h in dep_hits])
+        return None
+    tags = {_rule_requirement(b, h.rule, h.source, h.title) for h in [*hits, *dep_hits]}
+    if deadline_tag:
+        tags.add(deadline_tag)
+    penalty = policy.penalty("deployment", deployment, dep_context).money + sum(
+        policy.penalty(k, item, context).money for k, item in (("card", card), (kind, subject))
+    )
+    return _Sized(estimate, deployment, spans, penalty, frozenset(tags))
+
+
+def _owned_options(b: _Builder, w: Workload) -> None:
+    params = b.policies[w.name].params
     max_nodes = params.max_nodes if params.allow_multi_node else 1
     for server in b.catalog.servers.values():
         card = b.catalog.cards[server.card]
-        context = {"workload": w}
-        hits = policy.failed("card", card, context) + policy.failed("server", server, context)
-        if hits and not b.explain:
-            b.reject(w.name, server.id, [h.sentence() for h in hits])
+        hw = Hardware.from_server(server, card)
+        sized = _size(b, w, card, "server", server, hw, max_nodes)
+        if sized is None:
             continue
-        rule_tags = {_rule_requirement(b, h.rule, h.source, h.title) for h in hits}
-        result = search_layouts(w, Hardware.from_server(server, card), params, max_nodes=max_nodes)
-        chosen = _pick(b, w, server.id, result)
-        if chosen is None:
-            continue
-        estimate, deadline_tag = chosen
-        spans = _needs_fabric(w, estimate, server.gpus)
-        deployment = layout_facts(estimate, w.schedule, "owned", server.gpus, spans)
-        dep_context = {"workload": w, "card": card, "server": server}
-        dep_hits = policy.failed("deployment", deployment, dep_context)
-        if dep_hits and not b.explain:
-            b.reject(w.name, server.id, [h.sentence() for h in dep_hits])
-            continue
-        rule_tags |= {_rule_requirement(b, h.rule, h.source, h.title) for h in dep_hits}
-        penalty = policy.penalty("deployment", deployment, dep_context).money + sum(
-            policy.penalty(kind, subject, context).money
-            for kind, subject in (("card", card), ("server", server))
-        )
-        placements = _placements(b, w, server, spans, deployment)
+        placements = _placements(b, w, server, sized.spans_servers, sized.deployment)
         if not placements:
             continue
-        violates = frozenset(rule_tags | ({deadline_tag} if deadline_tag else set()))
+        estimate = sized.estimate
         key = f"{w.name}|{server.id}|{estimate.nodes}n"
         b.owned.append(
             ir.OwnedOption(
@@ -174,8 +207,8 @@ def _owned_options(b: _Builder, w: Workload) -> None:
                 placements=tuple(placements),
                 throughput=max(0, round(estimate.tokens_per_s)),
                 headroom_permille=_headroom_permille(estimate),
-                penalty=to_money(penalty),
-                violates=violates,
+                penalty=to_money(sized.penalty),
+                violates=sized.violates,
             )
         )
         b.meta[key] = OptionMeta(
@@ -341,44 +374,22 @@ def _rule_requirement(b: _Builder, rule: str, source: str, title: str) -> str:
 
 
 def _cloud_options(b: _Builder, w: Workload) -> None:
-    policy = b.policies[w.name]
-    params = policy.params
+    params = b.policies[w.name].params
     for offer in b.catalog.cloud_offers.values():
         card = b.catalog.cards[offer.card]
-        context = {"workload": w}
-        hits = policy.failed("card", card, context) + policy.failed("cloud", offer, context)
-        if hits and not b.explain:
-            b.reject(w.name, offer.id, [h.sentence() for h in hits])
-            continue
-        tags = {_rule_requirement(b, h.rule, h.source, h.title) for h in hits}
         multi = offer.fabric in MULTI_NODE_FABRICS and params.allow_multi_node
         max_nodes = min(offer.max_instances, params.max_nodes) if multi else 1
-        hw = Hardware.from_cloud(offer, card)
-        chosen = _pick(b, w, offer.id, search_layouts(w, hw, params, max_nodes=max_nodes))
-        if chosen is None:
+        sized = _size(b, w, card, "cloud", offer, Hardware.from_cloud(offer, card), max_nodes)
+        if sized is None:
             continue
-        estimate, deadline_tag = chosen
-        spans = _needs_fabric(w, estimate, offer.gpus_per_instance)
-        deployment = layout_facts(estimate, w.schedule, "cloud", offer.gpus_per_instance, spans)
-        dep_context = {"workload": w, "card": card, "cloud": offer}
-        dep_hits = policy.failed("deployment", deployment, dep_context)
-        if dep_hits and not b.explain:
-            b.reject(w.name, offer.id, [h.sentence() for h in dep_hits])
-            continue
-        tags |= {_rule_requirement(b, h.rule, h.source, h.title) for h in dep_hits}
+        tags = set(sized.violates)
         if not _region_ok(b.reqs, w, offer.region, ""):
             if not b.explain:
                 b.reject(w.name, offer.id, [f"region {offer.region} is not allowed for {w.name}"])
                 continue
             tags.add(_region_requirement(b, w))
-        if deadline_tag:
-            tags.add(deadline_tag)
+        estimate = sized.estimate
         hours = rental_hours(w, estimate, b.reqs.horizon_months)
-        cost = to_money(estimate.nodes * offer.price_per_hour * hours)
-        penalty = policy.penalty("deployment", deployment, dep_context).money + sum(
-            policy.penalty(kind, subject, context).money
-            for kind, subject in (("card", card), ("cloud", offer))
-        )
         key = f"{w.name}|cloud:{offer.id}|{estimate.nodes}i"
         b.cloud.append(
             ir.CloudOption(
@@ -387,10 +398,10 @@ def _cloud_options(b: _Builder, w: Workload) -> None:
                 offer=offer.id,
                 region=offer.region,
                 instances=estimate.nodes,
-                cost_total=cost,
+                cost_total=to_money(estimate.nodes * offer.price_per_hour * hours),
                 throughput=max(0, round(estimate.tokens_per_s)),
                 headroom_permille=_headroom_permille(estimate),
-                penalty=to_money(penalty),
+                penalty=to_money(sized.penalty),
                 violates=frozenset(tags),
             )
         )

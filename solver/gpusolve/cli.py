@@ -24,6 +24,11 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
         "estimate",
         "Memory, FLOPs, time and bottleneck per workload (no prices).",
     ),
+    "colo": (
+        "gpusolve.commands.colo",
+        "colo",
+        "Rank colocation offers for a fleet of servers: racks, cost, why not.",
+    ),
     "catalog": ("gpusolve.commands.catalog", "catalog", "Validate, list and show the catalogue."),
     "rules": ("gpusolve.commands.rules", "rules", "List, show, check and explain sizing rules."),
     "schema": ("gpusolve.commands.schema", "schema", "Print or write the JSON Schemas."),

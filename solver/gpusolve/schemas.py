@@ -21,6 +21,7 @@ REGISTRY: dict[str, tuple[str, str, str]] = {
     "fleet": ("gpusolve.models.fleet", "Fleet", "gpusolve fleet (colocation comparison)"),
     "plan": ("gpusolve.models.plan", "Plan", "gpusolve plan output"),
     "estimate": ("gpusolve.models.estimate", "EstimateReport", "gpusolve estimate output"),
+    "colo": ("gpusolve.models.colo", "ColoReport", "gpusolve colo output"),
 }
 
 SCHEMA_BASE_URI = "https://gpusolve.invalid/schemas/"

@@ -22,6 +22,7 @@ __all__ = [
     "Document",
     "LoadedCatalog",
     "check_against_catalog",
+    "check_fleet",
     "data_dir",
     "expand_paths",
     "load_catalog",
@@ -59,6 +60,38 @@ def preset_problems(reqs: Requirements, doc: Document) -> list[Problem]:
             loc = doc.locate(("workloads", i, "model", "preset")) or (None, None)
             problems.append(Problem(doc.name, loc[0], loc[1], str(exc)))
     return problems
+
+
+def check_fleet(fleet: Fleet, doc: Document, catalog: Catalog) -> None:
+    """Every fleet line names a server in the catalogue; one currency per run."""
+    problems = []
+    for i, item in enumerate(fleet.servers):
+        if item.server not in catalog.servers:
+            loc = doc.locate(("servers", i, "server")) or (None, None)
+            close = suggestions_for(item.server, list(catalog.servers))
+            problems.append(
+                Problem(doc.name, loc[0], loc[1], f"unknown server {item.server!r}", close)
+            )
+    if fleet.currency != catalog.currency:
+        loc = doc.locate(("currency",)) or (None, None)
+        problems.append(
+            Problem(
+                doc.name,
+                loc[0],
+                loc[1],
+                f"currency {fleet.currency} differs from the catalogue's {catalog.currency}",
+                "use one currency per run",
+            )
+        )
+    if problems:
+        raise InputError(problems)
+
+
+def suggestions_for(word: str, known: list[str]) -> str:
+    import difflib
+
+    close = difflib.get_close_matches(word, known, n=3)
+    return f"did you mean {', '.join(close)}?" if close else "see `gpusolve catalog list`"
 
 
 def check_against_catalog(reqs: Requirements, doc: Document, catalog: Catalog) -> None:

@@ -1,0 +1,175 @@
+"""Compare colocation offers for a fleet of owned servers: can each host it, how many
+racks, what it costs per month and over the horizon, and why not.
+
+The packing of each offer is solved exactly with the planner's own optimiser (one site,
+one fixed option per fleet line), so racks and fills match what `plan` would produce.
+"""
+
+from __future__ import annotations
+
+from gpusolve.candidates.money import energy_per_server_month, to_money
+from gpusolve.models.catalog import Catalog, ColoOffer, Server
+from gpusolve.models.colo import ColoReport, ColoRow
+from gpusolve.models.fleet import Fleet
+from gpusolve.optimize import ir
+from gpusolve.regions import resolve
+
+RDMA = frozenset({"infiniband", "roce"})
+
+
+def compare_offers(fleet: Fleet, catalog: Catalog, config: ir.SolveConfig) -> ColoReport:
+    servers = {item.server: catalog.servers[item.server] for item in fleet.servers}
+    counts: dict[str, int] = {}
+    for item in fleet.servers:
+        counts[item.server] = counts.get(item.server, 0) + item.count
+    power_kw = sum(servers[s].power_kw * n for s, n in counts.items())
+    rows = [_row(fleet, catalog, servers, offer, config) for offer in catalog.colo_offers.values()]
+    rows.sort(key=lambda r: (not r.feasible, r.tco if r.tco is not None else 0.0, r.offer))
+    return ColoReport(
+        currency=fleet.currency,
+        horizon_months=fleet.horizon_months,
+        fleet=counts,
+        fleet_power_kw=round(power_kw, 2),
+        offers=rows,
+    )
+
+
+def _reasons(fleet: Fleet, servers: dict[str, Server], offer: ColoOffer) -> list[str]:
+    """Hard reasons this offer cannot host the fleet at all."""
+    out = []
+    for item in fleet.servers:
+        s = servers[item.server]
+        if offer.cooling not in s.cooling:
+            out.append(f"{s.id} needs {' or '.join(s.cooling)} racks; these are {offer.cooling}")
+        if s.power_kw > offer.rack_kw:
+            out.append(f"one {s.id} draws {s.power_kw:g} kW; a rack gives {offer.rack_kw:g} kW")
+        if s.rack_units > offer.rack_units:
+            out.append(f"{s.id} is {s.rack_units}U; racks are {offer.rack_units}U")
+        if item.multi_node and offer.fabric not in RDMA:
+            out.append(f"{s.id} x{item.count} run as one job and need InfiniBand or RoCE")
+    if fleet.fabric is not None and fleet.fabric != "none" and offer.fabric != fleet.fabric:
+        out.append(f"the fleet needs a {fleet.fabric} fabric; the site has {offer.fabric}")
+    if fleet.need_ops_24h and not offer.ops_24h:
+        out.append("no 24-hour on-site operations (H37)")
+    if fleet.need_dual_power and not offer.dual_power:
+        out.append("no dual power feed (H22)")
+    if fleet.regions:
+        places = [resolve(t, frozenset({offer.region})) for t in fleet.regions]
+        if not any(p is not None and p.matches(offer.region, offer.city) for p in places):
+            out.append(f"{offer.city} ({offer.region}) is outside {', '.join(fleet.regions)}")
+    return list(dict.fromkeys(out))
+
+
+def _notes(offer: ColoOffer) -> list[str]:
+    notes = []
+    if "IDC" not in offer.licences:
+        notes.append("no IDC licence: risk of forced shutdown (H19)")
+    if not offer.ops_24h:
+        notes.append("no 24-hour on-site operations (H37)")
+    if not offer.dual_power:
+        notes.append("single power feed")
+    if not offer.bgp:
+        notes.append("no BGP multi-line (H36)")
+    return notes
+
+
+def _instance(
+    fleet: Fleet, servers: dict[str, Server], offer: ColoOffer
+) -> tuple[ir.Instance, int, int]:
+    energy = {
+        s.id: energy_per_server_month(
+            s.power_kw,
+            fleet.utilisation,
+            offer.pue,
+            offer.power_price_per_kwh,
+            offer.power_included,
+        )
+        for s in servers.values()
+    }
+    bandwidth = to_money(fleet.bandwidth_mbps * offer.bandwidth_price_per_mbps_month)
+    site = ir.Site(
+        id=offer.id,
+        region=offer.region,
+        cooling=offer.cooling,
+        rack_w=round(offer.rack_kw * 1000),
+        rack_units=offer.rack_units,
+        racks_available=offer.racks_available,
+        rack_rent_month=to_money(offer.rack_price_per_month),
+        bandwidth_month=bandwidth,
+        energy_month=energy,
+    )
+    skus = {
+        s.id: ir.Sku(s.id, 0, round(s.power_kw * 1000), s.rack_units, frozenset(s.cooling))
+        for s in servers.values()
+    }
+    owned = tuple(
+        ir.OwnedOption(
+            key=f"line{i}",
+            workload=f"line{i}",
+            sku=item.server,
+            servers=item.count,
+            slot="always",
+            placements=(ir.Placement(offer.id),),
+        )
+        for i, item in enumerate(fleet.servers)
+    )
+    instance = ir.Instance(
+        workloads=tuple(o.workload for o in owned),
+        skus=skus,
+        sites={offer.id: site},
+        owned=owned,
+        cloud=(),
+        horizon_months=fleet.horizon_months,
+    )
+    energy_month = sum(energy[item.server] * item.count for item in fleet.servers)
+    return instance, energy_month, bandwidth
+
+
+def _row(
+    fleet: Fleet,
+    catalog: Catalog,
+    servers: dict[str, Server],
+    offer: ColoOffer,
+    config: ir.SolveConfig,
+) -> ColoRow:
+    from gpusolve.optimize.solve import solve
+
+    base = ColoRow(
+        offer=offer.id,
+        provider=offer.provider,
+        region=offer.region,
+        city=offer.city,
+        cooling=offer.cooling,
+        rack_kw=offer.rack_kw,
+        feasible=False,
+        notes=_notes(offer),
+        racks_available=offer.racks_available,
+        pue=offer.pue,
+        power_price_per_kwh=offer.power_price_per_kwh,
+        latency_ms_to_shanghai=offer.latency_ms_to_shanghai,
+    )
+    reasons = _reasons(fleet, servers, offer)
+    if reasons:
+        return base.model_copy(update={"reasons": reasons})
+    instance, energy_month, bandwidth_month = _instance(fleet, servers, offer)
+    solution = solve(instance, config)
+    if solution.costs is None or solution.status not in ("optimal", "feasible"):
+        return base.model_copy(
+            update={"reasons": [f"needs more than the {offer.racks_available} racks available"]}
+        )
+    racks = sum(n for (_, _), n in solution.racks.items())
+    fill = [dict(p) for (_, p), n in sorted(solution.racks.items()) for _ in range(n)]
+    rent = racks * offer.rack_price_per_month
+    monthly = rent + energy_month + bandwidth_month
+    return base.model_copy(
+        update={
+            "feasible": True,
+            "racks": racks,
+            "fill": fill,
+            "rack_rent_month": round(rent, 2),
+            "energy_month": float(energy_month),
+            "bandwidth_month": float(bandwidth_month),
+            "monthly": round(monthly, 2),
+            "tco": round(monthly * fleet.horizon_months, 2),
+        }
+    )

@@ -1,0 +1,69 @@
+"""`gpusolve colo`: compare colocation offers for a fleet of servers you own or will buy."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+
+from gpusolve.commands.options import catalog_option, format_option
+
+
+@click.command("colo")
+@click.argument("fleet_path", metavar="FLEET.yaml", type=click.Path(path_type=Path))
+@catalog_option
+@format_option("text", "json", "markdown")
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Write to this file (whole or not at all) instead of stdout.",
+)
+@click.option(
+    "--top",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Show only the N best offers (all infeasible ones are still counted).",
+)
+def colo(
+    fleet_path: Path,
+    catalog_paths: tuple[Path, ...],
+    fmt: str,
+    output: Path | None,
+    top: int | None,
+) -> None:
+    """Rank the catalogue's colocation offers for the servers in FLEET.yaml.
+
+    \b
+    For every offer: whether it can host the fleet (rack power per server, rack units,
+    cooling, fabric for multi-node jobs, 24-hour operations, dual power, regions, racks
+    available), how many racks it takes and how the servers fill them (packed exactly),
+    the monthly bill (rack rent + energy at kW x utilisation x PUE x hours x price +
+    bandwidth) and the total over the horizon. Offers that cannot host it say why.
+    Soft concerns (no IDC licence H19, no 24-hour operations H37, no BGP H36) are noted.
+
+    \b
+    Example:
+      gpusolve colo examples/fleets/h100-training-cluster.yaml --top 5
+    """
+    from gpusolve.atomic import write_text_atomic
+    from gpusolve.colo import compare_offers
+    from gpusolve.load import check_fleet, load_catalog, load_fleet
+    from gpusolve.optimize.ir import SolveConfig
+    from gpusolve.render.colo import colo_markdown, colo_text
+
+    fleet, doc = load_fleet(fleet_path)
+    catalog = load_catalog(list(catalog_paths) or None).catalog
+    check_fleet(fleet, doc, catalog)
+    report = compare_offers(fleet, catalog, SolveConfig(time_limit_s=10, workers=1))
+    if fmt == "json":
+        text = json.dumps(report.model_dump(mode="json"), indent=2, ensure_ascii=False) + "\n"
+    elif fmt == "markdown":
+        text = colo_markdown(report, top)
+    else:
+        text = colo_text(report, top)
+    if output is not None:
+        write_text_atomic(output, text)
+    else:
+        click.echo(text, nl=False)

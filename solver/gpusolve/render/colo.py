@@ -1,0 +1,64 @@
+"""The colocation comparison as text and Markdown."""
+
+from __future__ import annotations
+
+from gpusolve.models.colo import ColoReport, ColoRow
+
+
+def _fleet(report: ColoReport) -> str:
+    servers = ", ".join(f"{n} x {s}" for s, n in report.fleet.items())
+    return f"{servers} ({report.fleet_power_kw:g} kW peak)"
+
+
+def _shown(report: ColoReport, top: int | None) -> list[ColoRow]:
+    feasible = [r for r in report.offers if r.feasible]
+    return feasible[:top] if top else feasible
+
+
+def colo_text(report: ColoReport, top: int | None = None) -> str:
+    cur = report.currency
+    lines = [f"Colocation offers for {_fleet(report)}, over {report.horizon_months} months", ""]
+    for i, r in enumerate(_shown(report, top), 1):
+        lines.append(
+            f"{i:>2}. {r.offer} ({r.city}, {r.region}, {r.cooling} {r.rack_kw:g} kW): "
+            f"{r.racks} rack(s), {r.monthly:,.0f} {cur}/month, {r.tco:,.0f} {cur} in total"
+        )
+        lines.append(
+            f"      rent {r.rack_rent_month:,.0f} + energy {r.energy_month:,.0f} "
+            f"(PUE {r.pue:g}, {r.power_price_per_kwh:g}/kWh) + bandwidth {r.bandwidth_month:,.0f}"
+        )
+        for fill in r.fill[:3]:
+            lines.append("      rack: " + ", ".join(f"{n} x {k}" for k, n in fill.items()))
+        if len(r.fill) > 3:
+            lines.append(f"      ... {len(r.fill) - 3} more racks")
+        for note in r.notes:
+            lines.append(f"      note: {note}")
+    refused = [r for r in report.offers if not r.feasible]
+    if refused:
+        lines += ["", f"Cannot host this fleet ({len(refused)}):"]
+        for r in refused:
+            lines.append(f"  {r.offer} ({r.city}, {r.cooling} {r.rack_kw:g} kW): {r.reasons[0]}")
+    return "\n".join(lines) + "\n"
+
+
+def colo_markdown(report: ColoReport, top: int | None = None) -> str:
+    cur = report.currency
+    out = [
+        "# Colocation comparison",
+        "",
+        f"Fleet: {_fleet(report)}; horizon {report.horizon_months} months.",
+        "",
+        f"| rank | offer | city | cooling | rack kW | racks | {cur}/month | {cur} total | notes |",
+        "|---:|---|---|---|---:|---:|---:|---:|---|",
+    ]
+    for i, r in enumerate(_shown(report, top), 1):
+        out.append(
+            f"| {i} | {r.offer} | {r.city} ({r.region}) | {r.cooling} | {r.rack_kw:g} | "
+            f"{r.racks} | {r.monthly:,.0f} | {r.tco:,.0f} | {'; '.join(r.notes) or '-'} |"
+        )
+    refused = [r for r in report.offers if not r.feasible]
+    if refused:
+        out += ["", "## Offers that cannot host it", ""]
+        out += [f"- **{r.offer}**: {'; '.join(r.reasons)}" for r in refused]
+    out += ["", "_Prices marked illustrative in the catalogue are not quotes._"]
+    return "\n".join(out) + "\n"

@@ -19,6 +19,11 @@ from gpusolve.errors import InputError
 # name -> (module, attribute, one-line help shown by `gpusolve --help`)
 COMMANDS: dict[str, tuple[str, str, str]] = {
     "plan": ("gpusolve.commands.plan", "plan", "Cheapest plan that meets every workload."),
+    "frontier": (
+        "gpusolve.commands.frontier",
+        "frontier",
+        "Cost <-> time-to-train frontier: what finishing sooner costs.",
+    ),
     "estimate": (
         "gpusolve.commands.estimate",
         "estimate",

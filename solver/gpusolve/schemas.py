@@ -22,6 +22,7 @@ REGISTRY: dict[str, tuple[str, str, str]] = {
     "plan": ("gpusolve.models.plan", "Plan", "gpusolve plan output"),
     "estimate": ("gpusolve.models.estimate", "EstimateReport", "gpusolve estimate output"),
     "colo": ("gpusolve.models.colo", "ColoReport", "gpusolve colo output"),
+    "frontier": ("gpusolve.models.frontier", "Frontier", "gpusolve frontier output"),
 }
 
 SCHEMA_BASE_URI = "https://gpusolve.invalid/schemas/"

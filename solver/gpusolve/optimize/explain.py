@@ -27,6 +27,7 @@ from ortools.sat.python import cp_model
 
 from gpusolve.optimize.ir import Instance, Requirement, SolveConfig
 from gpusolve.optimize.model import BuildOptions, Built, Expr, build
+from gpusolve.optimize.prune import usable_owned
 
 _CHECK_LIMIT_S = 10.0  # per feasibility check inside the deletion loop
 
@@ -150,6 +151,12 @@ def min_correction_set(built: Built, config: SolveConfig) -> list[str]:
     return [n for n, lit in zip(names, lits, strict=True) if not solver.boolean_value(lit)]
 
 
+def _placeable_sites(instance: Instance) -> set[str]:
+    """Sites some option could use if every requirement were relaxed."""
+    owned = usable_owned(instance, "explain", frozenset(), prune=False)
+    return {p.site for o in owned for p in o.placements}
+
+
 def relaxation(
     instance: Instance, requirement: str, config: SolveConfig | None = None
 ) -> Relaxation | None:
@@ -164,13 +171,12 @@ def relaxation(
         current, target = instance.capex_max, built.capex
     elif requirement == "monthly" and instance.monthly_max is not None:
         current, target = instance.monthly_max, built.opex
-    elif requirement.startswith("racks:") and requirement[6:] in instance.sites:
+    elif requirement.startswith("racks:") and requirement[6:] in _placeable_sites(instance):
         site = requirement[6:]
         current = instance.sites[site].racks_available
         pack = built.packing.get(site)
-        if pack is None:
-            return None
-        target = pack.total
+        # No placement can use the site once the others are enforced: zero racks there.
+        target = pack.total if pack is not None else cp_model.LinearExpr.weighted_sum([], [])
     else:
         return None
     model = built.model.clone()

@@ -20,11 +20,13 @@ Modelling choices and why (measurements in cpsat-notes §1.3, §4.5):
   and placements that violate a requirement are not even created and the requirement's
   own constraints are hard; in explain mode everything is created and the literals are
   left free, so assumptions over them name the requirements that conflict.
-* Dominated options are dropped before building (same workload and SKU, a subset of the
-  slots, no more servers, no more penalty, no extra violations, at least the placements,
-  throughput and headroom): a dominated option can be swapped for its dominator in any
-  plan without raising any cost or breaking any requirement, so the optimum, the
-  feasibility verdict and the explanation are unchanged while the model shrinks.
+* Dominated options, unusable placements and (in normal mode) options that violate a
+  requirement never reach the model (`prune.py`); sites no remaining option can use get
+  no variables at all, and each site's patterns only cover the SKUs placeable there.
+* Bounds are tight: servers by the largest demand the options can put on a (SKU, site),
+  racks per pattern by what that pattern alone needs for that demand, racks per site by
+  availability (or, where availability is relaxed, by homogeneous racks for the demand).
+* All coefficients are integers (money in whole units, W, U), so objectives are exact.
 """
 
 from __future__ import annotations
@@ -47,8 +49,10 @@ from gpusolve.optimize.ir import (
     Site,
 )
 from gpusolve.optimize.patterns import (
+    Shape,
     SitePatterns,
     TooManyPatterns,
+    first_fit_decreasing,
     max_count,
     shape_classes,
     site_patterns,
@@ -107,14 +111,9 @@ class SitePacking:
     site: Site
     patterns: SitePatterns  # shapes and members always; fills empty in bin mode
     pattern_racks: tuple[Var, ...]  # racks per fill (pattern mode)
-    pattern_ub: tuple[int, ...]  # their upper bounds
     bins: tuple[RackBin, ...]  # per-rack fallback (bin mode)
     total: Expr  # racks rented at this site
     total_ub: int
-
-    @property
-    def mode(self) -> str:
-        return "bins" if self.bins else "patterns"
 
 
 @dataclass
@@ -128,12 +127,11 @@ class Built:
     owned: list[OwnedVar]
     cloud: list[CloudVar]
     servers: dict[tuple[str, str], Var]  # (sku, site)
-    servers_ub: dict[tuple[str, str], int]
     packing: dict[str, SitePacking]
     used: dict[str, Var]
     literals: dict[str, Var]  # explain mode: requirement name -> req literal
     requirements: dict[str, Requirement]  # every requirement the model knows, by name
-    unplaceable: tuple[str, ...]  # workloads with no option at all, whatever is relaxed
+    unplaceable: tuple[str, ...]  # workloads with no choice (explain mode: whatever is relaxed)
     capex: Expr
     rent: Expr
     energy: Expr
@@ -145,7 +143,6 @@ class Built:
     racks_total: Expr
     servers_total: Expr
     rank: Expr
-    bounds: dict[str, int]  # upper bounds of the tie-break criteria, for folding
     stats: dict[str, int] = field(default_factory=dict)
 
     @property
@@ -201,6 +198,31 @@ def instance_errors(instance: Instance) -> list[str]:
     for cloud in instance.cloud:
         if cloud.workload not in workloads:
             errors.append(f"cloud option {cloud.key}: unknown workload {cloud.workload}")
+    errors += _negative_numbers(instance)
+    return errors
+
+
+def _negative_numbers(instance: Instance) -> list[str]:
+    """Prices, penalties, throughputs and headrooms are non-negative: the bounds, the
+    fewest-racks argument and dominance all rely on costs never falling as more is used."""
+    errors: list[str] = []
+    for site in instance.sites.values():
+        numbers = [site.rack_w, site.rack_units, site.racks_available, site.rack_rent_month]
+        numbers += [site.bandwidth_month, *site.energy_month.values()]
+        if min(numbers) < 0:
+            errors.append(f"site {site.id}: negative capacity or price")
+    options: list[OwnedOption | CloudOption] = [*instance.owned, *instance.cloud]
+    for option in options:
+        numbers = [option.penalty, option.throughput, option.headroom_permille]
+        if isinstance(option, OwnedOption):
+            numbers += [p.penalty for p in option.placements]
+        else:
+            numbers.append(option.cost_total)
+        if min(numbers) < 0:
+            errors.append(f"option {option.key}: negative price, penalty or figure")
+    for cap in (instance.capex_max, instance.monthly_max):
+        if cap is not None and cap < 0:
+            errors.append("budget caps must be >= 0")
     return errors
 
 
@@ -314,7 +336,6 @@ def build(instance: Instance, options: BuildOptions | None = None) -> Built:
     servers_total = _wsum([(1, v) for v in servers.values()])
     rank = _rank_expr(owned, cloud, packing)
 
-    bounds = _tiebreak_bounds(instance, owned, cloud, servers_ub, packing)
     built = Built(
         model=b.model,
         instance=instance,
@@ -323,7 +344,6 @@ def build(instance: Instance, options: BuildOptions | None = None) -> Built:
         owned=owned,
         cloud=cloud,
         servers=servers,
-        servers_ub=servers_ub,
         packing=packing,
         used=used,
         literals=b.literals,
@@ -340,7 +360,6 @@ def build(instance: Instance, options: BuildOptions | None = None) -> Built:
         racks_total=racks_total,
         servers_total=servers_total,
         rank=rank,
-        bounds=bounds,
     )
     built.stats = {
         "owned_options_in": len(instance.owned),
@@ -502,13 +521,14 @@ def _packing(
 
 
 def _racks_bound(b: _Builder, site: Site, pats: SitePatterns, demand_ub: dict[str, int]) -> int:
-    """Racks a site can need: homogeneous racks per shape always suffice, and when the
-    availability requirement is hard, no more than are available."""
-    need = 0
+    """Racks a site can need: the first-fit-decreasing packing of the largest demand the
+    options can put on it (the fewest racks never grow when servers are removed, so this
+    bounds every plan), and, when the availability requirement is hard, no more than are
+    available. Far tighter than one homogeneous rack group per shape."""
+    items: list[Shape] = []
     for shape, members in zip(pats.shapes, pats.members, strict=True):
-        per_rack = max_count(shape, site.rack_w, site.rack_units)
-        demand = sum(demand_ub.get(k, 0) for k in members)
-        need += math.ceil(demand / per_rack)
+        items += [shape] * sum(demand_ub.get(k, 0) for k in members)
+    need = first_fit_decreasing(items, site.rack_w, site.rack_units)
     if b.mode == "normal" and b.enforced(f"racks:{site.id}"):
         need = min(need, site.racks_available)
     return need
@@ -536,20 +556,18 @@ def _pattern_packing(
     total_ub = _racks_bound(b, site, pats, demand_ub)
     shape_ub = [sum(demand_ub.get(k, 0) for k in m) for m in pats.members]
     racks: list[Var] = []
-    ubs: list[int] = []
     for i, fill in enumerate(pats.fills):
         # More racks of one fill than it takes to hold the largest demand of every shape
         # in it alone are never needed (they add rent and hold nothing new).
         alone = max(math.ceil(shape_ub[h] / c) for h, c in enumerate(fill) if c)
-        ubs.append(min(total_ub, alone))
-        racks.append(b.model.new_int_var(0, ubs[-1], f"r[{site.id}#{i}]"))
+        racks.append(b.model.new_int_var(0, min(total_ub, alone), f"r[{site.id}#{i}]"))
     slots = [
         _wsum([(fill[h], r) for fill, r in zip(pats.fills, racks, strict=True)])
         for h in range(len(pats.shapes))
     ]
     _coverage(b, pats, servers, slots)
     total = _wsum([(1, r) for r in racks])
-    return SitePacking(site, pats, tuple(racks), tuple(ubs), (), total, total_ub)
+    return SitePacking(site, pats, tuple(racks), (), total, total_ub)
 
 
 def _bin_packing(
@@ -563,15 +581,16 @@ def _bin_packing(
     and U. Symmetry breaking: open racks come first and carry non-increasing power, so
     permuting racks cannot produce a new solution except among equal loads."""
     total_ub = _racks_bound(b, site, pats, demand_ub)
+    caps = [
+        min(max_count(shape, site.rack_w, site.rack_units), sum(demand_ub.get(k, 0) for k in m))
+        for shape, m in zip(pats.shapes, pats.members, strict=True)
+    ]
     bins: list[RackBin] = []
     loads: list[Expr] = []
     for j in range(total_ub):
         open_ = b.model.new_bool_var(f"open[{site.id}#{j}]")
         counts = tuple(
-            b.model.new_int_var(
-                0, max_count(shape, site.rack_w, site.rack_units), f"z[{site.id}#{j},{h}]"
-            )
-            for h, shape in enumerate(pats.shapes)
+            b.model.new_int_var(0, cap, f"z[{site.id}#{j},{h}]") for h, cap in enumerate(caps)
         )
         power = _wsum([(s.power_w, c) for s, c in zip(pats.shapes, counts, strict=True)])
         units = _wsum([(s.rack_units, c) for s, c in zip(pats.shapes, counts, strict=True)])
@@ -585,7 +604,7 @@ def _bin_packing(
     slots = [_wsum([(1, rack.counts[h]) for rack in bins]) for h in range(len(pats.shapes))]
     _coverage(b, pats, servers, slots)
     total = _wsum([(1, rack.open) for rack in bins])
-    return SitePacking(site, pats, (), (), tuple(bins), total, total_ub)
+    return SitePacking(site, pats, (), tuple(bins), total, total_ub)
 
 
 def _budgets(b: _Builder, capex: Expr, opex: Expr) -> None:
@@ -606,29 +625,3 @@ def _rank_expr(
     for pack in packing.values():
         terms += [(i, r) for i, r in enumerate(pack.pattern_racks)]
     return _wsum(terms)
-
-
-def _tiebreak_bounds(
-    instance: Instance,
-    owned: Sequence[OwnedVar],
-    cloud: Sequence[CloudVar],
-    servers_ub: dict[tuple[str, str], int],
-    packing: dict[str, SitePacking],
-) -> dict[str, int]:
-    headroom: dict[str, int] = defaultdict(int)
-    rank: dict[str, int] = defaultdict(int)
-    for o in owned:
-        w = o.option.workload
-        headroom[w] = max(headroom[w], o.option.headroom_permille)
-        rank[w] = max(rank[w], o.rank)
-    for c in cloud:
-        w = c.option.workload
-        headroom[w] = max(headroom[w], c.option.headroom_permille)
-        rank[w] = max(rank[w], c.rank)
-    pattern_rank = sum(sum(i * ub for i, ub in enumerate(p.pattern_ub)) for p in packing.values())
-    return {
-        "racks": sum(p.total_ub for p in packing.values()),
-        "headroom": sum(headroom.values()),
-        "servers": sum(servers_ub.values()),
-        "rank": sum(rank.values()) + pattern_rank,
-    }

@@ -184,6 +184,20 @@ def site_patterns(
     return SitePatterns(site.id, shapes, members, tuple(fills))
 
 
+def first_fit_decreasing(items: Sequence[Shape], rack_w: int, rack_units: int) -> int:
+    """Racks used by first-fit decreasing: a cheap, valid upper bound on the fewest racks
+    for these servers (and for any subset of them)."""
+    loads: list[tuple[int, int]] = []
+    for item in sorted(items, reverse=True):
+        for i, (power, units) in enumerate(loads):
+            if power + item.power_w <= rack_w and units + item.rack_units <= rack_units:
+                loads[i] = (power + item.power_w, units + item.rack_units)
+                break
+        else:
+            loads.append((item.power_w, item.rack_units))
+    return len(loads)
+
+
 def fill_power(shapes: Sequence[Shape], fill: Fill) -> int:
     """Power drawn by a full rack of this fill."""
     return sum(count * shape.power_w for shape, count in zip(shapes, fill, strict=True))

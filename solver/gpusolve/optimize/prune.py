@@ -8,14 +8,19 @@ Requirement filter (normal mode only): an option or placement that violates an e
 requirement is dropped rather than created and forbidden; in explain mode it stays, tied
 to the requirement's literal.
 
-Dominance: `a` dominates `b` when both serve the same workload on the same SKU, `a` runs in
-a subset of `b`'s slots with no more servers, no more penalty, no extra violation, and at
-every site of `b` with a placement that is no worse (and, for max-throughput, no less
-throughput). Swapping `b` for `a` in any plan then raises no cost, frees capacity, and
-breaks no requirement, so dropping `b` keeps the optimum, the feasibility verdict and the
-explanation. Memory headroom is deliberately not compared: it is only a tie-break among
-equal-cost plans, and a dominated option can only tie when its extra servers would sit idle
-anyway. Dominance is checked within (workload, SKU) groups, quadratic in the group only.
+Dominance: `a` dominates `b` when both serve the same workload on the same SKU (or cloud
+offer), `a` runs in a subset of `b`'s slots with no more servers, no more penalty, no
+extra violation, and at every site of `b` with a placement that is no worse (and, for
+max-throughput, no less throughput). Swapping `b` for `a` in any plan then raises no cost,
+frees capacity and breaks no requirement, so dropping `b` keeps the optimum, the
+feasibility verdict and the explanation. The dominator always offers the same business key
+(workload, SKU or offer, site), so no distinct plan disappears from the top-k list either.
+
+Memory headroom is deliberately not compared: it is only a tie-break among equal-cost
+plans, and a dominated option with more servers can only tie when its extra servers would
+sit idle anyway. Between variants equal in everything that costs (the common case:
+parallelism layouts on the same servers) the one with more headroom is kept. Dominance is
+checked within (workload, SKU) and (workload, offer) groups: quadratic in a group only.
 """
 
 from __future__ import annotations
@@ -59,6 +64,7 @@ def owned_dominates(a: OwnedOption, b: OwnedOption, by_throughput: bool = False)
 def cloud_dominates(a: CloudOption, b: CloudOption, by_throughput: bool = False) -> bool:
     return (
         a.workload == b.workload
+        and a.offer == b.offer
         and a.cost_total <= b.cost_total
         and a.penalty <= b.penalty
         and a.violates <= b.violates
@@ -66,15 +72,24 @@ def cloud_dominates(a: CloudOption, b: CloudOption, by_throughput: bool = False)
     )
 
 
-def prune_dominated(options: Sequence[T], dominates: Callable[[T, T], bool]) -> list[T]:
-    """Drop options dominated by another; of mutually dominating (equal) options keep
-    the first, so the result depends on nothing but input order."""
+def prune_dominated(
+    options: Sequence[T],
+    dominates: Callable[[T, T], bool],
+    preference: Callable[[T], tuple[int, ...]],
+) -> list[T]:
+    """Drop options dominated by another. Of mutually dominating options (equal in every
+    respect that costs or breaks something) keep the preferred one (more headroom, more
+    throughput), then the first listed, so the tie-break still sees the best variant and
+    the result depends on nothing but the input."""
     kept: list[T] = []
     for i, b in enumerate(options):
-        beaten = any(
-            i != j and dominates(a, b) and (j < i or not dominates(b, a))
-            for j, a in enumerate(options)
-        )
+        beaten = False
+        for j, a in enumerate(options):
+            if i == j or not dominates(a, b):
+                continue
+            if not dominates(b, a) or (preference(a), -j) > (preference(b), -i):
+                beaten = True
+                break
         if not beaten:
             kept.append(b)
     return kept
@@ -91,8 +106,12 @@ def _grouped_prune(
         groups[group(option)].append(option)
     keep: set[int] = set()
     for members in groups.values():
-        keep.update(id(o) for o in prune_dominated(members, dominates))
+        keep.update(id(o) for o in prune_dominated(members, dominates, _preference))
     return [o for o in order if id(o) in keep]
+
+
+def _preference(option: OwnedOption | CloudOption) -> tuple[int, ...]:
+    return (option.headroom_permille, option.throughput)
 
 
 def _allowed(violates: frozenset[str], mode: Mode, relax: frozenset[str]) -> bool:
@@ -139,5 +158,5 @@ def usable_cloud(
         return out
     by_throughput = instance.objective == "max-throughput"
     return _grouped_prune(
-        out, lambda c: (c.workload, ""), lambda a, b: cloud_dominates(a, b, by_throughput)
+        out, lambda c: (c.workload, c.offer), lambda a, b: cloud_dominates(a, b, by_throughput)
     )

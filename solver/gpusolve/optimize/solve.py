@@ -1,43 +1,42 @@
 """Solve a built model lexicographically and read the answer into an `ir.Solution`.
 
-Stages, each on a fresh `clone()` of the objective-free base model:
+The full order: the objective; then, unless the objective already is TCO, TCO plus
+penalties (a budget-constrained throughput plan should not waste money, a min-capex plan
+should not pick the dearer of two equal-capex plans); then the tie-breaks that make the
+plan unique and stable: fewer racks, more memory headroom, fewer servers, and a
+deterministic rank (input order of options and fills).
 
-1. the primary objective, exact (integer coefficients only; a float objective would make
-   CP-SAT optimise a floating-point objective that can misreport OPTIMAL, or-tools#3639);
-2. for objectives other than min-tco, the total cost of ownership (plus penalties) at the
-   stage-1 optimum: a budget-constrained throughput plan should not waste money, and a
-   min-capex plan should not pick the dearer of two equal-capex plans;
-3. a tie-break at the optimum of the earlier stages: fewer racks, then more memory
-   headroom, then fewer servers, then a deterministic rank (input order of options and
-   fills), folded into one integer objective with ranges that keep the order exact.
-   Ties left after that are rare and only affect which of two equal plans is shown.
+Consecutive criteria are folded into one integer objective whenever the weights stay
+below 2^52 (each weight exceeds the whole range of the criteria after it, so the folded
+optimum is the lexicographic one and the leading criterion stays exact). The first solve
+takes the objective and whatever follows it that fits, usually the rack count: folding
+costs the first solve little, because its LP bound still steers the search, while a
+separate "minimise racks at the optimal cost" solve has to prove optimality over the whole
+optimal face (measured 6-26 s per stage on 10x30x10 instances whose cost was proven in
+0.5-4 s). Groups that do not fit run as later solves on fresh clones, with every earlier
+criterion bounded by its optimum (one-sided: `cost <= C*` propagates far better than a long
+equality) and hinted with the previous solution; money criteria search the whole optimal
+face, tie-break-only groups search with the purchase fixed (see `purchase`). Later solves
+get a capped share of the time; one that runs out still returns a plan at the proven cost.
 
-Each later stage is hinted with the previous stage's complete solution, so it starts from
-an incumbent that is already optimal for the earlier criteria. The reported objective and
-bound are stage 1's; the status is stage 1's (later stages only choose among its optima).
+The reported objective, bound and status are the first solve's; a stage-1 incumbent that is
+only feasible (time limit) is returned as is. Float objectives are never built (CP-SAT
+would switch to a floating-point objective that can misreport OPTIMAL, or-tools#3639).
 """
 
 from __future__ import annotations
 
 import math
 import time
-from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from ortools.sat.python import cp_model
 from ortools.sat.python import cp_model_helper as cmh
 
-from gpusolve.optimize.ir import (
-    Choice,
-    Costs,
-    Instance,
-    Solution,
-    SolveConfig,
-    Status,
-)
+from gpusolve.optimize.ir import Instance, Solution, SolveConfig, Status
 from gpusolve.optimize.model import BuildOptions, Built, Expr, build
-from gpusolve.optimize.patterns import Shape
+from gpusolve.optimize.readout import read_solution
 
 Prepare = Callable[[cp_model.CpModel], None]
 # The tie-break folds several integer criteria into one objective; keep the folded
@@ -45,7 +44,6 @@ Prepare = Callable[[cp_model.CpModel], None]
 _FOLD_LIMIT = 2**52
 # Share of the time limit any single stage after the first may take.
 _LATER_STAGE_SHARE = 0.25
-RackFill = tuple[tuple[str, int], ...]
 
 _STATUS: dict[cp_model.CpSolverStatus, Status] = {
     cp_model.OPTIMAL: "optimal",
@@ -189,13 +187,24 @@ class _Stages:
         return self.deadline - time.perf_counter()
 
     def run(
-        self, objective: Expr, hint: dict[int, int], gap: float, time_s: float
+        self,
+        objective: Expr,
+        hint: dict[int, int],
+        gap: float,
+        time_s: float,
+        purchase: Sequence[tuple[Expr, int]] = (),
     ) -> tuple[cp_model.CpSolver, cp_model.CpSolverStatus]:
+        """One stage. `purchase` (expression, value) fixes the bought servers, the
+        sites used and the racks per site: the tie-break then only chooses among plans
+        with exactly that purchase (parallelism variants, day/night assignments, rack
+        fills), which is a small search."""
         model = self.built.model.clone()
         if self.prepare is not None:
             self.prepare(model)
         for item, value in self.fixed:
             model.add(item.expr >= value if item.maximise else item.expr <= value)
+        for expr, value in purchase:
+            model.add(expr == value)
         model.minimize(objective)
         assert not model.proto.has_floating_point_objective()
         if hint:
@@ -252,7 +261,8 @@ def solve_built(
             if budget <= 0:
                 break
             objective, _ = fold(later)
-            solver2, status2 = stages.run(objective, _values(built, best), 0.0, budget)
+            local = purchase(built, best) if _tiebreak_only(later) else []
+            solver2, status2 = stages.run(objective, _values(built, best), 0.0, budget, local)
             if status2 not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
                 break
             best = solver2
@@ -260,6 +270,31 @@ def solve_built(
     wall = time.perf_counter() - start
     solution = read_solution(built, best, _STATUS[status], value, bound, wall)
     return Outcome(solution, _values(built, best))
+
+
+_TIEBREAKS = frozenset({"racks", "headroom", "servers", "rank"})
+
+
+def _tiebreak_only(items: Sequence[Criterion]) -> bool:
+    return all(item.name in _TIEBREAKS for item in items)
+
+
+def purchase(built: Built, solver: cp_model.CpSolver) -> list[tuple[Expr, int]]:
+    """What a plan buys and rents: servers per (SKU, site), sites used, racks per site.
+
+    Tie-breaks that did not fit into the first solve's folded objective are settled with
+    the purchase fixed. Searching every plan of equal cost for them instead needs a
+    proof over the whole optimal face, which measured 6-26 s per stage on 10x30x10
+    instances whose cost was proven in 0.5-4 s; with the purchase fixed it is a small
+    search. Money ties between different purchases are rare with real prices; ties
+    between parallelism variants, slot assignments and rack fills of one purchase are
+    the common ones, and those are settled exactly.
+    """
+    fixed: list[tuple[Expr, int]] = []
+    fixed += [(v, int(solver.value(v))) for v in built.servers.values()]
+    fixed += [(v, int(solver.value(v))) for v in built.used.values()]
+    fixed += [(p.total, int(solver.value(p.total))) for p in built.packing.values()]
+    return fixed
 
 
 def _bound(raw: float, maximise: bool) -> int:
@@ -278,200 +313,3 @@ def relative_gap(solution: Solution) -> float | None:
         return None
     diff = abs(solution.objective_value - solution.best_bound)
     return diff / max(1, abs(solution.objective_value))
-
-
-# --------------------------------------------------------------------------- reading
-
-
-def read_solution(
-    built: Built,
-    solver: cp_model.CpSolver,
-    status: Status,
-    objective: int,
-    bound: int,
-    wall: float,
-) -> Solution:
-    choices = _choices(built, solver)
-    servers = {key: int(solver.value(v)) for key, v in built.servers.items()}
-    servers = {k: v for k, v in servers.items() if v > 0}
-    racks = _racks(built, solver, servers)
-    costs = Costs(
-        capex=solver.value(built.capex),
-        rack_rent=solver.value(built.rent),
-        energy=solver.value(built.energy),
-        bandwidth=solver.value(built.bandwidth),
-        cloud=solver.value(built.cloud_cost),
-        penalties=solver.value(built.penalties),
-    )
-    solution = Solution(
-        status=status,
-        choices=choices,
-        servers=servers,
-        racks=racks,
-        costs=costs,
-        objective_value=objective,
-        best_bound=bound,
-        wall_s=wall,
-    )
-    return _with_binding(solution, binding(built.instance, solution, _skus_in_model(built)))
-
-
-def _with_binding(solution: Solution, names: tuple[str, ...]) -> Solution:
-    return Solution(
-        status=solution.status,
-        choices=solution.choices,
-        servers=solution.servers,
-        racks=solution.racks,
-        costs=solution.costs,
-        objective_value=solution.objective_value,
-        best_bound=solution.best_bound,
-        wall_s=solution.wall_s,
-        binding=names,
-    )
-
-
-def _choices(built: Built, solver: cp_model.CpSolver) -> tuple[Choice, ...]:
-    picked: dict[str, Choice] = {}
-    for o in built.owned:
-        if solver.boolean_value(o.var):
-            picked[o.option.workload] = Choice(o.option.workload, o.option.key, o.placement.site)
-    for c in built.cloud:
-        if solver.boolean_value(c.var):
-            picked[c.option.workload] = Choice(c.option.workload, c.option.key, None)
-    return tuple(picked[w] for w in built.instance.workloads if w in picked)
-
-
-def _racks(
-    built: Built, solver: cp_model.CpSolver, servers: dict[tuple[str, str], int]
-) -> dict[tuple[str, RackFill], int]:
-    """Racks per site as actual fills (SKU counts per rack), grouped.
-
-    The model counts racks per slot pattern over shapes; here each shape's servers are
-    dealt into that shape's slots rack by rack, in a fixed order, so the report says which
-    SKUs share a rack. A slot pattern can leave slots empty, so a fill may hold less than
-    its pattern; an unneeded rack shows as an empty fill (never in an optimal plan with a
-    positive rent, since rent is charged per rack).
-    """
-    out: dict[tuple[str, RackFill], int] = {}
-    for site_id, pack in built.packing.items():
-        slot_vectors: list[tuple[int, ...]] = []
-        for fill, var in zip(pack.patterns.fills, pack.pattern_racks, strict=True):
-            slot_vectors += [fill] * int(solver.value(var))
-        for rack in pack.bins:
-            if solver.boolean_value(rack.open):
-                slot_vectors.append(tuple(int(solver.value(c)) for c in rack.counts))
-        for rack_fill in deal(slot_vectors, pack.patterns.members, site_id, servers):
-            key = (site_id, rack_fill)
-            out[key] = out.get(key, 0) + 1
-    return out
-
-
-def deal(
-    slot_vectors: Sequence[tuple[int, ...]],
-    members: Sequence[tuple[str, ...]],
-    site: str,
-    servers: dict[tuple[str, str], int],
-) -> list[RackFill]:
-    """Deal each shape's servers (SKUs in id order) into the racks' slots of that shape."""
-    left = {(k, site): servers.get((k, site), 0) for group in members for k in group}
-    fills: list[RackFill] = []
-    for slots in slot_vectors:
-        rack: dict[str, int] = defaultdict(int)
-        for h, free in enumerate(slots):
-            for sku in members[h]:
-                take = min(free, left[(sku, site)])
-                if take:
-                    rack[sku] += take
-                    left[(sku, site)] -= take
-                    free -= take
-        fills.append(tuple(sorted(rack.items())))
-    return fills
-
-
-# --------------------------------------------------------------------------- binding
-
-
-def _skus_in_model(built: Built) -> dict[str, set[str]]:
-    at: dict[str, set[str]] = defaultdict(set)
-    for o in built.owned:
-        at[o.placement.site].add(o.option.sku)
-    return at
-
-
-def binding(
-    instance: Instance, solution: Solution, skus_at: dict[str, set[str]] | None = None
-) -> tuple[str, ...]:
-    """Requirements and capacities that are tight in a plan.
-
-    Money is integral, so "at the cap" means the slack cannot buy the smallest further
-    step (one more server of the cheapest SKU for capex; one more rack-month, server's
-    energy, site's bandwidth or cloud rental for the monthly cap, over the horizon).
-    Racks bind when every available rack at a site is taken; rack power (space) binds
-    when some rack has room for another server of a SKU used at that site by space
-    (power) and cooling, but not by power (space). Deadlines are the caller's to judge.
-    """
-    if solution.costs is None:
-        return ()
-    names: list[str] = []
-    costs = solution.costs
-    h = instance.horizon_months
-    if instance.capex_max is not None:
-        step = min((s.capex for s in instance.skus.values() if s.capex > 0), default=1)
-        if instance.capex_max - costs.capex < step:
-            names.append("capex")
-    if instance.monthly_max is not None:
-        opex = costs.rack_rent + costs.energy + costs.bandwidth + costs.cloud
-        if h * instance.monthly_max - opex < _monthly_step(instance):
-            names.append("monthly")
-    racks_at: dict[str, int] = defaultdict(int)
-    for (site, _), count in solution.racks.items():
-        racks_at[site] += count
-    for site_id in sorted(racks_at):
-        if racks_at[site_id] >= instance.sites[site_id].racks_available:
-            names.append(f"racks:{site_id}")
-    used_skus = skus_at if skus_at is not None else _skus_in_solution(solution)
-    for site_id in sorted(racks_at):
-        names += _rack_limits(instance, solution, site_id, used_skus.get(site_id, set()))
-    return tuple(names)
-
-
-def _monthly_step(instance: Instance) -> int:
-    h = instance.horizon_months
-    steps = [c.cost_total for c in instance.cloud]
-    for site in instance.sites.values():
-        steps += [h * site.rack_rent_month, h * site.bandwidth_month]
-        steps += [h * e for e in site.energy_month.values()]
-    return min((s for s in steps if s > 0), default=1)
-
-
-def _skus_in_solution(solution: Solution) -> dict[str, set[str]]:
-    at: dict[str, set[str]] = defaultdict(set)
-    for sku, site in solution.servers:
-        at[site].add(sku)
-    return at
-
-
-def _rack_limits(instance: Instance, solution: Solution, site_id: str, skus: set[str]) -> list[str]:
-    site = instance.sites[site_id]
-    candidates = [
-        Shape(s.power_w, s.rack_units)
-        for k in sorted(skus)
-        if site.cooling in (s := instance.skus[k]).cooling
-    ]
-    power_bound = space_bound = False
-    for (sid, fill), _count in solution.racks.items():
-        if sid != site_id or not fill:
-            continue
-        power = sum(instance.skus[k].power_w * c for k, c in fill)
-        units = sum(instance.skus[k].rack_units * c for k, c in fill)
-        for shape in candidates:
-            fits_u = units + shape.rack_units <= site.rack_units
-            fits_w = power + shape.power_w <= site.rack_w
-            power_bound |= fits_u and not fits_w
-            space_bound |= fits_w and not fits_u
-    out = []
-    if power_bound:
-        out.append(f"rack_power:{site_id}")
-    if space_bound:
-        out.append(f"rack_space:{site_id}")
-    return out

@@ -1,0 +1,44 @@
+"""The frontier as a table and a small text chart (time across, cost up)."""
+
+from __future__ import annotations
+
+from gpusolve.models.frontier import Frontier
+
+CHART_WIDTH = 50
+CHART_HEIGHT = 10
+
+
+def frontier_text(f: Frontier) -> str:
+    cur = f.currency
+    lines = [f"Cost <-> time frontier ({len(f.points)} non-dominated plans)", ""]
+    lines.append(f"  {'deadline x':>10}  {'longest run':>12}  {'TCO ' + cur:>16}  hardware")
+    for p in f.points:
+        lines.append(
+            f"  {p.deadline_factor:>10.2f}  {p.makespan_h:>10,.1f} h  {p.tco:>16,.0f}  "
+            + "; ".join(p.hardware)
+        )
+    if f.infeasible_factors:
+        tight = ", ".join(f"{x:g}" for x in f.infeasible_factors)
+        lines += ["", f"  no plan at deadline factors: {tight}"]
+    if len(f.points) >= 2:
+        lines += ["", *chart(f)]
+    return "\n".join(lines) + "\n"
+
+
+def chart(f: Frontier) -> list[str]:
+    times = [p.makespan_h for p in f.points]
+    costs = [p.tco for p in f.points]
+    t0, t1 = min(times), max(times)
+    c0, c1 = min(costs), max(costs)
+    grid = [[" "] * CHART_WIDTH for _ in range(CHART_HEIGHT)]
+    for t, c in zip(times, costs, strict=True):
+        x = round((t - t0) / (t1 - t0 or 1) * (CHART_WIDTH - 1))
+        y = round((c - c0) / (c1 - c0 or 1) * (CHART_HEIGHT - 1))
+        grid[CHART_HEIGHT - 1 - y][x] = "*"
+    out = [f"  TCO ({f.currency}) up to {c1:,.0f}"]
+    out += ["  |" + "".join(row) for row in grid]
+    out.append("  +" + "-" * CHART_WIDTH)
+    left, right = f"{t0:,.0f} h", f"{t1:,.0f} h"
+    out.append(f"   {left}{'longest run':^{CHART_WIDTH - len(left) - len(right)}}{right}")
+    out.append(f"  (bottom row: TCO {c0:,.0f})")
+    return out

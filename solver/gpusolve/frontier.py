@@ -85,7 +85,7 @@ def sweep(
 
 def non_dominated(points: list[FrontierPoint]) -> list[FrontierPoint]:
     """Points no other point beats on both cost and time, fastest first."""
-    keep = []
+    keep: list[FrontierPoint] = []
     for p in points:
         beaten = any(
             (q.tco <= p.tco and q.makespan_h <= p.makespan_h)

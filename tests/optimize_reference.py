@@ -110,7 +110,9 @@ def random_instance(seed: int) -> Instance:
             )
     names = {n for o in owned for n in o.violates} | {n for c in cloud for n in c.violates}
     names |= {n for o in owned for p in o.placements for n in p.violates}
-    requirements = {n: Requirement(n, f"test requirement {n}", rng.choice([1, 1, 2])) for n in names}
+    requirements = {
+        n: Requirement(n, f"test requirement {n}", rng.choice([1, 1, 2])) for n in names
+    }
     return Instance(
         workloads=workloads,
         skus=skus,
@@ -166,7 +168,11 @@ class Evaluated:
 
 
 def fits(sku: Sku, site: Site) -> bool:
-    return site.cooling in sku.cooling and sku.power_w <= site.rack_w and sku.rack_units <= site.rack_units
+    return (
+        site.cooling in sku.cooling
+        and sku.power_w <= site.rack_w
+        and sku.rack_units <= site.rack_units
+    )
 
 
 @lru_cache(maxsize=100_000)
@@ -199,7 +205,9 @@ def min_racks(items: tuple[tuple[int, int], ...], rack_w: int, rack_units: int) 
     return best
 
 
-def choices_of(instance: Instance, workload: str) -> list[tuple[OwnedOption | CloudOption, Placement | None]]:
+def choices_of(
+    instance: Instance, workload: str
+) -> list[tuple[OwnedOption | CloudOption, Placement | None]]:
     out: list[tuple[OwnedOption | CloudOption, Placement | None]] = []
     for o in instance.owned:
         if o.workload == workload:
@@ -237,8 +245,8 @@ def _evaluate(
         for slot in SLOTS_COVERED[option.slot]:
             demand[(option.sku, placement.site, slot)] += option.servers
     servers: dict[tuple[str, str], int] = defaultdict(int)
-    for (sku, site, _), count in demand.items():
-        servers[(sku, site)] = max(servers[(sku, site)], count)
+    for (sku, where, _), count in demand.items():
+        servers[(sku, where)] = max(servers[(sku, where)], count)
     capex = sum(instance.skus[k].capex * n for (k, _), n in servers.items())
     energy = sum(h * instance.sites[s].energy_month[k] * n for (k, s), n in servers.items())
     racks: dict[str, int] = {}
@@ -264,8 +272,16 @@ def _evaluate(
         violated.add("monthly")
     keys = tuple((o.key, p.site if p else None) for o, p in combo)
     return Evaluated(
-        keys, frozenset(violated), capex, rent, energy, bandwidth, cloud, penalties,
-        throughput, tuple(sorted(racks.items())),
+        keys,
+        frozenset(violated),
+        capex,
+        rent,
+        energy,
+        bandwidth,
+        cloud,
+        penalties,
+        throughput,
+        tuple(sorted(racks.items())),
     )
 
 
@@ -284,7 +300,9 @@ def optimum(instance: Instance, evaluated: list[Evaluated]) -> tuple[int, int] |
     return sign * best, min(e.tco + e.penalties for e in at_best)
 
 
-def business_key(instance: Instance, keys: tuple[tuple[str, str | None], ...]) -> tuple[tuple[str, str, str], ...]:
+def business_key(
+    instance: Instance, keys: tuple[tuple[str, str | None], ...]
+) -> tuple[tuple[str, str, str], ...]:
     owned = {o.key: o for o in instance.owned}
     cloud = {c.key: c for c in instance.cloud}
     out = []

@@ -21,6 +21,7 @@ relaxing any requirement here; they are reported as `unplaceable`.
 from __future__ import annotations
 
 import math
+import time
 from dataclasses import dataclass
 
 from ortools.sat.python import cp_model
@@ -57,17 +58,20 @@ class Relaxation:
 def explain(instance: Instance, config: SolveConfig | None = None) -> Explanation | None:
     """None when every requirement can hold at once; else why not."""
     config = config or SolveConfig()
+    clock = _Clock(config)
     built = build(instance, BuildOptions(mode="explain"))
     if built.unplaceable:
         return Explanation((), (), built.unplaceable, True, built.requirements)
     names = sorted(built.literals)
-    if _satisfiable(built, names, config) is not False:
+    everything = _satisfiable(built, names, clock)
+    if everything is True:
         return None
-    core = assumption_core(built, names, config)
-    conflict, minimal = shrink(built, core, config)
-    correction = min_correction_set(built, config)
+    core = assumption_core(built, names, clock)
+    conflict, minimal = shrink(built, core, clock)
+    correction = min_correction_set(built, clock)
     described = {n: built.requirements[n] for n in sorted({*conflict, *correction})}
-    return Explanation(tuple(conflict), tuple(correction), (), minimal, described)
+    proved = minimal and everything is False
+    return Explanation(tuple(conflict), tuple(correction), (), proved, described)
 
 
 def _check_model(built: Built) -> cp_model.CpModel:
@@ -80,20 +84,32 @@ def _check_model(built: Built) -> cp_model.CpModel:
     return model
 
 
-def _solver(config: SolveConfig, workers: int) -> cp_model.CpSolver:
-    solver = cp_model.CpSolver()
-    solver.parameters.num_workers = workers
-    solver.parameters.random_seed = config.seed
-    solver.parameters.max_time_in_seconds = min(config.time_limit_s, _CHECK_LIMIT_S)
-    return solver
+class _Clock:
+    """One time limit shared by every solve of an explanation."""
+
+    def __init__(self, config: SolveConfig) -> None:
+        self.config = config
+        self.deadline = time.perf_counter() + config.time_limit_s
+
+    def left(self) -> float:
+        return self.deadline - time.perf_counter()
+
+    def solver(self, workers: int, cap: float = _CHECK_LIMIT_S) -> cp_model.CpSolver:
+        solver = cp_model.CpSolver()
+        solver.parameters.num_workers = workers
+        solver.parameters.random_seed = self.config.seed
+        solver.parameters.max_time_in_seconds = max(0.001, min(self.left(), cap))
+        return solver
 
 
-def _satisfiable(built: Built, enforced: list[str], config: SolveConfig) -> bool | None:
+def _satisfiable(built: Built, enforced: list[str], clock: _Clock) -> bool | None:
     """Can the `enforced` requirements hold together (the others relaxed)? None: unknown."""
+    if clock.left() <= 0:
+        return None
     model = _check_model(built)
     for name in enforced:
         model.add(built.literals[name] == 1)
-    status = _solver(config, config.workers).solve(model)
+    status = clock.solver(clock.config.workers).solve(model)
     if status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         return True
     if status == cp_model.INFEASIBLE:
@@ -101,14 +117,14 @@ def _satisfiable(built: Built, enforced: list[str], config: SolveConfig) -> bool
     return None
 
 
-def assumption_core(built: Built, names: list[str], config: SolveConfig) -> list[str]:
+def assumption_core(built: Built, names: list[str], clock: _Clock) -> list[str]:
     """A (not necessarily minimal) infeasible subset of `names`, from CP-SAT's assumptions.
 
     Falls back to all of `names` if the core is empty or the status disagrees with the
     hard-fixed check that preceded it (known assumption issues, see module doc)."""
     model = _check_model(built)
     model.add_assumptions([built.literals[n] for n in names])
-    solver = _solver(config, 1)
+    solver = clock.solver(1)  # assumptions need sequential search (or-tools#3102)
     if solver.solve(model) != cp_model.INFEASIBLE:
         return list(names)
     index = set(solver.sufficient_assumptions_for_infeasibility())
@@ -116,7 +132,7 @@ def assumption_core(built: Built, names: list[str], config: SolveConfig) -> list
     return core or list(names)
 
 
-def shrink(built: Built, core: list[str], config: SolveConfig) -> tuple[list[str], bool]:
+def shrink(built: Built, core: list[str], clock: _Clock) -> tuple[list[str], bool]:
     """Deletion loop: drop each member whose absence keeps the rest infeasible.
 
     Returns the shrunk set and whether every kept member was proved necessary (a check
@@ -128,7 +144,7 @@ def shrink(built: Built, core: list[str], config: SolveConfig) -> tuple[list[str
         if name not in current:
             continue
         rest = [n for n in current if n != name]
-        verdict = _satisfiable(built, rest, config)
+        verdict = _satisfiable(built, rest, clock)
         if verdict is False:
             current = rest
         elif verdict is None:
@@ -136,7 +152,7 @@ def shrink(built: Built, core: list[str], config: SolveConfig) -> tuple[list[str
     return current, proved
 
 
-def min_correction_set(built: Built, config: SolveConfig) -> list[str]:
+def min_correction_set(built: Built, clock: _Clock) -> list[str]:
     """The requirements to relax at least total weight so that a plan exists."""
     model = _check_model(built)
     names = sorted(built.literals)
@@ -144,7 +160,9 @@ def min_correction_set(built: Built, config: SolveConfig) -> list[str]:
     lits = [built.literals[n] for n in names]
     relaxed = cp_model.LinearExpr.weighted_sum([1 - lit for lit in lits], weights)
     model.minimize(relaxed)
-    solver = _solver(config, config.workers)
+    # Plain optimisation (no assumptions), so every worker helps. A set found before the
+    # time runs out still restores feasibility; it may just not be the cheapest.
+    solver = clock.solver(clock.config.workers, cap=clock.config.time_limit_s)
     status = solver.solve(model)
     if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         return []
@@ -181,8 +199,7 @@ def relaxation(
         return None
     model = built.model.clone()
     model.minimize(target)
-    solver = _solver(config, config.workers)
-    solver.parameters.max_time_in_seconds = config.time_limit_s
+    solver = _Clock(config).solver(config.workers, cap=config.time_limit_s)
     status = solver.solve(model)
     if status != cp_model.OPTIMAL:
         return None

@@ -49,7 +49,6 @@ from gpusolve.optimize.ir import (
     Site,
 )
 from gpusolve.optimize.patterns import (
-    Shape,
     SitePatterns,
     TooManyPatterns,
     first_fit_decreasing,
@@ -521,17 +520,17 @@ def _packing(
 
 
 def _racks_bound(b: _Builder, site: Site, pats: SitePatterns, demand_ub: dict[str, int]) -> int:
-    """Racks a site can need: the first-fit-decreasing packing of the largest demand the
-    options can put on it (the fewest racks never grow when servers are removed, so this
-    bounds every plan), and, when the availability requirement is hard, no more than are
-    available. Far tighter than one homogeneous rack group per shape."""
-    items: list[Shape] = []
-    for shape, members in zip(pats.shapes, pats.members, strict=True):
-        items += [shape] * sum(demand_ub.get(k, 0) for k in members)
-    need = first_fit_decreasing(items, site.rack_w, site.rack_units)
-    if b.mode == "normal" and b.enforced(f"racks:{site.id}"):
-        need = min(need, site.racks_available)
-    return need
+    """Racks a site can need: first-fit decreasing of the largest demand the options can
+    put on it (the fewest racks never grow when servers are removed, so this bounds every
+    plan) and, when the availability requirement is hard, no more than are available.
+    Far tighter than one homogeneous rack group per shape."""
+    counts = {
+        shape: sum(demand_ub.get(k, 0) for k in members)
+        for shape, members in zip(pats.shapes, pats.members, strict=True)
+    }
+    hard = b.mode == "normal" and b.enforced(f"racks:{site.id}")
+    cap = site.racks_available if hard else None
+    return first_fit_decreasing(counts, site.rack_w, site.rack_units, cap)
 
 
 def _coverage(

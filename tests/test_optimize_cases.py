@@ -1,0 +1,379 @@
+"""Hand-computed optimiser cases: the arithmetic is in the comments."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+from ortools.sat.python import cp_model
+
+from gpusolve.optimize.alternatives import alternatives
+from gpusolve.optimize.explain import explain, relaxation
+from gpusolve.optimize.ir import (
+    CloudOption,
+    Instance,
+    ObjectiveKind,
+    OwnedOption,
+    Placement,
+    Requirement,
+    Site,
+    Sku,
+    Slot,
+    Solution,
+    SolveConfig,
+)
+from gpusolve.optimize.model import BuildOptions, build
+from gpusolve.optimize.solve import criteria, fold, group, relative_gap, solve
+from gpusolve.optimize.validate import check
+
+ONE = SolveConfig(time_limit_s=20, workers=1, seed=1)
+TWO = SolveConfig(time_limit_s=20, workers=2, seed=1)
+
+# A 10 kW / 8 U server for 1000 (energy 10 per month) and a 20 kW one.
+H100 = Sku("h100", capex=1000, power_w=10_000, rack_units=8, cooling=frozenset({"air"}))
+HOT = Sku("hot", capex=800, power_w=20_000, rack_units=8, cooling=frozenset({"air"}))
+
+
+def site(
+    id_: str = "sz",
+    rack_w: int = 20_000,
+    racks: int = 10,
+    rent: int = 5,
+    bandwidth: int = 0,
+    energy: int = 10,
+) -> Site:
+    return Site(
+        id_, "east", "air", rack_w, 42, racks, rent, bandwidth, {"h100": energy, "hot": energy}
+    )
+
+
+def owned(
+    key: str,
+    workload: str,
+    servers: int,
+    slot: Slot = "always",
+    sku: str = "h100",
+    sites: tuple[str, ...] = ("sz",),
+    **kw: object,
+) -> OwnedOption:
+    placements = tuple(Placement(s) for s in sites)
+    return OwnedOption(key, workload, sku, servers, slot, placements, **kw)  # type: ignore[arg-type]
+
+
+def instance(
+    workloads: tuple[str, ...],
+    opts: tuple[OwnedOption, ...],
+    cloud: tuple[CloudOption, ...] = (),
+    sites: tuple[Site, ...] = (site(),),
+    **kw: object,
+) -> Instance:
+    return Instance(
+        workloads=workloads,
+        skus={"h100": H100, "hot": HOT},
+        sites={s.id: s for s in sites},
+        owned=opts,
+        cloud=cloud,
+        horizon_months=12,
+        **kw,  # type: ignore[arg-type]
+    )
+
+
+def plan(solution: Solution) -> dict[str, tuple[str, str | None]]:
+    return {c.workload: (c.option, c.site) for c in solution.choices}
+
+
+def test_day_and_night_work_share_servers() -> None:
+    # Training by day on 4 servers, batch inference by night on 4 servers: 4 servers, not 8.
+    # capex 4 x 1000 = 4000; energy 12 months x 4 x 10 = 480; 2 servers per 20 kW rack ->
+    # 2 racks x 5 x 12 = 120; TCO 4600.
+    inst = instance(
+        ("train", "infer"), (owned("t", "train", 4, "day"), owned("i", "infer", 4, "night"))
+    )
+    solution = solve(inst, ONE)
+    assert solution.status == "optimal"
+    assert solution.servers == {("h100", "sz"): 4}
+    assert solution.costs is not None
+    assert (solution.costs.capex, solution.costs.energy, solution.costs.rack_rent) == (
+        4000,
+        480,
+        120,
+    )
+    assert solution.objective_value == 4600
+    assert solution.racks == {("sz", (("h100", 2),)): 2}
+    # The same work around the clock needs 8 servers: capex 8000.
+    always = instance(("train", "infer"), (owned("t", "train", 4), owned("i", "infer", 4)))
+    assert solve(always, ONE).servers == {("h100", "sz"): 8}
+
+
+def test_day_work_and_always_work_add_up_by_slot() -> None:
+    # Always 3 + day 2 = 5 by day, always 3 + night 4 = 7 by night -> 7 servers.
+    inst = instance(
+        ("a", "d", "n"),
+        (owned("a", "a", 3), owned("d", "d", 2, "day"), owned("n", "n", 4, "night")),
+    )
+    assert solve(inst, ONE).servers == {("h100", "sz"): 7}
+
+
+def test_a_20_kw_server_does_not_go_into_10_kw_racks() -> None:
+    # The only owned option is a 20 kW server at a site of 10 kW racks: it can never be
+    # placed, so the workload rents (12000) or, without a cloud offer, has no plan at all.
+    small = (site(rack_w=10_000),)
+    rent = CloudOption("c", "w", "cloud-a100", "cloud", 8, cost_total=12_000)
+    inst = instance(("w",), (owned("o", "w", 1, sku="hot"),), (rent,), small)
+    solution = solve(inst, ONE)
+    assert plan(solution) == {"w": ("c", None)}
+    assert solution.objective_value == 12_000
+    no_cloud = instance(("w",), (owned("o", "w", 1, sku="hot"),), (), small)
+    assert solve(no_cloud, ONE).status == "infeasible"
+    why = explain(no_cloud, ONE)
+    assert why is not None and why.unplaceable == ("w",) and why.conflict == ()
+
+
+def test_a_budget_cap_forces_cloud() -> None:
+    # Owning: 2 servers = capex 2000 (+ energy 240 + rent 60 = 2300 TCO) beats renting at
+    # 5000, but a 1500 capex cap leaves only the rental.
+    rent = CloudOption("c", "w", "cloud", "cloud", 2, cost_total=5000)
+    free = instance(("w",), (owned("o", "w", 2),), (rent,))
+    assert plan(solve(free, ONE)) == {"w": ("o", "sz")}
+    capped = dataclasses.replace(free, capex_max=1500)
+    solution = solve(capped, ONE)
+    assert plan(solution) == {"w": ("c", None)}
+    assert solution.objective_value == 5000
+    assert check(capped, solution) == []
+
+
+def test_explain_names_the_capex_cap_alone() -> None:
+    # Even the cheapest plan (1 server, capex 1000) exceeds a capex cap of 900.
+    inst = instance(("w",), (owned("o", "w", 1), owned("p", "w", 3)), capex_max=900)
+    why = explain(inst, ONE)
+    assert why is not None
+    assert why.conflict == ("capex",) and why.correction == ("capex",) and why.minimal
+    assert why.requirements["capex"].description == "purchase budget of 900"
+    found = relaxation(inst, "capex", ONE)
+    assert found is not None and (found.needed, found.delta) == (1000, 100)
+
+
+def test_explain_names_deadline_and_capex_together() -> None:
+    # Fast option: 4 servers, capex 4000, meets the 72 h deadline. Slow option: 1 server,
+    # capex 1000, misses it. A 2500 cap admits only the slow one: deadline vs capex.
+    inst = instance(
+        ("w",),
+        (
+            owned("fast", "w", 4),
+            owned("slow", "w", 1, violates=frozenset({"deadline:w"})),
+        ),
+        capex_max=2500,
+        requirements={"deadline:w": Requirement("deadline:w", "deadline of 72 h for w", 5)},
+    )
+    assert solve(inst, ONE).status == "infeasible"
+    why = explain(inst, ONE)
+    assert why is not None
+    assert why.conflict == ("capex", "deadline:w")  # names are sorted
+    # The deadline weighs 5 and the cap 1: relaxing the cap is the cheaper correction.
+    assert why.correction == ("capex",)
+    found = relaxation(inst, "capex", ONE)
+    assert found is not None and found.needed == 4000  # "feasible if the cap is 1500 higher"
+    assert found.delta == 1500
+    assert relaxation(inst, "deadline:w", ONE) is None  # not a numeric requirement
+
+
+def test_explain_names_a_full_site() -> None:
+    # 6 servers, 2 per rack -> 3 racks, but only 2 are available: racks:sz alone.
+    inst = instance(("w",), (owned("o", "w", 6),), sites=(site(racks=2),))
+    why = explain(inst, ONE)
+    assert why is not None and why.conflict == ("racks:sz",)
+    assert why.requirements["racks:sz"].description == "2 racks available at sz"
+    found = relaxation(inst, "racks:sz", ONE)
+    assert found is not None and (found.current, found.needed) == (2, 3)
+
+
+def test_explain_returns_none_when_a_plan_exists() -> None:
+    assert explain(instance(("w",), (owned("o", "w", 1),)), ONE) is None
+
+
+def test_monthly_cap_is_compared_over_the_horizon() -> None:
+    # 1 server: energy 10 + rent 5 = 15 per month = 180 over 12 months. A cap of 15/month
+    # allows it (180 <= 12 x 15); 14/month does not (180 > 168), and the rental at 120
+    # (10/month) is taken instead.
+    rent = CloudOption("c", "w", "cloud", "cloud", 1, cost_total=1200)
+    base = instance(("w",), (owned("o", "w", 1),), (rent,))
+    ok = solve(dataclasses.replace(base, monthly_max=15), ONE)
+    assert plan(ok) == {"w": ("o", "sz")}
+    assert "monthly" in ok.binding  # no slack left for another rack-month or server-month
+    capped = dataclasses.replace(base, monthly_max=14, objective="min-monthly")
+    cloudy = dataclasses.replace(capped, cloud=(dataclasses.replace(rent, cost_total=120),))
+    assert plan(solve(cloudy, ONE)) == {"w": ("c", None)}
+
+
+def test_binding_reports_tight_caps_and_full_sites() -> None:
+    # 4 servers, capex exactly at the 4000 cap, 2 racks of 2 x 10 kW: every available rack
+    # is taken and each rack's power is what stops a third server.
+    inst = instance(("w",), (owned("o", "w", 4),), sites=(site(racks=2),), capex_max=4000)
+    solution = solve(inst, ONE)
+    assert set(solution.binding) == {"capex", "racks:sz", "rack_power:sz"}
+    # 5 servers in one 60 kW rack: 50 kW and 40 of 42 U; a sixth would fit by power (60 kW)
+    # but not by space (48 U).
+    dense = instance(("w",), (owned("o", "w", 5),), sites=(site(rack_w=60_000),))
+    assert solve(dense, ONE).binding == ("rack_space:sz",)
+
+
+def test_max_throughput_spends_the_budget_then_saves() -> None:
+    # Capex cap 3000: options 4 servers/400 tok/s (too dear), 3 servers/300 tok/s,
+    # 2 servers/300 tok/s. Best throughput within budget: 300; cheapest at 300: 2 servers.
+    inst = instance(
+        ("w",),
+        (
+            owned("big", "w", 4, throughput=400),
+            owned("mid", "w", 3, throughput=300),
+            owned("lean", "w", 2, throughput=300),
+        ),
+        capex_max=3000,
+        objective="max-throughput",
+    )
+    solution = solve(inst, ONE)
+    assert solution.objective_value == 300
+    assert plan(solution) == {"w": ("lean", "sz")}
+
+
+def test_min_capex_counts_cloud_rental_as_spend() -> None:
+    # min-capex: owning costs capex 2000, renting 1500 of rental (no capex). Rental is
+    # spend too, so it wins at 1500; if it were free of charge in the objective, any
+    # rental at any price would.
+    rent = CloudOption("c", "w", "cloud", "cloud", 2, cost_total=1500)
+    inst = instance(("w",), (owned("o", "w", 2),), (rent,), objective="min-capex")
+    solution = solve(inst, ONE)
+    assert plan(solution) == {"w": ("c", None)} and solution.objective_value == 1500
+    dear = dataclasses.replace(inst, cloud=(dataclasses.replace(rent, cost_total=2500),))
+    assert plan(solve(dear, ONE)) == {"w": ("o", "sz")}
+
+
+def test_penalties_and_tie_breaks() -> None:
+    # Two parallelism variants with the same servers (same cost): the one with more memory
+    # headroom wins. A soft-rule penalty of 1 on it flips the choice.
+    a = owned("tp8", "w", 2, headroom_permille=100)
+    b = owned("tp4pp2", "w", 2, headroom_permille=250)
+    assert plan(solve(instance(("w",), (a, b)), ONE)) == {"w": ("tp4pp2", "sz")}
+    penalised = dataclasses.replace(b, penalty=1)
+    assert plan(solve(instance(("w",), (a, penalised)), ONE)) == {"w": ("tp8", "sz")}
+
+
+def test_fewer_racks_break_a_cost_tie() -> None:
+    # Rent is free at both sites, so 2 servers cost the same at either; 40 kW racks take
+    # both servers in 1 rack, 10 kW racks need 2. The tie-break picks the big racks.
+    sites = (site("small", rack_w=10_000, rent=0), site("big", rack_w=40_000, rent=0))
+    inst = instance(("w",), (owned("o", "w", 2, sites=("small", "big")),), sites=sites)
+    solution = solve(inst, ONE)
+    assert plan(solution) == {"w": ("o", "big")}
+    assert solution.racks == {("big", (("h100", 2),)): 1}
+
+
+def test_top_k_plans_are_distinct_and_ordered() -> None:
+    # Three ways: own at sz (2000 + 240 energy + 60 rent = 2300), own at wx with dearer
+    # rent (2000 + 240 + 2 x... = 2360), rent (5000). Two variants at sz are one plan.
+    sites = (site("sz"), site("wx", rent=10))
+    opts = (owned("a", "w", 2, sites=("sz", "wx")), owned("a2", "w", 2, sites=("sz",)))
+    rent = CloudOption("c", "w", "cloud", "cloud", 2, cost_total=5000)
+    inst = instance(("w",), opts, (rent,), sites=sites)
+    found = alternatives(inst, 5, ONE)
+    assert [(plan(p.solution)["w"][1], p.cost_delta) for p in found] == [
+        ("sz", 0),
+        ("wx", 60),  # rent 10 instead of 5 for 1 rack over 12 months
+        (None, 2700),
+    ]
+    assert [p.objective_delta for p in found] == [0, 60, 2700]
+    assert all(check(inst, p.solution) == [] for p in found)
+
+
+def test_objective_is_integral_and_model_valid() -> None:
+    inst = instance(("w",), (owned("o", "w", 2),), capex_max=5000, monthly_max=1000)
+    kinds: tuple[ObjectiveKind, ...] = ("min-tco", "min-capex", "min-monthly", "max-throughput")
+    for kind in kinds:
+        built = build(dataclasses.replace(inst, objective=kind))
+        for stage in group(criteria(built)):
+            model = built.model.clone()
+            objective, _ = fold(stage)
+            model.minimize(objective)
+            assert not model.proto.has_floating_point_objective()
+            assert model.validate() == ""
+    explain_model = build(inst, BuildOptions(mode="explain"))
+    assert set(explain_model.literals) == {"capex", "monthly", "racks:sz"}
+    assert all(v.name == f"req:{n}" for n, v in explain_model.literals.items())
+
+
+def _without_time(solution: Solution) -> Solution:
+    return dataclasses.replace(solution, wall_s=0.0)
+
+
+def _tie_heavy() -> Instance:
+    # Two workloads, each with three equally priced variants at two identical sites: many
+    # plans of equal cost; the tie-breaks must pick one and always the same one.
+    sites = (site("a", rent=0), site("b", rent=0))
+    opts = tuple(
+        owned(f"{w}{i}", w, 2, sites=("a", "b"), headroom_permille=100)
+        for w in ("x", "y")
+        for i in range(3)
+    )
+    return instance(("x", "y"), opts, sites=sites)
+
+
+def test_repeated_solves_are_identical() -> None:
+    inst = _tie_heavy()
+    first = _without_time(solve(inst, ONE))
+    assert all(_without_time(solve(inst, ONE)) == first for _ in range(3))
+    assert all(_without_time(solve(inst, TWO)) == first for _ in range(3))
+    assert plan(first) == {"x": ("x0", "a"), "y": ("y0", "a")}  # earliest listed
+
+
+def test_gap_and_bound() -> None:
+    solution = solve(instance(("w",), (owned("o", "w", 2),)), ONE)
+    assert solution.best_bound == solution.objective_value
+    assert relative_gap(solution) == 0.0
+    assert relative_gap(Solution(status="infeasible")) is None
+
+
+def test_dominated_options_are_not_built() -> None:
+    # Same workload, SKU and slot: 2 servers dominate 3 servers with the same placements;
+    # a night-only option with 3 servers is not dominated by an always-on one.
+    opts = (
+        owned("two", "w", 2),
+        owned("three", "w", 3),
+        owned("night", "w", 3, "night"),
+        owned("twin", "w", 2),  # equal to "two": the first listed is kept
+    )
+    built = build(instance(("w",), opts))
+    assert sorted(o.option.key for o in built.owned) == ["night", "two"]
+    assert built.stats["owned_options_in"] == 4 and built.stats["owned_options"] == 2
+
+
+def test_malformed_instance_is_rejected() -> None:
+    bad = instance(("w",), (owned("o", "w", 1, sites=("nowhere",)),))
+    with pytest.raises(ValueError, match="unknown site nowhere"):
+        build(bad)
+
+
+def test_checker_catches_broken_plans() -> None:
+    inst = instance(("w",), (owned("o", "w", 4),), sites=(site(racks=2),), capex_max=4000)
+    good = solve(inst, ONE)
+    assert check(inst, good) == []
+    assert good.costs is not None
+    fewer = dataclasses.replace(good, servers={("h100", "sz"): 3})
+    assert any("servers" in p for p in check(inst, fewer))
+    crammed = dataclasses.replace(good, racks={("sz", (("h100", 4),)): 1})
+    assert any("too much" in p for p in check(inst, crammed))
+    many = dataclasses.replace(good, racks={("sz", (("h100", 1),)): 4})
+    assert any("available" in p for p in check(inst, many))
+    cheap = dataclasses.replace(good, costs=dataclasses.replace(good.costs, capex=1))
+    assert any("reported costs" in p for p in check(inst, cheap))
+    nothing = dataclasses.replace(good, choices=())
+    assert any("0 choices" in p for p in check(inst, nothing))
+
+
+def test_clone_keeps_variables_usable() -> None:
+    # The design relies on variables of the base model addressing its clones by index.
+    model = cp_model.CpModel()
+    x = model.new_int_var(0, 5, "x")
+    clone = model.clone()
+    clone.add(x >= 3)
+    clone.minimize(x)
+    solver = cp_model.CpSolver()
+    assert solver.solve(clone) == cp_model.OPTIMAL and solver.value(x) == 3

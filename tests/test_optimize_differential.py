@@ -1,0 +1,189 @@
+"""Differential tests: the CP-SAT model against a brute-force enumerator.
+
+On a few hundred seeded random small instances (up to 3 workloads, 4 SKUs, 3 sites, 2 cloud
+offers per workload; small racks so packing and availability matter; some options violate
+requirements; budgets sometimes binding; all four objectives) the model must find exactly
+the reference optimum, including the lexicographic TCO at that optimum, and the same
+feasibility verdict, with both packing formulations (pattern columns and the per-rack
+fallback); every plan must pass the independent checker. Infeasible instances must be
+explained by a set of requirements that really conflicts and is minimal, a minimum-weight
+correction set, and exact relaxation amounts. Top-k must return the reference's next-best
+distinct plans.
+"""
+
+from __future__ import annotations
+
+import itertools
+from functools import cache
+
+import pytest
+from tests.optimize_reference import (
+    Evaluated,
+    business_key,
+    choices_of,
+    evaluate_all,
+    feasible_under,
+    optimum,
+    random_instance,
+)
+
+from gpusolve.optimize.alternatives import alternatives
+from gpusolve.optimize.explain import explain, relaxation
+from gpusolve.optimize.ir import Instance, Solution, SolveConfig
+from gpusolve.optimize.model import BuildOptions, build
+from gpusolve.optimize.solve import solve
+from gpusolve.optimize.validate import check
+
+SEEDS = range(300)
+CONFIG = SolveConfig(time_limit_s=20, workers=1, seed=1)
+
+
+@cache
+def case(seed: int) -> tuple[Instance, list[Evaluated]]:
+    instance = random_instance(seed)
+    return instance, evaluate_all(instance)
+
+
+def _assert_matches(
+    seed: int, solution: Solution, instance: Instance, ref: tuple[int, int] | None
+) -> None:
+    if ref is None:
+        assert solution.status == "infeasible", f"seed {seed}: reference has no plan"
+        return
+    assert solution.status == "optimal", f"seed {seed}: {solution.status}"
+    assert solution.costs is not None
+    assert (solution.objective_value, solution.costs.objective_tco) == ref, f"seed {seed}"
+    assert solution.best_bound == solution.objective_value
+    assert check(instance, solution) == [], f"seed {seed}"
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_model_matches_enumeration(seed: int) -> None:
+    instance, evaluated = case(seed)
+    ref = optimum(instance, evaluated)
+    _assert_matches(seed, solve(instance, CONFIG), instance, ref)
+
+
+@pytest.mark.parametrize("seed", SEEDS[::3])
+def test_rack_bin_fallback_matches_enumeration(seed: int) -> None:
+    """pattern_limit=0 forces every site onto the per-rack formulation."""
+    instance, evaluated = case(seed)
+    ref = optimum(instance, evaluated)
+    solution = solve(instance, CONFIG, BuildOptions(pattern_limit=0))
+    _assert_matches(seed, solution, instance, ref)
+
+
+def test_generator_covers_the_interesting_cases() -> None:
+    """The differential test is only as good as its instances: make sure they include
+    infeasible ones, multi-rack packings, rack limits, budgets that cut, and each objective."""
+    seen: set[str] = set()
+    for seed in SEEDS:
+        instance, evaluated = case(seed)
+        ref = optimum(instance, evaluated)
+        seen.add(instance.objective)
+        if ref is None:
+            seen.add("infeasible")
+            continue
+        seen.add("feasible")
+        if any(count > 1 for e in evaluated if not e.violated for _, count in e.racks):
+            seen.add("multi-rack")
+        for e in evaluated:
+            seen |= {name.split(":")[0] for name in e.violated}
+    assert seen >= {
+        "min-tco",
+        "min-capex",
+        "min-monthly",
+        "max-throughput",
+        "infeasible",
+        "feasible",
+        "multi-rack",
+        "racks",
+        "capex",
+        "monthly",
+        "deadline",
+        "regions",
+    }
+
+
+def _weight(instance: Instance, names: frozenset[str]) -> int:
+    reqs = instance.requirements
+    return sum(max(1, reqs[n].weight) if n in reqs else 1 for n in names)
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_explanation_is_a_minimal_conflict(seed: int) -> None:
+    instance, evaluated = case(seed)
+    found = explain(instance, CONFIG)
+    if optimum(instance, evaluated) is not None:
+        assert found is None
+        return
+    assert found is not None
+    unplaceable = tuple(w for w in instance.workloads if not choices_of(instance, w))
+    assert found.unplaceable == unplaceable
+    if unplaceable:
+        return
+    names = frozenset(build(instance, BuildOptions(mode="explain")).literals)
+    conflict = frozenset(found.conflict)
+    assert found.minimal
+    assert not feasible_under(evaluated, conflict), "the conflict must really conflict"
+    for name in conflict:
+        assert feasible_under(evaluated, conflict - {name}), f"{name} is not needed"
+    assert set(found.requirements) >= conflict
+    # Minimum correction set: relaxing it restores a plan, and nothing lighter does.
+    correction = frozenset(found.correction)
+    assert feasible_under(evaluated, names - correction)
+    cheaper = [
+        subset
+        for k in range(len(names) + 1)
+        for subset in map(frozenset, itertools.combinations(sorted(names), k))
+        if _weight(instance, subset) < _weight(instance, correction)
+    ]
+    assert not any(feasible_under(evaluated, names - s) for s in cheaper)
+
+
+@pytest.mark.parametrize("seed", SEEDS[::2])
+def test_relaxation_amounts_are_exact(seed: int) -> None:
+    instance, evaluated = case(seed)
+    names = frozenset(build(instance, BuildOptions(mode="explain")).literals)
+    for name in ("capex", "monthly", *(f"racks:{s}" for s in sorted(instance.sites))):
+        others = names - {name}
+        pool = [e for e in evaluated if not (e.violated & others)]
+        expected: int | None = None
+        if pool and name == "capex" and instance.capex_max is not None:
+            expected = min(e.capex for e in pool)
+        elif pool and name == "monthly" and instance.monthly_max is not None:
+            expected = min(-(-e.opex // instance.horizon_months) for e in pool)
+        elif pool and name in names and name.startswith("racks:"):
+            expected = min(dict(e.racks).get(name.removeprefix("racks:"), 0) for e in pool)
+        found = relaxation(instance, name, CONFIG)
+        assert (found.needed if found else None) == expected, f"seed {seed} {name}"
+
+
+@pytest.mark.parametrize("seed", SEEDS[::3])
+def test_top_k_are_the_next_best_distinct_plans(seed: int) -> None:
+    instance, evaluated = case(seed)
+    plans = alternatives(instance, 4, CONFIG)
+    feasible = [e for e in evaluated if not e.violated]
+    if not feasible:
+        assert plans == []
+        return
+    sign = -1 if instance.objective == "max-throughput" else 1
+    taken: set[tuple[tuple[str, str, str], ...]] = set()
+    previous: int | None = None
+    for plan in plans:
+        solution = plan.solution
+        assert solution.costs is not None and solution.objective_value is not None
+        assert check(instance, solution) == []
+        rest = [e for e in feasible if business_key(instance, e.keys) not in taken]
+        best = min(sign * e.primary(instance.objective) for e in rest)
+        at_best = [e for e in rest if sign * e.primary(instance.objective) == best]
+        assert solution.objective_value == sign * best
+        assert solution.costs.objective_tco == min(e.tco + e.penalties for e in at_best)
+        if previous is not None:
+            assert sign * solution.objective_value >= sign * previous
+        previous = solution.objective_value
+        key = business_key(instance, tuple((c.option, c.site) for c in solution.choices))
+        assert key not in taken
+        taken.add(key)
+    remaining = {business_key(instance, e.keys) for e in feasible} - taken
+    assert len(plans) == 4 or not remaining

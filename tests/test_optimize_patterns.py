@@ -1,0 +1,156 @@
+"""Rack fill patterns: maximal fills, shape classes, caps, the blow-up guard."""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from gpusolve.optimize.ir import Site, Sku
+from gpusolve.optimize.patterns import (
+    Shape,
+    TooManyPatterns,
+    fill_power,
+    fill_units,
+    first_fit_decreasing,
+    fits_site,
+    maximal_fills,
+    shape_classes,
+    site_patterns,
+)
+
+
+def brute_force(
+    shapes: list[Shape], rack_w: int, rack_units: int, caps: list[int]
+) -> set[tuple[int, ...]]:
+    """The definition, by itertools.product: feasible non-empty fills not dominated by another."""
+    ranges = [range(c + 1) for c in caps]
+    fills = [
+        fill
+        for fill in itertools.product(*ranges)
+        if any(fill)
+        and fill_power(shapes, fill) <= rack_w
+        and fill_units(shapes, fill) <= rack_units
+    ]
+    return {
+        p
+        for p in fills
+        if not any(q != p and all(a >= b for a, b in zip(q, p, strict=True)) for q in fills)
+    }
+
+
+shape_st = st.builds(Shape, st.integers(0, 12_000), st.integers(1, 10))
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    shapes=st.lists(shape_st, min_size=1, max_size=4, unique=True),
+    rack_w=st.integers(1_000, 40_000),
+    rack_units=st.integers(1, 42),
+    data=st.data(),
+)
+def test_maximal_fills_equal_the_definition(
+    shapes: list[Shape], rack_w: int, rack_units: int, data: st.DataObject
+) -> None:
+    full = [
+        min(rack_units // s.rack_units, rack_w // s.power_w if s.power_w else 99) for s in shapes
+    ]
+    caps = [data.draw(st.integers(0, c)) for c in full]
+    for bound in (full, caps):
+        got = maximal_fills(shapes, rack_w, rack_units, caps=bound)
+        assert len(got) == len(set(got)), "no duplicates"
+        assert set(got) == brute_force(shapes, rack_w, rack_units, bound)
+
+
+def test_two_shapes_by_hand() -> None:
+    # 20 kW, 42 U rack; A = 10 kW/8 U, B = 3 kW/4 U.
+    # Maximal fills: 2A (20 kW, 16 U; no B fits: 23 kW), 1A+3B (19 kW, 20 U; +B = 22 kW),
+    # 6B (18 kW, 24 U; +B = 21 kW). 1A+2B is not maximal (one more B fits).
+    a, b = Shape(10_000, 8), Shape(3_000, 4)
+    assert maximal_fills([a, b], 20_000, 42) == [(2, 0), (1, 3), (0, 6)]
+
+
+def test_space_can_bind_instead_of_power() -> None:
+    # 100 kW but only 12 U: three 4 U servers, whatever their power.
+    assert maximal_fills([Shape(5_000, 4)], 100_000, 12) == [(3,)]
+
+
+def test_caps_cut_slots_nobody_needs() -> None:
+    # Demand of at most 1 server of A: fills hold at most one A and fill the rest with B.
+    a, b = Shape(10_000, 8), Shape(3_000, 4)
+    assert maximal_fills([a, b], 20_000, 42, caps=[1, 6]) == [(1, 3), (0, 6)]
+
+
+def test_limit_raises() -> None:
+    shapes = [Shape(1_000 + 37 * i, 1 + i % 3) for i in range(12)]
+    with pytest.raises(TooManyPatterns):
+        maximal_fills(shapes, 40_000, 42, limit=100)
+
+
+def _sku(id_: str, power: int, units: int, cooling: set[str]) -> Sku:
+    return Sku(id_, capex=1, power_w=power, rack_units=units, cooling=frozenset(cooling))
+
+
+def _site(cooling: str = "air", rack_w: int = 20_000, units: int = 42) -> Site:
+    return Site("s", "r", cooling, rack_w, units, 5, 100, 0, {})
+
+
+def test_fits_site_checks_cooling_power_and_space() -> None:
+    assert fits_site(_sku("a", 10_000, 8, {"air"}), _site())
+    assert not fits_site(_sku("a", 10_000, 8, {"liquid"}), _site())
+    assert not fits_site(_sku("a", 20_001, 8, {"air"}), _site())
+    assert not fits_site(_sku("a", 1_000, 43, {"air"}), _site())
+
+
+def test_equal_shapes_share_one_class() -> None:
+    skus = [
+        _sku("b", 3_000, 4, {"air"}),
+        _sku("a", 10_000, 8, {"air"}),
+        _sku("c", 3_000, 4, {"air"}),
+    ]
+    shapes, members = shape_classes(skus)
+    assert shapes == (Shape(10_000, 8), Shape(3_000, 4))  # largest first
+    assert members == (("a",), ("b", "c"))
+
+
+def test_site_patterns_use_only_fitting_and_used_skus() -> None:
+    skus = [
+        _sku("big", 10_000, 8, {"air"}),
+        _sku("small", 3_000, 4, {"air"}),
+        _sku("wet", 3_000, 4, {"liquid"}),  # wrong cooling
+        _sku("huge", 30_000, 8, {"air"}),  # above the rack's power
+    ]
+    pats = site_patterns(_site(), skus, used={"big", "small", "wet", "huge"})
+    assert pats.members == (("big",), ("small",))
+    assert pats.fills == ((2, 0), (1, 3), (0, 6))
+    only_small = site_patterns(_site(), skus, used={"small"})
+    assert only_small.fills == ((6,),)
+    assert only_small.shape_of("small") == 0
+
+
+def one_by_one_ffd(items: list[Shape], rack_w: int, rack_units: int) -> int:
+    loads: list[tuple[int, int]] = []
+    for item in sorted(items, reverse=True):
+        for i, (power, units) in enumerate(loads):
+            if power + item.power_w <= rack_w and units + item.rack_units <= rack_units:
+                loads[i] = (power + item.power_w, units + item.rack_units)
+                break
+        else:
+            loads.append((item.power_w, item.rack_units))
+    return len(loads)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    counts=st.dictionaries(
+        shape_st.filter(lambda s: s.power_w <= 10_000), st.integers(0, 12), max_size=4
+    ),
+    stop=st.none() | st.integers(0, 8),
+)
+def test_bulk_first_fit_equals_one_by_one(counts: dict[Shape, int], stop: int | None) -> None:
+    items = [shape for shape, n in counts.items() for _ in range(n)]
+    expected = one_by_one_ffd(items, 10_000, 42)
+    got = first_fit_decreasing(counts, 10_000, 42, stop)
+    assert got == (expected if stop is None else min(expected, stop))

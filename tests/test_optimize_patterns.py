@@ -154,3 +154,27 @@ def test_bulk_first_fit_equals_one_by_one(counts: dict[Shape, int], stop: int | 
     expected = one_by_one_ffd(items, 10_000, 42)
     got = first_fit_decreasing(counts, 10_000, 42, stop)
     assert got == (expected if stop is None else min(expected, stop))
+
+
+def test_matchable_needs_distinct_workloads() -> None:
+    from gpusolve.optimize.patterns import matchable
+
+    users = [frozenset({0}), frozenset({0}), frozenset({0, 1}), frozenset({1})]
+    assert matchable([0], users)
+    assert not matchable([0, 1], users)  # both shapes only from workload 0
+    assert matchable([0, 2], users)  # 2 can come from workload 1
+    assert not matchable([0, 2, 3], users)  # three shapes, two workloads
+
+
+def test_one_workload_fills_hold_one_shape() -> None:
+    # Two shapes that both fit a 20 kW rack: unrestricted, the rack could mix them; when
+    # only one workload can use either, every fill holds a single shape.
+    from gpusolve.optimize.patterns import Shape, maximal_fills
+
+    shapes = [Shape(5000, 4), Shape(3000, 2)]
+    mixed = maximal_fills(shapes, 20000, 42, caps=[4, 6])
+    single = maximal_fills(shapes, 20000, 42, caps=[4, 6], users=[frozenset({0})] * 2)
+    assert any(all(f) for f in mixed)
+    assert sorted(single) == [(0, 6), (4, 0)]
+    two = maximal_fills(shapes, 20000, 42, caps=[4, 6], users=[frozenset({0}), frozenset({1})])
+    assert sorted(two) == sorted(mixed)

@@ -496,14 +496,23 @@ def _packing(
 ) -> dict[str, SitePacking]:
     out: dict[str, SitePacking] = {}
     skus_at: dict[str, set[str]] = defaultdict(set)
+    users: dict[str, dict[str, set[str]]] = defaultdict(lambda: defaultdict(set))
     for o in owned:
         skus_at[o.placement.site].add(o.option.sku)
+        users[o.placement.site][o.option.sku].add(o.option.workload)
     for site_id in sorted(skus_at):
         site = b.instance.sites[site_id]
         skus = [b.instance.skus[k] for k in sorted(skus_at[site_id])]
         demand_ub = {k: ub for (k, s), ub in servers_ub.items() if s == site_id}
         try:
-            pats = site_patterns(site, skus, skus_at[site_id], b.options.pattern_limit, demand_ub)
+            pats = site_patterns(
+                site,
+                skus,
+                skus_at[site_id],
+                b.options.pattern_limit,
+                demand_ub,
+                users[site_id],
+            )
             pack = _pattern_packing(b, site, pats, servers, demand_ub)
         except TooManyPatterns:
             shapes, members = shape_classes(skus)

@@ -8,7 +8,7 @@ from pathlib import Path
 import gpusolve.estimate
 
 PACKAGE = Path(gpusolve.estimate.__file__).parent
-ALLOWED_IMPORTS = ("__future__", "dataclasses", "functools", "math", "re", "gpusolve.")
+ALLOWED_IMPORTS = ("__future__", "dataclasses", "functools", "math", "re", "typing", "gpusolve.")
 FORBIDDEN_CALLS = {"open", "print", "input", "eval", "exec"}
 
 

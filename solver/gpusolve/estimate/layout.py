@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 from gpusolve.estimate.checkpoint import (
     checkpoint_stall,
@@ -214,6 +215,32 @@ class ConfigEstimate:
 
 
 # ---------------------------------------------------------------- helpers
+
+
+def _identity(
+    workload: Workload,
+    hw: Hardware,
+    layout: Layout,
+    memory: MemoryBreakdown,
+    capacity: float,
+    params: Params,
+    fits: bool,
+) -> dict[str, Any]:
+    """The fields a training and an inference estimate share: what was sized, on what."""
+    return {
+        "workload": workload.name,
+        "kind": workload.kind,
+        "card": hw.card.id,
+        "hardware": hw.label or hw.card.id,
+        "layout": layout,
+        "gpus": layout.gpus,
+        "nodes": layout.nodes,
+        "memory": memory,
+        "capacity_bytes": capacity,
+        "card_memory_bytes": hw.card.memory_gb * GB,
+        "headroom": params.headroom,
+        "fits": fits,
+    }
 
 
 def _gb(x: float) -> str:
@@ -601,18 +628,7 @@ def _evaluate_training(
         meets = time_s <= workload.deadline_hours * SECONDS_PER_HOUR
 
     return ConfigEstimate(
-        workload=workload.name,
-        kind=workload.kind,
-        card=card.id,
-        hardware=hw.label or card.id,
-        layout=layout,
-        gpus=gpus,
-        nodes=layout.nodes,
-        memory=memory,
-        capacity_bytes=capacity,
-        card_memory_bytes=card.memory_gb * GB,
-        headroom=params.headroom,
-        fits=fits,
+        **_identity(workload, hw, layout, memory, capacity, params, fits),
         flops=flops,
         model_flops=model_flops,
         time_to_train_s=time_s,
@@ -746,18 +762,7 @@ def _evaluate_inference(
     size = inference_checkpoint(weights_bytes=weights_bytes(arch, workload.precision))
     per_token = 2.0 * arch.active_params
     return ConfigEstimate(
-        workload=workload.name,
-        kind=workload.kind,
-        card=card.id,
-        hardware=hw.label or card.id,
-        layout=layout,
-        gpus=gpus,
-        nodes=layout.nodes,
-        memory=memory,
-        capacity_bytes=capacity,
-        card_memory_bytes=card.memory_gb * GB,
-        headroom=params.headroom,
-        fits=fits,
+        **_identity(workload, hw, layout, memory, capacity, params, fits),
         flops=per_token,
         model_flops=per_token,
         time_to_train_s=None,

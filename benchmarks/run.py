@@ -1,0 +1,662 @@
+"""gpusolve benchmark suite: time to proven optimum against HiGHS and CBC, the value of
+deciding jointly against a spreadsheet baseline, start-up, end-to-end and memory.
+
+    python benchmarks/run.py [--scales S,M,L,XL] [--seeds 10] [--time-limit 60]
+                             [--json benchmarks/results/latest.json]
+
+Per scale and seed it generates an instance (`generator.py`), then measures
+
+* gpusolve `solve()` with 2 workers and with 1 worker: wall clock of the whole call
+  (build, stage 1 = proof of the minimum cost, tie-break stages) and, separately, the
+  time to proven optimum (build + stage 1);
+* the same model as a MILP (`peers.py`) solved by HiGHS and by CBC (PuLP), build + solve,
+  both with a zero relative gap;
+* that all optima agree within 1 currency unit and that every plan passes the
+  optimiser's independent validator (a mismatch is printed loudly and fails the run);
+* the spreadsheet baseline (`baseline.py`) priced with an exact packing.
+
+Then `gpusolve --help` (median of 5 subprocess runs), `gpusolve plan` on each shipped
+example, and the peak RSS of a child process solving XL seed 0. Ratios are computed within
+one run (the machine is noisy); medians over seeds. Results go to JSON for tracking.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import importlib.util
+import json
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+sys.path.insert(0, str(HERE))
+
+from baseline import greedy  # noqa: E402
+from generator import SCALES, describe, generate  # noqa: E402
+from gpusolve.optimize import solve as solve_module  # noqa: E402
+from gpusolve.optimize.ir import Instance, Solution, SolveConfig  # noqa: E402
+from gpusolve.optimize.model import build  # noqa: E402
+from gpusolve.optimize.validate import check  # noqa: E402
+
+TARGET_RATIO = 1.0
+TARGET_RATIO_AIM = 0.5
+TARGET_WALL = {"M": 1.0, "L": 5.0}
+TARGET_XL_GAP = 0.01
+TARGET_XL_SECONDS = 30.0
+TARGET_HELP_S = 0.25
+TARGET_PLAN_S = 1.5
+TARGET_XL_RSS_MB = 1024.0
+
+
+# --------------------------------------------------------------------------- records
+
+
+@dataclass
+class Run:
+    """One solver on one instance."""
+
+    solver: str
+    status: str
+    objective: int | None
+    bound: float | None
+    wall_s: float  # what the caller waits for
+    proof_s: float | None = None  # time to proven optimum (None: not proven)
+    detail: dict[str, float] = field(default_factory=dict)
+    problems: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Record:
+    scale: str
+    seed: int
+    size: dict[str, int]
+    runs: dict[str, Run]
+    optimum: int | None
+    mismatch: str
+    greedy: dict[str, Any]
+    xl_gap_30s: float | None = None
+
+
+# --------------------------------------------------------------------------- gpusolve
+
+
+@contextmanager
+def stage_timer() -> Iterator[list[tuple[float, str]]]:
+    """Record (wall, status) of each CP-SAT stage `solve()` runs.
+
+    Instruments the private `_Stages.run` when it exists; without it only the totals are
+    reported (the benchmark must not break when the optimiser is refactored)."""
+    stages: list[tuple[float, str]] = []
+    cls = getattr(solve_module, "_Stages", None)
+    original = getattr(cls, "run", None) if cls is not None else None
+    if cls is None or original is None:
+        yield stages
+        return
+
+    def timed(self: Any, *args: Any, **kwargs: Any) -> Any:
+        start = time.perf_counter()
+        solver, status = original(self, *args, **kwargs)
+        stages.append((time.perf_counter() - start, solver.status_name(status)))
+        return solver, status
+
+    cls.run = timed
+    try:
+        yield stages
+    finally:
+        cls.run = original
+
+
+def run_gpusolve(instance: Instance, workers: int, limit: float) -> tuple[Run, Solution]:
+    config = SolveConfig(time_limit_s=limit, workers=workers, seed=1)
+    with stage_timer() as stages:
+        start = time.perf_counter()
+        solution = solve_module.solve(instance, config)
+        wall = time.perf_counter() - start
+    detail: dict[str, float] = {"stages": float(len(stages))}
+    proof: float | None = None
+    if stages:
+        detail["stage1_s"] = stages[0][0]
+        detail["later_stages_s"] = sum(s for s, _ in stages[1:])
+        detail["build_s"] = wall - sum(s for s, _ in stages)
+        if stages[0][1] == "OPTIMAL":
+            proof = detail["build_s"] + stages[0][0]
+        detail["later_proven"] = float(all(st == "OPTIMAL" for _, st in stages[1:]))
+    elif solution.status == "optimal":
+        proof = wall
+    run = Run(
+        solver=f"gpusolve-{workers}w",
+        status=solution.status,
+        objective=solution.objective_value,
+        bound=solution.best_bound,
+        wall_s=wall,
+        proof_s=proof,
+        detail=detail,
+        problems=check(instance, solution),
+    )
+    return run, solution
+
+
+def xl_gap_at(instance: Instance, seconds: float) -> float | None:
+    """Relative gap of gpusolve's answer when given `seconds` (2 workers)."""
+    solution = solve_module.solve(instance, SolveConfig(time_limit_s=seconds, workers=2))
+    if solution.objective_value is None or solution.best_bound is None:
+        return None
+    if solution.status == "optimal":
+        return 0.0
+    diff = abs(solution.objective_value - solution.best_bound)
+    return diff / max(1, abs(solution.objective_value))
+
+
+# --------------------------------------------------------------------------- peers
+
+
+@contextmanager
+def quiet_stdout() -> Iterator[None]:
+    """HiGHS prints a banner on stdout from C++; keep the progress output readable."""
+    sys.stdout.flush()
+    saved = os.dup(1)
+    with open(os.devnull, "w") as devnull:
+        os.dup2(devnull.fileno(), 1)
+        try:
+            yield
+        finally:
+            sys.stdout.flush()
+            os.dup2(saved, 1)
+            os.close(saved)
+
+
+def run_peers(instance: Instance, limit: float, names: Sequence[str]) -> dict[str, Run]:
+    import peers
+
+    start = time.perf_counter()
+    translation = peers.translate(instance)
+    translate_s = time.perf_counter() - start
+    solvers: dict[str, Callable[[peers.Translation, float], peers.PeerResult]] = {
+        "highs": peers.solve_highs,
+        "cbc": peers.solve_cbc,
+    }
+    out: dict[str, Run] = {}
+    for name in names:
+        with quiet_stdout():
+            result = solvers[name](translation, limit)
+        wall = translate_s + result.total_s
+        problems: list[str] = []
+        if result.values is not None:
+            plan = peers.to_solution(translation, result.values, result.status, wall)
+            problems = check(instance, plan)
+            if result.reported is not None and abs(result.reported - result.objective) > 1:
+                problems.append(f"reported {result.reported} != recomputed {result.objective}")
+        out[name] = Run(
+            solver=name,
+            status=result.status,
+            objective=result.objective,
+            bound=result.bound,
+            wall_s=wall,
+            proof_s=wall if result.status == "optimal" else None,
+            detail={
+                "translate_s": translate_s,
+                "build_s": result.build_s,
+                "solve_s": result.solve_s,
+                "patterns": float(translation.patterns),
+                "bin_sites": float(translation.bin_sites),
+                "columns": float(len(translation.milp.names)),
+                "rows": float(len(translation.milp.rows)),
+            },
+            problems=problems,
+        )
+    return out
+
+
+def peers_available() -> list[str]:
+    names = []
+    if importlib.util.find_spec("highspy") is not None:
+        names.append("highs")
+    if importlib.util.find_spec("pulp") is not None:
+        names.append("cbc")
+    return names
+
+
+# --------------------------------------------------------------------------- one instance
+
+
+def agreement(runs: dict[str, Run]) -> tuple[int | None, str]:
+    """The common optimum of every run that proved one, or a mismatch message."""
+    proven = {k: r.objective for k, r in runs.items() if r.status == "optimal"}
+    values = [v for v in proven.values() if v is not None]
+    if not values:
+        return None, ""
+    if max(values) - min(values) > 1:
+        return None, "optima differ: " + ", ".join(f"{k}={v}" for k, v in proven.items())
+    for k, r in runs.items():  # an unproven incumbent below a proven optimum is a bug too
+        if r.status == "feasible" and r.objective is not None and r.objective < min(values) - 1:
+            return None, f"{k} has {r.objective} below the proven optimum {min(values)}"
+    return min(values), ""
+
+
+def bench_instance(
+    scale: str, seed: int, args: argparse.Namespace, peer_names: list[str]
+) -> Record:
+    instance = generate(scale, seed)
+    size = describe(instance)
+    stats = build(instance).stats
+    size.update({f"model_{k}": int(v) for k, v in stats.items()})
+    runs: dict[str, Run] = {}
+    for workers in args.workers:
+        run, _ = run_gpusolve(instance, workers, args.time_limit)
+        runs[run.solver] = run
+    runs.update(run_peers(instance, args.time_limit, peer_names))
+    optimum, mismatch = agreement(runs)
+    for run in runs.values():
+        if run.problems:
+            mismatch += f" {run.solver} plan invalid: {run.problems[:3]}"
+    base = greedy(instance) if args.greedy else None
+    record = Record(scale, seed, size, runs, optimum, mismatch.strip(), {})
+    if base is not None:
+        record.greedy = {
+            "objective": base.objective,
+            "feasible": base.feasible,
+            "violates": list(base.relaxed),
+            "extra_pct": extra_pct(base.objective, optimum),
+        }
+    if scale == "XL":
+        record.xl_gap_30s = xl_check(instance, runs.get("gpusolve-2w"))
+    return record
+
+
+def extra_pct(greedy_cost: int | None, optimum: int | None) -> float | None:
+    if greedy_cost is None or not optimum:
+        return None
+    return 100.0 * (greedy_cost - optimum) / optimum
+
+
+def xl_check(instance: Instance, run: Run | None) -> float | None:
+    if run is not None and run.proof_s is not None and run.wall_s <= TARGET_XL_SECONDS:
+        return 0.0
+    return xl_gap_at(instance, TARGET_XL_SECONDS)
+
+
+# --------------------------------------------------------------------------- progress
+
+
+def fmt_s(run: Run | None, proof: bool = False) -> str:
+    if run is None:
+        return "-"
+    value = run.proof_s if proof else run.wall_s
+    if value is None:
+        return f">{run.wall_s:.1f}"
+    return f"{value:.2f}"
+
+
+def progress_line(rec: Record) -> str:
+    r = rec.runs
+    size = rec.size
+    parts = [
+        f"[{rec.scale} seed {rec.seed}]",
+        f"{size.get('model_choice_vars', 0)} choices,",
+        f"{size.get('model_patterns', 0)} patterns,",
+        f"{size.get('model_bin_sites', 0)} bin sites |",
+    ]
+    for name in ("gpusolve-2w", "gpusolve-1w"):
+        if name in r:
+            parts.append(f"{name} {fmt_s(r[name])}s (proof {fmt_s(r[name], True)}s)")
+    for name in ("highs", "cbc"):
+        if name in r:
+            parts.append(f"{name} {fmt_s(r[name])}s")
+    parts.append(f"| optimum {rec.optimum}")
+    extra = rec.greedy.get("extra_pct")
+    if extra is not None and rec.greedy["feasible"]:
+        parts.append(f"| greedy {extra:+.1f}%")
+    elif extra is not None:
+        broken = ",".join(rec.greedy["violates"])
+        parts.append(f"| greedy infeasible (breaks {broken}; {extra:+.1f}%)")
+    if rec.xl_gap_30s is not None:
+        parts.append(f"| gap@30s {100 * rec.xl_gap_30s:.2f}%")
+    return " ".join(parts)
+
+
+# --------------------------------------------------------------------------- summary
+
+
+def median(values: Sequence[float]) -> float | None:
+    return statistics.median(values) if values else None
+
+
+def censored(run: Run, proof: bool) -> float:
+    """Time to proven optimum (`proof`) or of the whole call; an unproven run counts its
+    whole wall clock, a lower bound of its true time (medians stay honest)."""
+    if proof and run.proof_s is not None:
+        return run.proof_s
+    return run.wall_s
+
+
+def best_peer(rec: Record) -> float | None:
+    times = [censored(rec.runs[n], True) for n in ("highs", "cbc") if n in rec.runs]
+    return min(times) if times else None
+
+
+def ratio(rec: Record, name: str, proof: bool) -> float | None:
+    peer = best_peer(rec)
+    if name not in rec.runs or not peer:
+        return None
+    return censored(rec.runs[name], proof) / peer
+
+
+def summarise(records: Sequence[Record]) -> dict[str, dict[str, Any]]:
+    out: dict[str, dict[str, Any]] = {}
+    for scale in dict.fromkeys(r.scale for r in records):
+        recs = [r for r in records if r.scale == scale]
+        row: dict[str, Any] = {"instances": len(recs)}
+        for name in ("gpusolve-2w", "gpusolve-1w", "highs", "cbc"):
+            runs = [r.runs[name] for r in recs if name in r.runs]
+            if runs:
+                row[f"{name}_wall_s"] = median([x.wall_s for x in runs])
+                row[f"{name}_proof_s"] = median([censored(x, True) for x in runs])
+                row[f"{name}_proven"] = sum(1 for x in runs if x.proof_s is not None)
+        for name in ("gpusolve-2w", "gpusolve-1w"):
+            for proof in (False, True):
+                key = f"ratio_{name}_{'proof' if proof else 'wall'}"
+                row[key] = median([v for r in recs if (v := ratio(r, name, proof)) is not None])
+        extras = [
+            r.greedy["extra_pct"]
+            for r in recs
+            if r.greedy.get("extra_pct") is not None and r.greedy["feasible"]
+        ]
+        row["greedy_extra_pct_median"] = median(extras)
+        row["greedy_extra_pct_max"] = max(extras) if extras else None
+        row["greedy_infeasible"] = sum(1 for r in recs if r.greedy and not r.greedy["feasible"])
+        row["mismatches"] = sum(1 for r in recs if r.mismatch)
+        gaps = [r.xl_gap_30s for r in recs if r.xl_gap_30s is not None]
+        if gaps:
+            row["xl_gap_30s_max"] = max(gaps)
+            row["xl_within_1pct_30s"] = sum(1 for g in gaps if g <= TARGET_XL_GAP)
+        out[scale] = row
+    return out
+
+
+def print_summary(summary: dict[str, dict[str, Any]]) -> None:
+    cols = [
+        ("n", "instances", "{:d}"),
+        ("gpusolve 2w solve()", "gpusolve-2w_wall_s", "{:.2f}"),
+        ("2w proof", "gpusolve-2w_proof_s", "{:.2f}"),
+        ("gpusolve 1w solve()", "gpusolve-1w_wall_s", "{:.2f}"),
+        ("1w proof", "gpusolve-1w_proof_s", "{:.2f}"),
+        ("HiGHS", "highs_proof_s", "{:.2f}"),
+        ("CBC", "cbc_proof_s", "{:.2f}"),
+        ("ratio 2w solve()", "ratio_gpusolve-2w_wall", "{:.2f}"),
+        ("ratio 2w proof", "ratio_gpusolve-2w_proof", "{:.2f}"),
+        ("ratio 1w proof", "ratio_gpusolve-1w_proof", "{:.2f}"),
+        ("greedy +% (feasible)", "greedy_extra_pct_median", "{:.1f}"),
+        ("greedy infeasible", "greedy_infeasible", "{:d}"),
+        ("mismatch", "mismatches", "{:d}"),
+    ]
+    print("\nMedians over seeds (seconds; ratio = gpusolve / best of HiGHS and CBC, per seed):")
+    print("| scale | " + " | ".join(c[0] for c in cols) + " |")
+    print("|---" * (len(cols) + 1) + "|")
+    for scale, row in summary.items():
+        cells = []
+        for _, key, pattern in cols:
+            value = row.get(key)
+            cells.append("-" if value is None else pattern.format(value))
+        print(f"| {scale} | " + " | ".join(cells) + " |")
+
+
+# --------------------------------------------------------------------------- end to end
+
+
+def gpusolve_exe() -> list[str]:
+    found = Path(sys.executable).with_name("gpusolve")
+    if found.exists():
+        return [str(found)]
+    which = shutil.which("gpusolve")
+    return [which] if which else [sys.executable, "-m", "gpusolve"]
+
+
+def time_command(argv: list[str], repeat: int) -> tuple[float, int, str]:
+    walls: list[float] = []
+    code = 0
+    err = ""
+    for _ in range(repeat):
+        start = time.perf_counter()
+        done = subprocess.run(argv, capture_output=True, text=True, check=False)
+        walls.append(time.perf_counter() - start)
+        code, err = done.returncode, done.stderr[-300:]
+    return statistics.median(walls), code, err
+
+
+def end_to_end(xl_memory: bool, limit: float) -> dict[str, Any]:
+    exe = gpusolve_exe()
+    out: dict[str, Any] = {}
+    help_s, code, _ = time_command([*exe, "--help"], 5)
+    out["help_s"] = help_s
+    out["help_exit"] = code
+    print(f"gpusolve --help: median of 5 = {help_s:.3f} s (exit {code})", flush=True)
+    out["plan"] = plan_examples(exe)
+    if xl_memory:
+        out["xl_peak_rss_mb"] = xl_peak_rss(limit)
+        print(f"XL seed 0 solve in a child process: peak RSS {out['xl_peak_rss_mb']:.0f} MB")
+    return out
+
+
+def plan_examples(exe: list[str]) -> dict[str, Any]:
+    if importlib.util.find_spec("gpusolve.commands.plan") is None:
+        print("gpusolve plan: skipped (the plan command does not exist yet)")
+        return {"skipped": "no plan command"}
+    results: dict[str, Any] = {}
+    for path in sorted((ROOT / "examples").glob("*.yaml")):
+        wall, code, err = time_command([*exe, "plan", str(path)], 3)
+        results[path.name] = {"wall_s": wall, "exit": code, "stderr_tail": err if code > 1 else ""}
+        print(f"gpusolve plan {path.name}: median of 3 = {wall:.2f} s (exit {code})", flush=True)
+    return results
+
+
+CHILD = """
+import json, resource, sys, time
+sys.path.insert(0, {here!r})
+from generator import generate
+from gpusolve.optimize.ir import SolveConfig
+from gpusolve.optimize.solve import solve
+instance = generate("XL", 0)
+start = time.perf_counter()
+solution = solve(instance, SolveConfig(time_limit_s={limit}, workers=2))
+print(json.dumps({{"status": solution.status, "wall_s": time.perf_counter() - start,
+    "maxrss_kb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}}))
+"""
+
+
+def xl_peak_rss(limit: float) -> float:
+    """Peak RSS of a child that generates and solves XL seed 0 (os.wait4 = getrusage of
+    that child alone, so no other child of this process is counted)."""
+    code = CHILD.format(here=str(HERE), limit=limit)
+    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    assert proc.stdout is not None
+    output = proc.stdout.read()
+    _, _, usage = os.wait4(proc.pid, 0)
+    proc.returncode = 0
+    try:
+        own = int(json.loads(output.strip().splitlines()[-1])["maxrss_kb"])
+    except (IndexError, ValueError, KeyError):
+        own = 0
+    return max(usage.ru_maxrss, own) / 1024.0
+
+
+# --------------------------------------------------------------------------- targets
+
+
+def targets(summary: dict[str, dict[str, Any]], e2e: dict[str, Any]) -> list[dict[str, Any]]:
+    rows: list[dict[str, Any]] = []
+
+    def add(name: str, value: float | None, limit: float, unit: str = "") -> None:
+        ok = value is not None and value <= limit
+        rows.append({"target": name, "value": value, "limit": limit, "unit": unit, "pass": ok})
+
+    for scale, row in summary.items():
+        add(
+            f"{scale}: proof 2w / best peer (median)",
+            row.get("ratio_gpusolve-2w_proof"),
+            TARGET_RATIO,
+            "x",
+        )
+        add(
+            f"{scale}: solve() 2w / best peer (median)",
+            row.get("ratio_gpusolve-2w_wall"),
+            TARGET_RATIO,
+            "x",
+        )
+        add(
+            f"{scale}: aim proof 2w / best peer",
+            row.get("ratio_gpusolve-2w_proof"),
+            TARGET_RATIO_AIM,
+            "x",
+        )
+        if scale in TARGET_WALL:
+            add(
+                f"{scale}: solve() 2w median",
+                row.get("gpusolve-2w_wall_s"),
+                TARGET_WALL[scale],
+                "s",
+            )
+        if "xl_gap_30s_max" in row:
+            add(
+                f"{scale}: worst gap with proven bound at 30 s",
+                row["xl_gap_30s_max"],
+                TARGET_XL_GAP,
+            )
+    if "help_s" in e2e:
+        add("gpusolve --help (median of 5)", e2e["help_s"], TARGET_HELP_S, "s")
+    plan = e2e.get("plan", {})
+    for name, res in plan.items():
+        if isinstance(res, dict):
+            ok_exit = res["exit"] in (0, 1)
+            add(f"gpusolve plan {name}", res["wall_s"] if ok_exit else None, TARGET_PLAN_S, "s")
+    if "xl_peak_rss_mb" in e2e:
+        add("XL peak RSS", e2e["xl_peak_rss_mb"], TARGET_XL_RSS_MB, "MB")
+    return rows
+
+
+def print_targets(rows: Sequence[dict[str, Any]]) -> None:
+    print("\nTargets:")
+    print("| target | value | limit | result |")
+    print("|---|---|---|---|")
+    for row in rows:
+        value = row["value"]
+        shown = "-" if value is None else f"{value:.3g}{row['unit']}"
+        print(
+            f"| {row['target']} | {shown} | {row['limit']:g}{row['unit']} | "
+            f"{'PASS' if row['pass'] else 'FAIL'} |"
+        )
+
+
+# --------------------------------------------------------------------------- main
+
+
+def environment() -> dict[str, Any]:
+    from importlib.metadata import PackageNotFoundError, version
+
+    env: dict[str, Any] = {"python": platform.python_version(), "cpus": os.cpu_count()}
+    for pkg in ("gpusolve", "ortools", "highspy", "pulp"):
+        try:
+            env[pkg] = version(pkg)
+        except PackageNotFoundError:
+            env[pkg] = None
+    head = subprocess.run(
+        ["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True, text=True
+    )
+    env["git_head"] = head.stdout.strip() or None
+    dirty = subprocess.run(
+        ["git", "-C", str(ROOT), "status", "--porcelain", "solver/gpusolve/optimize"],
+        capture_output=True,
+        text=True,
+    )
+    env["optimize_dirty"] = bool(dirty.stdout.strip())
+    digest = hashlib.sha256()
+    for path in sorted((ROOT / "solver" / "gpusolve" / "optimize").glob("*.py")):
+        digest.update(path.read_bytes())
+    env["optimize_sha256"] = digest.hexdigest()[:16]
+    env["date"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+    return env
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    ap.add_argument(
+        "--scales", default="S,M,L,XL", help="comma-separated, from " + ",".join(SCALES)
+    )
+    ap.add_argument("--seeds", type=int, default=10, help="instances per scale (seeds 0..N-1)")
+    ap.add_argument("--first-seed", type=int, default=0)
+    ap.add_argument("--time-limit", type=float, default=60.0, help="per solver and instance, s")
+    ap.add_argument("--workers", default="2,1", help="gpusolve worker counts to time")
+    ap.add_argument("--json", type=Path, default=HERE / "results" / "latest.json")
+    ap.add_argument("--no-peers", action="store_true", help="skip HiGHS and CBC")
+    ap.add_argument("--no-greedy", dest="greedy", action="store_false")
+    ap.add_argument("--no-e2e", dest="e2e", action="store_false", help="skip --help/plan/memory")
+    args = ap.parse_args(argv)
+    args.scales = [s.strip() for s in args.scales.split(",") if s.strip()]
+    args.workers = [int(w) for w in args.workers.split(",")]
+    unknown = [s for s in args.scales if s not in SCALES]
+    if unknown:
+        ap.error(f"unknown scales {unknown}")
+    return args
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(argv)
+    peer_names = [] if args.no_peers else peers_available()
+    if not args.no_peers and len(peer_names) < 2:
+        print("note: install the peers with `pip install -e '.[bench]'` (highspy, pulp)")
+    records: list[Record] = []
+    started = time.perf_counter()
+    for scale in args.scales:
+        for seed in range(args.first_seed, args.first_seed + args.seeds):
+            rec = bench_instance(scale, seed, args, peer_names)
+            records.append(rec)
+            print(progress_line(rec), flush=True)
+            if rec.mismatch:
+                print(
+                    f"!!! MISMATCH [{scale} seed {seed}]: {rec.mismatch}",
+                    file=sys.stderr,
+                    flush=True,
+                )
+    summary = summarise(records)
+    print_summary(summary)
+    e2e = end_to_end("XL" in args.scales, args.time_limit) if args.e2e else {}
+    rows = targets(summary, e2e)
+    print_targets(rows)
+    mismatches = sum(1 for r in records if r.mismatch)
+    result = {
+        "environment": environment(),
+        "arguments": {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()},
+        "wall_s": time.perf_counter() - started,
+        "records": [asdict(r) for r in records],
+        "summary": summary,
+        "end_to_end": e2e,
+        "targets": rows,
+        "mismatches": mismatches,
+    }
+    args.json.parent.mkdir(parents=True, exist_ok=True)
+    args.json.write_text(json.dumps(result, indent=2, default=str))
+    print(f"\nwritten {args.json}")
+    if mismatches:
+        print(
+            f"!!! {mismatches} instance(s) with mismatching optima or invalid plans",
+            file=sys.stderr,
+        )
+        return 3
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

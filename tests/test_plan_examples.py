@@ -33,6 +33,9 @@ def test_example_plans_and_validates(gpusolve, path: Path) -> None:
     )
     assert abs(total - cost["tco"]) < 1.0
     assert all(r["source"].startswith("H") for r in plan["rules_fired"])
+    for site in plan["sites"]:
+        assert len(site["fill_kw"]) == len(site["fill"]) == site["racks"]
+        assert all(kw <= site["rack_kw"] + 1e-9 for kw in site["fill_kw"])
 
 
 def test_same_input_gives_byte_identical_json(gpusolve) -> None:

@@ -99,6 +99,10 @@ def sites(solution: ir.Solution, instance: ir.Instance, catalog: Catalog) -> lis
                 rack_kw=offer.rack_kw,
                 cooling=offer.cooling,
                 fill=fills[site_id],
+                fill_kw=[
+                    round(sum(catalog.servers[k].power_kw * n for k, n in fill.items()), 2)
+                    for fill in fills[site_id]
+                ],
             )
         )
     return out

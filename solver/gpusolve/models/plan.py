@@ -71,6 +71,9 @@ class Site(OutModel):
     rack_kw: float
     cooling: str
     fill: list[dict[str, int]] = Field(description="Servers per rack, one entry per rack.")
+    fill_kw: list[float] = Field(
+        default_factory=list, description="Peak kW drawn in each rack (same order as fill)."
+    )
 
 
 class RuleFired(OutModel):

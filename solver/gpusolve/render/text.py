@@ -43,7 +43,8 @@ def plan_text(plan: Plan) -> str:
             )
             for i, fill in enumerate(s.fill, 1):
                 content = ", ".join(f"{n} x {k}" for k, n in fill.items())
-                add(f"      rack {i}: {content}")
+                used = f" ({s.fill_kw[i - 1]:g} of {s.rack_kw:g} kW)" if s.fill_kw else ""
+                add(f"      rack {i}: {content}{used}")
     if plan.cost:
         b = plan.cost.breakdown
         add("")

@@ -7,7 +7,12 @@ from pathlib import Path
 
 import click
 
-from gpusolve.commands.options import catalog_option, format_option, rules_option
+from gpusolve.commands.options import (
+    catalog_option,
+    format_option,
+    progress_printer,
+    rules_option,
+)
 
 
 @click.command("frontier")
@@ -75,9 +80,7 @@ def frontier(
     if low >= high:
         raise click.BadParameter("--low must be below --high", param_hint="--low")
 
-    def progress(message: str) -> None:
-        if not quiet:
-            click.echo(f"gpusolve: {message}", err=True)
+    progress = progress_printer(quiet)
 
     run = prepare_run(requirements, catalog_paths, rules_paths, progress=progress)
     if not any(w.deadline_hours for w in run.reqs.workloads):

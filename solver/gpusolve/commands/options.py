@@ -43,3 +43,13 @@ def format_option(*choices: str) -> Callable[[F], F]:
         )(func)
 
     return decorate
+
+
+def progress_printer(quiet: bool) -> Callable[[str], None]:
+    """Progress messages on stderr (stdout stays clean for the output), unless quiet."""
+
+    def progress(message: str) -> None:
+        if not quiet:
+            click.echo(f"gpusolve: {message}", err=True)
+
+    return progress

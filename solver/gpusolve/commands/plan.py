@@ -7,7 +7,12 @@ from pathlib import Path
 
 import click
 
-from gpusolve.commands.options import catalog_option, format_option, rules_option
+from gpusolve.commands.options import (
+    catalog_option,
+    format_option,
+    progress_printer,
+    rules_option,
+)
 from gpusolve.render import FORMATS
 
 OBJECTIVES = ("min-tco", "min-capex", "min-monthly", "max-throughput")
@@ -117,9 +122,7 @@ def plan(
     from gpusolve.planner import PlanOptions, make_plan
     from gpusolve.render import render_plan
 
-    def progress(message: str) -> None:
-        if not quiet:
-            click.echo(f"gpusolve: {message}", err=True)
+    progress = progress_printer(quiet)
 
     run = prepare_run(
         requirements,

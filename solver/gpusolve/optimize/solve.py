@@ -215,6 +215,11 @@ class _Stages:
         params = solver.parameters
         params.num_workers = self.config.workers
         params.random_seed = self.config.seed
+        # CP-SAT's presolve costs 0.5-1 s on mid-size plans and leaves an LP bound that
+        # stalls far below the LP optimum (benchmarks: M stage 1, 1 worker, median
+        # 2.3 s -> 1.2 s and worst seed 27 s -> 5.6 s without it). The model is already
+        # presolved by construction (dominance pruning, maximal fills, tight bounds).
+        params.cp_model_presolve = False
         params.max_time_in_seconds = max(time_s, 0.001)
         params.relative_gap_limit = gap
         status = solver.solve(model)

@@ -196,14 +196,6 @@ def build_relaxed(instance: Instance) -> Built:
         model_module._bin_packing = original
 
 
-def use_bulk_bound() -> None:
-    """Swap in the bulk first-fit rack bound (experiments/build_time.py) for both builds."""
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
-    from build_time import racks_bound_bulk
-
-    model_module._racks_bound = racks_bound_bulk
-
-
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--scale", default="M")
@@ -212,10 +204,7 @@ def main() -> None:
     ap.add_argument("--limit", type=float, default=60.0)
     ap.add_argument("--skip-base", action="store_true")
     ap.add_argument("--presolve", type=int, default=1)
-    ap.add_argument("--bulk-bound", action="store_true", help="fast rack bound (XL build)")
     args = ap.parse_args()
-    if args.bulk_bound:
-        use_bulk_bound()
     a, _, b = args.seeds.partition("-")
     seeds = range(int(a), int(b or a) + 1)
     base_t: list[float] = []

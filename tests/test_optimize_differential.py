@@ -4,8 +4,9 @@ On a few hundred seeded random small instances (up to 3 workloads, 4 SKUs, 3 sit
 offers per workload; small racks so packing and availability matter; some options violate
 requirements; budgets sometimes binding; all four objectives) the model must find exactly
 the reference optimum, including the lexicographic TCO at that optimum, and the same
-feasibility verdict, with both packing formulations (pattern columns and the per-rack
-fallback); every plan must pass the independent checker. Infeasible instances must be
+feasibility verdict, with every packing formulation (pattern columns, and both fallbacks:
+the relaxation with lazy cuts and one vector per rack); every plan must pass the
+independent checker. Infeasible instances must be
 explained by a set of requirements that really conflicts and is minimal, a minimum-weight
 correction set, and exact relaxation amounts. Top-k must return the reference's next-best
 distinct plans.
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 import itertools
 from functools import cache
+from typing import Literal
 
 import pytest
 from tests.optimize_reference import (
@@ -64,12 +66,14 @@ def test_model_matches_enumeration(seed: int) -> None:
     _assert_matches(seed, solve(instance, CONFIG), instance, ref)
 
 
+@pytest.mark.parametrize("fallback", ["lazy", "bins"])
 @pytest.mark.parametrize("seed", SEEDS[::3])
-def test_rack_bin_fallback_matches_enumeration(seed: int) -> None:
-    """pattern_limit=0 forces every site onto the per-rack formulation."""
+def test_pattern_fallbacks_match_enumeration(seed: int, fallback: Literal["lazy", "bins"]) -> None:
+    """pattern_limit=0 forces every site onto the fallback: the packing relaxation with
+    lazy exact cuts, or one integer vector per rack."""
     instance, evaluated = case(seed)
     ref = optimum(instance, evaluated)
-    solution = solve(instance, CONFIG, BuildOptions(pattern_limit=0))
+    solution = solve(instance, CONFIG, BuildOptions(pattern_limit=0, fallback=fallback))
     _assert_matches(seed, solution, instance, ref)
 
 

@@ -182,7 +182,8 @@ def relaxation(
     other requirement enforced; None if the requirement is not numeric or relaxing it
     alone cannot help (the rest is infeasible anyway)."""
     config = config or SolveConfig()
-    built = build(instance, BuildOptions(relax=frozenset({requirement})))
+    # Bins, not the lazy relaxation: this is a single solve whose answer must be exact.
+    built = build(instance, BuildOptions(relax=frozenset({requirement}), fallback="bins"))
     h = instance.horizon_months
     target: Expr
     if requirement == "capex" and instance.capex_max is not None:

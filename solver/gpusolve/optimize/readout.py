@@ -9,6 +9,7 @@ from collections.abc import Sequence
 
 from ortools.sat.python import cp_model
 
+from gpusolve.optimize import lazy
 from gpusolve.optimize.ir import Choice, Costs, Instance, Solution, Status
 from gpusolve.optimize.model import Built
 from gpusolve.optimize.patterns import Shape
@@ -81,6 +82,15 @@ def _racks(
         for rack in pack.bins:
             if solver.boolean_value(rack.open):
                 slot_vectors.append(tuple(int(solver.value(c)) for c in rack.counts))
+        if pack.relaxed is not None:
+            # The solve checked that these servers pack into the racks rented here;
+            # `pack` gives such a packing (any racks beyond it stay empty).
+            rel = pack.relaxed
+            counts = tuple(int(solver.value(d)) for d in rel.demand)
+            fills = list(lazy.pack(rel.shapes, counts, rel.rack_w, rel.rack_units))
+            slot_vectors += fills + [(0,) * len(counts)] * (
+                int(solver.value(rel.racks)) - len(fills)
+            )
         for rack_fill in deal(slot_vectors, pack.patterns.members, site_id, servers):
             key = (site_id, rack_fill)
             out[key] = out.get(key, 0) + 1

@@ -1,0 +1,114 @@
+"""The packing relaxation with lazy exact cuts (`optimize/lazy.py`)."""
+
+from __future__ import annotations
+
+import itertools
+import math
+from typing import Any, Literal
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from tests.test_optimize_cases import ONE
+
+from gpusolve.optimize import lazy
+from gpusolve.optimize.ir import CloudOption, Instance, OwnedOption, Placement, Site, Sku
+from gpusolve.optimize.model import BuildOptions, build
+from gpusolve.optimize.patterns import Shape
+from gpusolve.optimize.solve import solve
+from gpusolve.optimize.validate import check
+
+
+def brute_force_racks(shapes: list[Shape], counts: list[int], rack_w: int, units: int) -> int:
+    """Fewest racks by trying every assignment of items to racks (tiny cases only)."""
+    items = [s for s, c in zip(shapes, counts, strict=True) for _ in range(c)]
+    for racks in range(len(items) + 1):
+        for assignment in itertools.product(range(racks), repeat=len(items)):
+            power = [0] * racks
+            space = [0] * racks
+            for item, rack in zip(items, assignment, strict=True):
+                power[rack] += item.power_w
+                space[rack] += item.rack_units
+            if all(p <= rack_w for p in power) and all(u <= units for u in space):
+                return racks
+    raise AssertionError("unreachable: one rack per item always fits")
+
+
+shape = st.builds(Shape, st.integers(1, 10), st.integers(1, 10))
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.tuples(shape, st.integers(0, 3)), min_size=1, max_size=3))
+def test_exact_packing_matches_brute_force(items: list[tuple[Shape, int]]) -> None:
+    merged: dict[Shape, int] = {}
+    for s, c in items:
+        merged[s] = merged.get(s, 0) + c
+    shapes = sorted(merged, reverse=True)
+    counts = [merged[s] for s in shapes]
+    if sum(counts) > 6:
+        counts = [min(c, 2) for c in counts]
+    expected = brute_force_racks(shapes, counts, 10, 10)
+    assert lazy.rack_count(shapes, counts, 10, 10) == expected
+    fills = lazy.pack(tuple(shapes), tuple(counts), 10, 10)
+    assert len(fills) == expected
+    assert [sum(f[h] for f in fills) for h in range(len(shapes))] == counts
+    for fill in fills:
+        assert sum(s.power_w * c for s, c in zip(shapes, fill, strict=True)) <= 10
+        assert sum(s.rack_units * c for s, c in zip(shapes, fill, strict=True)) <= 10
+
+
+def test_lower_bound_counts_power_space_and_per_shape() -> None:
+    shapes = [Shape(7, 1), Shape(4, 1)]
+    assert lazy.lower_bound(shapes, [3, 1], 10, 10) == math.ceil(25 / 10)
+    assert lazy.lower_bound([Shape(1, 4)], [5], 10, 10) == math.ceil(5 / 2)
+
+
+# Three 7 kW servers and one 4 kW server in 10 kW racks: the summed capacities and the
+# "at most one item above half a rack" count say 3 racks, but 7 + 4 > 10, so 4 are needed.
+HOT = Sku("hot", capex=100, power_w=7_000, rack_units=1, cooling=frozenset({"air"}))
+WARM = Sku("warm", capex=100, power_w=4_000, rack_units=1, cooling=frozenset({"air"}))
+SITE = Site("sz", "east", "air", 10_000, 10, 10, 1_000, 0, {"hot": 1, "warm": 1})
+
+
+def tight_instance() -> Instance:
+    return Instance(
+        workloads=("a", "b"),
+        skus={"hot": HOT, "warm": WARM},
+        sites={"sz": SITE},
+        owned=(
+            OwnedOption("a", "a", "hot", 3, "always", (Placement("sz"),)),
+            OwnedOption("b", "b", "warm", 1, "always", (Placement("sz"),)),
+        ),
+        cloud=(CloudOption("b-cloud", "b", "rent", "east", 1, 10_000_000),),
+        horizon_months=12,
+    )
+
+
+@pytest.mark.parametrize("fallback", ["lazy", "bins"])
+def test_relaxation_is_made_exact_by_cuts(
+    fallback: Literal["lazy", "bins"], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    added: list[lazy.Cut] = []
+    original = lazy.violated
+
+    def counting(*args: Any) -> list[lazy.Cut]:
+        cuts = original(*args)
+        added.extend(cuts)
+        return cuts
+
+    monkeypatch.setattr(lazy, "violated", counting)
+    instance = tight_instance()
+    options = BuildOptions(pattern_limit=0, fallback=fallback)
+    assert build(instance, options).stats["relaxed_sites"] == (fallback == "lazy")
+    solution = solve(instance, ONE, options)
+    assert solution.status == "optimal"
+    assert check(instance, solution) == []
+    assert sum(solution.racks.values()) == 4
+    assert solution.costs is not None and solution.costs.rack_rent == 4 * 12 * 1_000
+    if fallback == "lazy":
+        assert added == [lazy.Cut("sz", (3, 1), 4)]
+
+
+def test_explain_mode_never_relaxes() -> None:
+    built = build(tight_instance(), BuildOptions(mode="explain", pattern_limit=0))
+    assert built.stats["relaxed_sites"] == 0 and built.stats["bin_sites"] == 1

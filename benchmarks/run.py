@@ -107,9 +107,10 @@ def stage_timer() -> Iterator[list[tuple[float, str]]]:
 
     def timed(self: Any, *args: Any, **kwargs: Any) -> Any:
         start = time.perf_counter()
-        solver, status = original(self, *args, **kwargs)
+        result = original(self, *args, **kwargs)
+        solver, status = result[0], result[1]
         stages.append((time.perf_counter() - start, solver.status_name(status)))
-        return solver, status
+        return result
 
     cls.run = timed
     try:

@@ -196,8 +196,10 @@ class _Stages:
         gap: float,
         time_s: float,
         purchase: Sequence[tuple[Expr, int]] = (),
-    ) -> tuple[cp_model.CpSolver, cp_model.CpSolverStatus]:
-        """One stage. `purchase` (expression, value) fixes the bought servers, the
+    ) -> tuple[cp_model.CpSolver, cp_model.CpSolverStatus, float]:
+        """One stage: the solver holding its plan, the status, and the objective bound.
+
+        `purchase` (expression, value) fixes the bought servers, the
         sites used and the racks per site: the tie-break then only chooses among plans
         with exactly that purchase (parallelism variants, day/night assignments, rack
         fills), which is a small search.
@@ -205,26 +207,27 @@ class _Stages:
         Relaxed sites (`lazy.py`) are checked after each solve; violated packings become
         cuts (kept for every later stage, they are valid for all plans) and the stage is
         solved again, hinted with the plan whose racks were raised to the exact count. If
-        time runs out first, that repaired plan is returned as merely feasible."""
+        time runs out first, that repaired plan is returned as merely feasible, with the
+        last relaxed solve's bound (the relaxation and its cuts hold for every plan)."""
         stop = time.perf_counter() + time_s
-        repaired = False
+        bound: float | None = None
         while True:
             model = self._stage_model(objective, hint, purchase)
             solver, status = self._solve(model, gap, stop - time.perf_counter())
             if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
-                if repaired and status == cp_model.UNKNOWN:
-                    return self._fixed(objective, hint, purchase)
-                return solver, status
+                if bound is not None and status == cp_model.UNKNOWN:
+                    return (*self._fixed(objective, hint, purchase), bound)
+                return solver, status, solver.best_objective_bound
+            bound = solver.best_objective_bound
             new = lazy.violated(self.built.relaxed, solver)
             if not new:
-                return solver, status
+                return solver, status, bound
             self.cuts += new
             hint = _values(self.built, solver)
             for cut in new:
                 hint[self._relaxed[cut.site].racks.index] = cut.need
-            repaired = True
             if stop - time.perf_counter() <= 0:
-                return self._fixed(objective, hint, purchase)
+                return (*self._fixed(objective, hint, purchase), bound)
 
     def _stage_model(
         self, objective: Expr, hint: dict[int, int], purchase: Sequence[tuple[Expr, int]]
@@ -298,7 +301,9 @@ def solve_built(
     groups = group(criteria(built))
     first = groups[0]
     objective, weights = fold(first)
-    solver, status = stages.run(objective, hint or {}, config.relative_gap, stages.remaining())
+    solver, status, raw_bound = stages.run(
+        objective, hint or {}, config.relative_gap, stages.remaining()
+    )
     if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         wall = time.perf_counter() - start
         return Outcome(Solution(status=_STATUS[status], wall_s=wall), {})
@@ -306,7 +311,7 @@ def solve_built(
     value = int(solver.value(head.expr))
     # The folded objective's bound bounds the leading criterion: the rest of the fold is
     # worth less than one unit of it.
-    lead = int(_bound(solver.best_objective_bound, False)) // weights[0]
+    lead = int(_bound(raw_bound, False)) // weights[0]
     bound = head.hi - lead if head.maximise else head.lo + lead
     best = solver
     if status == cp_model.OPTIMAL:
@@ -321,7 +326,7 @@ def solve_built(
                 break
             objective, _ = fold(later)
             local = purchase(built, best) if _tiebreak_only(later) else []
-            solver2, status2 = stages.run(objective, _values(built, best), 0.0, budget, local)
+            solver2, status2, _ = stages.run(objective, _values(built, best), 0.0, budget, local)
             if status2 not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
                 break
             best = solver2

@@ -67,3 +67,22 @@ def test_unwritable_cache_dir_falls_back(tmp_path: Path, monkeypatch) -> None:  
     blocker.write_text("not a directory")
     monkeypatch.setenv("XDG_CACHE_HOME", str(blocker))
     assert cel.parser_cache_file() is None
+
+
+def test_parsed_trees_persist_across_processes(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    writer = cel._TreeCache()
+    trees = {e: cel._parse(e) for e in EXPRESSIONS}
+    for text, tree in trees.items():
+        writer.remember(text, tree)
+    writer.save()
+    path = writer.path()
+    assert path is not None and path.is_file()
+    assert path.stat().st_mode & 0o077 == 0, "the pickle must be private to the user"
+    loaded = cel._TreeCache().load()
+    assert {t: norm(v) for t, v in loaded.items()} == {t: norm(v) for t, v in trees.items()}
+    # A truncated or foreign file is ignored, never fatal, and rewritten on the next save.
+    path.write_bytes(b"\x80\x05 not a pickle")
+    assert cel._TreeCache().load() == {}
+    path.write_bytes(b"\x80\x04\x95\x05\x00\x00\x00\x00\x00\x00\x00]\x94.")  # a pickled list
+    assert cel._TreeCache().load() == {}

@@ -312,7 +312,7 @@ def progress_line(rec: Record) -> str:
         f"[{rec.scale} seed {rec.seed}]",
         f"{size.get('model_choice_vars', 0)} choices,",
         f"{size.get('model_patterns', 0)} patterns,",
-        f"{size.get('model_bin_sites', 0)} bin sites |",
+        f"{size.get('model_relaxed_sites', 0)} relaxed sites |",
     ]
     for name in ("gpusolve-2w", "gpusolve-1w"):
         if name in r:

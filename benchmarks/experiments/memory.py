@@ -26,10 +26,10 @@ after_generate = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 mode = {mode!r}
 if mode == "build":
     build(instance)
-elif mode == "lazy":
-    import lazy_packing
-    built = lazy_packing.build_relaxed(instance)
-    lazy_packing.solve_lazy(built, {workers}, {limit}, False)
+elif mode == "bins":
+    from gpusolve.optimize.model import BuildOptions
+    solve(instance, SolveConfig(time_limit_s={limit}, workers={workers}),
+          BuildOptions(fallback="bins"))
 else:
     solve(instance, SolveConfig(time_limit_s={limit}, workers={workers}))
 print(json.dumps({{"generate_kb": after_generate,
@@ -40,7 +40,7 @@ CONFIGS = {
     "build only": ("build", 1),
     "solve 2 workers": ("solve", 2),
     "solve 1 worker": ("solve", 1),
-    "lazy packing 1 worker": ("lazy", 1),
+    "per-rack bins 1 worker": ("bins", 1),
 }
 
 

@@ -5,9 +5,9 @@ of their packing in the model (`model._relaxed_packing`): racks R and servers D_
 satisfy the kW and U capacities summed over racks, the per-shape rack capacity, and "no
 rack holds k+1 items each larger than 1/(k+1) of it". The relaxation can undercount racks.
 After each solve the plan's D at every relaxed site is packed exactly (the fewest racks,
-`fewest_racks`); where that needs more than R, the monotone cut
+`rack_count`); where that needs more than R, the monotone cut
 
-    (D_h >= d_h for every shape h with d_h > 0)  =>  R >= fewest_racks(d)
+    (D_h >= d_h for every shape h with d_h > 0)  =>  R >= rack_count(d)
 
 is added and the stage solved again (logic-based Benders: more servers never need fewer
 racks, so the cut is valid for every plan). When no cut is violated the plan packs into
@@ -65,23 +65,17 @@ def lower_bound(shapes: Sequence[Shape], counts: Sequence[int], rack_w: int, uni
     return max(bounds, default=0)
 
 
-def fewest_racks(
-    shapes: Sequence[Shape], counts: Sequence[int], rack_w: int, rack_units: int
-) -> int:
-    """The fewest racks holding `counts` servers per shape."""
-    return len(pack(tuple(shapes), tuple(counts), rack_w, rack_units))
-
-
 def rack_count(shapes: Sequence[Shape], counts: Sequence[int], rack_w: int, rack_units: int) -> int:
-    """`fewest_racks`, skipping the exact packing when first-fit decreasing already meets
-    the lower bound (the common case: one or two shapes per site)."""
+    """The fewest racks holding `counts` servers per shape. The exact packing is skipped
+    when first-fit decreasing already meets the lower bound (the common case: one or two
+    shapes per site)."""
     lower = lower_bound(shapes, counts, rack_w, rack_units)
     ffd = first_fit_decreasing(
         {s: c for s, c in zip(shapes, counts, strict=True) if c > 0}, rack_w, rack_units
     )
     if ffd <= lower:
         return ffd
-    return fewest_racks(shapes, counts, rack_w, rack_units)
+    return len(pack(tuple(shapes), tuple(counts), rack_w, rack_units))
 
 
 @lru_cache(maxsize=4096)

@@ -572,9 +572,13 @@ def _coverage(
     slots: Sequence[Expr],
 ) -> None:
     """Slots of each shape hold the servers of every SKU of that shape at the site."""
-    for h, members in enumerate(pats.members):
-        demand = _wsum([(1, servers[(k, pats.site)]) for k in members])
-        b.model.add(slots[h] >= demand)
+    for slot, demand in zip(slots, _shape_demand(pats, servers), strict=True):
+        b.model.add(slot >= demand)
+
+
+def _shape_demand(pats: SitePatterns, servers: dict[tuple[str, str], Var]) -> tuple[Expr, ...]:
+    """Servers of each shape at the site: the sum over the SKUs of that shape."""
+    return tuple(_wsum([(1, servers[(k, pats.site)]) for k in m]) for m in pats.members)
 
 
 def _pattern_packing(
@@ -650,7 +654,7 @@ def _relaxed_packing(
     1/(k+1) of its kW (or U). Not exact: the solve adds cuts from exact packings."""
     total_ub = _racks_bound(b, site, pats, demand_ub)
     racks = b.model.new_int_var(0, total_ub, f"R[{site.id}]")
-    demand = tuple(_wsum([(1, servers[(k, site.id)]) for k in members]) for members in pats.members)
+    demand = _shape_demand(pats, servers)
     shapes = pats.shapes
     b.model.add(
         _wsum_expr([(s.power_w, d) for s, d in zip(shapes, demand, strict=True)])

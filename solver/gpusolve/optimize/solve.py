@@ -45,6 +45,8 @@ Prepare = Callable[[cp_model.CpModel], None]
 _FOLD_LIMIT = 2**52
 # Share of the time limit any single stage after the first may take.
 _LATER_STAGE_SHARE = 0.25
+# Time for evaluating a fully fixed plan (propagation only; milliseconds in practice).
+_EVALUATE_S = 10.0
 
 _STATUS: dict[cp_model.CpSolverStatus, Status] = {
     cp_model.OPTIMAL: "optimal",
@@ -219,7 +221,7 @@ class _Stages:
                     return (*self._fixed(objective, hint, purchase), bound)
                 return solver, status, solver.best_objective_bound
             bound = solver.best_objective_bound
-            new = lazy.violated(self.built.relaxed, solver)
+            new = lazy.violated(list(self._relaxed.values()), solver)
             if not new:
                 return solver, status, bound
             self.cuts += new
@@ -279,7 +281,7 @@ class _Stages:
         """The repaired plan, evaluated: every variable fixed to `hint`, which satisfies
         the cuts by construction, so this is a propagation, not a search."""
         model = self._stage_model(objective, hint, purchase)
-        solver, status = self._solve(model, 0.0, 10.0, fix_hint=True)
+        solver, status = self._solve(model, 0.0, _EVALUATE_S, fix_hint=True)
         return solver, cp_model.FEASIBLE if status == cp_model.OPTIMAL else status
 
 

@@ -40,7 +40,6 @@ import pathlib
 import pickle
 import re
 import sys
-import tempfile
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -311,9 +310,9 @@ def parse(text: str) -> lark.Tree[Any]:
     private per-user cache (`_TreeCache`), so `gpusolve plan` does not re-parse the shipped
     rules on every run (0.1 s of its start-up).
     """
-    if not _PARSED:
-        _PARSED.update(_TREES.load())
     tree = _PARSED.get(text)
+    if tree is None:
+        tree = _TREES.known.get(text)
     if tree is None:
         tree = _parse(text)
         if len(_PARSED) >= _PARSED_MAX:
@@ -330,7 +329,14 @@ class _TreeCache:
 
     def __init__(self) -> None:
         self.new: dict[str, lark.Tree[Any]] = {}
-        self.known: dict[str, lark.Tree[Any]] = {}
+        self._known: dict[str, lark.Tree[Any]] | None = None
+
+    @property
+    def known(self) -> dict[str, lark.Tree[Any]]:
+        """The trees on disk, read once per process."""
+        if self._known is None:
+            self._known = self.load()
+        return self._known
 
     def path(self) -> pathlib.Path | None:
         tables = parser_cache_file()
@@ -349,10 +355,7 @@ class _TreeCache:
                 trees = pickle.load(handle)
         except Exception:  # a stale or truncated cache is rebuilt, never fatal
             return {}
-        if not isinstance(trees, dict):
-            return {}
-        self.known = trees
-        return dict(trees)
+        return trees if isinstance(trees, dict) else {}
 
     def remember(self, text: str, tree: lark.Tree[Any]) -> None:
         if not self.new:
@@ -363,19 +366,14 @@ class _TreeCache:
         path = self.path()
         if path is None or not self.new:
             return
+        from gpusolve.atomic import write_bytes_atomic
+
         merged = {**self.known, **self.new}
         if len(merged) > _PARSED_MAX:
             merged = dict(list(merged.items())[-_PARSED_MAX:])
-        tmp: str | None = None
-        try:
-            fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".trees-")
-            with os.fdopen(fd, "wb") as handle:
-                pickle.dump(merged, handle, protocol=pickle.HIGHEST_PROTOCOL)
-            os.replace(tmp, path)
-        except (OSError, pickle.PicklingError, RecursionError):  # a cache is optional
-            if tmp is not None:
-                with contextlib.suppress(OSError):
-                    os.unlink(tmp)
+        # A cache is optional: failing to write it never fails the run.
+        with contextlib.suppress(OSError, pickle.PicklingError, RecursionError):
+            write_bytes_atomic(path, pickle.dumps(merged, protocol=pickle.HIGHEST_PROTOCOL))
 
 
 _TREES = _TreeCache()

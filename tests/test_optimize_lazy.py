@@ -84,10 +84,9 @@ def tight_instance() -> Instance:
     )
 
 
-@pytest.mark.parametrize("fallback", ["lazy", "bins"])
-def test_relaxation_is_made_exact_by_cuts(
-    fallback: Literal["lazy", "bins"], monkeypatch: pytest.MonkeyPatch
-) -> None:
+@pytest.fixture
+def cuts_added(monkeypatch: pytest.MonkeyPatch) -> list[lazy.Cut]:
+    """Every cut the solves add, in order."""
     added: list[lazy.Cut] = []
     original = lazy.violated
 
@@ -97,6 +96,13 @@ def test_relaxation_is_made_exact_by_cuts(
         return cuts
 
     monkeypatch.setattr(lazy, "violated", counting)
+    return added
+
+
+@pytest.mark.parametrize("fallback", ["lazy", "bins"])
+def test_relaxation_is_made_exact_by_cuts(
+    fallback: Literal["lazy", "bins"], cuts_added: list[lazy.Cut]
+) -> None:
     instance = tight_instance()
     options = BuildOptions(pattern_limit=0, fallback=fallback)
     assert build(instance, options).stats["relaxed_sites"] == (fallback == "lazy")
@@ -106,9 +112,43 @@ def test_relaxation_is_made_exact_by_cuts(
     assert sum(solution.racks.values()) == 4
     assert solution.costs is not None and solution.costs.rack_rent == 4 * 12 * 1_000
     if fallback == "lazy":
-        assert added == [lazy.Cut("sz", (3, 1), 4)]
+        assert cuts_added == [lazy.Cut("sz", (3, 1), 4)]
 
 
 def test_explain_mode_never_relaxes() -> None:
     built = build(tight_instance(), BuildOptions(mode="explain", pattern_limit=0))
     assert built.stats["relaxed_sites"] == 0 and built.stats["bin_sites"] == 1
+
+
+def test_exact_packing_of_a_relaxed_site(
+    monkeypatch: pytest.MonkeyPatch, cuts_added: list[lazy.Cut]
+) -> None:
+    """A site upgraded to per-rack variables needs no cuts and packs exactly."""
+    from gpusolve.optimize import solve as solve_module
+
+    original_init = solve_module._Stages.__init__
+
+    def all_exact(self: Any, *args: Any, **kwargs: Any) -> None:
+        original_init(self, *args, **kwargs)
+        self.exact = set(self._relaxed)
+
+    monkeypatch.setattr(solve_module._Stages, "__init__", all_exact)
+    instance = tight_instance()
+    solution = solve(instance, ONE, BuildOptions(pattern_limit=0))
+    assert solution.status == "optimal" and check(instance, solution) == []
+    assert sum(solution.racks.values()) == 4
+    assert cuts_added == []
+
+
+def test_a_site_cut_twice_becomes_exact() -> None:
+    from gpusolve.optimize.ir import SolveConfig
+    from gpusolve.optimize.solve import _Stages
+
+    built = build(tight_instance(), BuildOptions(pattern_limit=0))
+    stages = _Stages(built, SolveConfig(), None, 0.0)
+    first = [lazy.Cut("sz", (3, 1), 4)]
+    stages._upgrade(first)
+    stages.cuts += first
+    assert stages.exact == set()
+    stages._upgrade([lazy.Cut("sz", (3, 2), 5)])
+    assert stages.exact == {"sz"}

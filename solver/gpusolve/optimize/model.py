@@ -57,6 +57,7 @@ from gpusolve.optimize.ir import (
 )
 from gpusolve.optimize.lazy import RelaxedSite
 from gpusolve.optimize.patterns import (
+    Shape,
     SitePatterns,
     TooManyPatterns,
     first_fit_decreasing,
@@ -612,34 +613,55 @@ def _bin_packing(
     servers: dict[tuple[str, str], Var],
     demand_ub: dict[str, int],
 ) -> SitePacking:
-    """Per-rack fallback when patterns explode: rack j holds counts per shape within kW
-    and U. Symmetry breaking: open racks come first and carry non-increasing power, so
-    permuting racks cannot produce a new solution except among equal loads."""
+    """Per-rack fallback when patterns explode (explain mode, or `fallback="bins"`)."""
     total_ub = _racks_bound(b, site, pats, demand_ub)
-    caps = [
-        min(max_count(shape, site.rack_w, site.rack_units), sum(demand_ub.get(k, 0) for k in m))
-        for shape, m in zip(pats.shapes, pats.members, strict=True)
-    ]
-    bins: list[RackBin] = []
-    loads: list[Expr] = []
-    for j in range(total_ub):
-        open_ = b.model.new_bool_var(f"open[{site.id}#{j}]")
-        counts = tuple(
-            b.model.new_int_var(0, cap, f"z[{site.id}#{j},{h}]") for h, cap in enumerate(caps)
-        )
-        power = _wsum([(s.power_w, c) for s, c in zip(pats.shapes, counts, strict=True)])
-        units = _wsum([(s.rack_units, c) for s, c in zip(pats.shapes, counts, strict=True)])
-        b.model.add(power <= site.rack_w * open_)
-        b.model.add(units <= site.rack_units * open_)
-        if bins:
-            b.model.add_implication(open_, bins[-1].open)
-            b.model.add(power <= loads[-1])
-        bins.append(RackBin(open_, counts))
-        loads.append(power)
+    caps = _per_rack_caps(site, pats, demand_ub)
+    bins = rack_bins(b.model, site.id, pats.shapes, site.rack_w, site.rack_units, caps, total_ub)
     slots = [_wsum([(1, rack.counts[h]) for rack in bins]) for h in range(len(pats.shapes))]
     _coverage(b, pats, servers, slots)
     total = _wsum([(1, rack.open) for rack in bins])
-    return SitePacking(site, pats, (), tuple(bins), total, total_ub)
+    return SitePacking(site, pats, (), bins, total, total_ub)
+
+
+def _per_rack_caps(site: Site, pats: SitePatterns, demand_ub: dict[str, int]) -> tuple[int, ...]:
+    """Most servers of each shape one rack can usefully hold: what fits, and no more than
+    the site could ever need."""
+    return tuple(
+        min(max_count(shape, site.rack_w, site.rack_units), sum(demand_ub.get(k, 0) for k in m))
+        for shape, m in zip(pats.shapes, pats.members, strict=True)
+    )
+
+
+def rack_bins(
+    model: cp_model.CpModel,
+    site_id: str,
+    shapes: Sequence[Shape],
+    rack_w: int,
+    rack_units: int,
+    caps: Sequence[int],
+    racks: int,
+) -> tuple[RackBin, ...]:
+    """`racks` racks, each holding counts per shape within kW and U. Symmetry breaking:
+    open racks come first and carry non-increasing power, so permuting racks cannot produce
+    a new solution except among equal loads. Also used by the solve to make a relaxed site
+    exact once its packing cuts keep being dodged (`solve._Stages`)."""
+    bins: list[RackBin] = []
+    loads: list[Expr] = []
+    for j in range(racks):
+        open_ = model.new_bool_var(f"open[{site_id}#{j}]")
+        counts = tuple(
+            model.new_int_var(0, cap, f"z[{site_id}#{j},{h}]") for h, cap in enumerate(caps)
+        )
+        power = _wsum([(s.power_w, c) for s, c in zip(shapes, counts, strict=True)])
+        units = _wsum([(s.rack_units, c) for s, c in zip(shapes, counts, strict=True)])
+        model.add(power <= rack_w * open_)
+        model.add(units <= rack_units * open_)
+        if bins:
+            model.add_implication(open_, bins[-1].open)
+            model.add(power <= loads[-1])
+        bins.append(RackBin(open_, counts))
+        loads.append(power)
+    return tuple(bins)
 
 
 def _relaxed_packing(
@@ -674,7 +696,10 @@ def _relaxed_packing(
             big = [d for size, d in zip(sizes, demand, strict=True) if size * (k + 1) > cap]
             if big:
                 b.model.add(_wsum_expr([(1, d) for d in big]) <= k * racks)
-    relaxed = RelaxedSite(site.id, shapes, site.rack_w, site.rack_units, demand, racks)
+    caps = _per_rack_caps(site, pats, demand_ub)
+    relaxed = RelaxedSite(
+        site.id, shapes, site.rack_w, site.rack_units, demand, racks, caps, total_ub
+    )
     return SitePacking(site, pats, (), (), racks, total_ub, relaxed)
 
 

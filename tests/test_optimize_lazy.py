@@ -14,7 +14,7 @@ from tests.test_optimize_cases import ONE
 from gpusolve.optimize import lazy
 from gpusolve.optimize.ir import CloudOption, Instance, OwnedOption, Placement, Site, Sku
 from gpusolve.optimize.model import BuildOptions, build
-from gpusolve.optimize.patterns import Shape
+from gpusolve.optimize.patterns import Shape, maximal_fills
 from gpusolve.optimize.solve import solve
 from gpusolve.optimize.validate import check
 
@@ -112,7 +112,9 @@ def test_relaxation_is_made_exact_by_cuts(
     assert sum(solution.racks.values()) == 4
     assert solution.costs is not None and solution.costs.rack_rent == 4 * 12 * 1_000
     if fallback == "lazy":
-        assert cuts_added == [lazy.Cut("sz", (3, 1), 4)]
+        # A 7 kW server fills a rack alone, two 4 kW share one: weights 1 and 1/2 (of 840)
+        # say 3.5 racks for (3, 1), so the linear row alone already forbids 3.
+        assert cuts_added == [lazy.Cut("sz", (3, 1), 4, (840, 420), 840)]
 
 
 def test_explain_mode_never_relaxes() -> None:
@@ -152,3 +154,24 @@ def test_a_site_cut_twice_becomes_exact() -> None:
     assert stages.exact == set()
     stages._upgrade([lazy.Cut("sz", (3, 2), 5)])
     assert stages.exact == {"sz"}
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    st.lists(shape, min_size=1, max_size=4, unique=True),
+    st.lists(st.integers(0, 6), min_size=4, max_size=4),
+)
+def test_dual_weights_hold_for_every_rack(shapes: list[Shape], counts: list[int]) -> None:
+    """Whatever the plan: every rack a fill can make weighs at most the scale, over all
+    shapes (those absent from `counts` included, through the size extension)."""
+    shapes = sorted(shapes, reverse=True)
+    counts = counts[: len(shapes)]
+    if not any(counts):
+        return
+    weights = lazy.dual_weights(shapes, counts, 10, 10)
+    assert len(weights) == len(shapes)
+    for fill in maximal_fills(shapes, 10, 10):
+        assert sum(w * f for w, f in zip(weights, fill, strict=True)) <= 840
+    # The weighted row never undercuts the true count on the counts it was built for.
+    needed = lazy.rack_count(shapes, counts, 10, 10)
+    assert sum(w * c for w, c in zip(weights, counts, strict=True)) <= 840 * needed

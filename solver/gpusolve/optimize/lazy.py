@@ -147,11 +147,9 @@ def violated(sites: Sequence[RelaxedSite], solver: cp_model.CpSolver) -> list[Cu
         need = rack_count(rel.shapes, counts, rel.rack_w, rel.rack_units)
         if need > racks:
             weights = dual_weights(rel.shapes, counts, rel.rack_w, rel.rack_units)
-            found = sum(w * c for w, c in zip(weights, counts, strict=True)) > _SCALE * racks
-            cut = Cut(rel.site, counts, need)
-            if found:
-                cut = Cut(rel.site, counts, need, weights, _SCALE)
-            cuts.append(cut)
+            if sum(w * c for w, c in zip(weights, counts, strict=True)) <= _SCALE * racks:
+                weights = ()  # the LP bound rounds to what the plan has: the row adds nothing
+            cuts.append(Cut(rel.site, counts, need, weights, _SCALE if weights else 0))
     return cuts
 
 

@@ -14,19 +14,18 @@ see them), it is priced with those requirements relaxed and reported as infeasib
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, replace
 
 from gpusolve.optimize.ir import (
     CloudOption,
     Instance,
     OwnedOption,
-    Placement,
     Solution,
     SolveConfig,
 )
 from gpusolve.optimize.model import BuildOptions
 from gpusolve.optimize.solve import solve
+from gpusolve.optimize.warmstart import standalone_owned
 
 
 @dataclass(frozen=True)
@@ -35,22 +34,6 @@ class Greedy:
     feasible: bool  # within budgets and rack availability
     relaxed: tuple[str, ...]  # requirements that had to be relaxed to price it
     status: str
-
-
-def standalone_owned(instance: Instance, option: OwnedOption, placement: Placement) -> int | None:
-    """Cost of an owned option at one site as if nothing else were bought."""
-    sku = instance.skus[option.sku]
-    site = instance.sites[placement.site]
-    per_rack = min(site.rack_units // sku.rack_units, site.rack_w // max(sku.power_w, 1))
-    if per_rack < 1 or site.cooling not in sku.cooling:
-        return None
-    racks = math.ceil(option.servers / per_rack)
-    if racks > site.racks_available:
-        return None
-    h = instance.horizon_months
-    monthly = option.servers * site.energy_month[sku.id] + racks * site.rack_rent_month
-    monthly += site.bandwidth_month
-    return option.servers * sku.capex + h * monthly + option.penalty + placement.penalty
 
 
 def cheapest(instance: Instance, workload: str) -> OwnedOption | CloudOption | None:

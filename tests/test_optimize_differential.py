@@ -14,6 +14,7 @@ distinct plans.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 from functools import cache
 from typing import Literal
@@ -64,6 +65,16 @@ def test_model_matches_enumeration(seed: int) -> None:
     instance, evaluated = case(seed)
     ref = optimum(instance, evaluated)
     _assert_matches(seed, solve(instance, CONFIG), instance, ref)
+
+
+@pytest.mark.parametrize("seed", SEEDS[::5])
+def test_cold_start_matches_enumeration(seed: int) -> None:
+    """Without the standalone-cheapest warm start the search starts elsewhere; the optimum
+    must not move."""
+    instance, evaluated = case(seed)
+    ref = optimum(instance, evaluated)
+    solution = solve(instance, dataclasses.replace(CONFIG, warm_start=False))
+    _assert_matches(seed, solution, instance, ref)
 
 
 @pytest.mark.parametrize("fallback", ["lazy", "bins"])

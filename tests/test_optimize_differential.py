@@ -14,7 +14,6 @@ distinct plans.
 
 from __future__ import annotations
 
-import dataclasses
 import itertools
 from functools import cache
 from typing import Literal
@@ -30,6 +29,7 @@ from tests.optimize_reference import (
     random_instance,
 )
 
+from gpusolve.optimize import warmstart
 from gpusolve.optimize.alternatives import alternatives
 from gpusolve.optimize.explain import explain, relaxation
 from gpusolve.optimize.ir import Instance, Solution, SolveConfig
@@ -68,13 +68,13 @@ def test_model_matches_enumeration(seed: int) -> None:
 
 
 @pytest.mark.parametrize("seed", SEEDS[::5])
-def test_cold_start_matches_enumeration(seed: int) -> None:
-    """Without the standalone-cheapest warm start the search starts elsewhere; the optimum
-    must not move."""
+def test_warm_start_matches_enumeration(seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """These instances are below the warm start's size threshold: force it on. The search
+    then starts from the standalone-cheapest plan; the optimum must not move."""
+    monkeypatch.setattr(warmstart, "MIN_CHOICES", 0)
     instance, evaluated = case(seed)
     ref = optimum(instance, evaluated)
-    solution = solve(instance, dataclasses.replace(CONFIG, warm_start=False))
-    _assert_matches(seed, solution, instance, ref)
+    _assert_matches(seed, solve(instance, CONFIG), instance, ref)
 
 
 @pytest.mark.parametrize("fallback", ["lazy", "bins"])

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 
+import pytest
 from ortools.sat.python import cp_model
 from tests.test_optimize_cases import ONE, TWO, instance, owned, plan, site
 
@@ -26,6 +27,12 @@ def day_and_night() -> Instance:
             CloudOption("ci", "infer", "cloud", "cloud", 4, cost_total=3000),
         ),
     )
+
+
+@pytest.fixture(autouse=True)
+def always_warm(monkeypatch: pytest.MonkeyPatch) -> None:
+    """These hand-made instances are far below the size threshold."""
+    monkeypatch.setattr(warmstart, "MIN_CHOICES", 0)
 
 
 def hint_objective(inst: Instance) -> tuple[dict[int, int], int]:

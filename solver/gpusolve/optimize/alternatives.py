@@ -12,6 +12,7 @@ answer is the best plan that differs from all earlier ones.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections import defaultdict
 from dataclasses import dataclass
@@ -84,12 +85,12 @@ def alternatives(
 
     out: list[Alternative] = []
     best: Outcome | None = None
-    hint: dict[int, int] = {}
+    hint: dict[int, int] | None = None  # the first round starts from the warm start
     for _ in range(k):
         if time.perf_counter() - start >= config.time_limit_s:
             break
         remaining = config.time_limit_s - (time.perf_counter() - start)
-        round_config = SolveConfig(remaining, config.workers, config.seed, config.relative_gap)
+        round_config = dataclasses.replace(config, time_limit_s=remaining)
         outcome = solve_built(built, round_config, prepare=prepare, hint=hint)
         if outcome.solution.status not in ("optimal", "feasible"):
             break

@@ -19,6 +19,9 @@ equality) and hinted with the previous solution; money criteria search the whole
 face, tie-break-only groups search with the purchase fixed (see `purchase`). Later solves
 get a capped share of the time; one that runs out still returns a plan at the proven cost.
 
+Without a caller's hint, stage 1 starts from the standalone-cheapest plan (`warmstart.py`):
+CP-SAT's own first plan costs about twice the optimum on 20x60x20 instances.
+
 The reported objective, bound and status are the first solve's; a stage-1 incumbent that is
 only feasible (time limit) is returned as is. Float objectives are never built (CP-SAT
 would switch to a floating-point objective that can misreport OPTIMAL, or-tools#3639).

@@ -14,6 +14,7 @@ distinct plans.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 from functools import cache
 from typing import Literal
@@ -29,6 +30,7 @@ from tests.optimize_reference import (
     random_instance,
 )
 
+from gpusolve.optimize import solve as solve_module
 from gpusolve.optimize import warmstart
 from gpusolve.optimize.alternatives import alternatives
 from gpusolve.optimize.explain import explain, relaxation
@@ -75,6 +77,15 @@ def test_warm_start_matches_enumeration(seed: int, monkeypatch: pytest.MonkeyPat
     instance, evaluated = case(seed)
     ref = optimum(instance, evaluated)
     _assert_matches(seed, solve(instance, CONFIG), instance, ref)
+
+
+@pytest.mark.parametrize("seed", SEEDS[::10])
+def test_large_model_settings_match_enumeration(seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Models above the LNS threshold are solved without LNS workers: still exact."""
+    monkeypatch.setattr(solve_module, "_LNS_MAX_CHOICES", 0)
+    instance, evaluated = case(seed)
+    ref = optimum(instance, evaluated)
+    _assert_matches(seed, solve(instance, dataclasses.replace(CONFIG, workers=2)), instance, ref)
 
 
 @pytest.mark.parametrize("fallback", ["lazy", "bins"])

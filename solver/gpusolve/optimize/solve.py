@@ -304,7 +304,7 @@ class _Stages:
         # MB with it, 30 s, 2 workers) and improved nothing within 30 s (gaps 5.9 / 15.4 %
         # without, 6.7 / 15.5 % with; the warm start supplies the plan). Below the
         # threshold (20x60x20 has 7-13k) LNS finds most optima, so it stays.
-        params.use_lns = len(self.built.owned) + len(self.built.cloud) < _LNS_MAX_CHOICES
+        params.use_lns = self.built.stats["choice_vars"] < _LNS_MAX_CHOICES
         params.max_time_in_seconds = max(time_s, 0.001)
         params.relative_gap_limit = gap
         params.fix_variables_to_their_hinted_value = fix_hint

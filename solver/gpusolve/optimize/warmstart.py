@@ -20,6 +20,7 @@ from ortools.sat.python import cp_model
 
 from gpusolve.optimize.ir import Instance, OwnedOption, Placement
 from gpusolve.optimize.model import Built, Var
+from gpusolve.optimize.patterns import Shape, max_count
 
 # The completion fixes every choice, so it is propagation plus a small packing search;
 # a few hundred ms at 40x120x40. It never takes more than this share of the time limit.
@@ -36,7 +37,7 @@ def standalone_owned(instance: Instance, option: OwnedOption, placement: Placeme
     None when the site cannot host it."""
     sku = instance.skus[option.sku]
     site = instance.sites[placement.site]
-    per_rack = min(site.rack_units // sku.rack_units, site.rack_w // max(sku.power_w, 1))
+    per_rack = max_count(Shape(sku.power_w, sku.rack_units), site.rack_w, site.rack_units)
     if per_rack < 1 or site.cooling not in sku.cooling:
         return None
     racks = math.ceil(option.servers / per_rack)
@@ -87,7 +88,7 @@ def greedy_hint(
 ) -> dict[int, int]:
     """A complete hint from the standalone-cheapest plan, or {} when there is none or the
     model is too small to need one."""
-    if len(built.owned) + len(built.cloud) < MIN_CHOICES:
+    if built.stats["choice_vars"] < MIN_CHOICES:
         return {}
     chosen = standalone_choices(built)
     if len(chosen) < len(built.instance.workloads):

@@ -68,25 +68,69 @@ def test_the_hint_is_the_standalone_plan_and_the_solve_still_finds_the_joint_opt
         assert plan(solution) == {"train": ("t", "sz"), "infer": ("i", "sz")}
 
 
-def test_no_hint_when_the_standalone_plan_breaks_a_shared_budget() -> None:
+def two_purchases_one_budget(cloud: bool = True) -> Instance:
     # Each workload alone buys 2 servers (capex 2000, TCO 2300 < renting at 5000), but a
     # 3000 capex cap allows only one purchase: the standalone plan (4000) breaks it.
-    inst = instance(
+    rentals = (
+        CloudOption("ca", "a", "cloud", "cloud", 2, cost_total=5000),
+        CloudOption("cb", "b", "cloud", "cloud", 2, cost_total=5000),
+    )
+    return instance(
         ("a", "b"),
         (owned("oa", "a", 2), owned("ob", "b", 2)),
-        (
-            CloudOption("ca", "a", "cloud", "cloud", 2, cost_total=5000),
-            CloudOption("cb", "b", "cloud", "cloud", 2, cost_total=5000),
-        ),
+        rentals if cloud else (),
         capex_max=3000,
     )
+
+
+def test_when_the_standalone_plan_breaks_a_budget_the_hint_is_the_best_fallback_plan(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # With one owned choice per workload the fallback is that choice or renting: the best
+    # such plan buys for one workload and rents for the other, 2300 + 5000.
+    monkeypatch.setattr(warmstart, "FALLBACK_CHOICES", 1)
+    inst = two_purchases_one_budget()
     built = build(inst)
-    objective, _ = fold(criteria(built)[:1])
-    assert warmstart.greedy_hint(built, objective, 10.0) == {}
+    standalone = [var.index for var in warmstart.standalone_choices(built)]
+    assert standalone == [o.var.index for o in built.owned]
+    _, cost = hint_objective(inst)
+    assert cost == 2300 + 5000
     with_hint = solve(inst, ONE)
     without = solve(inst, dataclasses.replace(ONE, warm_start=False))
     assert with_hint.status == without.status == "optimal"
     assert with_hint.objective_value == without.objective_value == 2300 + 5000
+
+
+def test_the_fallback_keeps_the_cheapest_choices_and_every_rental(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # One server at three sites, rent 5 / 10 / 20 a month: standalone 1000 + 12 x (10 +
+    # rent) = 1180 / 1240 / 1360; renting 9000. Two choices kept: the two cheapest sites,
+    # and the rental although it is the dearest.
+    monkeypatch.setattr(warmstart, "FALLBACK_CHOICES", 2)
+    sites = (site("a", rent=5), site("b", rent=10), site("c", rent=20))
+    inst = instance(
+        ("w",),
+        (owned("o", "w", 1, sites=("c", "a", "b")),),
+        (CloudOption("r", "w", "cloud", "cloud", 1, cost_total=9000),),
+        sites,
+    )
+    built = build(inst)
+    ranked = warmstart.ranked_choices(built)
+    name = {o.var.index: o.placement.site for o in built.owned}
+    name |= {c.var.index: c.option.key for c in built.cloud}
+    assert [name[var.index] for var in ranked["w"]] == ["a", "b", "c", "r"]
+    allowed = {name[var.index] for var in warmstart.fallback_choices(built, ranked)}
+    assert allowed == {"a", "b", "r"}
+
+
+def test_no_hint_when_neither_the_standalone_plan_nor_the_fallback_fits() -> None:
+    # Without rentals the budget allows one purchase for two workloads: no plan at all.
+    inst = two_purchases_one_budget(cloud=False)
+    built = build(inst)
+    objective, _ = fold(criteria(built)[:1])
+    assert warmstart.greedy_hint(built, objective, 10.0) == {}
+    assert solve(inst, ONE).status == "infeasible"
 
 
 def test_no_hint_when_a_workload_has_no_choice_in_the_model() -> None:

@@ -165,9 +165,13 @@ class Built:
         cloud): horizon x the average monthly spend, kept integral."""
         return self.rent + self.energy + self.bandwidth + self.cloud_cost
 
+    def choice_vars(self) -> list[Var]:
+        """One Bool per (owned option, site) and per cloud option."""
+        return [v.var for v in self.owned] + [v.var for v in self.cloud]
+
     def all_vars(self) -> list[Var]:
         """Every decision variable, for complete hints."""
-        out: list[Var] = [v.var for v in self.owned] + [v.var for v in self.cloud]
+        out = self.choice_vars()
         out += list(self.servers.values()) + list(self.used.values())
         for pack in self.packing.values():
             out += list(pack.pattern_racks)

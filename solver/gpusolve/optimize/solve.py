@@ -119,17 +119,28 @@ class Criterion:
         return self.hi - self.expr if self.maximise else self.expr - self.lo
 
 
-def expr_range(expr: Expr) -> tuple[int, int]:
-    """Bounds of a linear expression from its variables' domains."""
+def expr_range(expr: Expr, domains: Sequence[tuple[int, int]]) -> tuple[int, int]:
+    """Bounds of a linear expression from its variables' domains (`var_bounds`)."""
     flat = cmh.FlatIntExpr(expr)
     lo = hi = flat.offset
     for var, coef in zip(flat.vars, flat.coeffs, strict=True):
-        # list() first: the pybind repeated field silently answers 0 to domain[-1].
-        domain = list(var.proto.domain)
-        a, b = coef * domain[0], coef * domain[-1]
+        first, last = domains[var.index]
+        a, b = coef * first, coef * last
         lo += min(a, b)
         hi += max(a, b)
     return lo, hi
+
+
+def var_bounds(model: cp_model.CpModel) -> list[tuple[int, int]]:
+    """(lowest, highest) value of every variable, by proto index. Read once per model:
+    each access to a proto field crosses into C++, and reading them per term of every
+    criterion took 0.22 s on 20x60x20 instances (0.04 s this way)."""
+    bounds: list[tuple[int, int]] = []
+    for var in model.proto.variables:
+        # len() rather than [-1]: the pybind repeated field silently answers 0 to [-1].
+        domain = var.domain
+        bounds.append((domain[0], domain[len(domain) - 1]))
+    return bounds
 
 
 def criteria(built: Built) -> list[Criterion]:
@@ -146,7 +157,8 @@ def criteria(built: Built) -> list[Criterion]:
         ("servers", built.servers_total, False),
         ("rank", built.rank, False),
     ]
-    return [Criterion(n, e, m, *expr_range(e)) for n, e, m in items]
+    domains = var_bounds(built.model)
+    return [Criterion(n, e, m, *expr_range(e, domains)) for n, e, m in items]
 
 
 def group(items: Sequence[Criterion], limit: int = _FOLD_LIMIT) -> list[list[Criterion]]:
@@ -270,9 +282,11 @@ class _Stages:
         model.minimize(objective)
         assert not model.proto.has_floating_point_objective()
         if hint:
-            for var in self.built.all_vars():
-                if var.index in hint:
-                    model.add_hint(var, hint[var.index])
+            # One bulk write instead of an `add_hint` call per variable (16k at 20x60x20,
+            # 60 ms per stage).
+            indices = [var.index for var in self.built.all_vars() if var.index in hint]
+            model.proto.solution_hint.vars.extend(indices)
+            model.proto.solution_hint.values.extend([hint[index] for index in indices])
         return model
 
     def _solve(

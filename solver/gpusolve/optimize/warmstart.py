@@ -7,13 +7,15 @@ The standalone-cheapest plan (what a spreadsheet does) is within ~5 % of the opt
 the same instances, and completing it into a full hint is a search over the packing only.
 
 The hint changes where the search starts, never what it proves: the solve stays exact.
-When the standalone choices break a shared requirement (a budget, a site's racks), there is
-no complete plan to hint and the search starts as before.
+When the standalone choices break a shared requirement (a budget, a site's racks), the
+hint is the best plan in which each workload takes one of a few of its standalone-cheapest
+choices or rents; when there is none either, the search starts unhinted.
 """
 
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Iterable
 
 from ortools.sat.python import cp_model
@@ -22,13 +24,22 @@ from gpusolve.optimize.ir import Instance, OwnedOption, Placement
 from gpusolve.optimize.model import Built, Var
 from gpusolve.optimize.patterns import Shape, max_count
 
-# The completion fixes every choice, so it is propagation plus a small packing search;
-# a few hundred ms at 40x120x40. It never takes more than this share of the time limit.
+# The completion of the standalone plan fixes every choice, so it is propagation plus a
+# small packing search (a few hundred ms at 40x120x40); the fallback over a few choices per
+# workload took 0.2-0.3 s at 20x60x20. Both together never take more than this share of
+# the time limit.
 _SHARE = 0.1
 # Below this many choice variables CP-SAT's own first plan arrives in milliseconds and the
 # completion solve is pure overhead (3x10x5 instances, 10 seeds: solve() against the best
 # peer went from 1.09x to 1.21x with it); from 10x30x10 (900-1,600 choices) up it pays.
 MIN_CHOICES = 500
+# When the standalone plan breaks a shared requirement (4 of 10 20x60x20 instances: a
+# budget cap, or two large jobs in one site's racks), each workload may take this many of
+# its standalone-cheapest choices or rent, and the best such plan is the hint. Measured on
+# those four, 1 worker: 6.4 / 25 / 8.1 / 22 s -> 4.0 / 23 / 4.8 / 17 s (two of them
+# were the optimum or within 1 % of it); 16 choices found better plans in 2-3x the time
+# and the proofs were no faster.
+FALLBACK_CHOICES = 4
 
 
 def standalone_owned(instance: Instance, option: OwnedOption, placement: Placement) -> int | None:
@@ -49,30 +60,54 @@ def standalone_owned(instance: Instance, option: OwnedOption, placement: Placeme
     return total + option.penalty + placement.penalty
 
 
-def standalone_choices(built: Built) -> list[Var]:
-    """Each workload's standalone-cheapest choice variable among those in the model."""
-    best: dict[str, tuple[int, int, Var]] = {}
+def ranked_choices(built: Built) -> dict[str, list[Var]]:
+    """Each workload's choice variables, standalone-cheapest first (input order on ties).
 
-    def offer(workload: str, cost: int | None, rank: int, var: Var) -> None:
-        if cost is not None and (workload not in best or (cost, rank) < best[workload][:2]):
-            best[workload] = (cost, rank, var)
-
+    Workloads without a priceable choice are missing."""
+    priced: dict[str, list[tuple[int, int, Var]]] = {}
     for owned in built.owned:
         cost = standalone_owned(built.instance, owned.option, owned.placement)
-        offer(owned.option.workload, cost, owned.rank, owned.var)
+        if cost is not None:
+            priced.setdefault(owned.option.workload, []).append((cost, owned.rank, owned.var))
     for cloud in built.cloud:
-        offer(cloud.option.workload, cloud.option.cost_total + cloud.option.penalty, 0, cloud.var)
-    return [var for _, _, var in best.values()]
+        cost = cloud.option.cost_total + cloud.option.penalty
+        priced.setdefault(cloud.option.workload, []).append((cost, cloud.rank, cloud.var))
+    ranked: dict[str, list[Var]] = {}
+    for workload, items in priced.items():
+        items.sort(key=lambda item: item[:2])
+        ranked[workload] = [var for _, _, var in items]
+    return ranked
+
+
+def standalone_choices(built: Built) -> list[Var]:
+    """Each workload's standalone-cheapest choice variable among those in the model."""
+    return [choices[0] for choices in ranked_choices(built).values()]
+
+
+def fallback_choices(built: Built, ranked: dict[str, list[Var]]) -> list[Var]:
+    """What each workload may take when its standalone choice cannot be completed: its
+    `FALLBACK_CHOICES` standalone-cheapest choices and every rental (renting moves spend
+    from the capex cap to the monthly one and needs no racks)."""
+    rentals = {cloud.var.index for cloud in built.cloud}
+    allowed: list[Var] = []
+    for choices in ranked.values():
+        allowed += choices[:FALLBACK_CHOICES]
+        allowed += [var for var in choices[FALLBACK_CHOICES:] if var.index in rentals]
+    return allowed
 
 
 def complete(
-    built: Built, chosen: Iterable[Var], objective: cp_model.LinearExprT, time_s: float
+    built: Built, allowed: Iterable[Var], objective: cp_model.LinearExprT, time_s: float
 ) -> dict[int, int]:
-    """The cheapest full assignment with `chosen` fixed, by proto index; empty when the
-    choices cannot be completed (a shared requirement breaks) within `time_s`."""
+    """The cheapest full assignment in which every workload takes one of the `allowed`
+    choices, by proto index; empty when there is none (a shared requirement breaks) or
+    none is found within `time_s`."""
     model = built.model.clone()
-    for var in chosen:
-        model.add(var == 1)
+    keep = {var.index for var in allowed}
+    for var in built.choice_vars():
+        if var.index not in keep:
+            # Setting the domain, not adding `var == 0`: at 40x120x40 that is 100k rows.
+            model.proto.variables[var.index].domain[1] = 0
     model.minimize(objective)
     solver = cp_model.CpSolver()
     solver.parameters.num_workers = 1
@@ -86,11 +121,17 @@ def complete(
 def greedy_hint(
     built: Built, objective: cp_model.LinearExprT, time_limit_s: float
 ) -> dict[int, int]:
-    """A complete hint from the standalone-cheapest plan, or {} when there is none or the
-    model is too small to need one."""
+    """A complete hint: the standalone-cheapest plan or, when that breaks a shared
+    requirement, the best plan over a few cheap choices per workload; {} when neither
+    exists or the model is too small to need one."""
     if built.stats["choice_vars"] < MIN_CHOICES:
         return {}
-    chosen = standalone_choices(built)
-    if len(chosen) < len(built.instance.workloads):
+    ranked = ranked_choices(built)
+    if len(ranked) < len(built.instance.workloads):
         return {}
-    return complete(built, chosen, objective, _SHARE * time_limit_s)
+    time_s = _SHARE * time_limit_s
+    stop = time.perf_counter() + time_s
+    hint = complete(built, [choices[0] for choices in ranked.values()], objective, time_s)
+    if hint:
+        return hint
+    return complete(built, fallback_choices(built, ranked), objective, stop - time.perf_counter())

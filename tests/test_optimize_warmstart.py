@@ -35,10 +35,12 @@ def always_warm(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(warmstart, "MIN_CHOICES", 0)
 
 
-def hint_objective(inst: Instance) -> tuple[dict[int, int], int]:
+def hint_objective(inst: Instance, with_lp: bool = False) -> tuple[dict[int, int], int]:
     built = build(inst)
-    objective, _ = fold(criteria(built)[:1])
-    hint = warmstart.greedy_hint(built, objective, 10.0)
+    head = criteria(built)[:1]
+    objective, _ = fold(head)
+    lp_objective = head[0].normalised() if with_lp else None
+    hint = warmstart.greedy_hint(built, objective, 10.0, lp_objective)
     model = built.model.clone()
     for var in built.all_vars():
         model.add(var == hint[var.index])
@@ -54,7 +56,12 @@ def test_standalone_prices_owned_options_as_if_alone() -> None:
     assert warmstart.standalone_owned(inst, option, option.placements[0]) == 4600
 
 
-def test_the_hint_is_the_standalone_plan_and_the_solve_still_finds_the_joint_optimum() -> None:
+def test_the_hint_is_the_standalone_plan_and_the_solve_still_finds_the_joint_optimum(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # One fallback choice per workload is its standalone one (here the rental), so without
+    # the LP pool the restricted plan is the standalone plan.
+    monkeypatch.setattr(warmstart, "FALLBACK_CHOICES", 1)
     inst = day_and_night()
     built = build(inst)
     chosen = {var.index for var in warmstart.standalone_choices(built)}
@@ -66,6 +73,29 @@ def test_the_hint_is_the_standalone_plan_and_the_solve_still_finds_the_joint_opt
         solution = solve(inst, config)
         assert solution.status == "optimal" and solution.objective_value == 4600
         assert plan(solution) == {"train": ("t", "sz"), "infer": ("i", "sz")}
+
+
+def test_the_lp_pool_finds_the_shared_plan_the_standalone_choices_miss(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(warmstart, "FALLBACK_CHOICES", 1)
+    # The LP relaxation shares the 4 servers between day and night, so its support is the
+    # two owned choices on (h100, sz); the pool opens them and the hint is the joint
+    # optimum (4600) instead of renting twice (6000).
+    inst = day_and_night()
+    built = build(inst)
+    support = {o.var.index for o in built.owned if o.option.key == "t"}
+    pool = {var.index for var in warmstart.pool_choices(built, support)}
+    assert pool == {o.var.index for o in built.owned}
+    assert hint_objective(inst)[1] == 6000
+    assert hint_objective(inst, with_lp=True)[1] == 4600
+
+
+def test_without_the_lp_the_pool_keeps_only_the_supported_rentals() -> None:
+    inst = day_and_night()
+    built = build(inst)
+    rental = next(c.var.index for c in built.cloud if c.option.key == "ct")
+    assert [var.index for var in warmstart.pool_choices(built, {rental})] == [rental]
 
 
 def two_purchases_one_budget(cloud: bool = True) -> Instance:

@@ -16,12 +16,13 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 
 from ortools.sat.python import cp_model
 
+from gpusolve.optimize import relaxation
 from gpusolve.optimize.ir import Instance, OwnedOption, Placement
-from gpusolve.optimize.model import Built, Var
+from gpusolve.optimize.model import Built, Expr, Var
 from gpusolve.optimize.patterns import Shape, max_count
 
 # The completion of the standalone plan fixes every choice, so it is propagation plus a
@@ -40,6 +41,10 @@ MIN_CHOICES = 500
 # were the optimum or within 1 % of it); 16 choices found better plans in 2-3x the time
 # and the proofs were no faster.
 FALLBACK_CHOICES = 4
+# The LP relaxation (`relaxation.py`) and the pool it opens (`pool_choices`). At 40x120x40
+# (85-100k choices) the LP alone took 4.4 s of a 30 s limit, so it stops below that size.
+LP_MAX_CHOICES = 50_000
+_LP_ZERO = 1e-6
 
 
 def standalone_owned(instance: Instance, option: OwnedOption, placement: Placement) -> int | None:
@@ -118,20 +123,47 @@ def complete(
     return {var.index: int(solver.value(var)) for var in built.all_vars()}
 
 
+def pool_choices(built: Built, support: Collection[int]) -> list[Var]:
+    """Every owned choice on a (SKU, site) pair that some choice in `support` uses, and the
+    rentals in `support`.
+
+    Plans save by sharing: a night job rides on a day service's servers, two services fill
+    one rack type at one site. The LP relaxation finds the pairs worth sharing but prices
+    racks fractionally, so it often gives a workload a different SKU or server count on
+    those pairs than the optimum does; opening every workload's options on the pairs lets
+    the restricted solve make the sharing exact.
+    """
+    pairs = {
+        (owned.option.sku, owned.placement.site)
+        for owned in built.owned
+        if owned.var.index in support
+    }
+    chosen = [o.var for o in built.owned if (o.option.sku, o.placement.site) in pairs]
+    return chosen + [c.var for c in built.cloud if c.var.index in support]
+
+
 def greedy_hint(
-    built: Built, objective: cp_model.LinearExprT, time_limit_s: float
+    built: Built,
+    objective: cp_model.LinearExprT,
+    time_limit_s: float,
+    lp_objective: Expr | None = None,
 ) -> dict[int, int]:
-    """A complete hint: the standalone-cheapest plan or, when that breaks a shared
-    requirement, the best plan over a few cheap choices per workload; {} when neither
-    exists or the model is too small to need one."""
+    """A complete hint: the best plan in which each workload takes its standalone-cheapest
+    choice, one of the fallback choices, or (given `lp_objective`, the leading criterion to
+    minimise) any choice on the (SKU, site) pairs of the LP relaxation's solution; {} when
+    there is none or the model is too small to need one."""
     if built.stats["choice_vars"] < MIN_CHOICES:
         return {}
     ranked = ranked_choices(built)
     if len(ranked) < len(built.instance.workloads):
         return {}
-    time_s = _SHARE * time_limit_s
-    stop = time.perf_counter() + time_s
-    hint = complete(built, [choices[0] for choices in ranked.values()], objective, time_s)
-    if hint:
-        return hint
-    return complete(built, fallback_choices(built, ranked), objective, stop - time.perf_counter())
+    stop = time.perf_counter() + _SHARE * time_limit_s
+    standalone = [choices[0] for choices in ranked.values()]
+    allowed = standalone + fallback_choices(built, ranked)
+    if lp_objective is not None and built.stats["choice_vars"] < LP_MAX_CHOICES:
+        values = relaxation.lp_values(built.model, lp_objective, stop - time.perf_counter())
+        if values is not None:
+            support = {var.index for var in standalone}
+            support |= {var.index for var in built.choice_vars() if values[var.index] > _LP_ZERO}
+            allowed += pool_choices(built, support)
+    return complete(built, allowed, objective, stop - time.perf_counter())

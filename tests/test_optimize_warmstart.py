@@ -40,7 +40,7 @@ def hint_objective(inst: Instance, with_lp: bool = False) -> tuple[dict[int, int
     head = criteria(built)[:1]
     objective, _ = fold(head)
     lp_objective = head[0].normalised() if with_lp else None
-    hint = warmstart.greedy_hint(built, objective, 10.0, lp_objective)
+    hint = warmstart.warm_hint(built, objective, 10.0, lp_objective)
     model = built.model.clone()
     for var in built.all_vars():
         model.add(var == hint[var.index])
@@ -159,7 +159,7 @@ def test_no_hint_when_neither_the_standalone_plan_nor_the_fallback_fits() -> Non
     inst = two_purchases_one_budget(cloud=False)
     built = build(inst)
     objective, _ = fold(criteria(built)[:1])
-    assert warmstart.greedy_hint(built, objective, 10.0) == {}
+    assert warmstart.warm_hint(built, objective, 10.0) == {}
     assert solve(inst, ONE).status == "infeasible"
 
 
@@ -168,4 +168,4 @@ def test_no_hint_when_a_workload_has_no_choice_in_the_model() -> None:
     inst = instance(("w",), (owned("o", "w", 1, sku="hot"),), (), (site(rack_w=10_000),))
     built = build(inst)
     objective, _ = fold(criteria(built)[:1])
-    assert warmstart.greedy_hint(built, objective, 10.0) == {}
+    assert warmstart.warm_hint(built, objective, 10.0) == {}

@@ -126,8 +126,8 @@ class SolveConfig:
     workers: int = 2
     seed: int = 1
     relative_gap: float = 0.0
-    # Start the search from the standalone-cheapest plan when no hint is given
-    # (`warmstart.py`); off only to measure what it is worth.
+    # Start the search from the warm start's plan when no hint is given (`warmstart.py`);
+    # off only to measure what it is worth.
     warm_start: bool = True
 
 

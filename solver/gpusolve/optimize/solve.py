@@ -19,8 +19,9 @@ equality) and hinted with the previous solution; money criteria search the whole
 face, tie-break-only groups search with the purchase fixed (see `purchase`). Later solves
 get a capped share of the time; one that runs out still returns a plan at the proven cost.
 
-Without a caller's hint, stage 1 starts from the standalone-cheapest plan (`warmstart.py`):
-CP-SAT's own first plan costs about twice the optimum on 20x60x20 instances.
+Without a caller's hint, stage 1 starts from the best plan over a few promising choices per
+workload (`warmstart.py`): CP-SAT's own first plan costs about twice the optimum on
+20x60x20 instances, the warm start is usually the optimum.
 
 The reported objective, bound and status are the first solve's; a stage-1 incumbent that is
 only feasible (time limit) is returned as is. Float objectives are never built (CP-SAT
@@ -376,7 +377,7 @@ def solve_built(
     first = groups[0]
     objective, weights = fold(first)
     if hint is None and config.warm_start:
-        hint = warmstart.greedy_hint(built, objective, stages.remaining(), first[0].normalised())
+        hint = warmstart.warm_hint(built, objective, stages.remaining(), first[0].normalised())
     solver, status, raw_bound = stages.run(
         objective, hint or {}, config.relative_gap, stages.remaining()
     )

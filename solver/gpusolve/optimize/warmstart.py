@@ -1,15 +1,23 @@
-"""A first plan for the search: each workload alone takes its cheapest choice.
+"""A first plan for the search: the best plan over a small set of promising choices.
 
 CP-SAT's own first solutions on these models are poor: on 20x60x20 instances the
 feasibility-jump start costs about twice the optimum and the LNS workers take 5-12 s to
-come within 1 % of it, while the proof itself, given the optimum as a hint, takes 1-2 s.
-The standalone-cheapest plan (what a spreadsheet does) is within ~5 % of the optimum on
-the same instances, and completing it into a full hint is a search over the packing only.
+come within 1 % of it, while the proof itself, given the optimum as a hint, often takes
+1-2 s. So stage 1 starts from the best plan in which each workload takes one of:
+
+* its standalone-cheapest choice (what a spreadsheet does: 0-32 % above the optimum at
+  20x60x20, and it breaks a budget or a site's racks on 4 of 10 instances);
+* its `FALLBACK_CHOICES` standalone-cheapest choices and every rental, so that a plan
+  exists when the standalone choices break a shared requirement;
+* any choice on a (SKU, site) pair the LP relaxation's solution uses (`pool_choices`,
+  `relaxation.py`): the LP sees which pairs the whole fleet should share.
+
+One CP-SAT solve over that set (every other choice fixed to 0; 0.1-0.3 s at 20x60x20, plus
+0.3 s for the LP) gives the hint. On 10 20x60x20 instances it was the optimum on 6 and
+within 0.2 % of it on 3 more.
 
 The hint changes where the search starts, never what it proves: the solve stays exact.
-When the standalone choices break a shared requirement (a budget, a site's racks), the
-hint is the best plan in which each workload takes one of a few of its standalone-cheapest
-choices or rents; when there is none either, the search starts unhinted.
+When the restricted set has no plan, the search starts unhinted.
 """
 
 from __future__ import annotations
@@ -25,24 +33,21 @@ from gpusolve.optimize.ir import Instance, OwnedOption, Placement
 from gpusolve.optimize.model import Built, Expr, Var
 from gpusolve.optimize.patterns import Shape, max_count
 
-# The completion of the standalone plan fixes every choice, so it is propagation plus a
-# small packing search (a few hundred ms at 40x120x40); the fallback over a few choices per
-# workload took 0.2-0.3 s at 20x60x20. Both together never take more than this share of
-# the time limit.
+# The LP and the restricted solve together never take more than this share of the limit.
 _SHARE = 0.1
 # Below this many choice variables CP-SAT's own first plan arrives in milliseconds and the
-# completion solve is pure overhead (3x10x5 instances, 10 seeds: solve() against the best
+# restricted solve is pure overhead (3x10x5 instances, 10 seeds: solve() against the best
 # peer went from 1.09x to 1.21x with it); from 10x30x10 (900-1,600 choices) up it pays.
 MIN_CHOICES = 500
-# When the standalone plan breaks a shared requirement (4 of 10 20x60x20 instances: a
-# budget cap, or two large jobs in one site's racks), each workload may take this many of
-# its standalone-cheapest choices or rent, and the best such plan is the hint. Measured on
-# those four, 1 worker: 6.4 / 25 / 8.1 / 22 s -> 4.0 / 23 / 4.8 / 17 s (two of them
-# were the optimum or within 1 % of it); 16 choices found better plans in 2-3x the time
-# and the proofs were no faster.
+# Each workload's this many standalone-cheapest choices (and its rentals) are always in the
+# restricted set. Alone, before the LP pool, they rescued the 4 of 10 20x60x20 instances
+# whose standalone plan breaks a budget or a site's racks (1 worker: 6.4 / 25 / 8.1 / 22 s
+# -> 4.0 / 23 / 4.8 / 17 s); 16 found better plans in 2-3x the time, no faster proofs.
 FALLBACK_CHOICES = 4
 # The LP relaxation (`relaxation.py`) and the pool it opens (`pool_choices`). At 40x120x40
 # (85-100k choices) the LP alone took 4.4 s of a 30 s limit, so it stops below that size.
+# At 20x60x20 it takes 0.3 s and, with the pool, 1 worker went from median 7.3 s / total
+# 150 s to 5.6 s / 130 s over 10 seeds.
 LP_MAX_CHOICES = 50_000
 _LP_ZERO = 1e-6
 
@@ -142,7 +147,7 @@ def pool_choices(built: Built, support: Collection[int]) -> list[Var]:
     return chosen + [c.var for c in built.cloud if c.var.index in support]
 
 
-def greedy_hint(
+def warm_hint(
     built: Built,
     objective: cp_model.LinearExprT,
     time_limit_s: float,

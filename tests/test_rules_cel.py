@@ -364,9 +364,13 @@ def test_any_input_is_a_cel_error_or_a_program(tokens: list[str], noise: str) ->
         except CelError as exc:
             assert exc.message
             continue
+        # Every root the card context declares is bound, as the rules engine binds them:
+        # a program may read any of them (`card == reqs` compiles).
         result = run(
             program,
             card={"memory_gb": 80.0, "tflops": {"bf16": None}},
             workload={"kind": "lora", "model": {"params_b": 7.0}},
+            reqs={"schedule": "night"},
+            params={"headroom": 0.25},
         )
         assert result is True or result is False or isinstance(result, EvalFailure)

@@ -95,9 +95,10 @@ def standalone_choices(built: Built) -> list[Var]:
 
 
 def fallback_choices(built: Built, ranked: dict[str, list[Var]]) -> list[Var]:
-    """What each workload may take when its standalone choice cannot be completed: its
-    `FALLBACK_CHOICES` standalone-cheapest choices and every rental (renting moves spend
-    from the capex cap to the monthly one and needs no racks)."""
+    """Each workload's `FALLBACK_CHOICES` standalone-cheapest choices and every rental. Part
+    of every restricted set, so that it has a plan when the standalone choices break a
+    shared requirement (renting moves spend from the capex cap to the monthly one and
+    needs no racks)."""
     rentals = {cloud.var.index for cloud in built.cloud}
     allowed: list[Var] = []
     for choices in ranked.values():

@@ -72,7 +72,8 @@ def test_model_matches_enumeration(seed: int) -> None:
 @pytest.mark.parametrize("seed", SEEDS[::5])
 def test_warm_start_matches_enumeration(seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
     """These instances are below the warm start's size threshold: force it on. The search
-    then starts from the standalone-cheapest plan; the optimum must not move."""
+    then starts from the warm start's restricted plan (LP pool included); the optimum must
+    not move."""
     monkeypatch.setattr(warmstart, "MIN_CHOICES", 0)
     instance, evaluated = case(seed)
     ref = optimum(instance, evaluated)

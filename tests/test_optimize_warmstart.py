@@ -29,6 +29,12 @@ def day_and_night() -> Instance:
     )
 
 
+@pytest.fixture
+def one_fallback(monkeypatch: pytest.MonkeyPatch) -> None:
+    """One fallback choice per workload: its standalone one, and its rentals."""
+    monkeypatch.setattr(warmstart, "FALLBACK_CHOICES", 1)
+
+
 @pytest.fixture(autouse=True)
 def always_warm(monkeypatch: pytest.MonkeyPatch) -> None:
     """These hand-made instances are far below the size threshold."""
@@ -56,12 +62,10 @@ def test_standalone_prices_owned_options_as_if_alone() -> None:
     assert warmstart.standalone_owned(inst, option, option.placements[0]) == 4600
 
 
-def test_the_hint_is_the_standalone_plan_and_the_solve_still_finds_the_joint_optimum(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
+@pytest.mark.usefixtures("one_fallback")
+def test_the_hint_is_the_standalone_plan_and_the_solve_still_finds_the_joint_optimum() -> None:
     # One fallback choice per workload is its standalone one (here the rental), so without
     # the LP pool the restricted plan is the standalone plan.
-    monkeypatch.setattr(warmstart, "FALLBACK_CHOICES", 1)
     inst = day_and_night()
     built = build(inst)
     chosen = {var.index for var in warmstart.standalone_choices(built)}
@@ -75,10 +79,8 @@ def test_the_hint_is_the_standalone_plan_and_the_solve_still_finds_the_joint_opt
         assert plan(solution) == {"train": ("t", "sz"), "infer": ("i", "sz")}
 
 
-def test_the_lp_pool_finds_the_shared_plan_the_standalone_choices_miss(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    monkeypatch.setattr(warmstart, "FALLBACK_CHOICES", 1)
+@pytest.mark.usefixtures("one_fallback")
+def test_the_lp_pool_finds_the_shared_plan_the_standalone_choices_miss() -> None:
     # The LP relaxation shares the 4 servers between day and night, so its support is the
     # two owned choices on (h100, sz); the pool opens them and the hint is the joint
     # optimum (4600) instead of renting twice (6000).
@@ -113,12 +115,10 @@ def two_purchases_one_budget(cloud: bool = True) -> Instance:
     )
 
 
-def test_when_the_standalone_plan_breaks_a_budget_the_hint_is_the_best_fallback_plan(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
+@pytest.mark.usefixtures("one_fallback")
+def test_when_the_standalone_plan_breaks_a_budget_the_hint_is_the_best_fallback_plan() -> None:
     # With one owned choice per workload the fallback is that choice or renting: the best
     # such plan buys for one workload and rents for the other, 2300 + 5000.
-    monkeypatch.setattr(warmstart, "FALLBACK_CHOICES", 1)
     inst = two_purchases_one_budget()
     built = build(inst)
     standalone = [var.index for var in warmstart.standalone_choices(built)]

@@ -28,7 +28,6 @@ from collections.abc import Collection, Iterable
 
 from ortools.sat.python import cp_model
 
-from gpusolve.optimize import relaxation
 from gpusolve.optimize.ir import Instance, OwnedOption, Placement
 from gpusolve.optimize.model import Built, Expr, Var
 from gpusolve.optimize.patterns import Shape, max_count
@@ -43,7 +42,7 @@ MIN_CHOICES = 500
 # restricted set. Alone, before the LP pool, they rescued the 4 of 10 20x60x20 instances
 # whose standalone plan breaks a budget or a site's racks (1 worker: 6.4 / 25 / 8.1 / 22 s
 # -> 4.0 / 23 / 4.8 / 17 s); 16 found better plans in 2-3x the time, no faster proofs.
-FALLBACK_CHOICES = 4
+FALLBACK_CHOICES = 4  # at least 1: the standalone choice is the first of them
 # The LP relaxation (`relaxation.py`) and the pool it opens (`pool_choices`). At 40x120x40
 # (85-100k choices) the LP alone took 4.4 s of a 30 s limit, so it stops below that size.
 # At 20x60x20 it takes 0.3 s and, with the pool, 1 worker went from median 7.3 s / total
@@ -164,9 +163,14 @@ def warm_hint(
     if len(ranked) < len(built.instance.workloads):
         return {}
     stop = time.perf_counter() + _SHARE * time_limit_s
-    standalone = [choices[0] for choices in ranked.values()]
-    allowed = standalone + fallback_choices(built, ranked)
+    # The fallback set holds each workload's standalone-cheapest choice (its first).
+    allowed = fallback_choices(built, ranked)
     if lp_objective is not None and built.stats["choice_vars"] < LP_MAX_CHOICES:
+        # Imported here: OR-Tools' linear solver adds 35 ms to every start-up, and plans
+        # below the size threshold (every shipped example) never need it.
+        from gpusolve.optimize import relaxation
+
+        standalone = [choices[0] for choices in ranked.values()]
         values = relaxation.lp_values(built.model, lp_objective, stop - time.perf_counter())
         if values is not None:
             support = {var.index for var in standalone}

@@ -17,7 +17,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 from functools import cache
-from typing import Literal
+from typing import Any, Literal
 
 import pytest
 from tests.optimize_reference import (
@@ -30,8 +30,8 @@ from tests.optimize_reference import (
     random_instance,
 )
 
+from gpusolve.optimize import core, warmstart
 from gpusolve.optimize import solve as solve_module
-from gpusolve.optimize import warmstart
 from gpusolve.optimize.alternatives import alternatives
 from gpusolve.optimize.explain import explain, relaxation
 from gpusolve.optimize.ir import Instance, Solution, SolveConfig
@@ -214,3 +214,40 @@ def test_top_k_are_the_next_best_distinct_plans(seed: int) -> None:
         taken.add(key)
     remaining = {business_key(instance, e.keys) for e in feasible} - taken
     assert len(plans) == 4 or not remaining
+
+
+@pytest.mark.parametrize("seed", SEEDS[::4])
+def test_core_search_matches_enumeration(seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Force the core search (`core.py`) on: each core's optimum must be proven against
+    the LP's bound on everything outside it, or the core grows until it is."""
+    monkeypatch.setattr(core, "MIN_CHOICES", 0)
+    instance, evaluated = case(seed)
+    ref = optimum(instance, evaluated)
+    _assert_matches(seed, solve(instance, CONFIG), instance, ref)
+
+
+def test_core_search_from_the_lp_face_alone_matches_enumeration(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """No warm start and no candidates kept: the first core is the LP optimum's face (zero
+    reduced cost), often without the optimum or any plan, so cores must grow; they must
+    have grown on some of the instances for this test to mean anything."""
+    monkeypatch.setattr(core, "MIN_CHOICES", 0)
+    monkeypatch.setattr(warmstart, "candidates", lambda built, values=None: [])
+    grown: set[int] = set()
+    seed = -1
+    grow = core.next_threshold
+
+    def counted(*args: Any) -> float | None:
+        threshold = grow(*args)
+        if threshold is not None:
+            grown.add(seed)
+        return threshold
+
+    monkeypatch.setattr(core, "next_threshold", counted)
+    config = dataclasses.replace(CONFIG, warm_start=False)
+    for seed in SEEDS[::4]:
+        instance, evaluated = case(seed)
+        ref = optimum(instance, evaluated)
+        _assert_matches(seed, solve(instance, config), instance, ref)
+    assert len(grown) >= 5, sorted(grown)

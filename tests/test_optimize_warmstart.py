@@ -9,7 +9,7 @@ import pytest
 from ortools.sat.python import cp_model
 from tests.test_optimize_cases import ONE, TWO, instance, owned, plan, site
 
-from gpusolve.optimize import warmstart
+from gpusolve.optimize import relaxation, warmstart
 from gpusolve.optimize.ir import CloudOption, Instance
 from gpusolve.optimize.model import build
 from gpusolve.optimize.solve import criteria, fold, solve
@@ -45,8 +45,8 @@ def hint_objective(inst: Instance, with_lp: bool = False) -> tuple[dict[int, int
     built = build(inst)
     head = criteria(built)[:1]
     objective, _ = fold(head)
-    lp_objective = head[0].normalised() if with_lp else None
-    hint = warmstart.warm_hint(built, objective, 10.0, lp_objective)
+    lp = relaxation.solve_lp(built.model, head[0].normalised(), 10.0) if with_lp else None
+    hint = warmstart.warm_hint(built, objective, 10.0, None if lp is None else lp.values)
     model = built.model.clone()
     for var in built.all_vars():
         model.add(var == hint[var.index])

@@ -34,14 +34,18 @@ import math
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from ortools.sat.python import cp_model
 from ortools.sat.python import cp_model_helper as cmh
 
-from gpusolve.optimize import lazy, warmstart
+from gpusolve.optimize import core, lazy, warmstart
 from gpusolve.optimize.ir import Instance, Solution, SolveConfig, Status
 from gpusolve.optimize.model import BuildOptions, Built, Expr, build, rack_bins
 from gpusolve.optimize.readout import read_solution
+
+if TYPE_CHECKING:
+    from gpusolve.optimize.relaxation import LpSolution
 
 Prepare = Callable[[cp_model.CpModel], None]
 # The tie-break folds several integer criteria into one objective; keep the folded
@@ -211,6 +215,9 @@ class _Stages:
         self._relaxed = {rel.site: rel for rel in built.relaxed}
         # Relaxed sites packed exactly (per-rack variables) in every later solve.
         self.exact: set[str] = set()
+        # Choice variables fixed to 0 in every solve: those outside the current core
+        # (`core.py`); none unless the model is searched in cores.
+        self.closed: frozenset[int] = frozenset()
 
     def remaining(self) -> float:
         return self.deadline - time.perf_counter()
@@ -272,6 +279,9 @@ class _Stages:
         self, objective: Expr, hint: dict[int, int], purchase: Sequence[tuple[Expr, int]]
     ) -> cp_model.CpModel:
         model = self.built.model.clone()
+        for index in self.closed:
+            # The domain, not `var == 0`: at 40x120x40 that would be 80k more rows.
+            model.proto.variables[index].domain[1] = 0
         if self.prepare is not None:
             self.prepare(model)
         for item, value in self.fixed:
@@ -377,20 +387,25 @@ def solve_built(
     stages = _Stages(built, config, prepare, start)
     groups = group(criteria(built))
     first = groups[0]
+    head = first[0]
     objective, weights = fold(first)
+    lp = _relaxation(built, head, config, hinted=hint is not None, time_s=stages.remaining())
     if hint is None and config.warm_start:
-        hint = warmstart.warm_hint(built, objective, stages.remaining(), first[0].normalised())
-    solver, status, raw_bound = stages.run(
-        objective, hint or {}, config.relative_gap, stages.remaining()
-    )
-    if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+        values = None if lp is None else lp.values
+        hint = warmstart.warm_hint(built, objective, warmstart.SHARE * stages.remaining(), values)
+    if lp is not None and built.stats["choice_vars"] >= core.MIN_CHOICES:
+        solver, status, lead = _core_search(stages, objective, weights[0], head, hint or {}, lp)
+    else:
+        solver, status, raw_bound = stages.run(
+            objective, hint or {}, config.relative_gap, stages.remaining()
+        )
+        # The folded objective's bound bounds the leading criterion: the rest of the fold
+        # is worth less than one unit of it.
+        lead = int(_bound(raw_bound, False)) // weights[0] if _solved(status) else 0
+    if not _solved(status):
         wall = time.perf_counter() - start
         return Outcome(Solution(status=_STATUS[status], wall_s=wall), {})
-    head = first[0]
     value = int(solver.value(head.expr))
-    # The folded objective's bound bounds the leading criterion: the rest of the fold is
-    # worth less than one unit of it.
-    lead = int(_bound(raw_bound, False)) // weights[0]
     bound = head.hi - lead if head.maximise else head.lo + lead
     best = solver
     if status == cp_model.OPTIMAL:
@@ -413,6 +428,86 @@ def solve_built(
     wall = time.perf_counter() - start
     solution = read_solution(built, best, _STATUS[status], value, bound, wall)
     return Outcome(solution, _values(built, best))
+
+
+def _solved(status: cp_model.CpSolverStatus) -> bool:
+    return status in (cp_model.OPTIMAL, cp_model.FEASIBLE)
+
+
+def _relaxation(
+    built: Built, head: Criterion, config: SolveConfig, *, hinted: bool, time_s: float
+) -> LpSolution | None:
+    """The LP relaxation for the leading criterion (normalised), when something reads it:
+    the core search on models of `core.MIN_CHOICES` choices or more, else the warm start."""
+    if built.stats["choice_vars"] >= core.MIN_CHOICES:
+        share = core.LP_SHARE
+    elif not hinted and config.warm_start and warmstart.wanted(built):
+        share = warmstart.SHARE
+    else:
+        return None
+    # Imported here: OR-Tools' linear solver adds 35 ms to every start-up, and plans below
+    # the warm start's size (every shipped example) never need it.
+    from gpusolve.optimize import relaxation
+
+    return relaxation.solve_lp(built.model, head.normalised(), share * time_s)
+
+
+def _core_search(
+    stages: _Stages,
+    objective: Expr,
+    weight: int,
+    head: Criterion,
+    hint: dict[int, int],
+    lp: LpSolution,
+) -> tuple[cp_model.CpSolver, cp_model.CpSolverStatus, int]:
+    """Stage 1 over growing cores (`core.py`): the solver holding the best plan, the status
+    for the whole model, and a bound on the normalised leading criterion of every plan.
+
+    Every core keeps the warm start's candidates (`warmstart.candidates`: on 40x120x40 seed
+    0 the first core's optimum was 125.64 M without them, 125.38 M with them) and the
+    choices of the best plan so far, which is its hint. The status is
+    OPTIMAL when a core's optimum is proven to beat every plan outside it (or is within
+    the caller's gap of the bound), FEASIBLE when the time ran out with a plan."""
+    built = stages.built
+    order = core.ranked(built, lp)
+    choices = [var.index for var in built.choice_vars()]
+    keep = {var.index for var in warmstart.candidates(built, lp.values)}
+    keep |= {index for index in choices if hint.get(index) == 1}
+    gap = stages.config.relative_gap
+    bound = math.ceil(lp.bound)
+    best: tuple[cp_model.CpSolver, int, int] | None = None  # solver, folded, leading value
+    current = core.core(order, 0.0, keep)
+    while True:
+        stages.closed = current.closed
+        solver, status, raw = stages.run(objective, hint, gap, stages.remaining())
+        inside: float | None = None  # bound on the leading criterion within the core
+        if _solved(status):
+            folded = int(solver.value(objective))
+            if best is None or folded < best[1]:
+                best = (solver, folded, int(solver.value(head.normalised())))
+                # A time-limited core can end on a worse plan (a repaired rack packing).
+                hint = _values(built, solver)
+                keep |= {index for index in choices if hint[index] == 1}
+        if status == cp_model.OPTIMAL:
+            inside = int(solver.value(head.normalised()))
+        elif status != cp_model.INFEASIBLE and math.isfinite(raw):
+            inside = _bound(raw, False) // weight
+        bound = max(bound, current.bound(lp.bound, inside))
+        if best is not None and (
+            (status == cp_model.OPTIMAL and current.proves(best[2], lp.bound))
+            or best[2] - bound <= gap * max(1, abs(best[2]))
+        ):
+            return best[0], cp_model.OPTIMAL, best[2]
+        if status == cp_model.INFEASIBLE and current.least_out is None:
+            return solver, status, bound
+        exact = None if best is None else best[2] - lp.bound
+        threshold = core.next_threshold(order, current, exact)
+        if threshold is None or stages.remaining() <= 0:
+            break
+        current = core.core(order, threshold, keep)
+    if best is None:
+        return solver, cp_model.UNKNOWN, bound
+    return best[0], cp_model.FEASIBLE, bound
 
 
 _TIEBREAKS = frozenset({"racks", "headroom", "servers", "rank"})

@@ -13,8 +13,8 @@ come within 1 % of it, while the proof itself, given the optimum as a hint, ofte
   `relaxation.py`): the LP sees which pairs the whole fleet should share.
 
 One CP-SAT solve over that set (every other choice fixed to 0; 0.1-0.3 s at 20x60x20, plus
-0.3 s for the LP) gives the hint. On 10 20x60x20 instances it was the optimum on 6 and
-within 0.2 % of it on 3 more.
+0.3 s for the LP, which the caller solves and passes in) gives the hint. On 10 20x60x20
+instances it was the optimum on 6 and within 0.2 % of it on 3 more.
 
 The hint changes where the search starts, never what it proves: the solve stays exact.
 When the restricted set has no plan, the search starts unhinted.
@@ -23,17 +23,17 @@ When the restricted set has no plan, the search starts unhinted.
 from __future__ import annotations
 
 import math
-import time
-from collections.abc import Collection, Iterable
+from collections.abc import Collection, Iterable, Sequence
 
 from ortools.sat.python import cp_model
 
 from gpusolve.optimize.ir import Instance, OwnedOption, Placement
-from gpusolve.optimize.model import Built, Expr, Var
+from gpusolve.optimize.model import Built, Var
 from gpusolve.optimize.patterns import Shape, max_count
 
-# The LP and the restricted solve together never take more than this share of the limit.
-_SHARE = 0.1
+# The LP and the restricted solve together never take more than this share of the limit
+# (below `core.MIN_CHOICES`; above it the LP also serves the core search).
+SHARE = 0.1
 # Below this many choice variables CP-SAT's own first plan arrives in milliseconds and the
 # restricted solve is pure overhead (3x10x5 instances, 10 seeds: solve() against the best
 # peer went from 1.09x to 1.21x with it); from 10x30x10 (900-1,600 choices) up it pays.
@@ -43,11 +43,6 @@ MIN_CHOICES = 500
 # whose standalone plan breaks a budget or a site's racks (1 worker: 6.4 / 25 / 8.1 / 22 s
 # -> 4.0 / 23 / 4.8 / 17 s); 16 found better plans in 2-3x the time, no faster proofs.
 FALLBACK_CHOICES = 4  # at least 1: the standalone choice is the first of them
-# The LP relaxation (`relaxation.py`) and the pool it opens (`pool_choices`). At 40x120x40
-# (85-100k choices) the LP alone took 4.4 s of a 30 s limit, so it stops below that size.
-# At 20x60x20 it takes 0.3 s and, with the pool, 1 worker went from median 7.3 s / total
-# 150 s to 5.6 s / 130 s over 10 seeds.
-LP_MAX_CHOICES = 50_000
 _LP_ZERO = 1e-6
 
 
@@ -150,30 +145,35 @@ def pool_choices(built: Built, support: Collection[int]) -> list[Var]:
 def warm_hint(
     built: Built,
     objective: cp_model.LinearExprT,
-    time_limit_s: float,
-    lp_objective: Expr | None = None,
+    time_s: float,
+    lp_values: Sequence[float] | None = None,
 ) -> dict[int, int]:
-    """A complete hint: the best plan in which each workload takes its standalone-cheapest
-    choice, one of the fallback choices, or (given `lp_objective`, the leading criterion to
-    minimise) any choice on the (SKU, site) pairs of the LP relaxation's solution; {} when
-    there is none or the model is too small to need one."""
-    if built.stats["choice_vars"] < MIN_CHOICES:
+    """A complete hint within `time_s`: the best plan in which each workload takes its
+    standalone-cheapest choice, one of the fallback choices, or (given the LP relaxation's
+    solution, `relaxation.solve_lp`) any choice on the (SKU, site) pairs it uses; {} when
+    there is none or the model is too small to need one (`wanted`)."""
+    if not wanted(built):
         return {}
+    allowed = candidates(built, lp_values)
+    return complete(built, allowed, objective, time_s) if allowed else {}
+
+
+def candidates(built: Built, lp_values: Sequence[float] | None = None) -> list[Var]:
+    """The restricted set: each workload's fallback choices (`fallback_choices`) and, given
+    the LP relaxation's solution, every choice on the (SKU, site) pairs it or a standalone
+    choice uses (`pool_choices`). Empty when some workload has no priceable choice."""
     ranked = ranked_choices(built)
     if len(ranked) < len(built.instance.workloads):
-        return {}
-    stop = time.perf_counter() + _SHARE * time_limit_s
+        return []
     # The fallback set holds each workload's standalone-cheapest choice (its first).
     allowed = fallback_choices(built, ranked)
-    if lp_objective is not None and built.stats["choice_vars"] < LP_MAX_CHOICES:
-        # Imported here: OR-Tools' linear solver adds 35 ms to every start-up, and plans
-        # below the size threshold (every shipped example) never need it.
-        from gpusolve.optimize import relaxation
+    if lp_values is not None:
+        support = {choices[0].index for choices in ranked.values()}
+        support |= {var.index for var in built.choice_vars() if lp_values[var.index] > _LP_ZERO}
+        allowed += pool_choices(built, support)
+    return allowed
 
-        standalone = [choices[0] for choices in ranked.values()]
-        values = relaxation.lp_values(built.model, lp_objective, stop - time.perf_counter())
-        if values is not None:
-            support = {var.index for var in standalone}
-            support |= {var.index for var in built.choice_vars() if values[var.index] > _LP_ZERO}
-            allowed += pool_choices(built, support)
-    return complete(built, allowed, objective, stop - time.perf_counter())
+
+def wanted(built: Built) -> bool:
+    """Whether the model is large enough for the warm start to pay (`MIN_CHOICES`)."""
+    return built.stats["choice_vars"] >= MIN_CHOICES

@@ -146,7 +146,7 @@ def run_gpusolve(instance: Instance, workers: int, limit: float) -> tuple[Run, S
         detail["stage1_s"] = stages[0][0]
         detail["later_stages_s"] = sum(s for s, _ in stages[1:])
         detail["build_s"] = wall - sum(s for s, _ in stages)
-        if stages[0][1] == "OPTIMAL":
+        if stages[0][1] == "OPTIMAL" and solution.status == "optimal":
             proof = detail["build_s"] + stages[0][0]
         detail["later_proven"] = float(all(st == "OPTIMAL" for _, st in stages[1:]))
     elif solution.status == "optimal":

@@ -18,9 +18,12 @@ took 3.0 s primal and 30 s dual, and CP-SAT's LP (a dual simplex) had not finish
 from __future__ import annotations
 
 import math
+import os
+import tempfile
 from dataclasses import dataclass
 
 from ortools.linear_solver import linear_solver_pb2, pywraplp
+from ortools.sat import cp_model_pb2
 from ortools.sat.python import cp_model
 from ortools.sat.python import cp_model_helper as cmh
 
@@ -96,33 +99,32 @@ def lagrangian(
 def _lp_model(
     model: cp_model.CpModel, objective: cp_model.LinearExpr
 ) -> linear_solver_pb2.MPModelProto:
-    proto = model.proto
+    proto = _readable(model)
     lp = linear_solver_pb2.MPModelProto()
     flat = cmh.FlatIntExpr(objective)
     costs: dict[int, int] = {}
     for var, coef in zip(flat.vars, flat.coeffs, strict=True):
         costs[var.index] = costs.get(var.index, 0) + coef
     for index, var in enumerate(proto.variables):
-        domain = var.domain
         lp.variable.add(
-            lower_bound=domain[0],
-            upper_bound=domain[len(domain) - 1],
+            lower_bound=var.domain[0],
+            upper_bound=var.domain[-1],
             objective_coefficient=costs.get(index, 0),
         )
     for ct in proto.constraints:
-        if len(ct.enforcement_literal):
+        if ct.enforcement_literal:
             continue
-        if ct.has_linear():
-            domain = ct.linear.domain
-            low, high = domain[0], domain[len(domain) - 1]
+        kind = ct.WhichOneof("constraint")
+        if kind == "linear":
+            low, high = ct.linear.domain[0], ct.linear.domain[-1]
             row = lp.constraint.add(
                 lower_bound=low if low > -_UNBOUNDED else -math.inf,
                 upper_bound=high if high < _UNBOUNDED else math.inf,
             )
             row.var_index.extend(ct.linear.vars)
             row.coefficient.extend(ct.linear.coeffs)
-        elif ct.has_exactly_one() or ct.has_bool_or():
-            exact = ct.has_exactly_one()
+        elif kind in ("exactly_one", "bool_or"):
+            exact = kind == "exactly_one"
             literals = list(ct.exactly_one.literals if exact else ct.bool_or.literals)
             # sum(x for positive) + sum(1 - x for negated) >= 1 (== 1 for exactly one).
             negated = sum(1 for lit in literals if lit < 0)
@@ -132,3 +134,18 @@ def _lp_model(
             row.var_index.extend([lit if lit >= 0 else -lit - 1 for lit in literals])
             row.coefficient.extend([1 if lit >= 0 else -1 for lit in literals])
     return lp
+
+
+def _readable(model: cp_model.CpModel) -> cp_model_pb2.CpModelProto:
+    """The model as a plain protobuf message. OR-Tools' own Python wrapper of the proto
+    crosses into C++ on every field access and offers no serialisation, so the model is
+    written out (`export_to_file`, binary) and parsed back: at 40x120x40 (93k variables)
+    the translation took 0.92 s reading the wrapper and 0.46 s this way."""
+    with tempfile.TemporaryDirectory(prefix="gpusolve-") as folder:
+        path = os.path.join(folder, "model.pb")
+        if not model.export_to_file(path):  # pragma: no cover - a full disk
+            raise OSError(f"could not write the model to {path}")
+        message = cp_model_pb2.CpModelProto()
+        with open(path, "rb") as handle:
+            message.ParseFromString(handle.read())
+        return message

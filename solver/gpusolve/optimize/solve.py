@@ -21,7 +21,11 @@ get a capped share of the time; one that runs out still returns a plan at the pr
 
 Without a caller's hint, stage 1 starts from the best plan over a few promising choices per
 workload (`warmstart.py`): CP-SAT's own first plan costs about twice the optimum on
-20x60x20 instances, the warm start is usually the optimum.
+20x60x20 instances, the warm start is usually the optimum. From `core.MIN_CHOICES` choice
+variables up, CP-SAT's own root LP cannot finish within the limit, so stage 1 searches
+growing cores of the choices instead (`core.py`), with the LP relaxation's bound (from GLOP,
+`relaxation.py`) for every plan outside them; the proof stays exact, a core is only
+declared optimal when every plan outside it is proven dearer.
 
 The reported objective, bound and status are the first solve's; a stage-1 incumbent that is
 only feasible (time limit) is returned as is. Float objectives are never built (CP-SAT

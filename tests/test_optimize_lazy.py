@@ -9,9 +9,11 @@ from typing import Any, Literal
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from tests.test_optimize_cases import ONE
+from ortools.sat.python import cp_model
+from tests.test_optimize_cases import ONE, instance, owned
 
 from gpusolve.optimize import lazy
+from gpusolve.optimize import solve as solve_module
 from gpusolve.optimize.ir import CloudOption, Instance, OwnedOption, Placement, Site, Sku
 from gpusolve.optimize.model import BuildOptions, build
 from gpusolve.optimize.patterns import Shape, maximal_fills
@@ -175,3 +177,55 @@ def test_dual_weights_hold_for_every_rack(shapes: list[Shape], counts: list[int]
     # The weighted row never undercuts the true count on the counts it was built for.
     needed = lazy.rack_count(shapes, counts, 10, 10)
     assert sum(w * c for w, c in zip(weights, counts, strict=True)) <= 840 * needed
+
+
+def relaxed_site(shapes: list[Shape], rack_w: int, units: int) -> lazy.RelaxedSite:
+    """The packing facts of a relaxed site; the model handles are placeholders."""
+    model = cp_model.CpModel()
+    demand = tuple(model.new_int_var(0, 10, f"d{h}") for h in range(len(shapes)))
+    return lazy.RelaxedSite(
+        "s", tuple(shapes), rack_w, units, demand, model.new_int_var(0, 10, "r"), (), 10
+    )
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.lists(st.tuples(shape, st.integers(0, 2)), min_size=1, max_size=3),
+    st.integers(0, 4),
+)
+def test_packs_is_exact_on_small_sites(items: list[tuple[Shape, int]], racks: int) -> None:
+    merged: dict[Shape, int] = {}
+    for s, c in items:
+        merged[s] = merged.get(s, 0) + c
+    shapes = sorted(merged, reverse=True)
+    counts = [merged[s] for s in shapes]
+    rel = relaxed_site(shapes, 10, 10)
+    assert lazy.packs(rel, counts, racks) == (brute_force_racks(shapes, counts, 10, 10) <= racks)
+
+
+def test_packs_says_no_when_first_fit_misses_and_the_fills_are_too_many(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # 5, 4, 3, 3, 3, 2 kW in 10 kW racks: 2 racks (5+3+2, 4+3+3), first-fit decreasing 3.
+    shapes = [Shape(5, 1), Shape(4, 1), Shape(3, 1), Shape(2, 1)]
+    counts = [1, 1, 3, 1]
+    rel = relaxed_site(shapes, 10, 42)
+    assert lazy.packs(rel, counts, 2)
+    assert not lazy.packs(rel, counts, 1)  # the lower bound alone
+    monkeypatch.setattr(lazy, "_FILL_LIMIT", 1)
+    assert not lazy.packs(rel, counts, 2)  # not known to fit: never claimed
+    assert lazy.packs(rel, counts, 3)  # first-fit decreasing needs no fills
+
+
+def test_a_timed_out_stage_keeps_the_cheaper_of_the_repaired_and_the_packed_plan() -> None:
+    built = build(instance(("a",), (owned("o", "a", 1),)))
+    x = built.choice_vars()[0]
+    objective = 3 * x + 5
+    watch = solve_module._PackedPlans(built, [])
+    repaired = {x.index: 1}  # worth 8
+    assert solve_module._better(objective, repaired, watch) is repaired  # nothing packed yet
+    watch.objective, watch.values = 6, {x.index: 0}
+    assert solve_module._better(objective, repaired, watch) == {x.index: 0}
+    watch.objective = 9
+    assert solve_module._better(objective, repaired, watch) is repaired
+    assert solve_module._better(objective, repaired, None) is repaired

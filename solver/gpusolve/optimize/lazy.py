@@ -97,6 +97,24 @@ def rack_count(shapes: Sequence[Shape], counts: Sequence[int], rack_w: int, rack
     return len(pack(tuple(shapes), tuple(counts), rack_w, rack_units))
 
 
+def packs(rel: RelaxedSite, counts: Sequence[int], racks: int) -> bool:
+    """Whether `counts` servers per shape surely fit in `racks` racks of the site, checked
+    cheaply enough for every plan a search finds: first-fit decreasing, the lower bound,
+    then the exact packing only while the shapes present have at most `_FILL_LIMIT`
+    fills (False when they have more: not known to fit). Plans found mid-search can
+    spread many shapes over one site, where the unbounded packing can exhaust memory."""
+    if lower_bound(rel.shapes, counts, rel.rack_w, rel.rack_units) > racks:
+        return False
+    present = {s: c for s, c in zip(rel.shapes, counts, strict=True) if c > 0}
+    if first_fit_decreasing(present, rel.rack_w, rel.rack_units) <= racks:
+        return True
+    try:
+        maximal_fills(list(present), rel.rack_w, rel.rack_units, _FILL_LIMIT)
+    except TooManyPatterns:
+        return False
+    return len(pack(rel.shapes, tuple(counts), rel.rack_w, rel.rack_units)) <= racks
+
+
 @lru_cache(maxsize=4096)
 def pack(
     shapes: tuple[Shape, ...], counts: tuple[int, ...], rack_w: int, rack_units: int

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import time
 from typing import Any, Literal
 
 import pytest
@@ -217,15 +218,26 @@ def test_packs_says_no_when_first_fit_misses_and_the_fills_are_too_many(
     assert lazy.packs(rel, counts, 3)  # first-fit decreasing needs no fills
 
 
-def test_a_timed_out_stage_keeps_the_cheaper_of_the_repaired_and_the_packed_plan() -> None:
+def test_a_timed_out_stage_tries_the_cheaper_of_the_repaired_and_the_packed_plan() -> None:
     built = build(instance(("a",), (owned("o", "a", 1),)))
     x = built.choice_vars()[0]
     objective = 3 * x + 5
     watch = solve_module._PackedPlans(built, [])
     repaired = {x.index: 1}  # worth 8
-    assert solve_module._better(objective, repaired, watch) is repaired  # nothing packed yet
+    assert solve_module._cheapest_first(objective, repaired, watch) == [repaired]
     watch.objective, watch.values = 6, {x.index: 0}
-    assert solve_module._better(objective, repaired, watch) == {x.index: 0}
+    assert solve_module._cheapest_first(objective, repaired, watch) == [watch.values, repaired]
     watch.objective = 9
-    assert solve_module._better(objective, repaired, watch) is repaired
-    assert solve_module._better(objective, repaired, None) is repaired
+    assert solve_module._cheapest_first(objective, repaired, watch) == [repaired, watch.values]
+    assert solve_module._cheapest_first(objective, repaired, None) == [repaired]
+
+
+def test_settling_on_plans_that_do_not_hold_is_unknown_never_infeasible() -> None:
+    built = build(instance(("a",), (owned("o", "a", 1),)))
+    stages = solve_module._Stages(built, ONE, None, time.perf_counter())
+    nothing = {var.index: 0 for var in built.all_vars()}  # no choice: breaks exactly-one
+    assert stages._settle(built.tco, [nothing], [])[1] == cp_model.UNKNOWN
+    real = solve_module.solve_built(built, ONE).values
+    solver, status = stages._settle(built.tco, [nothing, real], [])
+    assert status == cp_model.FEASIBLE
+    assert solver.value(built.choice_vars()[0]) == 1

@@ -256,15 +256,17 @@ class _Stages:
             solver, status = self._solve(model, gap, stop - time.perf_counter(), watch=watch)
             if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
                 if bound is not None and status == cp_model.UNKNOWN:
-                    best = _better(objective, hint, watch)
-                    return (*self._fixed(objective, best, purchase), bound)
+                    plans = _cheapest_first(objective, hint, watch)
+                    return (*self._settle(objective, plans, purchase), bound)
                 return solver, status, solver.best_objective_bound
             bound = solver.best_objective_bound
             new = lazy.violated(list(self._relaxed.values()), solver)
             if not new:
                 if status == cp_model.FEASIBLE and watch is not None and watch.beats(solver):
                     # An earlier round, before its cuts, found a better real plan.
-                    return (*self._fixed(objective, watch.values, purchase), bound)
+                    settled = self._settle(objective, [watch.values], purchase)
+                    if settled[1] == cp_model.FEASIBLE:
+                        return (*settled, bound)
                 return solver, status, bound
             self._upgrade(new)
             self.cuts += new
@@ -272,7 +274,8 @@ class _Stages:
             for cut in new:
                 hint[self._relaxed[cut.site].racks.index] = cut.need
             if stop - time.perf_counter() <= 0:
-                return (*self._fixed(objective, _better(objective, hint, watch), purchase), bound)
+                plans = _cheapest_first(objective, hint, watch)
+                return (*self._settle(objective, plans, purchase), bound)
 
     def _upgrade(self, new: Sequence[lazy.Cut]) -> None:
         """A site cut a second time gets exact per-rack variables from now on.
@@ -365,14 +368,23 @@ class _Stages:
         status = solver.solve(model, watch)
         return solver, status
 
-    def _fixed(
-        self, objective: Expr, hint: dict[int, int], purchase: Sequence[tuple[Expr, int]]
+    def _settle(
+        self,
+        objective: Expr,
+        plans: Sequence[dict[int, int]],
+        purchase: Sequence[tuple[Expr, int]],
     ) -> tuple[cp_model.CpSolver, cp_model.CpSolverStatus]:
-        """The repaired plan, evaluated: every variable fixed to `hint`, which satisfies
-        the cuts by construction, so this is a propagation, not a search."""
-        model = self._stage_model(objective, hint, purchase)
-        solver, status = self._solve(model, 0.0, _EVALUATE_S, fix_hint=True)
-        return solver, cp_model.FEASIBLE if status == cp_model.OPTIMAL else status
+        """The first of `plans` that holds, evaluated: every variable fixed to it (a
+        propagation, not a search), FEASIBLE. A repaired plan can break a site's rack
+        count or a budget; when none holds the answer is UNKNOWN, never INFEASIBLE (one
+        40x120x40 run reported its first core infeasible this way and lost the plan)."""
+        solver = cp_model.CpSolver()
+        for plan in plans:
+            model = self._stage_model(objective, plan, purchase)
+            solver, status = self._solve(model, 0.0, _EVALUATE_S, fix_hint=True)
+            if status == cp_model.OPTIMAL:
+                return solver, cp_model.FEASIBLE
+        return solver, cp_model.UNKNOWN
 
 
 class _PackedPlans(cp_model.CpSolverSolutionCallback):
@@ -406,17 +418,17 @@ class _PackedPlans(cp_model.CpSolverSolutionCallback):
         return self.objective < solver.objective_value
 
 
-def _better(
+def _cheapest_first(
     objective: Expr, repaired: dict[int, int], watch: _PackedPlans | None
-) -> dict[int, int]:
-    """The cheaper of a repaired plan and the best really packed plan a solve found."""
+) -> list[dict[int, int]]:
+    """A repaired plan and the best really packed plan a solve found, cheaper first."""
     if watch is None or not watch.values:
-        return repaired
+        return [repaired]
     flat = cmh.FlatIntExpr(objective)
     value = flat.offset + sum(
         coef * repaired.get(var.index, 0) for var, coef in zip(flat.vars, flat.coeffs, strict=True)
     )
-    return watch.values if watch.objective < value else repaired
+    return [watch.values, repaired] if watch.objective < value else [repaired, watch.values]
 
 
 def _exact_packing(model: cp_model.CpModel, rel: lazy.RelaxedSite) -> None:

@@ -86,3 +86,35 @@ def test_parsed_trees_persist_across_processes(tmp_path: Path, monkeypatch) -> N
     assert cel._TreeCache().load() == {}
     path.write_bytes(b"\x80\x04\x95\x05\x00\x00\x00\x00\x00\x00\x00]\x94.")  # a pickled list
     assert cel._TreeCache().load() == {}
+
+
+def _trees(count: int) -> dict[str, Any]:
+    return {f"{i} + 1": cel._parse(f"{i} + 1") for i in range(count)}
+
+
+def test_the_tree_cache_keeps_the_most_recently_used(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    monkeypatch.setattr(cel, "_CACHE_MAX", 3)
+    first = cel._TreeCache()
+    for text, tree in _trees(3).items():  # "0 + 1", "1 + 1", "2 + 1"
+        first.remember(text, tree)
+    first.save()
+    second = cel._TreeCache()
+    assert second.lookup("0 + 1") is not None  # read from disk: now the most recent
+    second.remember("9 + 1", cel._parse("9 + 1"))
+    second.save()
+    # Least recently used first out: "1 + 1" was neither read nor written by the second run.
+    assert list(cel._TreeCache().load()) == ["2 + 1", "0 + 1", "9 + 1"]
+
+
+def test_an_oversized_tree_cache_shrinks_without_new_trees(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    writer = cel._TreeCache()
+    for text, tree in _trees(5).items():
+        writer.remember(text, tree)
+    writer.save()
+    monkeypatch.setattr(cel, "_CACHE_MAX", 2)
+    reader = cel._TreeCache()
+    assert len(reader.known) == 5
+    reader.save()
+    assert list(cel._TreeCache().load()) == ["3 + 1", "4 + 1"]

@@ -57,12 +57,14 @@ class Core:
     closed: frozenset[int]
     least_out: float | None  # None when nothing is closed: the core is the whole model
 
-    def bound(self, lp_bound: float, core_bound: float | None) -> int:
-        """A bound on the objective of every plan. `core_bound`: the core solve's bound on
-        the plans inside it, None when it has none (infeasible)."""
+    def bound(self, lp_bound: float, core_bound: float | None) -> float:
+        """A bound on the objective of every plan, rounded up (objectives are integral).
+        `core_bound`: the core solve's bound on the plans inside it, None when it has
+        none (infeasible). Infinite when the core is the whole model and has no plan."""
         inside = math.inf if core_bound is None else max(core_bound, lp_bound)
         outside = math.inf if self.least_out is None else lp_bound + self.least_out
-        return math.ceil(min(inside, outside))
+        least = min(inside, outside)
+        return math.ceil(least) if math.isfinite(least) else least
 
     def proves(self, value: int, lp_bound: float) -> bool:
         """Whether a plan optimal within the core is optimal overall: every plan outside

@@ -564,14 +564,16 @@ def _core_search(
             inside = int(solver.value(head.normalised()))
         elif status != cp_model.INFEASIBLE and math.isfinite(raw):
             inside = _bound(raw, False) // weight
-        bound = max(bound, current.bound(lp.bound, inside))
+        if status == cp_model.INFEASIBLE and current.least_out is None:
+            return solver, status, bound  # the core is the whole model
+        here = current.bound(lp.bound, inside)
+        if math.isfinite(here):
+            bound = max(bound, int(here))
         if best is not None and (
             (status == cp_model.OPTIMAL and current.proves(best[2], lp.bound))
             or best[2] - bound <= gap * max(1, abs(best[2]))
         ):
             return best[0], cp_model.OPTIMAL, best[2]
-        if status == cp_model.INFEASIBLE and current.least_out is None:
-            return solver, status, bound
         exact = None if best is None else best[2] - lp.bound
         threshold = core.next_threshold(order, current, exact)
         if threshold is None or stages.remaining() <= 0:

@@ -1,0 +1,64 @@
+"""The core search's arithmetic (`optimize/core.py`): which choices a core opens, how it
+grows, and the bound it proves for every plan. The search itself is checked against brute
+force in `test_optimize_differential.py`."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from gpusolve.optimize import core
+
+# (reduced cost, proto index), cheapest first, as `core.ranked` gives them.
+ORDER = [(0.0, 10), (0.0, 11), (2.0, 12), (5.0, 13), (5.0, 14), (9.0, 15)]
+
+
+def test_a_core_opens_every_choice_up_to_the_threshold_and_the_kept_ones() -> None:
+    c = core.core(ORDER, 0.0, keep={15})
+    assert c.closed == {12, 13, 14}
+    assert c.least_out == 2.0
+    whole = core.core(ORDER, 9.0, keep=set())
+    assert whole.closed == frozenset() and whole.least_out is None
+
+
+def test_ties_at_the_threshold_open_together() -> None:
+    assert core.core(ORDER, 5.0, keep=set()).closed == {15}
+
+
+def test_the_bound_is_the_weaker_of_inside_and_outside() -> None:
+    c = core.core(ORDER, 0.0, keep=set())  # least left out: 2.0
+    assert c.bound(100.0, 150.0) == 102  # a plan outside costs at least 100 + 2
+    assert c.bound(100.0, 101.2) == 102  # rounded up: objectives are integral
+    assert c.bound(100.0, 90.0) == 100  # the LP bound holds inside too
+    assert c.bound(100.0, None) == 102  # no plan inside: only the outside counts
+    whole = core.core(ORDER, 9.0, keep=set())
+    assert whole.bound(100.0, 150.0) == 150
+    assert whole.bound(100.0, None) == math.inf  # the whole model has no plan
+
+
+def test_a_core_optimum_is_proven_only_below_every_plan_outside() -> None:
+    c = core.core(ORDER, 0.0, keep=set())
+    assert c.proves(101, 100.0)
+    assert not c.proves(102, 100.0)  # a plan outside might tie it
+    assert core.core(ORDER, 9.0, keep=set()).proves(10**9, 100.0)
+
+
+def test_cores_grow_by_the_factor_up_to_the_exact_core(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(core, "GROWTH", 2.0)
+    first = core.core(ORDER, 0.0, keep=set())  # 2 open
+    assert core.next_threshold(ORDER, first, exact=None) == 5.0  # the 4th choice's cost
+    assert core.next_threshold(ORDER, first, exact=3.0) == 3.0  # no plan gains beyond
+    assert core.next_threshold(ORDER, first, exact=1.0) is None  # already exact: proven
+    assert core.next_threshold(ORDER, core.core(ORDER, 9.0, set()), exact=None) is None
+
+
+def test_a_core_always_grows_even_when_the_kept_choices_fill_the_count(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # 5 open (3 of them kept), only 12 closed: the count alone would point back into
+    # the open choices; the cheapest closed one opens regardless.
+    monkeypatch.setattr(core, "GROWTH", 0.5)
+    crowded = core.core(ORDER, 0.0, keep={13, 14, 15})
+    assert core.next_threshold(ORDER, crowded, exact=None) == 2.0
+    assert core.core(ORDER, 2.0, keep={13, 14, 15}).least_out is None

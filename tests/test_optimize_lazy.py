@@ -241,3 +241,18 @@ def test_settling_on_plans_that_do_not_hold_is_unknown_never_infeasible() -> Non
     solver, status = stages._settle(built.tco, [nothing, real], [])
     assert status == cp_model.FEASIBLE
     assert solver.value(built.choice_vars()[0]) == 1
+
+
+def test_a_packing_too_large_to_check_makes_the_site_exact(
+    monkeypatch: pytest.MonkeyPatch, cuts_added: list[lazy.Cut]
+) -> None:
+    """With no fills allowed, (3 hot, 1 warm) cannot be packed exactly: first-fit needs 4
+    racks, the lower bound says 3. The cut says only what is known and the site is packed
+    per rack from then on; the optimum is the same."""
+    monkeypatch.setattr(lazy, "_FILL_LIMIT", 0)
+    instance = tight_instance()
+    solution = solve(instance, ONE, BuildOptions(pattern_limit=0))
+    assert solution.status == "optimal" and check(instance, solution) == []
+    assert sum(solution.racks.values()) == 4
+    assert cuts_added == [lazy.Cut("sz", (3, 1), 3, exact=True, enough=4)]
+    assert cuts_added[0].repair == 4

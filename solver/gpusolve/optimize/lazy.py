@@ -69,6 +69,16 @@ class Cut:
     need: int
     weights: tuple[int, ...] = ()
     scale: int = 0
+    # Set when the exact packing was too large to compute (`bounded_rack_count`): `need` is
+    # then only the lower bound, `enough` racks surely hold the counts (first-fit), and
+    # the site is packed per rack from the next solve on.
+    exact: bool = False
+    enough: int = 0
+
+    @property
+    def repair(self) -> int:
+        """Racks that surely hold the counts."""
+        return max(self.need, self.enough)
 
 
 def lower_bound(shapes: Sequence[Shape], counts: Sequence[int], rack_w: int, units: int) -> int:
@@ -97,22 +107,37 @@ def rack_count(shapes: Sequence[Shape], counts: Sequence[int], rack_w: int, rack
     return len(pack(tuple(shapes), tuple(counts), rack_w, rack_units))
 
 
+def bounded_rack_count(
+    shapes: Sequence[Shape], counts: Sequence[int], rack_w: int, rack_units: int
+) -> int | None:
+    """`rack_count`, or None when it would need the exact packing and the shapes present
+    have more than `_FILL_LIMIT` fills: a plan can spread many shapes over one site
+    (mid-search, or at the end of a timed-out search), and the unbounded packing can then
+    exhaust memory (one experiment checking every plan found was killed for it)."""
+    lower = lower_bound(shapes, counts, rack_w, rack_units)
+    present = {s: c for s, c in zip(shapes, counts, strict=True) if c > 0}
+    ffd = first_fit_decreasing(present, rack_w, rack_units)
+    if ffd <= lower:
+        return ffd
+    try:
+        # The enumeration `pack` runs, with a limit.
+        sub = [(s, c) for s, c in zip(shapes, counts, strict=True) if c > 0]
+        maximal_fills([s for s, _ in sub], rack_w, rack_units, _FILL_LIMIT, [c for _, c in sub])
+    except TooManyPatterns:
+        return None
+    return len(pack(tuple(shapes), tuple(counts), rack_w, rack_units))
+
+
 def packs(rel: RelaxedSite, counts: Sequence[int], racks: int) -> bool:
-    """Whether `counts` servers per shape surely fit in `racks` racks of the site, checked
-    cheaply enough for every plan a search finds: first-fit decreasing, the lower bound,
-    then the exact packing only while the shapes present have at most `_FILL_LIMIT`
-    fills (False when they have more: not known to fit). Plans found mid-search can
-    spread many shapes over one site, where the unbounded packing can exhaust memory."""
+    """Whether `counts` servers per shape surely fit in `racks` racks of the site, cheaply
+    enough to ask of every plan a search finds (False when not known to fit)."""
     if lower_bound(rel.shapes, counts, rel.rack_w, rel.rack_units) > racks:
         return False
     present = {s: c for s, c in zip(rel.shapes, counts, strict=True) if c > 0}
     if first_fit_decreasing(present, rel.rack_w, rel.rack_units) <= racks:
         return True
-    try:
-        maximal_fills(list(present), rel.rack_w, rel.rack_units, _FILL_LIMIT)
-    except TooManyPatterns:
-        return False
-    return len(pack(rel.shapes, tuple(counts), rel.rack_w, rel.rack_units)) <= racks
+    need = bounded_rack_count(rel.shapes, counts, rel.rack_w, rel.rack_units)
+    return need is not None and need <= racks
 
 
 @lru_cache(maxsize=4096)
@@ -162,7 +187,14 @@ def violated(sites: Sequence[RelaxedSite], solver: cp_model.CpSolver) -> list[Cu
     for rel in sites:
         counts = tuple(int(solver.value(d)) for d in rel.demand)
         racks = int(solver.value(rel.racks))
-        need = rack_count(rel.shapes, counts, rel.rack_w, rel.rack_units)
+        need = bounded_rack_count(rel.shapes, counts, rel.rack_w, rel.rack_units)
+        if need is None:
+            present = {s: c for s, c in zip(rel.shapes, counts, strict=True) if c > 0}
+            enough = first_fit_decreasing(present, rel.rack_w, rel.rack_units)
+            if enough > racks:  # not known to fit: pack the site exactly from now on
+                lower = lower_bound(rel.shapes, counts, rel.rack_w, rel.rack_units)
+                cuts.append(Cut(rel.site, counts, lower, exact=True, enough=enough))
+            continue
         if need > racks:
             weights = dual_weights(rel.shapes, counts, rel.rack_w, rel.rack_units)
             if sum(w * c for w, c in zip(weights, counts, strict=True)) <= _SCALE * racks:

@@ -278,13 +278,14 @@ class _Stages:
             self.cuts += new
             hint = _values(self.built, solver)
             for cut in new:
-                hint[self._relaxed[cut.site].racks.index] = cut.need
+                hint[self._relaxed[cut.site].racks.index] = cut.repair
             if stop - time.perf_counter() <= 0:
                 plans = _cheapest_first(objective, hint, watch)
                 return (*self._settle(objective, plans, purchase), bound)
 
     def _upgrade(self, new: Sequence[lazy.Cut]) -> None:
-        """A site cut a second time gets exact per-rack variables from now on.
+        """A site cut a second time, or whose plan had too many fills to pack exactly
+        (`lazy.Cut.exact`), gets exact per-rack variables from now on.
 
         A monotone cut only forbids servers at least as many as the counts it saw, so the
         search can dodge it by swapping one small server shape for a similar one: on one
@@ -293,7 +294,7 @@ class _Stages:
         sites ever need it) and ends the loop there.
         """
         seen = {cut.site for cut in self.cuts}
-        self.exact |= {cut.site for cut in new if cut.site in seen}
+        self.exact |= {cut.site for cut in new if cut.site in seen or cut.exact}
 
     def _stage_model(
         self, objective: Expr, hint: dict[int, int], purchase: Sequence[tuple[Expr, int]]

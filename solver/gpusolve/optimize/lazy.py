@@ -69,7 +69,7 @@ class Cut:
     need: int
     weights: tuple[int, ...] = ()
     scale: int = 0
-    # Set when the exact packing was too large to compute (`bounded_rack_count`): `need` is
+    # Set when the exact packing was too large to compute (`rack_count`'s limit): `need` is
     # then only the lower bound, `enough` racks surely hold the counts (first-fit), and
     # the site is packed per rack from the next solve on.
     exact: bool = False
@@ -94,49 +94,51 @@ def lower_bound(shapes: Sequence[Shape], counts: Sequence[int], rack_w: int, uni
     return max(bounds, default=0)
 
 
-def rack_count(shapes: Sequence[Shape], counts: Sequence[int], rack_w: int, rack_units: int) -> int:
-    """The fewest racks holding `counts` servers per shape. The exact packing is skipped
-    when first-fit decreasing already meets the lower bound (the common case: one or two
-    shapes per site)."""
-    lower = lower_bound(shapes, counts, rack_w, rack_units)
-    ffd = first_fit_decreasing(
-        {s: c for s, c in zip(shapes, counts, strict=True) if c > 0}, rack_w, rack_units
-    )
-    if ffd <= lower:
-        return ffd
-    return len(pack(tuple(shapes), tuple(counts), rack_w, rack_units))
-
-
-def bounded_rack_count(
+def estimates(
     shapes: Sequence[Shape], counts: Sequence[int], rack_w: int, rack_units: int
-) -> int | None:
-    """`rack_count`, or None when it would need the exact packing and the shapes present
-    have more than `_FILL_LIMIT` fills: a plan can spread many shapes over one site
-    (mid-search, or at the end of a timed-out search), and the unbounded packing can then
-    exhaust memory (one experiment checking every plan found was killed for it)."""
-    lower = lower_bound(shapes, counts, rack_w, rack_units)
+) -> tuple[int, int]:
+    """(racks no packing beats, racks first-fit decreasing uses): when they meet, that is
+    the fewest racks (the common case: one or two shapes per site)."""
     present = {s: c for s, c in zip(shapes, counts, strict=True) if c > 0}
-    ffd = first_fit_decreasing(present, rack_w, rack_units)
+    lower = lower_bound(shapes, counts, rack_w, rack_units)
+    return lower, first_fit_decreasing(present, rack_w, rack_units)
+
+
+def rack_count(
+    shapes: Sequence[Shape],
+    counts: Sequence[int],
+    rack_w: int,
+    rack_units: int,
+    fill_limit: int | None = None,
+) -> int | None:
+    """The fewest racks holding `counts` servers per shape: first-fit decreasing when it
+    meets the lower bound, else the exact packing. None when that needs the exact packing
+    and the shapes present have more than `fill_limit` fills: a plan can spread many shapes
+    over one site (mid-search, or at the end of a timed-out search), and the unbounded
+    packing can then exhaust memory (one experiment checking every plan found was killed
+    for it)."""
+    lower, ffd = estimates(shapes, counts, rack_w, rack_units)
     if ffd <= lower:
         return ffd
-    try:
+    if fill_limit is not None:
         # The enumeration `pack` runs, with a limit.
         sub = [(s, c) for s, c in zip(shapes, counts, strict=True) if c > 0]
-        maximal_fills([s for s, _ in sub], rack_w, rack_units, _FILL_LIMIT, [c for _, c in sub])
-    except TooManyPatterns:
-        return None
+        try:
+            maximal_fills([s for s, _ in sub], rack_w, rack_units, fill_limit, [c for _, c in sub])
+        except TooManyPatterns:
+            return None
     return len(pack(tuple(shapes), tuple(counts), rack_w, rack_units))
 
 
 def packs(rel: RelaxedSite, counts: Sequence[int], racks: int) -> bool:
     """Whether `counts` servers per shape surely fit in `racks` racks of the site, cheaply
     enough to ask of every plan a search finds (False when not known to fit)."""
-    if lower_bound(rel.shapes, counts, rel.rack_w, rel.rack_units) > racks:
+    lower, ffd = estimates(rel.shapes, counts, rel.rack_w, rel.rack_units)
+    if lower > racks:
         return False
-    present = {s: c for s, c in zip(rel.shapes, counts, strict=True) if c > 0}
-    if first_fit_decreasing(present, rel.rack_w, rel.rack_units) <= racks:
+    if ffd <= racks:
         return True
-    need = bounded_rack_count(rel.shapes, counts, rel.rack_w, rel.rack_units)
+    need = rack_count(rel.shapes, counts, rel.rack_w, rel.rack_units, _FILL_LIMIT)
     return need is not None and need <= racks
 
 
@@ -187,12 +189,10 @@ def violated(sites: Sequence[RelaxedSite], solver: cp_model.CpSolver) -> list[Cu
     for rel in sites:
         counts = tuple(int(solver.value(d)) for d in rel.demand)
         racks = int(solver.value(rel.racks))
-        need = bounded_rack_count(rel.shapes, counts, rel.rack_w, rel.rack_units)
+        need = rack_count(rel.shapes, counts, rel.rack_w, rel.rack_units, _FILL_LIMIT)
         if need is None:
-            present = {s: c for s, c in zip(rel.shapes, counts, strict=True) if c > 0}
-            enough = first_fit_decreasing(present, rel.rack_w, rel.rack_units)
+            lower, enough = estimates(rel.shapes, counts, rel.rack_w, rel.rack_units)
             if enough > racks:  # not known to fit: pack the site exactly from now on
-                lower = lower_bound(rel.shapes, counts, rel.rack_w, rel.rack_units)
                 cuts.append(Cut(rel.site, counts, lower, exact=True, enough=enough))
             continue
         if need > racks:

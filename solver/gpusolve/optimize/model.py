@@ -40,7 +40,7 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -189,6 +189,12 @@ class Built:
                 out.append(pack.relaxed.racks)
         out += list(self.literals.values())
         return out
+
+    def close(self, model: cp_model.CpModel, indices: Iterable[int]) -> None:
+        """Fix these choice variables of a clone of the model to 0. The domain is set,
+        not `var == 0` added: at 40x120x40 that would be 80-100k more rows."""
+        for index in indices:
+            model.proto.variables[index].domain[1] = 0
 
     @property
     def relaxed(self) -> list[RelaxedSite]:

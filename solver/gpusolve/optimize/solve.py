@@ -300,9 +300,7 @@ class _Stages:
         self, objective: Expr, hint: dict[int, int], purchase: Sequence[tuple[Expr, int]]
     ) -> cp_model.CpModel:
         model = self.built.model.clone()
-        for index in self.closed:
-            # The domain, not `var == 0`: at 40x120x40 that would be 80k more rows.
-            model.proto.variables[index].domain[1] = 0
+        self.built.close(model, self.closed)
         if self.prepare is not None:
             self.prepare(model)
         for item, value in self.fixed:

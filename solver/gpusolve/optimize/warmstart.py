@@ -31,8 +31,8 @@ from gpusolve.optimize.ir import Instance, OwnedOption, Placement
 from gpusolve.optimize.model import Built, Var
 from gpusolve.optimize.patterns import Shape, max_count
 
-# The LP and the restricted solve together never take more than this share of the limit
-# (below `core.MIN_CHOICES`; above it the LP also serves the core search).
+# Below `core.MIN_CHOICES`, the LP and then the restricted solve may each take this share
+# of the time left (above it the LP serves the core search and gets `core.LP_SHARE`).
 SHARE = 0.1
 # Below this many choice variables CP-SAT's own first plan arrives in milliseconds and the
 # restricted solve is pure overhead (3x10x5 instances, 10 seeds: solve() against the best
@@ -109,10 +109,7 @@ def complete(
     none is found within `time_s`."""
     model = built.model.clone()
     keep = {var.index for var in allowed}
-    for var in built.choice_vars():
-        if var.index not in keep:
-            # Setting the domain, not adding `var == 0`: at 40x120x40 that is 100k rows.
-            model.proto.variables[var.index].domain[1] = 0
+    built.close(model, (var.index for var in built.choice_vars() if var.index not in keep))
     model.minimize(objective)
     solver = cp_model.CpSolver()
     solver.parameters.num_workers = 1

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+import random
 from functools import cache
 from typing import Any, Literal
 
@@ -30,12 +31,12 @@ from tests.optimize_reference import (
     random_instance,
 )
 
-from gpusolve.optimize import core, warmstart
+from gpusolve.optimize import core, lazy, warmstart
 from gpusolve.optimize import solve as solve_module
 from gpusolve.optimize.alternatives import alternatives
 from gpusolve.optimize.explain import explain, relaxation
 from gpusolve.optimize.ir import Instance, Solution, SolveConfig
-from gpusolve.optimize.model import BuildOptions, build
+from gpusolve.optimize.model import BuildOptions, Built, build
 from gpusolve.optimize.solve import solve
 from gpusolve.optimize.validate import check
 
@@ -98,6 +99,41 @@ def test_pattern_fallbacks_match_enumeration(seed: int, fallback: Literal["lazy"
     ref = optimum(instance, evaluated)
     solution = solve(instance, CONFIG, BuildOptions(pattern_limit=0, fallback=fallback))
     _assert_matches(seed, solution, instance, ref)
+
+
+@pytest.mark.parametrize("seed", SEEDS[::3])
+def test_cuts_at_any_hint_keep_the_optimum(seed: int) -> None:
+    """A hint's cuts (`lazy.hinted_cuts`) hold for every plan, not only near the hint: from
+    an arbitrary hint, every variable random within its domain, the optimum is unchanged.
+    pattern_limit=0 puts every site on the relaxation."""
+    instance, evaluated = case(seed)
+    ref = optimum(instance, evaluated)
+    built = build(instance, BuildOptions(pattern_limit=0))
+    solution = solve_module.solve_built(built, CONFIG, hint=_random_hint(built, seed)).solution
+    _assert_matches(seed, solution, instance, ref)
+
+
+def test_hints_cut_on_most_instances() -> None:
+    """The test above is only as good as the cuts it makes: most instances get some."""
+    made = 0
+    for seed in SEEDS[::3]:
+        instance, _ = case(seed)
+        built = build(instance, BuildOptions(pattern_limit=0))
+        made += bool(lazy.hinted_cuts(built.relaxed, _random_hint(built, seed)))
+    assert made >= len(SEEDS[::3]) // 2
+
+
+def _random_hint(built: Built, seed: int) -> dict[int, int]:
+    """Every variable of the model at a random value within its domain (at most 6 above
+    its lower bound, so counts stay near what small racks hold)."""
+    rng = random.Random(seed)
+    bounds = solve_module.var_bounds(built.model)
+    return {
+        var.index: rng.randint(
+            bounds[var.index][0], min(bounds[var.index][1], bounds[var.index][0] + 6)
+        )
+        for var in built.all_vars()
+    }
 
 
 def test_generator_covers_the_interesting_cases() -> None:

@@ -429,10 +429,7 @@ def _cheapest_first(
     """A repaired plan and the best really packed plan a solve found, cheaper first."""
     if watch is None or not watch.values:
         return [repaired]
-    flat = cmh.FlatIntExpr(objective)
-    value = flat.offset + sum(
-        coef * repaired.get(var.index, 0) for var, coef in zip(flat.vars, flat.coeffs, strict=True)
-    )
+    value = lazy.evaluate(objective, repaired)
     return [watch.values, repaired] if watch.objective < value else [repaired, watch.values]
 
 
@@ -470,6 +467,8 @@ def solve_built(
     if hint is None and config.warm_start:
         values = None if lp is None else lp.values
         hint = warmstart.warm_hint(built, objective, warmstart.SHARE * stages.remaining(), values)
+    if hint:
+        stages.cuts += lazy.hinted_cuts(built.relaxed, hint)
     if lp is not None and built.stats["choice_vars"] >= core.MIN_CHOICES:
         solver, status, lead = _core_search(stages, objective, weights[0], head, hint or {}, lp)
     else:

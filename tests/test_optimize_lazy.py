@@ -256,3 +256,72 @@ def test_a_packing_too_large_to_check_makes_the_site_exact(
     assert sum(solution.racks.values()) == 4
     assert cuts_added == [lazy.Cut("sz", (3, 1), 3, exact=True, enough=4)]
     assert cuts_added[0].repair == 4
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.lists(st.tuples(shape, st.integers(0, 2)), min_size=1, max_size=3),
+    st.booleans(),
+)
+def test_a_packing_holds_the_counts_in_the_fewest_racks_known(
+    items: list[tuple[Shape, int]], few_fills: bool
+) -> None:
+    merged: dict[Shape, int] = {}
+    for s, c in items:
+        merged[s] = merged.get(s, 0) + c
+    shapes = sorted(merged, reverse=True)
+    counts = [merged[s] for s in shapes]
+    rel = relaxed_site(shapes, 10, 10)
+    limit = lazy._FILL_LIMIT if few_fills else 0
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(lazy, "_FILL_LIMIT", limit)
+        racks = lazy.packing(rel, counts)
+        known = lazy.rack_count(shapes, counts, 10, 10, limit)
+    for rack in racks:
+        assert sum(s.power_w * n for s, n in zip(shapes, rack, strict=True)) <= 10
+        assert sum(s.rack_units * n for s, n in zip(shapes, rack, strict=True)) <= 10
+    assert [sum(column) for column in zip(*racks, strict=True)] == (counts if racks else [])
+    fewest = brute_force_racks(shapes, counts, 10, 10)
+    if known is not None:
+        assert len(racks) == fewest
+    else:  # first-fit's racks, when the exact packing was not affordable
+        assert len(racks) == lazy.estimates(shapes, counts, 10, 10)[1] >= fewest
+
+
+def test_the_hint_of_a_site_packed_per_rack_is_a_whole_plan() -> None:
+    """A stage that packs a relaxed site per rack hints the rack variables too: the hinted
+    plan alone, every variable fixed to its hint, is a solution of the stage's model."""
+    built = build(tight_instance(), BuildOptions(pattern_limit=0))
+    plan = solve_module.solve_built(built, ONE).values
+    assert plan[built.relaxed[0].racks.index] == 4
+    stages = solve_module._Stages(built, ONE, None, time.perf_counter())
+    stages.exact = {"sz"}
+    model = stages._stage_model(built.tco, plan, [])
+    assert len(model.proto.solution_hint.vars) == len(model.proto.variables)
+    solver = cp_model.CpSolver()
+    solver.parameters.fix_variables_to_their_hinted_value = True
+    solver.parameters.cp_model_presolve = False
+    solver.parameters.num_workers = 1
+    assert solver.solve(model) == cp_model.OPTIMAL
+    # Fewer racks than the packing needs: no rack hint, the search places them.
+    short = plan | {built.relaxed[0].racks.index: 3}
+    model = stages._stage_model(built.tco, short, [])
+    assert len(model.proto.solution_hint.vars) == len(built.all_vars())
+
+
+def test_a_stage_that_cannot_beat_a_bound_stops_at_its_first_cut(
+    cuts_added: list[lazy.Cut],
+) -> None:
+    """`give_up`: once a relaxed optimum is at least that, the cut is kept but the stage is
+    not solved again; it returns the repaired plan as merely feasible with that bound."""
+    built = build(tight_instance(), BuildOptions(pattern_limit=0))
+    stages = solve_module._Stages(built, ONE, None, time.perf_counter())
+    solver, status, bound = stages.run(built.tco, {}, 0.0, 10.0, give_up=0)
+    assert status == cp_model.FEASIBLE and len(cuts_added) == 1
+    assert stages.cuts == cuts_added
+    # The repaired plan: the 4 racks the cut found, at least the relaxed bound.
+    assert solver.value(built.relaxed[0].racks) == 4
+    assert solver.objective_value >= bound
+    stages = solve_module._Stages(built, ONE, None, time.perf_counter())
+    solver, status, bound = stages.run(built.tco, {}, 0.0, 10.0, give_up=None)
+    assert status == cp_model.OPTIMAL and solver.objective_value == bound

@@ -15,6 +15,7 @@ from gpusolve.optimize.patterns import (
     fill_power,
     fill_units,
     first_fit_decreasing,
+    first_fit_fills,
     fits_site,
     maximal_fills,
     shape_classes,
@@ -178,3 +179,21 @@ def test_one_workload_fills_hold_one_shape() -> None:
     assert sorted(single) == [(0, 6), (4, 0)]
     two = maximal_fills(shapes, 20000, 42, caps=[4, 6], users=[frozenset({0}), frozenset({1})])
     assert sorted(two) == sorted(mixed)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    counts=st.dictionaries(
+        shape_st.filter(lambda s: s.power_w <= 10_000), st.integers(0, 40), max_size=4
+    ),
+)
+def test_first_fit_fills_are_first_fits_racks(counts: dict[Shape, int]) -> None:
+    """As many racks as first-fit counts, each within kW and U, holding every server."""
+    racks = first_fit_fills(counts, 10_000, 42)
+    assert len(racks) == first_fit_decreasing(counts, 10_000, 42)
+    for rack in racks:
+        assert sum(s.power_w * n for s, n in rack.items()) <= 10_000
+        assert sum(s.rack_units * n for s, n in rack.items()) <= 42
+        assert all(n > 0 for n in rack.values())
+    for shape, n in counts.items():
+        assert sum(rack.get(shape, 0) for rack in racks) == n

@@ -42,6 +42,7 @@ from gpusolve.optimize.patterns import (
     Shape,
     TooManyPatterns,
     first_fit_decreasing,
+    first_fit_fills,
     max_count,
     maximal_fills,
 )
@@ -142,6 +143,18 @@ def packs(rel: RelaxedSite, counts: Sequence[int], racks: int) -> bool:
         return True
     need = rack_count(rel.shapes, counts, rel.rack_w, rel.rack_units, _FILL_LIMIT)
     return need is not None and need <= racks
+
+
+def packing(rel: RelaxedSite, counts: Sequence[int]) -> list[tuple[int, ...]]:
+    """One rack's servers per shape, for each rack of a packing of `counts` at the site in
+    the fewest racks known: the exact packing when first-fit misses the lower bound and
+    the fills are few enough (`rack_count`), else first-fit's."""
+    lower, ffd = estimates(rel.shapes, counts, rel.rack_w, rel.rack_units)
+    if ffd > lower and rack_count(rel.shapes, counts, rel.rack_w, rel.rack_units, _FILL_LIMIT):
+        return list(pack(rel.shapes, tuple(counts), rel.rack_w, rel.rack_units))
+    present = {s: c for s, c in zip(rel.shapes, counts, strict=True) if c > 0}
+    racks = first_fit_fills(present, rel.rack_w, rel.rack_units)
+    return [tuple(rack.get(s, 0) for s in rel.shapes) for rack in racks]
 
 
 @lru_cache(maxsize=4096)

@@ -271,31 +271,52 @@ def first_fit_decreasing(
 ) -> int:
     """Racks used by first-fit decreasing for `counts` servers per shape: a cheap, valid
     upper bound on the fewest racks for them (and for any subset of them). Returns
-    `stop_at` as soon as that many racks are open (callers cap the bound there anyway).
+    `stop_at` as soon as that many racks are open (callers cap the bound there anyway)."""
+    return len(_first_fit(counts, rack_w, rack_units, stop_at))
 
-    Identical servers placed one by one go to the first rack with room until it is full
+
+def first_fit_fills(
+    counts: Mapping[Shape, int], rack_w: int, rack_units: int
+) -> list[dict[Shape, int]]:
+    """First-fit decreasing's racks: the servers of each shape in each rack."""
+    return [rack.servers for rack in _first_fit(counts, rack_w, rack_units, None)]
+
+
+@dataclass
+class _Load:
+    power_w: int
+    units: int
+    servers: dict[Shape, int]
+
+
+def _first_fit(
+    counts: Mapping[Shape, int], rack_w: int, rack_units: int, stop_at: int | None
+) -> list[_Load]:
+    """Identical servers placed one by one go to the first rack with room until it is full
     for them (loads only grow), so each open rack is filled in bulk and the rest open
     homogeneous racks: the one-by-one result in O(shapes x racks), not O(servers x racks)
     (the largest demand at a site runs to hundreds of thousands of servers at 40 x 120 x 40).
     """
-    loads: list[list[int]] = []
+    loads: list[_Load] = []
     for shape in sorted(counts, reverse=True):
         left = counts[shape]
         for load in loads:
             if left == 0:
                 break
-            take = min(left, max_count(shape, rack_w - load[0], rack_units - load[1]))
-            load[0] += take * shape.power_w
-            load[1] += take * shape.rack_units
-            left -= take
+            take = min(left, max_count(shape, rack_w - load.power_w, rack_units - load.units))
+            if take:
+                load.power_w += take * shape.power_w
+                load.units += take * shape.rack_units
+                load.servers[shape] = take
+                left -= take
         per_rack = max_count(shape, rack_w, rack_units)
         while left > 0:
             if stop_at is not None and len(loads) >= stop_at:
-                return stop_at
+                return loads
             take = min(left, per_rack)
-            loads.append([take * shape.power_w, take * shape.rack_units])
+            loads.append(_Load(take * shape.power_w, take * shape.rack_units, {shape: take}))
             left -= take
-    return len(loads)
+    return loads
 
 
 def fill_power(shapes: Sequence[Shape], fill: Fill) -> int:

@@ -316,6 +316,16 @@ def _tie_heavy() -> Instance:
     return instance(("x", "y"), opts, sites=sites)
 
 
+@pytest.fixture
+def parallel_always(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two workers even on the tiny models of these tests (the solve gives models below
+    `_PARALLEL_MIN_CHOICES` one)."""
+    from gpusolve.optimize import solve as solve_module
+
+    monkeypatch.setattr(solve_module, "_PARALLEL_MIN_CHOICES", 0)
+
+
+@pytest.mark.usefixtures("parallel_always")
 def test_repeated_solves_are_identical() -> None:
     inst = _tie_heavy()
     first = _without_time(solve(inst, ONE))
@@ -377,3 +387,22 @@ def test_clone_keeps_variables_usable() -> None:
     clone.minimize(x)
     solver = cp_model.CpSolver()
     assert solver.solve(clone) == cp_model.OPTIMAL and solver.value(x) == 3
+
+
+@pytest.mark.parametrize(("threshold", "expected"), [(10_000, 1), (0, 2)])
+def test_small_models_are_solved_by_one_worker(
+    threshold: int, expected: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from gpusolve.optimize import solve as solve_module
+
+    monkeypatch.setattr(solve_module, "_PARALLEL_MIN_CHOICES", threshold)
+    seen: list[int] = []
+    original = cp_model.CpSolver.solve
+
+    def solve_and_record(self: cp_model.CpSolver, *args: object, **kwargs: object) -> object:
+        seen.append(self.parameters.num_workers)
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(cp_model.CpSolver, "solve", solve_and_record)
+    assert solve(_tie_heavy(), TWO).status == "optimal"
+    assert seen and set(seen) == {expected}

@@ -83,8 +83,10 @@ def test_warm_start_matches_enumeration(seed: int, monkeypatch: pytest.MonkeyPat
 
 @pytest.mark.parametrize("seed", SEEDS[::10])
 def test_large_model_settings_match_enumeration(seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Models above the LNS threshold are solved without LNS workers: still exact."""
+    """Models above the LNS threshold are solved without LNS workers, by the two full
+    subsolvers: still exact."""
     monkeypatch.setattr(solve_module, "_LNS_MAX_CHOICES", 0)
+    monkeypatch.setattr(solve_module, "_PARALLEL_MIN_CHOICES", 0)
     instance, evaluated = case(seed)
     ref = optimum(instance, evaluated)
     _assert_matches(seed, solve(instance, dataclasses.replace(CONFIG, workers=2)), instance, ref)

@@ -7,7 +7,15 @@ import dataclasses
 
 import pytest
 from ortools.sat.python import cp_model
-from tests.test_optimize_cases import ONE, TWO, instance, owned, plan, site
+from tests.test_optimize_cases import (  # noqa: F401 (fixture)
+    ONE,
+    TWO,
+    instance,
+    owned,
+    parallel_always,
+    plan,
+    site,
+)
 
 from gpusolve.optimize import relaxation, warmstart
 from gpusolve.optimize.ir import CloudOption, Instance
@@ -62,7 +70,7 @@ def test_standalone_prices_owned_options_as_if_alone() -> None:
     assert warmstart.standalone_owned(inst, option, option.placements[0]) == 4600
 
 
-@pytest.mark.usefixtures("one_fallback")
+@pytest.mark.usefixtures("one_fallback", "parallel_always")
 def test_the_hint_is_the_standalone_plan_and_the_solve_still_finds_the_joint_optimum() -> None:
     # One fallback choice per workload is its standalone one (here the rental), so without
     # the LP pool the restricted plan is the standalone plan.

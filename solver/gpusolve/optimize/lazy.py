@@ -149,11 +149,12 @@ def packing(rel: RelaxedSite, counts: Sequence[int]) -> list[tuple[int, ...]]:
     """One rack's servers per shape, for each rack of a packing of `counts` at the site in
     the fewest racks known: the exact packing when first-fit misses the lower bound and
     the fills are few enough (`rack_count`), else first-fit's."""
-    lower, ffd = estimates(rel.shapes, counts, rel.rack_w, rel.rack_units)
-    if ffd > lower and rack_count(rel.shapes, counts, rel.rack_w, rel.rack_units, _FILL_LIMIT):
-        return list(pack(rel.shapes, tuple(counts), rel.rack_w, rel.rack_units))
-    present = {s: c for s, c in zip(rel.shapes, counts, strict=True) if c > 0}
-    racks = first_fit_fills(present, rel.rack_w, rel.rack_units)
+    shapes, rack_w, units = rel.shapes, rel.rack_w, rel.rack_units
+    lower, ffd = estimates(shapes, counts, rack_w, units)
+    if ffd > lower and rack_count(shapes, counts, rack_w, units, _FILL_LIMIT) is not None:
+        return list(pack(shapes, tuple(counts), rack_w, units))
+    present = {s: c for s, c in zip(shapes, counts, strict=True) if c > 0}
+    racks = first_fit_fills(present, rack_w, units)
     return [tuple(rack.get(s, 0) for s in rel.shapes) for rack in racks]
 
 

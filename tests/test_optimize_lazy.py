@@ -43,11 +43,7 @@ shape = st.builds(Shape, st.integers(1, 10), st.integers(1, 10))
 @settings(max_examples=150, deadline=None)
 @given(st.lists(st.tuples(shape, st.integers(0, 3)), min_size=1, max_size=3))
 def test_exact_packing_matches_brute_force(items: list[tuple[Shape, int]]) -> None:
-    merged: dict[Shape, int] = {}
-    for s, c in items:
-        merged[s] = merged.get(s, 0) + c
-    shapes = sorted(merged, reverse=True)
-    counts = [merged[s] for s in shapes]
+    shapes, counts = merged(items)
     if sum(counts) > 6:
         counts = [min(c, 2) for c in counts]
     expected = brute_force_racks(shapes, counts, 10, 10)
@@ -180,6 +176,15 @@ def test_dual_weights_hold_for_every_rack(shapes: list[Shape], counts: list[int]
     assert sum(w * c for w, c in zip(weights, counts, strict=True)) <= 840 * needed
 
 
+def merged(items: list[tuple[Shape, int]]) -> tuple[list[Shape], list[int]]:
+    """Distinct shapes, largest first, and the summed count of each."""
+    total: dict[Shape, int] = {}
+    for s, c in items:
+        total[s] = total.get(s, 0) + c
+    shapes = sorted(total, reverse=True)
+    return shapes, [total[s] for s in shapes]
+
+
 def relaxed_site(shapes: list[Shape], rack_w: int, units: int) -> lazy.RelaxedSite:
     """The packing facts of a relaxed site; the model handles are placeholders."""
     model = cp_model.CpModel()
@@ -195,11 +200,7 @@ def relaxed_site(shapes: list[Shape], rack_w: int, units: int) -> lazy.RelaxedSi
     st.integers(0, 4),
 )
 def test_packs_is_exact_on_small_sites(items: list[tuple[Shape, int]], racks: int) -> None:
-    merged: dict[Shape, int] = {}
-    for s, c in items:
-        merged[s] = merged.get(s, 0) + c
-    shapes = sorted(merged, reverse=True)
-    counts = [merged[s] for s in shapes]
+    shapes, counts = merged(items)
     rel = relaxed_site(shapes, 10, 10)
     assert lazy.packs(rel, counts, racks) == (brute_force_racks(shapes, counts, 10, 10) <= racks)
 
@@ -266,11 +267,7 @@ def test_a_packing_too_large_to_check_makes_the_site_exact(
 def test_a_packing_holds_the_counts_in_the_fewest_racks_known(
     items: list[tuple[Shape, int]], few_fills: bool
 ) -> None:
-    merged: dict[Shape, int] = {}
-    for s, c in items:
-        merged[s] = merged.get(s, 0) + c
-    shapes = sorted(merged, reverse=True)
-    counts = [merged[s] for s in shapes]
+    shapes, counts = merged(items)
     rel = relaxed_site(shapes, 10, 10)
     limit = lazy._FILL_LIMIT if few_fills else 0
     with pytest.MonkeyPatch.context() as patch:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import itertools
 import math
 import time
 from typing import Any, Literal
@@ -23,18 +22,37 @@ from gpusolve.optimize.validate import check
 
 
 def brute_force_racks(shapes: list[Shape], counts: list[int], rack_w: int, units: int) -> int:
-    """Fewest racks by trying every assignment of items to racks (tiny cases only)."""
+    """Fewest racks by trying every grouping of items into racks (tiny cases only).
+
+    Each item joins a rack already open or opens the next one, so every partition of the
+    items is tried once (21,147 for nine items, where trying every rack number for every
+    item took minutes: 8^9 assignments for nine items that need nine racks)."""
     items = [s for s, c in zip(shapes, counts, strict=True) for _ in range(c)]
-    for racks in range(len(items) + 1):
-        for assignment in itertools.product(range(racks), repeat=len(items)):
-            power = [0] * racks
-            space = [0] * racks
-            for item, rack in zip(items, assignment, strict=True):
-                power[rack] += item.power_w
-                space[rack] += item.rack_units
-            if all(p <= rack_w for p in power) and all(u <= units for u in space):
-                return racks
-    raise AssertionError("unreachable: one rack per item always fits")
+    assert all(s.power_w <= rack_w and s.rack_units <= units for s in items)
+    best = len(items)  # one rack per item
+    loads: list[list[int]] = []  # [power, units] per open rack
+
+    def place(i: int) -> None:
+        nonlocal best
+        if len(loads) >= best:
+            return
+        if i == len(items):
+            best = len(loads)
+            return
+        item = items[i]
+        for load in loads:
+            if load[0] + item.power_w <= rack_w and load[1] + item.rack_units <= units:
+                load[0] += item.power_w
+                load[1] += item.rack_units
+                place(i + 1)
+                load[0] -= item.power_w
+                load[1] -= item.rack_units
+        loads.append([item.power_w, item.rack_units])
+        place(i + 1)
+        loads.pop()
+
+    place(0)
+    return best
 
 
 shape = st.builds(Shape, st.integers(1, 10), st.integers(1, 10))

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import itertools
-
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -26,19 +24,38 @@ from gpusolve.optimize.patterns import (
 def brute_force(
     shapes: list[Shape], rack_w: int, rack_units: int, caps: list[int]
 ) -> set[tuple[int, ...]]:
-    """The definition, by itertools.product: feasible non-empty fills not dominated by another."""
-    ranges = [range(c + 1) for c in caps]
-    fills = [
-        fill
-        for fill in itertools.product(*ranges)
-        if any(fill)
-        and fill_power(shapes, fill) <= rack_w
-        and fill_units(shapes, fill) <= rack_units
-    ]
+    """The definition: non-empty fills within kW, U and the caps that no other such fill
+    dominates. Fits are closed downwards, so a fill is dominated exactly when one more
+    server of some shape still fits; comparing every pair took minutes on four 1U shapes
+    in a 42U rack (tens of thousands of fills)."""
+
+    def fits(fill: tuple[int, ...]) -> bool:
+        return (
+            all(n <= cap for n, cap in zip(fill, caps, strict=True))
+            and fill_power(shapes, fill) <= rack_w
+            and fill_units(shapes, fill) <= rack_units
+        )
+
+    def grown(fill: tuple[int, ...], h: int) -> tuple[int, ...]:
+        return (*fill[:h], fill[h] + 1, *fill[h + 1 :])
+
+    fills: list[tuple[int, ...]] = []
+
+    def extend(prefix: tuple[int, ...]) -> None:
+        if len(prefix) == len(shapes):
+            fills.append(prefix)
+            return
+        for n in range(caps[len(prefix)] + 1):
+            partial = prefix + (n,) + (0,) * (len(shapes) - len(prefix) - 1)
+            if not fits(partial):
+                break
+            extend((*prefix, n))
+
+    extend(())
     return {
-        p
-        for p in fills
-        if not any(q != p and all(a >= b for a, b in zip(q, p, strict=True)) for q in fills)
+        fill
+        for fill in fills
+        if any(fill) and not any(fits(grown(fill, h)) for h in range(len(shapes)))
     }
 
 

@@ -265,9 +265,9 @@ class _Stages:
         relaxed optimum reaches it cannot prove anything by being solved again, so the
         time goes to the next core. 40x120x40 seed 3: the first core's relaxed optimum
         came at 11-12 s, its re-solve with the cut took the other 11-12 s of the limit
-        and the bound stayed the LP's (1.37-1.45 %); stopping there leaves 12 s for the
-        second core, whose bound holds above the LP's (1.04 %). Seed 4: 0.82-0.84 ->
-        0.64 %; seeds 0-2 unchanged within the noise."""
+        and the bound stayed the LP's (gap 1.37-1.45 %); stopping there leaves 12 s for
+        the second core, which lifts the bound 0.15 % above the LP's (gap 1.04-1.30 %).
+        Seed 4: gap 0.82-0.84 -> 0.64 %; seeds 0-2 unchanged within the noise."""
         stop = time.perf_counter() + time_s
         bound: float | None = None
         watch = _PackedPlans(self.built, list(self._relaxed.values())) if self._relaxed else None

@@ -64,14 +64,18 @@ class Core:
         `core_bound`: the core solve's bound on the plans inside it, None when it has
         none (infeasible). Infinite when the core is the whole model and has no plan."""
         inside = math.inf if core_bound is None else max(core_bound, lp_bound)
-        outside = math.inf if self.least_out is None else lp_bound + self.least_out
-        least = min(inside, outside)
+        least = min(inside, self.outside(lp_bound))
         return math.ceil(least) if math.isfinite(least) else least
+
+    def outside(self, lp_bound: float) -> float:
+        """What every plan outside the core costs at least (L + d_out); infinite when the
+        core is the whole model."""
+        return math.inf if self.least_out is None else lp_bound + self.least_out
 
     def proves(self, value: int, lp_bound: float) -> bool:
         """Whether a plan optimal within the core is optimal overall: every plan outside
         costs strictly more."""
-        return self.least_out is None or value < lp_bound + self.least_out
+        return value < self.outside(lp_bound)
 
 
 def ranked(built: Built, lp: LpSolution) -> list[tuple[float, int]]:

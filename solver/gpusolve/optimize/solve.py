@@ -46,6 +46,7 @@ from ortools.sat.python import cp_model_helper as cmh
 from gpusolve.optimize import core, lazy, warmstart
 from gpusolve.optimize.ir import Instance, Solution, SolveConfig, Status
 from gpusolve.optimize.model import BuildOptions, Built, Expr, RackBin, build, rack_bins
+from gpusolve.optimize.patterns import fill_power
 from gpusolve.optimize.readout import read_solution
 
 if TYPE_CHECKING:
@@ -487,16 +488,15 @@ def _bin_hint(
     21.4 / 6.5 / 7.6 -> 19.5 / 5.4 / 7.0 s."""
     counts = [lazy.evaluate(d, hint) for d in rel.demand]
     racks = sorted(
-        lazy.packing(rel, counts),
-        key=lambda rack: -sum(s.power_w * n for s, n in zip(rel.shapes, rack, strict=True)),
+        lazy.packing(rel, counts), key=lambda rack: fill_power(rel.shapes, rack), reverse=True
     )
-    if len(racks) > min(len(bins), hint.get(rel.racks.index, 0)):
+    if len(racks) > min(len(bins), hint.get(rel.racks.index, 0)) or any(
+        n > cap for rack in racks for n, cap in zip(rack, rel.per_rack, strict=True)
+    ):
         return {}
     values: dict[int, int] = {}
     for j, rack_bin in enumerate(bins):
         rack = racks[j] if j < len(racks) else (0,) * len(rel.shapes)
-        if any(n > cap for n, cap in zip(rack, rel.per_rack, strict=True)):
-            return {}
         values[rack_bin.open.index] = int(j < len(racks))
         values |= {c.index: n for c, n in zip(rack_bin.counts, rack, strict=True)}
     return values
@@ -614,9 +614,8 @@ def _core_search(
     while True:
         stages.closed = current.closed
         # The folded objective is weight x the leading criterion + less than weight.
-        give_up = None
-        if current.least_out is not None:
-            give_up = weight * math.ceil(lp.bound + current.least_out)
+        outside = current.outside(lp.bound)
+        give_up = weight * math.ceil(outside) if math.isfinite(outside) else None
         solver, status, raw = stages.run(objective, hint, gap, stages.remaining(), give_up=give_up)
         inside: float | None = None  # bound on the leading criterion within the core
         if _solved(status):

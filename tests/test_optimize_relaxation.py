@@ -141,3 +141,18 @@ def test_an_unbounded_side_takes_no_multiplier() -> None:
     lp.constraint.add(lower_bound=1, upper_bound=float("inf"), var_index=[0], coefficient=[1])
     reduced, bound = relaxation.lagrangian(lp, [-5.0])
     assert reduced == [1.0] and bound == pytest.approx(0.0, abs=1e-6)
+
+
+def test_closed_variables_are_fixed_to_zero_in_that_solve_only() -> None:
+    model = cp_model.CpModel()
+    x, y = model.new_bool_var("x"), model.new_bool_var("y")
+    model.add(x + y >= 1)
+    translated = relaxation.translate(model, 3 + x + 2 * y)
+    closed = translated.solve(10.0, [x.index])
+    assert closed is not None
+    assert closed.values == pytest.approx([0.0, 1.0])
+    assert closed.bound == pytest.approx(5.0)
+    # The translation is shared: closing in one solve leaves it as it was.
+    again = translated.solve(10.0)
+    assert again is not None and again.bound == pytest.approx(4.0)
+    assert translated.solve(10.0, [x.index, y.index]) is None  # no plan takes neither

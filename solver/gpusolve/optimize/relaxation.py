@@ -20,6 +20,7 @@ from __future__ import annotations
 import math
 import os
 import tempfile
+from collections.abc import Collection
 from dataclasses import dataclass
 
 from ortools.linear_solver import linear_solver_pb2, pywraplp
@@ -54,20 +55,45 @@ def solve_lp(
 ) -> LpSolution | None:
     """The LP relaxation of `model` minimising `objective`; None when GLOP finds no optimum
     within `time_s` (or the LP is infeasible)."""
-    lp = _lp_model(model, objective)
-    request = linear_solver_pb2.MPModelRequest(
-        model=lp,
-        solver_type=linear_solver_pb2.MPModelRequest.GLOP_LINEAR_PROGRAMMING,
-        solver_time_limit_seconds=max(time_s, 0.001),
-        solver_specific_parameters=_GLOP_PARAMETERS,
-    )
-    response = linear_solver_pb2.MPSolutionResponse()
-    pywraplp.Solver.SolveWithProto(request, response)
-    if response.status != linear_solver_pb2.MPSOLVER_OPTIMAL:
-        return None
-    offset = cmh.FlatIntExpr(objective).offset
-    reduced, bound = lagrangian(lp, list(response.dual_value), offset)
-    return LpSolution(list(response.variable_value), reduced, bound)
+    return translate(model, objective).solve(time_s)
+
+
+@dataclass(frozen=True)
+class Relaxation:
+    """A model's LP for one objective, translated once (0.4-0.5 s at 40x120x40) and solved
+    as often as needed, with some variables fixed to 0 (`dichotomy.py`)."""
+
+    lp: linear_solver_pb2.MPModelProto
+    offset: int  # the objective's constant, which the LP leaves out
+
+    def solve(self, time_s: float, closed: Collection[int] = ()) -> LpSolution | None:
+        """The LP optimum with the `closed` variables fixed to 0; None when GLOP finds none
+        within `time_s` (or the LP is infeasible). The bound holds for every plan of the
+        model that takes none of the closed variables."""
+        lp = self.lp
+        if closed:
+            # A copy: the translation is shared (at 40x120x40 the copy takes 0.02 s).
+            lp = linear_solver_pb2.MPModelProto()
+            lp.CopyFrom(self.lp)
+            for index in closed:
+                lp.variable[index].lower_bound = lp.variable[index].upper_bound = 0
+        request = linear_solver_pb2.MPModelRequest(
+            model=lp,
+            solver_type=linear_solver_pb2.MPModelRequest.GLOP_LINEAR_PROGRAMMING,
+            solver_time_limit_seconds=max(time_s, 0.001),
+            solver_specific_parameters=_GLOP_PARAMETERS,
+        )
+        response = linear_solver_pb2.MPSolutionResponse()
+        pywraplp.Solver.SolveWithProto(request, response)
+        if response.status != linear_solver_pb2.MPSOLVER_OPTIMAL:
+            return None
+        reduced, bound = lagrangian(lp, list(response.dual_value), self.offset)
+        return LpSolution(list(response.variable_value), reduced, bound)
+
+
+def translate(model: cp_model.CpModel, objective: cp_model.LinearExpr) -> Relaxation:
+    """The LP relaxation of `model` minimising `objective`, ready to solve."""
+    return Relaxation(_lp_model(model, objective), cmh.FlatIntExpr(objective).offset)
 
 
 def lagrangian(

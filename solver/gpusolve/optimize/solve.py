@@ -24,8 +24,9 @@ workload (`warmstart.py`): CP-SAT's own first plan costs about twice the optimum
 20x60x20 instances, the warm start is usually the optimum. From `core.MIN_CHOICES` choice
 variables up, CP-SAT's own root LP cannot finish within the limit, so stage 1 searches
 growing cores of the choices instead (`core.py`), with the LP relaxation's bound (from GLOP,
-`relaxation.py`) for every plan outside them; the proof stays exact, a core is only
-declared optimal when every plan outside it is proven dearer.
+`relaxation.py`) for every plan outside them, and the weaker of two LP bounds, one per side
+of the workload the LP splits most (`dichotomy.py`), for every plan; the proof stays
+exact, a core is only declared optimal when every plan outside it is proven dearer.
 
 The reported objective, bound and status are the first solve's; a stage-1 incumbent that is
 only feasible (time limit) is returned as is. Float objectives are never built (CP-SAT
@@ -43,14 +44,14 @@ from typing import TYPE_CHECKING
 from ortools.sat.python import cp_model
 from ortools.sat.python import cp_model_helper as cmh
 
-from gpusolve.optimize import core, lazy, warmstart
+from gpusolve.optimize import core, dichotomy, lazy, warmstart
 from gpusolve.optimize.ir import Instance, Solution, SolveConfig, Status
 from gpusolve.optimize.model import BuildOptions, Built, Expr, RackBin, build, rack_bins
 from gpusolve.optimize.patterns import fill_power
 from gpusolve.optimize.readout import read_solution
 
 if TYPE_CHECKING:
-    from gpusolve.optimize.relaxation import LpSolution
+    from gpusolve.optimize.relaxation import LpSolution, Relaxation
 
 Prepare = Callable[[cp_model.CpModel], None]
 # The tie-break folds several integer criteria into one objective; keep the folded
@@ -521,14 +522,19 @@ def solve_built(
     first = groups[0]
     head = first[0]
     objective, weights = fold(first)
-    lp = _relaxation(built, head, config, hinted=hint is not None, time_s=stages.remaining())
+    translated, lp = _relaxation(
+        built, head, config, hinted=hint is not None, time_s=stages.remaining()
+    )
     if hint is None and config.warm_start:
         values = None if lp is None else lp.values
         hint = warmstart.warm_hint(built, objective, warmstart.SHARE * stages.remaining(), values)
     if hint:
         stages.cuts += lazy.hinted_cuts(built.relaxed, hint)
-    if lp is not None and built.stats["choice_vars"] >= core.MIN_CHOICES:
-        solver, status, lead = _core_search(stages, objective, weights[0], head, hint or {}, lp)
+    if translated is not None and lp is not None and built.stats["choice_vars"] >= core.MIN_CHOICES:
+        floor = dichotomy.bound(translated, built, lp, dichotomy.SHARE * stages.remaining())
+        solver, status, lead = _core_search(
+            stages, objective, weights[0], head, hint or {}, lp, floor
+        )
     else:
         solver, status, raw_bound = stages.run(
             objective, hint or {}, config.relative_gap, stages.remaining()
@@ -570,20 +576,23 @@ def _solved(status: cp_model.CpSolverStatus) -> bool:
 
 def _relaxation(
     built: Built, head: Criterion, config: SolveConfig, *, hinted: bool, time_s: float
-) -> LpSolution | None:
-    """The LP relaxation for the leading criterion (normalised), when something reads it:
-    the core search on models of `core.MIN_CHOICES` choices or more, else the warm start."""
+) -> tuple[Relaxation | None, LpSolution | None]:
+    """The LP relaxation for the leading criterion (normalised) and its optimum, when
+    something reads them (the core search on models of `core.MIN_CHOICES` choices or more,
+    else the warm start); None for both otherwise, None for the optimum when GLOP finds
+    none in time."""
     if built.stats["choice_vars"] >= core.MIN_CHOICES:
         share = core.LP_SHARE
     elif not hinted and config.warm_start and warmstart.wanted(built):
         share = warmstart.SHARE
     else:
-        return None
+        return None, None
     # Imported here: OR-Tools' linear solver adds 35 ms to every start-up, and plans below
     # the warm start's size (every shipped example) never need it.
     from gpusolve.optimize import relaxation
 
-    return relaxation.solve_lp(built.model, head.normalised(), share * time_s)
+    translated = relaxation.translate(built.model, head.normalised())
+    return translated, translated.solve(share * time_s)
 
 
 def _core_search(
@@ -593,13 +602,15 @@ def _core_search(
     head: Criterion,
     hint: dict[int, int],
     lp: LpSolution,
+    floor: float | None = None,
 ) -> tuple[cp_model.CpSolver, cp_model.CpSolverStatus, int]:
     """Stage 1 over growing cores (`core.py`): the solver holding the best plan, the status
     for the whole model, and a bound on the normalised leading criterion of every plan.
 
     Every core keeps the warm start's candidates (`warmstart.candidates`: on 40x120x40 seed
     0 the first core's optimum was 125.64 M without them, 125.38 M with them) and the
-    choices of the best plan so far, which is its hint. The status is
+    choices of the best plan so far, which is its hint. `floor` is a bound on every plan
+    known beforehand (`dichotomy.py`); the bound returned is never below it. The status is
     OPTIMAL when a core's optimum is proven to beat every plan outside it (or is within
     the caller's gap of the bound), FEASIBLE when the time ran out with a plan."""
     built = stages.built
@@ -608,7 +619,7 @@ def _core_search(
     keep = {var.index for var in warmstart.candidates(built, lp.values)}
     keep |= {index for index in choices if hint.get(index) == 1}
     gap = stages.config.relative_gap
-    bound = math.ceil(lp.bound)
+    bound = math.ceil(lp.bound if floor is None else max(lp.bound, floor))
     best: tuple[cp_model.CpSolver, int, int] | None = None  # solver, folded, leading value
     current = core.core(order, 0.0, keep)
     while True:

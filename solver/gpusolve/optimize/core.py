@@ -16,7 +16,8 @@ well under a second, so its cuts and branching work. For the whole model:
 * every plan in the core is worth at least max(B, L), B the core solve's bound;
 * every plan outside it at least L + d_out, d_out the least reduced cost left out;
 
-so min(max(B, L), L + d_out) bounds every plan, and the core's optimum C is the optimum
+so min(max(B, L), L + d_out) bounds every plan (as does `dichotomy.py`'s bound, taken
+before the first core), and the core's optimum C is the optimum
 when C < L + d_out (a core holding every choice with d_j <= C - L is exact). Otherwise the
 core grows `GROWTH`-fold, capped at that exact core, and is solved again from the best plan
 so far, until the time runs out. A core whose relaxed optimum (before its rack-packing cuts)

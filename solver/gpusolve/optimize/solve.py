@@ -51,7 +51,7 @@ from gpusolve.optimize.patterns import fill_power
 from gpusolve.optimize.readout import read_solution
 
 if TYPE_CHECKING:
-    from gpusolve.optimize.relaxation import LpSolution, Relaxation
+    from gpusolve.optimize.relaxation import LpSolution
 
 Prepare = Callable[[cp_model.CpModel], None]
 # The tie-break folds several integer criteria into one objective; keep the folded
@@ -522,16 +522,13 @@ def solve_built(
     first = groups[0]
     head = first[0]
     objective, weights = fold(first)
-    translated, lp = _relaxation(
-        built, head, config, hinted=hint is not None, time_s=stages.remaining()
-    )
+    lp, floor = _relaxation(stages, head, hinted=hint is not None)
     if hint is None and config.warm_start:
         values = None if lp is None else lp.values
         hint = warmstart.warm_hint(built, objective, warmstart.SHARE * stages.remaining(), values)
     if hint:
         stages.cuts += lazy.hinted_cuts(built.relaxed, hint)
-    if translated is not None and lp is not None and built.stats["choice_vars"] >= core.MIN_CHOICES:
-        floor = dichotomy.bound(translated, built, lp, dichotomy.SHARE * stages.remaining())
+    if lp is not None and built.stats["choice_vars"] >= core.MIN_CHOICES:
         solver, status, lead = _core_search(
             stages, objective, weights[0], head, hint or {}, lp, floor
         )
@@ -575,12 +572,13 @@ def _solved(status: cp_model.CpSolverStatus) -> bool:
 
 
 def _relaxation(
-    built: Built, head: Criterion, config: SolveConfig, *, hinted: bool, time_s: float
-) -> tuple[Relaxation | None, LpSolution | None]:
-    """The LP relaxation for the leading criterion (normalised) and its optimum, when
-    something reads them (the core search on models of `core.MIN_CHOICES` choices or more,
-    else the warm start); None for both otherwise, None for the optimum when GLOP finds
-    none in time."""
+    stages: _Stages, head: Criterion, *, hinted: bool
+) -> tuple[LpSolution | None, float | None]:
+    """The LP relaxation's optimum for the leading criterion (normalised), when something
+    reads it (the core search on models of `core.MIN_CHOICES` choices or more, else the
+    warm start), and for the core search also the dichotomy's bound (`dichotomy.py`).
+    None where there is none, or GLOP found none in time."""
+    built, config = stages.built, stages.config
     if built.stats["choice_vars"] >= core.MIN_CHOICES:
         share = core.LP_SHARE
     elif not hinted and config.warm_start and warmstart.wanted(built):
@@ -591,8 +589,13 @@ def _relaxation(
     # the warm start's size (every shipped example) never need it.
     from gpusolve.optimize import relaxation
 
+    # The translation is dropped on return: at 40x120x40 it would otherwise stay in memory
+    # through the whole search.
     translated = relaxation.translate(built.model, head.normalised())
-    return translated, translated.solve(share * time_s)
+    lp = translated.solve(share * stages.remaining())
+    if lp is None or share != core.LP_SHARE:
+        return lp, None
+    return lp, dichotomy.bound(translated, built, lp, dichotomy.SHARE * stages.remaining())
 
 
 def _core_search(

@@ -26,6 +26,7 @@ from __future__ import annotations
 import math
 import time
 from collections import defaultdict
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from gpusolve.optimize.model import Built
@@ -54,7 +55,7 @@ def groups(built: Built) -> dict[str, dict[Group, list[int]]]:
     return out
 
 
-def split(built: Built, values: list[float]) -> tuple[list[int], list[int]] | None:
+def split(built: Built, values: Sequence[float]) -> tuple[list[int], list[int]] | None:
     """The choices of the workload whose heaviest group holds the least LP mass, as (the
     heaviest group's, every other group's); None when no workload is split across groups.
     Ties go to the workload listed first."""

@@ -579,7 +579,8 @@ def _relaxation(
     warm start), and for the core search also the dichotomy's bound (`dichotomy.py`).
     None where there is none, or GLOP found none in time."""
     built, config = stages.built, stages.config
-    if built.stats["choice_vars"] >= core.MIN_CHOICES:
+    in_cores = built.stats["choice_vars"] >= core.MIN_CHOICES
+    if in_cores:
         share = core.LP_SHARE
     elif not hinted and config.warm_start and warmstart.wanted(built):
         share = warmstart.SHARE
@@ -593,7 +594,7 @@ def _relaxation(
     # through the whole search.
     translated = relaxation.translate(built.model, head.normalised())
     lp = translated.solve(share * stages.remaining())
-    if lp is None or share != core.LP_SHARE:
+    if lp is None or not in_cores:
         return lp, None
     return lp, dichotomy.bound(translated, built, lp, dichotomy.SHARE * stages.remaining())
 

@@ -123,14 +123,22 @@ def rack_count(
     lower, ffd = estimates(shapes, counts, rack_w, rack_units)
     if ffd <= lower:
         return ffd
-    if fill_limit is not None:
-        # The enumeration `pack` runs, with a limit.
-        sub = [(s, c) for s, c in zip(shapes, counts, strict=True) if c > 0]
-        try:
-            maximal_fills([s for s, _ in sub], rack_w, rack_units, fill_limit, [c for _, c in sub])
-        except TooManyPatterns:
-            return None
+    if fill_limit is not None and not _few_fills(shapes, counts, rack_w, rack_units, fill_limit):
+        return None
     return len(pack(tuple(shapes), tuple(counts), rack_w, rack_units))
+
+
+def _few_fills(
+    shapes: Sequence[Shape], counts: Sequence[int], rack_w: int, rack_units: int, limit: int
+) -> bool:
+    """Whether the shapes present have at most `limit` fills: the enumeration `pack` runs,
+    with a limit."""
+    sub = [(s, c) for s, c in zip(shapes, counts, strict=True) if c > 0]
+    try:
+        maximal_fills([s for s, _ in sub], rack_w, rack_units, limit, [c for _, c in sub])
+    except TooManyPatterns:
+        return False
+    return True
 
 
 def packs(rel: RelaxedSite, counts: Sequence[int], racks: int) -> bool:
@@ -148,10 +156,10 @@ def packs(rel: RelaxedSite, counts: Sequence[int], racks: int) -> bool:
 def packing(rel: RelaxedSite, counts: Sequence[int]) -> list[tuple[int, ...]]:
     """One rack's servers per shape, for each rack of a packing of `counts` at the site in
     the fewest racks known: the exact packing when first-fit misses the lower bound and
-    the fills are few enough (`rack_count`), else first-fit's."""
+    the fills are few enough (`_few_fills`), else first-fit's."""
     shapes, rack_w, units = rel.shapes, rel.rack_w, rel.rack_units
     lower, ffd = estimates(shapes, counts, rack_w, units)
-    if ffd > lower and rack_count(shapes, counts, rack_w, units, _FILL_LIMIT) is not None:
+    if ffd > lower and _few_fills(shapes, counts, rack_w, units, _FILL_LIMIT):
         return list(pack(shapes, tuple(counts), rack_w, units))
     present = {s: c for s, c in zip(shapes, counts, strict=True) if c > 0}
     racks = first_fit_fills(present, rack_w, units)

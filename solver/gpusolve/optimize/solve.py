@@ -606,7 +606,7 @@ def _core_search(
     head: Criterion,
     hint: dict[int, int],
     lp: LpSolution,
-    floor: float | None = None,
+    floor: float | None,
 ) -> tuple[cp_model.CpSolver, cp_model.CpSolverStatus, int]:
     """Stage 1 over growing cores (`core.py`): the solver holding the best plan, the status
     for the whole model, and a bound on the normalised leading criterion of every plan.

@@ -23,6 +23,7 @@ from gpusolve.optimize.ir import (
     SolveConfig,
 )
 from gpusolve.optimize.model import BuildOptions, build
+from gpusolve.optimize.relaxation import solve_lp
 from gpusolve.optimize.solve import criteria, fold, group, relative_gap, solve
 from gpusolve.optimize.validate import check
 
@@ -353,6 +354,39 @@ def test_dominated_options_are_not_built() -> None:
     built = build(instance(("w",), opts))
     assert sorted(o.option.key for o in built.owned) == ["night", "two"]
     assert built.stats["owned_options_in"] == 4 and built.stats["owned_options"] == 2
+
+
+def test_a_fleet_too_big_for_a_site_is_not_offered_there() -> None:
+    # 6 servers at 2 per rack need 3 racks: "small" has 2 (free rent), "big" 10 (rent 100).
+    # A 1-server workload that only "small" hosts keeps that site in use.
+    opts = (owned("o", "w", 6, sites=("small", "big")), owned("v1", "v", 1, sites=("small",)))
+    small, big = site("small", racks=2, rent=0), site("big", rent=100)
+    inst = instance(("w", "v"), opts, sites=(small, big))
+    built = build(inst)
+    assert [(o.option.key, o.placement.site) for o in built.owned] == [
+        ("o", "big"),
+        ("v1", "small"),
+    ]
+    # 7000 capex + 12 months x (70 energy + 3 x 100 rent at "big") = 11440.
+    assert solve(inst, ONE).objective_value == 11_440
+    # The LP no longer buys half the fleet at the free site (3 servers beside v's one):
+    # its bound is the optimum of the folded objective (cost, then the tie-breaks).
+    objective, _ = fold(group(criteria(built))[0])
+    model = built.model.clone()
+    model.minimize(objective)
+    lp = solve_lp(model, objective, 10.0)
+    solver = cp_model.CpSolver()
+    assert solver.solve(model) == cp_model.OPTIMAL
+    assert lp is not None and lp.bound == pytest.approx(solver.objective_value)
+    # With the site's racks relaxed, or in explain mode, the placement is built; explain
+    # mode ties it to the rack requirement's literal.
+    assert len(build(inst, BuildOptions(relax=frozenset({"racks:small"}))).owned) == 3
+    tied = build(inst, BuildOptions(mode="explain"))
+    assert [o.placement.violates for o in tied.owned] == [
+        frozenset({"racks:small"}),
+        frozenset(),
+        frozenset(),
+    ]
 
 
 def test_malformed_instance_is_rejected() -> None:

@@ -85,6 +85,13 @@ def fits_site(sku: Sku, site: Site) -> bool:
     )
 
 
+def racks_alone(sku: Sku, site: Site, servers: int) -> int | None:
+    """Racks `servers` of one SKU need at a site with nothing else there: exact, since
+    identical servers pack homogeneously. None when not one fits in a rack."""
+    per_rack = max_count(Shape(sku.power_w, sku.rack_units), site.rack_w, site.rack_units)
+    return -(-servers // per_rack) if per_rack else None
+
+
 def shape_classes(skus: Iterable[Sku]) -> tuple[tuple[Shape, ...], tuple[tuple[str, ...], ...]]:
     """Group SKUs by shape, in a deterministic order (largest shapes first).
 

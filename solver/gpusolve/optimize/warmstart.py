@@ -22,14 +22,13 @@ When the restricted set has no plan, the search starts unhinted.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Collection, Iterable, Sequence
 
 from ortools.sat.python import cp_model
 
 from gpusolve.optimize.ir import Instance, OwnedOption, Placement
 from gpusolve.optimize.model import Built, Var
-from gpusolve.optimize.patterns import Shape, max_count
+from gpusolve.optimize.patterns import racks_alone
 
 # Below `core.MIN_CHOICES`, the LP and then the restricted solve may each take this share
 # of the time left (above it the LP serves the core search and gets `core.LP_SHARE`).
@@ -52,11 +51,8 @@ def standalone_owned(instance: Instance, option: OwnedOption, placement: Placeme
     None when the site cannot host it."""
     sku = instance.skus[option.sku]
     site = instance.sites[placement.site]
-    per_rack = max_count(Shape(sku.power_w, sku.rack_units), site.rack_w, site.rack_units)
-    if per_rack < 1 or site.cooling not in sku.cooling:
-        return None
-    racks = math.ceil(option.servers / per_rack)
-    if racks > site.racks_available:
+    racks = racks_alone(sku, site, option.servers)
+    if racks is None or site.cooling not in sku.cooling or racks > site.racks_available:
         return None
     monthly = option.servers * site.energy_month[sku.id] + racks * site.rack_rent_month
     monthly += site.bandwidth_month

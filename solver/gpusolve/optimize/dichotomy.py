@@ -17,8 +17,11 @@ close (+0 to +0.27 %); when the heaviest group's half lifts the bound by less th
 `MIN_GAIN` the other half is not solved, so the cost there is one LP (0.8-1 s).
 
 Branching deeper is a branch-and-bound on the LP, and paid little: eight more branches
-added 0.01 % on seed 3; on seed 9, where the LP is 3.7 % below the best plan, seven
-branches added 0.46 %.
+added 0.01 % on seed 3; on seed 9, where the LP was then 3.7 % below the best plan (before
+`prune.py` dropped fleets too large for a site's racks), seven branches added 0.46 %.
+Branching on a relaxed site's rack count instead (R <= 1 or R >= 2 at the site whose
+fractional rack costs most) added 0.04 % at depth 2 on seed 5: the LP moves the load to a
+similar site's fractional rack.
 """
 
 from __future__ import annotations

@@ -143,15 +143,16 @@ def usable_owned(
         if not _allowed(option.violates, mode, relax):
             continue
         sku = instance.skus[option.sku]
-        placements = tuple(
-            tagged
-            for p in option.placements
-            if fits_site(sku, instance.sites[p.site])
-            for tagged in [_rack_tagged(p, sku, instance.sites[p.site], option.servers)]
-            if _allowed(tagged.violates, mode, relax)
-        )
+        placements: list[Placement] = []
+        for placement in option.placements:
+            site = instance.sites[placement.site]
+            if not fits_site(sku, site):
+                continue
+            tagged = _rack_tagged(placement, sku, site, option.servers)
+            if _allowed(tagged.violates, mode, relax):
+                placements.append(tagged)
         if placements:
-            out.append(_with_placements(option, placements))
+            out.append(_with_placements(option, tuple(placements)))
     if not prune:
         return out
     by_throughput = instance.objective == "max-throughput"
@@ -164,7 +165,7 @@ def usable_owned(
 
 def _rack_tagged(placement: Placement, sku: Sku, site: Site, servers: int) -> Placement:
     """The placement, tagged with the site's rack requirement when its servers alone need
-    more racks than the site has."""
+    more racks than the site has (`fits_site` holds, so `racks_alone` has a count)."""
     racks = racks_alone(sku, site, servers)
     if racks is not None and racks <= site.racks_available:
         return placement

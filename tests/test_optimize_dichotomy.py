@@ -13,13 +13,15 @@ from gpusolve.optimize.model import Built, build
 from gpusolve.optimize.solve import criteria
 
 
-def _built_with_cloud_and_owned() -> tuple[Built, str]:
+def _built_with_cloud_and_owned(others: int = 0) -> tuple[Built, str]:
     """A built random instance and one of its workloads that can run both in the cloud
-    and at two sites."""
+    and at two sites, in an instance where `others` more workloads run in two places."""
     for seed in SEEDS:
         built = build(case(seed)[0])
-        for workload, by_group in dichotomy.groups(built).items():
-            if None in by_group and len(by_group) >= 3:
+        by_workload = dichotomy.groups(built)
+        placed_twice = sum(1 for by_group in by_workload.values() if len(by_group) >= 2)
+        for workload, by_group in by_workload.items():
+            if None in by_group and len(by_group) >= 3 and placed_twice > others:
                 return built, workload
     raise AssertionError("no instance has a workload with cloud and two sites")
 
@@ -72,13 +74,9 @@ def test_the_split_puts_the_heaviest_place_on_one_side(heaviest: str) -> None:
 
 
 def test_the_most_evenly_split_workload_is_chosen() -> None:
-    built, workload = _built_with_cloud_and_owned()
+    built, workload = _built_with_cloud_and_owned(others=1)
     by_workload = dichotomy.groups(built)
-    other = next(
-        (w for w, groups in by_workload.items() if w != workload and len(groups) >= 2), None
-    )
-    if other is None:
-        pytest.skip("the instance has one workload with two places")
+    other = next(w for w, groups in by_workload.items() if w != workload and len(groups) >= 2)
     values = _spread(built, workload, dict(zip(by_workload[workload], [0.9, 0.1], strict=False)))
     first, second = list(by_workload[other])[:2]
     for index in by_workload[other][first] + by_workload[other][second]:

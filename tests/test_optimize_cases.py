@@ -23,7 +23,7 @@ from gpusolve.optimize.ir import (
     SolveConfig,
 )
 from gpusolve.optimize.model import BuildOptions, build
-from gpusolve.optimize.relaxation import solve_lp
+from gpusolve.optimize.relaxation import translate
 from gpusolve.optimize.solve import criteria, fold, group, relative_gap, solve
 from gpusolve.optimize.validate import check
 
@@ -374,7 +374,7 @@ def test_a_fleet_too_big_for_a_site_is_not_offered_there() -> None:
     objective, _ = fold(group(criteria(built))[0])
     model = built.model.clone()
     model.minimize(objective)
-    lp = solve_lp(model, objective, 10.0)
+    lp = translate(model, objective).solve(10.0)
     solver = cp_model.CpSolver()
     assert solver.solve(model) == cp_model.OPTIMAL
     assert lp is not None and lp.bound == pytest.approx(solver.objective_value)

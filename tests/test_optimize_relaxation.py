@@ -15,7 +15,7 @@ from gpusolve.optimize import relaxation
 
 
 def lp_values(model: cp_model.CpModel, objective: cp_model.LinearExprT) -> list[float] | None:
-    solution = relaxation.solve_lp(model, objective, 10.0)
+    solution = relaxation.translate(model, objective).solve(10.0)
     return None if solution is None else solution.values
 
 
@@ -53,7 +53,7 @@ def test_an_infeasible_lp_gives_no_values() -> None:
     model = cp_model.CpModel()
     x = model.new_int_var(0, 3, "x")
     model.add(x >= 5)
-    assert relaxation.solve_lp(model, x, 10.0) is None
+    assert relaxation.translate(model, x).solve(10.0) is None
 
 
 def test_enforced_rows_are_left_out() -> None:
@@ -72,7 +72,7 @@ def test_the_bound_is_the_lp_optimum_with_the_objective_offset() -> None:
     x, y = model.new_bool_var("x"), model.new_bool_var("y")
     model.add(x + y >= 1)
     model.add(2 * x + 2 * y >= 3)
-    solution = relaxation.solve_lp(model, 10 + 3 * x + 2 * y, 10.0)
+    solution = relaxation.translate(model, 10 + 3 * x + 2 * y).solve(10.0)
     assert solution is not None
     assert solution.bound == pytest.approx(13.5)
     assert solution.bound <= 13.5  # lowered, never raised, by the safety margin
@@ -84,7 +84,7 @@ def test_reduced_costs_price_what_a_choice_adds_to_the_bound() -> None:
     model = cp_model.CpModel()
     xs = [model.new_bool_var(f"x{i}") for i in range(3)]
     model.add_exactly_one(xs)
-    solution = relaxation.solve_lp(model, 5 * xs[0] + 7 * xs[1] + 12 * xs[2], 10.0)
+    solution = relaxation.translate(model, 5 * xs[0] + 7 * xs[1] + 12 * xs[2]).solve(10.0)
     assert solution is not None
     assert solution.bound == pytest.approx(5)
     assert solution.reduced_costs == pytest.approx([0, 2, 7])

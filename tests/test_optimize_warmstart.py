@@ -53,7 +53,7 @@ def hint_objective(inst: Instance, with_lp: bool = False) -> tuple[dict[int, int
     built = build(inst)
     head = criteria(built)[:1]
     objective, _ = fold(head)
-    lp = relaxation.solve_lp(built.model, head[0].normalised(), 10.0) if with_lp else None
+    lp = relaxation.translate(built.model, head[0].normalised()).solve(10.0) if with_lp else None
     hint = warmstart.warm_hint(built, objective, 10.0, None if lp is None else lp.values)
     model = built.model.clone()
     for var in built.all_vars():

@@ -50,14 +50,6 @@ class LpSolution:
     bound: float  # the objective is at least this in every plan of the model
 
 
-def solve_lp(
-    model: cp_model.CpModel, objective: cp_model.LinearExpr, time_s: float
-) -> LpSolution | None:
-    """The LP relaxation of `model` minimising `objective`; None when GLOP finds no optimum
-    within `time_s` (or the LP is infeasible)."""
-    return translate(model, objective).solve(time_s)
-
-
 @dataclass(frozen=True)
 class Relaxation:
     """A model's LP for one objective, translated once (0.4-0.5 s at 40x120x40) and solved

@@ -143,7 +143,7 @@ def warm_hint(
 ) -> dict[int, int]:
     """A complete hint within `time_s`: the best plan in which each workload takes its
     standalone-cheapest choice, one of the fallback choices, or (given the LP relaxation's
-    solution, `relaxation.solve_lp`) any choice on the (SKU, site) pairs it uses; {} when
+    solution, `relaxation.Relaxation.solve`) any choice on the (SKU, site) pairs it uses; {} when
     there is none or the model is too small to need one (`wanted`)."""
     if not wanted(built):
         return {}

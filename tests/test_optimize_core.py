@@ -7,8 +7,11 @@ from __future__ import annotations
 import math
 
 import pytest
+from tests.test_optimize_differential import SEEDS, case
 
-from gpusolve.optimize import core
+from gpusolve.optimize import core, relaxation
+from gpusolve.optimize.model import BuildOptions, build
+from gpusolve.optimize.solve import criteria
 
 # (reduced cost, proto index), cheapest first, as `core.ranked` gives them.
 ORDER = [(0.0, 10), (0.0, 11), (2.0, 12), (5.0, 13), (5.0, 14), (9.0, 15)]
@@ -62,3 +65,47 @@ def test_a_core_always_grows_even_when_the_kept_choices_fill_the_count(
     crowded = core.core(ORDER, 0.0, keep={13, 14, 15})
     assert core.next_threshold(ORDER, crowded, exact=None) == 2.0
     assert core.core(ORDER, 2.0, keep={13, 14, 15}).least_out is None
+
+
+def _ranked_against_plans(seed: int, options: BuildOptions) -> tuple[int, int] | None:
+    """Check `core.ranked` on one enumerated instance: every feasible plan costs at least
+    L + the rank of each choice it takes. Returns (choices ranked above their own reduced
+    cost, plans checked), None when the LP has no optimum (no plan, mostly)."""
+    instance, evaluated = case(seed)
+    built = build(instance, options)
+    head = criteria(built)[0]
+    lp = relaxation.translate(built.model, head.normalised()).solve(10.0)
+    if lp is None:
+        return None
+    rank = {index: cost for cost, index in core.ranked(built, lp)}
+    index_of = {(o.option.key, o.placement.site): o.var.index for o in built.owned}
+    index_of.update({(c.option.key, None): c.var.index for c in built.cloud})
+    plans = 0
+    for plan in evaluated:
+        if plan.violated:
+            continue
+        primary = plan.primary(instance.objective)
+        value = head.hi - primary if head.maximise else primary - head.lo
+        for key in plan.keys:
+            if key in index_of:  # not pruned from the model
+                assert value >= lp.bound + rank[index_of[key]] - 1e-6, (seed, key)
+        plans += 1
+    raised = sum(1 for index, cost in rank.items() if cost > lp.reduced_costs[index] + 1e-9)
+    return raised, plans
+
+
+@pytest.mark.parametrize("pattern_limit", [2000, 0])
+def test_a_choice_s_rank_never_exceeds_what_taking_it_adds_to_any_plan(
+    pattern_limit: int,
+) -> None:
+    """The rank adds the reduced costs of what the choice forces (the site's used flag,
+    its servers, a relaxed site's racks) to its own: still a bound on every plan taking
+    it, and higher than the reduced cost alone on enough instances to matter. Pattern
+    limit 0 relaxes every site's packing, as at 40x120x40, so racks count too."""
+    options = BuildOptions(pattern_limit=pattern_limit)
+    raised_on = []
+    for seed in SEEDS:
+        result = _ranked_against_plans(seed, options)
+        if result is not None and result[0] and result[1]:
+            raised_on.append(seed)
+    assert len(raised_on) >= 20, raised_on

@@ -13,7 +13,7 @@ from gpusolve.optimize import core, relaxation
 from gpusolve.optimize.model import BuildOptions, build
 from gpusolve.optimize.solve import criteria
 
-# (reduced cost, proto index), cheapest first, as `core.ranked` gives them.
+# (rank, proto index), cheapest first, as `core.ranked` gives them.
 ORDER = [(0.0, 10), (0.0, 11), (2.0, 12), (5.0, 13), (5.0, 14), (9.0, 15)]
 
 

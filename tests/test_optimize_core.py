@@ -7,11 +7,11 @@ from __future__ import annotations
 import math
 
 import pytest
+from tests.test_optimize_dichotomy import leading_lp, normalised
 from tests.test_optimize_differential import SEEDS, case
 
-from gpusolve.optimize import core, relaxation
-from gpusolve.optimize.model import BuildOptions, build
-from gpusolve.optimize.solve import criteria
+from gpusolve.optimize import core
+from gpusolve.optimize.model import BuildOptions
 
 # (rank, proto index), cheapest first, as `core.ranked` gives them.
 ORDER = [(0.0, 10), (0.0, 11), (2.0, 12), (5.0, 13), (5.0, 14), (9.0, 15)]
@@ -71,21 +71,18 @@ def _ranked_against_plans(seed: int, options: BuildOptions) -> tuple[int, int] |
     """Check `core.ranked` on one enumerated instance: every feasible plan costs at least
     L + the rank of each choice it takes. Returns (choices ranked above their own reduced
     cost, plans checked), None when the LP has no optimum (no plan, mostly)."""
-    instance, evaluated = case(seed)
-    built = build(instance, options)
-    head = criteria(built)[0]
-    lp = relaxation.translate(built.model, head.normalised()).solve(10.0)
+    built, head, _, lp = leading_lp(seed, options)
     if lp is None:
         return None
     rank = {index: cost for cost, index in core.ranked(built, lp)}
     index_of = {(o.option.key, o.placement.site): o.var.index for o in built.owned}
     index_of.update({(c.option.key, None): c.var.index for c in built.cloud})
     plans = 0
+    instance, evaluated = case(seed)
     for plan in evaluated:
         if plan.violated:
             continue
-        primary = plan.primary(instance.objective)
-        value = head.hi - primary if head.maximise else primary - head.lo
+        value = normalised(head, plan.primary(instance.objective))
         for key in plan.keys:
             if key in index_of:  # not pruned from the model
                 assert value >= lp.bound + rank[index_of[key]] - 1e-6, (seed, key)

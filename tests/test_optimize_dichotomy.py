@@ -9,8 +9,8 @@ from tests.optimize_reference import optimum
 from tests.test_optimize_differential import SEEDS, case
 
 from gpusolve.optimize import dichotomy, relaxation
-from gpusolve.optimize.model import Built, build
-from gpusolve.optimize.solve import criteria
+from gpusolve.optimize.model import BuildOptions, Built, build
+from gpusolve.optimize.solve import Criterion, criteria
 
 
 def _built_with_cloud_and_owned(others: int = 0) -> tuple[Built, str]:
@@ -88,20 +88,32 @@ def test_the_most_evenly_split_workload_is_chosen() -> None:
     assert sorted(halves[0]) == sorted(by_workload[other][first])
 
 
+def leading_lp(
+    seed: int, options: BuildOptions | None = None
+) -> tuple[Built, Criterion, relaxation.Relaxation, relaxation.LpSolution | None]:
+    """An enumerated instance's model, its leading criterion, and the LP minimising that
+    criterion normalised (None when the LP has no optimum)."""
+    built = build(case(seed)[0], options)
+    head = criteria(built)[0]
+    translated = relaxation.translate(built.model, head.normalised())
+    return built, head, translated, translated.solve(10.0)
+
+
+def normalised(head: Criterion, value: int) -> int:
+    """A plan's value of the criterion as `Criterion.normalised` counts it."""
+    return head.hi - value if head.maximise else value - head.lo
+
+
 def _bounds(seed: int) -> tuple[float, float | None, float | None]:
     """The LP's bound, the dichotomy's and the optimum, all on the normalised leading
     criterion (None: no dichotomy bound; no plan)."""
-    instance, evaluated = case(seed)
-    built = build(instance)
-    head = criteria(built)[0]
-    translated = relaxation.translate(built.model, head.normalised())
-    lp = translated.solve(10.0)
+    built, head, translated, lp = leading_lp(seed)
     if lp is None:
         return float("nan"), None, None
     lifted = dichotomy.bound(translated, built, lp, 10.0)
+    instance, evaluated = case(seed)
     ref = optimum(instance, evaluated)
-    best = None if ref is None else (head.hi - ref[0] if head.maximise else ref[0] - head.lo)
-    return lp.bound, lifted, best
+    return lp.bound, lifted, None if ref is None else normalised(head, ref[0])
 
 
 def test_the_bound_holds_for_every_plan_and_lifts_the_lp() -> None:

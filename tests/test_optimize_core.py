@@ -10,7 +10,7 @@ import pytest
 from tests.test_optimize_dichotomy import leading_lp, normalised
 from tests.test_optimize_differential import SEEDS, case
 
-from gpusolve.optimize import core
+from gpusolve.optimize import core, opening
 from gpusolve.optimize.model import BuildOptions
 
 # (rank, proto index), cheapest first, as `core.ranked` gives them.
@@ -67,14 +67,18 @@ def test_a_core_always_grows_even_when_the_kept_choices_fill_the_count(
     assert core.core(ORDER, 2.0, keep={13, 14, 15}).least_out is None
 
 
-def _ranked_against_plans(seed: int, options: BuildOptions) -> tuple[int, int] | None:
+def _ranked_against_plans(
+    seed: int, options: BuildOptions, with_opening: bool = False
+) -> tuple[int, int] | None:
     """Check `core.ranked` on one enumerated instance: every feasible plan costs at least
     L + the rank of each choice it takes. Returns (choices ranked above their own reduced
-    cost, plans checked), None when the LP has no optimum (no plan, mostly)."""
-    built, head, _, lp = leading_lp(seed, options)
+    cost, plans checked), None when the LP has no optimum (no plan, mostly).
+    `with_opening`: ranks also count the sites' opening bounds (`opening.py`)."""
+    built, head, translated, lp = leading_lp(seed, options)
     if lp is None:
         return None
-    rank = {index: cost for cost, index in core.ranked(built, lp)}
+    rise = opening.bounds(translated, built, lp, 10.0) if with_opening else None
+    rank = {index: cost for cost, index in core.ranked(built, lp, rise)}
     index_of = {(o.option.key, o.placement.site): o.var.index for o in built.owned}
     index_of.update({(c.option.key, None): c.var.index for c in built.cloud})
     plans = 0
@@ -106,3 +110,17 @@ def test_a_choice_s_rank_never_exceeds_what_taking_it_adds_to_any_plan(
         if result is not None and result[0] and result[1]:
             raised_on.append(seed)
     assert len(raised_on) >= 20, raised_on
+
+
+def test_opening_bounds_lift_ranks_and_keep_them_bounds() -> None:
+    """With the sites' opening bounds, ranks stay below what every plan pays and rise above
+    the ranks without them on enough instances to matter (pattern limit 0, as at
+    40x120x40)."""
+    options = BuildOptions(pattern_limit=0)
+    lifted_on = []
+    for seed in SEEDS:
+        plain = _ranked_against_plans(seed, options)
+        lifted = _ranked_against_plans(seed, options, with_opening=True)
+        if plain is not None and lifted is not None and lifted[0] > plain[0]:
+            lifted_on.append(seed)
+    assert len(lifted_on) >= 20, lifted_on

@@ -11,7 +11,9 @@ the unfinished LP (gaps 5.1 / 13.5 %). GLOP's primal simplex solves the same LP 
 with L the LP bound and d_j the reduced costs: a plan that takes a choice with d_j > 0 costs
 at least L + d_j. The sum runs over every variable, so a choice's rank r_j adds the terms of
 what taking it forces: at a site the LP leaves empty, the used flag, the servers and the
-racks (`ranked`). So stage 1 searches a core, every choice with r_j <= t plus the hint's,
+racks (`ranked`); and a rank is at least what the choice's site's own LP says it adds
+(`opening.py`), which is far more where the LP leaves the site closed. So stage 1 searches
+a core, every choice with r_j <= t plus the hint's,
 with every other choice fixed to 0. A core of 5-16k open choices is an LP CP-SAT solves in
 well under a second, so its cuts and branching work. For the whole model:
 
@@ -35,7 +37,7 @@ from __future__ import annotations
 
 import bisect
 import math
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -84,9 +86,13 @@ class Core:
         return value < self.outside(lp_bound)
 
 
-def ranked(built: Built, lp: LpSolution) -> list[tuple[float, int]]:
+def ranked(
+    built: Built, lp: LpSolution, floors: Mapping[int, float] | None = None
+) -> list[tuple[float, int]]:
     """Every choice variable as (what taking it adds to L at least, proto index), cheapest
-    first: its own reduced cost plus that of what it forces (`_forced`)."""
+    first: its own reduced cost plus that of what it forces (`forced`), or what `floors`
+    (proto index -> rise over L, `opening.py`) gives when that is more."""
+    floors = floors or {}
     d = lp.reduced_costs
     variables = built.model.proto.variables
     # Lower bounds of the forced variables only (a few thousand): each proto access
@@ -105,12 +111,13 @@ def ranked(built: Built, lp: LpSolution) -> list[tuple[float, int]]:
     for o in built.owned:
         key = (o.placement.site, o.option.sku, o.option.servers)
         if key not in extra:
-            extra[key] = sum(paid(index, least) for index, least in _forced(built, *key))
-        order.append((d[o.var.index] + extra[key], o.var.index))
+            extra[key] = sum(paid(index, least) for index, least in forced(built, *key))
+        rank = max(d[o.var.index] + extra[key], floors.get(o.var.index, 0.0))
+        order.append((rank, o.var.index))
     return sorted(order)
 
 
-def _forced(built: Built, site: str, sku: str, servers: int) -> list[tuple[int, int]]:
+def forced(built: Built, site: str, sku: str, servers: int) -> list[tuple[int, int]]:
     """(proto index, least value) of the variables a plan must raise when it places a
     workload on `servers` servers of `sku` at `site`: the site's used flag, the SKU's
     servers there, and a relaxed site's racks.

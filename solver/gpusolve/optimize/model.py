@@ -190,6 +190,22 @@ class Built:
         out += list(self.literals.values())
         return out
 
+    def site_vars(self) -> dict[str, list[Var]]:
+        """Every variable that belongs to one site: its choices, servers, used flag and
+        packing."""
+        out: dict[str, list[Var]] = {site: [var] for site, var in self.used.items()}
+        for o in self.owned:
+            out[o.placement.site].append(o.var)
+        for (_, site), var in self.servers.items():
+            out[site].append(var)
+        for site, pack in self.packing.items():
+            out[site] += list(pack.pattern_racks)
+            for rack in pack.bins:
+                out[site] += [rack.open, *rack.counts]
+            if pack.relaxed is not None:
+                out[site].append(pack.relaxed.racks)
+        return out
+
     def close(self, model: cp_model.CpModel, indices: Iterable[int]) -> None:
         """Fix these choice variables of a clone of the model to 0. The domain is set,
         not `var == 0` added: at 40x120x40 that would be 80-100k more rows."""

@@ -33,7 +33,7 @@ _UNBOUNDED = 2**62
 # The bound is computed in floating point from GLOP's duals; it is lowered by this share of
 # the magnitudes that went into it, orders of magnitude more than the rounding error of
 # the sums (about rows x 1e-16 of them), so the bound stays valid.
-_SAFETY = 1e-9
+SAFETY = 1e-9
 # GLOP starts from the all-slack basis and prices by Dantzig's rule in both phases. On
 # 40x120x40 seeds 0-4 the LP took 0.8-1.0 s this way against 2.4-4.1 s with GLOP's
 # defaults (a triangular crash basis, steepest-edge pricing); the crash basis alone was
@@ -48,6 +48,7 @@ class LpSolution:
     values: list[float]  # by proto index
     reduced_costs: list[float]  # objective coefficient minus the duals' row terms
     bound: float  # the objective is at least this in every plan of the model
+    duals: list[float]  # by LP row (`Relaxation.lp.constraint`)
 
 
 @dataclass(frozen=True)
@@ -69,18 +70,27 @@ class Relaxation:
             lp.CopyFrom(self.lp)
             for index in closed:
                 lp.variable[index].lower_bound = lp.variable[index].upper_bound = 0
-        request = linear_solver_pb2.MPModelRequest(
-            model=lp,
-            solver_type=linear_solver_pb2.MPModelRequest.GLOP_LINEAR_PROGRAMMING,
-            solver_time_limit_seconds=max(time_s, 0.001),
-            solver_specific_parameters=_GLOP_PARAMETERS,
-        )
-        response = linear_solver_pb2.MPSolutionResponse()
-        pywraplp.Solver.SolveWithProto(request, response)
-        if response.status != linear_solver_pb2.MPSOLVER_OPTIMAL:
+        response = glop(lp, time_s)
+        if response is None:
             return None
-        reduced, bound = lagrangian(lp, list(response.dual_value), self.offset)
-        return LpSolution(list(response.variable_value), reduced, bound)
+        duals = list(response.dual_value)
+        reduced, bound = lagrangian(lp, duals, self.offset)
+        return LpSolution(list(response.variable_value), reduced, bound, duals)
+
+
+def glop(
+    lp: linear_solver_pb2.MPModelProto, time_s: float
+) -> linear_solver_pb2.MPSolutionResponse | None:
+    """GLOP's optimum of `lp`; None when it finds none within `time_s` (or there is none)."""
+    request = linear_solver_pb2.MPModelRequest(
+        model=lp,
+        solver_type=linear_solver_pb2.MPModelRequest.GLOP_LINEAR_PROGRAMMING,
+        solver_time_limit_seconds=max(time_s, 0.001),
+        solver_specific_parameters=_GLOP_PARAMETERS,
+    )
+    response = linear_solver_pb2.MPSolutionResponse()
+    pywraplp.Solver.SolveWithProto(request, response)
+    return response if response.status == linear_solver_pb2.MPSOLVER_OPTIMAL else None
 
 
 def translate(model: cp_model.CpModel, objective: cp_model.LinearExpr) -> Relaxation:
@@ -105,8 +115,8 @@ def lagrangian(
     total = offset
     magnitude = abs(offset)
     for row, y in zip(lp.constraint, duals, strict=True):
-        side = row.lower_bound if y > 0 else row.upper_bound
-        if y == 0 or math.isinf(side):
+        side = binding_side(row, y)
+        if side is None:
             continue
         total += y * side
         magnitude += abs(y * side)
@@ -117,7 +127,14 @@ def lagrangian(
         d = reduced[index]
         total += min(d * var.lower_bound, d * var.upper_bound)
         magnitude += weight[index] * max(abs(var.lower_bound), abs(var.upper_bound))
-    return reduced, total - _SAFETY * magnitude
+    return reduced, total - SAFETY * magnitude
+
+
+def binding_side(row: linear_solver_pb2.MPConstraintProto, dual: float) -> float | None:
+    """The side of `row` its multiplier's sign makes binding; None when the multiplier
+    counts as 0 (it is 0, or points at an unbounded side)."""
+    side = row.lower_bound if dual > 0 else row.upper_bound
+    return None if dual == 0 or math.isinf(side) else side
 
 
 def _lp_model(

@@ -540,7 +540,7 @@ def solve_built(
     first = groups[0]
     head = first[0]
     objective, weights = fold(first)
-    lp, floor = _relaxation(stages, head, hinted=hint is not None)
+    lp, floor, opened = _relaxation(stages, head, hinted=hint is not None)
     if hint is None and config.warm_start:
         values = None if lp is None else lp.values
         hint = warmstart.warm_hint(built, objective, warmstart.SHARE * stages.remaining(), values)
@@ -548,7 +548,7 @@ def solve_built(
         stages.cuts += lazy.hinted_cuts(built.relaxed, hint)
     if lp is not None and built.stats["choice_vars"] >= core.MIN_CHOICES:
         solver, status, lead = _core_search(
-            stages, objective, weights[0], head, hint or {}, lp, floor
+            stages, objective, weights[0], head, hint or {}, lp, floor, opened
         )
     else:
         solver, status, raw_bound = stages.run(
@@ -591,11 +591,12 @@ def _solved(status: cp_model.CpSolverStatus) -> bool:
 
 def _relaxation(
     stages: _Stages, head: Criterion, *, hinted: bool
-) -> tuple[LpSolution | None, float | None]:
+) -> tuple[LpSolution | None, float | None, dict[int, float]]:
     """The LP relaxation's optimum for the leading criterion (normalised), when something
     reads it (the core search on models of `core.MIN_CHOICES` choices or more, else the
-    warm start), and for the core search also the dichotomy's bound (`dichotomy.py`).
-    None where there is none, or GLOP found none in time."""
+    warm start), and for the core search also the dichotomy's bound (`dichotomy.py`) and
+    the sites' opening bounds (`opening.py`). None where there is none, or GLOP found none
+    in time."""
     built, config = stages.built, stages.config
     in_cores = built.stats["choice_vars"] >= core.MIN_CHOICES
     if in_cores:
@@ -603,18 +604,20 @@ def _relaxation(
     elif not hinted and config.warm_start and warmstart.wanted(built):
         share = warmstart.SHARE
     else:
-        return None, None
+        return None, None, {}
     # Imported here: OR-Tools' linear solver adds 35 ms to every start-up, and plans below
     # the warm start's size (every shipped example) never need it.
-    from gpusolve.optimize import relaxation
+    from gpusolve.optimize import opening, relaxation
 
     # The translation is dropped on return: at 40x120x40 it would otherwise stay in memory
     # through the whole search.
     translated = relaxation.translate(built.model, head.normalised())
     lp = translated.solve(share * stages.remaining())
     if lp is None or not in_cores:
-        return lp, None
-    return lp, dichotomy.bound(translated, built, lp, dichotomy.SHARE * stages.remaining())
+        return lp, None, {}
+    opened = opening.bounds(translated, built, lp, opening.SHARE * stages.remaining())
+    floor = dichotomy.bound(translated, built, lp, dichotomy.SHARE * stages.remaining())
+    return lp, floor, opened
 
 
 def _core_search(
@@ -625,6 +628,7 @@ def _core_search(
     hint: dict[int, int],
     lp: LpSolution,
     floor: float | None,
+    opened: dict[int, float],
 ) -> tuple[cp_model.CpSolver, cp_model.CpSolverStatus, int]:
     """Stage 1 over growing cores (`core.py`): the solver holding the best plan, the status
     for the whole model, and a bound on the normalised leading criterion of every plan.
@@ -636,7 +640,7 @@ def _core_search(
     OPTIMAL when a core's optimum is proven to beat every plan outside it (or is within
     the caller's gap of the bound), FEASIBLE when the time ran out with a plan."""
     built = stages.built
-    order = core.ranked(built, lp)
+    order = core.ranked(built, lp, opened)
     choices = [var.index for var in built.choice_vars()]
     keep = {var.index for var in warmstart.candidates(built, lp.values)}
     keep |= {index for index in choices if hint.get(index) == 1}

@@ -19,7 +19,7 @@ Lagrangian bound is taken, with its reduced costs: the choice's, and those of wh
 choice forces (`core.forced`), add to the site's rise as in `core.ranked`. GLOP's
 tolerances cannot make either invalid, since both hold for any multipliers.
 
-Choices in the core of every rank up to 0.5 % of L, before -> after, 40x120x40, 1.0-1.2 s
+Choices in the core of every rank up to 0.5 % of L, before -> after, 40x120x40, 0.8-1.0 s
 for all 40 sites: seed 5 11,317 -> 2,952; seed 0 28,230 -> 8,366; seed 9 26,075 -> 15,782.
 The 30 s gaps of seeds 0-9 went 0.54 / 0.34 / 0.05 / 0.51 / 0.46 / 1.62 / 0.46 / 0.70 /
 0.51 / 0.79 % -> 0.30 / 0.11 / 0.00 / 0.51 / 0.00 / 0.97 / 0.45 / 0.60 / 0.28 / 0.79 %.
@@ -46,7 +46,7 @@ from gpusolve.optimize.relaxation import (
     lagrangian,
 )
 
-# Share of the remaining time the bounds may take (1.0-1.2 s of 23-24 s at 40x120x40).
+# Share of the remaining time the bounds may take (0.8-1.0 s of 23-24 s at 40x120x40).
 SHARE = 0.1
 
 
@@ -71,18 +71,34 @@ def bounds(relax: Relaxation, built: Built, lp: LpSolution, time_s: float) -> di
         priced = _site_lp(relax.lp, built, lp, site, members[site], rows.get(site, []), stop)
         if priced is None:
             continue
-        opened, reduced, low = priced
-        for o in choices[site]:
-            key = (site, o.option.sku, o.option.servers)
-            terms = [(o.var.index, 1), *forced(built, *key)]
-            extra = sum(
-                reduced[k] * max(0.0, least - low[k])
-                for k, least in terms
-                if reduced.get(k, 0.0) > 0
-            )
-            rise = opened + extra * (1 - SAFETY)
-            if rise > 0:
-                out[o.var.index] = rise
+        out |= _rises(built, site, choices[site], *priced)
+    return out
+
+
+def _rises(
+    built: Built,
+    site: str,
+    choices: Sequence[OwnedVar],
+    opened: float,
+    reduced: dict[int, float],
+    low: dict[int, float],
+) -> dict[int, float]:
+    """The site's choices with their positive bounds, from its LP's opening bound, reduced
+    costs and lower bounds (`_site_lp`)."""
+
+    def paid(index: int, least: int) -> float:
+        d = reduced[index]
+        return d * max(0.0, least - low[index]) if d > 0 else 0.0
+
+    out: dict[int, float] = {}
+    by_shape: dict[tuple[str, int], float] = {}  # what a (SKU, servers) forces
+    for o in choices:
+        shape = (o.option.sku, o.option.servers)
+        if shape not in by_shape:
+            by_shape[shape] = sum(paid(*term) for term in forced(built, site, *shape))
+        rise = opened + (paid(o.var.index, 1) + by_shape[shape]) * (1 - SAFETY)
+        if rise > 0:
+            out[o.var.index] = rise
     return out
 
 

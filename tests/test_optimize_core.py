@@ -5,6 +5,7 @@ force in `test_optimize_differential.py`."""
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import pytest
 from tests.test_optimize_dichotomy import leading_lp, normalised
@@ -67,6 +68,19 @@ def test_a_core_always_grows_even_when_the_kept_choices_fill_the_count(
     assert core.core(ORDER, 2.0, keep={13, 14, 15}).least_out is None
 
 
+def checked_on(
+    check: Callable[[int, BuildOptions], tuple[int, int] | None], options: BuildOptions
+) -> list[int]:
+    """The enumerated seeds on which `check` (returning (choices lifted, plans checked),
+    None without an LP optimum) lifted some choice and checked some plan."""
+    out = []
+    for seed in SEEDS:
+        result = check(seed, options)
+        if result is not None and result[0] and result[1]:
+            out.append(seed)
+    return out
+
+
 def _ranked_against_plans(
     seed: int, options: BuildOptions, with_opening: bool = False
 ) -> tuple[int, int] | None:
@@ -103,12 +117,7 @@ def test_a_choice_s_rank_never_exceeds_what_taking_it_adds_to_any_plan(
     its servers, a relaxed site's racks) to its own: still a bound on every plan taking
     it, and higher than the reduced cost alone on enough instances to matter. Pattern
     limit 0 relaxes every site's packing, as at 40x120x40, so racks count too."""
-    options = BuildOptions(pattern_limit=pattern_limit)
-    raised_on = []
-    for seed in SEEDS:
-        result = _ranked_against_plans(seed, options)
-        if result is not None and result[0] and result[1]:
-            raised_on.append(seed)
+    raised_on = checked_on(_ranked_against_plans, BuildOptions(pattern_limit=pattern_limit))
     assert len(raised_on) >= 20, raised_on
 
 

@@ -4,6 +4,7 @@ every plan that takes a choice costs at least the LP bound plus the choice's bou
 from __future__ import annotations
 
 import pytest
+from tests.test_optimize_core import checked_on
 from tests.test_optimize_dichotomy import leading_lp, normalised
 from tests.test_optimize_differential import SEEDS, case
 
@@ -39,12 +40,7 @@ def test_every_plan_taking_a_choice_pays_its_bound(pattern_limit: int) -> None:
     """And the bounds say more than the ranks from the whole LP's duals alone on enough
     instances to matter. Pattern limit 0 relaxes every site's packing (one integer rack
     count per site), as at 40x120x40."""
-    options = BuildOptions(pattern_limit=pattern_limit)
-    tested_on = []
-    for seed in SEEDS:
-        result = _opening_against_plans(seed, options)
-        if result is not None and result[0] and result[1]:
-            tested_on.append(seed)
+    tested_on = checked_on(_opening_against_plans, BuildOptions(pattern_limit=pattern_limit))
     assert len(tested_on) >= 30, tested_on
 
 

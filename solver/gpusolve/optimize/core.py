@@ -13,9 +13,9 @@ at least L + d_j. The sum runs over every variable, so a choice's rank r_j adds 
 what taking it forces: at a site the LP leaves empty, the used flag, the servers and the
 racks (`ranked`); and a rank is at least what the choice's site's own LP says it adds
 (`opening.py`), which is far more where the LP leaves the site closed. So stage 1 searches
-a core, every choice with r_j <= t plus the hint's,
-with every other choice fixed to 0. A core of 5-16k open choices is an LP CP-SAT solves in
-well under a second, so its cuts and branching work. For the whole model:
+a core, every choice with r_j <= t plus the hint's, with every other choice fixed to 0. A
+core of 1-16k open choices is an LP CP-SAT solves in well under a second, so its cuts and
+branching work. For the whole model:
 
 * every plan in the core is worth at least max(B, L), B the core solve's bound;
 * every plan outside it at least L + d_out, d_out the least rank left out;

@@ -56,7 +56,8 @@ MIN_CHOICES = 50_000
 LP_SHARE = 0.5
 # Each core holds this many times the open choices of the previous one. With the ranks of
 # `ranked`, 40x120x40 seeds 0-8 at 30 s: 6 gave worse gaps than 3 on seven of them (seed
-# 0: 0.54 -> 0.77 %), better only on seed 5 (1.65 -> 1.43 %).
+# 0: 0.54 -> 0.77 %), better only on seed 5 (1.65 -> 1.43 %). With `opening.py`'s bounds
+# too, seed 5: 0.90 % with 3, 0.90 % with 4, 1.16 % with 6; seed 9 0.79 % with each.
 GROWTH = 3.0
 
 

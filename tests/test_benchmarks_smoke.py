@@ -71,3 +71,25 @@ def test_peers_agree(instance: Instance) -> None:
         assert abs(result.objective - (optimum or 0)) <= 1
         plan = peers.to_solution(translation, result.values, result.status, result.total_s)
         assert check(instance, plan) == []
+
+
+def test_an_undefined_ratio_is_no_verdict_and_a_measured_one_is_judged() -> None:
+    import run
+
+    rows = {
+        row["target"]: row["pass"]
+        for row in run.targets(
+            {
+                "M": {"ratio_gpusolve-2w_proof": 0.4, "ratio_gpusolve-2w_wall": 1.2},
+                "XL": {"xl_gap_30s_max": 0.02},
+                "L": {"highs_proof_s": 60.0},
+            },
+            {},
+        )
+    }
+    assert rows["M: proof 2w / best peer (median)"] is True
+    assert rows["M: solve() 2w / best peer (median)"] is False
+    assert rows["M: aim proof 2w / best peer"] is True
+    assert rows["XL: proof 2w / best peer (median)"] is None  # peers not run
+    assert rows["XL: worst gap with proven bound at 30 s"] is False
+    assert rows["L: proof 2w / best peer (median)"] is None  # nothing proven

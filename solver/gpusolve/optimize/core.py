@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import bisect
 import math
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -100,22 +100,37 @@ def ranked(
     # crosses into C++, and reading one per term took 0.63 s at 40x120x40.
     low: dict[int, int] = {}
 
-    def paid(index: int, least: int) -> float:
-        if d[index] <= 0:
-            return 0.0
+    def lower(index: int) -> int:
         if index not in low:
             low[index] = variables[index].domain[0]
-        return d[index] * max(0, least - low[index])
+        return low[index]
 
     extra: dict[tuple[str, str, int], float] = {}  # by (site, SKU, servers)
     order = [(d[c.var.index], c.var.index) for c in built.cloud]
     for o in built.owned:
         key = (o.placement.site, o.option.sku, o.option.servers)
         if key not in extra:
-            extra[key] = sum(paid(index, least) for index, least in forced(built, *key))
+            extra[key] = raising_cost(forced(built, *key), d.__getitem__, lower)
         rank = max(d[o.var.index] + extra[key], floors.get(o.var.index, 0.0))
         order.append((rank, o.var.index))
     return sorted(order)
+
+
+def raising_cost(
+    terms: Iterable[tuple[int, int]],
+    reduced: Callable[[int], float],
+    lower: Callable[[int], float],
+) -> float:
+    """What the Lagrangian bound charges a plan for raising each variable (proto index) to
+    at least its value in `terms`: reduced cost x the rise above its lower bound. Only a
+    positive reduced cost counts; a variable with a negative one is charged at its upper
+    bound, where raising it costs nothing more."""
+    total = 0.0
+    for index, least in terms:
+        d = reduced(index)
+        if d > 0:
+            total += d * max(0.0, least - lower(index))
+    return total
 
 
 def forced(built: Built, site: str, sku: str, servers: int) -> list[tuple[int, int]]:

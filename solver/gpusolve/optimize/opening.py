@@ -35,7 +35,7 @@ from collections.abc import Sequence
 from ortools.linear_solver import linear_solver_pb2
 from ortools.sat.python import cp_model_helper as cmh
 
-from gpusolve.optimize.core import forced
+from gpusolve.optimize.core import forced, raising_cost
 from gpusolve.optimize.model import Built, OwnedVar
 from gpusolve.optimize.relaxation import (
     SAFETY,
@@ -60,7 +60,7 @@ def bounds(relax: Relaxation, built: Built, lp: LpSolution, time_s: float) -> di
         site: [var.index for var in variables] for site, variables in built.site_vars().items()
     }
     site_of = {index: site for site, indices in members.items() for index in indices}
-    rows = local_rows(relax.lp, site_of)
+    rows = _local_rows(relax.lp, site_of)
     choices: dict[str, list[OwnedVar]] = defaultdict(list)
     for o in built.owned:
         choices[o.placement.site].append(o)
@@ -86,23 +86,24 @@ def _rises(
     """The site's choices with their positive bounds, from its LP's opening bound, reduced
     costs and lower bounds (`_site_lp`)."""
 
-    def paid(index: int, least: int) -> float:
-        d = reduced[index]
-        return d * max(0.0, least - low[index]) if d > 0 else 0.0
-
     out: dict[int, float] = {}
     by_shape: dict[tuple[str, int], float] = {}  # what a (SKU, servers) forces
     for o in choices:
         shape = (o.option.sku, o.option.servers)
         if shape not in by_shape:
-            by_shape[shape] = sum(paid(*term) for term in forced(built, site, *shape))
-        rise = opened + (paid(o.var.index, 1) + by_shape[shape]) * (1 - SAFETY)
+            by_shape[shape] = raising_cost(
+                forced(built, site, *shape), reduced.__getitem__, low.__getitem__
+            )
+        own = raising_cost([(o.var.index, 1)], reduced.__getitem__, low.__getitem__)
+        rise = opened + (own + by_shape[shape]) * (1 - SAFETY)
         if rise > 0:
             out[o.var.index] = rise
     return out
 
 
-def local_rows(lp: linear_solver_pb2.MPModelProto, site_of: dict[int, str]) -> dict[str, list[int]]:
+def _local_rows(
+    lp: linear_solver_pb2.MPModelProto, site_of: dict[int, str]
+) -> dict[str, list[int]]:
     """LP rows over the variables of one site alone, by site."""
     out: dict[str, list[int]] = defaultdict(list)
     for index, row in enumerate(lp.constraint):

@@ -595,8 +595,8 @@ def _relaxation(
     """The LP relaxation's optimum for the leading criterion (normalised), when something
     reads it (the core search on models of `core.MIN_CHOICES` choices or more, else the
     warm start), and for the core search also the dichotomy's bound (`dichotomy.py`) and
-    the sites' opening bounds (`opening.py`). None where there is none, or GLOP found none
-    in time."""
+    the choices' bounds from their sites' own LPs (`opening.py`). None where there is
+    none, or GLOP found none in time."""
     built, config = stages.built, stages.config
     in_cores = built.stats["choice_vars"] >= core.MIN_CHOICES
     if in_cores:

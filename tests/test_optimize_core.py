@@ -91,7 +91,7 @@ def _ranked_against_plans(
     built, head, translated, lp = leading_lp(seed, options)
     if lp is None:
         return None
-    rise = opening.bounds(translated, built, lp, 10.0) if with_opening else None
+    rise = opening.bounds(translated, built, lp, 10.0).choices if with_opening else None
     rank = {index: cost for cost, index in core.ranked(built, lp, rise)}
     index_of = {(o.option.key, o.placement.site): o.var.index for o in built.owned}
     index_of.update({(c.option.key, None): c.var.index for c in built.cloud})

@@ -31,7 +31,7 @@ from tests.optimize_reference import (
     random_instance,
 )
 
-from gpusolve.optimize import core, lazy, warmstart
+from gpusolve.optimize import core, lazy, neighbourhood, warmstart
 from gpusolve.optimize import solve as solve_module
 from gpusolve.optimize.alternatives import alternatives
 from gpusolve.optimize.explain import explain, relaxation
@@ -268,13 +268,16 @@ def test_core_search_from_the_lp_face_alone_matches_enumeration(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """No warm start and no candidates kept: the first core is the LP optimum's face (zero
-    reduced cost), often without the optimum or any plan, so cores must grow; they must
-    have grown on some of the instances for this test to mean anything."""
+    reduced cost), often without the optimum or any plan, so cores must grow, and the site
+    neighbourhood (`neighbourhood.py`) runs between them; both must have happened on some
+    of the instances for this test to mean anything."""
     monkeypatch.setattr(core, "MIN_CHOICES", 0)
     monkeypatch.setattr(warmstart, "candidates", lambda built, values=None: [])
     grown: set[int] = set()
+    searched: set[int] = set()
     seed = -1
     grow = core.next_threshold
+    pick = neighbourhood.sites
 
     def counted(*args: Any) -> float | None:
         threshold = grow(*args)
@@ -282,10 +285,18 @@ def test_core_search_from_the_lp_face_alone_matches_enumeration(
             grown.add(seed)
         return threshold
 
+    def picked(*args: Any) -> frozenset[str] | None:
+        kept = pick(*args)
+        if kept is not None:
+            searched.add(seed)
+        return kept
+
     monkeypatch.setattr(core, "next_threshold", counted)
+    monkeypatch.setattr(neighbourhood, "sites", picked)
     config = dataclasses.replace(CONFIG, warm_start=False)
     for seed in SEEDS[::4]:
         instance, evaluated = case(seed)
         ref = optimum(instance, evaluated)
         _assert_matches(seed, solve(instance, config), instance, ref)
     assert len(grown) >= 5, sorted(grown)
+    assert len(searched) >= 3, sorted(searched)

@@ -1,5 +1,6 @@
-"""Choices' bounds from their site's own LP (`optimize/opening.py`) against brute force:
-every plan that takes a choice costs at least the LP bound plus the choice's bound."""
+"""Sites' and choices' bounds from the site's own LP (`optimize/opening.py`) against brute
+force: every plan that uses a site or takes a choice costs at least the LP bound plus its
+bound."""
 
 from __future__ import annotations
 
@@ -18,7 +19,10 @@ def _opening_against_plans(seed: int, options: BuildOptions) -> tuple[int, int] 
     built, head, translated, lp = leading_lp(seed, options)
     if lp is None:
         return None
-    rise = opening.bounds(translated, built, lp, 10.0)
+    opened = opening.bounds(translated, built, lp, 10.0)
+    rise = opened.choices
+    # A site whose LP has no solution is one no plan can use (seed 43), so it has no bound.
+    assert set(opened.sites) <= set(built.used)
     plain = {index: rank for rank, index in core.ranked(built, lp)}
     above = {index for index, value in rise.items() if value > plain[index] + 1e-6}
     index_of = {(o.option.key, o.placement.site): o.var.index for o in built.owned}
@@ -31,6 +35,8 @@ def _opening_against_plans(seed: int, options: BuildOptions) -> tuple[int, int] 
         taken = [index_of[key] for key in plan.keys if key in index_of]
         for index in taken:
             assert value >= lp.bound + rise.get(index, 0.0) - 1e-6, (seed, index)
+        for site in {site for _, site in plan.keys if site is not None}:
+            assert value >= lp.bound + opened.sites[site] - 1e-6, (seed, site)
         plans += any(index in above for index in taken)
     return len(above), plans
 
@@ -47,4 +53,4 @@ def test_every_plan_taking_a_choice_pays_its_bound(pattern_limit: int) -> None:
 def test_no_time_leaves_every_bound_at_zero() -> None:
     built, _, translated, lp = leading_lp(SEEDS[0])
     assert lp is not None
-    assert opening.bounds(translated, built, lp, 0.0) == {}
+    assert opening.bounds(translated, built, lp, 0.0) == opening.Opening()

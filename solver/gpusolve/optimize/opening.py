@@ -31,6 +31,7 @@ import math
 import time
 from collections import defaultdict
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 
 from ortools.linear_solver import linear_solver_pb2
 from ortools.sat.python import cp_model_helper as cmh
@@ -50,11 +51,19 @@ from gpusolve.optimize.relaxation import (
 SHARE = 0.1
 
 
-def bounds(relax: Relaxation, built: Built, lp: LpSolution, time_s: float) -> dict[int, float]:
-    """Choice variables (proto index) with how much more than L any plan that takes them
-    costs at least: their site's opening bound, plus what the site's own LP charges for
-    the choice and what it forces (`core.forced`). Sites not reached within `time_s`, or
-    whose LP GLOP does not solve, are left out."""
+@dataclass(frozen=True)
+class Opening:
+    """How much more than L a plan costs at least, by choice (proto index) it takes and by
+    site it uses. Sites not reached in time, or whose LP GLOP did not solve, are absent."""
+
+    choices: dict[int, float] = field(default_factory=dict)
+    sites: dict[str, float] = field(default_factory=dict)
+
+
+def bounds(relax: Relaxation, built: Built, lp: LpSolution, time_s: float) -> Opening:
+    """Each site's opening bound, and each choice's: its site's, plus what the site's own
+    LP charges for the choice and what it forces (`core.forced`), where positive. Sites
+    not reached within `time_s` are left out."""
     stop = time.perf_counter() + time_s
     members = {
         site: [var.index for var in variables] for site, variables in built.site_vars().items()
@@ -64,14 +73,15 @@ def bounds(relax: Relaxation, built: Built, lp: LpSolution, time_s: float) -> di
     choices: dict[str, list[OwnedVar]] = defaultdict(list)
     for o in built.owned:
         choices[o.placement.site].append(o)
-    out: dict[int, float] = {}
+    out = Opening()
     for site in sorted(members):
         if time.perf_counter() >= stop:
             break
         priced = _site_lp(relax.lp, built, lp, site, members[site], rows.get(site, []), stop)
         if priced is None:
             continue
-        out |= _rises(built, site, choices[site], *priced)
+        out.sites[site] = priced[0]
+        out.choices.update(_rises(built, site, choices[site], *priced))
     return out
 
 

@@ -26,7 +26,9 @@ variables up, CP-SAT's own root LP cannot finish within the limit, so stage 1 se
 growing cores of the choices instead (`core.py`), with the LP relaxation's bound (from GLOP,
 `relaxation.py`) for every plan outside them, and the weaker of two LP bounds, one per side
 of the workload the LP splits most (`dichotomy.py`), for every plan; the proof stays
-exact, a core is only declared optimal when every plan outside it is proven dearer.
+exact, a core is only declared optimal when every plan outside it is proven dearer. Before
+each core, its choices at the best plan's sites and the one site the LP charges least for
+opening are searched alone (`neighbourhood.py`), for a plan CP-SAT finds late in the core.
 
 The reported objective, bound and status are the first solve's; a stage-1 incumbent that is
 only feasible (time limit) is returned as is. Float objectives are never built (CP-SAT
@@ -44,13 +46,14 @@ from typing import TYPE_CHECKING
 from ortools.sat.python import cp_model
 from ortools.sat.python import cp_model_helper as cmh
 
-from gpusolve.optimize import core, dichotomy, lazy, warmstart
+from gpusolve.optimize import core, dichotomy, lazy, neighbourhood, warmstart
 from gpusolve.optimize.ir import Instance, Solution, SolveConfig, Status
 from gpusolve.optimize.model import BuildOptions, Built, Expr, RackBin, build, rack_bins
 from gpusolve.optimize.patterns import fill_power
 from gpusolve.optimize.readout import read_solution
 
 if TYPE_CHECKING:
+    from gpusolve.optimize.opening import Opening
     from gpusolve.optimize.relaxation import LpSolution
 
 Prepare = Callable[[cp_model.CpModel], None]
@@ -546,7 +549,7 @@ def solve_built(
         hint = warmstart.warm_hint(built, objective, warmstart.SHARE * stages.remaining(), values)
     if hint:
         stages.cuts += lazy.hinted_cuts(built.relaxed, hint)
-    if lp is not None and built.stats["choice_vars"] >= core.MIN_CHOICES:
+    if lp is not None and opened is not None:  # core mode (`core.MIN_CHOICES`)
         solver, status, lead = _core_search(
             stages, objective, weights[0], head, hint or {}, lp, floor, opened
         )
@@ -591,12 +594,12 @@ def _solved(status: cp_model.CpSolverStatus) -> bool:
 
 def _relaxation(
     stages: _Stages, head: Criterion, *, hinted: bool
-) -> tuple[LpSolution | None, float | None, dict[int, float]]:
+) -> tuple[LpSolution | None, float | None, Opening | None]:
     """The LP relaxation's optimum for the leading criterion (normalised), when something
     reads it (the core search on models of `core.MIN_CHOICES` choices or more, else the
     warm start), and for the core search also the dichotomy's bound (`dichotomy.py`) and
-    the choices' bounds from their sites' own LPs (`opening.py`). None where there is
-    none, or GLOP found none in time."""
+    the sites' and choices' bounds from their sites' own LPs (`opening.py`). None where
+    there is none, or GLOP found none in time."""
     built, config = stages.built, stages.config
     in_cores = built.stats["choice_vars"] >= core.MIN_CHOICES
     if in_cores:
@@ -604,7 +607,7 @@ def _relaxation(
     elif not hinted and config.warm_start and warmstart.wanted(built):
         share = warmstart.SHARE
     else:
-        return None, None, {}
+        return None, None, None
     # Imported here: OR-Tools' linear solver adds 35 ms to every start-up, and plans below
     # the warm start's size (every shipped example) never need it.
     from gpusolve.optimize import opening, relaxation
@@ -614,7 +617,7 @@ def _relaxation(
     translated = relaxation.translate(built.model, head.normalised())
     lp = translated.solve(share * stages.remaining())
     if lp is None or not in_cores:
-        return lp, None, {}
+        return lp, None, None
     opened = opening.bounds(translated, built, lp, opening.SHARE * stages.remaining())
     floor = dichotomy.bound(translated, built, lp, dichotomy.SHARE * stages.remaining())
     return lp, floor, opened
@@ -628,27 +631,49 @@ def _core_search(
     hint: dict[int, int],
     lp: LpSolution,
     floor: float | None,
-    opened: dict[int, float],
+    opened: Opening,
 ) -> tuple[cp_model.CpSolver, cp_model.CpSolverStatus, int]:
     """Stage 1 over growing cores (`core.py`): the solver holding the best plan, the status
     for the whole model, and a bound on the normalised leading criterion of every plan.
 
     Every core keeps the warm start's candidates (`warmstart.candidates`: on 40x120x40 seed
     0 the first core's optimum was 125.64 M without them, 125.38 M with them) and the
-    choices of the best plan so far, which is its hint. `floor` is a bound on every plan
-    known beforehand (`dichotomy.py`); the bound returned is never below it. The status is
-    OPTIMAL when a core's optimum is proven to beat every plan outside it (or is within
-    the caller's gap of the bound), FEASIBLE when the time ran out with a plan."""
+    choices of the best plan so far, which is its hint. Before a core is solved, its
+    choices at the best plan's sites and one more (`neighbourhood.py`) are searched alone.
+    `floor` is a bound on every plan known beforehand (`dichotomy.py`); the bound returned
+    is never below it. The status is OPTIMAL when a core's optimum is proven to beat every
+    plan outside it (or is within the caller's gap of the bound), FEASIBLE when the time
+    ran out with a plan."""
     built = stages.built
-    order = core.ranked(built, lp, opened)
+    order = core.ranked(built, lp, opened.choices)
     choices = [var.index for var in built.choice_vars()]
     keep = {var.index for var in warmstart.candidates(built, lp.values)}
     keep |= {index for index in choices if hint.get(index) == 1}
     gap = stages.config.relative_gap
     bound = math.ceil(lp.bound if floor is None else max(lp.bound, floor))
     best: tuple[cp_model.CpSolver, int, int] | None = None  # solver, folded, leading value
+    searched: set[frozenset[str]] = set()  # site sets already searched alone
+
+    def improve(solver: cp_model.CpSolver) -> None:
+        nonlocal best, hint
+        folded = int(solver.value(objective))
+        if best is None or folded < best[1]:
+            best = (solver, folded, int(solver.value(head.normalised())))
+            # A time-limited core can end on a worse plan (a repaired rack packing).
+            hint = _values(built, solver)
+            keep.update(index for index in choices if hint[index] == 1)
+
     current = core.core(order, 0.0, keep)
     while True:
+        if best is not None:
+            kept = neighbourhood.sites(built, hint, opened.sites, best[2] - lp.bound)
+            if kept is not None and kept not in searched:
+                searched.add(kept)
+                stages.closed = current.closed | neighbourhood.elsewhere(built, kept)
+                time_s = neighbourhood.SHARE * stages.remaining()
+                solver, status, _ = stages.run(objective, hint, gap, time_s)
+                if _solved(status):
+                    improve(solver)
         stages.closed = current.closed
         # The folded objective is weight x the leading criterion + less than weight.
         outside = current.outside(lp.bound)
@@ -656,12 +681,7 @@ def _core_search(
         solver, status, raw = stages.run(objective, hint, gap, stages.remaining(), give_up=give_up)
         inside: float | None = None  # bound on the leading criterion within the core
         if _solved(status):
-            folded = int(solver.value(objective))
-            if best is None or folded < best[1]:
-                best = (solver, folded, int(solver.value(head.normalised())))
-                # A time-limited core can end on a worse plan (a repaired rack packing).
-                hint = _values(built, solver)
-                keep |= {index for index in choices if hint[index] == 1}
+            improve(solver)
         if status == cp_model.OPTIMAL:
             inside = int(solver.value(head.normalised()))
         elif status != cp_model.INFEASIBLE and math.isfinite(raw):

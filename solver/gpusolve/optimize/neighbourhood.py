@@ -26,13 +26,14 @@ SHARE = 0.2
 
 
 def sites(
-    built: Built, plan: Mapping[int, int], opening: Mapping[str, float], slack: float
+    built: Built, plan: Mapping[int, int], site_bounds: Mapping[str, float], slack: float
 ) -> frozenset[str] | None:
     """The sites `plan` (values by proto index) uses, plus the unused site with the least
-    opening bound (rise over L) below `slack` (the plan's value minus L: a site at or
-    above it cannot take part in a better plan). None when there is no such site."""
+    opening bound (`site_bounds`: rise over L, `opening.Opening.sites`) below `slack` (the
+    plan's value minus L: a site at or above it cannot take part in a better plan). None
+    when there is no such site."""
     used = {site for site, var in built.used.items() if plan.get(var.index) == 1}
-    candidates = [(rise, site) for site, rise in opening.items() if site not in used]
+    candidates = [(rise, site) for site, rise in site_bounds.items() if site not in used]
     cheapest = min(candidates, default=None)
     if cheapest is None or cheapest[0] >= slack:
         return None

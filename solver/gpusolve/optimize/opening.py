@@ -73,16 +73,17 @@ def bounds(relax: Relaxation, built: Built, lp: LpSolution, time_s: float) -> Op
     choices: dict[str, list[OwnedVar]] = defaultdict(list)
     for o in built.owned:
         choices[o.placement.site].append(o)
-    out = Opening()
+    by_site: dict[str, float] = {}
+    by_choice: dict[int, float] = {}
     for site in sorted(members):
         if time.perf_counter() >= stop:
             break
         priced = _site_lp(relax.lp, built, lp, site, members[site], rows.get(site, []), stop)
         if priced is None:
             continue
-        out.sites[site] = priced[0]
-        out.choices.update(_rises(built, site, choices[site], *priced))
-    return out
+        by_site[site] = priced[0]
+        by_choice |= _rises(built, site, choices[site], *priced)
+    return Opening(by_choice, by_site)
 
 
 def _rises(

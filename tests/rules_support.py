@@ -134,7 +134,8 @@ LAYOUT: dict[str, Any] = {
     "pp": 1,
     "dp": 8,
     "memory_per_gpu_gb": 50,
-    "capacity_gb": 80,
+    "card_memory_gb": 85.5,
+    "usable_memory_gb": 68.4,
     "comm_fraction": 0.05,
 }
 

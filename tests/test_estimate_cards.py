@@ -105,4 +105,5 @@ def pcie_box(c: Card, *, fabric_gbps_per_gpu: float = 25, storage_gbs: float = 5
 def test_cards_are_valid_catalogue_cards() -> None:
     for c in (A100_80, H100, H20, L40S, RTX4090):
         assert c.tflops_at("bf16") is not None
-        assert hgx(c).links().intra_bytes_per_s > 0
+        assert hgx(c).intra_bus_bytes_per_s(8) > 0
+        assert hgx(c).group_bus_bytes_per_s(1, 2) > 0

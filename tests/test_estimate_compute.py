@@ -1,13 +1,17 @@
-"""FLOPs, time, bottleneck, communication and checkpoints against published figures."""
+"""The step time from its parts, serving, communication and checkpoints."""
 
 from __future__ import annotations
 
+import math
+from dataclasses import replace
+
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from gpusolve.estimate import Hardware, Layout, evaluate, resolve_arch
 from gpusolve.estimate.checkpoint import checkpoint_stall, training_checkpoint
-from gpusolve.estimate.comm import ring_allgather_s, ring_allreduce_s
-from gpusolve.estimate.compute import peak_flops_per_s, training_time_s
+from gpusolve.estimate.steptime import allreduce_s, gather_s
 from gpusolve.models.requirements import Measured, ModelShape, Workload
 from gpusolve.params import Params
 from test_estimate_cards import A100_80, H20, H100, L40S, hgx, pcie_box
@@ -15,59 +19,120 @@ from test_estimate_cards import A100_80, H20, H100, L40S, hgx, pcie_box
 GB = 1e9
 
 
-def _llama70_pretrain() -> Workload:
-    return Workload(
-        name="llama2-70b",
-        kind="pretrain",
-        model=ModelShape(preset="llama-2-70b"),
-        tokens=2e12,
-        seq_len=4096,
-        global_batch=1024,
-    )
+def _llama70_pretrain(**over: object) -> Workload:
+    base: dict[str, object] = {
+        "name": "llama2-70b",
+        "kind": "pretrain",
+        "model": ModelShape(preset="llama-2-70b"),
+        "tokens": 2e12,
+        "seq_len": 4096,
+        "global_batch": 1024,
+        "micro_batch": 1,
+    }
+    base.update(over)
+    return Workload.model_validate(base)
 
 
-def test_llama2_70b_gpu_hours_match_meta_within_3_percent() -> None:
-    # Touvron et al. 2023, "Llama 2: Open Foundation and Fine-Tuned Chat Models", Table 2
-    # (CO2 emissions during pretraining): Llama 2 70B took 1,720,320 GPU-hours on A100-80GB
-    # for 2T tokens. 6·N·D at MFU 0.43 of the A100's 312 dense BF16 TFLOPS reproduces it.
-    meta_gpu_hours = 1_720_320
-    arch = resolve_arch(ModelShape(preset="llama-2-70b"))
-    peak = peak_flops_per_s(A100_80, "bf16")
-    assert peak == 312e12
-    hours = training_time_s(6 * arch.params * 2e12, 1, peak, 0.43) / 3600
-    assert hours == pytest.approx(meta_gpu_hours, rel=0.03)
-    # The same through evaluate(): one GPU (no communication, bubble or node penalty),
-    # the paper's 4M-token batch, fast storage so checkpoint stalls are negligible.
-    hw = hgx(A100_80, storage_gbs=20)
-    est = evaluate(_llama70_pretrain(), hw, Layout(1, 1, 1, 1, grad_accum=1024), Params(mfu=0.43))
+def test_llama2_70b_gpu_hours_cross_check() -> None:
+    # Touvron et al. 2023, "Llama 2", Table 2: 1,720,320 A100-80GB GPU-hours for 2T tokens
+    # (the layout is not published; TP8 PP4 over 2,048 GPUs with selective recomputation
+    # is the usual Megatron recipe for 70B at 4k context). Not fitted: a cross-check within
+    # the validation suite's ±15%.
+    w = _llama70_pretrain(gradient_checkpointing="selective")
+    lay = Layout(256, 8, 4, 64, "zero1", "selective", micro_batch=1, grad_accum=16)
+    est = evaluate(w, hgx(A100_80, fabric_gbps_per_gpu=200), lay, Params())
     assert est.time_to_train_s is not None
-    assert est.time_to_train_s * est.gpus / 3600 == pytest.approx(meta_gpu_hours, rel=0.03)
-    assert not est.fits  # 70B does not fit one GPU, and says so
-    assert est.reasons[0].startswith("needs ")
+    gpu_hours = est.time_to_train_s * est.gpus / 3600
+    assert gpu_hours == pytest.approx(1_720_320, rel=0.15)
+    assert est.mfu is not None and 0.35 < est.mfu < 0.6  # H12's healthy band, as an output
 
 
-def test_full_recompute_adds_a_forward_8nd_and_the_h10_time_overhead() -> None:
+def test_the_step_is_the_sum_of_its_parts_and_mfu_is_an_output() -> None:
+    w = _llama70_pretrain()
+    est = evaluate(
+        w, hgx(H100), Layout(16, 8, 4, 4, "zero1", micro_batch=1, grad_accum=256), Params()
+    )
+    s = est.step
+    assert s is not None and est.step_time_s is not None
+    assert sum(s.parts().values()) == pytest.approx(est.step_time_s)
+    assert s.bubble_s > 0 and s.tp_comm_s > 0 and s.pp_comm_s > 0 and s.compute_s > 0
+    # MFU = model FLOPs over time × GPUs × peak: recomputing the definition from the output.
+    assert est.time_to_train_s is not None and est.mfu is not None
+    assert est.mfu == pytest.approx(est.model_flops / (est.time_to_train_s * est.gpus * 989e12))
+
+
+def test_pipeline_bubble_follows_1f1b_and_interleaving() -> None:
+    # Narayanan et al. 2021 §2.2: bubble = (p − 1)/m of the steady state for 1F1B, and
+    # (p − 1)/(v·m) with v virtual stages per rank.
+    w = _llama70_pretrain()
+    hw = hgx(H100)
+    plain = evaluate(w, hw, Layout(8, 8, 8, 1, micro_batch=1, grad_accum=64), Params()).step
+    inter = evaluate(w, hw, Layout(8, 8, 8, 1, micro_batch=1, grad_accum=64, vp=5), Params()).step
+    assert plain is not None and inter is not None
+    steady = plain.step_s - plain.bubble_s - plain.dp_comm_s - plain.optimizer_s
+    assert plain.bubble_s == pytest.approx(steady * 7 / 64, rel=1e-6)
+    # Interleaving divides the bubble by v; it sends v times as many activations.
+    assert inter.bubble_s < plain.bubble_s / 4
+    assert inter.pp_comm_s == pytest.approx(5 * plain.pp_comm_s, rel=1e-6)
+
+
+def test_full_recompute_reruns_the_forward() -> None:
     w = Workload(name="ft", kind="full_finetune", model=ModelShape(params_b=7), tokens=1e9)
     hw, p = hgx(H100), Params()
     none = evaluate(w, hw, Layout(1, 1, 1, 8, "zero3", "none"), p)
     full = evaluate(w, hw, Layout(1, 1, 1, 8, "zero3", "full"), p)
-    assert none.flops == pytest.approx(6 * 7e9 * 1e9)  # 6·N·D
-    assert full.flops == pytest.approx(8 * 7e9 * 1e9)  # + the recompute forward
+    assert none.step is not None and full.step is not None
     assert full.model_flops == none.model_flops
-    # H10: gradient checkpointing cuts activation memory and costs 20–30% more time
-    # (Params.recompute_time_overhead, 25% by default; no communication here to blur it).
-    assert full.memory.activations < 0.1 * none.memory.activations
-    compute = [(e.step_time_s or 0) * (1 - e.comm_fraction) for e in (none, full)]
-    assert compute[1] / compute[0] == pytest.approx(1 + p.recompute_time_overhead, rel=1e-6)
+    assert full.flops > none.flops
+    # The forward is about a third of forward + backward (backward: two GEMMs per GEMM).
+    assert 0.25 < full.step.recompute_s / full.step.compute_s < 0.4
+    assert full.memory.activations < 0.2 * none.memory.activations
+    assert full.hfu is not None and full.mfu is not None and full.hfu > full.mfu
+
+
+def test_selective_recompute_is_free_with_flash_attention() -> None:
+    # FlashAttention's backward recomputes the attention core anyway (Dao 2022).
+    w = Workload(name="ft", kind="full_finetune", model=ModelShape(preset="llama-2-7b"), tokens=1e9)
+    sel = evaluate(w, hgx(H100), Layout(1, 2, 1, 4, "zero1", "selective"), Params())
+    assert sel.step is not None and sel.step.recompute_s == 0
+    no_flash = w.model_copy(update={"flash_attention": False})
+    sel2 = evaluate(no_flash, hgx(H100), Layout(1, 2, 1, 4, "zero1", "selective"), Params())
+    assert sel2.step is not None and sel2.step.recompute_s > 0
 
 
 def test_more_gpus_shorten_training_time() -> None:
     w = _llama70_pretrain()
     p = Params()
-    t64 = evaluate(w, hgx(H100), Layout(8, 8, 1, 8, "zero1", grad_accum=16), p)
-    t128 = evaluate(w, hgx(H100), Layout(16, 8, 1, 16, "zero1", grad_accum=8), p)
+    t64 = evaluate(w, hgx(H100), Layout(8, 8, 1, 8, "zero1", grad_accum=128), p)
+    t128 = evaluate(w, hgx(H100), Layout(16, 8, 1, 16, "zero1", grad_accum=64), p)
     assert t64.time_to_train_s and t128.time_to_train_s
     assert t128.time_to_train_s < t64.time_to_train_s
+
+
+@settings(max_examples=12, deadline=None)
+@given(st.sampled_from([1, 2, 4, 8, 16, 32, 64, 128, 256]))
+def test_gpu_hours_move_only_through_named_terms_from_8_to_2048_gpus(dp: int) -> None:
+    # The same job with the same per-GPU layout (TP8, PP1, micro-batch 1, 16 micro-batches
+    # per DP rank, so the global batch grows with DP) on 8 to 2,048 GPUs: every per-GPU part
+    # of the step is unchanged; only the data-parallel collectives (and the ZeRO-sharded
+    # optimizer step) move, and they stay bounded on a non-blocking fabric.
+    hw = hgx(A100_80, fabric_gbps_per_gpu=200)
+
+    def step(d: int) -> tuple[float, dict[str, float]]:
+        w = _llama70_pretrain(global_batch=16 * d, seq_len=4096)
+        est = evaluate(w, hw, Layout(d, 8, 1, d, "zero1", micro_batch=1, grad_accum=16), Params())
+        assert est.step is not None and est.step_time_s is not None
+        gpu_s_per_token = est.step_time_s * est.gpus / (16 * d * 4096)
+        return gpu_s_per_token, est.step.parts()
+
+    base_cost, base = step(1)
+    cost, parts = step(dp)
+    for name in ("compute", "recompute", "tp_comm", "cp_comm", "ep_comm", "pp_comm", "bubble"):
+        assert parts[name] == pytest.approx(base[name], rel=1e-9), name
+    moved = (parts["dp_comm"] - base["dp_comm"]) + (parts["optimizer"] - base["optimizer"])
+    assert sum(parts.values()) - sum(base.values()) == pytest.approx(moved, abs=1e-9)
+    assert cost == pytest.approx(base_cost * sum(parts.values()) / sum(base.values()))
+    assert cost <= 1.15 * base_cost  # no unbounded per-doubling penalty
 
 
 def test_bottleneck_training_is_compute_and_decode_is_memory_bandwidth() -> None:
@@ -91,33 +156,96 @@ def test_bottleneck_training_is_compute_and_decode_is_memory_bandwidth() -> None
     assert dec.arithmetic_intensity < (dec.ridge_point or 0)
 
 
-def test_decode_roofline_is_bandwidth_over_bytes() -> None:
-    # Batch 1, short context: time per token ≈ weight bytes / (bandwidth × efficiency).
-    w = Workload(
-        name="chat",
-        kind="inference",
-        precision="fp16",
-        model=ModelShape(params_b=13),
-        context_len=128,
-        concurrency=1,
-    )
-    p = Params()
-    est = evaluate(w, hgx(A100_80), Layout(1, 1, 1, 1, micro_batch=1), p)
-    expected = 2039e9 * p.inference_efficiency / 26e9
-    assert est.tokens_per_s == pytest.approx(expected, rel=0.02)
+def _chat(**over: object) -> Workload:
+    base: dict[str, object] = {
+        "name": "chat",
+        "kind": "inference",
+        "precision": "fp16",
+        "model": ModelShape(preset="llama-2-13b"),
+        "prompt_tokens": 512,
+        "output_tokens": 256,
+        "concurrency": 1,
+    }
+    base.update(over)
+    return Workload.model_validate(base)
+
+
+def test_single_stream_decode_is_bandwidth_over_bytes() -> None:
+    # Batch 1: time per token ≈ weight bytes / achievable bandwidth (plus kernel gaps).
+    w = _chat(prompt_tokens=16, output_tokens=16)
+    est = evaluate(w, hgx(A100_80), Layout(1, 1, 1, 1, micro_batch=1), Params())
+    assert est.serving is not None
+    arch = resolve_arch(w.model)
+    weights_s = arch.params * 2 / (2039e9 * 1.70 / 2.039)
+    assert 1 / est.serving.single_stream_tokens_per_s == pytest.approx(weights_s, rel=0.1)
     # A higher-bandwidth card decodes faster (H07): H20 has 4 TB/s against 2 TB/s.
-    faster = evaluate(w, hgx(H20), Layout(1, 1, 1, 1, micro_batch=1), p)
-    assert faster.tokens_per_s > 1.9 * est.tokens_per_s
+    faster = evaluate(w, hgx(H20), Layout(1, 1, 1, 1, micro_batch=1), Params())
+    assert faster.serving is not None
+    ratio = faster.serving.single_stream_tokens_per_s / est.serving.single_stream_tokens_per_s
+    assert ratio > 1.7
+
+
+def test_pipeline_stages_never_speed_up_one_stream_but_tensor_parallelism_does() -> None:
+    w = _chat()
+    hw = hgx(H100)
+
+    def single(tp: int, pp: int) -> float:
+        est = evaluate(w, hw, Layout(1, tp, pp, 1, micro_batch=1), Params())
+        assert est.serving is not None
+        return est.serving.single_stream_tokens_per_s
+
+    assert single(1, 4) <= single(1, 1)
+    assert single(1, 2) <= single(1, 1)
+    assert single(4, 1) > 2 * single(1, 1)
+
+
+def test_kv_cache_is_sized_at_the_mean_live_context() -> None:
+    # A request of 512 prompt + 256 output tokens holds 512 + 256/2 = 640 tokens on average.
+    w = _chat()
+    est = evaluate(w, hgx(H100), Layout(1, 1, 1, 1, micro_batch=10), Params())
+    assert est.serving is not None and est.serving.mean_context == 640
+    arch = resolve_arch(w.model)
+    per_token = 2 * arch.layers * arch.kv_heads * arch.head_dim * 2
+    assert est.memory.kv_cache_bytes == pytest.approx(10 * 640 * per_token)
+
+
+def test_batch_is_bounded_by_memory_or_the_tpot_target() -> None:
+    # Llama 3 8B (GQA, 128 KB of KV per token): a 640-token mean context leaves room for far
+    # more sequences than vLLM's old default of 256.
+    gqa = _chat(model=ModelShape(preset="llama-3-8b"))
+    loose = evaluate(gqa, hgx(H100), Layout(1, 1, 1, 1, micro_batch=1), Params())
+    assert loose.serving is not None and loose.serving.batch_limit == "memory"
+    assert loose.serving.max_batch > 256  # not a constant cap
+    tight = _chat(
+        model=ModelShape(preset="llama-3-8b"),
+        tpot_ms=1000 * 1.2 / loose.serving.single_stream_tokens_per_s,
+    )
+    est = evaluate(tight, hgx(H100), Layout(1, 1, 1, 1, micro_batch=1), Params())
+    assert est.serving is not None and est.serving.batch_limit == "tpot"
+    assert 1 <= est.serving.max_batch < loose.serving.max_batch
+
+
+def test_a_per_user_target_a_card_cannot_reach_says_so() -> None:
+    w = _chat(tpot_ms=2.0)  # 500 tokens/s for one user: no single A100 decodes 13B that fast
+    est = evaluate(w, hgx(A100_80), Layout(1, 1, 1, 1, micro_batch=1, replicas=4), Params())
+    assert any(r.startswith("unattainable on this card") for r in est.reasons)
+
+
+def test_prefill_is_counted() -> None:
+    short = evaluate(
+        _chat(prompt_tokens=16), hgx(H100), Layout(1, 1, 1, 1, micro_batch=32), Params()
+    )
+    long = evaluate(
+        _chat(prompt_tokens=4096), hgx(H100), Layout(1, 1, 1, 1, micro_batch=32), Params()
+    )
+    assert short.serving is not None and long.serving is not None
+    assert long.serving.prefill_share > short.serving.prefill_share
+    assert long.serving.ttft_s > 100 * short.serving.ttft_s
+    assert long.tokens_per_s < short.tokens_per_s
 
 
 def test_inference_replicas_multiply_throughput_and_targets_are_checked() -> None:
-    w = Workload(
-        name="chat",
-        kind="inference",
-        model=ModelShape(preset="llama-2-13b"),
-        context_len=2048,
-        target_tokens_per_s=100_000,
-    )
+    w = _chat(concurrency=None, target_tokens_per_s=100_000)
     p = Params()
     one = evaluate(w, hgx(H100), Layout(1, 1, 1, 1, micro_batch=16, replicas=1), p)
     four = evaluate(w, hgx(H100), Layout(1, 1, 1, 1, micro_batch=16, replicas=4), p)
@@ -126,15 +254,35 @@ def test_inference_replicas_multiply_throughput_and_targets_are_checked() -> Non
     assert any("below the target 100,000 tokens/s" in r for r in four.reasons)
 
 
-def test_ring_collectives() -> None:
-    assert ring_allreduce_s(8e9, 8, 1e9) == pytest.approx(2 * 7 / 8 * 8)
-    assert ring_allgather_s(8e9, 8, 1e9) == pytest.approx(7 / 8 * 8)
-    assert ring_allreduce_s(8e9, 1, 1e9) == 0
+def test_collectives() -> None:
+    assert allreduce_s(8e9, 8, 1e9, 0.0) == pytest.approx(2 * 7 / 8 * 8)
+    assert gather_s(8e9, 8, 1e9, 0.0) == pytest.approx(7 / 8 * 8)
+    assert allreduce_s(8e9, 1, 1e9, 1.0) == 0
 
 
-def test_data_parallel_over_pcie_or_slow_fabric_is_communication_bound() -> None:
-    # H08/H09/H11: DDP gradients (2 bytes × N per step) over NVLink are cheap; over a
-    # 25 Gbit/s-per-GPU fabric they dominate and the layout is rejected above 15%.
+def test_a_ring_across_nodes_gets_one_nic_per_rank_in_each_node() -> None:
+    # NCCL runs one ring per NIC (DGX A100, 8 x HDR: 192 GB/s all-reduce busbw): eight
+    # ranks per node get eight NICs' worth; one rank per node gets one NIC.
+    hw = hgx(A100_80, fabric_gbps_per_gpu=200)
+    assert hw.group_bus_bytes_per_s(8, 4) == pytest.approx(8 * hw.nic_bytes_per_s())
+    assert hw.group_bus_bytes_per_s(1, 4) == pytest.approx(hw.nic_bytes_per_s())
+    assert 180e9 < hw.group_bus_bytes_per_s(8, 4) < 200e9
+    # A spine oversubscribed 2:1 halves what crosses it.
+    half = hw.with_oversubscription(2.0)
+    assert half.group_bus_bytes_per_s(1, 4) == pytest.approx(hw.nic_bytes_per_s() / 2)
+
+
+def test_bridged_pairs_fall_back_to_pcie_beyond_two_gpus() -> None:
+    bridged = replace(
+        pcie_box(A100_80), topology="nvlink_bridge_pairs", intra_node_bandwidth_gbs=600
+    )
+    assert bridged.intra_bus_bytes_per_s(2) > 5 * bridged.intra_bus_bytes_per_s(4)
+
+
+def test_slow_fabric_is_classified_communication_bound_not_rejected() -> None:
+    # H08/H09/H11: DDP gradients over NVLink are cheap; over a 25 Gbit/s-per-GPU fabric
+    # they dominate. Above H11's 15% the layout is charged the time and classified, not
+    # rejected (a rule can still forbid it).
     w = Workload(
         name="ft",
         kind="full_finetune",
@@ -148,7 +296,10 @@ def test_data_parallel_over_pcie_or_slow_fabric_is_communication_bound() -> None
     slow = evaluate(w, pcie_box(L40S, fabric_gbps_per_gpu=25), Layout(2, 1, 1, 16, "zero1"), p)
     assert slow.comm_fraction > p.comm_threshold
     assert slow.bottleneck == "communication"
-    assert any("threshold (H11" in r and "inter-node fabric" in r for r in slow.reasons)
+    assert not any("H11" in r for r in slow.reasons)
+    assert any("communication-bound" in n and "data-parallel" in n for n in slow.notes)
+    assert slow.time_to_train_s and nvlink.time_to_train_s
+    assert slow.time_to_train_s > nvlink.time_to_train_s
 
 
 def test_no_fabric_means_no_multi_node_job() -> None:
@@ -156,6 +307,17 @@ def test_no_fabric_means_no_multi_node_job() -> None:
     hw = Hardware(A100_80, 8, 600, 0.0, 20)
     est = evaluate(w, hw, Layout(2, 1, 1, 16, "zero3"), Params())
     assert any("no inter-node fabric" in r for r in est.reasons)
+
+
+def test_expert_parallel_across_nodes_crosses_the_nic() -> None:
+    w = Workload(name="moe", kind="pretrain", model=ModelShape(preset="mixtral-8x7b"), tokens=1e9)
+    hw = hgx(H100)
+    inside = evaluate(w, hw, Layout(2, 1, 1, 16, "zero1", ep=8), Params())
+    across = replace(hw, gpus_per_node=4)
+    spanning = evaluate(w, across, Layout(4, 1, 1, 16, "zero1", ep=8), Params())
+    assert inside.step is not None and spanning.step is not None
+    assert spanning.step.ep_comm_s > inside.step.ep_comm_s > 0
+    assert not any("EP" in r for r in spanning.reasons)
 
 
 def test_checkpoint_size_h16() -> None:
@@ -197,17 +359,22 @@ def test_checkpoint_stall_at_hdd_speed_blocks_the_layout() -> None:
     assert nvme.checkpoint_stall_fraction < 0.05
 
 
-def test_memory_reason_names_numbers() -> None:
+def test_memory_is_what_the_device_reports() -> None:
+    # An "80 GB" HBM part is 80 GiB; the H100 reports 81,559 MiB (nvidia-smi).
+    assert H100.reported_memory_bytes == pytest.approx(80 * 2**30)  # no MiB given: 80 GiB
+    h100 = H100.model_copy(update={"memory_reported_mib": 81559})
+    assert h100.reported_memory_bytes == pytest.approx(85.52e9, rel=1e-3)
     w = Workload(name="ft", kind="full_finetune", model=ModelShape(params_b=7), tokens=1e9)
     est = evaluate(w, hgx(H20), Layout(1, 1, 1, 1), Params(headroom=0.3))
+    usable = H20.reported_memory_bytes * 0.7
+    assert est.usable_memory_bytes == pytest.approx(usable)
     assert est.reasons[0] == (
-        f"needs {est.memory.total / GB:.1f} GB per GPU; h20-96gb (96 GB) with 30% headroom "
-        "gives 67.2 GB"
+        f"needs {est.memory.total / GB:.1f} GB per GPU; h20-96gb (reports "
+        f"{H20.reported_memory_bytes / GB:.1f} GB) with 30% headroom gives {usable / GB:.1f} GB"
     )
-    assert est.capacity_bytes == pytest.approx(96e9 * 0.7)
 
 
-def test_measured_run_replaces_the_mfu_assumption_h12() -> None:
+def test_measured_run_calibrates_the_compute_h12() -> None:
     base = {
         "name": "ft",
         "kind": "full_finetune",
@@ -215,20 +382,22 @@ def test_measured_run_replaces_the_mfu_assumption_h12() -> None:
         "tokens": 1e9,
     }
     lay, hw = Layout(1, 1, 1, 8, "zero1", micro_batch=2, grad_accum=4), hgx(H100)
-    assumed = evaluate(Workload(**base), hw, lay, Params())
-    # A measured MFU replaces Params.mfu on any card.
+    modelled = evaluate(Workload(**base), hw, lay, Params())
+    # A measured MFU is a fraction of peak: it transfers to any card.
     low = evaluate(
         Workload(**base, measured=Measured(card="a100-80gb-sxm", gpus=8, mfu=0.2)),
         hw,
         lay,
         Params(),
     )
-    assert low.time_to_train_s and assumed.time_to_train_s
-    assert low.time_to_train_s > 1.8 * assumed.time_to_train_s
-    # A measured tokens/s on this card replaces the MFU model, scaled by GPU count.
+    assert low.time_to_train_s and modelled.time_to_train_s and modelled.mfu
+    assert low.time_to_train_s > 1.8 * modelled.time_to_train_s
+    assert low.mfu == pytest.approx(0.2, rel=0.05)
+    # A measured tokens/s on this card replaces the modelled compute.
     rate = Workload(**base, measured=Measured(card="h100-sxm", gpus=4, tokens_per_s=12_000))
     est = evaluate(rate, hw, lay, Params())
     assert est.measured
     assert est.tokens_per_s == pytest.approx(12_000 / 4 * 8, rel=0.02)
     other_card = evaluate(rate, hgx(A100_80), lay, Params())
     assert not other_card.measured
+    assert math.isfinite(other_card.tokens_per_s)

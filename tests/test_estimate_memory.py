@@ -67,8 +67,8 @@ def test_7b_mixed_precision_adamw_is_112_gb_and_126_with_18_byte_convention() ->
 def test_convention_parameter_reaches_evaluate() -> None:
     w = Workload(name="ft", kind="full_finetune", model=ModelShape(params_b=7), tokens=1e9)
     lay = Layout(nodes=1, tp=1, pp=1, dp=1)
-    m16 = evaluate(w, hgx(A100_80), lay, Params()).memory
-    m18 = evaluate(w, hgx(A100_80), lay, Params(bytes_per_param_convention=18)).memory
+    m16 = evaluate(w, hgx(A100_80), lay, Params(bytes_per_param_convention=16)).memory
+    m18 = evaluate(w, hgx(A100_80), lay, Params()).memory  # default: fp32 gradient buffer
     assert (m16.weights + m16.gradients + m16.optimizer) / GB == pytest.approx(112.0)
     assert (m18.weights + m18.gradients + m18.optimizer) / GB == pytest.approx(126.0)
 
@@ -188,7 +188,10 @@ def test_lora_keeps_a_frozen_base_and_trains_small_fp32_adapters() -> None:
     assert est.memory.weights == pytest.approx(arch.params * 2 + adapters * 4)
     assert est.memory.gradients == pytest.approx(adapters * 4)
     assert est.memory.optimizer == pytest.approx(adapters * 8)
-    assert est.model_flops == pytest.approx(4 * arch.params * 1e8)  # frozen: 4·N·D
+    # Frozen base: 4·N·D over the non-embedding parameters, plus attention's 12·L·s·h·D.
+    attention = 12 * arch.layers * w.seq_len * arch.hidden
+    per_token = 4 * (arch.params - arch.input_embedding_params) + attention
+    assert est.model_flops == pytest.approx(per_token * 1e8)
 
 
 def test_qlora_base_is_4_bit_with_quantisation_constants() -> None:
@@ -218,7 +221,9 @@ def test_moe_total_versus_active_parameters_and_expert_parallel() -> None:
     no_ep = evaluate(w, hw, Layout(1, 1, 1, 8, "zero1"), p)
     ep8 = evaluate(w, hw, Layout(1, 1, 1, 8, "zero1", ep=8), p)
     assert ep8.memory.weights < no_ep.memory.weights / 4
-    assert no_ep.model_flops == pytest.approx(6 * arch.active_params * 1e9)
+    attention = 12 * arch.layers * w.seq_len * arch.hidden
+    per_token = 6 * (arch.active_params - arch.input_embedding_params) + attention
+    assert no_ep.model_flops == pytest.approx(per_token * 1e9)
 
 
 # --------------------------------------------------------------------------- shapes

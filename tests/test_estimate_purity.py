@@ -8,7 +8,16 @@ from pathlib import Path
 import gpusolve.estimate
 
 PACKAGE = Path(gpusolve.estimate.__file__).parent
-ALLOWED_IMPORTS = ("__future__", "dataclasses", "functools", "math", "re", "typing", "gpusolve.")
+ALLOWED_IMPORTS = (
+    "__future__",
+    "collections.abc",
+    "dataclasses",
+    "functools",
+    "math",
+    "re",
+    "typing",
+    "gpusolve.",
+)
 FORBIDDEN_CALLS = {"open", "print", "input", "eval", "exec"}
 
 

@@ -24,8 +24,9 @@ def test_example_plans_and_validates(gpusolve, path: Path) -> None:
     names = {d["workload"] for d in plan["deployments"]}
     assert len(names) == len(plan["deployments"]) >= 1
     for d in plan["deployments"]:
-        usable = d["memory_capacity_gb"] * (1 - d["headroom"])
-        assert d["memory_per_gpu_gb"] <= usable + 1e-6, d
+        usable = d["card_memory_gb"] * (1 - d["headroom"])
+        assert d["usable_memory_gb"] == pytest.approx(usable, abs=0.02)
+        assert d["memory_per_gpu_gb"] <= d["usable_memory_gb"] + 1e-6, d
     cost = plan["cost"]
     parts = cost["breakdown"]
     total = sum(

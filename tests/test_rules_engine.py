@@ -108,8 +108,8 @@ rules:
   - id: flip
     source: H12
     title: flip
-    when: params.mfu < 0.45
-    set: {mfu: 0.5}
+    when: params.mfu_floor < 0.45
+    set: {mfu_floor: 0.5}
 """
     rs = only(tmp_path, text)
     w = workload()
@@ -122,8 +122,8 @@ def test_disable_and_override(tmp_path: Path) -> None:
         tmp_path,
         "rules:\n"
         "  - {id: a, source: H29, title: first rule, set: {headroom: 0.25}}\n"
-        "  - {id: b, source: H12, title: second rule, set: {mfu: 0.5}}\n"
-        "  - {id: c, source: H15, title: third rule, set: {zero3_penalty: 0.2}}\n",
+        "  - {id: b, source: H12, title: second rule, set: {mfu_floor: 0.25}}\n"
+        "  - {id: c, source: H11, title: third rule, set: {comm_threshold: 0.2}}\n",
         "1.yaml",
     )
     user = write(
@@ -142,7 +142,7 @@ def test_disable_and_override(tmp_path: Path) -> None:
     wr = evaluate_workload(rs, w, requirements(w))
     assert [t.rule for t in wr.trace] == ["a", "b"]
     assert wr.params.headroom == 0.3
-    assert wr.params.zero3_penalty == 0.10
+    assert wr.params.comm_threshold == 0.15
 
 
 @pytest.mark.parametrize(

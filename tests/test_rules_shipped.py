@@ -50,7 +50,6 @@ def day_night() -> tuple[Workload, Requirements]:
 # (rule, workload that fires it, workload that does not) — requirements built around them
 CASES: list[tuple[str, Any, Any]] = [
     ("h05-model-state-bytes", W(), W("lora")),
-    ("h10-recompute-time-cost", W("lora"), W("inference")),
     (
         "h10-full-recompute-advice",
         W(gradient_checkpointing="full"),
@@ -63,7 +62,6 @@ CASES: list[tuple[str, Any, Any]] = [
     ("h41-inference-small-no-80gb", W("inference", 7), W("inference", 13)),
     ("h41-full-finetune-13b-80gb", W(params_b=13), W(params_b=7)),
     ("h13-long-sequence-finetune", W("lora", seq_len=8192), W("lora", seq_len=4096)),
-    ("h12-default-mfu", W("pretrain"), W("inference")),
     (
         "h12-measured-mfu-too-low",
         W(measured={"card": "h100-sxm", "gpus": 8, "mfu": 0.2}),
@@ -72,11 +70,9 @@ CASES: list[tuple[str, Any, Any]] = [
     ("h13-small-model-throughput", W(params_b=0.3), W(params_b=7)),
     ("h13-large-dense-training", W("pretrain", 7), W("pretrain", 1.3)),
     ("h13-huge-parallel-moe", W("pretrain", 400, model={"experts": 8}), W("pretrain", 400)),
-    ("h15-zero3-throughput-loss", W("lora"), W("inference")),
     ("h15-budget-gradient-accumulation", (W(), {"budget": {"capex_max": 5e6}}), W()),
     ("h21-one-node-first", W("pretrain", 7), W("pretrain", 13)),
     ("h21-one-node-first", W("lora"), W("inference", 13)),
-    ("h21-multi-node-efficiency", W(), W("inference")),
     ("h33-zero-stage-choice", W(), W(sharding="zero3")),
     ("h34-tensor-parallel-needs-nvlink", W(), W("inference")),
     ("h36-multi-node-fabric-and-bgp", W("pretrain", 70), W("inference", 70)),
@@ -287,5 +283,6 @@ def test_h42_mode_preferences() -> None:
 def test_advice_interpolates_values() -> None:
     wr = run(W(params_b=7))
     text = " ".join(wr.advice)
-    assert "7B model take about 112 GB" in text
-    assert "at least 112 GB for model states" in text
+    # 18 B/param by default: 16-bit weights, an fp32 gradient buffer, fp32 Adam states.
+    assert "7B model take about 126 GB" in text
+    assert "at least 126 GB for model states" in text

@@ -185,35 +185,69 @@ def _size(
 
 def _owned_options(b: _Builder, w: Workload) -> None:
     params = b.policies[w.name].params
-    max_nodes = params.max_nodes if params.allow_multi_node else 1
     for server in b.catalog.servers.values():
         card = b.catalog.cards[server.card]
-        hw = Hardware.from_server(server, card)
-        sized = _size(b, w, card, "server", server, hw, max_nodes)
-        if sized is None:
-            continue
-        placements = _placements(b, w, server, sized.spans_servers, sized.deployment)
-        if not placements:
-            continue
-        estimate = sized.estimate
-        key = f"{w.name}|{server.id}|{estimate.nodes}n"
-        b.owned.append(
-            ir.OwnedOption(
-                key=key,
-                workload=w.name,
-                sku=server.id,
-                servers=estimate.nodes,
-                slot=w.schedule,
-                placements=tuple(placements),
-                throughput=max(0, round(estimate.tokens_per_s)),
-                headroom_permille=_headroom_permille(estimate),
-                penalty=to_money(sized.penalty),
-                violates=sized.violates,
+        for ratio, offers in _fabric_groups(b.catalog, server):
+            hw = Hardware.from_server(server, card).with_oversubscription(ratio)
+            spans = w.kind != "inference"  # replicas behind a load balancer need no fabric
+            limit = node_limit(server, offers, needs_fabric=spans)
+            if not params.allow_multi_node:
+                limit = 1
+            sized = _size(b, w, card, "server", server, hw, min(limit, params.max_nodes))
+            if sized is None:
+                continue
+            placements = _placements(b, w, server, sized.spans_servers, sized.deployment, offers)
+            if not placements:
+                continue
+            estimate = sized.estimate
+            key = f"{w.name}|{server.id}|{estimate.nodes}n"
+            if ratio != 1.0:
+                key += f"|os{ratio:g}"
+            b.owned.append(
+                ir.OwnedOption(
+                    key=key,
+                    workload=w.name,
+                    sku=server.id,
+                    servers=estimate.nodes,
+                    slot=w.schedule,
+                    placements=tuple(placements),
+                    throughput=max(0, round(estimate.tokens_per_s)),
+                    headroom_permille=_headroom_permille(estimate),
+                    penalty=to_money(sized.penalty),
+                    violates=sized.violates,
+                )
             )
-        )
-        b.meta[key] = OptionMeta(
-            key, w.name, "owned", card.id, server.id, None, estimate.nodes, estimate
-        )
+            b.meta[key] = OptionMeta(
+                key, w.name, "owned", card.id, server.id, None, estimate.nodes, estimate
+            )
+
+
+def _fabric_groups(catalog: Catalog, server: Server) -> list[tuple[float, list[ColoOffer]]]:
+    """Colo offers grouped by their fabric's oversubscription: the physics of a multi-node
+    job differs between them, so each group is sized on its own (sites without an RDMA
+    fabric host single-server layouts only and join the non-blocking group)."""
+    groups: dict[float, list[ColoOffer]] = {}
+    for offer in catalog.colo_offers.values():
+        ratio = offer.fabric_oversubscription if offer.fabric in MULTI_NODE_FABRICS else 1.0
+        groups.setdefault(ratio, []).append(offer)
+    return sorted(groups.items()) or [(1.0, [])]
+
+
+def node_limit(server: Server, offers: Iterable[ColoOffer], *, needs_fabric: bool = True) -> int:
+    """How many of `server` one job may span: the most any of these sites holds (racks
+    available × servers per rack within its kW and U), on one RDMA fabric capped by its size
+    limit when the job needs one. A site's capacity, not a constant, bounds a job (H21
+    prefers one node; the layout search and the optimiser weigh more nodes)."""
+    best = 1
+    for offer in offers:
+        if _cannot_host(server, offer, needs_fabric=needs_fabric):
+            continue
+        per_rack = min(int(offer.rack_kw // server.power_kw), offer.rack_units // server.rack_units)
+        servers = offer.racks_available * per_rack
+        if needs_fabric and offer.fabric_max_nodes is not None:
+            servers = min(servers, offer.fabric_max_nodes)
+        best = max(best, servers)
+    return best
 
 
 def _pick(
@@ -258,12 +292,17 @@ def layout_facts(
         "tp": layout.tp,
         "pp": layout.pp,
         "dp": layout.dp,
+        "vp": layout.vp,
+        "cp": layout.cp,
+        "ep": layout.ep,
         "zero_stage": zero_stage(layout.sharding),
         "sharding": layout.sharding,
         "checkpointing": layout.checkpointing,
         "replicas": layout.replicas,
         "memory_per_gpu_gb": estimate.memory_total_bytes / 1e9,
-        "capacity_gb": estimate.capacity_bytes / 1e9,
+        "card_memory_gb": estimate.card_memory_bytes / 1e9,
+        "usable_memory_gb": estimate.usable_memory_bytes / 1e9,
+        "mfu": estimate.mfu,
         "comm_fraction": estimate.comm_fraction,
         "checkpoint_stall_fraction": estimate.checkpoint_stall_fraction,
         "time_to_train_h": time_h,
@@ -297,12 +336,17 @@ def _needs_fabric(w: Workload, estimate: ConfigEstimate, gpus_per_node: int) -> 
 
 
 def _placements(
-    b: _Builder, w: Workload, server: Server, needs_fabric: bool, deployment: dict[str, Any]
+    b: _Builder,
+    w: Workload,
+    server: Server,
+    needs_fabric: bool,
+    deployment: dict[str, Any],
+    offers: list[ColoOffer],
 ) -> list[ir.Placement]:
     policy = b.policies[w.name]
     out: list[ir.Placement] = []
     physical: list[str] = []
-    for offer in b.catalog.colo_offers.values():
+    for offer in offers:
         why = _cannot_host(server, offer, needs_fabric)
         if why:
             physical.append(f"{offer.id}: {why}")
@@ -320,7 +364,7 @@ def _placements(
         penalty = policy.penalty("offer", offer, context).money
         out.append(ir.Placement(offer.id, to_money(penalty), frozenset(tags)))
     if not out:
-        if physical and len(physical) == len(b.catalog.colo_offers):
+        if physical and len(physical) == len(offers):
             b.reject(w.name, server.id, ["no colo offer can host it: " + "; ".join(physical[:3])])
         else:
             b.reject(

@@ -1,4 +1,4 @@
-"""Workload physics: memory per GPU, FLOPs, time, communication, checkpoints.
+"""Workload physics: memory per GPU, the step time from its parts, serving, checkpoints.
 
 Pure and price-free: no I/O, no solver. SI units inside (bytes, FLOP, seconds); GB means
 10^9 bytes wherever a figure is shown. The planner calls:
@@ -7,30 +7,33 @@ Pure and price-free: no I/O, no solver. SI units inside (bytes, FLOP, seconds); 
     evaluate(workload, hw, layout, params) -> ConfigEstimate        # layout.py
     search_layouts(workload, hw, params, *, max_nodes, whole_nodes=True) -> SearchResult
 
-Formulas and their sources are documented in each module: memory.py (ZeRO,
-Korthikanti et al. 2022, KV cache), compute.py (6·N·D, roofline), comm.py (ring
-collectives), checkpoint.py (H16), thumb.py (H05, H30 rules of thumb).
+Formulas and their sources are documented in each module: memory.py (ZeRO, Korthikanti et
+al. 2022, KV cache), steptime.py (compute, communication per collective, pipeline bubble,
+recomputation, optimizer), efficiency.py (what each card family achieves, sourced),
+hardware.py (the links each group uses), training.py and serving.py (the two kinds of
+workload), checkpoint.py (H16), thumb.py (H05, H30 rules of thumb).
 """
 
 from __future__ import annotations
 
 from gpusolve.estimate.checkpoint import CheckpointSize, checkpoint_stall, training_checkpoint
-from gpusolve.estimate.comm import Links, StepComm
+from gpusolve.estimate.hardware import Hardware
 from gpusolve.estimate.layout import (
     BOTTLENECKS,
     CHECKPOINTINGS,
     SHARDINGS,
     ConfigEstimate,
-    Hardware,
     Layout,
+    ServingFigures,
     evaluate,
-    whole_model_memory,
 )
 from gpusolve.estimate.memory import MemoryBreakdown, ModelStates, StateBytes
 from gpusolve.estimate.presets import PRESETS, Preset, find_preset, preset_names
 from gpusolve.estimate.search import SearchResult, search_layouts
 from gpusolve.estimate.shapes import Arch, UnknownPreset, resolve_arch
+from gpusolve.estimate.steptime import StepBreakdown
 from gpusolve.estimate.thumb import ThumbFigures, thumb_figures
+from gpusolve.estimate.training import whole_model_memory
 
 __all__ = [
     "BOTTLENECKS",
@@ -42,13 +45,13 @@ __all__ = [
     "ConfigEstimate",
     "Hardware",
     "Layout",
-    "Links",
     "MemoryBreakdown",
     "ModelStates",
     "Preset",
     "SearchResult",
+    "ServingFigures",
     "StateBytes",
-    "StepComm",
+    "StepBreakdown",
     "ThumbFigures",
     "UnknownPreset",
     "checkpoint_stall",

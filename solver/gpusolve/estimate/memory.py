@@ -40,11 +40,21 @@ WEIGHT_BYTES: dict[str, float] = {
 # 4-bit formats store scaling constants next to the weights.
 # NF4 (QLoRA, Dettmers et al. 2023, §3 "Double Quantization"): an 8-bit absmax per block of
 # 64 plus one fp32 constant per 256 blocks = 8/64 + 32/(64·256) = 0.127 bit per parameter.
-# INT4 (GPTQ/AWQ, group size 128): an fp16 scale and zero per group = 32/128 = 0.25 bit.
+# INT4 (GPTQ/AWQ as transformers, AutoAWQ and GPTQModel pack them): an fp16 scale and a 4-bit
+# zero point per group of g weights = 20/g bits (g = 128 by default: 0.156 bit).
+DEFAULT_INT4_GROUP = 128
 QUANT_CONSTANT_BITS: dict[str, float] = {
     "nf4": 8 / 64 + 32 / (64 * 256),
-    "int4": 32 / 128,
+    "int4": 20 / DEFAULT_INT4_GROUP,
 }
+
+
+def quant_constant_bits(fmt: str, group_size: int | None = None) -> float:
+    """Bits of scales and zero points per weight; `group_size` sets INT4's groups."""
+    if fmt == "int4" and group_size:
+        return 20 / group_size
+    return QUANT_CONSTANT_BITS.get(fmt, 0.0)
+
 
 # Optimizer moments per trained parameter (Hugging Face, "Model training anatomy": AdamW 8,
 # 8-bit AdamW 2, SGD with momentum 4). Adafactor factorises the second moment (≈ 0 B/param)
@@ -90,16 +100,23 @@ class ModelStates:
     weights_bytes: float
     gradients_bytes: float
     optimizer_bytes: float
+    gathered_weights_bytes: float = 0.0
 
     @property
     def total_bytes(self) -> float:
-        return self.weights_bytes + self.gradients_bytes + self.optimizer_bytes
+        return (
+            self.weights_bytes
+            + self.gradients_bytes
+            + self.optimizer_bytes
+            + self.gathered_weights_bytes
+        )
 
     def __add__(self, other: ModelStates) -> ModelStates:
         return ModelStates(
             self.weights_bytes + other.weights_bytes,
             self.gradients_bytes + other.gradients_bytes,
             self.optimizer_bytes + other.optimizer_bytes,
+            self.gathered_weights_bytes + other.gathered_weights_bytes,
         )
 
 
@@ -113,6 +130,7 @@ class MemoryBreakdown:
     activations_bytes: float
     kv_cache_bytes: float
     overhead_bytes: float
+    gathered_weights_bytes: float = 0.0  # ZeRO-3/FSDP: layers gathered for compute
 
     @property
     def total_bytes(self) -> float:
@@ -123,6 +141,7 @@ class MemoryBreakdown:
             + self.activations_bytes
             + self.kv_cache_bytes
             + self.overhead_bytes
+            + self.gathered_weights_bytes
         )
 
     # Short aliases (bytes), the names the planner's interface uses.
@@ -157,6 +176,7 @@ class MemoryBreakdown:
     def as_gb(self) -> dict[str, float]:
         return {
             "weights": self.weights_bytes / GB,
+            "gathered_weights": self.gathered_weights_bytes / GB,
             "gradients": self.gradients_bytes / GB,
             "optimizer": self.optimizer_bytes / GB,
             "activations": self.activations_bytes / GB,
@@ -195,9 +215,9 @@ def adapter_state_bytes(optimizer: str) -> StateBytes:
     return StateBytes(4.0, 4.0, MOMENT_BYTES[optimizer])
 
 
-def stored_weight_bytes(precision: str) -> float:
+def stored_weight_bytes(precision: str, group_size: int | None = None) -> float:
     """Bytes per parameter of weights stored at `precision`, quantisation constants included."""
-    return WEIGHT_BYTES[precision] + QUANT_CONSTANT_BITS.get(precision, 0.0) / 8
+    return WEIGHT_BYTES[precision] + quant_constant_bits(precision, group_size) / 8
 
 
 QUANTISED = ("int8", "int4", "nf4")
@@ -215,14 +235,17 @@ def frozen_base_bytes(kind: str, precision: str) -> float:
     return stored_weight_bytes(frozen_base_format(kind, precision))
 
 
-def weights_bytes(arch: Arch, fmt: str, params: float | None = None) -> float:
+def weights_bytes(
+    arch: Arch, fmt: str, params: float | None = None, group_size: int | None = None
+) -> float:
     """Bytes of `params` parameters (default: all) stored in `fmt`. Quantised formats keep
     the embeddings and LM head in 16 bits: only the Linear layers of the blocks shrink."""
     n = arch.params if params is None else params
     if fmt not in QUANTISED:
         return n * stored_weight_bytes(fmt)
     embed = min(arch.embedding_params, n)
-    return (n - embed) * stored_weight_bytes(fmt) + embed * EMBEDDING_BYTES_WHEN_QUANTISED
+    per = stored_weight_bytes(fmt, group_size)
+    return (n - embed) * per + embed * EMBEDDING_BYTES_WHEN_QUANTISED
 
 
 def lora_params(arch: Arch, rank: int, target_fraction: float | None = None) -> float:
@@ -286,15 +309,22 @@ class Parallel:
     sharding: str = "ddp"
     shard_group: int | None = None  # fsdp_hybrid: data-parallel ranks inside one node
     sequence_parallel: bool = True
+    vp: int = 1  # virtual pipeline stages per rank (interleaved 1F1B)
+    cp: int = 1  # context parallelism: the sequence split over cp ranks
 
 
 def _gathered_layers_bytes(arch: Arch, par: Parallel, weight_bytes: float) -> float:
-    """ZeRO-3/FSDP gather one layer's parameters for compute and prefetch the next: a
-    working buffer of two layers (this TP shard), never more than the unsharded weights."""
+    """ZeRO-3/FSDP gather one layer's parameters for compute and prefetch the next: a working
+    set of two layers (this TP shard; MoE experts split by EP) that the sharded weights do not
+    include (DeepSpeed `stage3_prefetch_bucket_size`, FSDP's one-unit forward prefetch)."""
     if SHARDING_STAGE[par.sharding] < 3 or par.dp <= 1:
         return 0.0
     layers = min(2, layers_per_stage(arch, par.pp))
-    return layers * arch.layer_params / par.tp * weight_bytes
+    body = arch.params - arch.embedding_params
+    per_layer = (body - arch.expert_params) / arch.layers + arch.expert_params / arch.layers / max(
+        1, par.ep
+    )
+    return layers * per_layer / par.tp * weight_bytes
 
 
 def training_states(
@@ -357,12 +387,8 @@ def training_states(
     buffer = _gathered_layers_bytes(arch, par, weight_b)
     if buffer:
         unsharded = (dense + expert) * weight_b
-        states = ModelStates(
-            min(unsharded, states.weights_bytes + buffer),
-            states.gradients_bytes,
-            states.optimizer_bytes,
-        )
-    return states
+        buffer = min(buffer, max(0.0, unsharded - states.weights_bytes))
+    return ModelStates(states.weights_bytes, states.gradients_bytes, states.optimizer_bytes, buffer)
 
 
 # ---------------------------------------------------------------- activations
@@ -380,20 +406,43 @@ def activation_bytes_per_layer(
     flash_attention: bool = False,
     moe_active_experts: int = 1,
     act_bytes: float = ACTIVATION_BYTES_BASE,
+    mlp_coeff: float = 19.0,
+    kv_seq: int | None = None,
 ) -> float:
-    """One transformer layer's stored activations for one micro-batch (Korthikanti 2022)."""
+    """One transformer layer's stored activations for one micro-batch (Korthikanti 2022).
+
+    `seq` is the sequence a GPU holds (the full one, or s/cp with context parallelism);
+    `kv_seq` the keys each query attends to (default `seq`). `mlp_coeff` is the MLP's share
+    in units of s·b·h (19 for Korthikanti's 4h GeLU MLP; `mlp_activation_coeff` for others).
+    """
     s, b, h, a, t = seq, micro_batch, hidden, heads, max(1, tp)
     sbh = float(s) * b * h
     sp = sequence_parallel or t == 1
+    keys = kv_seq or s
     if checkpointing == "full":
         per = 2.0 * sbh / (t if sp else 1)
     else:
-        scores = 0.0 if (checkpointing == "selective" or flash_attention) else 5.0 * a * s / h
-        per = sbh * (34.0 + scores) / t if sp else sbh * (10.0 + 24.0 / t + scores / t)
-        # MoE: each token's MLP activations (19·s·b·h of the 34) are stored once per
-        # routed expert it visits.
+        scores = 0.0 if (checkpointing == "selective" or flash_attention) else 5.0 * a * keys / h
+        base = 15.0 + mlp_coeff  # attention 11 + norms 4, plus the MLP
+        # Without SP the norms, dropout masks and the inputs of the first linears (10 s·b·h
+        # of Korthikanti's 34) are replicated on every TP rank.
+        replicated = sbh * (10.0 + (base - 10.0) / t + scores / t)
+        per = sbh * (base + scores) / t if sp else replicated
+        # Older callers describe an MoE by its routed-expert count alone.
         per += 19.0 * sbh * (moe_active_experts - 1) / t
     return per * act_bytes / ACTIVATION_BYTES_BASE
+
+
+def mlp_activation_coeff(arch: Arch, *, moe_layer: bool) -> float:
+    """The MLP's stored activations in units of s·b·h (2-byte elements): the input of the
+    first linear (2), its outputs (2·f/h each, two for SwiGLU), the activation output (2·f/h)
+    and the dropout mask (1); Korthikanti's 4h GeLU MLP gives 2 + 8 + 8 + 1 = 19. An MoE layer
+    keeps one such set per routed and shared expert a token visits."""
+    ratio_per_width = (6.0 if arch.gated_ffn else 4.0) / arch.hidden
+    if not moe_layer:
+        return 3.0 + ratio_per_width * arch.ffn
+    visits = arch.active_experts + arch.shared_experts
+    return 1.0 + visits * (2.0 + ratio_per_width * arch.expert_width)
 
 
 def output_layer_bytes(
@@ -415,26 +464,43 @@ def training_activations_bytes(
     flash_attention: bool,
     act_bytes: float = ACTIVATION_BYTES_BASE,
 ) -> float:
-    """Activations on the fullest GPU. With 1F1B pipelining the first stage holds
-    min(pp, micro-batches) micro-batches in flight, the last one micro-batch plus the logits;
-    a GPU holds max of the two (pp = 1: all layers, one micro-batch, plus the logits)."""
-    per_layer = activation_bytes_per_layer(
-        seq=seq,
-        micro_batch=micro_batch,
-        hidden=arch.hidden,
-        heads=arch.heads,
-        tp=par.tp,
-        sequence_parallel=par.sequence_parallel,
-        checkpointing=checkpointing,
-        flash_attention=flash_attention,
-        moe_active_experts=arch.active_experts if arch.is_moe else 1,
-        act_bytes=act_bytes,
+    """Activations on the fullest GPU. With 1F1B the first stage holds min(pp, micro-batches)
+    micro-batches in flight; the interleaved schedule with v virtual stages holds
+    pp·(1 + (pp − 1)/(pp·v)) of them (Korthikanti §4.2.3); the last stage one micro-batch plus
+    the logits. Context parallelism splits the sequence over cp ranks."""
+    cp = max(1, par.cp)
+    local_seq = max(1, seq // cp)
+
+    def per_layer(moe_layer: bool) -> float:
+        return activation_bytes_per_layer(
+            seq=local_seq,
+            micro_batch=micro_batch,
+            hidden=arch.hidden,
+            heads=arch.heads,
+            tp=par.tp,
+            sequence_parallel=par.sequence_parallel,
+            checkpointing=checkpointing,
+            flash_attention=flash_attention,
+            act_bytes=act_bytes,
+            mlp_coeff=mlp_activation_coeff(arch, moe_layer=moe_layer),
+            kv_seq=seq,
+        )
+
+    moe_share = arch.moe_layers / arch.layers if arch.is_moe else 0.0
+    layer = (
+        (1 - moe_share) * per_layer(False) + moe_share * per_layer(True)
+        if moe_share
+        else (per_layer(False))
     )
     stage_layers = layers_per_stage(arch, par.pp)
-    in_flight = max(1, min(par.pp, grad_accum))
-    first = stage_layers * in_flight * per_layer
-    last = stage_layers * per_layer + output_layer_bytes(
-        seq=seq,
+    if par.vp > 1 and par.pp > 1:
+        in_flight = par.pp * (1 + (par.pp - 1) / (par.pp * par.vp))
+        in_flight = min(in_flight, float(grad_accum) * par.vp) / 1.0
+    else:
+        in_flight = max(1, min(par.pp, grad_accum))
+    first = stage_layers * in_flight * layer
+    last = stage_layers * layer + output_layer_bytes(
+        seq=local_seq,
         micro_batch=micro_batch,
         hidden=arch.hidden,
         vocab=arch.vocab,
@@ -461,16 +527,21 @@ def kv_bytes_per_element(precision: str) -> float:
 
 
 def kv_cache_bytes_per_token(arch: Arch, kv_bytes: float) -> float:
-    """2 (K and V) · layers · kv_heads · head_dim · bytes: grouped-query attention keeps
-    only kv_heads (vLLM paper: OPT-13B 2 · 40 · 5120 · 2 = 819,200 bytes per token)."""
-    return 2.0 * arch.layers * arch.kv_heads * arch.head_dim * kv_bytes
+    """K and V of one token over all layers: 2 · layers · kv_heads · head_dim · bytes with
+    grouped-query attention (vLLM paper: OPT-13B 2 · 40 · 5120 · 2 = 819,200 bytes), or MLA's
+    layers · (kv_lora_rank + rope_head_dim) · bytes (DeepSeek-V3: 61 · 576 · 2 = 70,272)."""
+    return float(arch.layers * arch.kv_elements_per_token_layer) * kv_bytes
 
 
 def kv_cache_bytes(
-    arch: Arch, *, context: int, batch: int, kv_bytes: float, tp: int = 1, pp: int = 1
+    arch: Arch, *, context: float, batch: float, kv_bytes: float, tp: int = 1, pp: int = 1
 ) -> float:
-    """KV cache on one GPU: KV heads split over TP (replicated when TP exceeds them, as
-    vLLM does), layers over PP."""
-    heads_per_gpu = math.ceil(arch.kv_heads / max(1, tp))
+    """KV cache on one GPU: KV heads split over TP (replicated when TP exceeds them, as vLLM
+    does; MLA's latent is replicated on every TP rank), layers over PP."""
     layers = layers_per_stage(arch, pp)
-    return 2.0 * layers * heads_per_gpu * arch.head_dim * kv_bytes * context * batch
+    if arch.is_mla:
+        per_layer = float(arch.kv_elements_per_token_layer)
+    else:
+        heads_per_gpu = math.ceil(arch.kv_heads / max(1, tp))
+        per_layer = 2.0 * heads_per_gpu * arch.head_dim
+    return layers * per_layer * kv_bytes * context * batch

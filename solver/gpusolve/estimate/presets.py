@@ -27,9 +27,17 @@ class Preset:
     published_params_b: float
     source: str
     learned_positions: int = 0  # rows of a learned position embedding (GPT-3, OPT)
-    experts: int = 1  # num_local_experts (MoE)
+    experts: int = 1  # num_local_experts / n_routed_experts (MoE)
     active_experts: int = 1  # num_experts_per_tok
     aliases: tuple[str, ...] = ()
+    head_dim: int = 0  # 0 = hidden / heads
+    expert_ffn: int = 0  # moe_intermediate_size (0 = ffn)
+    shared_experts: int = 0  # n_shared_experts
+    dense_layers: int = 0  # first_k_dense_replace
+    kv_lora_rank: int = 0  # MLA (DeepSeek-V2/V3)
+    q_lora_rank: int = 0
+    rope_head_dim: int = 0  # qk_rope_head_dim
+    v_head_dim: int = 0
 
 
 _PRESETS: tuple[Preset, ...] = (
@@ -329,6 +337,54 @@ _PRESETS: tuple[Preset, ...] = (
         "huggingface.co/facebook/opt-13b/blob/main/config.json",
         learned_positions=2050,
         aliases=("opt13b",),
+    ),
+    # LLaMA 65B: Touvron et al. 2023, "LLaMA: Open and Efficient Foundation Language Models",
+    # Table 2 (dimension 8192, 64 heads, 80 layers); huggyllama/llama-65b config.json:
+    # intermediate_size 22016, vocab_size 32000, untied embeddings.
+    Preset(
+        "llama-65b",
+        "LLaMA 65B",
+        80,
+        8192,
+        64,
+        64,
+        22016,
+        32000,
+        True,
+        False,
+        65.2,
+        "Touvron et al. 2023, arXiv:2302.13971, Table 2; huggyllama/llama-65b config.json",
+        aliases=("llama1-65b", "llama-1-65b"),
+    ),
+    # deepseek-ai/DeepSeek-V3 inference/configs/config_671B.json: dim 7168, n_layers 61,
+    # n_dense_layers 3, inter_dim 18432, moe_inter_dim 2048, n_heads 128,
+    # n_routed_experts 256, n_shared_experts 1, n_activated_experts 8, q_lora_rank 1536,
+    # kv_lora_rank 512, qk_nope_head_dim 128, qk_rope_head_dim 64, v_head_dim 128,
+    # vocab_size 129280 (671B total, 37B active: DeepSeek-V3 report, arXiv:2412.19437 §4.2).
+    Preset(
+        "deepseek-v3",
+        "DeepSeek-V3",
+        61,
+        7168,
+        128,
+        128,
+        18432,
+        129280,
+        True,
+        False,
+        671.0,
+        "github.com/deepseek-ai/DeepSeek-V3 inference/configs/config_671B.json; arXiv:2412.19437",
+        experts=256,
+        active_experts=8,
+        aliases=("deepseek-v3-671b", "deepseek-r1"),
+        head_dim=128,
+        expert_ffn=2048,
+        shared_experts=1,
+        dense_layers=3,
+        kv_lora_rank=512,
+        q_lora_rank=1536,
+        rope_head_dim=64,
+        v_head_dim=128,
     ),
 )
 

@@ -3,26 +3,31 @@
 Training: for each GPU count (whole nodes 1, 2, 3, 4, 6, 8, 12, 16, ... — powers of two
 and 1.5× powers of two — up to `max_nodes`, one node when the hardware has no inter-node
 fabric; with `whole_nodes=False` also 1, 2, 4 ... GPUs of one node) find the fastest
-feasible layout. Model-parallel splits tp × pp are tried from small to large (TP inside a
-node, TP ∈ {1, 2, 4, 8} dividing the heads; DP must split a given global batch exactly);
-for each, every recomputation level gets the *least* sharding that fits (more sharding
-only adds communication), then the largest micro-batch that fits. The climb ends at a
-split where the plainest layout (no recomputation, DDP or ZeRO-1) is feasible (larger
-splits only add communication), skips splits whose lower bound on time cannot beat the
-best found, and stops after six feasible splits in a row without improvement.
+feasible layout. Model-parallel splits tp × cp × pp are tried from small to large (TP inside
+a node, TP ∈ {1, 2, 4, 8} dividing the heads; CP ∈ {1, 2, 4, 8} for sequences of 16k tokens
+and more; DP must split a given global batch exactly); for each, every recomputation level
+gets the *least* sharding, then the least expert parallelism (inside or across nodes), that
+fits (more of either only adds communication), then the largest micro-batch that fits; with
+pipeline stages the interleaved schedule (2 and 4 virtual stages) is tried too. Dominance
+prunes the rest: the climb ends at a split where the plainest layout (no recomputation, DDP
+or ZeRO-1) is feasible (larger splits only add communication), skips splits whose lower
+bound on time (their GEMM FLOPs at the card's achievable rate and the least bubble) cannot
+beat the best found, and stops after six feasible splits in a row without improvement.
 
 GPU counts: the search stops at the first count whose best layout meets the deadline
 (`workload.deadline_hours`, one run) — without a deadline that is the first feasible
-count — or at a count no faster than the one before. When even `max_nodes` misses the
-deadline only powers of two are sampled (the samples show how time falls with nodes).
-Layouts that miss the deadline are returned with `meets_deadline=False` so the caller can
-explain "deadline too short", with a sentence in `rejections`.
+count — or at a count no faster than the one before; between the last count that misses
+the deadline and the first that meets it, up to eight evenly spaced counts are bisected, so
+a 21-day run lands near the node count it needs rather than a 1.5× step above it. When even
+`max_nodes` misses the deadline only powers of two are sampled. Layouts that miss the
+deadline are returned with `meets_deadline=False` so the caller can explain "deadline too
+short", with a sentence in `rejections`.
 
-Inference: for TP = 1, 2, 4, 8 (then PP across nodes if one node is too small) the
-replica decodes as many sequences as fit in memory (at most 256, vLLM's default
-max_num_seqs); replicas are added until `target_tokens_per_s` and `concurrency` are met,
-with the smallest per-replica batch that still meets the target (lower latency). A larger
-TP is kept only if it needs fewer GPUs in total.
+Inference: for TP = 1, 2, 4, 8 (then PP across nodes if one node is too small) a replica
+decodes as many sequences as memory (the KV cache at the mean live context) and the TPOT
+target allow; replicas are added until `target_tokens_per_s` and `concurrency` are met, with
+the smallest per-replica batch that still meets the target (lower latency). A larger TP is
+kept only if it needs fewer GPUs in total.
 
 For every GPU count with no feasible layout the closest attempt's reasons are kept in
 `rejections`, so "why not this card" always has an answer with numbers.
@@ -31,33 +36,34 @@ For every GPU count with no feasible layout the closest attempt's reasons are ke
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
 
-from gpusolve.estimate.compute import (
-    compute_precision,
-    peak_flops_per_s,
-    training_flops_per_token,
-)
+from gpusolve.estimate.compute import compute_precision
+from gpusolve.estimate.efficiency import FIT_GEMM_SHAPES, efficiency_of
 from gpusolve.estimate.layout import (
     ConfigEstimate,
     Hardware,
     Layout,
-    capacity_bytes,
     evaluate,
-    inference_memory,
-    replica_nodes,
-    training_activations_for,
-    training_states_for,
+    overhead_bytes,
+    usable_memory_bytes,
 )
+from gpusolve.estimate.serving import batch_limit, replica_nodes
 from gpusolve.estimate.shapes import Arch, resolve_arch
-from gpusolve.estimate.units import GB, SECONDS_PER_HOUR
+from gpusolve.estimate.steptime import mamf_fraction
+from gpusolve.estimate.training import training_activations_for, training_states_for
+from gpusolve.estimate.units import SECONDS_PER_HOUR
 from gpusolve.models.requirements import Workload
 from gpusolve.params import Params
 
-MAX_DECODE_BATCH = 256  # vLLM's default max_num_seqs
 MICRO_BATCHES = (1, 2, 4, 8, 16, 32, 64)
 TP_CHOICES = (1, 2, 4, 8)
-PATIENCE = 6  # feasible (tp, pp) splits without improvement before a GPU count is settled
+CP_CHOICES = (1, 2, 4, 8)
+LONG_SEQUENCE = 16384  # context parallelism is searched from this sequence length on
+VIRTUAL_STAGES = (2, 4)
+PATIENCE = 6  # feasible (tp, cp, pp) splits without improvement before a GPU count is settled
+REFINE_COUNTS = 8  # node counts bisected between a miss and a hit of the deadline
 
 
 @dataclass(frozen=True)
@@ -135,16 +141,21 @@ def _divisors(n: int) -> list[int]:
     return [d for d in range(1, n + 1) if n % d == 0]
 
 
-def _mp_pairs(arch: Arch, gpus: int, gpn: int) -> list[tuple[int, int]]:
-    pairs: list[tuple[int, int]] = []
+def _mp_splits(workload: Workload, arch: Arch, gpus: int, gpn: int) -> list[tuple[int, int, int]]:
+    """(tp, cp, pp) splits of `gpus`, smallest model-parallel size first."""
+    cps = CP_CHOICES if workload.seq_len >= LONG_SEQUENCE else (1,)
+    out: list[tuple[int, int, int]] = []
     for tp in TP_CHOICES:
         if tp > min(gpn, gpus) or gpus % tp or gpn % tp or arch.heads % tp:
             continue
-        for pp in _divisors(gpus // tp):
-            if pp <= arch.layers:
-                pairs.append((tp, pp))
-    pairs.sort(key=lambda p: (p[0] * p[1], p[0]))
-    return pairs
+        for cp in cps:
+            if gpus % (tp * cp) or workload.seq_len % (2 * cp):
+                continue
+            for pp in _divisors(gpus // (tp * cp)):
+                if pp <= arch.layers:
+                    out.append((tp, cp, pp))
+    out.sort(key=lambda x: (x[0] * x[1] * x[2], x[1], x[0]))
+    return out
 
 
 def _accum(workload: Workload, dp: int, micro_batch: int, pp: int) -> int | None:
@@ -174,19 +185,24 @@ def _checkpointings(workload: Workload) -> tuple[str, ...]:
     return ("none", "full") if workload.flash_attention else ("none", "selective", "full")
 
 
-def _expert_degrees(arch: Arch, tp: int, dp: int, gpn: int) -> tuple[int, ...]:
+def _expert_degrees(arch: Arch, dp: int) -> tuple[int, ...]:
+    """1, then powers of two dividing both the experts and DP: inside a node and across
+    nodes (DeepSeek-V3 runs EP64 over eight nodes)."""
     if not arch.is_moe or dp <= 1:
         return (1,)
-    best = 1
-    for e in range(2, arch.experts + 1):
-        if arch.experts % e == 0 and dp % e == 0 and tp * e <= gpn:
-            best = e
-    return (1, best) if best > 1 else (1,)
+    out = [1]
+    e = 2
+    while e <= min(dp, arch.experts):
+        if arch.experts % e == 0 and dp % e == 0:
+            out.append(e)
+        e *= 2
+    return tuple(out)
 
 
 def _closeness(e: ConfigEstimate) -> tuple[float, ...]:
     """Order infeasible attempts: memory overshoot first, then everything else."""
-    over = e.memory.total_bytes / e.capacity_bytes if e.capacity_bytes > 0 else math.inf
+    usable = e.usable_memory_bytes
+    over = e.memory.total_bytes / usable if usable > 0 else math.inf
     return (
         0.0 if e.fits else 1.0,
         over if not e.fits else 0.0,
@@ -206,31 +222,26 @@ def _time_lower_bound(
     workload: Workload,
     arch: Arch,
     hw: Hardware,
-    params: Params,
     gpus: int,
-    nodes: int,
     pp: int,
     dp: int,
 ) -> float:
-    """No layout on `gpus` GPUs with this PP and DP trains faster than this: the compute
-    time with no recomputation, no communication, no ZeRO-3 penalty and the smallest
-    pipeline bubble (micro-batch 1). Used to skip layouts that cannot win."""
+    """No layout on `gpus` GPUs with this PP and DP trains faster than this: the GEMM FLOPs
+    (6·N, 4·N for a frozen base) at the card's achievable GEMM rate and the smallest pipeline
+    bubble (micro-batch 1, no interleaving beyond 4). Used to skip layouts that cannot win."""
     if workload.measured is not None and workload.measured.card == hw.card.id:
-        return 0.0  # a measured rate replaces the MFU model; do not prune on it
-    peak = peak_flops_per_s(
-        hw.card, compute_precision(workload.kind, workload.precision, workload.optimizer)
-    )
+        return 0.0  # a measured rate replaces the model; do not prune on it
+    fmt = compute_precision(workload.kind, workload.precision, workload.optimizer)
+    tflops = hw.card.tflops_at(fmt)
     accum = _accum(workload, dp, 1, pp)
-    if peak is None or accum is None:
+    if tflops is None or accum is None:
         return 0.0
-    mfu = params.mfu
-    if workload.measured is not None and workload.measured.mfu is not None:
-        mfu = workload.measured.mfu
-    if nodes > 1:
-        mfu *= (1.0 - params.multi_node_penalty) ** math.log2(nodes)
-    bubble = (accum + pp - 1) / accum
-    flops = training_flops_per_token(arch, workload.kind) * float(workload.tokens or 0.0)
-    return flops * bubble / (gpus * peak * mfu)
+    rate = tflops * 1e12 * mamf_fraction(hw.card, efficiency_of(hw.card), fmt) * FIT_GEMM_SHAPES
+    bubble = (accum + (pp - 1) / max(VIRTUAL_STAGES)) / accum
+    factor = 4.0 if workload.kind in ("lora", "qlora") else 6.0
+    n = arch.active_params - arch.input_embedding_params
+    flops = factor * n * float(workload.tokens or 0.0)
+    return flops * bubble / (gpus * rate)
 
 
 class _Fit:
@@ -239,25 +250,74 @@ class _Fit:
 
     def __init__(self, workload: Workload, arch: Arch, hw: Hardware, params: Params) -> None:
         self.w, self.arch, self.gpn, self.params = workload, arch, hw.gpus_per_node, params
-        self.free = capacity_bytes(hw.card, params.headroom) - params.runtime_overhead_gb * GB
-        self.states: dict[tuple[int, int, int, int, str], float] = {}
-        self.acts: dict[tuple[int, int, str, int, int], float] = {}
+        self.usable = usable_memory_bytes(hw.card, params.headroom)
+        self.states: dict[tuple[int, int, int, int, int, str], float] = {}
+        self.acts: dict[tuple[int, int, int, int, str, int, float], float] = {}
 
     def __call__(self, lay: Layout) -> bool:
-        key_s = (lay.tp, lay.pp, lay.dp, lay.ep, lay.sharding)
+        free = self.usable - overhead_bytes(self.params, lay.gpus)
+        key_s = (lay.tp, lay.cp, lay.pp, lay.dp, lay.ep, lay.sharding)
         st = self.states.get(key_s)
         if st is None:
             st = training_states_for(self.w, self.arch, self.gpn, lay, self.params).total_bytes
             self.states[key_s] = st
-        if st > self.free:
+        if st > free:
             return False
-        in_flight = min(lay.pp, lay.grad_accum)
-        key_a = (lay.tp, lay.pp, lay.checkpointing, lay.micro_batch, in_flight)
+        in_flight = float(min(lay.pp, lay.grad_accum)) if lay.vp == 1 else float(lay.vp)
+        key_a = (lay.tp, lay.cp, lay.pp, lay.vp, lay.checkpointing, lay.micro_batch, in_flight)
         act = self.acts.get(key_a)
         if act is None:
             act = training_activations_for(self.w, self.arch, self.gpn, lay)
             self.acts[key_a] = act
-        return st + act <= self.free
+        return st + act <= free
+
+
+def _candidates_for(
+    workload: Workload,
+    arch: Arch,
+    nodes: int,
+    split: tuple[int, int, int],
+    dp: int,
+    ckpt: str,
+    fit: _Fit,
+    micro_batches: tuple[int, ...],
+) -> list[Layout]:
+    """The layouts worth pricing for one split and recomputation level: the least sharding
+    and expert parallelism that fit with their largest micro-batch, the same with micro-batch
+    1 under a pipeline (a smaller bubble), and interleaved schedules of 2 and 4 stages."""
+    tp, cp, pp = split
+    chosen: Layout | None = None
+    for sharding in _shardings(workload, nodes):
+        for ep in _expert_degrees(arch, dp):
+            fit_mb: Layout | None = None
+            for mb in micro_batches:
+                accum = _accum(workload, dp, mb, pp)
+                if accum is None:
+                    continue
+                lay = Layout(nodes, tp, pp, dp, sharding, ckpt, mb, accum, ep=ep, cp=cp)
+                if not fit(lay):
+                    break
+                fit_mb = lay
+            if fit_mb is not None:
+                chosen = fit_mb
+                break
+        if chosen is not None:
+            break
+    if chosen is None:
+        return []
+    out = [chosen]
+    if pp > 1 and chosen.micro_batch > 1:
+        accum = _accum(workload, dp, 1, pp)
+        if accum is not None:
+            out.append(replace(chosen, micro_batch=1, grad_accum=accum))
+    if pp > 1:
+        for base in list(out):
+            for vp in VIRTUAL_STAGES:
+                if arch.layers % (pp * vp) == 0:
+                    lay = replace(base, vp=vp)
+                    if fit(lay):
+                        out.append(lay)
+    return out
 
 
 def _best_for_gpus(
@@ -276,11 +336,12 @@ def _best_for_gpus(
     )
     best: ConfigEstimate | None = None
     closest: ConfigEstimate | None = None
-    pairs = _mp_pairs(arch, gpus, gpn)
+    splits = _mp_splits(workload, arch, gpus, gpn)
     plain_mp = 0
-    stale = 0  # feasible (tp, pp) splits in a row that did not beat the best
-    for tp, pp in pairs:
-        mp = tp * pp
+    stale = 0  # feasible splits in a row that did not beat the best
+    for split in splits:
+        tp, cp, pp = split
+        mp = tp * cp * pp
         if plain_mp and mp > plain_mp:
             break  # a plain layout (no recomputation, ZeRO ≤ 1) won at a smaller size
         if stale >= PATIENCE:
@@ -289,37 +350,12 @@ def _best_for_gpus(
         if workload.global_batch is not None and workload.global_batch % dp:
             continue  # this DP cannot split the global batch evenly
         if best is not None and best.time_to_train_s is not None:
-            bound = _time_lower_bound(workload, arch, hw, params, gpus, nodes, pp, dp)
+            bound = _time_lower_bound(workload, arch, hw, gpus, pp, dp)
             if bound >= best.time_to_train_s:
                 continue
         improved = seen_feasible = False
         for ckpt in _checkpointings(workload):
-            chosen: Layout | None = None
-            for sharding in _shardings(workload, nodes):
-                for ep in _expert_degrees(arch, tp, dp, gpn):
-                    fit_mb: Layout | None = None
-                    for mb in micro_batches:
-                        accum = _accum(workload, dp, mb, pp)
-                        if accum is None:
-                            continue
-                        lay = Layout(nodes, tp, pp, dp, sharding, ckpt, mb, accum, ep=ep)
-                        if not fit(lay):
-                            break
-                        fit_mb = lay
-                    if fit_mb is not None:
-                        chosen = fit_mb
-                        break
-                if chosen is not None:
-                    break
-            if chosen is None:
-                continue
-            candidates = [chosen]
-            if pp > 1 and chosen.micro_batch > 1:
-                accum = _accum(workload, dp, 1, pp)
-                if accum is not None:
-                    candidates.append(
-                        Layout(nodes, tp, pp, dp, chosen.sharding, ckpt, 1, accum, ep=chosen.ep)
-                    )
+            candidates = _candidates_for(workload, arch, nodes, split, dp, ckpt, fit, micro_batches)
             for lay in candidates:
                 est = evaluate(workload, hw, lay, params)
                 if est.feasible:
@@ -334,16 +370,16 @@ def _best_for_gpus(
             stale = 0
         elif seen_feasible:
             stale += 1
-    if best is None and closest is None and pairs:
+    if best is None and closest is None and splits:
         # Nothing fits in memory: report the leanest layout's shortfall.
-        tp, pp = max(pairs, key=lambda p: (p[0] * p[1], p[0]))
-        dp = gpus // (tp * pp)
+        tp, cp, pp = max(splits, key=lambda x: (x[0] * x[1] * x[2], x[0]))
+        dp = gpus // (tp * cp * pp)
         sharding = _shardings(workload, nodes)[-1]
         ckpt = _checkpointings(workload)[-1]
         mb = micro_batches[0]
         accum = _accum(workload, dp, mb, pp) or max(1, (workload.global_batch or dp) // dp)
-        eps = _expert_degrees(arch, tp, dp, gpn)
-        lay = Layout(nodes, tp, pp, dp, sharding, ckpt, mb, accum, ep=eps[-1])
+        eps = _expert_degrees(arch, dp)
+        lay = Layout(nodes, tp, pp, dp, sharding, ckpt, mb, accum, ep=eps[-1], cp=cp)
         closest = evaluate(workload, hw, lay, params)
     return best, closest
 
@@ -353,6 +389,15 @@ def _where(hw: Hardware, gpus: int, nodes: int) -> str:
     if nodes == 1 and gpus < hw.gpus_per_node:
         return f"{gpus} GPU(s) of one {label}"
     return f"{nodes} × {label} ({gpus} GPUs)"
+
+
+def _refine(lo: int, hi: int) -> list[int]:
+    """Up to REFINE_COUNTS node counts strictly between lo and hi, evenly spaced."""
+    gap = hi - lo
+    if gap <= 1:
+        return []
+    step = max(1, math.ceil(gap / (REFINE_COUNTS + 1)))
+    return list(range(lo + step, hi, step))
 
 
 def _search_training(
@@ -394,7 +439,9 @@ def _search_training(
                 )
             continue
         if best_so_far is not None and not _faster(best, best_so_far):
-            break  # more GPUs no longer help (communication or penalties dominate)
+            break  # more GPUs no longer help (communication dominates)
+        if best.meets_deadline and best_so_far is not None and best_so_far.nodes > 0:
+            best = _bisect_deadline(hw, best_so_far, best, run)
         feasible.append(best)
         best_so_far = best
         if best.meets_deadline:  # without a deadline every size meets it: the first wins
@@ -412,6 +459,27 @@ def _search_training(
             f"({fastest.nodes} node(s); {limit_note})"
         )
     return SearchResult(feasible, rejections)
+
+
+def _bisect_deadline(
+    hw: Hardware,
+    miss: ConfigEstimate,
+    hit: ConfigEstimate,
+    run: Callable[[int, int], tuple[ConfigEstimate | None, ConfigEstimate | None]],
+) -> ConfigEstimate:
+    """The fewest nodes between a count that misses the deadline and one that meets it."""
+    counts = _refine(miss.nodes, hit.nodes)
+    lo, hi = 0, len(counts)
+    found = hit
+    while lo < hi:
+        mid = (lo + hi) // 2
+        nodes = counts[mid]
+        best, _ = run(nodes * hw.gpus_per_node, nodes)
+        if best is not None and best.meets_deadline:
+            found, hi = best, mid
+        else:
+            lo = mid + 1
+    return found
 
 
 # ---------------------------------------------------------------- inference
@@ -484,16 +552,11 @@ def _replicas_and_batch(
 
 
 def max_decode_batch(workload: Workload, hw: Hardware, params: Params, tp: int, pp: int) -> int:
-    """Sequences at full context one replica of tp × pp GPUs holds (0 = not even one),
-    at most MAX_DECODE_BATCH."""
+    """Sequences one replica of tp × pp GPUs holds at the mean live context within the TPOT
+    target (0 = not even one)."""
     arch = resolve_arch(workload.model)
-    cap = capacity_bytes(hw.card, params.headroom)
     probe = Layout(nodes=max(1, math.ceil(tp * pp / hw.gpus_per_node)), tp=tp, pp=pp, dp=1)
-    empty = inference_memory(workload, arch, probe, params, batch=0).total_bytes
-    per_seq = inference_memory(workload, arch, probe, params, batch=1).total_bytes - empty
-    if per_seq <= 0:
-        return MAX_DECODE_BATCH if empty <= cap else 0
-    return max(0, min(MAX_DECODE_BATCH, int((cap - empty) // per_seq)))
+    return batch_limit(workload, arch, hw, probe, params)[0]
 
 
 def _search_inference(
@@ -518,9 +581,14 @@ def _search_inference(
         if pp > 1 and found:
             break  # a single-node replica exists; spanning nodes only costs more
         probe = Layout(nodes=max(1, math.ceil(tp * pp / gpn)), tp=tp, pp=pp, dp=1)
-        b_max = max_decode_batch(workload, hw, params, tp, pp)
+        b_max, bound = batch_limit(workload, arch, hw, probe, params)
         if b_max < 1:
             est = evaluate(workload, hw, probe, params)
+            if bound == "tpot":
+                rejections.append(
+                    f"TP{tp} PP{pp} on {hw.label or hw.card.id}: "
+                    + "; ".join(r for r in est.reasons if "ms" in r)
+                )
             if closest is None or _closeness(est) < _closeness(closest):
                 closest = est
             continue

@@ -35,13 +35,20 @@ class UnknownPreset(ValueError):
 class ParamCount:
     total: float
     active: float  # per token (MoE: only the routed experts)
-    experts: float  # inside expert MLPs (0 for dense models)
+    experts: float  # inside routed expert MLPs (0 for dense models)
     embeddings: float  # input embedding (+ LM head when untied, + learned positions)
+    input_embeddings: float  # the lookup tables alone (token and position)
 
 
 @dataclass(frozen=True)
 class Arch:
-    """A transformer, fully specified. Counts are plain numbers (parameters, not billions)."""
+    """A transformer, fully specified. Counts are plain numbers (parameters, not billions).
+
+    MoE: `experts` routed experts of inner size `expert_ffn` per MoE layer, `active_experts`
+    of them per token, plus `shared_experts` every token visits; the first `dense_layers`
+    layers have a dense MLP of size `ffn`. Attention is grouped-query (`kv_heads` ≤ `heads`)
+    or, with `kv_lora_rank` > 0, multi-head latent attention (DeepSeek-V2/V3 MLA).
+    """
 
     name: str | None
     params: float
@@ -61,10 +68,22 @@ class Arch:
     coarse: bool
     convention: str
     assumptions: tuple[str, ...] = ()
+    expert_ffn: int = 0  # 0 = ffn
+    shared_experts: int = 0
+    dense_layers: int = 0
+    kv_lora_rank: int = 0  # > 0: MLA
+    q_lora_rank: int = 0
+    rope_head_dim: int = 0
+    v_head_dim: int = 0  # 0 = head_dim
+    input_embedding_params: float = 0.0  # the lookup table alone (no FLOPs)
 
     @property
     def is_moe(self) -> bool:
         return self.experts > 1
+
+    @property
+    def is_mla(self) -> bool:
+        return self.kv_lora_rank > 0
 
     @property
     def params_b(self) -> float:
@@ -72,13 +91,79 @@ class Arch:
 
     @property
     def dense_params(self) -> float:
-        """Parameters outside the experts (all of them for a dense model)."""
+        """Parameters outside the routed experts (all of them for a dense model)."""
         return self.params - self.expert_params
 
     @property
     def layer_params(self) -> float:
-        """Parameters of one transformer block (all experts included)."""
+        """Parameters of one transformer block (all experts included), on average."""
         return (self.params - self.embedding_params) / self.layers
+
+    @property
+    def moe_layers(self) -> int:
+        return self.layers - self.dense_layers if self.is_moe else 0
+
+    @property
+    def expert_width(self) -> int:
+        return self.expert_ffn or self.ffn
+
+    @property
+    def qk_head_dim(self) -> int:
+        """Width of one head's query/key dot product (MLA: nope + rope parts)."""
+        return self.head_dim + self.rope_head_dim if self.is_mla else self.head_dim
+
+    @property
+    def value_head_dim(self) -> int:
+        return self.v_head_dim or self.head_dim
+
+    @property
+    def kv_elements_per_token_layer(self) -> int:
+        """K and V elements one token leaves in one layer's cache: 2·kv_heads·head_dim, or
+        MLA's compressed latent plus its RoPE key (kv_lora_rank + rope_head_dim)."""
+        if self.is_mla:
+            return self.kv_lora_rank + self.rope_head_dim
+        return 2 * self.kv_heads * self.head_dim
+
+    @property
+    def attention_params_per_layer(self) -> float:
+        return attention_params(
+            hidden=self.hidden,
+            heads=self.heads,
+            kv_heads=self.kv_heads,
+            head_dim=self.head_dim,
+            kv_lora_rank=self.kv_lora_rank,
+            q_lora_rank=self.q_lora_rank,
+            rope_head_dim=self.rope_head_dim,
+            v_head_dim=self.v_head_dim,
+        )
+
+
+def attention_params(
+    *,
+    hidden: int,
+    heads: int,
+    kv_heads: int,
+    head_dim: int,
+    kv_lora_rank: int = 0,
+    q_lora_rank: int = 0,
+    rope_head_dim: int = 0,
+    v_head_dim: int = 0,
+) -> float:
+    """Projection parameters of one attention block.
+
+    GQA/MHA: Q and O are hidden × (heads·head_dim), K and V hidden × (kv_heads·head_dim).
+    MLA (DeepSeek-V2 §2.1, V3 §2.1.1): queries through an optional rank-q_lora bottleneck to
+    heads·(head_dim + rope_head_dim); keys and values from one rank-kv_lora latent plus a
+    shared RoPE key (hidden × (kv_lora + rope)), expanded to heads·(head_dim + v_head_dim);
+    O is heads·v_head_dim × hidden.
+    """
+    if kv_lora_rank <= 0:
+        return float(hidden * head_dim * (2 * heads + 2 * kv_heads))
+    dv = v_head_dim or head_dim
+    q_width = heads * (head_dim + rope_head_dim)
+    q = hidden * q_lora_rank + q_lora_rank * q_width if q_lora_rank else hidden * q_width
+    kv = hidden * (kv_lora_rank + rope_head_dim) + kv_lora_rank * heads * (head_dim + dv)
+    return float(q + kv + heads * dv * hidden)
 
 
 def count_params(
@@ -95,36 +180,74 @@ def count_params(
     experts: int = 1,
     active_experts: int = 1,
     learned_positions: int = 0,
+    expert_ffn: int = 0,
+    shared_experts: int = 0,
+    dense_layers: int = 0,
+    kv_lora_rank: int = 0,
+    q_lora_rank: int = 0,
+    rope_head_dim: int = 0,
+    v_head_dim: int = 0,
 ) -> ParamCount:
     """Parameters of a decoder-only transformer from its shape.
 
-    Attention: Q and O are hidden × (heads·head_dim); K and V hidden × (kv_heads·head_dim).
-    MLP: 2 (GeLU) or 3 (SwiGLU) matrices of hidden × ffn, per expert. Two norms per layer
-    and a router per MoE layer are counted; biases are not (they are < 0.1%).
+    MLP: 2 (GeLU) or 3 (SwiGLU) matrices of hidden × ffn; an MoE layer has `experts` routed
+    and `shared_experts` shared experts of hidden × expert_ffn each, and a router; the first
+    `dense_layers` layers of an MoE keep a dense MLP of size ffn. Two norms per layer are
+    counted; biases are not (they are < 0.1%).
     """
-    attn = hidden * head_dim * (2 * heads + 2 * kv_heads)
-    mlp_one = (3 if gated_ffn else 2) * hidden * ffn
-    router = hidden * experts if experts > 1 else 0
+    attn = attention_params(
+        hidden=hidden,
+        heads=heads,
+        kv_heads=kv_heads,
+        head_dim=head_dim,
+        kv_lora_rank=kv_lora_rank,
+        q_lora_rank=q_lora_rank,
+        rope_head_dim=rope_head_dim,
+        v_head_dim=v_head_dim,
+    )
+    matrices = 3 if gated_ffn else 2
+    dense_mlp = matrices * hidden * ffn
+    one_expert = matrices * hidden * (expert_ffn or ffn)
     norms = 2 * hidden
-    per_layer_dense = attn + router + norms
-    embed = vocab * hidden * (1 if tied_embeddings else 2) + learned_positions * hidden + hidden
-    expert_total = layers * mlp_one * experts if experts > 1 else 0.0
-    total = layers * (per_layer_dense + mlp_one * experts) + embed
-    active = layers * (per_layer_dense + mlp_one * active_experts) + embed
-    return ParamCount(float(total), float(active), float(expert_total), float(embed))
+    input_embed = vocab * hidden + learned_positions * hidden
+    embed = input_embed + (0 if tied_embeddings else vocab * hidden) + hidden
+    if experts > 1:
+        moe_layers = layers - dense_layers
+        router = hidden * experts
+        expert_total = float(moe_layers * one_expert * experts)
+        shared = moe_layers * (one_expert * shared_experts + router)
+        base = layers * (attn + norms) + dense_layers * dense_mlp + shared + embed
+        total = base + expert_total
+        active = base + moe_layers * one_expert * active_experts
+    else:
+        expert_total = 0.0
+        total = active = layers * (attn + norms + dense_mlp) + embed
+    return ParamCount(float(total), float(active), expert_total, float(embed), float(input_embed))
+
+
+INT_FIELDS = (
+    "layers",
+    "hidden",
+    "heads",
+    "kv_heads",
+    "ffn",
+    "vocab",
+    "experts",
+    "active_experts",
+    "head_dim",
+    "expert_ffn",
+    "shared_experts",
+    "dense_layers",
+    "kv_lora_rank",
+    "q_lora_rank",
+    "rope_head_dim",
+    "v_head_dim",
+)
 
 
 def _from_preset(p: Preset) -> dict[str, int]:
-    return {
-        "layers": p.layers,
-        "hidden": p.hidden,
-        "heads": p.heads,
-        "kv_heads": p.kv_heads,
-        "ffn": p.ffn,
-        "vocab": p.vocab,
-        "experts": p.experts,
-        "active_experts": p.active_experts,
-    }
+    out = {k: int(getattr(p, k)) for k in INT_FIELDS}
+    return {k: v for k, v in out.items() if v or k in ("shared_experts", "dense_layers")}
 
 
 def _round_to(value: float, step: int) -> int:
@@ -154,12 +277,8 @@ def resolve_arch(model: ModelShape) -> Arch:
             )
     base: dict[str, int] = _from_preset(preset) if preset else {}
     given: dict[str, int] = {
-        k: int(getattr(model, k))
-        for k in ("layers", "hidden", "heads", "kv_heads", "ffn", "vocab", "experts")
-        if getattr(model, k) is not None
+        k: int(getattr(model, k)) for k in INT_FIELDS if getattr(model, k) is not None
     }
-    if model.active_experts is not None:
-        given["active_experts"] = model.active_experts
     shape = {**base, **given}
     user_params = model.params_b * BILLION if model.params_b is not None else None
     if "layers" in shape and "hidden" in shape:
@@ -179,21 +298,26 @@ def _architecture(
     else:
         heads = max(1, hidden // DEFAULT_HEAD_DIM)
         assumptions.append(f"heads = hidden/128 = {heads} (not given)")
+    kv_lora = int(shape.get("kv_lora_rank", 0))
     kv_heads = int(shape.get("kv_heads", heads))
-    if "kv_heads" not in shape:
+    if "kv_heads" not in shape and not kv_lora:
         assumptions.append("kv_heads = heads (no grouped-query attention assumed)")
-    head_dim = max(1, hidden // heads)
-    untouched_preset = preset is not None and all(
-        getattr(model, k) is None for k in ("layers", "hidden", "heads", "ffn")
-    )
+    head_dim = int(shape.get("head_dim", 0)) or max(1, hidden // heads)
     if "ffn" in shape:
         ffn = int(shape["ffn"])
-        gated = preset.gated_ffn if untouched_preset and preset else True
-        if preset is None:
+        if model.gated_ffn is not None:
+            gated = model.gated_ffn
+        elif preset is not None:
+            gated = preset.gated_ffn
+        else:
+            gated = True
             assumptions.append("gated (SwiGLU) feed-forward assumed, as in Llama/Qwen/Mistral")
     else:
-        ffn, gated = 4 * hidden, False
-        assumptions.append(f"ffn = 4·hidden = {ffn}, GeLU MLP (not given)")
+        ffn = 4 * hidden
+        gated = bool(model.gated_ffn) if model.gated_ffn is not None else False
+        assumptions.append(
+            f"ffn = 4·hidden = {ffn}, {'SwiGLU' if gated else 'GeLU'} MLP (ffn not given)"
+        )
     vocab = int(shape.get("vocab", DEFAULT_VOCAB))
     if "vocab" not in shape:
         assumptions.append(f"vocab = {DEFAULT_VOCAB} (not given)")
@@ -201,6 +325,22 @@ def _architecture(
     active_experts = int(shape.get("active_experts", min(2, experts)))
     if experts > 1 and "active_experts" not in shape:
         assumptions.append("2 experts per token assumed (not given)")
+    tied = (
+        model.tied_embeddings
+        if model.tied_embeddings is not None
+        else (preset.tied_embeddings if preset else False)
+    )
+    mla = {
+        "kv_lora_rank": kv_lora,
+        "q_lora_rank": int(shape.get("q_lora_rank", 0)),
+        "rope_head_dim": int(shape.get("rope_head_dim", 0)),
+        "v_head_dim": int(shape.get("v_head_dim", 0)),
+    }
+    moe = {
+        "expert_ffn": int(shape.get("expert_ffn", 0)),
+        "shared_experts": int(shape.get("shared_experts", 0)) if experts > 1 else 0,
+        "dense_layers": min(layers, int(shape.get("dense_layers", 0))) if experts > 1 else 0,
+    }
     count = count_params(
         layers=layers,
         hidden=hidden,
@@ -210,10 +350,12 @@ def _architecture(
         ffn=ffn,
         vocab=vocab,
         gated_ffn=gated,
-        tied_embeddings=preset.tied_embeddings if preset else False,
+        tied_embeddings=tied,
         experts=experts,
         active_experts=active_experts,
         learned_positions=preset.learned_positions if preset else 0,
+        **moe,
+        **mla,
     )
     params, scale = count.total, 1.0
     convention = f"shape from preset {preset.id} ({preset.source})" if preset else "shape as given"
@@ -248,6 +390,9 @@ def _architecture(
         coarse=False,
         convention=convention,
         assumptions=tuple(assumptions),
+        input_embedding_params=min(count.input_embeddings * scale, params),
+        **moe,
+        **mla,
     )
 
 
@@ -273,6 +418,7 @@ def _coarse(model: ModelShape, params: float) -> Arch:
         active_params=min(active, params),
         expert_params=expert_params,
         embedding_params=min(embed, 0.1 * params),
+        input_embedding_params=min(embed / 2, 0.05 * params),
         layers=layers,
         hidden=hidden,
         heads=heads,

@@ -22,6 +22,7 @@ FabricKind = Literal["infiniband", "roce", "ethernet", "none"]
 PeerLink = Literal["nvlink", "nvlink_bridge", "infinity_fabric", "hccs", "pcie", "none"]
 FormFactor = Literal["sxm", "oam", "pcie", "consumer"]
 GpuTopology = Literal["nvswitch", "full_mesh", "nvlink_bridge_pairs", "pcie_switch", "pcie"]
+Architecture = Literal["ampere", "hopper", "blackwell", "ada", "cdna3", "ascend"]
 
 
 class Tflops(StrictModel):
@@ -35,11 +36,39 @@ class Tflops(StrictModel):
     int8: PositiveFloat | None = Field(default=None, description="Dense INT8 TOPS.")
 
 
+class Mamf(StrictModel):
+    """Maximum achievable matmul TFLOPS measured on this card (best shape of a sweep)."""
+
+    bf16: PositiveFloat | None = None
+    fp8: PositiveFloat | None = None
+    source: str = Field(min_length=3)
+
+
 class Card(StrictModel):
     id: Identifier
     name: str
     vendor: str
-    memory_gb: PositiveFloat = Field(description="Device memory, 10^9 bytes.")
+    architecture: Architecture | None = Field(
+        default=None,
+        description="Card family for achievable efficiency (GEMM, attention, memory, "
+        "collective library); derived from vendor and id when absent.",
+    )
+    memory_gb: PositiveFloat = Field(
+        description="Marketed device memory ('80 GB'); see memory_reported_mib for what "
+        "the device exposes."
+    )
+    memory_reported_mib: PositiveFloat | None = Field(
+        default=None,
+        description="Total memory the device reports (nvidia-smi / rocm-smi), MiB. When "
+        "absent, 'N GB' is read as N GiB, less 1/16 for ECC on a datacentre GDDR board.",
+    )
+    memory_source: str | None = Field(
+        default=None, description="Where memory_reported_mib comes from."
+    )
+    mamf_tflops: Mamf | None = Field(
+        default=None,
+        description="Measured maximum achievable matmul TFLOPS; else the family's ratio.",
+    )
     memory_type: str
     memory_bandwidth_gbs: PositiveFloat = Field(description="Memory bandwidth, GB/s.")
     tflops: Tflops
@@ -59,6 +88,29 @@ class Card(StrictModel):
     confidence: Confidence
     source: str = Field(min_length=3)
     notes: str | None = None
+
+    @model_validator(mode="after")
+    def _reported_memory_matches(self) -> Card:
+        if self.memory_reported_mib is not None:
+            ratio = self.memory_reported_mib / (self.memory_gb * 1024)
+            if not 0.85 <= ratio <= 1.1:
+                raise ValueError(
+                    f"memory_reported_mib {self.memory_reported_mib:g} MiB does not match "
+                    f"memory_gb {self.memory_gb:g} (expected about {self.memory_gb * 1024:,.0f} "
+                    "MiB); update or remove memory_reported_mib"
+                )
+        return self
+
+    @property
+    def reported_memory_bytes(self) -> float:
+        """Bytes the device exposes: the reported MiB, else the marketed GB read as GiB
+        (memory parts are binary-sized: an "80 GB" H100 reports 81,559 MiB), less the 1/16
+        that ECC takes on a datacentre GDDR board (L40S: 49,140 MiB off, 46,068 MiB on)."""
+        if self.memory_reported_mib is not None:
+            return self.memory_reported_mib * 2**20
+        gib = self.memory_gb * 2**30
+        gddr_with_ecc = "GDDR" in self.memory_type.upper() and self.form_factor != "consumer"
+        return gib * (1 - 1 / 16) if gddr_with_ecc else gib
 
     def tflops_at(self, precision: str) -> float | None:
         """Peak dense TFLOPS at a precision, falling back to the next wider format."""
@@ -142,6 +194,18 @@ class ColoOffer(StrictModel):
     bgp_lines: int = Field(default=0, ge=0)
     fabric: FabricKind = Field(description="Inter-server fabric the site can provide.")
     fabric_gbps: NonNegativeFloat = Field(default=0.0, description="Per-port fabric rate, Gbit/s.")
+    fabric_oversubscription: float = Field(
+        default=1.0,
+        ge=1.0,
+        le=64.0,
+        description="Spine oversubscription of the site's fabric (1 = non-blocking fat tree; "
+        "2 = half the bisection bandwidth). Divides what crosses the spine.",
+    )
+    fabric_max_nodes: int | None = Field(
+        default=None,
+        ge=1,
+        description="Most servers one fabric connects (switch ports); default: every rack.",
+    )
     ops_24h: bool
     dual_power: bool
     certifications: list[str] = Field(default_factory=list)
@@ -160,7 +224,14 @@ class CloudOffer(StrictModel):
     price_per_hour: PositiveFloat = Field(description="Per instance-hour, catalogue currency.")
     region: str
     fabric: FabricKind = "ethernet"
-    fabric_gbps: NonNegativeFloat = 0.0
+    fabric_gbps: NonNegativeFloat = Field(
+        default=0.0, description="Line rate of one fabric NIC, Gbit/s."
+    )
+    fabric_nics: int | None = Field(
+        default=None,
+        ge=0,
+        description="Fabric NICs per instance (default: one per GPU, as 8-GPU cloud nodes have).",
+    )
     peer_bandwidth_gbs: NonNegativeFloat = Field(
         default=0.0, description="GPU-to-GPU bandwidth per GPU inside one instance."
     )

@@ -18,15 +18,51 @@ class OutModel(BaseModel):
 
 
 class MemoryGB(OutModel):
-    """Memory on one GPU, GB (10^9 bytes); `total` is the sum of the other six."""
+    """Memory on one GPU, GB (10^9 bytes); `total` is the sum of the other seven."""
 
     weights: float
+    gathered_weights: float = Field(
+        description="ZeRO-3/FSDP: parameters gathered for the layers being computed."
+    )
     gradients: float
     optimizer: float
     activations: float
     kv_cache: float
-    overhead: float = Field(description="Runtime overhead (CUDA context, allocator, framework).")
+    overhead: float = Field(
+        description="CUDA context and kernels, and NCCL buffers when GPUs communicate."
+    )
     total: float
+
+
+class StepOut(OutModel):
+    """Training: one optimizer step's time on the slowest GPU, by cause (seconds)."""
+
+    compute_s: float = Field(description="GEMMs, attention and streaming kernels.")
+    recompute_s: float = Field(description="Activation recomputation.")
+    tp_comm_s: float = Field(description="Exposed tensor-parallel collectives.")
+    cp_comm_s: float = Field(description="Exposed context-parallel K/V exchange.")
+    ep_comm_s: float = Field(description="Exposed expert-parallel all-to-alls.")
+    pp_comm_s: float = Field(description="Pipeline stage-boundary sends.")
+    bubble_s: float = Field(description="Pipeline fill and drain.")
+    dp_comm_s: float = Field(description="Exposed data-parallel traffic.")
+    optimizer_s: float = Field(description="The optimizer update.")
+    step_s: float = Field(description="The sum of the parts above.")
+    dp_comm_total_s: float = Field(description="Data-parallel traffic before overlap.")
+    dp_link: str = Field(description="The link the data-parallel ring is bounded by.")
+
+
+class ServingOut(OutModel):
+    """Inference: what one replica runs and delivers."""
+
+    batch: int = Field(description="Sequences decoded together per replica.")
+    max_batch: int = Field(description="The most that memory and the TPOT target allow.")
+    batch_limit: str = Field(description="memory | tpot: what bounds max_batch.")
+    mean_context: float = Field(description="Mean live tokens per sequence in the KV cache.")
+    tpot_ms: float = Field(description="Time per output token each user sees.")
+    ttft_ms: float = Field(description="Prefill time of one mean prompt.")
+    single_stream_tokens_per_s: float = Field(description="One sequence decoding alone.")
+    prefill_share: float = Field(description="Share of replica time spent on prefill.")
+    decode_step_ms: dict[str, float] = Field(description="The decode step's parts, ms.")
 
 
 class ArchOut(OutModel):
@@ -78,7 +114,10 @@ class ConfigOut(OutModel):
     tp: int
     pp: int
     dp: int
+    vp: int = Field(description="Virtual pipeline stages per rank (interleaved 1F1B).")
+    cp: int = Field(description="Context-parallel degree (the sequence split).")
     ep: int = Field(description="Expert-parallel degree (MoE).")
+    sequence_parallel: bool
     replicas: int = Field(description="Inference: independent replicas of tp × pp GPUs.")
     zero_stage: int = Field(description="0 DDP, 1-2 ZeRO, 3 ZeRO-3 / FSDP.")
     sharding: str
@@ -89,9 +128,10 @@ class ConfigOut(OutModel):
     )
     grad_accum: int
     memory_per_gpu_gb: MemoryGB
-    memory_capacity_gb: float = Field(description="Card memory × (1 − headroom), GB.")
+    card_memory_gb: float = Field(description="Memory the device reports, GB.")
+    usable_memory_gb: float = Field(description="card_memory_gb × (1 − headroom), GB.")
     headroom: float
-    fits: bool = Field(description="memory_per_gpu_gb.total ≤ memory_capacity_gb.")
+    fits: bool = Field(description="memory_per_gpu_gb.total ≤ usable_memory_gb.")
     feasible: bool = Field(description="Fits and no other reason blocks it (see reasons).")
     flops: float = Field(
         description="Training: FLOPs per run including recomputation; inference: FLOPs per "
@@ -101,7 +141,12 @@ class ConfigOut(OutModel):
     tokens_per_s: float = Field(
         description="Training tokens/s, or generated tokens/s over all replicas."
     )
-    mfu: float | None = Field(description="Achieved model-FLOPs utilisation (training).")
+    mfu: float | None = Field(
+        description="Model FLOPs (6·N·D + attention) over time × GPUs × peak (training)."
+    )
+    hfu: float | None = Field(description="As mfu, with recomputed FLOPs counted (training).")
+    step: StepOut | None = Field(description="Training: the step time's parts.")
+    serving: ServingOut | None = Field(description="Inference: batch, latency, prefill.")
     comm_fraction: float = Field(description="Exposed communication / step time.")
     checkpoint_gb: float = Field(
         description="Checkpoint with optimizer state (training) or weights (inference), GB."
@@ -122,6 +167,7 @@ class ConfigOut(OutModel):
 class WorkloadEstimate(OutModel):
     name: str
     kind: str
+    headroom: float = Field(description="Memory headroom kept free on every GPU (rules, H29).")
     precision: str
     optimizer: str
     tokens: float | None
@@ -137,7 +183,6 @@ class WorkloadEstimate(OutModel):
 
 class EstimateReport(OutModel):
     units: str = Field(default="GB = 10^9 bytes; time in hours; FLOPs as plain numbers")
-    headroom: float = Field(description="Memory headroom kept free on every GPU.")
     mode: Literal["explicit", "search"] = Field(
         description="explicit: the one configuration given on the command line; search: "
         "the smallest feasible configurations per card."

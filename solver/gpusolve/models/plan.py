@@ -35,6 +35,10 @@ class Parallel(OutModel):
     tp: int
     pp: int
     dp: int
+    vp: int = Field(default=1, description="Virtual pipeline stages per rank (interleaved).")
+    cp: int = Field(default=1, description="Context-parallel degree.")
+    ep: int = Field(default=1, description="Expert-parallel degree (MoE).")
+    sequence_parallel: bool = False
     zero_stage: int
     gradient_checkpointing: str
     micro_batch: int
@@ -53,9 +57,11 @@ class Deployment(OutModel):
     site: str | None
     schedule: str
     memory_per_gpu_gb: float
-    memory_capacity_gb: float
+    card_memory_gb: float = Field(description="Memory the device reports, GB.")
+    usable_memory_gb: float = Field(description="card_memory_gb × (1 − headroom), GB.")
     headroom: float
     time_to_train_h: float | None
+    mfu: float | None = Field(default=None, description="Training: the MFU the step gives.")
     throughput: float = Field(description="Training tokens/s, or generated tokens/s for inference.")
     replicas: int = 1
     rental_hours: float = 0.0

@@ -36,8 +36,35 @@ class ModelShape(StrictModel):
     kv_heads: int | None = Field(default=None, ge=1)
     ffn: int | None = Field(default=None, ge=1, description="Feed-forward inner size.")
     vocab: int | None = Field(default=None, ge=1)
-    experts: int | None = Field(default=None, ge=1, description="MoE experts per layer.")
-    active_experts: int | None = Field(default=None, ge=1, description="Experts per token.")
+    head_dim: int | None = Field(
+        default=None, ge=1, description="Per-head width when it is not hidden/heads."
+    )
+    gated_ffn: bool | None = Field(
+        default=None, description="SwiGLU-style MLP (3 matrices) instead of GeLU (2)."
+    )
+    tied_embeddings: bool | None = Field(
+        default=None, description="The LM head reuses the input embedding (GPT, OPT)."
+    )
+    experts: int | None = Field(default=None, ge=1, description="MoE routed experts per layer.")
+    active_experts: int | None = Field(default=None, ge=1, description="Routed experts per token.")
+    shared_experts: int | None = Field(
+        default=None, ge=0, description="MoE experts every token visits (DeepSeek, Qwen-MoE)."
+    )
+    expert_ffn: int | None = Field(
+        default=None, ge=1, description="Inner size of one expert's MLP (default: ffn)."
+    )
+    dense_layers: int | None = Field(
+        default=None, ge=0, description="Leading layers with a dense MLP in an MoE model."
+    )
+    kv_lora_rank: int | None = Field(
+        default=None,
+        ge=1,
+        description="Multi-head latent attention (DeepSeek MLA): compressed K/V width; the "
+        "KV cache holds this plus rope_head_dim per token and layer.",
+    )
+    q_lora_rank: int | None = Field(default=None, ge=1, description="MLA query compression.")
+    rope_head_dim: int | None = Field(default=None, ge=1, description="MLA decoupled RoPE width.")
+    v_head_dim: int | None = Field(default=None, ge=1, description="MLA value head width.")
     active_params_b: PositiveFloat | None = Field(
         default=None, description="MoE parameters used per token, billions."
     )
@@ -49,6 +76,10 @@ class ModelShape(StrictModel):
             raise ValueError("give params_b, a preset, or the architecture (layers and hidden)")
         if self.kv_heads and self.heads and self.kv_heads > self.heads:
             raise ValueError("kv_heads cannot exceed heads")
+        if self.active_experts and self.experts and self.active_experts > self.experts:
+            raise ValueError("active_experts cannot exceed experts")
+        if self.dense_layers is not None and self.layers and self.dense_layers > self.layers:
+            raise ValueError("dense_layers cannot exceed layers")
         return self
 
 
@@ -87,6 +118,10 @@ class Workload(StrictModel):
         default=None, description="Fix activation recomputation; searched when absent."
     )
     flash_attention: bool = True
+    dropout: bool = Field(
+        default=False,
+        description="Hidden and attention dropout (GPT-3-era recipes); Llama-era has none.",
+    )
     tokens: PositiveFloat | None = Field(default=None, description="Tokens per training run.")
     runs: PositiveFloat = Field(default=1, description="Runs over the planning horizon.")
     deadline_hours: PositiveFloat | None = None
@@ -97,9 +132,32 @@ class Workload(StrictModel):
     )
     lora: Lora | None = None
     # Inference
-    context_len: int | None = Field(default=None, ge=1)
+    context_len: int | None = Field(
+        default=None, ge=1, description="Longest prompt + output a request may reach, tokens."
+    )
+    prompt_tokens: int | None = Field(
+        default=None, ge=0, description="Mean prompt length, tokens (prefill work, KV cache)."
+    )
+    output_tokens: int | None = Field(
+        default=None, ge=1, description="Mean generated tokens per request."
+    )
     concurrency: int | None = Field(default=None, ge=1)
-    target_tokens_per_s: PositiveFloat | None = None
+    target_tokens_per_s: PositiveFloat | None = Field(
+        default=None, description="Generated tokens/s the service must deliver in total."
+    )
+    tpot_ms: PositiveFloat | None = Field(
+        default=None, description="Largest time per output token a user may see, ms."
+    )
+    ttft_ms: PositiveFloat | None = Field(
+        default=None, description="Largest time to first token (one prompt's prefill), ms."
+    )
+    quant_group_size: int | None = Field(
+        default=None,
+        ge=8,
+        le=8192,
+        description="Weights per scale group for int4 weight-only quantisation (GPTQ/AWQ "
+        "default 128).",
+    )
     measured: Measured | None = None
 
     @model_validator(mode="after")

@@ -20,6 +20,7 @@ def hours(value: float | None) -> str:
 def layout(d: Deployment) -> str:
     p = d.parallel
     parts = [f"TP{p.tp}", f"PP{p.pp}", f"DP{p.dp}"]
+    parts += [f"{k}{v}" for k, v in (("VP", p.vp), ("CP", p.cp), ("EP", p.ep)) if v > 1]
     if p.zero_stage:
         parts.append(f"ZeRO-{p.zero_stage}")
     if p.gradient_checkpointing != "none":
@@ -37,14 +38,14 @@ def hardware(d: Deployment) -> str:
 
 
 def memory(d: Deployment) -> str:
-    usable = d.memory_capacity_gb * (1 - d.headroom)
     return (
-        f"{d.memory_per_gpu_gb:.1f} GB per GPU of {d.memory_capacity_gb:.0f} GB "
-        f"({usable:.1f} GB usable at {d.headroom:.0%} headroom)"
+        f"{d.memory_per_gpu_gb:.1f} GB per GPU of {d.card_memory_gb:.1f} GB "
+        f"({d.usable_memory_gb:.1f} GB usable at {d.headroom:.0%} headroom)"
     )
 
 
 def work(d: Deployment) -> str:
     if d.time_to_train_h is not None:
-        return f"{hours(d.time_to_train_h)} per run, {d.throughput:,.0f} tokens/s"
+        mfu = f", MFU {d.mfu:.0%}" if d.mfu is not None else ""
+        return f"{hours(d.time_to_train_h)} per run, {d.throughput:,.0f} tokens/s{mfu}"
     return f"{d.throughput:,.0f} tokens/s generated"

@@ -214,7 +214,10 @@ WORKLOAD_TYPE = model_type(
 REQS_TYPE = model_type(Requirements, override={"workloads": list_of(WORKLOAD_TYPE)})
 PARAMS_TYPE = obj(
     "Params",
-    {s.name: (BOOL if s.kind is bool else NUM).but(doc=f"{s.doc} ({s.source})") for s in SPECS},
+    {
+        s.name: {bool: BOOL, str: STR}.get(s.kind, NUM).but(doc=f"{s.doc} ({s.source})")
+        for s in SPECS
+    },
     doc="Resolved parameter values for this workload.",
 )
 
@@ -235,7 +238,12 @@ DEPLOYMENT_FIELDS: dict[str, CelType] = {
     ),
     "replicas": NUM.but(doc="Copies of the layout (inference serving), default 1."),
     "memory_per_gpu_gb": NUM.but(doc="Estimated memory used per GPU, GB."),
-    "capacity_gb": NUM.but(doc="Card memory per GPU, GB."),
+    "card_memory_gb": NUM.but(doc="Memory the device reports per GPU, GB."),
+    "usable_memory_gb": NUM.but(doc="Card memory less the headroom, GB."),
+    "mfu": NUM.but(nullable=True, doc="Training: the MFU the step time gives (H12)."),
+    "vp": NUM.but(doc="Virtual pipeline stages per rank."),
+    "cp": NUM.but(doc="Context-parallel degree."),
+    "ep": NUM.but(doc="Expert-parallel degree."),
     "comm_fraction": NUM.but(doc="Communication share of step time."),
     "multi_node": BOOL.but(
         doc="One job, or one inference replica, spans servers and needs a fabric "
@@ -254,7 +262,17 @@ DEPLOYMENT_FIELDS: dict[str, CelType] = {
 }
 DEPLOYMENT_TYPE = obj("Deployment", DEPLOYMENT_FIELDS, doc="One layout of one workload.")
 DEPLOYMENT_REQUIRED = frozenset(
-    {"nodes", "gpus", "tp", "pp", "dp", "memory_per_gpu_gb", "capacity_gb", "comm_fraction"}
+    {
+        "nodes",
+        "gpus",
+        "tp",
+        "pp",
+        "dp",
+        "memory_per_gpu_gb",
+        "card_memory_gb",
+        "usable_memory_gb",
+        "comm_fraction",
+    }
 )
 
 BASE_VARIABLES: dict[str, CelType] = {
@@ -428,8 +446,8 @@ def params_plain(params: Params) -> dict[str, Any]:
 
 
 def deployment_plain(fields: Mapping[str, Any], mode: str | None = None) -> dict[str, Any]:
-    """A layout as rules see it. `multi_node`, `gpus_per_node`, `replicas`, `zero_stage`
-    and `mode` are derived when absent; keys rules do not know are ignored.
+    """A layout as rules see it. `multi_node`, `gpus_per_node`, `replicas`, `zero_stage`,
+    `vp`, `cp`, `ep` and `mode` are derived when absent; keys rules do not know are ignored.
 
     Raises ValueError when a required key is missing (a programming error in the caller).
     """
@@ -437,7 +455,7 @@ def deployment_plain(fields: Mapping[str, Any], mode: str | None = None) -> dict
     if missing:
         raise ValueError(f"deployment facts need: {sorted(missing)}")
     values: dict[str, Any] = dict.fromkeys(DEPLOYMENT_FIELDS)
-    values.update(mode=mode or "owned", zero_stage=0, replicas=1)
+    values.update(mode=mode or "owned", zero_stage=0, replicas=1, vp=1, cp=1, ep=1)
     values.update({k: v for k, v in fields.items() if k in DEPLOYMENT_FIELDS and v is not None})
     nodes = float(values["nodes"])
     if fields.get("multi_node") is None:

@@ -1,0 +1,103 @@
+"""Print the physics' residuals against published results (tests/validation_cases.py).
+
+    python benchmarks/validation.py            # the residual table, one row per case
+    python benchmarks/validation.py --fit      # sweep FIT_GEMM_SHAPES over the fitted cases
+    python benchmarks/validation.py --markdown # the table as Markdown (benchmarks/README.md)
+
+Exit status 1 when any case is outside its tolerance (the same check as
+tests/test_validation.py).
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT / "solver"))
+
+from validation_cases import Case, all_cases  # noqa: E402
+
+
+def _rows(cases: list[Case]) -> list[tuple[Case, float, float]]:
+    out = []
+    for c in cases:
+        got = c.predict()
+        out.append((c, got, got / c.published - 1.0))
+    return out
+
+
+def _table(rows: list[tuple[Case, float, float]], markdown: bool) -> str:
+    lines: list[str] = []
+    if markdown:
+        lines.append("| group | case | published | predicted | unit | residual | tolerance |")
+        lines.append("|---|---|---:|---:|---|---:|---:|")
+    group = None
+    for c, got, res in rows:
+        mark = "" if abs(res) <= c.tolerance else "  << OUT"
+        if markdown:
+            lines.append(
+                f"| {c.group} | {c.name} | {c.published:,.4g} | {got:,.4g} | {c.unit} | "
+                f"{res:+.1%} | ±{c.tolerance:.0%} |"
+            )
+            continue
+        if c.group != group:
+            group = c.group
+            lines.append(f"\n{group}")
+        lines.append(
+            f"  {c.name:<34} {c.published:>10,.4g} {got:>10,.4g} {c.unit:<12} "
+            f"{res:+7.1%}  (±{c.tolerance:.0%}){mark}"
+        )
+    return "\n".join(lines)
+
+
+def _fit(cases: list[Case]) -> None:
+    import gpusolve.estimate.efficiency as efficiency
+    import gpusolve.estimate.steptime as steptime
+
+    fitted = [c for c in cases if c.fitted_on]
+    original = efficiency.FIT_GEMM_SHAPES
+    print(f"sweeping FIT_GEMM_SHAPES over {len(fitted)} fitted cases (now {original})")
+    best: tuple[float, float] | None = None
+    for step in range(60, 101, 2):
+        value = step / 100
+        efficiency.FIT_GEMM_SHAPES = value
+        steptime.FIT_GEMM_SHAPES = value
+        steptime._training_step.cache_clear()
+        logs = [math.log(c.predict() / c.published) for c in fitted]
+        rms = math.sqrt(sum(x * x for x in logs) / len(logs))
+        worst = max(abs(x) for x in logs)
+        print(f"  {value:.2f}: rms log residual {rms:.3f}, worst {math.expm1(worst):+.1%}")
+        if best is None or rms < best[1]:
+            best = (value, rms)
+    efficiency.FIT_GEMM_SHAPES = original
+    steptime.FIT_GEMM_SHAPES = original
+    assert best is not None
+    print(f"least squares (log residuals): {best[0]:.2f}")
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--fit", action="store_true", help="sweep the fitted parameter")
+    ap.add_argument("--markdown", action="store_true", help="print a Markdown table")
+    args = ap.parse_args()
+    cases = all_cases()
+    if args.fit:
+        _fit(cases)
+        return 0
+    rows = _rows(cases)
+    print(_table(rows, args.markdown))
+    out = [c for c, _, r in rows if abs(r) > c.tolerance]
+    worst = max(rows, key=lambda r: abs(r[2]) / r[0].tolerance)
+    print(
+        f"\n{len(rows)} cases, {len(out)} outside tolerance; largest relative to its tolerance: "
+        f"{worst[0].group} / {worst[0].name} {worst[2]:+.1%}"
+    )
+    return 1 if out else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,182 @@
+"""What a card family achieves of its datasheet, as sourced parameters (no per-case fudge).
+
+The step-time model (`steptime.py`) never assumes an end-to-end MFU. It times each kernel at
+what the hardware and its libraries reach on that kind of kernel:
+
+  gemm ........ large dense GEMMs: the maximum achievable matmul FLOPS (MAMF) over the dense
+                datasheet peak, measured per accelerator with the same benchmark
+                (Bekman, "Machine Learning Engineering", compute/accelerator/README.md,
+                "Maximum Achievable Matmul FLOPS comparison table", mamf-finder.py, BF16).
+  attention ... fused attention kernels (FlashAttention-2/3, CK, the vendor's own), forward and
+                backward, as a fraction of the same peak (Dao 2023, FlashAttention-2, §4.1;
+                Shah et al. 2024, FlashAttention-3, §4.1).
+  memory ...... streaming kernels (norms, activations, residuals, the optimizer step) as a
+                fraction of the datasheet HBM/GDDR bandwidth (STREAM/BabelStream-class
+                measurements).
+  links ....... the collective library's bus bandwidth over the link rate (nccl-tests
+                `busbw`, PERFORMANCE.md) and its latency per collective, per link kind.
+
+`FIT_GEMM_SHAPES` is the one parameter fitted, on the validation set alone (tests/
+validation_cases.py, A100 rows): the fraction of MAMF that the GEMM shapes of a real
+transformer step reach (MAMF is the best shape found by a sweep). It multiplies every
+family's `gemm`, so what transfers between families is the sourced MAMF ratio, not a fit.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from gpusolve.models.catalog import Card
+
+
+@dataclass(frozen=True)
+class Efficiency:
+    """Achievable fractions for one card family (all in (0, 1])."""
+
+    family: str
+    gemm: float  # MAMF / dense peak, BF16
+    gemm_fp8: float  # MAMF / dense peak, FP8 (where the card has FP8 tensor cores)
+    attention_fwd: float  # fused attention forward, fraction of the BF16 peak
+    attention_bwd: float  # fused attention backward
+    memory: float  # streaming kernels, fraction of datasheet bandwidth
+    library: str  # the collective library the family's software stack uses
+    source: str
+
+
+# --------------------------------------------------------------------------- the table
+# MAMF figures: Bekman, ml-engineering @744d01e, compute/accelerator/README.md, "Maximum
+# Achievable Matmul FLOPS comparison table" (mean of 100 iterations after 50 warm-up, best shape
+# of a brute-force sweep by mamf-finder.py). A card may carry its own measured MAMF in the
+# catalogue (`mamf_tflops`); these family ratios apply to cards that do not.
+# Streaming bandwidth: Azure/AI-benchmarking-guide @8fd0c6e, Azure_Results/ND_*_results.md
+# ("HBM Bandwidth", BabelStream-style triad over the datasheet figure).
+FAMILIES: dict[str, Efficiency] = {
+    "ampere": Efficiency(
+        family="ampere",
+        gemm=271.2 / 312,  # A100 SXM MAMF 271.2 of 312 TFLOPS (86.9%)
+        gemm_fp8=271.2 / 312,  # no FP8 tensor cores: FP8 requests run as BF16
+        attention_fwd=0.70,  # FlashAttention-2 forward on A100: "up to 73%" of peak (§4.1)
+        attention_bwd=0.60,  # FlashAttention-2 backward on A100, head dim 128 (§4.1, Fig. 6)
+        memory=1.70 / 2.039,  # A100-SXM4-80GB triad 1.70 TB/s (ND_A100_v4_results.md)
+        library="NCCL",
+        source="MAMF A100 SXM 271.2/312; FlashAttention-2 §4.1; Azure ND A100 v4 triad",
+    ),
+    "hopper": Efficiency(
+        family="hopper",
+        gemm=794.5 / 989,  # H100 SXM MAMF 794.5 of 989 (80.3%; "H200 is the same")
+        gemm_fp8=1402.6 / 1979,  # H100 SXM FP8 MAMF 1,402.6 of 1,979 (70.9%)
+        attention_fwd=0.60,  # FlashAttention-3 BF16 forward 600-740 TFLOPS of 989 (§4.1)
+        attention_bwd=0.45,  # FlashAttention-2/3 backward on H100, ~450 TFLOPS (§4.1)
+        memory=2.97 / 3.35,  # H100 80GB HBM3 triad 2.97 TB/s (ND_H100_v5_results.md)
+        library="NCCL",
+        source="MAMF H100 SXM 794.5/989, FP8 1402.6/1979; FlashAttention-3 §4.1; Azure triad",
+    ),
+    "blackwell": Efficiency(
+        family="blackwell",
+        gemm=1745.0 / 2250,  # B200 SXM MAMF 1,745 of 2,250 (77.6%)
+        gemm_fp8=3432.5 / 4500,  # B200 SXM FP8 MAMF 3,432.5 of 4,500 (76.3%)
+        attention_fwd=0.60,  # no published B200 attention fraction: Hopper's FA-3 figures
+        attention_bwd=0.45,
+        memory=4.15 / 4.8,  # no B200 triad published: H200's 4.15 of 4.8 (HBM3e)
+        library="NCCL",
+        source="MAMF B200 1745/2250, FP8 3432.5/4500; attention and memory as H200 (estimate)",
+    ),
+    "ada": Efficiency(
+        family="ada",
+        gemm=252.9 / 312,  # no Ada MAMF published: the PCIe A100's 81.1% (a power-limited
+        gemm_fp8=1402.6 / 1979,  # board); FP8 as H100 (same 4th-gen tensor-core FP8 path)
+        attention_fwd=0.55,  # estimate: FlashAttention-2 on consumer Ada, below A100's 0.70
+        attention_bwd=0.45,
+        memory=0.80,  # estimate: GDDR6/6X boards stream below HBM's ~0.85
+        library="NCCL",
+        source="estimate: no Ada MAMF or triad published; A100 PCIe MAMF 252.9/312 as proxy",
+    ),
+    "cdna3": Efficiency(
+        family="cdna3",
+        gemm=668.4 / 1300,  # MI300X MAMF 668.4 of 1,300 (51.4%, hipBLASLt, TunableOp on)
+        gemm_fp8=1159.2 / 2614.9,  # MI300X FP8 cuBLASLt-equivalent 1,159 TFLOPS (Azure fork)
+        attention_fwd=0.35,  # estimate: CK FlashAttention on MI300X ~ its GEMM fraction x 0.7
+        attention_bwd=0.28,
+        memory=4.09 / 5.3,  # MI300X triad 4.09 TB/s (ND_MI300X_v5_results.md, fork)
+        library="RCCL",
+        source="MAMF MI300X 668.4/1300 (ROCm 6.3); Azure ND MI300X v5 FP8 GEMM and triad",
+    ),
+    "ascend": Efficiency(
+        family="ascend",
+        gemm=0.60,  # estimate: no public 910B GEMM sweep; between MI300X (0.51) and Ada
+        gemm_fp8=0.60,  # no FP8: runs as BF16
+        attention_fwd=0.35,  # estimate, as MI300X
+        attention_bwd=0.28,
+        memory=0.75,  # estimate, below MI300X's 0.77
+        library="HCCL",
+        source=(
+            "estimate: no public Ascend 910B GEMM or stream figures; Pangu Ultra MoE reports "
+            "30.0% MFU on 6K Ascend NPUs (arXiv 2505.04519) as the end-to-end check"
+        ),
+    ),
+}
+
+# A card whose family the catalogue does not name: the most conservative datacentre row.
+UNKNOWN_FAMILY = "ascend"
+
+FIT_GEMM_SHAPES = 0.8
+"""Fraction of MAMF the GEMMs of a transformer step reach. Fitted on the validation set
+only (A100 rows of tests/validation_cases.py); see benchmarks/README.md for the table."""
+
+
+def family_of(card: Card) -> str:
+    """The card's family: the catalogue's `architecture` when given, else from the vendor
+    and the id (a100/a800/a10 → ampere, h100/h800/h20/h200 → hopper, ...)."""
+    if card.architecture is not None:
+        return card.architecture
+    cid = card.id.lower()
+    if card.vendor == "amd":
+        return "cdna3"
+    if card.vendor == "huawei":
+        return "ascend"
+    for prefix, family in (
+        ("b2", "blackwell"),
+        ("gb", "blackwell"),
+        ("h", "hopper"),
+        ("a", "ampere"),
+        ("l", "ada"),
+        ("rtx", "ada"),
+    ):
+        if cid.startswith(prefix):
+            return family
+    return UNKNOWN_FAMILY
+
+
+def efficiency_of(card: Card) -> Efficiency:
+    return FAMILIES.get(family_of(card), FAMILIES[UNKNOWN_FAMILY])
+
+
+# --------------------------------------------------------------------------- links
+
+
+@dataclass(frozen=True)
+class LinkEfficiency:
+    """A collective library on one kind of link: bus bandwidth / link rate, latency."""
+
+    bus: float
+    latency_s: float
+    source: str
+
+
+LINKS: dict[str, LinkEfficiency] = {
+    # nccl-tests all_reduce busbw on 8 x A100 NVSwitch ~230-240 GB/s of 300 GB/s per
+    # direction; 8 x H100 ~360-370 of 450 without NVLS (NVIDIA nccl-tests PERFORMANCE.md
+    # defines busbw; figures from DGX A100/H100 user guides and published runs).
+    "nvswitch": LinkEfficiency(0.78, 10e-6, "nccl-tests busbw on DGX A100/H100 NVSwitch"),
+    # Point-to-point NVLink meshes and bridges (MI300X Infinity Fabric mesh, HCCS, bridges):
+    # a ring uses one link per neighbour, so per-GPU bandwidth is what the mesh gives a ring.
+    "full_mesh": LinkEfficiency(0.70, 15e-6, "RCCL/HCCL ring busbw on 8-GPU meshes"),
+    "nvlink_bridge_pairs": LinkEfficiency(0.80, 10e-6, "nccl-tests on bridged pairs"),
+    # PCIe peer traffic through a switch, or across the CPU sockets.
+    "pcie_switch": LinkEfficiency(0.80, 20e-6, "nccl-tests on PCIe Gen4 switch boxes"),
+    "pcie": LinkEfficiency(0.70, 25e-6, "nccl-tests across CPU sockets (no P2P)"),
+    # RDMA fabrics: large-message busbw ~92-95% of line rate per NIC.
+    "infiniband": LinkEfficiency(0.92, 20e-6, "nccl-tests multi-node busbw per HDR/NDR NIC"),
+    "roce": LinkEfficiency(0.85, 25e-6, "nccl-tests/RCCL over RoCEv2 (ECN/PFC tuned)"),
+    "ethernet": LinkEfficiency(0.60, 50e-6, "NCCL over TCP sockets"),
+}

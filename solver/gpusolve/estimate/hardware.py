@@ -1,0 +1,174 @@
+"""One server SKU or cloud instance as the physics sees it, and the links its groups use.
+
+A collective's speed is set by the slowest link its ring crosses (nccl-tests PERFORMANCE.md:
+"the bus bandwidth should reflect the speed of the hardware bottleneck"):
+
+  * inside a node: NVSwitch gives every GPU its full NVLink rate whatever the group; a
+    point-to-point mesh (MI300X Infinity Fabric, Ascend HCCS) gives a group of k GPUs only
+    the k − 1 of its gpn − 1 links that reach the others (8 x MI300X all-reduce 313 GB/s,
+    2 GPUs 47.7 GB/s: ml-engineering network/README.md); NVLink bridges join pairs only,
+    so a larger group runs at the PCIe figure;
+  * across nodes: NCCL opens one ring per NIC and each ring leaves the node at a different
+    GPU, so a group with k ranks per node gets k NICs' worth (DGX A100, 8 x HDR 200G:
+    192 GB/s all-reduce busbw, github.com/NVIDIA/nccl/issues/812), never more than its
+    intra-node bus; the site's fabric oversubscription divides what crosses the spine.
+
+Bandwidths here are one direction per GPU, in bytes/s, after the library's efficiency
+(`efficiency.LINKS`).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+
+from gpusolve.estimate.efficiency import LINKS, LinkEfficiency
+from gpusolve.estimate.units import GBIT_BYTES_PER_S
+from gpusolve.models.catalog import Card, CloudOffer, Server
+
+# PCIe x16 bidirectional GB/s by generation (catalog-facts: Gen3 ≈ 32, Gen4 ≈ 64, Gen5 ≈ 128).
+PCIE_X16_BIDIR_GBS = {3: 32.0, 4: 64.0, 5: 128.0, 6: 256.0}
+
+# NCCL's tuner (src/graph/tuning.cc @5067397): ring LL base latency 6.6 µs plus 0.6 µs per
+# NVLink hop; tree across nodes 5.0 µs per network hop, 2·log2(nodes) hops for an all-reduce.
+BASE_LATENCY_S = 6.6e-6
+INTRA_HOP_LATENCY_S = 0.6e-6
+INTER_HOP_LATENCY_S = 5.0e-6
+
+
+def pcie_peer_bidir_gbs(card: Card) -> float:
+    """Peer bandwidth of a card without a GPU link: half the x16 figure, the cautious
+    effective value the shipped servers use (GPUs share switch uplinks and cross sockets)."""
+    return PCIE_X16_BIDIR_GBS.get(card.pcie_gen, 32.0) / 2
+
+
+@dataclass(frozen=True)
+class Hardware:
+    """One server SKU or cloud instance type."""
+
+    card: Card
+    gpus_per_node: int
+    intra_node_bandwidth_gbs: float  # per GPU, bidirectional GB/s (NVLink/IF/HCCS, or PCIe)
+    inter_node_gbps_per_gpu: float  # per GPU share of the node's fabric, Gbit/s (0 = none)
+    storage_write_gbs: float
+    label: str = ""  # server or offer id, for messages
+    topology: str = "nvswitch"  # servers.yaml GpuTopology
+    fabric: str = "infiniband"  # infiniband | roce | ethernet | none
+    oversubscription: float = 1.0  # the site fabric's spine oversubscription (1 = non-blocking)
+
+    @classmethod
+    def from_server(cls, server: Server, card: Card) -> Hardware:
+        return cls(
+            card=card,
+            gpus_per_node=server.gpus,
+            intra_node_bandwidth_gbs=server.peer_bandwidth_gbs,
+            inter_node_gbps_per_gpu=(
+                0.0 if server.fabric.kind == "none" else server.fabric.total_gbps / server.gpus
+            ),
+            storage_write_gbs=server.storage_write_gbs,
+            label=server.id,
+            topology=server.topology,
+            fabric=server.fabric.kind,
+        )
+
+    @classmethod
+    def from_cloud(cls, offer: CloudOffer, card: Card) -> Hardware:
+        nics = offer.fabric_nics if offer.fabric_nics is not None else offer.gpus_per_instance
+        total_gbps = 0.0 if offer.fabric == "none" else offer.fabric_gbps * nics
+        return cls(
+            card=card,
+            gpus_per_node=offer.gpus_per_instance,
+            intra_node_bandwidth_gbs=offer.peer_bandwidth_gbs,
+            inter_node_gbps_per_gpu=total_gbps / offer.gpus_per_instance,
+            storage_write_gbs=offer.storage_write_gbs,
+            label=offer.id,
+            topology=_cloud_topology(offer, card),
+            fabric=offer.fabric,
+        )
+
+    @classmethod
+    def generic(cls, card: Card, gpus_per_node: int = 8) -> Hardware:
+        """A card with no server in the catalogue: `gpus_per_node` cards on their own peer
+        link (or PCIe), no inter-node fabric, NVMe-class 2 GB/s checkpoint storage."""
+        return cls(
+            card=card,
+            gpus_per_node=gpus_per_node,
+            intra_node_bandwidth_gbs=card.peer_bandwidth_gbs,
+            inter_node_gbps_per_gpu=0.0,
+            storage_write_gbs=2.0,
+            label=f"{card.id} x{gpus_per_node} (generic)",
+            topology=_card_topology(card),
+            fabric="none",
+        )
+
+    def with_oversubscription(self, ratio: float) -> Hardware:
+        return replace(self, oversubscription=max(1.0, ratio))
+
+    # ------------------------------------------------------------------ links
+
+    def _intra_link(self, ranks: int) -> tuple[float, LinkEfficiency]:
+        """Raw one-direction bytes/s per GPU and the library's efficiency for a group of
+        `ranks` GPUs inside one node."""
+        peer = self.intra_node_bandwidth_gbs or pcie_peer_bidir_gbs(self.card)
+        pcie = pcie_peer_bidir_gbs(self.card)
+        topo = self.topology
+        if topo == "nvlink_bridge_pairs" and ranks > 2:
+            return pcie / 2 * 1e9, LINKS["pcie_switch"]
+        if topo == "full_mesh" and self.gpus_per_node > 1:
+            share = min(1.0, (max(2, ranks) - 1) / (self.gpus_per_node - 1))
+            return peer / 2 * 1e9 * share, LINKS["full_mesh"]
+        return peer / 2 * 1e9, LINKS.get(topo, LINKS["pcie"])
+
+    def intra_bus_bytes_per_s(self, ranks: int) -> float:
+        raw, eff = self._intra_link(ranks)
+        return raw * eff.bus
+
+    def nic_bytes_per_s(self) -> float:
+        """One GPU's share of the node's fabric, after the library and the spine."""
+        if self.inter_node_gbps_per_gpu <= 0:
+            return 0.0
+        eff = LINKS.get(self.fabric, LINKS["ethernet"])
+        return self.inter_node_gbps_per_gpu * GBIT_BYTES_PER_S * eff.bus / self.oversubscription
+
+    def group_bus_bytes_per_s(self, ranks_per_node: int, nodes: int) -> float:
+        """Bus bandwidth of a ring over `nodes` nodes with `ranks_per_node` ranks in each."""
+        intra = self.intra_bus_bytes_per_s(ranks_per_node) if ranks_per_node > 1 else math.inf
+        if nodes <= 1:
+            return intra
+        return min(intra, max(1, ranks_per_node) * self.nic_bytes_per_s())
+
+    def latency_s(self, ranks_per_node: int, nodes: int) -> float:
+        """Start-up latency of one collective (NCCL tuner constants)."""
+        hops = 2 * max(0, ranks_per_node - 1)
+        inter = 2 * math.log2(nodes) * INTER_HOP_LATENCY_S if nodes > 1 else 0.0
+        return BASE_LATENCY_S + hops * INTRA_HOP_LATENCY_S + inter
+
+    def link_name(self, ranks_per_node: int, nodes: int) -> str:
+        if nodes > 1:
+            return f"{self.fabric} fabric"
+        if self.topology == "nvlink_bridge_pairs" and ranks_per_node > 2:
+            return "PCIe (bridges join pairs only)"
+        return {
+            "nvswitch": "NVLink/NVSwitch",
+            "full_mesh": "the GPU mesh",
+            "nvlink_bridge_pairs": "NVLink bridge",
+            "pcie_switch": "PCIe switch",
+            "pcie": "PCIe",
+        }.get(self.topology, "the intra-node link")
+
+
+def _card_topology(card: Card) -> str:
+    return {
+        "nvlink": "nvswitch",
+        "nvlink_bridge": "nvlink_bridge_pairs",
+        "infinity_fabric": "full_mesh",
+        "hccs": "full_mesh",
+    }.get(card.peer_link, "pcie")
+
+
+def _cloud_topology(offer: CloudOffer, card: Card) -> str:
+    if offer.peer_bandwidth_gbs <= 0:
+        return "pcie"
+    if card.peer_link == "nvlink" and offer.gpus_per_instance >= 4:
+        return "nvswitch"
+    return _card_topology(card)

@@ -1,0 +1,408 @@
+"""A serving layout as engines run it: continuous batching, prefill and decode.
+
+Notation, per replica of t (TP) × p (PP) GPUs:
+  B  sequences decoded together (the running batch)     P, O  mean prompt and output tokens
+  C  mean live context a sequence holds in the KV cache = P + O/2 (it grows from P to P + O)
+
+Decode step of the whole batch, per pipeline stage (each stage holds 1/p of the layers and
+works on B/p sequences while the others work on the rest):
+  stage = max(weights/(t·p) + KV of B/p sequences, read at the streaming bandwidth,
+              2·N_active·B/(t·p) FLOPs at the GEMM rate) + TP all-reduces + kernel gaps
+  TPOT_decode = p · stage  (a token passes every stage in turn: pipeline stages add latency
+                           and never raise one sequence's speed)
+Prefill is compute-bound: 2·N_active + attention FLOPs per prompt token, at the GEMM rate on
+all t·p GPUs; chunked prefill interleaves it with decode, so per generated token a replica
+spends P/O prompt tokens of prefill:
+  tokens/s = B / (TPOT_decode + B·(P/O)·prefill_per_token)    TPOT seen = B / tokens/s
+  TTFT = one prompt's prefill through the t GPUs of each stage in turn.
+The batch is bounded by memory (weights, activations, the KV cache at C per sequence) and by
+the latency targets (`tpot_ms`, `ttft_ms`), not by a constant. A card whose single-sequence
+TPOT already misses `tpot_ms` is "unattainable on this card".
+
+Decode KV reads run through a paged-attention kernel, 20-26% slower than a contiguous one
+(Kwon et al. 2023, vLLM, §7.3: "20–26% higher attention kernel latency" than
+FasterTransformer), hence `PAGED_ATTENTION_SLOWDOWN`. Engines replay decode as CUDA graphs,
+so each kernel costs its time plus a small gap (`GRAPH_KERNEL_GAP_S`).
+"""
+
+from __future__ import annotations
+
+import math
+
+from gpusolve.estimate.checkpoint import inference_checkpoint
+from gpusolve.estimate.compute import compute_precision
+from gpusolve.estimate.efficiency import FIT_GEMM_SHAPES, efficiency_of
+from gpusolve.estimate.hardware import Hardware
+from gpusolve.estimate.layout import (
+    ConfigEstimate,
+    Layout,
+    ServingFigures,
+    identity,
+    measured_memory,
+    measured_rate_per_gpu,
+    memory_reason,
+    overhead_bytes,
+    pct,
+    peak_flops,
+    structure_reasons,
+    usable_memory_bytes,
+)
+from gpusolve.estimate.memory import (
+    MemoryBreakdown,
+    inference_activations_bytes,
+    kv_bytes_per_element,
+    kv_cache_bytes,
+    weights_bytes,
+)
+from gpusolve.estimate.shapes import Arch, layers_per_stage
+from gpusolve.estimate.steptime import mamf_fraction
+from gpusolve.models.requirements import Workload
+from gpusolve.params import Params
+
+PAGED_ATTENTION_SLOWDOWN = 1.23  # vLLM §7.3: 20-26% higher attention kernel latency
+# Estimate: a CUDA-graph replay leaves about 2 µs between dependent kernels (launch overhead
+# is paid once per graph; NVIDIA, "Getting Started with CUDA Graphs", 2019). A decode layer
+# runs about 10 kernels: two norms, QKV, rotary, attention, O, residual, gate-up, act, down.
+GRAPH_KERNEL_GAP_S = 2e-6
+DECODE_KERNELS_PER_LAYER = 10
+# Without a stated split, a request of `context_len` tokens is split as ShareGPT's are: 202
+# prompt and 179 output tokens on average (vLLM v0.6.0 performance blog, 2024-09-05).
+SHAREGPT_PROMPT_SHARE = 202 / (202 + 179)
+# Weight-only quantised decode dequantises inside the GEMV and reaches less of the bandwidth:
+# gpt-fast's own "Memory BW" column for Llama-2-7B on A100-80GB, batch 1: bf16 1,397.31 GB/s,
+# int8 1,069.20, int4 (group 32) 862.69 (pytorch-labs/gpt-fast README, commit 0f925b5).
+DEQUANT_BANDWIDTH_SHARE = {
+    "int8": 1069.20 / 1397.31,
+    "int4": 862.69 / 1397.31,
+    "nf4": 862.69 / 1397.31,
+}
+MAX_BATCH_SEARCH = 65536  # search bound only; memory and latency set the real limit
+
+
+def request_shape(workload: Workload) -> tuple[float, float, str | None]:
+    """(mean prompt P, mean output O, a note when a default was used)."""
+    p, o, ctx = workload.prompt_tokens, workload.output_tokens, workload.context_len
+    if p is not None and o is not None:
+        return float(p), float(o), None
+    total = float(ctx or workload.seq_len)
+    if p is not None:
+        return float(p), max(1.0, total - p), None
+    if o is not None:
+        return max(0.0, total - o), float(o), None
+    prompt = total * SHAREGPT_PROMPT_SHARE
+    return (
+        prompt,
+        total - prompt,
+        f"prompt/output split of the {total:,.0f}-token context as ShareGPT's 202/179 "
+        "(give prompt_tokens and output_tokens to size it exactly)",
+    )
+
+
+def mean_live_context(workload: Workload) -> float:
+    prompt, output, _ = request_shape(workload)
+    return prompt + output / 2
+
+
+def serving_memory(
+    workload: Workload, arch: Arch, layout: Layout, params: Params, batch: float | None = None
+) -> MemoryBreakdown:
+    """Memory per GPU of one replica holding `batch` sequences (default: micro_batch) at the
+    mean live context."""
+    mp = layout.tp * layout.pp
+    kv_b = kv_bytes_per_element(workload.precision)
+    prompt, _, _ = request_shape(workload)
+    return MemoryBreakdown(
+        weights_bytes=weights_bytes(arch, workload.precision, group_size=workload.quant_group_size)
+        / mp,
+        gradients_bytes=0.0,
+        optimizer_bytes=0.0,
+        activations_bytes=inference_activations_bytes(
+            arch, context=max(1, round(prompt)), tp=layout.tp
+        ),
+        kv_cache_bytes=kv_cache_bytes(
+            arch,
+            context=mean_live_context(workload),
+            batch=layout.micro_batch if batch is None else batch,
+            kv_bytes=kv_b,
+            tp=layout.tp,
+            pp=layout.pp,
+        ),
+        overhead_bytes=overhead_bytes(params, mp),
+    )
+
+
+def replica_nodes(layout: Layout, gpus_per_node: int) -> int:
+    """Nodes needed to hold `replicas` copies of tp × pp GPUs, packed."""
+    mp = layout.tp * layout.pp
+    if mp > gpus_per_node:
+        return layout.replicas * math.ceil(mp / gpus_per_node)
+    return math.ceil(layout.replicas / (gpus_per_node // mp))
+
+
+# --------------------------------------------------------------------------- timing
+
+
+class Rates:
+    """The achievable rates of one replica's GPUs for this workload."""
+
+    def __init__(self, workload: Workload, arch: Arch, hw: Hardware, layout: Layout) -> None:
+        card = hw.card
+        eff = efficiency_of(card)
+        fmt = compute_precision("inference", workload.precision, workload.optimizer)
+        self.fmt = fmt
+        self.peak = (card.tflops_at(fmt) or card.tflops.fp32) * 1e12
+        self.gemm = self.peak * mamf_fraction(card, eff, fmt) * FIT_GEMM_SHAPES
+        attn_peak = (card.tflops_at("bf16" if fmt in ("fp8", "int8") else fmt) or 1.0) * 1e12
+        self.attention = attn_peak * eff.attention_fwd
+        self.bandwidth = card.memory_bandwidth_gbs * 1e9 * eff.memory
+        self.weight_bandwidth = self.bandwidth * DEQUANT_BANDWIDTH_SHARE.get(
+            workload.precision, 1.0
+        )
+        self.tp, self.pp = layout.tp, layout.pp
+        self.arch = arch
+        tp_group = hw.group_bus_bytes_per_s(layout.tp, 1) if layout.tp > 1 else math.inf
+        self.tp_bus = tp_group
+        self.tp_latency = hw.latency_s(layout.tp, 1) if layout.tp > 1 else 0.0
+        if layout.tp * layout.pp > hw.gpus_per_node:
+            self.pp_latency = hw.latency_s(1, 2) + (
+                arch.hidden * 2 / hw.nic_bytes_per_s() if hw.nic_bytes_per_s() > 0 else math.inf
+            )
+        else:
+            self.pp_latency = hw.latency_s(2, 1)
+        self.weights_gpu = weights_bytes(
+            arch, workload.precision, group_size=workload.quant_group_size
+        ) / (layout.tp * layout.pp)
+        kv_b = kv_bytes_per_element(workload.precision)
+        self.kv_token_gpu = kv_cache_bytes(
+            arch, context=1, batch=1, kv_bytes=kv_b, tp=layout.tp, pp=layout.pp
+        )
+        self.context = mean_live_context(workload)
+        self.stage_layers = layers_per_stage(arch, layout.pp)
+
+    def decode_stage_s(self, batch: float) -> dict[str, float]:
+        """One pipeline stage's share of a decode step for `batch` sequences in flight."""
+        arch = self.arch
+        micro = max(1.0, batch / self.pp)
+        weights = self.weights_gpu
+        if arch.is_moe:
+            touched = 1.0 - (1.0 - arch.active_experts / arch.experts) ** micro
+            share = arch.expert_params / arch.params
+            weights = weights * ((1.0 - share) + share * touched)
+        memory = weights / self.weight_bandwidth
+        kv = micro * self.context * self.kv_token_gpu * PAGED_ATTENTION_SLOWDOWN / self.bandwidth
+        flops = 2.0 * arch.active_params * micro / (self.tp * self.pp)
+        compute = flops / self.gemm
+        tp = 0.0
+        if self.tp > 1:
+            message = micro * arch.hidden * 2.0
+            one = 2.0 * (self.tp - 1) / self.tp * message / self.tp_bus + self.tp_latency
+            tp = 2.0 * self.stage_layers * one
+        gaps = self.stage_layers * DECODE_KERNELS_PER_LAYER * GRAPH_KERNEL_GAP_S
+        return {
+            "weights": memory,
+            "kv_cache": kv,
+            "compute": max(0.0, compute - memory - kv),
+            "tp_comm": tp,
+            "kernel_gaps": gaps,
+        }
+
+    def tpot_decode_s(self, batch: float) -> float:
+        stage = sum(self.decode_stage_s(batch).values())
+        return self.pp * stage + (self.pp - 1) * self.pp_latency
+
+    def prefill_per_token_s(self, prompt: float) -> float:
+        """Replica seconds per prompt token (all t·p GPUs busy: chunked, pipelined)."""
+        arch = self.arch
+        gemm = 2.0 * arch.active_params / (self.tp * self.pp * self.gemm)
+        attention_flops = (
+            2.0 * arch.layers * prompt * arch.heads * (arch.qk_head_dim + arch.value_head_dim) * 0.5
+        )
+        return gemm + attention_flops / (self.tp * self.pp * self.attention)
+
+    def ttft_s(self, prompt: float) -> float:
+        """One prompt's prefill: each stage's t GPUs in turn."""
+        per_token = self.prefill_per_token_s(prompt) * self.pp
+        return prompt * per_token + (self.pp - 1) * self.pp_latency
+
+    def throughput(self, batch: float, prompt: float, output: float) -> tuple[float, float]:
+        """(generated tokens/s of the replica, the share of time spent on prefill)."""
+        decode = self.tpot_decode_s(batch)
+        prefill = batch * (prompt / max(1.0, output)) * self.prefill_per_token_s(prompt)
+        total = decode + prefill
+        return batch / total, prefill / total
+
+
+def max_batch_by_memory(
+    workload: Workload, arch: Arch, layout: Layout, usable: float, params: Params
+) -> int:
+    empty = serving_memory(workload, arch, layout, params, batch=0).total_bytes
+    per_seq = serving_memory(workload, arch, layout, params, batch=1).total_bytes - empty
+    if empty > usable:
+        return 0
+    if per_seq <= 0:
+        return MAX_BATCH_SEARCH
+    return max(0, min(MAX_BATCH_SEARCH, int((usable - empty) // per_seq)))
+
+
+def max_batch_by_latency(rates: Rates, workload: Workload, limit: int) -> int:
+    """The largest batch whose TPOT (decode slowed by interleaved prefill) meets tpot_ms."""
+    if workload.tpot_ms is None or limit < 1:
+        return limit
+    target = workload.tpot_ms / 1000
+    prompt, output, _ = request_shape(workload)
+
+    def tpot(b: int) -> float:
+        tokens, _ = rates.throughput(b, prompt, output)
+        return b / tokens
+
+    if tpot(1) > target:
+        return 0
+    lo, hi = 1, limit
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if tpot(mid) <= target:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+def batch_limit(
+    workload: Workload, arch: Arch, hw: Hardware, layout: Layout, params: Params
+) -> tuple[int, str]:
+    """(the largest batch one replica can run, what bounds it)."""
+    usable = usable_memory_bytes(hw.card, params.headroom)
+    by_memory = max_batch_by_memory(workload, arch, layout, usable, params)
+    rates = Rates(workload, arch, hw, layout)
+    by_latency = max_batch_by_latency(rates, workload, by_memory)
+    if by_latency < by_memory:
+        return by_latency, "tpot"
+    return by_memory, "memory"
+
+
+# --------------------------------------------------------------------------- evaluate
+
+
+def evaluate_serving(
+    workload: Workload, arch: Arch, hw: Hardware, layout: Layout, params: Params
+) -> ConfigEstimate:
+    card = hw.card
+    mp = layout.tp * layout.pp
+    gpus = mp * layout.replicas
+    reasons = structure_reasons(workload, arch, hw, layout, params)
+    needed = replica_nodes(layout, hw.gpus_per_node)
+    if needed > layout.nodes and not any("GPUs but" in r for r in reasons):
+        reasons.append(
+            f"{layout.replicas} replica(s) of {mp} GPU(s) need {needed} node(s) of "
+            f"{hw.gpus_per_node} GPUs, the layout has {layout.nodes}"
+        )
+    notes: list[str] = list(arch.assumptions)
+    if arch.coarse:
+        notes.insert(0, arch.convention)
+    prompt, output, split_note = request_shape(workload)
+    if split_note:
+        notes.append(split_note)
+    batch = layout.micro_batch
+    memory = measured_memory(
+        workload, hw, gpus, serving_memory(workload, arch, layout, params), notes
+    )
+    usable = usable_memory_bytes(card, params.headroom)
+    fits = memory.total_bytes <= usable
+    if not fits:
+        reasons.insert(0, memory_reason(memory.total_bytes, usable, card, params.headroom))
+
+    fmt = compute_precision("inference", workload.precision, workload.optimizer)
+    peak = peak_flops(card, fmt, reasons)
+    rates = Rates(workload, arch, hw, layout)
+    per_replica, prefill_share = rates.throughput(batch, prompt, output)
+    tpot = batch / per_replica if per_replica > 0 else math.inf
+    single = 1.0 / rates.tpot_decode_s(1)
+    ttft = rates.ttft_s(prompt)
+    by_memory = max_batch_by_memory(workload, arch, layout, usable, params)
+    limit, bound = by_memory, "memory"
+    if workload.tpot_ms is not None:
+        by_latency = max_batch_by_latency(rates, workload, by_memory)
+        if by_latency < by_memory:
+            limit, bound = by_latency, "tpot"
+        if 1.0 / single > workload.tpot_ms / 1000:
+            reasons.append(
+                f"unattainable on this card: one sequence alone decodes at "
+                f"{1000 / single:,.1f} ms per token on TP{layout.tp} PP{layout.pp}, above "
+                f"the {workload.tpot_ms:g} ms target (more tensor parallelism, a faster card "
+                "or lower precision lowers it; more replicas or stages do not)"
+            )
+        elif tpot > workload.tpot_ms / 1000:
+            reasons.append(
+                f"{batch} sequences per replica decode at {tpot * 1000:,.1f} ms per token, "
+                f"above the {workload.tpot_ms:g} ms target (at most {limit} per replica)"
+            )
+    if workload.ttft_ms is not None and ttft > workload.ttft_ms / 1000:
+        reasons.append(
+            f"time to first token {ttft * 1000:,.0f} ms for a {prompt:,.0f}-token prompt is "
+            f"above the {workload.ttft_ms:g} ms target (more tensor parallelism shortens it)"
+        )
+    rate = measured_rate_per_gpu(workload, card)
+    if rate is not None:
+        per_replica = rate * mp
+        notes.append(f"measured {rate:,.0f} tokens/s per GPU on {card.id} replaces the model (H12)")
+    total = per_replica * layout.replicas
+    if workload.target_tokens_per_s is not None and total < workload.target_tokens_per_s:
+        reasons.append(
+            f"{layout.replicas} replica(s) × {per_replica:,.0f} tokens/s = {total:,.0f} "
+            f"tokens/s is below the target {workload.target_tokens_per_s:,.0f} tokens/s"
+        )
+    if workload.concurrency is not None and layout.replicas * batch < workload.concurrency:
+        reasons.append(
+            f"{layout.replicas} replica(s) × {batch} sequences hold fewer than the "
+            f"{workload.concurrency} concurrent sequences required"
+        )
+    parts = rates.decode_stage_s(batch)
+    stage = sum(parts.values())
+    comm_fraction = parts["tp_comm"] / stage if stage > 0 else 0.0
+    bound_by = "compute" if parts["compute"] > 0 else "memory_bandwidth"
+    bottleneck = "communication" if comm_fraction > params.comm_threshold else bound_by
+    if memory.kv_cache_bytes > memory.weights_bytes:
+        notes.append("the KV cache outweighs the weights: context × concurrency sets the card")
+    if comm_fraction > params.comm_threshold:
+        notes.append(f"tensor-parallel all-reduces are {pct(comm_fraction)} of a decode step (H09)")
+    size = inference_checkpoint(weights_bytes=weights_bytes(arch, workload.precision))
+    per_token = 2.0 * arch.active_params
+    bytes_moved = rates.weights_gpu + batch / layout.pp * rates.context * rates.kv_token_gpu
+    figures = ServingFigures(
+        batch=batch,
+        max_batch=limit,
+        mean_context=rates.context,
+        tpot_s=tpot,
+        ttft_s=ttft,
+        single_stream_tokens_per_s=single,
+        prefill_share=prefill_share,
+        decode_step={k: layout.pp * v for k, v in parts.items()},
+        batch_limit=bound,
+    )
+    return ConfigEstimate(
+        **identity(workload, hw, layout, memory, params, fits),
+        flops=per_token,
+        model_flops=per_token,
+        time_to_train_s=None,
+        step_time_s=tpot,
+        steps=None,
+        tokens_per_s=total,
+        mfu=None,
+        hfu=None,
+        comm_fraction=comm_fraction,
+        step=None,
+        serving=figures,
+        checkpoint_bytes=size.full_bytes,
+        checkpoint_weights_bytes=size.weights_bytes,
+        checkpoint_stall_fraction=0.0,
+        bottleneck=bottleneck,
+        arithmetic_intensity=(
+            per_token * batch / layout.pp / mp / bytes_moved if bytes_moved else math.inf
+        ),
+        ridge_point=peak / (card.memory_bandwidth_gbs * 1e9),
+        meets_deadline=True,
+        reasons=tuple(reasons),
+        notes=tuple(notes),
+        coarse=arch.coarse,
+        measured=rate is not None,
+    )

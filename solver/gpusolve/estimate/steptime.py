@@ -1,0 +1,635 @@
+"""Training step time from its parts: `training_step`.
+
+Notation, per GPU of one pipeline rank (Narayanan et al. 2021 §2-3, Korthikanti et al. 2022 §4):
+  b micro-batch (sequences)   s sequence length   h hidden   a heads   e activation bytes
+  t TP   c CP   p PP   v virtual stages per rank   d DP   x EP   m micro-batches per step
+  M = b·s/c tokens a GPU's layers see per micro-batch; L_r layers on the fullest rank.
+
+  step = (m + (p − 1)/v) · (F + B + P)  +  DP_exposed  +  optimizer
+
+The pipeline term is 1F1B and interleaved 1F1B (bubble (p − 1)/(v·m) of the steady state,
+Narayanan §2.2.1-2.2.2). F and B are one micro-batch's forward and backward through the
+slowest rank's layers (the last rank also holds the LM head and the loss), P its stage-boundary
+sends:
+
+  compute   every GEMM at the roofline max(FLOPs / (peak·gemm), bytes / (bandwidth·memory));
+            backward GEMMs are twice the forward (input and weight gradients; once for a frozen
+            LoRA base). Attention: a fused kernel (FlashAttention) at its own forward and
+            backward fractions, its causal half skipped; otherwise batched GEMMs plus the
+            score-matrix softmax and dropout as streaming bytes. Norms, residual adds, dropout,
+            activations and MoE token permutes stream their tensors (read + write) at the
+            achievable bandwidth; backward streams twice what forward does.
+  TP        four collectives per layer and micro-batch (two forward, two backward: all-reduces,
+            or with sequence parallelism all-gathers and reduce-scatters of the same volume) on
+            the critical path; `tp_comm_overlap` hides the backward ones under the weight-
+            gradient GEMMs (Korthikanti §5, Table 4) and, set to "full", the forward ones too
+            (Transformer Engine userbuffers).
+  CP        ring attention: the local K and V travel c − 1 hops per layer (twice in backward),
+            hidden behind the attention kernel when shorter.
+  EP        four all-to-alls per MoE layer (dispatch and combine, forward and backward); the
+            share leaving the node crosses the NIC. `ep_comm_overlap` hides them behind the
+            layer's compute (DeepSeek-V3's DualPipe).
+  PP        one activation per boundary and direction per virtual stage (/t with scatter-gather
+            or sequence parallelism), on the critical path.
+  recompute full reruns F (TP collectives included) inside B; selective reruns the attention
+            core (nothing with FlashAttention, whose backward recomputes it anyway).
+
+DP, once per step: DDP all-reduces the gradients; ZeRO-1/2 (the distributed optimizer)
+reduce-scatter them and all-gather the updated parameters (ZeRO-2 reduce-scatters every
+micro-batch); ZeRO-3/FSDP all-gather parameters for forward and backward and reduce-scatter
+gradients every micro-batch; hybrid FSDP does that inside a node and all-reduces its shard
+across nodes. With `dp_comm_overlap` the gradient buckets go out during the last micro-batch's
+backward (PyTorch DDP, Megatron --overlap-grad-reduce) and the parameter gather behind the next
+forward: only what does not fit behind them, and the last bucket, is exposed. ZeRO-3 prefetches
+the next layer's parameters behind the current layer's compute.
+
+optimizer Adam's update streams the master weights, moments and gradients of the local shard.
+
+Every term is returned (`StepBreakdown`), so MFU and HFU are results, not inputs.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from functools import lru_cache
+
+from gpusolve.estimate.efficiency import FIT_GEMM_SHAPES, Efficiency
+from gpusolve.estimate.hardware import Hardware
+from gpusolve.estimate.shapes import Arch
+from gpusolve.models.catalog import Card
+
+# FlashAttention-2's backward runs five matmuls to the forward's two (Dao 2023, §3.1.2).
+FLASH_BACKWARD_FLOPS = 2.5
+# A kernel launched from eager PyTorch costs its GPU time plus a gap of about 5 µs on the GPU
+# timeline (driver and runtime submission, 4-6 µs measured: susun-blog.com "pegainfer (3): From
+# Launch Overhead to CUDA Graph", RTX 5070 Ti, CUDA 13). A fused transformer layer runs about
+# 16 kernels forward (two norms, four GEMM groups, attention, activation, two residual/dropout
+# adds, rotary, TP collectives) and twice as many backward.
+KERNEL_GAP_S = 5e-6
+KERNELS_FWD = 16
+KERNELS_BWD = 32
+# Megatron-LM buckets gradients by 40M parameters (distributed.DistributedDataParallelConfig
+# bucket_size default max(40_000_000, 1_000_000·dp)).
+BUCKET_PARAMS = 40e6
+
+
+@dataclass(frozen=True)
+class Framework:
+    """How the software runs the step (what overlaps what); `Params` sets these."""
+
+    dp_comm_overlap: bool = True
+    tp_comm_overlap: str = "none"  # none | backward | full
+    ep_comm_overlap: bool = False
+    pp_scatter_gather: bool = True
+
+
+@dataclass(frozen=True)
+class StepShape:
+    """Everything the step time depends on, flat and hashable (memoised per search)."""
+
+    tokens_per_micro: int  # M = b·s/c
+    seq: int
+    micro_batch: int
+    grad_accum: int
+    tp: int
+    pp: int
+    vp: int
+    cp: int
+    dp: int
+    ep: int
+    sequence_parallel: bool
+    sharding: str
+    zero_stage: int
+    checkpointing: str
+    flash_attention: bool
+    dropout: bool  # hidden and attention dropout (GPT-3-era recipes: 0.1; Llama-era: none)
+    frozen_base: bool  # LoRA/QLoRA: no weight gradients for the base
+    qlora: bool  # 4-bit base dequantised before each GEMM pass
+    adapter_params_per_layer: float  # LoRA adapters (trained), per layer, whole model
+    act_bytes: float  # activation element size
+    gemm_format: str  # bf16 | fp16 | fp8 | tf32: what the GEMMs run in
+    gemm_peak: float  # FLOP/s of the GEMMs' format
+    attention_peak: float  # FLOP/s of attention (16-bit even under FP8 GEMMs)
+    grad_bytes: float  # per trained parameter in the reduction
+    weight_bytes: float  # per trained parameter gathered (ZeRO-3) or broadcast (ZeRO-1/2)
+    frozen_weight_bytes: float  # per frozen (LoRA base) parameter ZeRO-3/FSDP still gathers
+    optimizer_bytes: float  # optimizer state per trained parameter (master + moments)
+    trained_dense: float  # trained parameters outside experts (whole model)
+    trained_expert: float  # trained expert parameters (whole model)
+
+
+@dataclass(frozen=True)
+class StepBreakdown:
+    """Seconds per optimizer step on the slowest GPU, by cause; `step_s` is their sum."""
+
+    compute_s: float  # GEMMs, attention and streaming kernels, no recomputation
+    recompute_s: float
+    tp_comm_s: float  # exposed tensor-parallel collectives
+    cp_comm_s: float
+    ep_comm_s: float
+    pp_comm_s: float
+    bubble_s: float
+    dp_comm_s: float  # exposed data-parallel traffic
+    optimizer_s: float
+    dp_comm_total_s: float  # before overlap (what the links carry)
+    recompute_flops: float  # per step per GPU
+    dp_link: str  # the link the DP group's ring is bounded by
+    tp_link: str
+    pp_link: str
+    ep_link: str
+
+    @property
+    def step_s(self) -> float:
+        return (
+            self.compute_s
+            + self.recompute_s
+            + self.tp_comm_s
+            + self.cp_comm_s
+            + self.ep_comm_s
+            + self.pp_comm_s
+            + self.bubble_s
+            + self.dp_comm_s
+            + self.optimizer_s
+        )
+
+    @property
+    def communication_s(self) -> float:
+        """Exposed communication of every kind (the bubble is not communication)."""
+        return self.tp_comm_s + self.cp_comm_s + self.ep_comm_s + self.pp_comm_s + self.dp_comm_s
+
+    def parts(self) -> dict[str, float]:
+        return {
+            "compute": self.compute_s,
+            "recompute": self.recompute_s,
+            "tp_comm": self.tp_comm_s,
+            "cp_comm": self.cp_comm_s,
+            "ep_comm": self.ep_comm_s,
+            "pp_comm": self.pp_comm_s,
+            "bubble": self.bubble_s,
+            "dp_comm": self.dp_comm_s,
+            "optimizer": self.optimizer_s,
+        }
+
+
+# --------------------------------------------------------------------------- per-layer work
+
+
+@dataclass(frozen=True)
+class Gemm:
+    flops: float
+    bytes: float
+
+
+def _gemm(m: float, k: float, n: float, elem: float, weights: float = 1.0) -> Gemm:
+    """[m × k] · [k × n]; `weights` copies of the k × n matrix are read (grouped experts)."""
+    return Gemm(2.0 * m * k * n, elem * (m * k + weights * k * n + m * n))
+
+
+@dataclass(frozen=True)
+class LayerWork:
+    """Forward work of one layer for one micro-batch on one GPU."""
+
+    gemms: tuple[Gemm, ...]
+    expert_gemms: tuple[Gemm, ...]  # the routed-expert part (EP all-to-all overlaps these)
+    attention_flops: float  # attention core (QK^T and AV) as executed
+    stream_bytes: float  # norms, residuals, dropout, activations, permutes
+    softmax_bytes: float  # score-matrix softmax and dropout (non-fused attention only)
+    tp_message_bytes: float  # the layer's hidden states (one TP collective)
+    kv_bytes: float  # the local K and V (one CP ring hop)
+    a2a_bytes: float  # tokens sent to experts (one all-to-all), 0 for a dense layer
+
+
+def layer_work(arch: Arch, sh: StepShape, *, moe: bool, elem: float) -> LayerWork:
+    """Forward GEMMs and streaming bytes of one layer (dense MLP, or MoE when `moe`)."""
+    t, m, e = sh.tp, float(sh.tokens_per_micro), sh.act_bytes
+    h, a = arch.hidden, arch.heads
+    gemms: list[Gemm] = []
+    if arch.is_mla:
+        dqk, dv = arch.qk_head_dim, arch.value_head_dim
+        if arch.q_lora_rank:
+            gemms.append(_gemm(m, h, arch.q_lora_rank, elem))
+            gemms.append(_gemm(m, arch.q_lora_rank, a * dqk / t, elem))
+        else:
+            gemms.append(_gemm(m, h, a * dqk / t, elem))
+        gemms.append(_gemm(m, h, arch.kv_lora_rank + arch.rope_head_dim, elem))
+        gemms.append(_gemm(m, arch.kv_lora_rank, a * (arch.head_dim + dv) / t, elem))
+        gemms.append(_gemm(m, a * dv / t, h, elem))
+        kv_width = float(arch.kv_lora_rank + arch.rope_head_dim)
+    else:
+        hd = arch.head_dim
+        gemms.append(_gemm(m, h, (a + 2 * arch.kv_heads) * hd / t, elem))
+        gemms.append(_gemm(m, a * hd / t, h, elem))
+        kv_width = 2 * arch.kv_heads * hd / t
+    up = 2 if arch.gated_ffn else 1
+    expert_gemms: list[Gemm] = []
+    if moe:
+        fe, k = arch.expert_width, arch.active_experts
+        local = max(1, arch.experts // max(1, sh.ep))
+        routed = m * k  # token-expert pairs this GPU computes (balanced routing)
+        expert_gemms.append(_gemm(routed, h, up * fe / t, elem, weights=local))
+        expert_gemms.append(_gemm(routed, fe / t, h, elem, weights=local))
+        gemms.append(_gemm(m, h, arch.experts, elem))  # router
+        if arch.shared_experts:
+            width = arch.shared_experts * fe
+            gemms.append(_gemm(m, h, up * width / t, elem))
+            gemms.append(_gemm(m, width / t, h, elem))
+        act_width = (k + arch.shared_experts) * fe
+        permute = 4.0 * k * h * e / t  # permute in, unpermute out (read + write)
+        a2a = m * k * h * e / t
+    else:
+        gemms.append(_gemm(m, h, up * arch.ffn / t, elem))
+        gemms.append(_gemm(m, arch.ffn / t, h, elem))
+        act_width = arch.ffn
+        permute = 0.0
+        a2a = 0.0
+    if sh.adapter_params_per_layer:
+        r_flops = 2.0 * m * sh.adapter_params_per_layer / t
+        gemms.append(Gemm(r_flops, elem * (sh.adapter_params_per_layer / t + 2 * m * h)))
+    causal = 0.5 if sh.flash_attention else 1.0
+    attention = 2.0 * m * sh.seq * a / t * (arch.qk_head_dim + arch.value_head_dim) * causal
+    # Streaming tensors per token (Korthikanti §4.1 lists what each op keeps; each op here
+    # reads its input and writes its output): two norms 2·(h + h), two residual adds
+    # 2·(2h + h), dropout masks (1 byte) and their application, the MLP activation
+    # (SwiGLU reads two halves), token permutes for MoE.
+    sp = t if sh.sequence_parallel else 1
+    per_token = e * (4 * h + 6 * h) / sp
+    if sh.dropout:
+        per_token += (2 * h * (1 + 2 * e)) / sp
+    per_token += e * (3 if arch.gated_ffn else 2) * act_width / t + permute
+    if sh.qlora:
+        # Dequantise the 4-bit base weights to bf16 before each GEMM: read 0.5, write 2 B.
+        per_token += 2.5 * arch.layer_params / t / m
+    softmax = 0.0
+    if not sh.flash_attention:
+        # Scale-mask-softmax reads and writes the scores; dropout writes a mask and the
+        # dropped probabilities (Korthikanti: 2as²b + as²b + 2as²b bytes of activations).
+        softmax = m * sh.seq * a / t * (2 * e + (1 + 2 * e if sh.dropout else 0))
+    return LayerWork(
+        gemms=tuple(gemms),
+        expert_gemms=tuple(expert_gemms),
+        attention_flops=attention,
+        stream_bytes=m * per_token,
+        softmax_bytes=softmax,
+        tp_message_bytes=m * h * e,
+        kv_bytes=m * kv_width * e,
+        a2a_bytes=a2a,
+    )
+
+
+# --------------------------------------------------------------------------- timing
+
+
+@dataclass(frozen=True)
+class Device:
+    """The achievable rates of one GPU."""
+
+    gemm_flops: float
+    attention_flops: float
+    attention_fwd: float
+    attention_bwd: float
+    stream_bytes_per_s: float
+
+
+def device(hw: Hardware, eff: Efficiency, sh: StepShape, mamf_fraction: float) -> Device:
+    bw = hw.card.memory_bandwidth_gbs * 1e9 * eff.memory
+    return Device(
+        gemm_flops=sh.gemm_peak * mamf_fraction * FIT_GEMM_SHAPES,
+        attention_flops=sh.attention_peak,
+        attention_fwd=eff.attention_fwd,
+        attention_bwd=eff.attention_bwd,
+        stream_bytes_per_s=bw,
+    )
+
+
+def gemm_time(g: Gemm, dev: Device) -> float:
+    return max(g.flops / dev.gemm_flops, g.bytes / dev.stream_bytes_per_s)
+
+
+@dataclass(frozen=True)
+class LayerTimes:
+    fwd_s: float  # compute of the forward
+    bwd_s: float  # compute of the backward
+    attention_fwd_s: float  # the attention core alone (selective recomputation reruns it)
+    attention_bwd_s: float
+    expert_fwd_s: float  # routed-expert GEMMs (what EP all-to-alls can hide behind)
+    wgrad_s: float  # weight-gradient GEMMs (what backward TP collectives hide behind)
+
+
+def layer_times(w: LayerWork, dev: Device, *, flash: bool, frozen_base: bool) -> LayerTimes:
+    dense = sum(gemm_time(g, dev) for g in w.gemms)
+    experts = sum(gemm_time(g, dev) for g in w.expert_gemms)
+    gemm_fwd = dense + experts
+    if flash:
+        attn_fwd = w.attention_flops / (dev.attention_flops * dev.attention_fwd)
+        attn_bwd = (
+            FLASH_BACKWARD_FLOPS * w.attention_flops / (dev.attention_flops * dev.attention_bwd)
+        )
+    else:
+        attn_fwd = w.attention_flops / dev.gemm_flops
+        attn_bwd = 2.0 * attn_fwd
+        attn_fwd += w.softmax_bytes / dev.stream_bytes_per_s
+        attn_bwd += 2.0 * w.softmax_bytes / dev.stream_bytes_per_s
+    stream = w.stream_bytes / dev.stream_bytes_per_s
+    wgrad = 0.0 if frozen_base else gemm_fwd
+    return LayerTimes(
+        fwd_s=gemm_fwd + attn_fwd + stream + KERNELS_FWD * KERNEL_GAP_S,
+        bwd_s=gemm_fwd + wgrad + attn_bwd + 2.0 * stream + KERNELS_BWD * KERNEL_GAP_S,
+        attention_fwd_s=attn_fwd,
+        attention_bwd_s=attn_bwd,
+        expert_fwd_s=experts,
+        wgrad_s=wgrad,
+    )
+
+
+def allreduce_s(nbytes: float, ranks: int, bus: float, latency: float) -> float:
+    if ranks <= 1 or nbytes <= 0:
+        return 0.0
+    return 2.0 * (ranks - 1) / ranks * nbytes / bus + latency
+
+
+def gather_s(nbytes: float, ranks: int, bus: float, latency: float) -> float:
+    """All-gather or reduce-scatter of a tensor whose full size is `nbytes`."""
+    if ranks <= 1 or nbytes <= 0:
+        return 0.0
+    return (ranks - 1) / ranks * nbytes / bus + latency
+
+
+@dataclass(frozen=True)
+class Group:
+    """A process group laid over nodes: ranks per node, nodes, bus bytes/s, latency, link."""
+
+    ranks: int
+    per_node: int
+    nodes: int
+    bus: float
+    latency: float
+    link: str
+
+
+def group(hw: Hardware, ranks: int, stride: int) -> Group:
+    """Ranks `stride` apart (Megatron order: TP innermost, then CP, DP, PP outermost)."""
+    gpn = hw.gpus_per_node
+    if ranks <= 1:
+        return Group(1, 1, 1, math.inf, 0.0, "none")
+    per_node = max(1, min(ranks, gpn // stride)) if stride < gpn else 1
+    nodes = math.ceil(ranks / per_node)
+    bus = hw.group_bus_bytes_per_s(per_node, nodes)
+    return Group(
+        ranks, per_node, nodes, bus, hw.latency_s(per_node, nodes), hw.link_name(per_node, nodes)
+    )
+
+
+def all_to_all_s(nbytes: float, g: Group, hw: Hardware) -> float:
+    """Each rank sends (x − 1)/x of `nbytes`: the share for ranks in other nodes over its NIC,
+    the rest over the intra-node link."""
+    if g.ranks <= 1 or nbytes <= 0:
+        return 0.0
+    off_node = (g.ranks - g.per_node) / g.ranks * nbytes
+    on_node = (g.per_node - 1) / g.ranks * nbytes
+    t_on = on_node / hw.intra_bus_bytes_per_s(g.per_node) if g.per_node > 1 else 0.0
+    nic = hw.nic_bytes_per_s()
+    t_off = off_node / nic if off_node > 0 else 0.0
+    if off_node > 0 and nic <= 0:
+        return math.inf
+    return max(t_on, t_off) + g.latency
+
+
+# --------------------------------------------------------------------------- the step
+
+
+def training_step(
+    arch: Arch, sh: StepShape, hw: Hardware, eff: Efficiency, fw: Framework
+) -> StepBreakdown:
+    return _training_step(arch, sh, hw, eff, fw, mamf_fraction(hw.card, eff, sh.gemm_format))
+
+
+def mamf_fraction(card: Card, eff: Efficiency, fmt: str) -> float:
+    """The card's measured MAMF over its peak in the GEMMs' format, else the family's ratio
+    (TF32 and FP16 GEMMs use the BF16 ratio)."""
+    fp8 = fmt in ("fp8", "int8") and card.tflops.fp8 is not None
+    mamf = card.mamf_tflops
+    if mamf is not None:
+        measured = mamf.fp8 if fp8 else mamf.bf16
+        peak = card.tflops_at("fp8" if fp8 else "bf16")
+        if measured is not None and peak:
+            return min(1.0, measured / peak)
+    return eff.gemm_fp8 if fp8 else eff.gemm
+
+
+@lru_cache(maxsize=4096)
+def _training_step(
+    arch: Arch,
+    sh: StepShape,
+    hw: Hardware,
+    eff: Efficiency,
+    fw: Framework,
+    mamf_fraction: float,
+) -> StepBreakdown:
+    dev = device(hw, eff, sh, mamf_fraction)
+    elem = 1.0 if sh.gemm_format in ("fp8", "int8") else sh.act_bytes
+    dense = layer_work(arch, sh, moe=False, elem=elem)
+    lt_dense = layer_times(dense, dev, flash=sh.flash_attention, frozen_base=sh.frozen_base)
+    layers_rank = math.ceil(arch.layers / sh.pp)
+    moe_share = arch.moe_layers / arch.layers if arch.is_moe else 0.0
+    moe_rank = layers_rank * moe_share
+    dense_rank = layers_rank - moe_rank
+    if moe_rank:
+        moe = layer_work(arch, sh, moe=True, elem=elem)
+        lt_moe = layer_times(moe, dev, flash=sh.flash_attention, frozen_base=sh.frozen_base)
+    else:
+        moe, lt_moe = dense, lt_dense
+
+    # --- the LM head and loss on the last rank
+    head = _gemm(sh.tokens_per_micro, arch.hidden, arch.vocab / sh.tp, elem)
+    head_fwd = gemm_time(head, dev)
+    logits = sh.tokens_per_micro * arch.vocab / sh.tp * 4.0  # fp32 logits for the loss
+    head_fwd += 2 * logits / dev.stream_bytes_per_s
+    head_bwd = (1 if sh.frozen_base else 2) * gemm_time(head, dev) + 2 * logits / (
+        dev.stream_bytes_per_s
+    )
+
+    def per_rank(dense_value: float, moe_value: float) -> float:
+        return dense_rank * dense_value + moe_rank * moe_value
+
+    fwd = per_rank(lt_dense.fwd_s, lt_moe.fwd_s) + head_fwd
+    bwd = per_rank(lt_dense.bwd_s, lt_moe.bwd_s) + head_bwd
+    wgrad = per_rank(lt_dense.wgrad_s, lt_moe.wgrad_s)
+    attn_fwd = per_rank(lt_dense.attention_fwd_s, lt_moe.attention_fwd_s)
+
+    # --- tensor parallelism: 2 collectives forward, 2 backward, per layer
+    tp_g = group(hw, sh.tp, 1)
+    tp_one = allreduce_s(dense.tp_message_bytes, sh.tp, tp_g.bus, tp_g.latency)
+    tp_fwd = 2 * layers_rank * tp_one
+    tp_bwd = 2 * layers_rank * tp_one
+    if fw.tp_comm_overlap in ("backward", "full"):
+        tp_bwd = max(0.0, tp_bwd - wgrad)
+    if fw.tp_comm_overlap == "full":
+        tp_fwd = max(0.0, tp_fwd - (fwd - head_fwd - attn_fwd))
+
+    # --- context parallelism: ring exchange of K and V behind attention
+    cp_fwd = cp_bwd = 0.0
+    if sh.cp > 1:
+        cp_g = group(hw, sh.cp, sh.tp)
+        hop = dense.kv_bytes / cp_g.bus + cp_g.latency
+        ring = (sh.cp - 1) * hop * layers_rank
+        cp_fwd = max(0.0, ring - attn_fwd)
+        attn_bwd = per_rank(lt_dense.attention_bwd_s, lt_moe.attention_bwd_s)
+        cp_bwd = max(0.0, 2 * ring - attn_bwd)
+
+    # --- expert parallelism: 4 all-to-alls per MoE layer
+    ep_s = 0.0
+    ep_link = "none"
+    if moe_rank and sh.ep > 1:
+        ep_g = group(hw, sh.ep, sh.tp * sh.cp)
+        ep_link = ep_g.link
+        one = all_to_all_s(moe.a2a_bytes, ep_g, hw)
+        per_layer = 4 * one
+        if fw.ep_comm_overlap:
+            per_layer = max(0.0, per_layer - (lt_moe.fwd_s + lt_moe.bwd_s))
+        ep_s = moe_rank * per_layer
+
+    # --- recomputation
+    recompute = 0.0
+    recompute_flops = 0.0
+    tp_recompute = 0.0
+    if sh.checkpointing == "full":
+        recompute = fwd - head_fwd
+        tp_recompute = tp_fwd
+        recompute_flops = per_rank(_forward_flops(dense), _forward_flops(moe)) * sh.grad_accum
+    elif sh.checkpointing == "selective" and not sh.flash_attention:
+        recompute = attn_fwd
+        recompute_flops = layers_rank * dense.attention_flops * sh.grad_accum
+
+    # --- pipeline boundaries
+    pp_s = 0.0
+    pp_link = "none"
+    if sh.pp > 1:
+        pp_g = group(hw, 2, sh.tp * sh.cp * sh.dp)
+        pp_link = pp_g.link
+        split = sh.tp if (fw.pp_scatter_gather or sh.sequence_parallel) else 1
+        msg = dense.tp_message_bytes / split
+        bus = pp_g.bus if pp_g.nodes == 1 else hw.nic_bytes_per_s()
+        pp_s = 2 * sh.vp * (msg / bus + pp_g.latency) if bus > 0 else math.inf
+
+    per_micro = fwd + bwd + recompute + tp_fwd + tp_bwd + tp_recompute + cp_fwd + cp_bwd
+    per_micro += ep_s + pp_s
+    m = sh.grad_accum
+    bubble = (sh.pp - 1) / sh.vp * per_micro
+
+    # --- data parallelism
+    dp_exposed, dp_total, dp_link = _data_parallel(arch, sh, hw, fw, fwd=fwd, bwd=bwd, m=m)
+
+    # --- optimizer step (memory-bound)
+    local = (sh.trained_dense + sh.trained_expert / max(1, sh.ep)) / (sh.tp * sh.pp)
+    if sh.zero_stage >= 1:
+        local /= max(1, sh.dp)
+    per_param = 2 * sh.optimizer_bytes + 2 * sh.grad_bytes + sh.weight_bytes
+    optimizer = local * per_param / dev.stream_bytes_per_s
+
+    return StepBreakdown(
+        compute_s=m * (fwd + bwd),
+        recompute_s=m * recompute,
+        tp_comm_s=m * (tp_fwd + tp_bwd + tp_recompute),
+        cp_comm_s=m * (cp_fwd + cp_bwd),
+        ep_comm_s=m * ep_s,
+        pp_comm_s=m * pp_s,
+        bubble_s=bubble,
+        dp_comm_s=dp_exposed,
+        optimizer_s=optimizer,
+        dp_comm_total_s=dp_total,
+        recompute_flops=recompute_flops,
+        dp_link=dp_link,
+        tp_link=tp_g.link,
+        pp_link=pp_link,
+        ep_link=ep_link,
+    )
+
+
+def _forward_flops(w: LayerWork) -> float:
+    return (
+        sum(g.flops for g in w.gemms) + sum(g.flops for g in w.expert_gemms) + (w.attention_flops)
+    )
+
+
+def _data_parallel(
+    arch: Arch,
+    sh: StepShape,
+    hw: Hardware,
+    fw: Framework,
+    *,
+    fwd: float,
+    bwd: float,
+    m: int,
+) -> tuple[float, float, str]:
+    """(exposed seconds, total seconds, link) of the data-parallel traffic of one step."""
+    if sh.dp <= 1:
+        return 0.0, 0.0, "none"
+    mp = sh.tp * sh.pp
+    stride = sh.tp * sh.cp
+    out_exposed = out_total = 0.0
+    link = "none"
+    shards = [(sh.trained_dense / mp, sh.dp)]
+    if sh.trained_expert > 0:
+        shards.append((sh.trained_expert / (mp * max(1, sh.ep)), max(1, sh.dp // max(1, sh.ep))))
+    frozen_dense = max(0.0, arch.dense_params - sh.trained_dense) / mp
+    for params, ranks in shards:
+        if ranks <= 1:
+            continue
+        g = group(hw, ranks, stride)
+        link = g.link
+        if not math.isfinite(g.bus) or g.bus <= 0:
+            return math.inf, math.inf, link
+        grads = params * sh.grad_bytes
+        weights = params * sh.weight_bytes
+        if sh.frozen_base:
+            weights += frozen_dense * sh.frozen_weight_bytes
+        buckets = max(1, math.ceil(params / BUCKET_PARAMS))
+        lat = g.latency * buckets
+        if sh.zero_stage == 0:
+            grad_t = allreduce_s(grads, ranks, g.bus, lat)
+            exposed = _overlapped(grad_t, bwd, buckets, fw.dp_comm_overlap)
+            total = grad_t
+        elif sh.zero_stage in (1, 2):
+            rs = gather_s(grads, ranks, g.bus, lat)
+            ag = gather_s(params * sh.weight_bytes, ranks, g.bus, lat)
+            if sh.zero_stage == 2:
+                total = m * rs + ag
+                exposed = m * _overlapped(rs, bwd, buckets, fw.dp_comm_overlap)
+            else:
+                total = rs + ag
+                exposed = _overlapped(rs, bwd, buckets, fw.dp_comm_overlap)
+            exposed += max(0.0, ag - fwd) if fw.dp_comm_overlap else ag
+        elif sh.sharding == "fsdp_hybrid" and g.nodes > 1:
+            inner = group(hw, g.per_node, stride)
+            ag = gather_s(weights, inner.ranks, inner.bus, inner.latency * buckets)
+            rs = gather_s(grads, inner.ranks, inner.bus, inner.latency * buckets)
+            across = group(hw, g.nodes, stride * g.per_node)
+            ar = allreduce_s(grads / inner.ranks, g.nodes, across.bus, across.latency * buckets)
+            total = m * (2 * ag + rs) + ar
+            exposed = m * _prefetched(ag, ag + rs, fwd, bwd, fw.dp_comm_overlap)
+            exposed += _overlapped(ar, bwd, buckets, fw.dp_comm_overlap)
+        else:
+            ag = gather_s(weights, ranks, g.bus, lat)
+            rs = gather_s(grads, ranks, g.bus, lat)
+            total = m * (2 * ag + rs)
+            exposed = m * _prefetched(ag, ag + rs, fwd, bwd, fw.dp_comm_overlap)
+        out_exposed += exposed
+        out_total += total
+    return out_exposed, out_total, link
+
+
+def _overlapped(comm: float, window: float, buckets: int, overlap: bool) -> float:
+    """Exposed part of a bucketed gradient reduction started during a backward of `window`
+    seconds: what does not fit behind it, and at least the last bucket."""
+    if not overlap:
+        return comm
+    last_bucket = comm / buckets
+    return max(last_bucket, comm - window)
+
+
+def _prefetched(fwd_comm: float, bwd_comm: float, fwd: float, bwd: float, overlap: bool) -> float:
+    """ZeRO-3/FSDP: parameter gathers prefetched behind the neighbouring layer's compute."""
+    if not overlap:
+        return fwd_comm + bwd_comm
+    return max(0.0, fwd_comm - fwd) + max(0.0, bwd_comm - bwd)

@@ -1,0 +1,479 @@
+"""A training layout: memory per GPU, the step time from its parts, checkpoints.
+
+`evaluate_training` composes memory.py (model states, activations), steptime.py (compute,
+communication per collective, the pipeline bubble, recomputation, the optimizer step) and
+checkpoint.py (H16). Nothing here assumes an MFU: MFU and HFU are what the step time gives.
+H12's healthy band (40-60%, below 30% misconfigured), H10's 20-30% recompute cost, H11's 15%
+communication threshold and H15's ZeRO-3 loss are checks on the result, reported as notes or
+a bottleneck class, not inputs and not rejections.
+"""
+
+from __future__ import annotations
+
+import math
+
+from gpusolve.estimate.checkpoint import checkpoint_stall, training_checkpoint
+from gpusolve.estimate.compute import compute_precision, training_intensity
+from gpusolve.estimate.efficiency import efficiency_of
+from gpusolve.estimate.layout import (
+    ConfigEstimate,
+    Hardware,
+    Layout,
+    gb,
+    identity,
+    measured_memory,
+    measured_rate_per_gpu,
+    memory_reason,
+    overhead_bytes,
+    pct,
+    peak_flops,
+    structure_reasons,
+    usable_memory_bytes,
+)
+from gpusolve.estimate.memory import (
+    MOMENT_BYTES,
+    SHARDING_STAGE,
+    MemoryBreakdown,
+    ModelStates,
+    Parallel,
+    adapter_state_bytes,
+    frozen_base_bytes,
+    full_training_state_bytes,
+    is_fp32_training,
+    lora_params,
+    training_activations_bytes,
+    training_states,
+)
+from gpusolve.estimate.shapes import Arch
+from gpusolve.estimate.steptime import Framework, StepBreakdown, StepShape, training_step
+from gpusolve.estimate.units import GB, SECONDS_PER_HOUR
+from gpusolve.models.requirements import Workload
+from gpusolve.params import Params
+
+# H10: "gradient checkpointing ... adds 20-30% time"; H15: a ZeRO-3 loss within 10% is
+# excellent. Checks on the computed result, printed as notes.
+H10_RECOMPUTE_BAND = (0.20, 0.30)
+H15_ZERO3_LOSS = 0.10
+
+
+def lora_rank(workload: Workload) -> tuple[int, float | None]:
+    if workload.lora is None:
+        return 16, None
+    return workload.lora.rank, workload.lora.target_fraction
+
+
+def parallel(layout: Layout, gpus_per_node: int) -> Parallel:
+    return Parallel(
+        tp=layout.tp,
+        pp=layout.pp,
+        dp=layout.dp,
+        ep=layout.ep,
+        sharding=layout.sharding,
+        shard_group=max(1, min(layout.dp, gpus_per_node // (layout.tp * layout.cp))),
+        sequence_parallel=layout.sequence_parallel,
+        vp=layout.vp,
+        cp=layout.cp,
+    )
+
+
+def training_states_for(
+    workload: Workload, arch: Arch, gpus_per_node: int, layout: Layout, params: Params
+) -> ModelStates:
+    """Model states per GPU of a training layout."""
+    rank, fraction = lora_rank(workload)
+    return training_states(
+        arch,
+        kind=workload.kind,
+        precision=workload.precision,
+        optimizer=workload.optimizer,
+        convention=params.bytes_per_param_convention,
+        par=parallel(layout, gpus_per_node),
+        lora_rank=rank,
+        lora_fraction=fraction,
+    )
+
+
+def act_bytes(workload: Workload) -> float:
+    return 4.0 if is_fp32_training(workload.precision, workload.optimizer) else 2.0
+
+
+def training_activations_for(
+    workload: Workload, arch: Arch, gpus_per_node: int, layout: Layout
+) -> float:
+    """Activation bytes on the fullest GPU of a training layout."""
+    return training_activations_bytes(
+        arch,
+        seq=workload.seq_len,
+        micro_batch=layout.micro_batch,
+        grad_accum=layout.grad_accum,
+        par=parallel(layout, gpus_per_node),
+        checkpointing=layout.checkpointing,
+        flash_attention=workload.flash_attention,
+        act_bytes=act_bytes(workload),
+    )
+
+
+def training_memory(
+    workload: Workload, arch: Arch, gpus_per_node: int, layout: Layout, params: Params
+) -> MemoryBreakdown:
+    """Memory per GPU of a training layout (the fullest GPU)."""
+    states = training_states_for(workload, arch, gpus_per_node, layout, params)
+    return MemoryBreakdown(
+        weights_bytes=states.weights_bytes,
+        gradients_bytes=states.gradients_bytes,
+        optimizer_bytes=states.optimizer_bytes,
+        activations_bytes=training_activations_for(workload, arch, gpus_per_node, layout),
+        kv_cache_bytes=0.0,
+        overhead_bytes=overhead_bytes(params, layout.gpus),
+        gathered_weights_bytes=states.gathered_weights_bytes,
+    )
+
+
+def framework(params: Params) -> Framework:
+    return Framework(
+        dp_comm_overlap=params.dp_comm_overlap,
+        tp_comm_overlap=params.tp_comm_overlap,
+        ep_comm_overlap=params.ep_comm_overlap,
+    )
+
+
+def attention_peak_precision(fmt: str) -> str:
+    """FP8 recipes (Transformer Engine, DeepSeek-V3) keep attention in 16 bits."""
+    return "bf16" if fmt in ("fp8", "int8") else fmt
+
+
+def step_shape(
+    workload: Workload, arch: Arch, hw: Hardware, layout: Layout, params: Params
+) -> StepShape:
+    """The flat description of one step that steptime.py times."""
+    card = hw.card
+    fmt = compute_precision(workload.kind, workload.precision, workload.optimizer)
+    frozen = workload.kind in ("lora", "qlora")
+    if frozen:
+        rank, fraction = lora_rank(workload)
+        adapters = lora_params(arch, rank, fraction)
+        ad = adapter_state_bytes(workload.optimizer)
+        grad_b, weight_b, opt_b = ad.gradients, ad.weights, MOMENT_BYTES[workload.optimizer]
+        trained_dense, trained_expert = adapters, 0.0
+    else:
+        per = full_training_state_bytes(
+            workload.precision, workload.optimizer, params.bytes_per_param_convention
+        )
+        grad_b, weight_b, opt_b = per.gradients, per.weights, per.optimizer
+        trained_dense, trained_expert = arch.dense_params, arch.expert_params
+        adapters = 0.0
+    gemm_tflops = card.tflops_at(fmt) or card.tflops.fp32
+    attn_tflops = card.tflops_at(attention_peak_precision(fmt)) or gemm_tflops
+    return StepShape(
+        tokens_per_micro=max(1, layout.micro_batch * workload.seq_len // layout.cp),
+        seq=workload.seq_len,
+        micro_batch=layout.micro_batch,
+        grad_accum=layout.grad_accum,
+        tp=layout.tp,
+        pp=layout.pp,
+        vp=layout.vp,
+        cp=layout.cp,
+        dp=layout.dp,
+        ep=layout.ep,
+        sequence_parallel=layout.sequence_parallel and layout.tp > 1,
+        sharding=layout.sharding,
+        zero_stage=SHARDING_STAGE[layout.sharding],
+        checkpointing=layout.checkpointing,
+        flash_attention=workload.flash_attention,
+        dropout=workload.dropout,
+        frozen_base=frozen,
+        qlora=workload.kind == "qlora",
+        adapter_params_per_layer=adapters / arch.layers,
+        act_bytes=act_bytes(workload),
+        gemm_format=fmt,
+        gemm_peak=gemm_tflops * 1e12,
+        attention_peak=attn_tflops * 1e12,
+        grad_bytes=grad_b,
+        weight_bytes=weight_b,
+        frozen_weight_bytes=frozen_base_bytes(workload.kind, workload.precision),
+        optimizer_bytes=opt_b,
+        trained_dense=trained_dense,
+        trained_expert=trained_expert,
+    )
+
+
+def model_flops_per_token(arch: Arch, workload: Workload) -> float:
+    """PaLM's MFU numerator (Chowdhery et al. 2022, App. B): 6·N (4·N for a frozen LoRA base:
+    no weight gradients) over the parameters a token touches, the input embedding excluded,
+    plus attention's 6·L·s·heads·(d_qk + d_v) (12·L·s·h for ordinary heads)."""
+    n = arch.active_params - arch.input_embedding_params
+    factor = 4.0 if workload.kind in ("lora", "qlora") else 6.0
+    attention = (
+        6.0 * arch.layers * workload.seq_len * arch.heads * (arch.qk_head_dim + arch.value_head_dim)
+    )
+    return factor * n + attention
+
+
+def _calibrated(
+    step: StepBreakdown,
+    *,
+    workload: Workload,
+    hw: Hardware,
+    layout: Layout,
+    tokens_per_step: float,
+    model_flops_step: float,
+    peak: float,
+    notes: list[str],
+) -> StepBreakdown:
+    """A measured run on this card (H12) replaces the modelled compute: its tokens/s per GPU
+    (or its MFU) sets compute + recomputation; communication the measured run already paid
+    (no more nodes than it used) is dropped, the rest stays as modelled."""
+    m = workload.measured
+    if m is None:
+        return step
+    rate = measured_rate_per_gpu(workload, hw.card)
+    gpus = layout.gpus
+    if rate is not None:
+        target = tokens_per_step / (rate * gpus)
+        notes.append(
+            f"measured {rate:,.0f} tokens/s per GPU on {hw.card.id} replaces the modelled "
+            "compute (H12)"
+        )
+    elif m.mfu is not None:
+        # MFU is a fraction of peak, so a run measured on one card transfers to another.
+        target = model_flops_step / (gpus * peak * m.mfu)
+        notes.append(f"measured MFU {m.mfu:.2f} (on {m.card}) sets the compute time (H12)")
+    else:
+        return step
+    measured_nodes = max(1, math.ceil(m.gpus / hw.gpus_per_node))
+    keep_comm = layout.nodes > measured_nodes or m.card != hw.card.id
+    from dataclasses import replace
+
+    scale = target / max(1e-12, step.compute_s + step.recompute_s)
+    return replace(
+        step,
+        compute_s=step.compute_s * scale,
+        recompute_s=step.recompute_s * scale,
+        tp_comm_s=step.tp_comm_s if keep_comm else 0.0,
+        cp_comm_s=step.cp_comm_s if keep_comm else 0.0,
+        ep_comm_s=step.ep_comm_s if keep_comm else 0.0,
+        pp_comm_s=step.pp_comm_s if keep_comm else 0.0,
+        dp_comm_s=step.dp_comm_s if keep_comm else 0.0,
+        bubble_s=step.bubble_s * scale,
+    )
+
+
+def evaluate_training(
+    workload: Workload, arch: Arch, hw: Hardware, layout: Layout, params: Params
+) -> ConfigEstimate:
+    card = hw.card
+    gpus = layout.gpus
+    reasons = structure_reasons(workload, arch, hw, layout, params)
+    notes: list[str] = list(arch.assumptions)
+    if arch.coarse:
+        notes.insert(0, arch.convention)
+    if workload.kind not in ("lora", "qlora") and workload.precision in ("int8", "int4", "nf4"):
+        notes.append(
+            f"{workload.precision} full training is not a standard recipe; "
+            "estimated as bf16 mixed precision"
+        )
+
+    memory = measured_memory(
+        workload, hw, gpus, training_memory(workload, arch, hw.gpus_per_node, layout, params), notes
+    )
+    usable = usable_memory_bytes(card, params.headroom)
+    fits = memory.total_bytes <= usable
+    if not fits:
+        reasons.insert(0, memory_reason(memory.total_bytes, usable, card, params.headroom))
+
+    # --- the step
+    tokens = float(workload.tokens or 0.0)
+    seqs_per_step = layout.micro_batch * layout.grad_accum * layout.dp
+    if workload.global_batch is not None and seqs_per_step != workload.global_batch:
+        notes.append(
+            f"global batch {seqs_per_step} sequences (micro-batch × accumulation × DP) "
+            f"differs from the requested {workload.global_batch}"
+        )
+    tokens_per_step = float(seqs_per_step * workload.seq_len)
+    steps = max(1, math.ceil(tokens / tokens_per_step))
+    fmt = compute_precision(workload.kind, workload.precision, workload.optimizer)
+    peak = peak_flops(card, fmt, reasons)
+    shape = step_shape(workload, arch, hw, layout, params)
+    eff = efficiency_of(card)
+    per_token = model_flops_per_token(arch, workload)
+    step = training_step(arch, shape, hw, eff, framework(params))
+    step = _calibrated(
+        step,
+        workload=workload,
+        hw=hw,
+        layout=layout,
+        tokens_per_step=tokens_per_step,
+        model_flops_step=per_token * tokens_per_step,
+        peak=peak,
+        notes=notes,
+    )
+    step_s = step.step_s
+    comm_fraction = step.communication_s / step_s if step_s > 0 and math.isfinite(step_s) else 1.0
+    if not math.isfinite(step_s):
+        reasons.append(
+            f"a collective has no link to run on ({step.dp_link}): "
+            f"{hw.label or card.id} cannot carry this layout"
+        )
+
+    # --- checkpoint
+    size = training_checkpoint(
+        kind=workload.kind,
+        params=arch.params,
+        adapter_params=shape.trained_dense if shape.frozen_base else 0.0,
+        precision=workload.precision,
+        optimizer=workload.optimizer,
+    )
+    stage = SHARDING_STAGE[layout.sharding]
+    if stage >= 1 or workload.kind in ("lora", "qlora"):
+        writers = layout.nodes
+    else:
+        writers = math.ceil(layout.tp * layout.pp / hw.gpus_per_node)
+    stall = checkpoint_stall(
+        checkpoint_bytes=size.full_bytes,
+        writers=min(writers, layout.nodes),
+        write_bytes_per_s=hw.storage_write_gbs * GB,
+        steps=steps,
+        interval_steps=params.checkpoint_interval_steps,
+    )
+    time_s = steps * step_s + stall.stall_s
+    finite = time_s > 0 and math.isfinite(time_s)
+    stall_fraction = stall.stall_s / time_s if finite else 1.0
+    model_flops = per_token * tokens
+    executed = model_flops + step.recompute_flops * layout.gpus * steps
+    mfu = model_flops / (time_s * gpus * peak) if finite else 0.0
+    hfu = executed / (time_s * gpus * peak) if finite else 0.0
+
+    # --- classification and checks on the result
+    elem = 4.0 if fmt == "tf32" else 2.0
+    intensity = training_intensity(
+        arch, seq=workload.seq_len, micro_batch=layout.micro_batch, tp=layout.tp, elem=elem
+    )
+    ridge = peak / (card.memory_bandwidth_gbs * 1e9)
+    if comm_fraction > params.comm_threshold:
+        bottleneck = "communication"
+        notes.append(
+            f"communication-bound: exposed communication is {pct(comm_fraction)} of step time, "
+            f"above H11's {params.comm_threshold:.0%} (mostly {_culprit(step)})"
+        )
+    elif intensity < ridge:
+        bottleneck = "memory_bandwidth"
+    else:
+        bottleneck = "compute"
+    if stall_fraction > params.checkpoint_stall_max_fraction:
+        reasons.append(
+            f"checkpoint stall {pct(stall_fraction)} of training time exceeds "
+            f"{params.checkpoint_stall_max_fraction:.0%} (H16): saving {gb(size.full_bytes)} "
+            f"at {hw.storage_write_gbs:g} GB/s per node takes {stall.save_time_s:,.0f} s "
+            f"every {params.checkpoint_interval_steps} steps"
+        )
+    if 0 < mfu < params.mfu_floor and finite:
+        notes.append(
+            f"MFU {mfu:.2f} is below H12's {params.mfu_floor:.2f} floor: most of the time goes "
+            f"to {_largest_loss(step)}"
+        )
+    notes += _checks(step, layout)
+    meets = True
+    if workload.deadline_hours is not None:
+        meets = time_s <= workload.deadline_hours * SECONDS_PER_HOUR
+
+    return ConfigEstimate(
+        **identity(workload, hw, layout, memory, params, fits),
+        flops=executed,
+        model_flops=model_flops,
+        time_to_train_s=time_s,
+        step_time_s=step_s,
+        steps=steps,
+        tokens_per_s=tokens / time_s if finite else 0.0,
+        mfu=mfu,
+        hfu=hfu,
+        comm_fraction=comm_fraction,
+        step=step,
+        serving=None,
+        checkpoint_bytes=size.full_bytes,
+        checkpoint_weights_bytes=size.weights_bytes,
+        checkpoint_stall_fraction=stall_fraction,
+        bottleneck=bottleneck,
+        arithmetic_intensity=intensity,
+        ridge_point=ridge,
+        meets_deadline=meets,
+        reasons=tuple(reasons),
+        notes=tuple(notes),
+        coarse=arch.coarse,
+        measured=measured_rate_per_gpu(workload, card) is not None
+        or (workload.measured is not None and workload.measured.mfu is not None),
+    )
+
+
+_COMM_NAMES = {
+    "dp_comm": "data-parallel gradient/parameter traffic",
+    "tp_comm": "tensor-parallel collectives (H09)",
+    "pp_comm": "pipeline stage boundaries",
+    "ep_comm": "expert-parallel all-to-all",
+    "cp_comm": "context-parallel K/V exchange",
+}
+
+
+def _culprit(step: StepBreakdown) -> str:
+    parts = step.parts()
+    key = max(_COMM_NAMES, key=lambda k: parts[k])
+    link = {
+        "dp_comm": step.dp_link,
+        "tp_comm": step.tp_link,
+        "pp_comm": step.pp_link,
+        "ep_comm": step.ep_link,
+    }.get(key)
+    return _COMM_NAMES[key] + (f" over {link}" if link and link != "none" else "")
+
+
+def _largest_loss(step: StepBreakdown) -> str:
+    parts = {k: v for k, v in step.parts().items() if k != "compute"}
+    key = max(parts, key=lambda k: parts[k])
+    return {
+        "recompute": "recomputation",
+        "bubble": "the pipeline bubble",
+        "optimizer": "the optimizer step",
+    }.get(key, _COMM_NAMES.get(key, key))
+
+
+def _checks(step: StepBreakdown, layout: Layout) -> list[str]:
+    """H10 and H15 as checks on the computed step."""
+    out: list[str] = []
+    if layout.checkpointing == "full" and step.compute_s > 0:
+        extra = step.recompute_s / step.compute_s
+        lo, hi = H10_RECOMPUTE_BAND
+        if not lo <= extra <= hi:
+            out.append(
+                f"full recomputation adds {extra:.0%} to compute here (H10 expects {lo:.0%}-"
+                f"{hi:.0%})"
+            )
+    if layout.zero_stage >= 3 and layout.nodes == 1 and step.step_s > 0:
+        loss = step.dp_comm_s / step.step_s
+        if loss > H15_ZERO3_LOSS:
+            out.append(
+                f"ZeRO-3 parameter gathers cost {loss:.0%} of step time, above H15's "
+                f"{H15_ZERO3_LOSS:.0%} (ZeRO-1/2 or tensor parallelism may train faster)"
+            )
+    return out
+
+
+def whole_model_memory(workload: Workload, params: Params) -> MemoryBreakdown:
+    """The formula's memory for the whole job on one (unbounded) GPU: no parallelism, no
+    sharding, the workload's own micro-batch and recomputation (none if unset); inference
+    holds `concurrency` (else 1) sequences at the mean live context. This is the figure
+    printed next to the rules of thumb (H05, H30), which are whole-model figures too."""
+    from gpusolve.estimate.serving import serving_memory
+    from gpusolve.estimate.shapes import resolve_arch
+
+    arch = resolve_arch(workload.model)
+    if workload.kind == "inference":
+        one = Layout(nodes=1, tp=1, pp=1, dp=1, micro_batch=workload.concurrency or 1)
+        return serving_memory(workload, arch, one, params)
+    layout = Layout(
+        nodes=1,
+        tp=1,
+        pp=1,
+        dp=1,
+        checkpointing=workload.gradient_checkpointing or "none",
+        micro_batch=workload.micro_batch,
+    )
+    return training_memory(workload, arch, 1, layout, params)

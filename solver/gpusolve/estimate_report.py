@@ -1,0 +1,310 @@
+"""The `gpusolve estimate` report: every workload on every card, as the typed output model.
+
+Pure: catalogue, requirements and per-workload parameters in, `EstimateReport` out. Each
+workload carries its own parameters (the rules' headroom and framework settings), so the
+report says the headroom it sized with, per workload.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from gpusolve.estimate import (
+    Arch,
+    ConfigEstimate,
+    Hardware,
+    Layout,
+    evaluate,
+    resolve_arch,
+    search_layouts,
+    thumb_figures,
+    whole_model_memory,
+)
+from gpusolve.estimate.search import max_decode_batch
+from gpusolve.estimate.serving import replica_nodes
+from gpusolve.estimate.units import GB
+from gpusolve.models.catalog import Card, Catalog
+from gpusolve.models.estimate import (
+    ArchOut,
+    ConfigOut,
+    EstimateReport,
+    MemoryGB,
+    ServingOut,
+    StepOut,
+    ThumbOut,
+    WorkloadEstimate,
+)
+from gpusolve.models.requirements import Requirements, Workload
+from gpusolve.params import Params
+
+ZERO_SHARDING = {0: "ddp", 1: "zero1", 2: "zero2", 3: "zero3"}
+
+
+class LayoutError(ValueError):
+    """A command-line layout that cannot be built (the message says which option)."""
+
+    def __init__(self, option: str, message: str) -> None:
+        super().__init__(message)
+        self.option = option
+
+
+@dataclass(frozen=True)
+class LayoutChoice:
+    """What the command line fixes of a layout; None leaves it to the workload."""
+
+    gpus: int | None = None
+    tp: int | None = None
+    pp: int | None = None
+    zero: int | None = None
+    sharding: str | None = None
+    vp: int | None = None
+    cp: int | None = None
+    ep: int | None = None
+    sequence_parallel: bool | None = None
+    micro_batch: int | None = None
+    recompute: str | None = None
+
+    @property
+    def explicit(self) -> bool:
+        return any(v is not None for v in vars(self).values())
+
+
+def hardware_for(catalog: Catalog, card: Card) -> Hardware:
+    """The node a card is sized in: the catalogue server with the most of these cards (then
+    the fastest peer link), else the largest cloud instance, else 8 generic cards."""
+    servers = [s for s in catalog.servers.values() if s.card == card.id]
+    if servers:
+        best = max(servers, key=lambda s: (s.gpus, s.peer_bandwidth_gbs, s.fabric.total_gbps))
+        return Hardware.from_server(best, card)
+    offers = [o for o in catalog.cloud_offers.values() if o.card == card.id]
+    if offers:
+        offer = max(offers, key=lambda o: (o.gpus_per_instance, o.peer_bandwidth_gbs))
+        return Hardware.from_cloud(offer, card)
+    return Hardware.generic(card)
+
+
+def explicit_layout(w: Workload, hw: Hardware, params: Params, choice: LayoutChoice) -> Layout:
+    """The one layout the command line describes; unset parts come from the workload."""
+    t, p, c = choice.tp or 1, choice.pp or 1, choice.cp or 1
+    total = choice.gpus or t * p * c
+    if total % (t * p * c):
+        raise LayoutError(
+            "--gpus", f"--gpus {total} is not a multiple of TP × CP × PP = {t * p * c}"
+        )
+    dp = total // (t * p * c)
+    if w.kind == "inference":
+        b_max = max(1, max_decode_batch(w, hw, params, t, p))
+        batch = choice.micro_batch or (
+            b_max if w.concurrency is None else min(b_max, math.ceil(w.concurrency / dp))
+        )
+        lay = Layout(nodes=1, tp=t, pp=p, dp=1, micro_batch=batch, replicas=dp)
+        return Layout(
+            nodes=replica_nodes(lay, hw.gpus_per_node),
+            tp=t,
+            pp=p,
+            dp=1,
+            micro_batch=batch,
+            replicas=dp,
+        )
+    sharding = choice.sharding or (
+        ZERO_SHARDING[choice.zero] if choice.zero is not None else (w.sharding or "ddp")
+    )
+    mb = choice.micro_batch or w.micro_batch
+    accum = math.ceil(w.global_batch / (dp * mb)) if w.global_batch else 1
+    return Layout(
+        nodes=math.ceil(total / hw.gpus_per_node),
+        tp=t,
+        pp=p,
+        dp=dp,
+        sharding=sharding,
+        checkpointing=choice.recompute or w.gradient_checkpointing or "none",
+        micro_batch=mb,
+        grad_accum=max(1, accum),
+        ep=choice.ep or 1,
+        sequence_parallel=True if choice.sequence_parallel is None else choice.sequence_parallel,
+        vp=choice.vp or 1,
+        cp=c,
+    )
+
+
+def build_report(
+    reqs: Requirements,
+    catalog: Catalog,
+    cards: list[Card],
+    per_workload: Mapping[str, Params],
+    choice: LayoutChoice,
+) -> EstimateReport:
+    """The report for every workload on every card, each workload with its own parameters."""
+    workloads: list[WorkloadEstimate] = []
+    for w in reqs.workloads:
+        params = per_workload[w.name]
+        arch = resolve_arch(w.model)
+        configs: list[ConfigOut] = []
+        rejections: list[str] = []
+        fits_on: list[str] = []
+        for card in cards:
+            hw = hardware_for(catalog, card)
+            if choice.explicit:
+                est = evaluate(w, hw, explicit_layout(w, hw, params, choice), params)
+                configs.append(config_out(est))
+                if est.feasible:
+                    fits_on.append(card.id)
+                continue
+            result = search_layouts(w, hw, params, max_nodes=params.max_nodes, whole_nodes=False)
+            if not result.feasible:
+                rejections += [f"{card.id}: {r}" for r in result.rejections[:2]] or [
+                    f"{card.id}: no layout fits"
+                ]
+                continue
+            fits_on.append(card.id)
+            chosen = [result.feasible[0]]
+            if w.deadline_hours is not None and not chosen[0].meets_deadline:
+                meeting = [e for e in result.feasible if e.meets_deadline]
+                if meeting:
+                    chosen.append(meeting[0])
+                else:
+                    rejections += [f"{card.id}: {r}" for r in result.rejections if "deadline" in r]
+            configs += [config_out(e) for e in chosen]
+        workloads.append(
+            WorkloadEstimate(
+                name=w.name,
+                kind=w.kind,
+                headroom=params.headroom,
+                precision=w.precision,
+                optimizer=w.optimizer,
+                tokens=w.tokens,
+                deadline_h=w.deadline_hours,
+                arch=arch_out(arch),
+                thumb=thumb_out(arch, w, params),
+                fits_on=fits_on,
+                configs=configs,
+                rejections=rejections,
+            )
+        )
+    return EstimateReport(mode="explicit" if choice.explicit else "search", workloads=workloads)
+
+
+def arch_out(arch: Arch) -> ArchOut:
+    return ArchOut(
+        preset=arch.name,
+        params_b=arch.params / 1e9,
+        active_params_b=arch.active_params / 1e9,
+        layers=arch.layers,
+        hidden=arch.hidden,
+        heads=arch.heads,
+        kv_heads=arch.kv_heads,
+        head_dim=arch.head_dim,
+        ffn=arch.ffn,
+        vocab=arch.vocab,
+        experts=arch.experts,
+        active_experts=arch.active_experts,
+        coarse=arch.coarse,
+        derivation=arch.convention,
+        assumptions=list(arch.assumptions),
+    )
+
+
+def thumb_out(arch: Arch, w: Workload, params: Params) -> ThumbOut:
+    # The rules of thumb take the size as the user states it (params_b), else the shape's.
+    params_b = w.model.params_b if w.model.params_b is not None else arch.params / 1e9
+    t = thumb_figures(params_b, w.kind, params)
+    whole = whole_model_memory(w, params)
+    return ThumbOut(
+        h30_class=t.h30_class,
+        h30_factor=t.h30_factor,
+        h30_range=t.h30_range,
+        h30_gb=t.h30_bytes / GB,
+        h05_low_gb=None if t.h05_low_bytes is None else t.h05_low_bytes / GB,
+        h05_high_gb=None if t.h05_high_bytes is None else t.h05_high_bytes / GB,
+        formula_whole_model_gb=whole.total_bytes / GB,
+        formula_model_states_gb=(
+            whole.weights_bytes + whole.gradients_bytes + whole.optimizer_bytes
+        )
+        / GB,
+    )
+
+
+def _step_out(e: ConfigEstimate) -> StepOut | None:
+    s = e.step
+    if s is None:
+        return None
+    return StepOut(
+        compute_s=s.compute_s,
+        recompute_s=s.recompute_s,
+        tp_comm_s=s.tp_comm_s,
+        cp_comm_s=s.cp_comm_s,
+        ep_comm_s=s.ep_comm_s,
+        pp_comm_s=s.pp_comm_s,
+        bubble_s=s.bubble_s,
+        dp_comm_s=s.dp_comm_s,
+        optimizer_s=s.optimizer_s,
+        step_s=s.step_s,
+        dp_comm_total_s=s.dp_comm_total_s,
+        dp_link=s.dp_link,
+    )
+
+
+def _serving_out(e: ConfigEstimate) -> ServingOut | None:
+    v = e.serving
+    if v is None:
+        return None
+    return ServingOut(
+        batch=v.batch,
+        max_batch=v.max_batch,
+        batch_limit=v.batch_limit,
+        mean_context=v.mean_context,
+        tpot_ms=v.tpot_s * 1000,
+        ttft_ms=v.ttft_s * 1000,
+        single_stream_tokens_per_s=v.single_stream_tokens_per_s,
+        prefill_share=v.prefill_share,
+        decode_step_ms={k: x * 1000 for k, x in v.decode_step.items()},
+    )
+
+
+def config_out(e: ConfigEstimate) -> ConfigOut:
+    lay = e.layout
+    return ConfigOut(
+        card=e.card,
+        hardware=e.hardware,
+        gpus=e.gpus,
+        nodes=e.nodes,
+        tp=lay.tp,
+        pp=lay.pp,
+        dp=lay.dp,
+        vp=lay.vp,
+        cp=lay.cp,
+        ep=lay.ep,
+        sequence_parallel=lay.sequence_parallel and lay.tp > 1,
+        replicas=lay.replicas,
+        zero_stage=lay.zero_stage,
+        sharding=lay.sharding,
+        gradient_checkpointing=lay.checkpointing,
+        micro_batch=lay.micro_batch,
+        grad_accum=lay.grad_accum,
+        memory_per_gpu_gb=MemoryGB(**e.memory.as_gb()),
+        card_memory_gb=e.card_memory_bytes / GB,
+        usable_memory_gb=e.usable_memory_bytes / GB,
+        headroom=e.headroom,
+        fits=e.fits,
+        feasible=e.feasible,
+        flops=e.flops,
+        time_to_train_h=e.time_to_train_h,
+        tokens_per_s=e.tokens_per_s,
+        mfu=e.mfu,
+        hfu=e.hfu,
+        step=_step_out(e),
+        serving=_serving_out(e),
+        comm_fraction=e.comm_fraction,
+        checkpoint_gb=e.checkpoint_bytes / GB,
+        checkpoint_weights_gb=e.checkpoint_weights_bytes / GB,
+        checkpoint_stall_fraction=e.checkpoint_stall_fraction,
+        bottleneck=e.bottleneck,
+        arithmetic_intensity=e.arithmetic_intensity,
+        ridge_point=e.ridge_point,
+        meets_deadline=e.meets_deadline,
+        measured=e.measured,
+        reasons=list(e.reasons),
+        notes=list(e.notes),
+    )

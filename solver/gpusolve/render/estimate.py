@@ -1,0 +1,238 @@
+"""Plain-text `gpusolve estimate` report: memory, speed and where the time goes."""
+
+from __future__ import annotations
+
+import math
+
+from gpusolve.models.estimate import ConfigOut, EstimateReport, WorkloadEstimate
+
+
+def estimate_text(report: EstimateReport) -> str:
+    mode = (
+        "the configuration given"
+        if report.mode == "explicit"
+        else "smallest feasible configuration per card"
+    )
+    lines: list[str] = [f"gpusolve estimate — GB = 10^9 bytes; {mode}", ""]
+    for w in report.workloads:
+        lines += _workload_text(w)
+        lines.append("")
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def _num(x: float | None, digits: int = 1) -> str:
+    if x is None:
+        return "-"
+    if not math.isfinite(x):
+        return "inf"
+    return f"{x:,.{digits}f}"
+
+
+def _pct(x: float | None) -> str:
+    return "-" if x is None else f"{x:.1%}"
+
+
+def _table(header: list[str], rows: list[list[str]]) -> list[str]:
+    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(header)]
+
+    def line(cells: list[str]) -> str:
+        return "    " + "  ".join(
+            c.ljust(widths[0]) if i == 0 else c.rjust(widths[i]) for i, c in enumerate(cells)
+        )
+
+    return [line(header), *(line(r) for r in rows)]
+
+
+def _head(w: WorkloadEstimate) -> list[str]:
+    a, t = w.arch, w.thumb
+    source = (
+        f"preset {a.preset}"
+        if a.preset
+        else ("COARSE shape from params_b" if a.coarse else "architecture as given")
+    )
+    size = f"{a.params_b:.3g} B params"
+    if a.experts > 1:
+        size += f" ({a.active_params_b:.3g} B active, {a.experts} experts, top-{a.active_experts})"
+    head = f"== {w.name}: {w.kind}, {w.precision}"
+    if w.kind != "inference":
+        head += f", {w.optimizer}"
+        if w.tokens:
+            head += f", {w.tokens:.3g} tokens"
+    if w.deadline_h:
+        head += f", deadline {w.deadline_h:g} h"
+    head += f"; headroom {w.headroom:.0%}"
+    lines = [
+        head,
+        f"  model: {size}; {source}",
+        f"  shape: {a.layers} layers, hidden {a.hidden}, {a.heads} heads ({a.kv_heads} KV), "
+        f"ffn {a.ffn}, vocab {a.vocab}" + (" [coarse]" if a.coarse else ""),
+    ]
+    lines += [f"    assumed: {x}" for x in a.assumptions]
+    if a.coarse:
+        lines.append(f"    {a.derivation}")
+    lines.append(
+        f"  formula, whole job on one GPU: {t.formula_whole_model_gb:,.1f} GB "
+        f"(model states {t.formula_model_states_gb:,.1f} GB)"
+    )
+    lo, hi = t.h30_range
+    lines.append(
+        f"  rule of thumb H30 ({t.h30_class} × {t.h30_factor:g}; documents say {lo:g}–{hi:g}): "
+        f"{a.params_b:.3g} × {t.h30_factor:g} = {t.h30_gb:,.0f} GB"
+    )
+    if t.h05_low_gb is not None and t.h05_high_gb is not None:
+        lines.append(
+            f"  rule of thumb H05 (16–24 B/param): ≥ {t.h05_low_gb:,.0f} GB "
+            f"(up to {t.h05_high_gb:,.0f} GB)"
+        )
+    lines.append(f"  fits on: {', '.join(w.fits_on) if w.fits_on else 'no card'}")
+    return lines
+
+
+def _memory_rows(w: WorkloadEstimate) -> list[str]:
+    rows = []
+    for c in w.configs:
+        m = c.memory_per_gpu_gb
+        rows.append(
+            [
+                c.card,
+                str(c.gpus),
+                _layout_text(c, w.kind == "inference"),
+                _num(m.weights),
+                _num(m.gathered_weights),
+                _num(m.gradients),
+                _num(m.optimizer),
+                _num(m.activations),
+                _num(m.kv_cache),
+                _num(m.overhead),
+                _num(m.total),
+                _num(c.usable_memory_gb),
+                _num(c.card_memory_gb),
+                "yes" if c.fits else "NO",
+            ]
+        )
+    header = ["card", "GPUs", "layout", "weights", "gathered", "grads", "optim", "activ", "kv"]
+    header += ["ovh", "total", "usable", "card", "fits"]
+    return ["  memory per GPU, GB:", *_table(header, rows)]
+
+
+def _training_rows(w: WorkloadEstimate) -> list[str]:
+    rows = []
+    for c in w.configs:
+        s = c.step
+        parts = (
+            [
+                s.compute_s,
+                s.recompute_s,
+                s.tp_comm_s,
+                s.cp_comm_s,
+                s.ep_comm_s,
+                s.pp_comm_s,
+                s.bubble_s,
+                s.dp_comm_s,
+                s.optimizer_s,
+                s.step_s,
+            ]
+            if s
+            else [None] * 10
+        )
+        rows.append(
+            [
+                c.card,
+                str(c.gpus),
+                *(_num(x, 2) for x in parts),
+                _pct(c.mfu),
+                _pct(c.hfu),
+            ]
+        )
+    header = ["card", "GPUs", "compute", "recomp", "TP", "CP", "EP", "PP", "bubble", "DP"]
+    header += ["optim", "step", "MFU", "HFU"]
+    out = ["  step time, s (exposed communication by kind; the parts add up to step):"]
+    out += _table(header, rows)
+    rows = []
+    for c in w.configs:
+        rows.append(
+            [
+                c.card,
+                str(c.gpus),
+                f"{c.flops:.3g}",
+                _num(c.time_to_train_h),
+                f"{c.tokens_per_s:,.0f}",
+                f"{c.comm_fraction:.1%}",
+                (c.step.dp_link if c.step else "-"),
+                _num(c.checkpoint_gb),
+                f"{c.checkpoint_stall_fraction:.1%}",
+                c.bottleneck,
+                "ok" if c.feasible else "NO",
+            ]
+        )
+    header = ["card", "GPUs", "FLOPs", "time_h", "tok/s", "comm", "DP link", "ckpt_GB"]
+    header += ["stall", "bottleneck", "feasible"]
+    return [*out, "  run:", *_table(header, rows)]
+
+
+def _serving_rows(w: WorkloadEstimate) -> list[str]:
+    rows = []
+    for c in w.configs:
+        v = c.serving
+        if v is None:
+            continue
+        d = v.decode_step_ms
+        rows.append(
+            [
+                c.card,
+                str(c.gpus),
+                f"{v.batch}/{v.max_batch} ({v.batch_limit})",
+                f"{v.mean_context:,.0f}",
+                _num(v.tpot_ms),
+                _num(v.ttft_ms, 0),
+                f"{v.single_stream_tokens_per_s:,.0f}",
+                f"{v.prefill_share:.0%}",
+                _num(d.get("weights"), 2),
+                _num(d.get("kv_cache"), 2),
+                _num(d.get("compute"), 2),
+                _num(d.get("tp_comm"), 2),
+                f"{c.tokens_per_s:,.0f}",
+                c.bottleneck,
+                "ok" if c.feasible else "NO",
+            ]
+        )
+    if not rows:
+        return []
+    header = ["card", "GPUs", "batch/max", "ctx", "TPOT_ms", "TTFT_ms", "1-stream", "prefill"]
+    header += ["w_ms", "kv_ms", "comp_ms", "TP_ms", "tok/s", "bottleneck", "feasible"]
+    return [
+        "  serving (per replica; decode step parts in ms; tok/s over all replicas):",
+        *_table(header, rows),
+    ]
+
+
+def _workload_text(w: WorkloadEstimate) -> list[str]:
+    lines = _head(w)
+    if w.configs:
+        lines += _memory_rows(w)
+        lines += _serving_rows(w) if w.kind == "inference" else _training_rows(w)
+        for c in w.configs:
+            for r in c.reasons:
+                lines.append(f"    {c.card}: NO — {r}")
+        seen: set[str] = set(w.arch.assumptions) | {w.arch.derivation}
+        for c in w.configs:
+            for n in c.notes:
+                if n not in seen:
+                    seen.add(n)
+                    lines.append(f"    note ({c.card}): {n}")
+    for r in w.rejections:
+        lines.append(f"  rejected {r}")
+    return lines
+
+
+def _layout_text(c: ConfigOut, inference: bool) -> str:
+    if inference:
+        pp = f" PP{c.pp}" if c.pp > 1 else ""
+        return f"{c.replicas}× TP{c.tp}{pp}, {c.micro_batch} seq"
+    ckpt = {"none": "", "selective": " sel-rc", "full": " full-rc"}[c.gradient_checkpointing]
+    zero = {0: "ddp", 1: "z1", 2: "z2", 3: "z3"}[c.zero_stage]
+    if c.sharding.startswith("fsdp"):
+        zero = "fsdp" + ("-hybrid" if c.sharding == "fsdp_hybrid" else "")
+    extra = "".join(f" {k}{v}" for k, v in (("VP", c.vp), ("CP", c.cp), ("EP", c.ep)) if v > 1)
+    sp = " noSP" if c.tp > 1 and not c.sequence_parallel else ""
+    return f"TP{c.tp} PP{c.pp} DP{c.dp}{extra} {zero}{ckpt}{sp} mb{c.micro_batch}×{c.grad_accum}"

@@ -1,0 +1,38 @@
+"""The physics against published results: every case within its tolerance.
+
+The cases, their citations and tolerances are in validation_cases.py; the residual table is
+printed by `python benchmarks/validation.py` (recorded in benchmarks/README.md).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from validation_cases import Case, all_cases
+
+CASES = all_cases()
+
+
+@pytest.mark.parametrize("case", CASES, ids=[f"{c.group}: {c.name}" for c in CASES])
+def test_published_case_within_tolerance(case: Case) -> None:
+    got = case.predict()
+    residual = got / case.published - 1.0
+    assert abs(residual) <= case.tolerance, (
+        f"{case.group} / {case.name}: predicted {got:,.4g} {case.unit}, published "
+        f"{case.published:,.4g} ({residual:+.1%}, tolerance ±{case.tolerance:.0%}; "
+        f"{case.citation})"
+    )
+
+
+def test_the_suite_covers_what_the_issue_names() -> None:
+    groups = {c.group for c in CASES}
+    for needed in ("Narayanan", "Korthikanti", "ZeRO", "vLLM", "gpt-fast"):
+        assert any(g.startswith(needed) for g in groups), needed
+    # Narayanan's table has ten models from 1.7B to 1T; Korthikanti's four in two modes.
+    assert sum(c.group.startswith("Narayanan") for c in CASES) == 10
+    assert sum(c.group == "Korthikanti et al. 2022, Table 5" for c in CASES) == 8
+
+
+def test_only_the_training_tables_are_fitted() -> None:
+    fitted = {c.group for c in CASES if c.fitted_on}
+    assert fitted == {"Narayanan et al. 2021, Table 1", "Korthikanti et al. 2022, Table 5"}

@@ -1,0 +1,476 @@
+"""Published results the physics is validated against: inputs as published, the figure, a
+tolerance. `tests/test_validation.py` fails when any case leaves its tolerance;
+`python benchmarks/validation.py` prints the residual table (and `--fit` the one fitted
+parameter, `efficiency.FIT_GEMM_SHAPES`, swept over this set alone).
+
+Each case builds its workload, hardware, layout and parameters through the public API
+(`evaluate`), so a case exercises exactly what `gpusolve plan` and `estimate` run.
+
+Sources (primary unless marked):
+  NARAYANAN  Narayanan et al. 2021, "Efficient Large-Scale Language Model Training on GPU
+             Clusters Using Megatron-LM" (SC'21, arXiv:2104.04473), Table 1; micro-batch sizes,
+             interleaving and the DDP implementation from the authors' reproduction script
+             NVIDIA/Megatron-LM examples/sc21/run_table_1.sh (commit de7dc40f, 2021-08-10):
+             fp16, full recomputation, s = 2048, V = 51,200, Selene DGX A100 80GB with 8 x
+             200 Gb/s HDR per node. Rows 1.7B-18B use PyTorch DDP (buckets overlap the last
+             micro-batch's backward), the rest Megatron's local DDP (all-reduce after backward).
+             TFLOP/s counts Eq. (3), 96·B·s·l·h²·(1 + s/6h + V/16lh), recomputation included.
+  KORTHIKANTI Korthikanti et al. 2022, "Reducing Activation Recomputation in Large Transformer
+             Models" (arXiv:2205.05198), Table 3 (configurations), Table 5 (iteration time, full
+             recomputation vs selective + sequence parallelism); §5: backward TP all-reduces
+             overlap the weight-gradient GEMMs; §6.3: no overlap of gradient all-reduces;
+             Figure 1's memory per GPU as Calculon transcribes it (calculon-ai/calculon
+             @caa4b11, calculon/llm/validation.py, seqsel_fig1).
+  ZERO       Rajbhandari et al. 2020, "ZeRO" (arXiv:1910.02054), Table 1: model-state memory
+             per device, K = 12, decimal GB, printed truncated.
+  VLLM       Kwon et al. 2023, "Efficient Memory Management for Large Language Model Serving
+             with PagedAttention" (arXiv:2309.06180), §3 (800 KB per OPT-13B token) and Table 1
+             (parameter size, memory for the KV cache, max KV slots).
+  GPTFAST    pytorch-labs/gpt-fast README (commit 0f925b5): batch-1 decode on 8 x A100-80GB
+             (power-limited to 330 W), 5-token prompt, tokens/s per user.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from gpusolve.estimate import Hardware, Layout, evaluate, resolve_arch
+from gpusolve.models.catalog import Card
+from gpusolve.models.requirements import ModelShape, Workload
+from gpusolve.params import Params
+
+ROOT = Path(__file__).resolve().parents[1]
+GB = 1e9
+GIB = 2**30
+
+
+def shipped_card(card_id: str) -> Card:
+    doc = yaml.safe_load((ROOT / "catalog" / "cards.yaml").read_text())
+    return Card.model_validate(next(c for c in doc["cards"] if c["id"] == card_id))
+
+
+def dgx_a100() -> Hardware:
+    """Selene's DGX A100 80GB: 8 GPUs on NVSwitch (600 GB/s), 8 x 200 Gb/s HDR per node."""
+    return Hardware(
+        card=shipped_card("a100-80gb-sxm"),
+        gpus_per_node=8,
+        intra_node_bandwidth_gbs=600,
+        inter_node_gbps_per_gpu=200,
+        storage_write_gbs=100,
+        label="dgx-a100-80gb",
+        topology="nvswitch",
+        fabric="infiniband",
+    )
+
+
+@dataclass(frozen=True)
+class Case:
+    """One published figure and how to reproduce it."""
+
+    group: str
+    name: str
+    citation: str
+    published: float
+    unit: str
+    tolerance: float  # relative
+    fitted_on: bool  # part of the set FIT_GEMM_SHAPES is fitted on
+    run: Any = field(repr=False, compare=False)  # () -> predicted value
+
+    def predict(self) -> float:
+        return float(self.run())
+
+    def residual(self) -> float:
+        return self.predict() / self.published - 1.0
+
+
+# --------------------------------------------------------------------------- training
+
+
+def _gpt(hidden: int, heads: int, layers: int, vocab: int = 51200) -> ModelShape:
+    """Megatron's GPT: 4h GeLU MLP, tied embeddings."""
+    return ModelShape(layers=layers, hidden=hidden, heads=heads, vocab=vocab, tied_embeddings=True)
+
+
+def _megatron_flops(batch: int, seq: int, layers: int, hidden: int, vocab: int, hw: float) -> float:
+    """Narayanan Eq. (3) (hw = 96, recomputation counted) or Korthikanti Eq. (7) (hw = 72)."""
+    head = vocab / ((16 if hw == 96 else 12) * layers * hidden)
+    return hw * batch * seq * layers * hidden**2 * (1 + seq / (6 * hidden) + head)
+
+
+def _step_s(w: Workload, layout: Layout, params: Params) -> float:
+    est = evaluate(w, dgx_a100(), layout, params)
+    assert est.step_time_s is not None
+    return est.step_time_s
+
+
+NARAYANAN_ROWS = (
+    # params_b, heads, hidden, layers, TP, PP, GPUs, batch, TFLOP/s, micro-batch, chunks, torch DDP
+    (1.7, 24, 2304, 24, 1, 1, 32, 512, 137, 16, 1, True),
+    (3.6, 32, 3072, 30, 2, 1, 64, 512, 138, 16, 1, True),
+    (7.5, 32, 4096, 36, 4, 1, 128, 512, 142, 16, 1, True),
+    (18.4, 48, 6144, 40, 8, 1, 256, 1024, 135, 8, 1, True),
+    (39.1, 64, 8192, 48, 8, 2, 512, 1536, 138, 4, 1, False),
+    (76.1, 80, 10240, 60, 8, 4, 1024, 1792, 140, 2, 3, False),
+    (145.6, 96, 12288, 80, 8, 8, 1536, 2304, 148, 2, 2, False),
+    (310.1, 128, 16384, 96, 8, 16, 1920, 2160, 155, 1, 2, False),
+    (529.6, 128, 20480, 105, 8, 35, 2520, 2520, 163, 1, 3, False),
+    (1008.0, 160, 25600, 128, 8, 64, 3072, 3072, 163, 1, 1, False),
+)
+
+
+def _narayanan(row: tuple[Any, ...]) -> Case:
+    size, heads, hidden, layers, tp, pp, gpus, batch, tflops, mb, vp, torch_ddp = row
+    dp = gpus // (tp * pp)
+    w = Workload(
+        name=f"gpt-{size}b",
+        kind="pretrain",
+        model=_gpt(hidden, heads, layers),
+        precision="fp16",
+        seq_len=2048,
+        micro_batch=mb,
+        global_batch=batch,
+        gradient_checkpointing="full",
+        flash_attention=False,
+        dropout=True,
+        tokens=float(batch * 2048),
+    )
+    layout = Layout(
+        nodes=gpus // 8,
+        tp=tp,
+        pp=pp,
+        dp=dp,
+        sharding="ddp",
+        checkpointing="full",
+        micro_batch=mb,
+        grad_accum=batch // (dp * mb),
+        sequence_parallel=False,
+        vp=vp,
+    )
+    # 2021 Megatron: fp16 gradients reduced in fp16 (16 B/param), no TP overlap.
+    params = Params(
+        bytes_per_param_convention=16, dp_comm_overlap=torch_ddp, tp_comm_overlap="none"
+    )
+    flops = _megatron_flops(batch, 2048, layers, hidden, 51200, 96)
+    return Case(
+        group="Narayanan et al. 2021, Table 1",
+        name=f"GPT {size}B TP{tp} PP{pp} {gpus} GPUs",
+        citation="arXiv:2104.04473 Table 1; examples/sc21/run_table_1.sh",
+        published=float(tflops),
+        unit="TFLOP/s/GPU",
+        tolerance=0.15,
+        fitted_on=True,
+        run=lambda: flops / (_step_s(w, layout, params) * gpus) / 1e12,
+    )
+
+
+KORTHIKANTI_ROWS = (
+    # name, heads, hidden, layers, TP, PP, GPUs, batch, micro-batch, chunks, full s, sel+SP s
+    ("22B", 64, 6144, 48, 8, 1, 8, 4, 4, 1, 1.42, 1.10),
+    ("175B", 96, 12288, 96, 8, 8, 64, 64, 1, 3, 18.13, 13.75),
+    ("530B", 128, 20480, 105, 8, 35, 280, 280, 1, 3, 49.05, 37.83),
+    ("1T", 160, 25600, 128, 8, 64, 512, 512, 1, 1, 94.42, 71.49),
+)
+
+
+def _korthikanti_workload(
+    name: str, heads: int, hidden: int, layers: int, mb: int, batch: int, ckpt: str
+) -> Workload:
+    return Workload(
+        name=f"gpt-{name.lower()}",
+        kind="pretrain",
+        model=_gpt(hidden, heads, layers),
+        precision="fp16",
+        seq_len=2048,
+        micro_batch=mb,
+        global_batch=batch,
+        gradient_checkpointing=ckpt,
+        flash_attention=False,
+        dropout=True,
+        tokens=float(batch * 2048),
+    )
+
+
+def _korthikanti(row: tuple[Any, ...], mode: str) -> Case:
+    name, heads, hidden, layers, tp, pp, gpus, batch, mb, vp, t_full, t_sel = row
+    ckpt, sp, published = ("full", False, t_full) if mode == "full" else ("selective", True, t_sel)
+    w = _korthikanti_workload(name, heads, hidden, layers, mb, batch, ckpt)
+    layout = Layout(
+        nodes=max(1, gpus // 8),
+        tp=tp,
+        pp=pp,
+        dp=1,
+        sharding="ddp",
+        checkpointing=ckpt,
+        micro_batch=mb,
+        grad_accum=batch // mb,
+        sequence_parallel=sp,
+        vp=vp,
+    )
+    params = Params(bytes_per_param_convention=18, tp_comm_overlap="backward")
+    label = "full recompute" if mode == "full" else "selective + SP"
+    return Case(
+        group="Korthikanti et al. 2022, Table 5",
+        name=f"{name} {label}",
+        citation="arXiv:2205.05198 Tables 3 and 5",
+        published=published,
+        unit="s/iteration",
+        tolerance=0.15,
+        fitted_on=True,
+        run=lambda: _step_s(w, layout, params),
+    )
+
+
+FIGURE1_GIB = {
+    # Calculon's transcription of Korthikanti Figure 1: (params+optimizer, activations) GiB
+    # per GPU, without recomputation or SP ("none") and with selective + SP ("seqsel").
+    "22B": {"none": (45.5625, 59.25), "seqsel": (45.5625, 9.5625)},
+    "175B": {"none": (45.5625, 66.84375), "seqsel": (45.5625, 12.3515625)},
+    "530B": {"none": (31.640625, 114.0234375), "seqsel": (31.640625, 23.076171875)},
+    "1T": {"none": (32.958984375, 131.25), "seqsel": (32.958984375, 26.5625)},
+}
+
+
+def _figure1(row: tuple[Any, ...], mode: str, part: str) -> Case:
+    name, heads, hidden, layers, tp, pp, gpus, batch, mb, vp, _, _ = row
+    ckpt, sp = ("none", False) if mode == "none" else ("selective", True)
+    w = _korthikanti_workload(name, heads, hidden, layers, mb, batch, ckpt)
+    layout = Layout(
+        nodes=max(1, gpus // 8),
+        tp=tp,
+        pp=pp,
+        dp=1,
+        checkpointing=ckpt,
+        micro_batch=mb,
+        grad_accum=batch // mb,
+        sequence_parallel=sp,
+        vp=vp,
+    )
+    params = Params(bytes_per_param_convention=18)
+    published = FIGURE1_GIB[name][mode][0 if part == "states" else 1]
+
+    def run() -> float:
+        m = evaluate(w, dgx_a100(), layout, params).memory
+        if part == "states":
+            return (m.weights_bytes + m.gradients_bytes + m.optimizer_bytes) / GIB
+        return m.activations_bytes / GIB
+
+    return Case(
+        group="Korthikanti et al. 2022, Figure 1 (memory)",
+        name=f"{name} {mode} {part}",
+        citation="arXiv:2205.05198 Figure 1, as transcribed in calculon validation.py",
+        published=published,
+        unit="GiB/GPU",
+        tolerance=0.10,
+        fitted_on=False,
+        run=run,
+    )
+
+
+# --------------------------------------------------------------------------- memory
+
+
+ZERO_TABLE1 = {
+    # model (billions): {DP: (P_os, P_os+g, P_os+g+p)} in decimal GB
+    7.5: {
+        4: (52.5, 41.3, 30),
+        16: (35.6, 21.6, 7.5),
+        64: (31.4, 16.6, 1.88),
+        256: (30.4, 15.4, 0.47),
+        1024: (30.1, 15.1, 0.12),
+    },
+    128: {
+        4: (896, 704, 512),
+        16: (608, 368, 128),
+        64: (536, 284, 32),
+        256: (518, 263, 8),
+        1024: (513, 257, 2),
+    },
+}
+
+
+def _zero(size: float, dp: int, stage: int) -> Case:
+    published = ZERO_TABLE1[size][dp][stage - 1]
+    w = Workload(
+        name=f"zero-{size}b",
+        kind="pretrain",
+        model=ModelShape(params_b=size),
+        precision="fp16",
+        tokens=1e9,
+    )
+    layout = Layout(nodes=max(1, dp // 8), tp=1, pp=1, dp=dp, sharding=f"zero{stage}")
+    params = Params(bytes_per_param_convention=16)  # the paper's K = 12 with fp16 gradients
+
+    def run() -> float:
+        m = evaluate(w, dgx_a100(), layout, params).memory
+        return (m.weights_bytes + m.gradients_bytes + m.optimizer_bytes) / GB
+
+    names = {1: "P_os", 2: "P_os+g", 3: "P_os+g+p"}
+    return Case(
+        group="ZeRO (Rajbhandari et al. 2020), Table 1",
+        name=f"{size:g}B DP{dp} {names[stage]}",
+        citation="arXiv:1910.02054 Table 1",
+        published=float(published),
+        unit="GB/GPU",
+        # The table prints 3 significant figures, truncated (1.88, 0.47, 0.12).
+        tolerance=0.10 if published >= 1 else 0.12,
+        fitted_on=False,
+        run=run,
+    )
+
+
+def _opt(size: str) -> ModelShape:
+    shapes = {
+        "13B": ModelShape(preset="opt-13b"),
+        # facebook/opt-66b config.json: 64 layers, hidden 9216, 72 heads, ffn 36864.
+        "66B": ModelShape(layers=64, hidden=9216, heads=72, vocab=50272, tied_embeddings=True),
+        # OPT-175B (Zhang et al. 2022, Table 1): 96 layers, 96 heads, hidden 12288.
+        "175B": ModelShape(layers=96, hidden=12288, heads=96, vocab=50272, tied_embeddings=True),
+    }
+    return shapes[size]
+
+
+VLLM_TABLE1 = (
+    # model, GPUs (TP), parameter size GB, memory for KV cache GB, max KV slots
+    ("13B", 1, 26, 12, 15.7e3),
+    ("66B", 4, 132, 21, 9.7e3),
+    ("175B", 8, 346, 264, 60.1e3),
+)
+
+
+def _vllm_params(size: str, tp: int, published_gb: float) -> Case:
+    from gpusolve.estimate.memory import weights_bytes
+
+    arch = resolve_arch(_opt(size))
+    return Case(
+        group="vLLM (Kwon et al. 2023), Table 1",
+        name=f"OPT-{size} parameter size",
+        citation="arXiv:2309.06180 Table 1",
+        published=float(published_gb),
+        unit="GB",
+        tolerance=0.10,
+        fitted_on=False,
+        run=lambda: weights_bytes(arch, "fp16") / GB,
+    )
+
+
+def _vllm_slots(size: str, tp: int, kv_gb: float, slots: float) -> Case:
+    from gpusolve.estimate.memory import kv_cache_bytes
+
+    arch = resolve_arch(_opt(size))
+
+    def run() -> float:
+        # KV bytes of one token on one GPU of the TP group; the paper's GB here are GiB.
+        per_token_gpu = kv_cache_bytes(arch, context=1, batch=1, kv_bytes=2.0, tp=tp)
+        return kv_gb * GIB / (per_token_gpu * tp)
+
+    return Case(
+        group="vLLM (Kwon et al. 2023), Table 1",
+        name=f"OPT-{size} max KV slots",
+        citation="arXiv:2309.06180 Table 1",
+        published=slots,
+        unit="tokens",
+        tolerance=0.10,
+        fitted_on=False,
+        run=run,
+    )
+
+
+def _vllm_per_token() -> Case:
+    from gpusolve.estimate.memory import kv_cache_bytes_per_token
+
+    arch = resolve_arch(_opt("13B"))
+    return Case(
+        group="vLLM (Kwon et al. 2023), §3",
+        name="OPT-13B KV cache per token",
+        citation="arXiv:2309.06180 §3: 2 x 5120 x 40 x 2 bytes = 800 KB",
+        published=800.0,
+        unit="KiB",
+        tolerance=0.01,
+        fitted_on=False,
+        run=lambda: kv_cache_bytes_per_token(arch, 2.0) / 1024,
+    )
+
+
+# --------------------------------------------------------------------------- decode
+
+
+def _gpt_fast_hw() -> Hardware:
+    return Hardware(
+        card=shipped_card("a100-80gb-sxm"),
+        gpus_per_node=8,
+        intra_node_bandwidth_gbs=600,
+        inter_node_gbps_per_gpu=200,
+        storage_write_gbs=10,
+        label="8x-a100-80gb",
+        topology="nvswitch",
+        fabric="infiniband",
+    )
+
+
+GPTFAST_ROWS = (
+    # model preset, precision, TP, tokens/s (batch 1)
+    ("llama-2-7b", "bf16", 1, 104.9),
+    ("llama-2-7b", "int8", 1, 155.58),
+    ("llama-2-7b", "bf16", 2, 168.84),
+    ("llama-2-7b", "bf16", 4, 254.02),
+    ("llama-2-7b", "bf16", 8, 328.43),
+    ("llama-2-70b", "bf16", 2, 21.32),
+    ("llama-2-70b", "bf16", 4, 38.01),
+    ("llama-2-70b", "bf16", 8, 62.50),
+    ("llama-2-70b", "int8", 1, 19.13),
+)
+
+
+def _gpt_fast(preset: str, precision: str, tp: int, published: float) -> Case:
+    w = Workload(
+        name=f"{preset}-decode",
+        kind="inference",
+        model=ModelShape(preset=preset),
+        precision=precision,  # type: ignore[arg-type]
+        prompt_tokens=5,
+        output_tokens=200,
+        concurrency=1,
+    )
+    layout = Layout(nodes=1, tp=tp, pp=1, dp=1, micro_batch=1)
+
+    def run() -> float:
+        est = evaluate(w, _gpt_fast_hw(), layout, Params(headroom=0.0))
+        assert est.serving is not None
+        return est.serving.single_stream_tokens_per_s
+
+    return Case(
+        group="gpt-fast, batch-1 decode on A100-80GB",
+        name=f"{preset} {precision} TP{tp}",
+        citation="pytorch-labs/gpt-fast README (commit 0f925b5)",
+        published=published,
+        unit="tokens/s",
+        tolerance=0.20,
+        fitted_on=False,
+        run=run,
+    )
+
+
+def all_cases() -> list[Case]:
+    cases = [_narayanan(r) for r in NARAYANAN_ROWS]
+    cases += [_korthikanti(r, mode) for r in KORTHIKANTI_ROWS for mode in ("full", "sel")]
+    cases += [
+        _figure1(r, mode, part)
+        for r in KORTHIKANTI_ROWS
+        for mode in ("none", "seqsel")
+        for part in ("states", "activations")
+    ]
+    cases += [
+        _zero(size, dp, stage)
+        for size, rows in ZERO_TABLE1.items()
+        for dp in rows
+        for stage in (1, 2, 3)
+    ]
+    cases.append(_vllm_per_token())
+    cases += [_vllm_params(m, tp, p) for m, tp, p, _, _ in VLLM_TABLE1]
+    cases += [_vllm_slots(m, tp, kv, slots) for m, tp, _, kv, slots in VLLM_TABLE1]
+    cases += [_gpt_fast(*r) for r in GPTFAST_ROWS]
+    return cases

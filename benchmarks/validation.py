@@ -37,7 +37,7 @@ def _table(rows: list[tuple[Case, float, float]], markdown: bool) -> str:
         lines.append("|---|---|---:|---:|---|---:|---:|")
     group = None
     for c, got, res in rows:
-        mark = "" if abs(res) <= c.tolerance else "  << OUT"
+        mark = "" if abs(res) <= c.tolerance else ("  << OUT" if c.gated else "  (outside)")
         if markdown:
             lines.append(
                 f"| {c.group} | {c.name} | {c.published:,.4g} | {got:,.4g} | {c.unit} | "
@@ -90,12 +90,20 @@ def main() -> int:
         return 0
     rows = _rows(cases)
     print(_table(rows, args.markdown))
-    out = [c for c, _, r in rows if abs(r) > c.tolerance]
-    worst = max(rows, key=lambda r: abs(r[2]) / r[0].tolerance)
+    out = [c for c, _, r in rows if c.gated and abs(r) > c.tolerance]
+    gated = [r for r in rows if r[0].gated]
+    worst = max(gated, key=lambda r: abs(r[2]) / r[0].tolerance)
+    checks = [r for r in rows if not r[0].gated]
+    inside = sum(abs(r[2]) <= r[0].tolerance for r in checks)
     print(
-        f"\n{len(rows)} cases, {len(out)} outside tolerance; largest relative to its tolerance: "
-        f"{worst[0].group} / {worst[0].name} {worst[2]:+.1%}"
+        f"\n{len(gated)} validation cases, {len(out)} outside tolerance; largest relative to its "
+        f"tolerance: {worst[0].group} / {worst[0].name} {worst[2]:+.1%}\n"
+        f"{len(checks)} cross-checks (not fitted, not gated), {inside} within tolerance"
     )
+    if not args.markdown:
+        print("cross-check assumptions:")
+        for c in {c.group: c for c, _, _ in checks}.values():
+            print(f"  {c.group}: {c.assumption}")
     return 1 if out else 0
 
 

@@ -29,11 +29,14 @@ from gpusolve.models.catalog import Card, CloudOffer, Server
 # PCIe x16 bidirectional GB/s by generation (catalog-facts: Gen3 ≈ 32, Gen4 ≈ 64, Gen5 ≈ 128).
 PCIE_X16_BIDIR_GBS = {3: 32.0, 4: 64.0, 5: 128.0, 6: 256.0}
 
-# NCCL's tuner (src/graph/tuning.cc @5067397): ring LL base latency 6.6 µs plus 0.6 µs per
-# NVLink hop; tree across nodes 5.0 µs per network hop, 2·log2(nodes) hops for an all-reduce.
-BASE_LATENCY_S = 6.6e-6
-INTRA_HOP_LATENCY_S = 0.6e-6
-INTER_HOP_LATENCY_S = 5.0e-6
+# NCCL's tuner (NVIDIA/nccl src/graph/tuning.cc @5067397): a ring collective costs a base
+# latency plus one hop latency per step; an all-gather or reduce-scatter over n ranks takes
+# n − 1 steps, an all-reduce 2(n − 1) (or, as a tree across nodes, 2·(ranks per node − 1)
+# intra-node plus 2·log2(nodes) network hops). Large messages run the Simple protocol,
+# small ones (decode, < 64 KB) the low-latency LL protocol. Seconds.
+SIMPLE = {"base": 8.4e-6, "intra": 3.4e-6, "inter": 14.0e-6, "tree_intra": 4.0e-6}
+LOW_LATENCY = {"base": 6.6e-6, "intra": 0.6e-6, "inter": 2.7e-6, "tree_intra": 0.6e-6}
+TREE_INTER = {"simple": 14.0e-6, "ll": 5.0e-6}
 
 
 def pcie_peer_bidir_gbs(card: Card) -> float:
@@ -137,11 +140,27 @@ class Hardware:
             return intra
         return min(intra, max(1, ranks_per_node) * self.nic_bytes_per_s())
 
-    def latency_s(self, ranks_per_node: int, nodes: int) -> float:
-        """Start-up latency of one collective (NCCL tuner constants)."""
-        hops = 2 * max(0, ranks_per_node - 1)
-        inter = 2 * math.log2(nodes) * INTER_HOP_LATENCY_S if nodes > 1 else 0.0
-        return BASE_LATENCY_S + hops * INTRA_HOP_LATENCY_S + inter
+    def latency_s(
+        self, ranks_per_node: int, nodes: int, *, allreduce: bool = True, small: bool = False
+    ) -> float:
+        """Start-up latency of one collective over `nodes` × `ranks_per_node` ranks (NCCL's
+        own tuner model): rings for all-gather and reduce-scatter, the cheaper of a ring and a
+        tree for all-reduce."""
+        c = LOW_LATENCY if small else SIMPLE
+        ranks = max(1, ranks_per_node) * max(1, nodes)
+        if ranks <= 1:
+            return 0.0
+        steps, inter_steps = ranks - 1, nodes - 1
+        if allreduce:
+            steps, inter_steps = 2 * steps, 2 * inter_steps
+        ring = c["base"] + (steps - inter_steps) * c["intra"] + inter_steps * c["inter"]
+        if not allreduce or nodes <= 1:
+            return ring
+        tree_inter = TREE_INTER["ll" if small else "simple"]
+        tree = c["base"] + 2 * (
+            (ranks_per_node - 1) * c["tree_intra"] + math.log2(nodes) * tree_inter
+        )
+        return min(ring, tree)
 
     def link_name(self, ranks_per_node: int, nodes: int) -> str:
         if nodes > 1:

@@ -233,10 +233,10 @@ def structure_reasons(
         out.append(f"TP {layout.tp} does not divide the {arch.heads} attention heads")
     if layout.pp > arch.layers:
         out.append(f"PP {layout.pp} exceeds the {arch.layers} layers")
-    if layout.vp > 1 and (layout.pp < 2 or arch.layers % (layout.pp * layout.vp)):
+    if layout.vp > 1 and (layout.pp < 2 or layout.pp * layout.vp > arch.layers):
         out.append(
-            f"{layout.vp} virtual stages need PP > 1 and {layout.pp} x {layout.vp} to divide "
-            f"the {arch.layers} layers"
+            f"{layout.vp} virtual stages need PP > 1 and at least one of the {arch.layers} "
+            f"layers in each of the {layout.pp} x {layout.vp} chunks"
         )
     if layout.cp > 1 and workload.seq_len % (2 * layout.cp):
         out.append(

@@ -38,6 +38,7 @@ class Preset:
     q_lora_rank: int = 0
     rope_head_dim: int = 0  # qk_rope_head_dim
     v_head_dim: int = 0
+    routing_node_limit: int = 0  # n_limited_groups: most nodes one token is sent to
 
 
 _PRESETS: tuple[Preset, ...] = (
@@ -360,7 +361,8 @@ _PRESETS: tuple[Preset, ...] = (
     # n_dense_layers 3, inter_dim 18432, moe_inter_dim 2048, n_heads 128,
     # n_routed_experts 256, n_shared_experts 1, n_activated_experts 8, q_lora_rank 1536,
     # kv_lora_rank 512, qk_nope_head_dim 128, qk_rope_head_dim 64, v_head_dim 128,
-    # vocab_size 129280 (671B total, 37B active: DeepSeek-V3 report, arXiv:2412.19437 §4.2).
+    # vocab_size 129280, n_limited_groups 4 (a token goes to at most 4 nodes; 671B total,
+    # 37B active: DeepSeek-V3 report, arXiv:2412.19437 §3.2.2, §4.2).
     Preset(
         "deepseek-v3",
         "DeepSeek-V3",
@@ -385,6 +387,7 @@ _PRESETS: tuple[Preset, ...] = (
         q_lora_rank=1536,
         rope_head_dim=64,
         v_head_dim=128,
+        routing_node_limit=4,
     ),
 )
 

@@ -16,7 +16,7 @@ beat the best found, and stops after six feasible splits in a row without improv
 
 GPU counts: the search stops at the first count whose best layout meets the deadline
 (`workload.deadline_hours`, one run) — without a deadline that is the first feasible
-count — or at a count no faster than the one before; between the last count that misses
+count, or a count no faster than the one before; between the last count that misses
 the deadline and the first that meets it, up to eight evenly spaced counts are bisected, so
 a 21-day run lands near the node count it needs rather than a 1.5× step above it. When even
 `max_nodes` misses the deadline only powers of two are sampled. Layouts that miss the
@@ -439,7 +439,9 @@ def _search_training(
                 )
             continue
         if best_so_far is not None and not _faster(best, best_so_far):
-            break  # more GPUs no longer help (communication dominates)
+            if workload.deadline_hours is None:
+                break  # more GPUs no longer help (communication dominates)
+            continue  # a deadline still unmet: a larger count may divide the batch better
         if best.meets_deadline and best_so_far is not None and best_so_far.nodes > 0:
             best = _bisect_deadline(hw, best_so_far, best, run)
         feasible.append(best)

@@ -162,13 +162,14 @@ class Rates:
         self.arch = arch
         tp_group = hw.group_bus_bytes_per_s(layout.tp, 1) if layout.tp > 1 else math.inf
         self.tp_bus = tp_group
-        self.tp_latency = hw.latency_s(layout.tp, 1) if layout.tp > 1 else 0.0
+        self.tp_latency = hw.latency_s(layout.tp, 1, small=True) if layout.tp > 1 else 0.0
         if layout.tp * layout.pp > hw.gpus_per_node:
-            self.pp_latency = hw.latency_s(1, 2) + (
-                arch.hidden * 2 / hw.nic_bytes_per_s() if hw.nic_bytes_per_s() > 0 else math.inf
+            nic = hw.nic_bytes_per_s()
+            self.pp_latency = hw.latency_s(1, 2, allreduce=False, small=True) + (
+                arch.hidden * 2 / nic if nic > 0 else math.inf
             )
         else:
-            self.pp_latency = hw.latency_s(2, 1)
+            self.pp_latency = hw.latency_s(2, 1, allreduce=False, small=True)
         self.weights_gpu = weights_bytes(
             arch, workload.precision, group_size=workload.quant_group_size
         ) / (layout.tp * layout.pp)

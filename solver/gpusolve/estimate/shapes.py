@@ -76,6 +76,7 @@ class Arch:
     rope_head_dim: int = 0
     v_head_dim: int = 0  # 0 = head_dim
     input_embedding_params: float = 0.0  # the lookup table alone (no FLOPs)
+    routing_node_limit: int = 0  # MoE: most nodes one token is sent to (0 = no limit)
 
     @property
     def is_moe(self) -> bool:
@@ -242,6 +243,7 @@ INT_FIELDS = (
     "q_lora_rank",
     "rope_head_dim",
     "v_head_dim",
+    "routing_node_limit",
 )
 
 
@@ -336,6 +338,7 @@ def _architecture(
         "rope_head_dim": int(shape.get("rope_head_dim", 0)),
         "v_head_dim": int(shape.get("v_head_dim", 0)),
     }
+    routing = int(shape.get("routing_node_limit", 0)) if experts > 1 else 0
     moe = {
         "expert_ffn": int(shape.get("expert_ffn", 0)),
         "shared_experts": int(shape.get("shared_experts", 0)) if experts > 1 else 0,
@@ -391,6 +394,7 @@ def _architecture(
         convention=convention,
         assumptions=tuple(assumptions),
         input_embedding_params=min(count.input_embeddings * scale, params),
+        routing_node_limit=routing,
         **moe,
         **mla,
     )

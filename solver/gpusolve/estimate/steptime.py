@@ -69,9 +69,10 @@ FLASH_BACKWARD_FLOPS = 2.5
 KERNEL_GAP_S = 5e-6
 KERNELS_FWD = 16
 KERNELS_BWD = 32
-# Megatron-LM buckets gradients by 40M parameters (distributed.DistributedDataParallelConfig
-# bucket_size default max(40_000_000, 1_000_000·dp)).
+# Megatron-LM buckets gradients by max(40M, 1M·dp) parameters
+# (distributed.DistributedDataParallelConfig, bucket_size default).
 BUCKET_PARAMS = 40e6
+BUCKET_PARAMS_PER_RANK = 1e6
 
 
 @dataclass(frozen=True)
@@ -197,7 +198,7 @@ class LayerWork:
     softmax_bytes: float  # score-matrix softmax and dropout (non-fused attention only)
     tp_message_bytes: float  # the layer's hidden states (one TP collective)
     kv_bytes: float  # the local K and V (one CP ring hop)
-    a2a_bytes: float  # tokens sent to experts (one all-to-all), 0 for a dense layer
+    a2a_tokens: float  # tokens this GPU routes per all-to-all (M/t), 0 for a dense layer
 
 
 def layer_work(arch: Arch, sh: StepShape, *, moe: bool, elem: float) -> LayerWork:
@@ -236,7 +237,7 @@ def layer_work(arch: Arch, sh: StepShape, *, moe: bool, elem: float) -> LayerWor
             gemms.append(_gemm(m, width / t, h, elem))
         act_width = (k + arch.shared_experts) * fe
         permute = 4.0 * k * h * e / t  # permute in, unpermute out (read + write)
-        a2a = m * k * h * e / t
+        a2a = m / t
     else:
         gemms.append(_gemm(m, h, up * arch.ffn / t, elem))
         gemms.append(_gemm(m, arch.ffn / t, h, elem))
@@ -273,7 +274,7 @@ def layer_work(arch: Arch, sh: StepShape, *, moe: bool, elem: float) -> LayerWor
         softmax_bytes=softmax,
         tp_message_bytes=m * h * e,
         kv_bytes=m * kv_width * e,
-        a2a_bytes=a2a,
+        a2a_tokens=a2a,
     )
 
 
@@ -357,13 +358,15 @@ def gather_s(nbytes: float, ranks: int, bus: float, latency: float) -> float:
 
 @dataclass(frozen=True)
 class Group:
-    """A process group laid over nodes: ranks per node, nodes, bus bytes/s, latency, link."""
+    """A process group laid over nodes: ranks per node, nodes, bus bytes/s, the latency of
+    one all-reduce and of one all-gather/reduce-scatter, and the link that bounds it."""
 
     ranks: int
     per_node: int
     nodes: int
     bus: float
-    latency: float
+    latency: float  # all-reduce
+    gather_latency: float  # all-gather or reduce-scatter (rings only)
     link: str
 
 
@@ -371,28 +374,51 @@ def group(hw: Hardware, ranks: int, stride: int) -> Group:
     """Ranks `stride` apart (Megatron order: TP innermost, then CP, DP, PP outermost)."""
     gpn = hw.gpus_per_node
     if ranks <= 1:
-        return Group(1, 1, 1, math.inf, 0.0, "none")
+        return Group(1, 1, 1, math.inf, 0.0, 0.0, "none")
     per_node = max(1, min(ranks, gpn // stride)) if stride < gpn else 1
     nodes = math.ceil(ranks / per_node)
-    bus = hw.group_bus_bytes_per_s(per_node, nodes)
     return Group(
-        ranks, per_node, nodes, bus, hw.latency_s(per_node, nodes), hw.link_name(per_node, nodes)
+        ranks,
+        per_node,
+        nodes,
+        hw.group_bus_bytes_per_s(per_node, nodes),
+        hw.latency_s(per_node, nodes),
+        hw.latency_s(per_node, nodes, allreduce=False),
+        hw.link_name(per_node, nodes),
     )
 
 
-def all_to_all_s(nbytes: float, g: Group, hw: Hardware) -> float:
-    """Each rank sends (x − 1)/x of `nbytes`: the share for ranks in other nodes over its NIC,
-    the rest over the intra-node link."""
-    if g.ranks <= 1 or nbytes <= 0:
+def expert_copies(arch: Arch, g: Group) -> tuple[float, float]:
+    """(copies of a token sent off the node, copies kept on it) by one dispatch.
+
+    Each of a token's k experts lives on one of the EP group's ranks. Without node-limited
+    routing every copy travels on its own: (x − per_node)/x of the k copies leave the node.
+    DeepSeek-V3 (§3.2.2) sends a token to at most `routing_node_limit` nodes, once per node
+    over InfiniBand, and fans it out to the experts there over NVLink; the distinct nodes k
+    uniform picks land on among N are N·(1 − (1 − 1/N)^k)."""
+    k = arch.active_experts
+    on_node = k * g.per_node / g.ranks
+    if arch.routing_node_limit <= 0 or g.nodes <= 1:
+        return k * (g.ranks - g.per_node) / g.ranks, on_node
+    n = g.nodes
+    distinct = n * (1.0 - (1.0 - 1.0 / n) ** k)
+    return min(float(arch.routing_node_limit), distinct) * (n - 1) / n, on_node
+
+
+def all_to_all_s(tokens: float, token_bytes: float, arch: Arch, g: Group, hw: Hardware) -> float:
+    """One dispatch (or combine) of `tokens` hidden states of `token_bytes` each: the copies
+    for other nodes over this rank's NIC, the rest over the intra-node link."""
+    if g.ranks <= 1 or tokens <= 0:
         return 0.0
-    off_node = (g.ranks - g.per_node) / g.ranks * nbytes
-    on_node = (g.per_node - 1) / g.ranks * nbytes
-    t_on = on_node / hw.intra_bus_bytes_per_s(g.per_node) if g.per_node > 1 else 0.0
+    off, on = expert_copies(arch, g)
+    off_bytes = tokens * off * token_bytes
+    on_bytes = tokens * on * token_bytes * (g.per_node - 1) / max(1, g.per_node)
+    t_on = on_bytes / hw.intra_bus_bytes_per_s(g.per_node) if g.per_node > 1 else 0.0
     nic = hw.nic_bytes_per_s()
-    t_off = off_node / nic if off_node > 0 else 0.0
-    if off_node > 0 and nic <= 0:
+    if off_bytes > 0 and nic <= 0:
         return math.inf
-    return max(t_on, t_off) + g.latency
+    t_off = off_bytes / nic if off_bytes > 0 else 0.0
+    return max(t_on, t_off) + g.gather_latency
 
 
 # --------------------------------------------------------------------------- the step
@@ -483,8 +509,12 @@ def _training_step(
     if moe_rank and sh.ep > 1:
         ep_g = group(hw, sh.ep, sh.tp * sh.cp)
         ep_link = ep_g.link
-        one = all_to_all_s(moe.a2a_bytes, ep_g, hw)
-        per_layer = 4 * one
+        # FP8 recipes dispatch in FP8 and combine in BF16 (DeepSeek-V3 §3.3); the backward
+        # sends the same volumes the other way.
+        dispatch_b = 1.0 if sh.gemm_format in ("fp8", "int8") else sh.act_bytes
+        dispatch = all_to_all_s(moe.a2a_tokens, arch.hidden * dispatch_b, arch, ep_g, hw)
+        combine = all_to_all_s(moe.a2a_tokens, arch.hidden * sh.act_bytes, arch, ep_g, hw)
+        per_layer = 2 * (dispatch + combine)
         if fw.ep_comm_overlap:
             per_layer = max(0.0, per_layer - (lt_moe.fwd_s + lt_moe.bwd_s))
         ep_s = moe_rank * per_layer
@@ -584,13 +614,16 @@ def _data_parallel(
         weights = params * sh.weight_bytes
         if sh.frozen_base:
             weights += frozen_dense * sh.frozen_weight_bytes
-        buckets = max(1, math.ceil(params / BUCKET_PARAMS))
-        lat = g.latency * buckets
+        bucket = max(BUCKET_PARAMS, BUCKET_PARAMS_PER_RANK * ranks)
+        buckets = max(1, math.ceil(params / bucket))
+        # ZeRO-3/FSDP gather and reduce one transformer block at a time (an FSDP unit).
+        units = max(buckets, math.ceil(arch.layers / sh.pp))
         if sh.zero_stage == 0:
-            grad_t = allreduce_s(grads, ranks, g.bus, lat)
+            grad_t = allreduce_s(grads, ranks, g.bus, g.latency * buckets)
             exposed = _overlapped(grad_t, bwd, buckets, fw.dp_comm_overlap)
             total = grad_t
         elif sh.zero_stage in (1, 2):
+            lat = g.gather_latency * buckets
             rs = gather_s(grads, ranks, g.bus, lat)
             ag = gather_s(params * sh.weight_bytes, ranks, g.bus, lat)
             if sh.zero_stage == 2:
@@ -602,14 +635,15 @@ def _data_parallel(
             exposed += max(0.0, ag - fwd) if fw.dp_comm_overlap else ag
         elif sh.sharding == "fsdp_hybrid" and g.nodes > 1:
             inner = group(hw, g.per_node, stride)
-            ag = gather_s(weights, inner.ranks, inner.bus, inner.latency * buckets)
-            rs = gather_s(grads, inner.ranks, inner.bus, inner.latency * buckets)
+            ag = gather_s(weights, inner.ranks, inner.bus, inner.gather_latency * units)
+            rs = gather_s(grads, inner.ranks, inner.bus, inner.gather_latency * units)
             across = group(hw, g.nodes, stride * g.per_node)
             ar = allreduce_s(grads / inner.ranks, g.nodes, across.bus, across.latency * buckets)
             total = m * (2 * ag + rs) + ar
             exposed = m * _prefetched(ag, ag + rs, fwd, bwd, fw.dp_comm_overlap)
             exposed += _overlapped(ar, bwd, buckets, fw.dp_comm_overlap)
         else:
+            lat = g.gather_latency * units
             ag = gather_s(weights, ranks, g.bus, lat)
             rs = gather_s(grads, ranks, g.bus, lat)
             total = m * (2 * ag + rs)

@@ -56,6 +56,11 @@ class ModelShape(StrictModel):
     dense_layers: int | None = Field(
         default=None, ge=0, description="Leading layers with a dense MLP in an MoE model."
     )
+    routing_node_limit: int | None = Field(
+        default=None,
+        ge=1,
+        description="MoE: most nodes one token is dispatched to (DeepSeek-V3: 4), each once.",
+    )
     kv_lora_rank: int | None = Field(
         default=None,
         ge=1,

@@ -24,25 +24,17 @@ def deployments(
     solution: ir.Solution,
     cand: Candidates,
     reqs: Requirements,
-    catalog: Catalog,
-    headroom: dict[str, float],
 ) -> list[Deployment]:
     by_name = {w.name: w for w in reqs.workloads}
     out = []
     for choice in solution.choices:
         meta = cand.meta[choice.option]
-        out.append(
-            _deployment(
-                meta, choice.site, by_name[meta.workload].schedule, catalog, headroom[meta.workload]
-            )
-        )
+        out.append(_deployment(meta, choice.site, by_name[meta.workload].schedule))
     order = {name: i for i, name in enumerate(by_name)}
     return sorted(out, key=lambda d: order[d.workload])
 
 
-def _deployment(
-    meta: OptionMeta, site: str | None, schedule: str, catalog: Catalog, headroom: float
-) -> Deployment:
+def _deployment(meta: OptionMeta, site: str | None, schedule: str) -> Deployment:
     est: Any = meta.estimate
     layout = est.layout
     time_h = est.time_to_train_s / 3600 if est.time_to_train_s else None
@@ -72,7 +64,7 @@ def _deployment(
         memory_per_gpu_gb=round(est.memory_total_bytes / 1e9, 2),
         card_memory_gb=round(est.card_memory_bytes / 1e9, 2),
         usable_memory_gb=round(est.usable_memory_bytes / 1e9, 2),
-        headroom=headroom,
+        headroom=est.headroom,  # the workload's parameters travel with its estimate
         time_to_train_h=round(time_h, 2) if time_h is not None else None,
         mfu=round(est.mfu, 3) if est.mfu is not None else None,
         throughput=round(est.tokens_per_s, 1),

@@ -7,7 +7,7 @@ this sits on the hot path of rule evaluation.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 
@@ -23,168 +23,139 @@ class ParamSpec:
     choices: tuple[str, ...] | None = None
 
 
-SPECS: tuple[ParamSpec, ...] = (
-    ParamSpec("headroom", float, 0.20, "Fraction of each GPU's memory kept free.", "H29", 0, 0.9),
-    ParamSpec(
-        "mfu_floor", float, 0.30, "MFU below which a layout is called misconfigured.", "H12", 0, 1
-    ),
-    ParamSpec(
-        "bytes_per_param_convention",
-        int,
-        18,
-        "Model-state bytes per parameter for mixed-precision AdamW: 18 keeps an fp32 "
-        "gradient-accumulation buffer (Megatron-LM requires it for bf16; DeepSpeed's bf16 "
-        "optimizer and FSDP with fp32 reduce do the same), 16 reduces 16-bit gradients "
-        "(the ZeRO paper's K = 12 convention).",
-        "H05",
-        choices=("16", "18"),
-    ),
-    ParamSpec(
-        "comm_threshold",
-        float,
-        0.15,
-        "Communication above this fraction of step time makes a layout communication-bound.",
-        "H11",
-        0,
-        1,
-    ),
-    ParamSpec(
-        "checkpoint_interval_steps", int, 1000, "Steps between checkpoint saves.", "H16", 1, None
-    ),
-    ParamSpec(
-        "checkpoint_stall_max_fraction",
-        float,
-        0.05,
-        "Largest share of training time that synchronous checkpoint saves may stall.",
-        "H16",
-        0,
-        1,
-    ),
-    ParamSpec(
-        "thumb_factor_full_finetune",
-        float,
-        20.0,
-        "Rule-of-thumb GB per billion parameters, full fine-tune (12-20).",
-        "H30",
-        1,
-        100,
-    ),
-    ParamSpec(
-        "thumb_factor_lora", float, 6.0, "Rule-of-thumb GB per billion, LoRA (4-6).", "H30", 0.5, 50
-    ),
-    ParamSpec(
-        "thumb_factor_inference",
-        float,
-        2.0,
-        "Rule-of-thumb GB per billion, inference (2-4).",
-        "H30",
-        0.5,
-        50,
-    ),
-    ParamSpec("min_cpu_pcie_lanes", int, 64, "Host PCIe lanes floor.", "H20", 0, None),
-    ParamSpec("min_host_ram_gb", float, 512.0, "Host RAM floor, GB.", "H20", 0, None),
-    ParamSpec("min_cpu_ghz", float, 2.5, "Host CPU clock floor, GHz.", "H20", 0, None),
-    ParamSpec(
-        "long_training_hours",
-        float,
-        168.0,
-        "A run at least this long counts as 'long training' (H17, H41).",
-        "H41",
-        1,
-        None,
-    ),
-    ParamSpec(
-        "dp_comm_overlap",
-        bool,
-        True,
-        "Gradient buckets are reduced during the last micro-batch's backward and parameters "
-        "gathered behind the next forward (PyTorch DDP/FSDP, Megatron --overlap-grad-reduce).",
-        "H08",
-    ),
-    ParamSpec(
-        "tp_comm_overlap",
-        str,
-        "backward",
-        "Tensor-parallel collectives hidden behind GEMMs: none, backward (under the weight-"
-        "gradient GEMMs, Megatron's default since 2022) or full (Transformer Engine userbuffers).",
-        "H09",
-        choices=("none", "backward", "full"),
-    ),
-    ParamSpec(
-        "ep_comm_overlap",
-        bool,
-        False,
-        "Expert-parallel all-to-alls hidden behind the MoE layer's compute (DeepSeek DualPipe).",
-        "H08",
-    ),
-    ParamSpec(
-        "runtime_overhead_gb",
-        float,
-        1.0,
-        "CUDA context, kernels and cuBLAS workspace per GPU, GB (PyTorch 2.1 on A100: 0.92 GiB; "
-        "ml-engineering training/performance 'Preloaded CUDA kernels memory usage': 0.5-2 GiB).",
-        "H29",
-        0,
-        20,
-    ),
-    ParamSpec(
-        "nccl_overhead_gb",
-        float,
-        1.5,
-        "NCCL communicator buffers per GPU when a layout has more than one GPU, GB "
-        "(ml-engineering: '~1-2GiB of GPU memory taken away just to initialize').",
-        "H29",
-        0,
-        20,
-    ),
-    ParamSpec(
-        "max_nodes",
-        int,
-        100000,
-        "Largest number of servers one job may span; by default what the sites can hold.",
-        "H21",
-        1,
-        100000,
-    ),
-    ParamSpec(
-        "allow_multi_node",
-        bool,
-        True,
-        "Whether a job may span several servers at all.",
-        "H21",
-    ),
-)
-
-SPEC_BY_NAME: dict[str, ParamSpec] = {s.name: s for s in SPECS}
+def _param(
+    default: Any,
+    doc: str,
+    source: str,
+    *,
+    minimum: float | None = None,
+    maximum: float | None = None,
+    choices: tuple[str, ...] | None = None,
+) -> Any:
+    """A `Params` field with its documentation, heuristic and range: declared once."""
+    return field(
+        default=default,
+        metadata={"doc": doc, "source": source, "range": (minimum, maximum), "choices": choices},
+    )
 
 
 @dataclass(frozen=True)
 class Params:
     """Resolved parameter values for one workload (defaults, then rules, then the user)."""
 
-    headroom: float = 0.20
-    mfu_floor: float = 0.30
-    bytes_per_param_convention: int = 18
-    comm_threshold: float = 0.15
-    checkpoint_interval_steps: int = 1000
-    checkpoint_stall_max_fraction: float = 0.05
-    thumb_factor_full_finetune: float = 20.0
-    thumb_factor_lora: float = 6.0
-    thumb_factor_inference: float = 2.0
-    min_cpu_pcie_lanes: int = 64
-    min_host_ram_gb: float = 512.0
-    min_cpu_ghz: float = 2.5
-    long_training_hours: float = 168.0
-    dp_comm_overlap: bool = True
-    tp_comm_overlap: str = "backward"
-    ep_comm_overlap: bool = False
-    runtime_overhead_gb: float = 1.0
-    nccl_overhead_gb: float = 1.5
-    max_nodes: int = 100000
-    allow_multi_node: bool = True
+    headroom: float = _param(
+        0.2, "Fraction of each GPU's memory kept free.", "H29", minimum=0, maximum=0.9
+    )
+    mfu_floor: float = _param(
+        0.3, "MFU below which a layout is called misconfigured.", "H12", minimum=0, maximum=1
+    )
+    bytes_per_param_convention: int = _param(
+        18,
+        "Model-state bytes per parameter for mixed-precision AdamW: 18 keeps an fp32 gradient-"
+        "accumulation buffer (Megatron-LM requires it for bf16; DeepSpeed's bf16 optimizer and "
+        "FSDP with fp32 reduce do the same), 16 reduces 16-bit gradients (the ZeRO paper's K = 12 "
+        "convention).",
+        "H05",
+        choices=("16", "18"),
+    )
+    comm_threshold: float = _param(
+        0.15,
+        "Communication above this fraction of step time makes a layout communication-bound.",
+        "H11",
+        minimum=0,
+        maximum=1,
+    )
+    checkpoint_interval_steps: int = _param(
+        1000, "Steps between checkpoint saves.", "H16", minimum=1
+    )
+    checkpoint_stall_max_fraction: float = _param(
+        0.05,
+        "Largest share of training time that synchronous checkpoint saves may stall.",
+        "H16",
+        minimum=0,
+        maximum=1,
+    )
+    thumb_factor_full_finetune: float = _param(
+        20.0,
+        "Rule-of-thumb GB per billion parameters, full fine-tune (12-20).",
+        "H30",
+        minimum=1,
+        maximum=100,
+    )
+    thumb_factor_lora: float = _param(
+        6.0, "Rule-of-thumb GB per billion, LoRA (4-6).", "H30", minimum=0.5, maximum=50
+    )
+    thumb_factor_inference: float = _param(
+        2.0, "Rule-of-thumb GB per billion, inference (2-4).", "H30", minimum=0.5, maximum=50
+    )
+    min_cpu_pcie_lanes: int = _param(64, "Host PCIe lanes floor.", "H20", minimum=0)
+    min_host_ram_gb: float = _param(512.0, "Host RAM floor, GB.", "H20", minimum=0)
+    min_cpu_ghz: float = _param(2.5, "Host CPU clock floor, GHz.", "H20", minimum=0)
+    long_training_hours: float = _param(
+        168.0, "A run at least this long counts as 'long training' (H17, H41).", "H41", minimum=1
+    )
+    dp_comm_overlap: bool = _param(
+        True,
+        "Gradient buckets are reduced during the last micro-batch's backward and parameters "
+        "gathered behind the next forward (PyTorch DDP/FSDP, Megatron --overlap-grad-reduce).",
+        "H08",
+    )
+    tp_comm_overlap: str = _param(
+        "backward",
+        "Tensor-parallel collectives hidden behind GEMMs: none, backward (under the weight-"
+        "gradient GEMMs, Megatron's default since 2022) or full (Transformer Engine userbuffers).",
+        "H09",
+        choices=("none", "backward", "full"),
+    )
+    ep_comm_overlap: bool = _param(
+        False,
+        "Expert-parallel all-to-alls hidden behind the MoE layer's compute (DeepSeek DualPipe).",
+        "H08",
+    )
+    runtime_overhead_gb: float = _param(
+        1.0,
+        "CUDA context, kernels and cuBLAS workspace per GPU, GB (PyTorch 2.1 on A100: 0.92 GiB; "
+        "ml-engineering training/performance 'Preloaded CUDA kernels memory usage': 0.5-2 GiB).",
+        "H29",
+        minimum=0,
+        maximum=20,
+    )
+    nccl_overhead_gb: float = _param(
+        1.5,
+        "NCCL communicator buffers per GPU when a layout has more than one GPU, GB (ml-"
+        "engineering: '~1-2GiB of GPU memory taken away just to initialize').",
+        "H29",
+        minimum=0,
+        maximum=20,
+    )
+    max_nodes: int = _param(
+        100000,
+        "Largest number of servers one job may span; by default what the sites can hold.",
+        "H21",
+        minimum=1,
+        maximum=100000,
+    )
+    allow_multi_node: bool = _param(True, "Whether a job may span several servers at all.", "H21")
 
     def with_values(self, **values: Any) -> Params:
         return replace(self, **values)
+
+
+_KINDS: dict[str, type] = {"float": float, "int": int, "bool": bool, "str": str}
+SPECS: tuple[ParamSpec, ...] = tuple(
+    ParamSpec(
+        f.name,
+        _KINDS[str(f.type)],
+        f.default,
+        f.metadata["doc"],
+        f.metadata["source"],
+        f.metadata["range"][0],
+        f.metadata["range"][1],
+        f.metadata["choices"],
+    )
+    for f in fields(Params)
+)
+SPEC_BY_NAME: dict[str, ParamSpec] = {s.name: s for s in SPECS}
 
 
 REMOVED: dict[str, str] = {
@@ -231,13 +202,3 @@ def check_value(name: str, value: Any) -> Any:
     if spec.maximum is not None and coerced > spec.maximum:
         raise ValueError(f"parameter {name} must be at most {spec.maximum}, got {value!r}")
     return coerced
-
-
-def _check_registry() -> None:
-    declared = {f.name: f.default for f in fields(Params)}
-    specs = {s.name: s.default for s in SPECS}
-    if declared != specs:  # pragma: no cover - guards edits to this file
-        raise AssertionError("Params fields and SPECS disagree")
-
-
-_check_registry()

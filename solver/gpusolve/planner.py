@@ -45,7 +45,6 @@ def make_plan(
 
     progress("building candidates")
     cand = build_candidates(reqs, catalog, policies)
-    headroom = {w: p.params.headroom for w, p in policies.items()}
     progress(
         f"{len(cand.instance.owned)} owned and {len(cand.instance.cloud)} cloud options "
         f"for {len(reqs.workloads)} workload(s)"
@@ -61,7 +60,7 @@ def make_plan(
         status="optimal" if solution.status == "optimal" else "feasible",
         objective=reqs.objective,
         cost=assemble.cost(solution, reqs),
-        deployments=assemble.deployments(solution, cand, reqs, catalog, headroom),
+        deployments=assemble.deployments(solution, cand, reqs),
         sites=assemble.sites(solution, cand.instance, catalog),
         binding=assemble.binding(solution, cand.instance, catalog, reqs),
         rules_fired=rules.fired,
@@ -71,7 +70,7 @@ def make_plan(
     if options.top_k:
         progress(f"finding {options.top_k} alternative plan(s)")
         plan = plan.model_copy(
-            update={"alternatives": _alternatives(cand, solution, options, reqs, catalog, headroom)}
+            update={"alternatives": _alternatives(cand, solution, options, reqs, catalog)}
         )
     if options.why_not:
         from gpusolve.whynot import why_not
@@ -94,7 +93,6 @@ def _alternatives(
     options: PlanOptions,
     reqs: Requirements,
     catalog: Catalog,
-    headroom: dict[str, float],
 ) -> list[Alternative]:
     from gpusolve.optimize.alternatives import alternatives
 
@@ -105,7 +103,7 @@ def _alternatives(
             tco=float(alt.solution.costs.tco if alt.solution.costs else 0),
             delta=float(alt.cost_delta),
             differs=_difference(solution, alt.solution, cand),
-            deployments=assemble.deployments(alt.solution, cand, reqs, catalog, headroom),
+            deployments=assemble.deployments(alt.solution, cand, reqs),
         )
         for rank, alt in enumerate(found[1:], 1)
     ]

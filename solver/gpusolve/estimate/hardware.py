@@ -109,21 +109,21 @@ class Hardware:
 
     # ------------------------------------------------------------------ links
 
-    def _intra_link(self, ranks: int) -> tuple[float, LinkEfficiency]:
+    def _intra_link(self, ranks: int, stride: int = 1) -> tuple[float, LinkEfficiency]:
         """Raw one-direction bytes/s per GPU and the library's efficiency for a group of
-        `ranks` GPUs inside one node."""
+        `ranks` GPUs `stride` apart inside one node."""
         peer = self.intra_node_bandwidth_gbs or pcie_peer_bidir_gbs(self.card)
         pcie = pcie_peer_bidir_gbs(self.card)
         topo = self.topology
-        if topo == "nvlink_bridge_pairs" and ranks > 2:
+        if topo == "nvlink_bridge_pairs" and (ranks > 2 or stride > 1):
             return pcie / 2 * 1e9, LINKS["pcie_switch"]
         if topo == "full_mesh" and self.gpus_per_node > 1:
             share = min(1.0, (max(2, ranks) - 1) / (self.gpus_per_node - 1))
             return peer / 2 * 1e9 * share, LINKS["full_mesh"]
         return peer / 2 * 1e9, LINKS.get(topo, LINKS["pcie"])
 
-    def intra_bus_bytes_per_s(self, ranks: int) -> float:
-        raw, eff = self._intra_link(ranks)
+    def intra_bus_bytes_per_s(self, ranks: int, stride: int = 1) -> float:
+        raw, eff = self._intra_link(ranks, stride)
         return raw * eff.bus
 
     def nic_bytes_per_s(self) -> float:
@@ -133,9 +133,12 @@ class Hardware:
         eff = LINKS.get(self.fabric, LINKS["ethernet"])
         return self.inter_node_gbps_per_gpu * GBIT_BYTES_PER_S * eff.bus / self.oversubscription
 
-    def group_bus_bytes_per_s(self, ranks_per_node: int, nodes: int) -> float:
-        """Bus bandwidth of a ring over `nodes` nodes with `ranks_per_node` ranks in each."""
-        intra = self.intra_bus_bytes_per_s(ranks_per_node) if ranks_per_node > 1 else math.inf
+    def group_bus_bytes_per_s(self, ranks_per_node: int, nodes: int, stride: int = 1) -> float:
+        """Bus bandwidth of a ring over `nodes` nodes with `ranks_per_node` ranks in each,
+        `stride` GPUs apart."""
+        intra = (
+            self.intra_bus_bytes_per_s(ranks_per_node, stride) if ranks_per_node > 1 else math.inf
+        )
         if nodes <= 1:
             return intra
         return min(intra, max(1, ranks_per_node) * self.nic_bytes_per_s())
@@ -162,10 +165,10 @@ class Hardware:
         )
         return min(ring, tree)
 
-    def link_name(self, ranks_per_node: int, nodes: int) -> str:
+    def link_name(self, ranks_per_node: int, nodes: int, stride: int = 1) -> str:
         if nodes > 1:
             return f"{self.fabric} fabric"
-        if self.topology == "nvlink_bridge_pairs" and ranks_per_node > 2:
+        if self.topology == "nvlink_bridge_pairs" and (ranks_per_node > 2 or stride > 1):
             return "PCIe (bridges join pairs only)"
         return {
             "nvswitch": "NVLink/NVSwitch",

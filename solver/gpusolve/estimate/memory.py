@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import lru_cache
 
 from gpusolve.estimate.shapes import Arch, layers_per_stage
 from gpusolve.estimate.units import GB
@@ -327,6 +328,7 @@ def _gathered_layers_bytes(arch: Arch, par: Parallel, weight_bytes: float) -> fl
     return layers * per_layer / par.tp * weight_bytes
 
 
+@lru_cache(maxsize=8192)
 def training_states(
     arch: Arch,
     *,
@@ -453,6 +455,7 @@ def output_layer_bytes(
     return 4.0 * seq * micro_batch * (hidden + vocab) / max(1, tp) * act_bytes / 2
 
 
+@lru_cache(maxsize=8192)
 def training_activations_bytes(
     arch: Arch,
     *,

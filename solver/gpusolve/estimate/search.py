@@ -49,7 +49,7 @@ from gpusolve.estimate.layout import (
     overhead_bytes,
     usable_memory_bytes,
 )
-from gpusolve.estimate.serving import batch_limit, replica_nodes
+from gpusolve.estimate.serving import batch_limit, replica_nodes, replica_tokens_per_s
 from gpusolve.estimate.shapes import Arch, resolve_arch
 from gpusolve.estimate.steptime import mamf_fraction
 from gpusolve.estimate.training import training_activations_for, training_states_for
@@ -62,6 +62,7 @@ TP_CHOICES = (1, 2, 4, 8)
 CP_CHOICES = (1, 2, 4, 8)
 LONG_SEQUENCE = 16384  # context parallelism is searched from this sequence length on
 VIRTUAL_STAGES = (2, 4)
+BUBBLE_WORTH = 0.03  # interleaving is tried when the bubble exceeds this share of the step
 PATIENCE = 6  # feasible (tp, cp, pp) splits without improvement before a GPU count is settled
 REFINE_COUNTS = 8  # node counts bisected between a miss and a hit of the deadline
 
@@ -284,7 +285,7 @@ def _candidates_for(
 ) -> list[Layout]:
     """The layouts worth pricing for one split and recomputation level: the least sharding
     and expert parallelism that fit with their largest micro-batch, the same with micro-batch
-    1 under a pipeline (a smaller bubble), and interleaved schedules of 2 and 4 stages."""
+    1 under a pipeline (a smaller bubble); `_interleaved` adds 2 and 4 virtual stages."""
     tp, cp, pp = split
     chosen: Layout | None = None
     for sharding in _shardings(workload, nodes):
@@ -310,13 +311,17 @@ def _candidates_for(
         accum = _accum(workload, dp, 1, pp)
         if accum is not None:
             out.append(replace(chosen, micro_batch=1, grad_accum=accum))
-    if pp > 1:
-        for base in list(out):
-            for vp in VIRTUAL_STAGES:
-                if arch.layers % (pp * vp) == 0:
-                    lay = replace(base, vp=vp)
-                    if fit(lay):
-                        out.append(lay)
+    return out
+
+
+def _interleaved(arch: Arch, lay: Layout, fit: _Fit) -> list[Layout]:
+    """The same layout with 2 and 4 virtual stages per pipeline rank, where they fit."""
+    out = []
+    for vp in VIRTUAL_STAGES:
+        if arch.layers % (lay.pp * vp) == 0:
+            candidate = replace(lay, vp=vp)
+            if fit(candidate):
+                out.append(candidate)
     return out
 
 
@@ -356,8 +361,13 @@ def _best_for_gpus(
         improved = seen_feasible = False
         for ckpt in _checkpointings(workload):
             candidates = _candidates_for(workload, arch, nodes, split, dp, ckpt, fit, micro_batches)
-            for lay in candidates:
+            queue = list(candidates)
+            while queue:
+                lay = queue.pop(0)
                 est = evaluate(workload, hw, lay, params)
+                step = est.step
+                if lay.vp == 1 and step is not None and step.bubble_s > BUBBLE_WORTH * step.step_s:
+                    queue += _interleaved(arch, lay, fit)  # only where the bubble is worth it
                 if est.feasible:
                     seen_feasible = True
                     if _faster(est, best):
@@ -490,10 +500,18 @@ def _bisect_deadline(
 def _tokens_per_s(
     workload: Workload, hw: Hardware, params: Params, tp: int, pp: int, batch: int
 ) -> float:
-    lay = Layout(
-        nodes=max(1, math.ceil(tp * pp / hw.gpus_per_node)), tp=tp, pp=pp, dp=1, micro_batch=batch
-    )
-    return evaluate(workload, hw, lay, params).tokens_per_s
+    """Generated tokens/s of one replica decoding `batch` sequences (the same figure
+    `evaluate` reports, without building the whole estimate)."""
+    if workload.measured is not None and workload.measured.card == hw.card.id:
+        lay = Layout(
+            nodes=max(1, math.ceil(tp * pp / hw.gpus_per_node)),
+            tp=tp,
+            pp=pp,
+            dp=1,
+            micro_batch=batch,
+        )
+        return evaluate(workload, hw, lay, params).tokens_per_s
+    return replica_tokens_per_s(workload, hw, tp, pp, batch)
 
 
 def _smallest_batch(

@@ -233,6 +233,33 @@ class Rates:
         return batch / total, prefill / total
 
 
+_RATES: dict[tuple[int, Hardware, int, int], tuple[Workload, Rates]] = {}
+
+
+def _rates(workload: Workload, hw: Hardware, tp: int, pp: int) -> Rates:
+    """Rates per (workload, hardware, TP, PP), memoised for the search. Workloads hold
+    lists (unhashable), so the key is the object's identity, and the entry keeps the object
+    alive so the identity cannot be reused."""
+    from gpusolve.estimate.shapes import resolve_arch
+
+    key = (id(workload), hw, tp, pp)
+    hit = _RATES.get(key)
+    if hit is not None and hit[0] is workload:
+        return hit[1]
+    if len(_RATES) > 4096:
+        _RATES.clear()
+    layout = Layout(nodes=max(1, math.ceil(tp * pp / hw.gpus_per_node)), tp=tp, pp=pp, dp=1)
+    rates = Rates(workload, resolve_arch(workload.model), hw, layout)
+    _RATES[key] = (workload, rates)
+    return rates
+
+
+def replica_tokens_per_s(workload: Workload, hw: Hardware, tp: int, pp: int, batch: int) -> float:
+    """Generated tokens/s of one replica of tp × pp GPUs decoding `batch` sequences."""
+    prompt, output, _ = request_shape(workload)
+    return _rates(workload, hw, tp, pp).throughput(batch, prompt, output)[0]
+
+
 def max_batch_by_memory(
     workload: Workload, arch: Arch, layout: Layout, usable: float, params: Params
 ) -> int:

@@ -381,10 +381,10 @@ def group(hw: Hardware, ranks: int, stride: int) -> Group:
         ranks,
         per_node,
         nodes,
-        hw.group_bus_bytes_per_s(per_node, nodes),
+        hw.group_bus_bytes_per_s(per_node, nodes, stride),
         hw.latency_s(per_node, nodes),
         hw.latency_s(per_node, nodes, allreduce=False),
-        hw.link_name(per_node, nodes),
+        hw.link_name(per_node, nodes, stride),
     )
 
 
@@ -413,7 +413,8 @@ def all_to_all_s(tokens: float, token_bytes: float, arch: Arch, g: Group, hw: Ha
     off, on = expert_copies(arch, g)
     off_bytes = tokens * off * token_bytes
     on_bytes = tokens * on * token_bytes * (g.per_node - 1) / max(1, g.per_node)
-    t_on = on_bytes / hw.intra_bus_bytes_per_s(g.per_node) if g.per_node > 1 else 0.0
+    # An all-to-all touches every pair, so bridged pairs do not carry it (stride 2).
+    t_on = on_bytes / hw.intra_bus_bytes_per_s(g.per_node, 2) if g.per_node > 1 else 0.0
     nic = hw.nic_bytes_per_s()
     if off_bytes > 0 and nic <= 0:
         return math.inf

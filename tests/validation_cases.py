@@ -64,18 +64,22 @@ def shipped_card(card_id: str) -> Card:
     return Card.model_validate(next(c for c in doc["cards"] if c["id"] == card_id))
 
 
+def _hgx(card_id: str, nvlink_gbs: float, nic_gbps: float, fabric: str = "infiniband") -> Hardware:
+    return Hardware(
+        card=shipped_card(card_id),
+        gpus_per_node=8,
+        intra_node_bandwidth_gbs=nvlink_gbs,
+        inter_node_gbps_per_gpu=nic_gbps,
+        storage_write_gbs=100,
+        label=f"hgx-{card_id}",
+        topology="nvswitch",
+        fabric=fabric,
+    )
+
+
 def dgx_a100() -> Hardware:
     """Selene's DGX A100 80GB: 8 GPUs on NVSwitch (600 GB/s), 8 x 200 Gb/s HDR per node."""
-    return Hardware(
-        card=shipped_card("a100-80gb-sxm"),
-        gpus_per_node=8,
-        intra_node_bandwidth_gbs=600,
-        inter_node_gbps_per_gpu=200,
-        storage_write_gbs=100,
-        label="dgx-a100-80gb",
-        topology="nvswitch",
-        fabric="infiniband",
-    )
+    return _hgx("a100-80gb-sxm", 600, 200)
 
 
 @dataclass(frozen=True)
@@ -411,19 +415,6 @@ def _vllm_per_token() -> Case:
 # --------------------------------------------------------------------------- decode
 
 
-def _gpt_fast_hw() -> Hardware:
-    return Hardware(
-        card=shipped_card("a100-80gb-sxm"),
-        gpus_per_node=8,
-        intra_node_bandwidth_gbs=600,
-        inter_node_gbps_per_gpu=200,
-        storage_write_gbs=10,
-        label="8x-a100-80gb",
-        topology="nvswitch",
-        fabric="infiniband",
-    )
-
-
 GPTFAST_ROWS = (
     # model preset, precision, TP, tokens/s (batch 1)
     ("llama-2-7b", "bf16", 1, 104.9),
@@ -451,7 +442,7 @@ def _gpt_fast(preset: str, precision: str, tp: int, published: float) -> Case:
     layout = Layout(nodes=1, tp=tp, pp=1, dp=1, micro_batch=1)
 
     def run() -> float:
-        est = evaluate(w, _gpt_fast_hw(), layout, Params(headroom=0.0))
+        est = evaluate(w, dgx_a100(), layout, Params(headroom=0.0))
         assert est.serving is not None
         return est.serving.single_stream_tokens_per_s
 
@@ -468,19 +459,6 @@ def _gpt_fast(preset: str, precision: str, tp: int, published: float) -> Case:
 
 
 # --------------------------------------------------------------------------- cross-checks
-
-
-def _hgx(card_id: str, nvlink_gbs: float, nic_gbps: float, fabric: str = "infiniband") -> Hardware:
-    return Hardware(
-        card=shipped_card(card_id),
-        gpus_per_node=8,
-        intra_node_bandwidth_gbs=nvlink_gbs,
-        inter_node_gbps_per_gpu=nic_gbps,
-        storage_write_gbs=100,
-        label=f"hgx-{card_id}",
-        topology="nvswitch",
-        fabric=fabric,
-    )
 
 
 MEGATRON_H100_ROWS = (

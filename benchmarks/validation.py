@@ -70,7 +70,8 @@ def _fit(cases: list[Case]) -> None:
         logs = [math.log(c.predict() / c.published) for c in fitted]
         rms = math.sqrt(sum(x * x for x in logs) / len(logs))
         worst = max(abs(x) for x in logs)
-        print(f"  {value:.2f}: rms log residual {rms:.3f}, worst |residual| {math.expm1(worst):.1%}")
+        line = f"rms log residual {rms:.3f}, worst |residual| {math.expm1(worst):.1%}"
+        print(f"  {value:.2f}: {line}")
         if best is None or rms < best[1]:
             best = (value, rms)
     efficiency.FIT_GEMM_SHAPES = original

@@ -163,20 +163,35 @@ class LinkEfficiency:
     source: str
 
 
+def link_efficiency(topology: str, library: str) -> LinkEfficiency:
+    """The collective library's efficiency on a kind of link: its own row where measured
+    (`LIBRARY:topology`), else the link's."""
+    return LINKS.get(f"{library}:{topology}") or LINKS.get(topology) or LINKS["pcie"]
+
+
 LINKS: dict[str, LinkEfficiency] = {
-    # nccl-tests all_reduce busbw on 8 x A100 NVSwitch ~230-240 GB/s of 300 GB/s per
-    # direction; 8 x H100 ~360-370 of 450 without NVLS (NVIDIA nccl-tests PERFORMANCE.md
-    # defines busbw; figures from DGX A100/H100 user guides and published runs).
-    "nvswitch": LinkEfficiency(0.78, 10e-6, "nccl-tests busbw on DGX A100/H100 NVSwitch"),
-    # Point-to-point NVLink meshes and bridges (MI300X Infinity Fabric mesh, HCCS, bridges):
-    # a ring uses one link per neighbour, so per-GPU bandwidth is what the mesh gives a ring.
-    "full_mesh": LinkEfficiency(0.70, 15e-6, "RCCL/HCCL ring busbw on 8-GPU meshes"),
-    "nvlink_bridge_pairs": LinkEfficiency(0.80, 10e-6, "nccl-tests on bridged pairs"),
-    # PCIe peer traffic through a switch, or across the CPU sockets.
-    "pcie_switch": LinkEfficiency(0.80, 20e-6, "nccl-tests on PCIe Gen4 switch boxes"),
-    "pcie": LinkEfficiency(0.70, 25e-6, "nccl-tests across CPU sockets (no P2P)"),
-    # RDMA fabrics: large-message busbw ~92-95% of line rate per NIC.
-    "infiniband": LinkEfficiency(0.92, 20e-6, "nccl-tests multi-node busbw per HDR/NDR NIC"),
-    "roce": LinkEfficiency(0.85, 25e-6, "nccl-tests/RCCL over RoCEv2 (ECN/PFC tuned)"),
-    "ethernet": LinkEfficiency(0.60, 50e-6, "NCCL over TCP sockets"),
+    # nccl-tests all_reduce busbw (PERFORMANCE.md defines it): 8 x A100 NVSwitch 234.89 GB/s
+    # of 300 per direction (0.78), 8 x H100/H200 ring 367-370 of 450 (0.82; NVLS reaches
+    # ~480): ml-engineering network/README.md "Real network throughput"; nccl issue 1442.
+    "nvswitch": LinkEfficiency(
+        0.80, 10e-6, "nccl-tests busbw: 8 x A100 234.9/300, 8 x H100 ~370/450"
+    ),
+    # Point-to-point meshes: a ring uses one link per neighbour. RCCL on 8 x MI300X
+    # (Infinity Fabric, 7 x 64 GB/s per GPU): all_reduce busbw 313-317 GB/s of 448 (0.70;
+    # ml-engineering network/README.md; Azure ND MI300X v5 results, fork).
+    "full_mesh": LinkEfficiency(0.70, 15e-6, "RCCL all_reduce busbw on 8 x MI300X"),
+    # HCCL on Ascend's HCCS mesh: no public busbw found; RCCL's mesh fraction, an estimate.
+    "HCCL:full_mesh": LinkEfficiency(0.70, 15e-6, "estimate: RCCL's mesh fraction (no HCCL data)"),
+    # H100 PCIe pair over NVLink bridges: 115-116 GB/s (nccl issue 1161) of ~128 (0.90).
+    "nvlink_bridge_pairs": LinkEfficiency(0.90, 10e-6, "nccl issue 1161: bridged H100 PCIe pair"),
+    # PCIe peers: NCCL models Gen4 x16 as 24 GB/s (src/graph/topo.cc), and 8 x RTX 5090 on
+    # Gen5 measure 28 GB/s busbw (nccl issue 1639): the servers' peer figure (half the x16
+    # rate, servers.yaml) already takes that in, so the library adds little on top.
+    "pcie_switch": LinkEfficiency(0.80, 20e-6, "estimate over the servers' effective PCIe figure"),
+    "pcie": LinkEfficiency(0.70, 25e-6, "estimate: across CPU sockets (host shared memory)"),
+    # RDMA fabrics per NIC: "24GB/s is the peak performance per 200G NIC" (nccl-tests issue
+    # 119), "46-48GB/s per NIC" at NDR 400 (nccl-tests issue 290): 0.92-0.96 of line rate.
+    "infiniband": LinkEfficiency(0.94, 20e-6, "NVIDIA staff on nccl-tests issues 119 and 290"),
+    "roce": LinkEfficiency(0.85, 25e-6, "estimate: below InfiniBand (ECN/PFC-tuned RoCEv2)"),
+    "ethernet": LinkEfficiency(0.60, 50e-6, "estimate: NCCL over TCP sockets"),
 }

@@ -22,7 +22,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 
-from gpusolve.estimate.efficiency import LINKS, LinkEfficiency
+from gpusolve.estimate.efficiency import LINKS, LinkEfficiency, efficiency_of, link_efficiency
 from gpusolve.estimate.units import GBIT_BYTES_PER_S
 from gpusolve.models.catalog import Card, CloudOffer, Server
 
@@ -115,12 +115,13 @@ class Hardware:
         peer = self.intra_node_bandwidth_gbs or pcie_peer_bidir_gbs(self.card)
         pcie = pcie_peer_bidir_gbs(self.card)
         topo = self.topology
+        library = efficiency_of(self.card).library
         if topo == "nvlink_bridge_pairs" and (ranks > 2 or stride > 1):
-            return pcie / 2 * 1e9, LINKS["pcie_switch"]
+            return pcie / 2 * 1e9, link_efficiency("pcie_switch", library)
         if topo == "full_mesh" and self.gpus_per_node > 1:
             share = min(1.0, (max(2, ranks) - 1) / (self.gpus_per_node - 1))
-            return peer / 2 * 1e9 * share, LINKS["full_mesh"]
-        return peer / 2 * 1e9, LINKS.get(topo, LINKS["pcie"])
+            return peer / 2 * 1e9 * share, link_efficiency("full_mesh", library)
+        return peer / 2 * 1e9, link_efficiency(topo, library)
 
     def intra_bus_bytes_per_s(self, ranks: int, stride: int = 1) -> float:
         raw, eff = self._intra_link(ranks, stride)

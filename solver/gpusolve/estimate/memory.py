@@ -523,9 +523,11 @@ def inference_activations_bytes(arch: Arch, *, context: int, tp: int, chunk: int
 # ---------------------------------------------------------------- KV cache
 
 
-def kv_bytes_per_element(precision: str) -> float:
-    """KV cache element size: fp8 serving stores an fp8 cache; weight-only quantisation
-    (int8/int4/nf4) keeps a 16-bit cache; fp32 stays fp32."""
+def kv_bytes_per_element(precision: str, cache_precision: str | None = None) -> float:
+    """KV cache element size: the stated cache format, else fp8 serving stores an fp8 cache;
+    weight-only quantisation (int8/int4/nf4) keeps a 16-bit cache; fp32 stays fp32."""
+    if cache_precision is not None:
+        return {"fp32": 4.0, "fp8": 1.0, "int8": 1.0}.get(cache_precision, 2.0)
     return {"fp32": 4.0, "fp8": 1.0}.get(precision, 2.0)
 
 

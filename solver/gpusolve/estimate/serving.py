@@ -109,7 +109,7 @@ def serving_memory(
     """Memory per GPU of one replica holding `batch` sequences (default: micro_batch) at the
     mean live context."""
     mp = layout.tp * layout.pp
-    kv_b = kv_bytes_per_element(workload.precision)
+    kv_b = kv_bytes_per_element(workload.precision, workload.kv_cache_precision)
     prompt, _, _ = request_shape(workload)
     return MemoryBreakdown(
         weights_bytes=weights_bytes(arch, workload.precision, group_size=workload.quant_group_size)
@@ -173,7 +173,7 @@ class Rates:
         self.weights_gpu = weights_bytes(
             arch, workload.precision, group_size=workload.quant_group_size
         ) / (layout.tp * layout.pp)
-        kv_b = kv_bytes_per_element(workload.precision)
+        kv_b = kv_bytes_per_element(workload.precision, workload.kv_cache_precision)
         self.kv_token_gpu = kv_cache_bytes(
             arch, context=1, batch=1, kv_bytes=kv_b, tp=layout.tp, pp=layout.pp
         )

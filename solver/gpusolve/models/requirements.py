@@ -156,6 +156,11 @@ class Workload(StrictModel):
     ttft_ms: PositiveFloat | None = Field(
         default=None, description="Largest time to first token (one prompt's prefill), ms."
     )
+    kv_cache_precision: Literal["fp32", "bf16", "fp16", "fp8", "int8"] | None = Field(
+        default=None,
+        description="Element format of the KV cache; default: fp8 when serving in fp8, fp32 "
+        "in fp32, else 16-bit.",
+    )
     quant_group_size: int | None = Field(
         default=None,
         ge=8,

@@ -39,6 +39,9 @@ part of its layout out, and `assumption` says what the case fills in):
              GPU-hours per trillion tokens).
   TRTLLM     NVIDIA/TensorRT-LLM docs/source/performance/perf-overview.md (commit 00f3768):
              total output tokens/s at an infinite request rate, fixed input/output lengths.
+  NEMO       NVIDIA/NeMo docs/source/performance/performance_summary.md (commit 070a0bb,
+             container NeMo 24.07, DGX-H100, FP8): tokens/s per GPU with TP/PP/CP/VP,
+             micro-batch and global batch as published.
 """
 
 from __future__ import annotations
@@ -670,6 +673,69 @@ def _trtllm(row: tuple[Any, ...]) -> Case:
     )
 
 
+NEMO_ROWS = (
+    # preset, kind, GPUs, global batch, micro-batch, seq, TP, PP, CP, VP, tokens/s per GPU
+    ("llama-2-7b", "pretrain", 8, 128, 1, 4096, 1, 1, 1, 1, 16847),
+    ("llama-2-13b", "pretrain", 16, 128, 1, 4096, 1, 4, 1, 10, 8646),
+    ("llama-2-70b", "pretrain", 64, 128, 1, 4096, 4, 4, 1, 20, 1707),
+    ("llama-3-8b", "pretrain", 8, 128, 1, 8192, 1, 1, 2, 1, 12036),
+    ("llama-3-70b", "pretrain", 64, 128, 1, 8192, 4, 4, 2, 5, 1533),
+    ("llama-2-7b", "full_finetune", 8, 32, 1, 4096, 1, 1, 1, 1, 17120),
+    ("llama-2-13b", "full_finetune", 8, 32, 1, 4096, 1, 4, 1, 1, 9741),
+    ("llama-2-70b", "full_finetune", 16, 32, 1, 4096, 4, 4, 1, 1, 1833),
+    ("llama-2-7b", "lora", 8, 32, 1, 4096, 1, 1, 1, 1, 25206),
+    ("llama-2-13b", "lora", 8, 32, 1, 4096, 1, 1, 1, 1, 14161),
+    ("llama-2-70b", "lora", 8, 32, 1, 4096, 2, 4, 1, 1, 2557),
+)
+
+
+def _nemo(row: tuple[Any, ...]) -> Case:
+    preset, kind, gpus, gbs, mb, seq, tp, pp, cp, vp, published = row
+    dp = gpus // (tp * pp * cp)
+    w = Workload(
+        name="nemo",
+        kind=kind,
+        model=ModelShape(preset=preset),
+        precision="fp8",
+        seq_len=seq,
+        micro_batch=mb,
+        global_batch=gbs,
+        tokens=float(gbs * seq),
+    )
+    layout = Layout(
+        nodes=max(1, gpus // 8),
+        tp=tp,
+        pp=pp,
+        dp=dp,
+        sharding="zero1",
+        micro_batch=mb,
+        grad_accum=gbs // (dp * mb),
+        vp=vp,
+        cp=cp,
+    )
+    hw = _hgx("h100-sxm", 900, 400)
+    params = Params(tp_comm_overlap="full")
+
+    def run() -> float:
+        est = evaluate(w, hw, layout, params)
+        assert est.step_time_s is not None
+        return gbs * seq / est.step_time_s / gpus
+
+    label = {"pretrain": "pretraining", "full_finetune": "SFT", "lora": "LoRA"}[kind]
+    return Case(
+        group="NeMo 24.07 on DGX-H100, FP8 (cross-check)",
+        name=f"{preset} {label} {gpus} GPUs TP{tp} PP{pp} CP{cp} VP{vp}",
+        citation="NVIDIA/NeMo docs/source/performance/performance_summary.md @070a0bb",
+        published=float(published),
+        unit="tokens/s/GPU",
+        tolerance=0.15,
+        fitted_on=False,
+        run=run,
+        gated=False,
+        assumption="no recomputation, distributed optimizer, TP overlap, step time only",
+    )
+
+
 def all_cases() -> list[Case]:
     cases = [_narayanan(r) for r in NARAYANAN_ROWS]
     cases += [_korthikanti(r, mode) for r in KORTHIKANTI_ROWS for mode in ("full", "sel")]
@@ -693,4 +759,5 @@ def all_cases() -> list[Case]:
     cases += [_llama3(8192, 64, 32, 430), _llama3(16384, 128, 16, 400)]
     cases += [_llama65(), _deepseek()]
     cases += [_trtllm(r) for r in TRTLLM_ROWS]
+    cases += [_nemo(r) for r in NEMO_ROWS]
     return cases

@@ -37,6 +37,9 @@ PCIE_X16_BIDIR_GBS = {3: 32.0, 4: 64.0, 5: 128.0, 6: 256.0}
 SIMPLE = {"base": 8.4e-6, "intra": 3.4e-6, "inter": 14.0e-6, "tree_intra": 4.0e-6}
 LOW_LATENCY = {"base": 6.6e-6, "intra": 0.6e-6, "inter": 2.7e-6, "tree_intra": 0.6e-6}
 TREE_INTER = {"simple": 14.0e-6, "ll": 5.0e-6}
+# Hops over PCIe cost more than over NVLink (the same tuner: PCI ring {LL 1.0, Simple 5.7} µs).
+PCIE_HOP = {"simple": 5.7e-6, "ll": 1.0e-6}
+PCIE_TOPOLOGIES = frozenset({"pcie", "pcie_switch"})
 
 
 def pcie_peer_bidir_gbs(card: Card) -> float:
@@ -150,7 +153,11 @@ class Hardware:
         """Start-up latency of one collective over `nodes` × `ranks_per_node` ranks (NCCL's
         own tuner model): rings for all-gather and reduce-scatter, the cheaper of a ring and a
         tree for all-reduce."""
-        c = LOW_LATENCY if small else SIMPLE
+        c = dict(LOW_LATENCY if small else SIMPLE)
+        if self.topology in PCIE_TOPOLOGIES or (
+            self.topology == "nvlink_bridge_pairs" and ranks_per_node > 2
+        ):
+            c["intra"] = c["tree_intra"] = PCIE_HOP["ll" if small else "simple"]
         ranks = max(1, ranks_per_node) * max(1, nodes)
         if ranks <= 1:
             return 0.0

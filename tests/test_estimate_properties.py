@@ -9,7 +9,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gpusolve.estimate import Hardware, Layout, evaluate, search_layouts
-from gpusolve.estimate.compute import training_time_s
 from gpusolve.models.requirements import ModelShape, Workload
 from gpusolve.params import Params
 from test_estimate_cards import A100_80, H100, L40S, hgx
@@ -127,18 +126,6 @@ def test_inference_memory_sums_and_tp_never_increases_it(
         assert math.isclose(m.total, parts, rel_tol=1e-12)
         totals.append(m.total - m.overhead)
     assert totals[0] >= totals[1]
-
-
-@FEW
-@given(
-    st.floats(min_value=1e18, max_value=1e25),
-    st.integers(min_value=1, max_value=4096),
-    st.floats(min_value=0.05, max_value=0.9),
-)
-def test_more_gpus_never_increase_compute_time(flops: float, gpus: int, mfu: float) -> None:
-    assert training_time_s(flops, gpus + 1, 312e12, mfu) <= training_time_s(
-        flops, gpus, 312e12, mfu
-    )
 
 
 @FEW

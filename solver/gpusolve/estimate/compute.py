@@ -11,10 +11,6 @@ bandwidth. Below the ridge the GPU waits on memory.
 from __future__ import annotations
 
 from gpusolve.estimate.shapes import Arch
-from gpusolve.estimate.units import TERA
-from gpusolve.models.catalog import Card
-
-TRAINING_KINDS = ("pretrain", "full_finetune", "lora", "qlora")
 
 
 def compute_precision(kind: str, precision: str, optimizer: str) -> str:
@@ -32,26 +28,6 @@ def compute_precision(kind: str, precision: str, optimizer: str) -> str:
     if kind == "qlora" or precision in ("int8", "int4", "nf4"):
         return "bf16"
     return precision
-
-
-def peak_flops_per_s(card: Card, precision: str) -> float | None:
-    tflops = card.tflops_at(precision)
-    return None if tflops is None else tflops * TERA
-
-
-def memory_bandwidth_bytes_per_s(card: Card) -> float:
-    return card.memory_bandwidth_gbs * 1e9
-
-
-def ridge_point(card: Card, precision: str) -> float | None:
-    """FLOP per byte at which the card turns from bandwidth-bound to compute-bound."""
-    peak = peak_flops_per_s(card, precision)
-    return None if peak is None else peak / memory_bandwidth_bytes_per_s(card)
-
-
-def training_time_s(flops: float, gpus: int, peak_flops: float, mfu: float) -> float:
-    """Seconds for `flops` at `mfu` of `gpus` × `peak_flops`."""
-    return flops / (gpus * peak_flops * mfu)
 
 
 def gemm_intensity(tokens: float, d_in: float, d_out: float, element_bytes: float) -> float:

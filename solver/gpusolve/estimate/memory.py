@@ -406,7 +406,6 @@ def activation_bytes_per_layer(
     sequence_parallel: bool = True,
     checkpointing: str = "none",
     flash_attention: bool = False,
-    moe_active_experts: int = 1,
     act_bytes: float = ACTIVATION_BYTES_BASE,
     mlp_coeff: float = 19.0,
     kv_seq: int | None = None,
@@ -430,8 +429,6 @@ def activation_bytes_per_layer(
         # of Korthikanti's 34) are replicated on every TP rank.
         replicated = sbh * (10.0 + (base - 10.0) / t + scores / t)
         per = sbh * (base + scores) / t if sp else replicated
-        # Older callers describe an MoE by its routed-expert count alone.
-        per += 19.0 * sbh * (moe_active_experts - 1) / t
     return per * act_bytes / ACTIVATION_BYTES_BASE
 
 

@@ -12,6 +12,7 @@ from gpusolve.estimate.memory import kv_cache_bytes_per_token
 from gpusolve.models.catalog import Card, ColoOffer, Server
 from gpusolve.models.requirements import ModelShape, Workload
 from gpusolve.params import Params, check_value
+from rules_support import offer, server
 from test_estimate_cards import A100_80, H100, hgx
 
 GB = 1e9
@@ -159,54 +160,12 @@ def test_tensor_parallel_overlap_hides_backward_collectives() -> None:
 # --------------------------------------------------------------------------- sites
 
 
-def _server(**over: object) -> Server:
-    data: dict[str, object] = {
-        "id": "hgx",
-        "name": "hgx",
-        "card": "a100-80gb-sxm",
-        "gpus": 8,
-        "topology": "nvswitch",
-        "peer_bandwidth_gbs": 600,
-        "cpu": {"model": "x", "sockets": 2, "cores_total": 64, "pcie_lanes": 128, "base_ghz": 2.5},
-        "ram_gb": 1024,
-        "fabric": {"kind": "infiniband", "nics": 8, "nic_gbps": 200},
-        "storage_write_gbs": 20,
-        "power_kw": 6.5,
-        "rack_units": 6,
-        "cooling": ["liquid", "air"],
-        "price": 1,
-        "pricing": {"illustrative": True, "as_of": "2026-11", "source": "test"},
-        "confidence": "E",
-        "source": "test",
-    }
-    data.update(over)
-    return Server.model_validate(data)
+def _server() -> Server:
+    return server(power_kw=6.5, rack_units=6, cooling=["liquid", "air"])
 
 
 def _site(**over: object) -> ColoOffer:
-    data: dict[str, object] = {
-        "id": "hall",
-        "provider": "p",
-        "region": "jiangsu-north",
-        "city": "Yancheng",
-        "cooling": "liquid",
-        "rack_kw": 40,
-        "rack_units": 48,
-        "racks_available": 300,
-        "rack_price_per_month": 1,
-        "power_price_per_kwh": 0.6,
-        "pue": 1.2,
-        "bandwidth_mbps": 100,
-        "bgp": True,
-        "fabric": "infiniband",
-        "fabric_gbps": 400,
-        "ops_24h": True,
-        "dual_power": True,
-        "pricing": {"illustrative": True, "as_of": "2026-11", "source": "test"},
-        "source": "test",
-    }
-    data.update(over)
-    return ColoOffer.model_validate(data)
+    return offer(cooling="liquid", rack_kw=40, rack_units=48, racks_available=300, **over)
 
 
 def test_a_site_s_room_bounds_how_far_a_job_spans() -> None:

@@ -215,6 +215,77 @@ def test_explicit_layout_is_exactly_that_configuration(
     assert (chat["tp"], chat["replicas"], chat["gpus"]) == (2, 4, 8)
 
 
+def test_estimate_shows_the_decomposition_and_the_rules_headroom(
+    gpusolve: Callable[..., Any],
+) -> None:
+    # The shipped day/night example: rule h29 raises the headroom to 25% for both workloads;
+    # estimate sizes with it and says so, and every training configuration carries the parts
+    # of its step, which add up to the step time and give the MFU.
+    example = Path(__file__).resolve().parents[1] / "examples" / "chat-day-lora-night.yaml"
+    text = gpusolve("estimate", str(example), "--card", "a100-80gb-sxm")
+    assert text.code == 0, text.err
+    assert "headroom 25%" in text.out and "headroom 20%" not in text.out
+    assert "step time, s" in text.out and "bubble" in text.out
+    data = _json(gpusolve, str(example), "--card", "a100-80gb-sxm")
+    for w in data["workloads"]:
+        assert w["headroom"] == 0.25
+        for c in w["configs"]:
+            assert c["usable_memory_gb"] == pytest.approx(c["card_memory_gb"] * 0.75)
+            if w["kind"] == "inference":
+                assert c["serving"]["tpot_ms"] > 0 and c["step"] is None
+                continue
+            step = c["step"]
+            parts = [
+                step[k]
+                for k in (
+                    "compute_s",
+                    "recompute_s",
+                    "tp_comm_s",
+                    "cp_comm_s",
+                    "ep_comm_s",
+                    "pp_comm_s",
+                    "bubble_s",
+                    "dp_comm_s",
+                    "optimizer_s",
+                )
+            ]
+            assert sum(parts) == pytest.approx(step["step_s"])
+            assert 0 < c["mfu"] <= c["hfu"] < 1
+
+
+def test_explicit_layout_takes_every_parallelism(
+    gpusolve: Callable[..., Any], files: tuple[Path, Path]
+) -> None:
+    reqs, cat = files
+    data = _json(
+        gpusolve,
+        str(reqs),
+        "--catalog",
+        str(cat),
+        "--card",
+        "a100-80gb-sxm",
+        "--gpus",
+        "16",
+        "--tp",
+        "2",
+        "--pp",
+        "2",
+        "--vp",
+        "2",
+        "--cp",
+        "2",
+        "--no-sp",
+        "--recompute",
+        "selective",
+        "--sharding",
+        "fsdp_hybrid",
+    )
+    c = data["workloads"][0]["configs"][0]
+    assert (c["tp"], c["pp"], c["vp"], c["cp"], c["dp"]) == (2, 2, 2, 2, 2)
+    assert c["sequence_parallel"] is False
+    assert c["gradient_checkpointing"] == "selective" and c["sharding"] == "fsdp_hybrid"
+
+
 def test_output_file(
     gpusolve: Callable[..., Any], files: tuple[Path, Path], tmp_path: Path
 ) -> None:

@@ -180,17 +180,19 @@ def test_json_matches_its_schema_and_documented_keys(
     assert chat["configs"][0]["bottleneck"] == "memory_bandwidth"
 
 
+def _explicit_on_a100(
+    gpusolve: Callable[..., Any], files: tuple[Path, Path], *layout: str
+) -> dict[str, Any]:
+    reqs, cat = files
+    return _json(gpusolve, str(reqs), "--catalog", str(cat), "--card", "a100-80gb-sxm", *layout)
+
+
 def test_explicit_layout_is_exactly_that_configuration(
     gpusolve: Callable[..., Any], files: tuple[Path, Path]
 ) -> None:
-    reqs, cat = files
-    data = _json(
+    data = _explicit_on_a100(
         gpusolve,
-        str(reqs),
-        "--catalog",
-        str(cat),
-        "--card",
-        "a100-80gb-sxm",
+        files,
         "--gpus",
         "8",
         "--tp",
@@ -256,14 +258,9 @@ def test_estimate_shows_the_decomposition_and_the_rules_headroom(
 def test_explicit_layout_takes_every_parallelism(
     gpusolve: Callable[..., Any], files: tuple[Path, Path]
 ) -> None:
-    reqs, cat = files
-    data = _json(
+    data = _explicit_on_a100(
         gpusolve,
-        str(reqs),
-        "--catalog",
-        str(cat),
-        "--card",
-        "a100-80gb-sxm",
+        files,
         "--gpus",
         "16",
         "--tp",

@@ -227,23 +227,8 @@ def thumb_out(arch: Arch, w: Workload, params: Params) -> ThumbOut:
 
 
 def _step_out(e: ConfigEstimate) -> StepOut | None:
-    s = e.step
-    if s is None:
-        return None
-    return StepOut(
-        compute_s=s.compute_s,
-        recompute_s=s.recompute_s,
-        tp_comm_s=s.tp_comm_s,
-        cp_comm_s=s.cp_comm_s,
-        ep_comm_s=s.ep_comm_s,
-        pp_comm_s=s.pp_comm_s,
-        bubble_s=s.bubble_s,
-        dp_comm_s=s.dp_comm_s,
-        optimizer_s=s.optimizer_s,
-        step_s=s.step_s,
-        dp_comm_total_s=s.dp_comm_total_s,
-        dp_link=s.dp_link,
-    )
+    # StepOut names a subset of StepBreakdown's fields and properties, so read them by name.
+    return None if e.step is None else StepOut.model_validate(e.step, from_attributes=True)
 
 
 def _serving_out(e: ConfigEstimate) -> ServingOut | None:

@@ -53,6 +53,8 @@ from typing import Any
 import yaml
 
 from gpusolve.estimate import Hardware, Layout, evaluate, resolve_arch
+from gpusolve.estimate.memory import kv_cache_bytes, kv_cache_bytes_per_token, weights_bytes
+from gpusolve.estimate.search import max_decode_batch
 from gpusolve.models.catalog import Card
 from gpusolve.models.requirements import ModelShape, Workload
 from gpusolve.params import Params
@@ -362,8 +364,6 @@ VLLM_TABLE1 = (
 
 
 def _vllm_params(size: str, tp: int, published_gb: float) -> Case:
-    from gpusolve.estimate.memory import weights_bytes
-
     arch = resolve_arch(_opt(size))
     return Case(
         group="vLLM (Kwon et al. 2023), Table 1",
@@ -378,8 +378,6 @@ def _vllm_params(size: str, tp: int, published_gb: float) -> Case:
 
 
 def _vllm_slots(size: str, tp: int, kv_gb: float, slots: float) -> Case:
-    from gpusolve.estimate.memory import kv_cache_bytes
-
     arch = resolve_arch(_opt(size))
 
     def run() -> float:
@@ -400,8 +398,6 @@ def _vllm_slots(size: str, tp: int, kv_gb: float, slots: float) -> Case:
 
 
 def _vllm_per_token() -> Case:
-    from gpusolve.estimate.memory import kv_cache_bytes_per_token
-
     arch = resolve_arch(_opt("13B"))
     return Case(
         group="vLLM (Kwon et al. 2023), §3",
@@ -653,8 +649,6 @@ def _trtllm(row: tuple[Any, ...]) -> Case:
     params = Params(headroom=0.05)  # kv_cache_free_gpu_mem_fraction 0.95
 
     def run() -> float:
-        from gpusolve.estimate.search import max_decode_batch
-
         batch = max(1, max_decode_batch(w, hw, params, tp, 1))
         est = evaluate(w, hw, Layout(1, tp, 1, 1, micro_batch=batch), params)
         return est.tokens_per_s

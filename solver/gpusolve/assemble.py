@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
-from gpusolve.candidates.generate import Candidates, OptionMeta, zero_stage
+from gpusolve.candidates.generate import Candidates, OptionMeta
 from gpusolve.models.catalog import Catalog
 from gpusolve.models.plan import (
     Constraint,
@@ -53,8 +53,8 @@ def _deployment(meta: OptionMeta, site: str | None, schedule: str) -> Deployment
             vp=layout.vp,
             cp=layout.cp,
             ep=layout.ep,
-            sequence_parallel=layout.sequence_parallel and layout.tp > 1,
-            zero_stage=zero_stage(layout.sharding),
+            sequence_parallel=layout.sequence_parallel_on,
+            zero_stage=layout.zero_stage,
             gradient_checkpointing=layout.checkpointing,
             micro_batch=layout.micro_batch,
             grad_accum=layout.grad_accum,

@@ -23,7 +23,7 @@ from gpusolve.estimate import (
     whole_model_memory,
 )
 from gpusolve.estimate.search import max_decode_batch
-from gpusolve.estimate.serving import replica_nodes
+from gpusolve.estimate.serving import serving_layout
 from gpusolve.estimate.units import GB
 from gpusolve.models.catalog import Card, Catalog
 from gpusolve.models.estimate import (
@@ -99,15 +99,7 @@ def explicit_layout(w: Workload, hw: Hardware, params: Params, choice: LayoutCho
         batch = choice.micro_batch or (
             b_max if w.concurrency is None else min(b_max, math.ceil(w.concurrency / dp))
         )
-        lay = Layout(nodes=1, tp=t, pp=p, dp=1, micro_batch=batch, replicas=dp)
-        return Layout(
-            nodes=replica_nodes(lay, hw.gpus_per_node),
-            tp=t,
-            pp=p,
-            dp=1,
-            micro_batch=batch,
-            replicas=dp,
-        )
+        return serving_layout(t, p, hw.gpus_per_node, micro_batch=batch, replicas=dp)
     sharding = choice.sharding or (
         ZERO_SHARDING[choice.zero] if choice.zero is not None else (w.sharding or "ddp")
     )
@@ -261,7 +253,7 @@ def config_out(e: ConfigEstimate) -> ConfigOut:
         vp=lay.vp,
         cp=lay.cp,
         ep=lay.ep,
-        sequence_parallel=lay.sequence_parallel and lay.tp > 1,
+        sequence_parallel=lay.sequence_parallel_on,
         replicas=lay.replicas,
         zero_stage=lay.zero_stage,
         sharding=lay.sharding,

@@ -295,7 +295,7 @@ def layout_facts(
         "vp": layout.vp,
         "cp": layout.cp,
         "ep": layout.ep,
-        "zero_stage": zero_stage(layout.sharding),
+        "zero_stage": layout.zero_stage,
         "sharding": layout.sharding,
         "checkpointing": layout.checkpointing,
         "replicas": layout.replicas,
@@ -312,12 +312,6 @@ def layout_facts(
         "bottleneck": estimate.bottleneck,
         "schedule": schedule,
     }
-
-
-def zero_stage(sharding: str) -> int:
-    return {"ddp": 0, "zero1": 1, "zero2": 2, "zero3": 3, "fsdp_full": 3, "fsdp_hybrid": 3}.get(
-        sharding, 0
-    )
 
 
 def _headroom_permille(estimate: ConfigEstimate) -> int:

@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import get_args
 
 import click
 
 from gpusolve.commands.options import catalog_option, format_option, rules_option
 from gpusolve.models.catalog import Card, Catalog
+from gpusolve.models.requirements import Checkpointing, Sharding
 
 HELP = """\
 Memory per GPU, step time by part, MFU and bottleneck for each workload (no prices).
@@ -80,13 +82,13 @@ Examples:
 )
 @click.option(
     "--sharding",
-    type=click.Choice(["ddp", "zero1", "zero2", "zero3", "fsdp_full", "fsdp_hybrid"]),
+    type=click.Choice(get_args(Sharding)),
     help="Data-parallel sharding by name (overrides --zero).",
 )
 @click.option("--micro-batch", type=click.IntRange(min=1), help="Sequences per GPU per micro-step.")
 @click.option(
     "--recompute",
-    type=click.Choice(["none", "selective", "full"]),
+    type=click.Choice(get_args(Checkpointing)),
     help="Activation recomputation.",
 )
 @catalog_option

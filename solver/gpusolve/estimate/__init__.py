@@ -4,7 +4,7 @@ Pure and price-free: no I/O, no solver. SI units inside (bytes, FLOP, seconds); 
 10^9 bytes wherever a figure is shown. The planner calls:
 
     resolve_arch(model) -> Arch                       # shapes.py (presets, coarse path)
-    evaluate(workload, hw, layout, params) -> ConfigEstimate        # layout.py
+    evaluate(workload, hw, layout, params) -> ConfigEstimate        # evaluation.py
     search_layouts(workload, hw, params, *, max_nodes, whole_nodes=True) -> SearchResult
 
 Formulas and their sources are documented in each module: memory.py (ZeRO, Korthikanti et
@@ -17,6 +17,7 @@ workload), checkpoint.py (H16), thumb.py (H05, H30 rules of thumb).
 from __future__ import annotations
 
 from gpusolve.estimate.checkpoint import CheckpointSize, checkpoint_stall, training_checkpoint
+from gpusolve.estimate.evaluation import evaluate, whole_model_memory
 from gpusolve.estimate.hardware import Hardware
 from gpusolve.estimate.layout import (
     BOTTLENECKS,
@@ -25,7 +26,6 @@ from gpusolve.estimate.layout import (
     ConfigEstimate,
     Layout,
     ServingFigures,
-    evaluate,
 )
 from gpusolve.estimate.memory import MemoryBreakdown, ModelStates, StateBytes
 from gpusolve.estimate.presets import PRESETS, Preset, find_preset, preset_names
@@ -33,7 +33,6 @@ from gpusolve.estimate.search import SearchResult, search_layouts
 from gpusolve.estimate.shapes import Arch, UnknownPreset, resolve_arch
 from gpusolve.estimate.steptime import StepBreakdown
 from gpusolve.estimate.thumb import ThumbFigures, thumb_figures
-from gpusolve.estimate.training import whole_model_memory
 
 __all__ = [
     "BOTTLENECKS",

@@ -12,6 +12,13 @@ from __future__ import annotations
 
 from gpusolve.estimate.shapes import Arch
 
+EIGHT_BIT = ("fp8", "int8")  # GEMM formats with one-byte operands
+
+
+def attention_precision(fmt: str) -> str:
+    """FP8 recipes (Transformer Engine, DeepSeek-V3) keep attention in 16 bits."""
+    return "bf16" if fmt in EIGHT_BIT else fmt
+
 
 def compute_precision(kind: str, precision: str, optimizer: str) -> str:
     """The tensor-core format the GEMMs run in.
@@ -28,6 +35,13 @@ def compute_precision(kind: str, precision: str, optimizer: str) -> str:
     if kind == "qlora" or precision in ("int8", "int4", "nf4"):
         return "bf16"
     return precision
+
+
+def weight_flops_per_token(arch: Arch, kind: str) -> float:
+    """6·N per token (forward 2·N, backward 4·N), 4·N for a frozen LoRA/QLoRA base (no weight
+    gradients), over the parameters a token touches, the input embedding excluded (a lookup)."""
+    factor = 4.0 if kind in ("lora", "qlora") else 6.0
+    return factor * (arch.active_params - arch.input_embedding_params)
 
 
 def gemm_intensity(tokens: float, d_in: float, d_out: float, element_bytes: float) -> float:

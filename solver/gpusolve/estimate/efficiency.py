@@ -26,6 +26,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from gpusolve.estimate.compute import EIGHT_BIT
 from gpusolve.models.catalog import Card
 
 
@@ -152,6 +153,19 @@ def family_of(card: Card) -> str:
 
 def efficiency_of(card: Card) -> Efficiency:
     return FAMILIES.get(family_of(card), FAMILIES[UNKNOWN_FAMILY])
+
+
+def mamf_fraction(card: Card, eff: Efficiency, fmt: str) -> float:
+    """The card's measured MAMF over its peak in the GEMMs' format, else the family's ratio
+    (TF32 and FP16 GEMMs use the BF16 ratio)."""
+    fp8 = fmt in EIGHT_BIT and card.tflops.fp8 is not None
+    mamf = card.mamf_tflops
+    if mamf is not None:
+        measured = mamf.fp8 if fp8 else mamf.bf16
+        peak = card.tflops_at("fp8" if fp8 else "bf16")
+        if measured is not None and peak:
+            return min(1.0, measured / peak)
+    return eff.gemm_fp8 if fp8 else eff.gemm
 
 
 # --------------------------------------------------------------------------- links

@@ -112,6 +112,10 @@ class Hardware:
 
     # ------------------------------------------------------------------ links
 
+    def _beyond_bridges(self, ranks: int, stride: int = 1) -> bool:
+        """NVLink bridges join pairs of neighbours: any other group talks over PCIe."""
+        return self.topology == "nvlink_bridge_pairs" and (ranks > 2 or stride > 1)
+
     def _intra_link(self, ranks: int, stride: int = 1) -> tuple[float, LinkEfficiency]:
         """Raw one-direction bytes/s per GPU and the library's efficiency for a group of
         `ranks` GPUs `stride` apart inside one node."""
@@ -119,7 +123,7 @@ class Hardware:
         pcie = pcie_peer_bidir_gbs(self.card)
         topo = self.topology
         library = efficiency_of(self.card).library
-        if topo == "nvlink_bridge_pairs" and (ranks > 2 or stride > 1):
+        if self._beyond_bridges(ranks, stride):
             return pcie / 2 * 1e9, link_efficiency("pcie_switch", library)
         if topo == "full_mesh" and self.gpus_per_node > 1:
             share = min(1.0, (max(2, ranks) - 1) / (self.gpus_per_node - 1))
@@ -154,9 +158,7 @@ class Hardware:
         own tuner model): rings for all-gather and reduce-scatter, the cheaper of a ring and a
         tree for all-reduce."""
         c = dict(LOW_LATENCY if small else SIMPLE)
-        if self.topology in PCIE_TOPOLOGIES or (
-            self.topology == "nvlink_bridge_pairs" and ranks_per_node > 2
-        ):
+        if self.topology in PCIE_TOPOLOGIES or self._beyond_bridges(ranks_per_node):
             c["intra"] = c["tree_intra"] = PCIE_HOP["ll" if small else "simple"]
         ranks = max(1, ranks_per_node) * max(1, nodes)
         if ranks <= 1:
@@ -176,7 +178,7 @@ class Hardware:
     def link_name(self, ranks_per_node: int, nodes: int, stride: int = 1) -> str:
         if nodes > 1:
             return f"{self.fabric} fabric"
-        if self.topology == "nvlink_bridge_pairs" and (ranks_per_node > 2 or stride > 1):
+        if self._beyond_bridges(ranks_per_node, stride):
             return "PCIe (bridges join pairs only)"
         return {
             "nvswitch": "NVLink/NVSwitch",

@@ -1,39 +1,29 @@
-"""One workload on one hardware type in one parallel layout: `evaluate`.
+"""A parallel layout (`Layout`), the answer for one (`ConfigEstimate`), and what the two
+kinds of workload share.
 
-The layout (`Layout`) and the answer (`ConfigEstimate`) live here; the physics of each kind
-lives in its own module: `training.py` (memory, the step time from its parts, checkpoints)
-and `serving.py` (continuous batching, prefill and decode). The answer says whether the
-layout fits, how fast it runs, what limits it, and — in `reasons` — every reason it cannot be
-used, as sentences with numbers.
+The physics of each kind lives in its own module: `training.py` (memory, the step time from
+its parts, checkpoints) and `serving.py` (continuous batching, prefill and decode);
+`evaluation.py` dispatches between them. The answer says whether the layout fits, how fast it
+runs, what limits it, and — in `reasons` — every reason it cannot be used, as sentences with
+numbers.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, replace
+from typing import Any, get_args
 
-from gpusolve.estimate.hardware import PCIE_X16_BIDIR_GBS, Hardware, pcie_peer_bidir_gbs
+from gpusolve.estimate.hardware import Hardware
 from gpusolve.estimate.memory import SHARDING_STAGE, MemoryBreakdown
 from gpusolve.estimate.shapes import Arch
 from gpusolve.estimate.steptime import StepBreakdown
 from gpusolve.estimate.units import GB, SECONDS_PER_HOUR
 from gpusolve.models.catalog import Card
-from gpusolve.models.requirements import Workload
+from gpusolve.models.requirements import Checkpointing, Sharding, Workload
 from gpusolve.params import Params
 
-__all__ = [
-    "BOTTLENECKS",
-    "CHECKPOINTINGS",
-    "PCIE_X16_BIDIR_GBS",
-    "SHARDINGS",
-    "ConfigEstimate",
-    "Hardware",
-    "Layout",
-    "pcie_peer_bidir_gbs",
-]
-
-SHARDINGS = ("ddp", "zero1", "zero2", "zero3", "fsdp_full", "fsdp_hybrid")
-CHECKPOINTINGS = ("none", "selective", "full")
+SHARDINGS: tuple[str, ...] = get_args(Sharding)
+CHECKPOINTINGS: tuple[str, ...] = get_args(Checkpointing)
 BOTTLENECKS = ("compute", "memory_bandwidth", "communication")
 
 
@@ -73,6 +63,11 @@ class Layout:
     @property
     def zero_stage(self) -> int:
         return SHARDING_STAGE[self.sharding]
+
+    @property
+    def sequence_parallel_on(self) -> bool:
+        """Sequence parallelism only exists with tensor parallelism."""
+        return self.sequence_parallel and self.tp > 1
 
     def describe(self, inference: bool = False) -> str:
         """A short human label, e.g. 'TP2 PP1 DP4 zero2 ckpt=none mb=2x8'."""
@@ -293,40 +288,4 @@ def measured_memory(
         return memory
     notes.append(f"measured peak {gb(measured)} per GPU replaces the formula's total (H12)")
     extra = measured - memory.total_bytes
-    return MemoryBreakdown(
-        memory.weights_bytes,
-        memory.gradients_bytes,
-        memory.optimizer_bytes,
-        memory.activations_bytes,
-        memory.kv_cache_bytes,
-        memory.overhead_bytes + extra,
-        memory.gathered_weights_bytes,
-    )
-
-
-# ---------------------------------------------------------------- evaluate
-
-
-def evaluate(workload: Workload, hw: Hardware, layout: Layout, params: Params) -> ConfigEstimate:
-    """Estimate one layout. Never raises for an infeasible layout: it says why in `reasons`.
-    Raises ValueError only for a malformed layout (a degree below 1, an unknown name, dp
-    for inference or replicas for training)."""
-    from gpusolve.estimate.serving import evaluate_serving
-    from gpusolve.estimate.shapes import resolve_arch
-    from gpusolve.estimate.training import evaluate_training
-
-    degrees = (layout.nodes, layout.tp, layout.pp, layout.dp, layout.replicas, layout.vp)
-    if min(*degrees, layout.cp) < 1:
-        raise ValueError(f"layout degrees must be at least 1: {layout}")
-    if layout.micro_batch < 1 or layout.grad_accum < 1 or layout.ep < 1:
-        raise ValueError(f"micro_batch, grad_accum and ep must be at least 1: {layout}")
-    if layout.sharding not in SHARDINGS or layout.checkpointing not in CHECKPOINTINGS:
-        raise ValueError(f"unknown sharding or checkpointing: {layout}")
-    if workload.kind == "inference" and layout.dp != 1:
-        raise ValueError(f"inference layouts scale with replicas, dp must be 1: {layout}")
-    if workload.kind != "inference" and layout.replicas != 1:
-        raise ValueError(f"training layouts scale with dp, replicas must be 1: {layout}")
-    arch = resolve_arch(workload.model)
-    if workload.kind == "inference":
-        return evaluate_serving(workload, arch, hw, layout, params)
-    return evaluate_training(workload, arch, hw, layout, params)
+    return replace(memory, overhead_bytes=memory.overhead_bytes + extra)

@@ -322,10 +322,9 @@ def _gathered_layers_bytes(arch: Arch, par: Parallel, weight_bytes: float) -> fl
         return 0.0
     layers = min(2, layers_per_stage(arch, par.pp))
     body = arch.params - arch.embedding_params
-    per_layer = (body - arch.expert_params) / arch.layers + arch.expert_params / arch.layers / max(
-        1, par.ep
-    )
-    return layers * per_layer / par.tp * weight_bytes
+    dense_per_layer = (body - arch.expert_params) / arch.layers
+    expert_per_layer = arch.expert_params / arch.layers / max(1, par.ep)
+    return layers * (dense_per_layer + expert_per_layer) / par.tp * weight_bytes
 
 
 @lru_cache(maxsize=8192)
@@ -487,15 +486,13 @@ def training_activations_bytes(
         )
 
     moe_share = arch.moe_layers / arch.layers if arch.is_moe else 0.0
-    layer = (
-        (1 - moe_share) * per_layer(False) + moe_share * per_layer(True)
-        if moe_share
-        else (per_layer(False))
-    )
+    layer = per_layer(False)
+    if moe_share:
+        layer = (1 - moe_share) * layer + moe_share * per_layer(True)
     stage_layers = layers_per_stage(arch, par.pp)
     if par.vp > 1 and par.pp > 1:
         in_flight = par.pp * (1 + (par.pp - 1) / (par.pp * par.vp))
-        in_flight = min(in_flight, float(grad_accum) * par.vp) / 1.0
+        in_flight = min(in_flight, float(grad_accum) * par.vp)
     else:
         in_flight = max(1, min(par.pp, grad_accum))
     first = stage_layers * in_flight * layer

@@ -39,19 +39,13 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
-from gpusolve.estimate.compute import compute_precision
-from gpusolve.estimate.efficiency import FIT_GEMM_SHAPES, efficiency_of
-from gpusolve.estimate.layout import (
-    ConfigEstimate,
-    Hardware,
-    Layout,
-    evaluate,
-    overhead_bytes,
-    usable_memory_bytes,
-)
-from gpusolve.estimate.serving import batch_limit, replica_nodes, replica_tokens_per_s
+from gpusolve.estimate.compute import compute_precision, weight_flops_per_token
+from gpusolve.estimate.efficiency import FIT_GEMM_SHAPES, efficiency_of, mamf_fraction
+from gpusolve.estimate.evaluation import evaluate
+from gpusolve.estimate.hardware import Hardware
+from gpusolve.estimate.layout import ConfigEstimate, Layout, overhead_bytes, usable_memory_bytes
+from gpusolve.estimate.serving import batch_limit, replica_tokens_per_s, serving_layout
 from gpusolve.estimate.shapes import Arch, resolve_arch
-from gpusolve.estimate.steptime import mamf_fraction
 from gpusolve.estimate.training import training_activations_for, training_states_for
 from gpusolve.estimate.units import SECONDS_PER_HOUR
 from gpusolve.models.requirements import Workload
@@ -239,9 +233,7 @@ def _time_lower_bound(
         return 0.0
     rate = tflops * 1e12 * mamf_fraction(hw.card, efficiency_of(hw.card), fmt) * FIT_GEMM_SHAPES
     bubble = (accum + (pp - 1) / max(VIRTUAL_STAGES)) / accum
-    factor = 4.0 if workload.kind in ("lora", "qlora") else 6.0
-    n = arch.active_params - arch.input_embedding_params
-    flops = factor * n * float(workload.tokens or 0.0)
+    flops = weight_flops_per_token(arch, workload.kind) * float(workload.tokens or 0.0)
     return flops * bubble / (gpus * rate)
 
 
@@ -503,13 +495,7 @@ def _tokens_per_s(
     """Generated tokens/s of one replica decoding `batch` sequences (the same figure
     `evaluate` reports, without building the whole estimate)."""
     if workload.measured is not None and workload.measured.card == hw.card.id:
-        lay = Layout(
-            nodes=max(1, math.ceil(tp * pp / hw.gpus_per_node)),
-            tp=tp,
-            pp=pp,
-            dp=1,
-            micro_batch=batch,
-        )
+        lay = serving_layout(tp, pp, hw.gpus_per_node, micro_batch=batch)
         return evaluate(workload, hw, lay, params).tokens_per_s
     return replica_tokens_per_s(workload, hw, tp, pp, batch)
 
@@ -575,8 +561,7 @@ def max_decode_batch(workload: Workload, hw: Hardware, params: Params, tp: int, 
     """Sequences one replica of tp × pp GPUs holds at the mean live context within the TPOT
     target (0 = not even one)."""
     arch = resolve_arch(workload.model)
-    probe = Layout(nodes=max(1, math.ceil(tp * pp / hw.gpus_per_node)), tp=tp, pp=pp, dp=1)
-    return batch_limit(workload, arch, hw, probe, params)[0]
+    return batch_limit(workload, arch, hw, serving_layout(tp, pp, hw.gpus_per_node), params)[0]
 
 
 def _search_inference(
@@ -600,7 +585,7 @@ def _search_inference(
     for tp, pp in shapes:
         if pp > 1 and found:
             break  # a single-node replica exists; spanning nodes only costs more
-        probe = Layout(nodes=max(1, math.ceil(tp * pp / gpn)), tp=tp, pp=pp, dp=1)
+        probe = serving_layout(tp, pp, gpn)
         b_max, bound = batch_limit(workload, arch, hw, probe, params)
         if b_max < 1:
             est = evaluate(workload, hw, probe, params)
@@ -624,15 +609,7 @@ def _search_inference(
             )
             continue
         replicas, batch = plan
-        lay = Layout(nodes=1, tp=tp, pp=pp, dp=1, micro_batch=batch, replicas=replicas)
-        lay = Layout(
-            nodes=replica_nodes(lay, gpn),
-            tp=tp,
-            pp=pp,
-            dp=1,
-            micro_batch=batch,
-            replicas=replicas,
-        )
+        lay = serving_layout(tp, pp, gpn, micro_batch=batch, replicas=replicas)
         if lay.nodes > limit:
             rejections.append(
                 f"TP{tp} PP{pp} on {hw.label or hw.card.id}: {replicas} replicas need "

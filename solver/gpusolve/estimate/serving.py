@@ -28,10 +28,11 @@ so each kernel costs its time plus a small gap (`GRAPH_KERNEL_GAP_S`).
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 from gpusolve.estimate.checkpoint import inference_checkpoint
-from gpusolve.estimate.compute import compute_precision
-from gpusolve.estimate.efficiency import FIT_GEMM_SHAPES, efficiency_of
+from gpusolve.estimate.compute import attention_precision, compute_precision
+from gpusolve.estimate.efficiency import FIT_GEMM_SHAPES, efficiency_of, mamf_fraction
 from gpusolve.estimate.hardware import Hardware
 from gpusolve.estimate.layout import (
     ConfigEstimate,
@@ -54,8 +55,8 @@ from gpusolve.estimate.memory import (
     kv_cache_bytes,
     weights_bytes,
 )
-from gpusolve.estimate.shapes import Arch, layers_per_stage
-from gpusolve.estimate.steptime import mamf_fraction
+from gpusolve.estimate.shapes import Arch, layers_per_stage, resolve_arch
+from gpusolve.estimate.steptime import allreduce_s
 from gpusolve.models.requirements import Workload
 from gpusolve.params import Params
 
@@ -139,6 +140,15 @@ def replica_nodes(layout: Layout, gpus_per_node: int) -> int:
     return math.ceil(layout.replicas / (gpus_per_node // mp))
 
 
+def serving_layout(
+    tp: int, pp: int, gpus_per_node: int, *, micro_batch: int = 1, replicas: int = 1
+) -> Layout:
+    """`replicas` copies of tp × pp GPUs, each decoding `micro_batch` sequences, on as few
+    nodes as hold them."""
+    lay = Layout(nodes=1, tp=tp, pp=pp, dp=1, micro_batch=micro_batch, replicas=replicas)
+    return replace(lay, nodes=replica_nodes(lay, gpus_per_node))
+
+
 # --------------------------------------------------------------------------- timing
 
 
@@ -152,7 +162,7 @@ class Rates:
         self.fmt = fmt
         self.peak = (card.tflops_at(fmt) or card.tflops.fp32) * 1e12
         self.gemm = self.peak * mamf_fraction(card, eff, fmt) * FIT_GEMM_SHAPES
-        attn_peak = (card.tflops_at("bf16" if fmt in ("fp8", "int8") else fmt) or 1.0) * 1e12
+        attn_peak = (card.tflops_at(attention_precision(fmt)) or 1.0) * 1e12
         self.attention = attn_peak * eff.attention_fwd
         self.bandwidth = card.memory_bandwidth_gbs * 1e9 * eff.memory
         self.weight_bandwidth = self.bandwidth * DEQUANT_BANDWIDTH_SHARE.get(
@@ -196,7 +206,7 @@ class Rates:
         tp = 0.0
         if self.tp > 1:
             message = micro * arch.hidden * 2.0
-            one = 2.0 * (self.tp - 1) / self.tp * message / self.tp_bus + self.tp_latency
+            one = allreduce_s(message, self.tp, self.tp_bus, self.tp_latency)
             tp = 2.0 * self.stage_layers * one
         gaps = self.stage_layers * DECODE_KERNELS_PER_LAYER * GRAPH_KERNEL_GAP_S
         return {
@@ -240,15 +250,13 @@ def _rates(workload: Workload, hw: Hardware, tp: int, pp: int) -> Rates:
     """Rates per (workload, hardware, TP, PP), memoised for the search. Workloads hold
     lists (unhashable), so the key is the object's identity, and the entry keeps the object
     alive so the identity cannot be reused."""
-    from gpusolve.estimate.shapes import resolve_arch
-
     key = (id(workload), hw, tp, pp)
     hit = _RATES.get(key)
     if hit is not None and hit[0] is workload:
         return hit[1]
     if len(_RATES) > 4096:
         _RATES.clear()
-    layout = Layout(nodes=max(1, math.ceil(tp * pp / hw.gpus_per_node)), tp=tp, pp=pp, dp=1)
+    layout = serving_layout(tp, pp, hw.gpus_per_node)
     rates = Rates(workload, resolve_arch(workload.model), hw, layout)
     _RATES[key] = (workload, rates)
     return rates
@@ -295,17 +303,22 @@ def max_batch_by_latency(rates: Rates, workload: Workload, limit: int) -> int:
     return lo
 
 
-def batch_limit(
-    workload: Workload, arch: Arch, hw: Hardware, layout: Layout, params: Params
+def _bounded_batch(
+    workload: Workload, arch: Arch, layout: Layout, rates: Rates, usable: float, params: Params
 ) -> tuple[int, str]:
-    """(the largest batch one replica can run, what bounds it)."""
-    usable = usable_memory_bytes(hw.card, params.headroom)
     by_memory = max_batch_by_memory(workload, arch, layout, usable, params)
-    rates = Rates(workload, arch, hw, layout)
     by_latency = max_batch_by_latency(rates, workload, by_memory)
     if by_latency < by_memory:
         return by_latency, "tpot"
     return by_memory, "memory"
+
+
+def batch_limit(
+    workload: Workload, arch: Arch, hw: Hardware, layout: Layout, params: Params
+) -> tuple[int, str]:
+    """(the largest batch one replica can run, what bounds it: memory or the TPOT target)."""
+    usable = usable_memory_bytes(hw.card, params.headroom)
+    return _bounded_batch(workload, arch, layout, Rates(workload, arch, hw, layout), usable, params)
 
 
 # --------------------------------------------------------------------------- evaluate
@@ -346,12 +359,8 @@ def evaluate_serving(
     tpot = batch / per_replica if per_replica > 0 else math.inf
     single = 1.0 / rates.tpot_decode_s(1)
     ttft = rates.ttft_s(prompt)
-    by_memory = max_batch_by_memory(workload, arch, layout, usable, params)
-    limit, bound = by_memory, "memory"
+    limit, bound = _bounded_batch(workload, arch, layout, rates, usable, params)
     if workload.tpot_ms is not None:
-        by_latency = max_batch_by_latency(rates, workload, by_memory)
-        if by_latency < by_memory:
-            limit, bound = by_latency, "tpot"
         if 1.0 / single > workload.tpot_ms / 1000:
             reasons.append(
                 f"unattainable on this card: one sequence alone decodes at "

@@ -125,19 +125,6 @@ class Arch:
             return self.kv_lora_rank + self.rope_head_dim
         return 2 * self.kv_heads * self.head_dim
 
-    @property
-    def attention_params_per_layer(self) -> float:
-        return attention_params(
-            hidden=self.hidden,
-            heads=self.heads,
-            kv_heads=self.kv_heads,
-            head_dim=self.head_dim,
-            kv_lora_rank=self.kv_lora_rank,
-            q_lora_rank=self.q_lora_rank,
-            rope_head_dim=self.rope_head_dim,
-            v_head_dim=self.v_head_dim,
-        )
-
 
 def attention_params(
     *,

@@ -54,10 +54,10 @@ import math
 from dataclasses import dataclass
 from functools import lru_cache
 
-from gpusolve.estimate.efficiency import FIT_GEMM_SHAPES, Efficiency
+from gpusolve.estimate.compute import EIGHT_BIT
+from gpusolve.estimate.efficiency import FIT_GEMM_SHAPES, Efficiency, mamf_fraction
 from gpusolve.estimate.hardware import Hardware
 from gpusolve.estimate.shapes import Arch
-from gpusolve.models.catalog import Card
 
 # FlashAttention-2's backward runs five matmuls to the forward's two (Dao 2023, §3.1.2).
 FLASH_BACKWARD_FLOPS = 2.5
@@ -142,17 +142,7 @@ class StepBreakdown:
 
     @property
     def step_s(self) -> float:
-        return (
-            self.compute_s
-            + self.recompute_s
-            + self.tp_comm_s
-            + self.cp_comm_s
-            + self.ep_comm_s
-            + self.pp_comm_s
-            + self.bubble_s
-            + self.dp_comm_s
-            + self.optimizer_s
-        )
+        return sum(self.parts().values())
 
     @property
     def communication_s(self) -> float:
@@ -192,7 +182,7 @@ class LayerWork:
     """Forward work of one layer for one micro-batch on one GPU."""
 
     gemms: tuple[Gemm, ...]
-    expert_gemms: tuple[Gemm, ...]  # the routed-expert part (EP all-to-all overlaps these)
+    expert_gemms: tuple[Gemm, ...]  # routed experts: the experts/ep held on this GPU
     attention_flops: float  # attention core (QK^T and AV) as executed
     stream_bytes: float  # norms, residuals, dropout, activations, permutes
     softmax_bytes: float  # score-matrix softmax and dropout (non-fused attention only)
@@ -292,10 +282,11 @@ class Device:
     stream_bytes_per_s: float
 
 
-def device(hw: Hardware, eff: Efficiency, sh: StepShape, mamf_fraction: float) -> Device:
+def device(hw: Hardware, eff: Efficiency, sh: StepShape, gemm_mamf: float) -> Device:
+    """`gemm_mamf`: the card's MAMF over its peak in the GEMMs' format."""
     bw = hw.card.memory_bandwidth_gbs * 1e9 * eff.memory
     return Device(
-        gemm_flops=sh.gemm_peak * mamf_fraction * FIT_GEMM_SHAPES,
+        gemm_flops=sh.gemm_peak * gemm_mamf * FIT_GEMM_SHAPES,
         attention_flops=sh.attention_peak,
         attention_fwd=eff.attention_fwd,
         attention_bwd=eff.attention_bwd,
@@ -313,14 +304,13 @@ class LayerTimes:
     bwd_s: float  # compute of the backward
     attention_fwd_s: float  # the attention core alone (selective recomputation reruns it)
     attention_bwd_s: float
-    expert_fwd_s: float  # routed-expert GEMMs (what EP all-to-alls can hide behind)
     wgrad_s: float  # weight-gradient GEMMs (what backward TP collectives hide behind)
 
 
 def layer_times(w: LayerWork, dev: Device, *, flash: bool, frozen_base: bool) -> LayerTimes:
-    dense = sum(gemm_time(g, dev) for g in w.gemms)
-    experts = sum(gemm_time(g, dev) for g in w.expert_gemms)
-    gemm_fwd = dense + experts
+    gemm_fwd = sum(gemm_time(g, dev) for g in w.gemms) + sum(
+        gemm_time(g, dev) for g in w.expert_gemms
+    )
     if flash:
         attn_fwd = w.attention_flops / (dev.attention_flops * dev.attention_fwd)
         attn_bwd = (
@@ -338,7 +328,6 @@ def layer_times(w: LayerWork, dev: Device, *, flash: bool, frozen_base: bool) ->
         bwd_s=gemm_fwd + wgrad + attn_bwd + 2.0 * stream + KERNELS_BWD * KERNEL_GAP_S,
         attention_fwd_s=attn_fwd,
         attention_bwd_s=attn_bwd,
-        expert_fwd_s=experts,
         wgrad_s=wgrad,
     )
 
@@ -431,19 +420,6 @@ def training_step(
     return _training_step(arch, sh, hw, eff, fw, mamf_fraction(hw.card, eff, sh.gemm_format))
 
 
-def mamf_fraction(card: Card, eff: Efficiency, fmt: str) -> float:
-    """The card's measured MAMF over its peak in the GEMMs' format, else the family's ratio
-    (TF32 and FP16 GEMMs use the BF16 ratio)."""
-    fp8 = fmt in ("fp8", "int8") and card.tflops.fp8 is not None
-    mamf = card.mamf_tflops
-    if mamf is not None:
-        measured = mamf.fp8 if fp8 else mamf.bf16
-        peak = card.tflops_at("fp8" if fp8 else "bf16")
-        if measured is not None and peak:
-            return min(1.0, measured / peak)
-    return eff.gemm_fp8 if fp8 else eff.gemm
-
-
 @lru_cache(maxsize=4096)
 def _training_step(
     arch: Arch,
@@ -451,10 +427,10 @@ def _training_step(
     hw: Hardware,
     eff: Efficiency,
     fw: Framework,
-    mamf_fraction: float,
+    gemm_mamf: float,
 ) -> StepBreakdown:
-    dev = device(hw, eff, sh, mamf_fraction)
-    elem = 1.0 if sh.gemm_format in ("fp8", "int8") else sh.act_bytes
+    dev = device(hw, eff, sh, gemm_mamf)
+    elem = 1.0 if sh.gemm_format in EIGHT_BIT else sh.act_bytes
     dense = layer_work(arch, sh, moe=False, elem=elem)
     lt_dense = layer_times(dense, dev, flash=sh.flash_attention, frozen_base=sh.frozen_base)
     layers_rank = math.ceil(arch.layers / sh.pp)
@@ -512,7 +488,7 @@ def _training_step(
         ep_link = ep_g.link
         # FP8 recipes dispatch in FP8 and combine in BF16 (DeepSeek-V3 §3.3); the backward
         # sends the same volumes the other way.
-        dispatch_b = 1.0 if sh.gemm_format in ("fp8", "int8") else sh.act_bytes
+        dispatch_b = 1.0 if sh.gemm_format in EIGHT_BIT else sh.act_bytes
         dispatch = all_to_all_s(moe.a2a_tokens, arch.hidden * dispatch_b, arch, ep_g, hw)
         combine = all_to_all_s(moe.a2a_tokens, arch.hidden * sh.act_bytes, arch, ep_g, hw)
         per_layer = 2 * (dispatch + combine)
@@ -578,9 +554,7 @@ def _training_step(
 
 
 def _forward_flops(w: LayerWork) -> float:
-    return (
-        sum(g.flops for g in w.gemms) + sum(g.flops for g in w.expert_gemms) + (w.attention_flops)
-    )
+    return sum(g.flops for g in w.gemms) + sum(g.flops for g in w.expert_gemms) + w.attention_flops
 
 
 def _data_parallel(

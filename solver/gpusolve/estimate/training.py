@@ -11,13 +11,19 @@ a bottleneck class, not inputs and not rejections.
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 from gpusolve.estimate.checkpoint import checkpoint_stall, training_checkpoint
-from gpusolve.estimate.compute import compute_precision, training_intensity
+from gpusolve.estimate.compute import (
+    attention_precision,
+    compute_precision,
+    training_intensity,
+    weight_flops_per_token,
+)
 from gpusolve.estimate.efficiency import efficiency_of
+from gpusolve.estimate.hardware import Hardware
 from gpusolve.estimate.layout import (
     ConfigEstimate,
-    Hardware,
     Layout,
     gb,
     identity,
@@ -137,11 +143,6 @@ def framework(params: Params) -> Framework:
     )
 
 
-def attention_peak_precision(fmt: str) -> str:
-    """FP8 recipes (Transformer Engine, DeepSeek-V3) keep attention in 16 bits."""
-    return "bf16" if fmt in ("fp8", "int8") else fmt
-
-
 def step_shape(
     workload: Workload, arch: Arch, hw: Hardware, layout: Layout, params: Params
 ) -> StepShape:
@@ -163,7 +164,7 @@ def step_shape(
         trained_dense, trained_expert = arch.dense_params, arch.expert_params
         adapters = 0.0
     gemm_tflops = card.tflops_at(fmt) or card.tflops.fp32
-    attn_tflops = card.tflops_at(attention_peak_precision(fmt)) or gemm_tflops
+    attn_tflops = card.tflops_at(attention_precision(fmt)) or gemm_tflops
     return StepShape(
         tokens_per_micro=max(1, layout.micro_batch * workload.seq_len // layout.cp),
         seq=workload.seq_len,
@@ -175,7 +176,7 @@ def step_shape(
         cp=layout.cp,
         dp=layout.dp,
         ep=layout.ep,
-        sequence_parallel=layout.sequence_parallel and layout.tp > 1,
+        sequence_parallel=layout.sequence_parallel_on,
         sharding=layout.sharding,
         zero_stage=SHARDING_STAGE[layout.sharding],
         checkpointing=layout.checkpointing,
@@ -201,12 +202,10 @@ def model_flops_per_token(arch: Arch, workload: Workload) -> float:
     """PaLM's MFU numerator (Chowdhery et al. 2022, App. B): 6·N (4·N for a frozen LoRA base:
     no weight gradients) over the parameters a token touches, the input embedding excluded,
     plus attention's 6·L·s·heads·(d_qk + d_v) (12·L·s·h for ordinary heads)."""
-    n = arch.active_params - arch.input_embedding_params
-    factor = 4.0 if workload.kind in ("lora", "qlora") else 6.0
     attention = (
         6.0 * arch.layers * workload.seq_len * arch.heads * (arch.qk_head_dim + arch.value_head_dim)
     )
-    return factor * n + attention
+    return weight_flops_per_token(arch, workload.kind) + attention
 
 
 def _calibrated(
@@ -242,8 +241,6 @@ def _calibrated(
         return step
     measured_nodes = max(1, math.ceil(m.gpus / hw.gpus_per_node))
     keep_comm = layout.nodes > measured_nodes or m.card != hw.card.id
-    from dataclasses import replace
-
     scale = target / max(1e-12, step.compute_s + step.recompute_s)
     return replace(
         step,
@@ -454,26 +451,3 @@ def _checks(step: StepBreakdown, layout: Layout) -> list[str]:
                 f"{H15_ZERO3_LOSS:.0%} (ZeRO-1/2 or tensor parallelism may train faster)"
             )
     return out
-
-
-def whole_model_memory(workload: Workload, params: Params) -> MemoryBreakdown:
-    """The formula's memory for the whole job on one (unbounded) GPU: no parallelism, no
-    sharding, the workload's own micro-batch and recomputation (none if unset); inference
-    holds `concurrency` (else 1) sequences at the mean live context. This is the figure
-    printed next to the rules of thumb (H05, H30), which are whole-model figures too."""
-    from gpusolve.estimate.serving import serving_memory
-    from gpusolve.estimate.shapes import resolve_arch
-
-    arch = resolve_arch(workload.model)
-    if workload.kind == "inference":
-        one = Layout(nodes=1, tp=1, pp=1, dp=1, micro_batch=workload.concurrency or 1)
-        return serving_memory(workload, arch, one, params)
-    layout = Layout(
-        nodes=1,
-        tp=1,
-        pp=1,
-        dp=1,
-        checkpointing=workload.gradient_checkpointing or "none",
-        micro_batch=workload.micro_batch,
-    )
-    return training_memory(workload, arch, 1, layout, params)

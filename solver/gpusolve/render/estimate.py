@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 
 from gpusolve.models.estimate import ConfigOut, EstimateReport, WorkloadEstimate
+from gpusolve.render.fmt import extra_degrees
 
 
 def estimate_text(report: EstimateReport) -> str:
@@ -233,6 +234,6 @@ def _layout_text(c: ConfigOut, inference: bool) -> str:
     zero = {0: "ddp", 1: "z1", 2: "z2", 3: "z3"}[c.zero_stage]
     if c.sharding.startswith("fsdp"):
         zero = "fsdp" + ("-hybrid" if c.sharding == "fsdp_hybrid" else "")
-    extra = "".join(f" {k}{v}" for k, v in (("VP", c.vp), ("CP", c.cp), ("EP", c.ep)) if v > 1)
+    extra = "".join(f" {x}" for x in extra_degrees(c.vp, c.cp, c.ep))
     sp = " noSP" if c.tp > 1 and not c.sequence_parallel else ""
     return f"TP{c.tp} PP{c.pp} DP{c.dp}{extra} {zero}{ckpt}{sp} mb{c.micro_batch}×{c.grad_accum}"

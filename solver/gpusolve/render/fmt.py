@@ -17,10 +17,14 @@ def hours(value: float | None) -> str:
     return f"{value:,.1f} h"
 
 
+def extra_degrees(vp: int, cp: int, ep: int) -> list[str]:
+    """The parallel degrees a layout shows only when they are used: 'VP2', 'CP4', 'EP32'."""
+    return [f"{k}{v}" for k, v in (("VP", vp), ("CP", cp), ("EP", ep)) if v > 1]
+
+
 def layout(d: Deployment) -> str:
     p = d.parallel
-    parts = [f"TP{p.tp}", f"PP{p.pp}", f"DP{p.dp}"]
-    parts += [f"{k}{v}" for k, v in (("VP", p.vp), ("CP", p.cp), ("EP", p.ep)) if v > 1]
+    parts = [f"TP{p.tp}", f"PP{p.pp}", f"DP{p.dp}", *extra_degrees(p.vp, p.cp, p.ep)]
     if p.zero_stage:
         parts.append(f"ZeRO-{p.zero_stage}")
     if p.gradient_checkpointing != "none":

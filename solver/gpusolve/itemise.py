@@ -60,13 +60,13 @@ def cost_items(
             continue
         meta = cand.meta[choice.option]
         offer = catalog.cloud_offers.get(option.offer)
-        price = f" x {offer.price_per_hour:,.2f}/h" if offer is not None else ""
-        detail = (
-            f"{choice.workload}: {option.instances} instance(s) x "
-            f"{meta.rental_hours:,.1f} h{price}"
-        )
+        per_hour = f" x {offer.price_per_hour:,.2f}/h" if offer is not None else ""
+        hours = f"{meta.rental_hours:,.1f} h{per_hour}"
+        detail = f"{choice.workload}: {option.instances} instance(s) x {hours}"
         items.append(
-            CostItem(kind="cloud_rental", subject=option.offer, detail=detail, amount=option.cost_total)
+            CostItem(
+                kind="cloud_rental", subject=option.offer, detail=detail, amount=option.cost_total
+            )
         )
     return [i for i in items if i.amount]
 
@@ -115,9 +115,7 @@ def deployment_label(nodes: int, server: str | None, offer: str | None, site: st
     return f"{nodes} x {server}" + (f" at {site}" if site else "")
 
 
-def cost(
-    solution: ir.Solution, cand: Candidates, currency: str, catalog: Catalog
-) -> Cost | None:
+def cost(solution: ir.Solution, cand: Candidates, currency: str, catalog: Catalog) -> Cost | None:
     """The plan's cost, itemised; totals are the sums of their lines."""
     if solution.costs is None:
         return None
@@ -188,14 +186,12 @@ def compare(
     ]
     if objective == "max-throughput":
         words = [
-            change(t.workload, t.delta, t.unit, ("faster", "slower"))
+            change(f"{t.workload} throughput", t.delta, t.unit, ("higher", "lower"))
             for t in throughput
         ]
         summary = "; ".join(words + money_words)
     else:
-        total = change(
-            "TCO + penalties", tco + penalties, chosen.currency, ("dearer", "cheaper")
-        )
+        total = change("TCO + penalties", tco + penalties, chosen.currency, ("dearer", "cheaper"))
         summary = "; ".join([*money_words, total])
     return PlanDelta(
         tco=tco,

@@ -103,7 +103,13 @@ def _alternatives(
     chosen = (chosen_cost, assemble.deployments(solution, cand, reqs))
     return [
         assemble.alternative(
-            rank, alt.solution, _difference(solution, alt.solution, cand), cand, reqs, catalog, chosen
+            rank,
+            alt.solution,
+            _difference(solution, alt.solution, cand),
+            cand,
+            reqs,
+            catalog,
+            chosen,
         )
         for rank, alt in enumerate(found[1:], 1)
     ]

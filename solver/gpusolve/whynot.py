@@ -44,8 +44,7 @@ def why_not_report(
             if _involves(item, r.candidate, catalog)
         ]
     if best is None:
-        lines = {w: lines or [f"no rejection of {item} recorded"] for w, lines in out.items()}
-        return lines, []
+        return {w: found or [f"no rejection of {item} recorded"] for w, found in out.items()}, []
     chosen = {c.workload: c for c in best.choices}
     forced_plans: list[WhyNot] = []
     for w in cand.instance.workloads:
@@ -89,9 +88,8 @@ def _compare(
     best_deps = assemble.deployments(best, cand, reqs)
     alt_deps = assemble.deployments(alt, cand, reqs)
     compared = itemise.compare(reqs.objective, best_cost, best_deps, alt_cost, alt_deps)
-    (deployment,) = [d for d in alt_deps if d.workload == workload]
     return WhyNot(
-        workload=workload, item=item, deployment=deployment, cost=alt_cost, compared=compared
+        workload=workload, item=item, deployments=alt_deps, cost=alt_cost, compared=compared
     )
 
 
@@ -142,6 +140,7 @@ def throughput_scores_best(instance: ir.Instance) -> dict[str, int]:
     """Best throughput per workload over the whole instance: the forced instance scores
     max-throughput plans on the full instance's scale, so deltas compare like with like."""
     best: dict[str, int] = dict(instance.throughput_best)
-    for o in [*instance.owned, *instance.cloud]:
+    options: list[ir.OwnedOption | ir.CloudOption] = [*instance.owned, *instance.cloud]
+    for o in options:
         best[o.workload] = max(best.get(o.workload, 0), o.throughput)
     return best

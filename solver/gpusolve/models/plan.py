@@ -160,7 +160,7 @@ class WhyNot(OutModel):
 
     workload: str
     item: str
-    deployment: Deployment
+    deployments: list[Deployment] = Field(description="The whole forced plan.")
     cost: Cost
     compared: PlanDelta
 

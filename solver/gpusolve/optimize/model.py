@@ -377,7 +377,8 @@ def build(instance: Instance, options: BuildOptions | None = None) -> Built:
 
     scores = throughput_scores(instance)
     throughput = _wsum(
-        [(scores[o.option.key], o.var) for o in owned] + [(scores[c.option.key], c.var) for c in cloud]
+        [(scores[o.option.key], o.var) for o in owned]
+        + [(scores[c.option.key], c.var) for c in cloud]
     )
     headroom = _wsum(
         [(o.option.headroom_permille, o.var) for o in owned]

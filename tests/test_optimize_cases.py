@@ -297,6 +297,7 @@ def test_top_k_plans_are_distinct_and_ordered() -> None:
         (None, 2700),
     ]
     assert [p.objective_delta for p in found] == [0, 60, 2700]
+    assert [(p.tco_delta, p.penalties_delta) for p in found] == [(0, 0), (60, 0), (2700, 0)]
     assert all(check(inst, p.solution) == [] for p in found)
 
 

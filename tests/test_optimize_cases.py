@@ -301,6 +301,17 @@ def test_top_k_plans_are_distinct_and_ordered() -> None:
     assert all(check(inst, p.solution) == [] for p in found)
 
 
+def test_top_k_keeps_tco_and_penalties_apart() -> None:
+    # At sz the plan costs 2300 plus a soft-rule penalty of 100; at wx 2360 and none. The
+    # best is wx; sz is next: 60 cheaper in money, 100 dearer in penalties, 40 in all.
+    sites = (site("sz"), site("wx", rent=10))
+    places = (Placement("sz", penalty=100), Placement("wx"))
+    inst = instance(("w",), (OwnedOption("a", "w", "h100", 2, "always", places),), sites=sites)
+    best, alt = alternatives(inst, 2, ONE)
+    assert plan(best.solution)["w"][1] == "wx" and plan(alt.solution)["w"][1] == "sz"
+    assert (alt.tco_delta, alt.penalties_delta, alt.cost_delta) == (-60, 100, 40)
+
+
 def test_objective_is_integral_and_model_valid() -> None:
     inst = instance(("w",), (owned("o", "w", 2),), capex_max=5000, monthly_max=1000)
     kinds: tuple[ObjectiveKind, ...] = ("min-tco", "min-capex", "min-monthly", "max-throughput")

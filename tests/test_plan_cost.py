@@ -178,3 +178,29 @@ def test_min_tco_top_k_never_looks_cheaper_than_the_plan() -> None:
     for alt in plan.alternatives:
         assert alt.cost is not None and alt.cost.objective_value >= plan.cost.objective_value
         assert alt.delta >= 0
+
+
+def test_rule_charges_sum_to_the_penalties_the_optimiser_sees(tmp_path: Path) -> None:
+    """Each option's per-rule charges (and its placement's, per site) add up to the IR's
+    penalty, so the itemised penalties are the optimiser's; weights reach the instance."""
+    from gpusolve.candidates.generate import build_candidates
+    from gpusolve.pipeline import prepare_run
+    from plan_support import example, write_reqs
+
+    data = example("chat-day-lora-night.yaml")
+    data["workloads"][0]["throughput_weight"] = 2.5
+    run = prepare_run(write_reqs(tmp_path, data), [], [])
+    cand = build_candidates(run.reqs, run.catalog, run.policies)
+    charged = 0
+    for o in cand.instance.owned:
+        meta = cand.meta[o.key]
+        assert sum(c.amount for c in meta.charges) == o.penalty
+        for p in o.placements:
+            site = meta.site_charges.get(p.site, ())
+            assert sum(c.amount for c in site) == p.penalty
+            charged += len(site)
+    for c in cand.instance.cloud:
+        assert sum(x.amount for x in cand.meta[c.key].charges) == c.penalty
+    assert charged  # the shipped site rules charge some placements of this example
+    first = data["workloads"][0]["name"]
+    assert cand.instance.throughput_weights[first] == 2.5

@@ -97,6 +97,13 @@ def _check_markdown_adds_up(markdown: str, cost: Cost) -> None:
         in {"servers (capex)", "rack rent", "energy", "bandwidth", "cloud rental"}
     ]
     assert sum(_figures(r.split("|")[-2])[0] for r in items) == amount["**TCO**"] == cost.tco
+    rules = [r for r in rows if r.startswith("| `")]
+    assert len(rules) == len(cost.breakdown.penalty_items)
+    if rules:
+        penalties = sum(_figures(r.split("|")[-2])[0] for r in rules)
+        assert penalties == amount["**penalties**"] == cost.penalties
+        objective = amount["**objective = TCO + penalties**"]
+        assert amount["**TCO**"] + penalties == objective
 
 
 @pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.stem)

@@ -113,6 +113,11 @@ def random_instance(seed: int) -> Instance:
     requirements = {
         n: Requirement(n, f"test requirement {n}", rng.choice([1, 1, 2])) for n in names
     }
+    capex_max = rng.choice([None, None, None, 800, 2000, 5000])
+    monthly_max = rng.choice([None, None, None, 200, 600, 2000])
+    objective = rng.choice(["min-tco", "min-tco", "min-capex", "min-monthly", "max-throughput"])
+    # Drawn last so the instances above stay what they were before weights existed.
+    weights = {w: rng.choice([1.0, 1.0, 0.5, 3.0]) for w in workloads}
     return Instance(
         workloads=workloads,
         skus=skus,
@@ -121,9 +126,10 @@ def random_instance(seed: int) -> Instance:
         cloud=tuple(cloud),
         horizon_months=horizon,
         requirements=requirements,
-        capex_max=rng.choice([None, None, None, 800, 2000, 5000]),
-        monthly_max=rng.choice([None, None, None, 200, 600, 2000]),
-        objective=rng.choice(["min-tco", "min-tco", "min-capex", "min-monthly", "max-throughput"]),
+        capex_max=capex_max,
+        monthly_max=monthly_max,
+        objective=objective,
+        throughput_weights=weights,
     )
 
 
@@ -220,11 +226,26 @@ def choices_of(
 
 def evaluate_all(instance: Instance) -> list[Evaluated]:
     per_workload = [choices_of(instance, w) for w in instance.workloads]
-    return [_evaluate(instance, combo) for combo in itertools.product(*per_workload)]
+    scores = _scores(instance)
+    return [_evaluate(instance, combo, scores) for combo in itertools.product(*per_workload)]
+
+
+def _scores(instance: Instance) -> dict[str, int]:
+    """max-throughput counts each workload's share of its own best throughput (x weight,
+    in 1/10,000): tokens/s of different workloads are never added."""
+    options = [*instance.owned, *instance.cloud]
+    out: dict[str, int] = {}
+    for o in options:
+        top = max(p.throughput for p in options if p.workload == o.workload)
+        weight = instance.throughput_weights.get(o.workload, 1.0)
+        out[o.key] = round(10_000 * weight * o.throughput / top) if top else 0
+    return out
 
 
 def _evaluate(
-    instance: Instance, combo: tuple[tuple[OwnedOption | CloudOption, Placement | None], ...]
+    instance: Instance,
+    combo: tuple[tuple[OwnedOption | CloudOption, Placement | None], ...],
+    scores: dict[str, int],
 ) -> Evaluated:
     h = instance.horizon_months
     violated: set[str] = set()
@@ -234,7 +255,7 @@ def _evaluate(
     for option, placement in combo:
         violated |= option.violates
         penalties += option.penalty
-        throughput += option.throughput
+        throughput += scores[option.key]
         if isinstance(option, CloudOption):
             cloud += option.cost_total
             continue

@@ -232,8 +232,23 @@ def test_max_throughput_spends_the_budget_then_saves() -> None:
         objective="max-throughput",
     )
     solution = solve(inst, ONE)
-    assert solution.objective_value == 300
+    assert solution.objective_value == 7500  # 300 of the best 400 tok/s, in 1/10,000
     assert plan(solution) == {"w": ("lean", "sz")}
+
+
+def test_max_throughput_never_adds_tokens_of_different_models() -> None:
+    # Three servers' budget. A small model runs 10,000 tok/s on 2 servers, 6,000 on 1; a
+    # big one 1,000 on 2, 500 on 1. Adding tokens/s feeds the small model (10,500 against
+    # 7,000); by shares of each one's best, 60% + 100% beats 100% + 50%.
+    small = (owned("s2", "small", 2, throughput=10_000), owned("s1", "small", 1, throughput=6_000))
+    big = (owned("b2", "big", 2, throughput=1_000), owned("b1", "big", 1, throughput=500))
+    inst = instance(("small", "big"), small + big, capex_max=3000, objective="max-throughput")
+    solution = solve(inst, ONE)
+    assert plan(solution) == {"small": ("s1", "sz"), "big": ("b2", "sz")}
+    assert solution.objective_value == 6_000 + 10_000
+    # A weight says how much a workload counts: at 3 the small model's share wins.
+    weighted = dataclasses.replace(inst, throughput_weights={"small": 3.0})
+    assert plan(solve(weighted, ONE)) == {"small": ("s2", "sz"), "big": ("b1", "sz")}
 
 
 def test_min_capex_counts_cloud_rental_as_spend() -> None:
@@ -282,7 +297,19 @@ def test_top_k_plans_are_distinct_and_ordered() -> None:
         (None, 2700),
     ]
     assert [p.objective_delta for p in found] == [0, 60, 2700]
+    assert [(p.tco_delta, p.penalties_delta) for p in found] == [(0, 0), (60, 0), (2700, 0)]
     assert all(check(inst, p.solution) == [] for p in found)
+
+
+def test_top_k_keeps_tco_and_penalties_apart() -> None:
+    # At sz the plan costs 2300 plus a soft-rule penalty of 100; at wx 2360 and none. The
+    # best is wx; sz is next: 60 cheaper in money, 100 dearer in penalties, 40 in all.
+    sites = (site("sz"), site("wx", rent=10))
+    places = (Placement("sz", penalty=100), Placement("wx"))
+    inst = instance(("w",), (OwnedOption("a", "w", "h100", 2, "always", places),), sites=sites)
+    best, alt = alternatives(inst, 2, ONE)
+    assert plan(best.solution)["w"][1] == "wx" and plan(alt.solution)["w"][1] == "sz"
+    assert (alt.tco_delta, alt.penalties_delta, alt.cost_delta) == (-60, 100, 40)
 
 
 def test_objective_is_integral_and_model_valid() -> None:

@@ -5,12 +5,13 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
+from gpusolve import itemise
 from gpusolve.candidates.generate import Candidates, OptionMeta
 from gpusolve.models.catalog import Catalog
 from gpusolve.models.plan import (
+    Alternative,
     Constraint,
     Cost,
-    CostBreakdown,
     Deployment,
     Parallel,
     Site,
@@ -106,26 +107,36 @@ def sites(solution: ir.Solution, instance: ir.Instance, catalog: Catalog) -> lis
     return out
 
 
-def cost(solution: ir.Solution, reqs: Requirements) -> Cost | None:
-    c = solution.costs
-    if c is None:
-        return None
-    months = reqs.horizon_months
-    monthly = (c.rack_rent + c.energy + c.bandwidth + c.cloud) / months
-    return Cost(
-        capex=float(c.capex),
-        monthly_opex=round(monthly, 2),
-        tco=float(c.tco),
-        currency=reqs.currency,
-        horizon_months=months,
-        breakdown=CostBreakdown(
-            servers_capex=float(c.capex),
-            rack_rent=float(c.rack_rent),
-            energy=float(c.energy),
-            bandwidth=float(c.bandwidth),
-            cloud_rental=float(c.cloud),
-            penalties=float(c.penalties),
-        ),
+def cost(
+    solution: ir.Solution, cand: Candidates, reqs: Requirements, catalog: Catalog
+) -> Cost | None:
+    """The plan's cost, itemised (`itemise.py`): TCO and soft-rule penalties apart."""
+    return itemise.cost(solution, cand, reqs.currency, catalog)
+
+
+def alternative(
+    rank: int,
+    found: ir.Solution,
+    differs: str,
+    cand: Candidates,
+    reqs: Requirements,
+    catalog: Catalog,
+    chosen: tuple[Cost, list[Deployment]],
+) -> Alternative:
+    """A next-best plan with its own itemised cost and its deltas to the chosen plan."""
+    alt_cost = cost(found, cand, reqs, catalog)
+    alt_deps = deployments(found, cand, reqs)
+    assert alt_cost is not None  # alternatives are plans
+    compared = itemise.compare(reqs.objective, chosen[0], chosen[1], alt_cost, alt_deps)
+    return Alternative(
+        rank=rank,
+        tco=alt_cost.tco,
+        penalties=alt_cost.penalties,
+        delta=compared.objective_value,
+        differs=differs,
+        deployments=alt_deps,
+        cost=alt_cost,
+        compared=compared,
     )
 
 

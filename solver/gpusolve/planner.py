@@ -59,7 +59,7 @@ def make_plan(
     plan = Plan(
         status="optimal" if solution.status == "optimal" else "feasible",
         objective=reqs.objective,
-        cost=assemble.cost(solution, reqs),
+        cost=assemble.cost(solution, cand, reqs, catalog),
         deployments=assemble.deployments(solution, cand, reqs),
         sites=assemble.sites(solution, cand.instance, catalog),
         binding=assemble.binding(solution, cand.instance, catalog, reqs),
@@ -73,12 +73,13 @@ def make_plan(
             update={"alternatives": _alternatives(cand, solution, options, reqs, catalog)}
         )
     if options.why_not:
-        from gpusolve.whynot import why_not
+        from gpusolve.whynot import why_not_report
 
         progress(f"explaining why not {options.why_not}")
-        plan = plan.model_copy(
-            update={"why_not": why_not(options.why_not, cand, solution, catalog, options.config)}
+        reasons, forced = why_not_report(
+            options.why_not, cand, solution, catalog, options.config, reqs
         )
+        plan = plan.model_copy(update={"why_not": reasons, "why_not_plans": forced})
     return plan
 
 
@@ -97,13 +98,18 @@ def _alternatives(
     from gpusolve.optimize.alternatives import alternatives
 
     found = alternatives(cand.instance, options.top_k + 1, options.config)
+    chosen_cost = assemble.cost(solution, cand, reqs, catalog)
+    assert chosen_cost is not None  # only called with a plan
+    chosen = (chosen_cost, assemble.deployments(solution, cand, reqs))
     return [
-        Alternative(
-            rank=rank,
-            tco=float(alt.solution.costs.tco if alt.solution.costs else 0),
-            delta=float(alt.cost_delta),
-            differs=_difference(solution, alt.solution, cand),
-            deployments=assemble.deployments(alt.solution, cand, reqs),
+        assemble.alternative(
+            rank,
+            alt.solution,
+            _difference(solution, alt.solution, cand),
+            cand,
+            reqs,
+            catalog,
+            chosen,
         )
         for rank, alt in enumerate(found[1:], 1)
     ]

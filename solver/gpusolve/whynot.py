@@ -4,8 +4,11 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from gpusolve import itemise
 from gpusolve.candidates.generate import Candidates, OptionMeta
 from gpusolve.models.catalog import Catalog
+from gpusolve.models.plan import WhyNot
+from gpusolve.models.requirements import Requirements
 from gpusolve.optimize import ir
 
 
@@ -15,8 +18,22 @@ def why_not(
     best: ir.Solution | None,
     catalog: Catalog,
     config: ir.SolveConfig,
+    reqs: Requirements | None = None,
 ) -> dict[str, list[str]]:
     """Rejection reasons involving `item`; with a plan, also the cost of forcing it in."""
+    return why_not_report(item, cand, best, catalog, config, reqs)[0]
+
+
+def why_not_report(
+    item: str,
+    cand: Candidates,
+    best: ir.Solution | None,
+    catalog: Catalog,
+    config: ir.SolveConfig,
+    reqs: Requirements | None = None,
+) -> tuple[dict[str, list[str]], list[WhyNot]]:
+    """`why_not`, plus the itemised plan behind each comparison (with `reqs`): the line
+    printed is `compared.summary` of the forced plan against the chosen one."""
     from gpusolve.optimize.solve import solve
 
     out: dict[str, list[str]] = {}
@@ -27,9 +44,9 @@ def why_not(
             if _involves(item, r.candidate, catalog)
         ]
     if best is None:
-        return {w: lines or [f"no rejection of {item} recorded"] for w, lines in out.items()}
+        return {w: found or [f"no rejection of {item} recorded"] for w, found in out.items()}, []
     chosen = {c.workload: c for c in best.choices}
-    best_tco = best.costs.objective_tco if best.costs else 0
+    forced_plans: list[WhyNot] = []
     for w in cand.instance.workloads:
         lines = out[w]
         c = chosen.get(w)
@@ -44,11 +61,36 @@ def why_not(
         alt = solve(forced, config)
         if alt.costs is None or alt.status not in ("optimal", "feasible"):
             lines.append(f"{w} on {item} admits no plan with the other workloads' needs")
+        elif reqs is None:
+            lines.append(f"feasible with {w} on {item}")
         else:
-            delta = alt.costs.objective_tco - best_tco
-            lines.append(f"feasible but dearer by {delta:,} over the horizon")
+            report = _compare(w, item, cand, best, alt, reqs, catalog)
+            forced_plans.append(report)
+            lines.append(f"feasible with {w} on {item}: {report.compared.summary}")
         out[w] = lines
-    return out
+    return out, forced_plans
+
+
+def _compare(
+    workload: str,
+    item: str,
+    cand: Candidates,
+    best: ir.Solution,
+    alt: ir.Solution,
+    reqs: Requirements,
+    catalog: Catalog,
+) -> WhyNot:
+    from gpusolve import assemble
+
+    best_cost = assemble.cost(best, cand, reqs, catalog)
+    alt_cost = assemble.cost(alt, cand, reqs, catalog)
+    assert best_cost is not None and alt_cost is not None  # both are plans
+    best_deps = assemble.deployments(best, cand, reqs)
+    alt_deps = assemble.deployments(alt, cand, reqs)
+    compared = itemise.compare(reqs.objective, best_cost, best_deps, alt_cost, alt_deps)
+    return WhyNot(
+        workload=workload, item=item, deployments=alt_deps, cost=alt_cost, compared=compared
+    )
 
 
 def _involves(item: str, candidate: str, catalog: Catalog) -> bool:
@@ -90,4 +132,15 @@ def _force(
         o.workload == workload for o in cloud
     ):
         return None
-    return replace(instance, owned=tuple(owned), cloud=tuple(cloud))
+    scale = dict(throughput_scores_best(instance))
+    return replace(instance, owned=tuple(owned), cloud=tuple(cloud), throughput_best=scale)
+
+
+def throughput_scores_best(instance: ir.Instance) -> dict[str, int]:
+    """Best throughput per workload over the whole instance: the forced instance scores
+    max-throughput plans on the full instance's scale, so deltas compare like with like."""
+    best: dict[str, int] = dict(instance.throughput_best)
+    options: list[ir.OwnedOption | ir.CloudOption] = [*instance.owned, *instance.cloud]
+    for o in options:
+        best[o.workload] = max(best.get(o.workload, 0), o.throughput)
+    return best

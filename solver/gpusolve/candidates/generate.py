@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gpusolve.candidates.money import energy_per_server_month, slot_hours_per_month, to_money
-from gpusolve.candidates.policy import WorkloadPolicy
+from gpusolve.candidates.policy import Charge, WorkloadPolicy, charges
 from gpusolve.estimate import ConfigEstimate, Hardware, search_layouts
 from gpusolve.estimate.search import SearchResult
 from gpusolve.models.catalog import Card, Catalog, CloudOffer, ColoOffer, Server
@@ -36,6 +36,10 @@ class OptionMeta:
     nodes: int
     estimate: ConfigEstimate
     rental_hours: float = 0.0
+    # Soft-rule penalties by rule: the option's own, and per site those of its placement
+    # there; they sum to the IR's `penalty` (+ `Placement.penalty`).
+    charges: tuple[Charge, ...] = ()
+    site_charges: dict[str, tuple[Charge, ...]] = field(default_factory=dict)
 
 
 @dataclass
@@ -123,6 +127,7 @@ def build_candidates(
         capex_max=to_money(capex_max) if capex_max is not None else None,
         monthly_max=to_money(monthly_max) if monthly_max is not None else None,
         objective=reqs.objective,
+        throughput_weights={w.name: w.throughput_weight for w in reqs.workloads},
     )
     return Candidates(instance, b.meta, b.rejections, explain)
 
@@ -139,6 +144,7 @@ class _Sized:
     spans_servers: bool
     penalty: float
     violates: frozenset[str]
+    charges: tuple[Charge, ...] = ()
 
 
 def _size(
@@ -177,10 +183,11 @@ def _size(
     tags = {_rule_requirement(b, h.rule, h.source, h.title) for h in [*hits, *dep_hits]}
     if deadline_tag:
         tags.add(deadline_tag)
-    penalty = policy.penalty("deployment", deployment, dep_context).money + sum(
-        policy.penalty(k, item, context).money for k, item in (("card", card), (kind, subject))
-    )
-    return _Sized(estimate, deployment, spans, penalty, frozenset(tags))
+    charged = charges("deployment", policy.penalty("deployment", deployment, dep_context))
+    for k, item in (("card", card), (kind, subject)):
+        charged += charges(k, policy.penalty(k, item, context))
+    penalty = float(sum(c.amount for c in charged))  # whole units: the charges add up
+    return _Sized(estimate, deployment, spans, penalty, frozenset(tags), charged)
 
 
 def _owned_options(b: _Builder, w: Workload) -> None:
@@ -196,7 +203,10 @@ def _owned_options(b: _Builder, w: Workload) -> None:
             sized = _size(b, w, card, "server", server, hw, min(limit, params.max_nodes))
             if sized is None:
                 continue
-            placements = _placements(b, w, server, sized.spans_servers, sized.deployment, offers)
+            site_charges: dict[str, tuple[Charge, ...]] = {}
+            placements = _placements(
+                b, w, server, sized.spans_servers, sized.deployment, offers, site_charges
+            )
             if not placements:
                 continue
             estimate = sized.estimate
@@ -218,7 +228,16 @@ def _owned_options(b: _Builder, w: Workload) -> None:
                 )
             )
             b.meta[key] = OptionMeta(
-                key, w.name, "owned", card.id, server.id, None, estimate.nodes, estimate
+                key,
+                w.name,
+                "owned",
+                card.id,
+                server.id,
+                None,
+                estimate.nodes,
+                estimate,
+                charges=sized.charges,
+                site_charges=site_charges,
             )
 
 
@@ -336,6 +355,7 @@ def _placements(
     needs_fabric: bool,
     deployment: dict[str, Any],
     offers: list[ColoOffer],
+    site_charges: dict[str, tuple[Charge, ...]] | None = None,
 ) -> list[ir.Placement]:
     policy = b.policies[w.name]
     out: list[ir.Placement] = []
@@ -355,8 +375,10 @@ def _placements(
         if hits and not b.explain:
             continue
         tags |= {_rule_requirement(b, h.rule, h.source, h.title) for h in hits}
-        penalty = policy.penalty("offer", offer, context).money
-        out.append(ir.Placement(offer.id, to_money(penalty), frozenset(tags)))
+        charged = charges("offer", policy.penalty("offer", offer, context))
+        if site_charges is not None:
+            site_charges[offer.id] = charged
+        out.append(ir.Placement(offer.id, sum(c.amount for c in charged), frozenset(tags)))
     if not out:
         if physical and len(physical) == len(offers):
             b.reject(w.name, server.id, ["no colo offer can host it: " + "; ".join(physical[:3])])
@@ -444,7 +466,16 @@ def _cloud_options(b: _Builder, w: Workload) -> None:
             )
         )
         b.meta[key] = OptionMeta(
-            key, w.name, "cloud", card.id, None, offer.id, estimate.nodes, estimate, hours
+            key,
+            w.name,
+            "cloud",
+            card.id,
+            None,
+            offer.id,
+            estimate.nodes,
+            estimate,
+            hours,
+            charges=sized.charges,
         )
 
 

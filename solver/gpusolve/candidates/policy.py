@@ -28,6 +28,38 @@ class RuleHit:
 class Penalty:
     money: float = 0.0
     rules: tuple[RuleHit, ...] = ()
+    amounts: tuple[float, ...] = ()  # what each of `rules` charges, same order
+    kinds: tuple[str, ...] = ()  # the candidate kind each of `rules` judged, same order
+
+
+@dataclass(frozen=True)
+class Charge:
+    """One soft-rule penalty in whole money units, as the optimiser charges it."""
+
+    rule: str
+    source: str
+    reason: str
+    judged: str  # the candidate kind the rule judged: card, server, offer, cloud, deployment
+    amount: int
+
+
+def charges(kind: str, penalty: Penalty) -> tuple[Charge, ...]:
+    """A penalty split by rule, each rounded to whole units once (so the charges sum to the
+    penalty the optimiser sees). A policy that gives only a total yields one unnamed line."""
+    from gpusolve.candidates.money import to_money
+
+    if len(penalty.amounts) == len(penalty.rules) and penalty.rules:
+        kinds = penalty.kinds if len(penalty.kinds) == len(penalty.rules) else ()
+        out = tuple(
+            Charge(h.rule, h.source, h.detail or h.title, kinds[i] if kinds else kind, to_money(a))
+            for i, (h, a) in enumerate(zip(penalty.rules, penalty.amounts, strict=True))
+        )
+        return tuple(c for c in out if c.amount)
+    amount = to_money(penalty.money)
+    if not amount:
+        return ()
+    names = ", ".join(h.rule for h in penalty.rules) or "soft rules"
+    return (Charge(names, "", "penalty without a per-rule split", kind, amount),)
 
 
 class WorkloadPolicy(Protocol):

@@ -112,6 +112,14 @@ def plan(
       gpusolve plan reqs.yaml --objective max-throughput --capex-max 5000000
 
     \b
+    Cost: TCO itemised (capex per server SKU, rent, energy and bandwidth per site, cloud
+    hours x price) and soft-rule penalties apart (rule, reason, deployment; not spent).
+    Money objectives minimise TCO + penalties. max-throughput adds, per workload,
+    throughput_weight (default 1) x its throughput / its best reachable throughput:
+    tokens/s of different models are never added. --top-k and --why-not deltas are
+    given in TCO and in penalties (and per workload in tokens/s under max-throughput).
+
+    \b
     Exit codes: 0 a plan was found; 1 no feasible plan (the reason is printed: the
     requirements that conflict and how far each must move); 2 invalid input.
     GB means 10^9 bytes; money is in the run's currency.

@@ -13,6 +13,30 @@ class OutModel(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
+CostKind = Literal["servers_capex", "rack_rent", "energy", "bandwidth", "cloud_rental"]
+
+
+class CostItem(OutModel):
+    """One line of the TCO over the whole horizon, in whole units of the currency."""
+
+    kind: CostKind = Field(description="The breakdown total this line adds to.")
+    subject: str = Field(description="Server SKU (capex), colo site (monthly items) or offer.")
+    detail: str = Field(description="How the amount is made up, e.g. '2 racks x 6,000/month'.")
+    amount: float = Field(description="Whole horizon; the lines of a kind sum to its total.")
+
+
+class PenaltyItem(OutModel):
+    """One soft-rule (`prefer`) penalty the objective charges: not money spent."""
+
+    rule: str
+    source: str = Field(description="Heuristic the rule comes from (H01-H44), when known.")
+    reason: str
+    judged: str = Field(description="What the rule judged: card, server, offer, cloud, deployment.")
+    workload: str
+    deployment: str = Field(description="The deployment it applies to.")
+    amount: float
+
+
 class CostBreakdown(OutModel):
     servers_capex: float = 0.0
     rack_rent: float = 0.0
@@ -20,15 +44,41 @@ class CostBreakdown(OutModel):
     bandwidth: float = 0.0
     cloud_rental: float = 0.0
     penalties: float = 0.0
+    items: list[CostItem] = Field(
+        default_factory=list, description="The TCO line by line; sums to `Cost.tco`."
+    )
+    penalty_items: list[PenaltyItem] = Field(
+        default_factory=list, description="Each soft-rule penalty; sums to `penalties`."
+    )
 
 
 class Cost(OutModel):
     capex: float
     monthly_opex: float
-    tco: float
+    tco: float = Field(description="Money: capex plus every monthly item over the horizon.")
     currency: str
     horizon_months: int
     breakdown: CostBreakdown
+    penalties: float = Field(default=0.0, description="Soft-rule penalties: steer, not spent.")
+    objective_value: float = Field(
+        default=0.0, description="What a money objective minimises: tco + penalties."
+    )
+
+
+class ThroughputDelta(OutModel):
+    workload: str
+    delta: float = Field(description="Other plan minus this plan, as printed (whole units).")
+    unit: str
+
+
+class PlanDelta(OutModel):
+    """Another plan compared with the chosen one: other minus chosen, each figure apart."""
+
+    tco: float
+    penalties: float
+    objective_value: float = Field(description="tco + penalties")
+    throughput: list[ThroughputDelta] = Field(default_factory=list)
+    summary: str = Field(description="The deltas in words, signed by wording, never '+-'.")
 
 
 class Parallel(OutModel):
@@ -97,9 +147,22 @@ class Constraint(OutModel):
 class Alternative(OutModel):
     rank: int
     tco: float
-    delta: float
+    delta: float = Field(description="Objective value (TCO + penalties) minus the plan's.")
     differs: str
     deployments: list[Deployment]
+    penalties: float = 0.0
+    cost: Cost | None = None
+    compared: PlanDelta | None = None
+
+
+class WhyNot(OutModel):
+    """`--why-not`: the best plan with one workload forced onto the item, against the plan."""
+
+    workload: str
+    item: str
+    deployments: list[Deployment] = Field(description="The whole forced plan.")
+    cost: Cost
+    compared: PlanDelta
 
 
 class Relaxation(OutModel):
@@ -139,5 +202,8 @@ class Plan(OutModel):
     advice: list[str] = Field(default_factory=list)
     alternatives: list[Alternative] = Field(default_factory=list)
     why_not: dict[str, list[str]] = Field(default_factory=dict)
+    why_not_plans: list[WhyNot] = Field(
+        default_factory=list, description="The figures behind each 'dearer/cheaper by' line."
+    )
     infeasibility: Infeasibility | None = None
     solver: SolverInfo

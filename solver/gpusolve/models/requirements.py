@@ -169,6 +169,13 @@ class Workload(StrictModel):
         "default 128).",
     )
     measured: Measured | None = None
+    throughput_weight: PositiveFloat = Field(
+        default=1.0,
+        le=1000,
+        description="max-throughput only: how much this workload counts. The objective adds "
+        "weight x (throughput / the best throughput this workload reaches on any of its "
+        "options), so tokens/s of different models are never added.",
+    )
 
     @model_validator(mode="after")
     def _kind_fields(self) -> Workload:

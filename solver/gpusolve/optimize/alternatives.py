@@ -29,8 +29,12 @@ BusinessKey = tuple[str, str, str]  # (workload, sku or cloud offer, site or "")
 @dataclass(frozen=True)
 class Alternative:
     solution: Solution
-    objective_delta: int  # how much worse than the best on the primary objective (>= 0)
+    # How much worse than the best on the primary objective (>= 0); under max-throughput
+    # in score units (`model.throughput_scores`), not tokens/s.
+    objective_delta: int
     cost_delta: int  # objective TCO (TCO + penalties) minus the best plan's
+    tco_delta: int = 0  # money: TCO minus the best plan's (may be negative)
+    penalties_delta: int = 0  # soft-rule penalties minus the best plan's (may be negative)
 
 
 def key_groups(built: Built) -> dict[BusinessKey, list[Var]]:
@@ -107,4 +111,10 @@ def _alternative(instance: Instance, best: Solution, alt: Solution) -> Alternati
     delta = alt.objective_value - best.objective_value
     if instance.objective == "max-throughput":
         delta = -delta
-    return Alternative(alt, delta, alt.costs.objective_tco - best.costs.objective_tco)
+    return Alternative(
+        alt,
+        delta,
+        alt.costs.objective_tco - best.costs.objective_tco,
+        alt.costs.tco - best.costs.tco,
+        alt.costs.penalties - best.costs.penalties,
+    )

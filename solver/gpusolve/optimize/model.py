@@ -375,9 +375,10 @@ def build(instance: Instance, options: BuildOptions | None = None) -> Built:
     )
     _budgets(b, capex, rent + energy + bandwidth + cloud_cost)
 
+    scores = throughput_scores(instance)
     throughput = _wsum(
-        [(o.option.throughput, o.var) for o in owned]
-        + [(c.option.throughput, c.var) for c in cloud]
+        [(scores[o.option.key], o.var) for o in owned]
+        + [(scores[c.option.key], c.var) for c in cloud]
     )
     headroom = _wsum(
         [(o.option.headroom_permille, o.var) for o in owned]
@@ -425,6 +426,33 @@ def build(instance: Instance, options: BuildOptions | None = None) -> Built:
         "relaxed_sites": sum(1 for p in packing.values() if p.relaxed is not None),
     }
     return built
+
+
+# What one workload at the best throughput it can reach scores, at weight 1: shares are
+# resolved to 1/10,000 of a workload's best (finer than any estimate is right).
+THROUGHPUT_SCALE = 10_000
+
+
+def throughput_scores(instance: Instance) -> dict[str, int]:
+    """The max-throughput objective's integer score of every option, by key.
+
+    Tokens/s of different models are not comparable (a 7B service's tokens are cheaper than
+    a 70B run's), so the objective never adds them: each option scores its workload's
+    weight x (its throughput / the best throughput that workload reaches on any of its
+    options) x THROUGHPUT_SCALE, rounded. Within one workload the score still rises with
+    throughput, so throughput dominance (`prune.py`) stays valid.
+    """
+    options: list[OwnedOption | CloudOption] = [*instance.owned, *instance.cloud]
+    best: dict[str, int] = defaultdict(int, instance.throughput_best)
+    for option in options:
+        best[option.workload] = max(best[option.workload], option.throughput)
+    out: dict[str, int] = {}
+    for option in options:
+        top = best[option.workload]
+        weight = instance.throughput_weights.get(option.workload, 1.0)
+        share = option.throughput / top if top else 0.0
+        out[option.key] = round(THROUGHPUT_SCALE * weight * share)
+    return out
 
 
 def _wsum(terms: Sequence[tuple[int, Var]]) -> Expr:

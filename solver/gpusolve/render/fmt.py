@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from gpusolve.models.plan import Deployment
+from gpusolve.models.plan import Cost, Deployment
 
 
 def money(value: float, currency: str) -> str:
@@ -53,3 +53,42 @@ def work(d: Deployment) -> str:
         mfu = f", MFU {d.mfu:.0%}" if d.mfu is not None else ""
         return f"{hours(d.time_to_train_h)} per run, {d.throughput:,.0f} tokens/s{mfu}"
     return f"{d.throughput:,.0f} tokens/s generated"
+
+
+COST_LABELS = {
+    "servers_capex": "servers (capex)",
+    "rack_rent": "rack rent",
+    "energy": "energy",
+    "bandwidth": "bandwidth",
+    "cloud_rental": "cloud rental",
+}
+
+
+def cost_lines(c: Cost) -> list[str]:
+    """The cost section: every line of the TCO, then each soft-rule penalty, so that the
+    printed figures add up to the printed totals (all whole units over the horizon).
+    Totals stand in one column, their lines indented under them with the amount first."""
+    cur = c.currency
+    width = len(f"{max(c.objective_value, c.tco):,.0f}")
+
+    def total(label: str, amount: float) -> str:
+        return f"  {label:<30} {amount:>{width},.0f} {cur}"
+
+    out = [f"Cost breakdown (whole horizon, {c.horizon_months} months)"]
+    b = c.breakdown
+    for kind, label in COST_LABELS.items():
+        items = [i for i in b.items if i.kind == kind]
+        if items:
+            out.append(total(label, getattr(b, kind)))
+            out += [f"      {i.amount:>{width},.0f}  {i.subject}: {i.detail}" for i in items]
+    out.append(total("TCO", c.tco))
+    if b.penalty_items:
+        out.append(total("soft-rule penalties", c.penalties) + "  (steer the choice; not spent)")
+        for p in b.penalty_items:
+            src = f" ({p.source})" if p.source else ""
+            out.append(
+                f"      {p.amount:>{width},.0f}  {p.rule}{src}: {p.workload} on {p.deployment}"
+            )
+            out.append(f"      {'':>{width}}  {p.judged}: {p.reason}")
+        out.append(total("objective = TCO + penalties", c.objective_value))
+    return out

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from gpusolve.models.plan import Plan
-from gpusolve.render.fmt import hardware, layout, memory, money, work
+from gpusolve.models.plan import Cost, Plan
+from gpusolve.render.fmt import COST_LABELS, hardware, layout, memory, money, work
 
 
 def plan_markdown(plan: Plan) -> str:
@@ -26,6 +26,12 @@ def plan_markdown(plan: Plan) -> str:
         f"{'proven optimal' if plan.solver.proven_optimal else plan.status}. "
         f"Total cost of ownership over {c.horizon_months} months: **{money(c.tco, cur)}** "
         f"(capex {money(c.capex, cur)}, {money(c.monthly_opex, cur)} per month)."
+        + (
+            f" Soft-rule penalties {money(c.penalties, cur)} (not spent); objective TCO + "
+            f"penalties = {money(c.objective_value, cur)}."
+            if c.penalties
+            else ""
+        )
     )
     add("")
     add("## Deployments")
@@ -49,21 +55,8 @@ def plan_markdown(plan: Plan) -> str:
                 f"| {s.offer} | {s.city} ({s.region}) | {s.cooling} | {s.racks} | "
                 f"{s.rack_kw:g} | {servers} | {s.power_kw:g} |"
             )
-    b = c.breakdown
     add("")
-    add("## Cost")
-    add("")
-    add(f"| item | {cur} |")
-    add("|---|---:|")
-    for label, value in (
-        ("Servers (capex)", b.servers_capex),
-        ("Rack rent", b.rack_rent),
-        ("Energy", b.energy),
-        ("Bandwidth", b.bandwidth),
-        ("Cloud rental", b.cloud_rental),
-    ):
-        add(f"| {label} | {value:,.0f} |")
-    add(f"| **Total** | **{c.tco:,.0f}** |")
+    out.extend(_cost_table(c))
     if plan.binding:
         add("")
         add("## What limits this plan")
@@ -87,9 +80,40 @@ def plan_markdown(plan: Plan) -> str:
         add("## Alternatives considered")
         add("")
         out.extend(
-            f"{a.rank}. {a.differs}: {money(a.tco, cur)} (+{money(a.delta, cur)})"
+            f"{a.rank}. {a.differs}: TCO {money(a.tco, cur)}, penalties "
+            f"{money(a.penalties, cur)}" + (f" ({a.compared.summary})" if a.compared else "")
             for a in plan.alternatives
         )
+    if plan.why_not:
+        add("")
+        add("## Why not")
+        add("")
+        out.extend(f"- **{w}**: {r}" for w, reasons in plan.why_not.items() for r in reasons)
     add("")
     add("_Prices marked illustrative in the catalogue are not quotes; confirm before buying._")
     return "\n".join(out) + "\n"
+
+
+def _cost_table(c: Cost) -> list[str]:
+    """Every line of the TCO and each soft-rule penalty; the lines add up to the totals."""
+    b = c.breakdown
+    out = ["## Cost", "", f"Whole horizon ({c.horizon_months} months), {c.currency}.", ""]
+    out += ["| item | detail | amount |", "|---|---|---:|"]
+    for kind, label in COST_LABELS.items():
+        items = [i for i in b.items if i.kind == kind]
+        out += [f"| {label}: {i.subject} | {i.detail} | {i.amount:,.0f} |" for i in items]
+        if items:
+            out.append(f"| **{label}** | | **{getattr(b, kind):,.0f}** |")
+    out.append(f"| **TCO** | | **{c.tco:,.0f}** |")
+    if b.penalty_items:
+        out += ["", "Soft-rule penalties: they steer the choice and are never spent.", ""]
+        out += ["| rule | applies to | reason | amount |", "|---|---|---|---:|"]
+        for p in b.penalty_items:
+            src = f" ({p.source})" if p.source else ""
+            out.append(
+                f"| `{p.rule}`{src} | {p.workload}: {p.deployment} ({p.judged}) | {p.reason} | "
+                f"{p.amount:,.0f} |"
+            )
+        out.append(f"| **penalties** | | | **{c.penalties:,.0f}** |")
+        out.append(f"| **objective = TCO + penalties** | | | **{c.objective_value:,.0f}** |")
+    return out

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from gpusolve.models.plan import Plan
-from gpusolve.render.fmt import hardware, hours, layout, memory, money, work
+from gpusolve.render.fmt import cost_lines, hardware, hours, layout, memory, money, work
 
 
 def plan_text(plan: Plan) -> str:
@@ -22,6 +22,11 @@ def plan_text(plan: Plan) -> str:
             f"  TCO over {c.horizon_months} months: {money(c.tco, cur)}   "
             f"capex {money(c.capex, cur)}   monthly {money(c.monthly_opex, cur)}"
         )
+        if c.penalties:
+            add(
+                f"  soft-rule penalties {money(c.penalties, cur)} (not spent); objective "
+                f"TCO + penalties = {money(c.objective_value, cur)}"
+            )
     add("")
     add("Deployments")
     for d in plan.deployments:
@@ -46,20 +51,8 @@ def plan_text(plan: Plan) -> str:
                 used = f" ({s.fill_kw[i - 1]:g} of {s.rack_kw:g} kW)" if s.fill_kw else ""
                 add(f"      rack {i}: {content}{used}")
     if plan.cost:
-        b = plan.cost.breakdown
         add("")
-        add("Cost breakdown (whole horizon)")
-        for label, value in (
-            ("servers (capex)", b.servers_capex),
-            ("rack rent", b.rack_rent),
-            ("energy", b.energy),
-            ("bandwidth", b.bandwidth),
-            ("cloud rental", b.cloud_rental),
-        ):
-            if value:
-                add(f"  {label:<16} {money(value, cur):>20}")
-        if b.penalties:
-            add(f"  {'rule penalties':<16} {money(b.penalties, cur):>20}  (soft rules; not spent)")
+        lines += cost_lines(plan.cost)
     if plan.binding:
         add("")
         add("Binding constraints")
@@ -70,8 +63,10 @@ def plan_text(plan: Plan) -> str:
         add("")
         add("Next-best plans")
         for alt in plan.alternatives:
-            delta = money(alt.delta, cur)
-            add(f"  #{alt.rank}: TCO {money(alt.tco, cur)} (+{delta}): {alt.differs}")
+            add(f"  #{alt.rank}: {alt.differs}")
+            add(f"      TCO {money(alt.tco, cur)}, penalties {money(alt.penalties, cur)}")
+            if alt.compared is not None:
+                add(f"      {alt.compared.summary}")
     _why_not(plan, add)
     add("")
     wall = f", {plan.solver.wall_s:.2f} s" if plan.solver.wall_s is not None else ""

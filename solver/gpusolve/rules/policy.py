@@ -78,11 +78,15 @@ class RulesPolicy:
     def penalty(self, kind: str, subject: Any, context: dict[str, Any]) -> Penalty:
         total = 0.0
         hits: list[RuleHit] = []
+        amounts: list[float] = []
+        kinds: list[str] = []
         for k, facts, site in self._subjects(kind, subject, context):
             money, rule_ids = self.rules.penalty(k, facts, site=site)
             total += money
             hits += [self._rule_hit(r) for r in rule_ids]
-        return Penalty(total, tuple(hits))
+            amounts += [self._prefer_penalty(k, r) for r in rule_ids]
+            kinds += [k] * len(rule_ids)
+        return Penalty(total, tuple(hits), tuple(amounts), tuple(kinds))
 
     # ------------------------------------------------------------------ internals
     def _violations(self, kind: str, subject: Any, context: dict[str, Any]) -> list[Violation]:
@@ -138,6 +142,13 @@ class RulesPolicy:
             cached = self._layouts[key] = ((layout, server, cloud, card), facts)
         base = cached[1]
         return base if offer is None else base.with_part(self._cache.offer(offer))
+
+    def _prefer_penalty(self, kind: str, rule_id: str) -> float:
+        """What rule `rule_id`'s `prefer` of this kind charges (one per rule and kind)."""
+        for p in self.rules.prefers.get(kind, []):
+            if p.rule == rule_id:
+                return p.penalty or 0.0
+        return 0.0
 
     def _rule_hit(self, rule_id: str) -> RuleHit:
         for preds in self.rules.prefers.values():

@@ -23,6 +23,7 @@ from gpusolve.models.catalog import (
     ItemPatch,
     Server,
 )
+from gpusolve.models.plan import PatchRef, SourceRef
 
 KINDS = ("cards", "servers", "colo_offers", "cloud_offers")
 # No single server draws more: the densest 8-GPU boards are ~15 kW, a whole GB200 NVL72
@@ -68,10 +69,20 @@ class LoadedCatalog:
 
     def defined_at(self, item_id: str) -> str:
         file, line = self.origins.get(item_id, ("?", None))
+        file = shown_name(file)
         return f"{file}:{line}" if line is not None else file
 
     def counts(self) -> dict[str, int]:
         return {k: len(getattr(self.catalog, k)) for k in KINDS}
+
+
+def shown_name(file: str) -> str:
+    """A shipped file as `catalog/cards.yaml` (the same on every machine); others as given."""
+    shipped = data_dir("catalog")
+    path = Path(file)
+    if path.is_absolute() and path.is_relative_to(shipped):
+        return str(Path(shipped.name) / path.relative_to(shipped))
+    return file
 
 
 def expand_paths(paths: Sequence[Path], *, what: str) -> list[Path]:
@@ -115,9 +126,7 @@ def load_catalog(paths: Sequence[Path] | None = None) -> LoadedCatalog:
         for kind in KINDS:
             for index, item in enumerate(getattr(part, kind)):
                 origin = _Origin(doc, index, kind)
-                problems.extend(
-                    _merge_one(merged, origins, kind, item, origin, part.replace)
-                )
+                problems.extend(_merge_one(merged, origins, kind, item, origin, part.replace))
                 if item.id in patches and origins[item.id] is origin:
                     del patches[item.id]  # a whole replacement drops earlier patches
         for index, item_patch in enumerate(part.patch):
@@ -228,7 +237,9 @@ def _apply_patch(
     except ValidationError as exc:
         return [_patch_problem(doc, base_path, item_id, err) for err in exc.errors()]
     patches.setdefault(item_id, []).append(
-        PatchRecord(f"{doc.name}:{line}" if line is not None else doc.name, tuple(changes))
+        PatchRecord(
+            f"{shown_name(doc.name)}:{line}" if line is not None else doc.name, tuple(changes)
+        )
     )
     return []
 
@@ -320,3 +331,21 @@ def _cross_check(catalog: Catalog, origins: dict[str, _Origin]) -> list[Problem]
 def _line(doc: Document, path: tuple[str | int, ...]) -> int | None:
     loc = doc.locate(path, key=True)
     return loc[0] if loc else None
+
+
+def sources_of(loaded: LoadedCatalog, item_ids: list[str]) -> list[SourceRef]:
+    """file:line of each item's definition and of each patch applied, in catalogue order."""
+    out = []
+    for kind in KINDS:
+        for item_id in sorted(set(item_ids)):
+            if item_id not in getattr(loaded.catalog, kind):
+                continue
+            patched = [
+                PatchRef(at=r.at, fields=list(r.fields)) for r in loaded.patches.get(item_id, [])
+            ]
+            out.append(
+                SourceRef(
+                    kind=kind, id=item_id, defined_at=loaded.defined_at(item_id), patched_at=patched
+                )
+            )
+    return out

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from gpusolve.models.plan import Plan
+from gpusolve.render.compliance import compliance_text, sources_text
 from gpusolve.render.fmt import hardware, hours, layout, memory, money, work
 
 
@@ -73,6 +74,7 @@ def plan_text(plan: Plan) -> str:
             delta = money(alt.delta, cur)
             add(f"  #{alt.rank}: TCO {money(alt.tco, cur)} (+{delta}): {alt.differs}")
     _why_not(plan, add)
+    lines += compliance_text(plan) + sources_text(plan)
     add("")
     wall = f", {plan.solver.wall_s:.2f} s" if plan.solver.wall_s is not None else ""
     info = plan.solver
@@ -119,4 +121,5 @@ def _infeasible(plan: Plan) -> str:
     out: list[str] = []
     _why_not(plan, out.append)
     _rules_and_advice(plan, out.append)
+    out += compliance_text(plan)
     return "\n".join(lines + out) + "\n"

@@ -141,9 +141,8 @@ def plan(
         why_not=why_not,
         timings=timings,
     )
-    result = run.finish(
-        make_plan(run.reqs, run.catalog, run.policies, run.rules, options, progress)
-    )
+    result = make_plan(run.reqs, run.catalog, run.policies, run.rules, options, progress)
+    result = run.finish(result)  # market, compliance, exclusions, sources
     text = render_plan(result, fmt)
     if output is not None:
         write_text_atomic(output, text)

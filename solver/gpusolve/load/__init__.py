@@ -141,14 +141,14 @@ def check_against_catalog(reqs: Requirements, doc: Document, catalog: Catalog) -
     for j, item in enumerate(reqs.allow_restricted):
         if item not in catalog.cards and item not in catalog.servers:
             loc = doc.locate(("allow_restricted", j)) or (None, None)
-            close = suggestions_for(item, [*catalog.cards, *catalog.servers])
+            hint = suggestions_for(item, [*catalog.cards, *catalog.servers])
             problems.append(
                 Problem(
                     doc.name,
                     loc[0],
                     loc[1],
                     f"allow_restricted: unknown card or server {item!r}",
-                    close,
+                    hint,
                 )
             )
     if problems:

@@ -157,3 +157,12 @@ def test_a_user_catalogue_can_patch_the_export_status(gpusolve, tmp_path: Path) 
     plan = _plan(gpusolve, path, "--catalog", str(memo))
     assert "hgx-b200-8gpu" not in {e["item"] for e in plan["excluded"]}
     assert "hgx-h100-8gpu" in {e["item"] for e in plan["excluded"]}
+
+
+def test_when_the_market_leaves_nothing_to_buy_the_fix_is_allow_restricted(gpusolve) -> None:
+    path = str(ROOT / "examples" / PRETRAIN)
+    result = gpusolve("plan", "-q", path, *owned_only(), "--format", "json")
+    assert result.code == 1
+    conflicting = json.loads(result.out)["infeasibility"]["conflicting"]
+    export = [c for c in conflicting if c["requirement"] == "rule:export-cn"]
+    assert export and "allow_restricted" in (export[0]["suggestion"] or "")

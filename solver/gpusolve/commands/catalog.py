@@ -80,9 +80,11 @@ def list_items(kind: str | None, catalog_paths: tuple[Path, ...], fmt: str) -> N
 def _summary(kind: str, item: Any, currency: str) -> str:
     if kind == "cards":
         bf16 = item.tflops.bf16 or item.tflops.fp16 or item.tflops.fp32
+        export = item.export_cn.status if item.export_cn else "unknown"
         return (
             f"{item.id:<22} {item.memory_gb:>5.0f} GB {item.memory_bandwidth_gbs:>6.0f} GB/s "
-            f"{bf16:>7.1f} TFLOPS(bf16) {item.tdp_w:>5.0f} W  {item.peer_link}"
+            f"{bf16:>7.1f} TFLOPS(bf16) {item.tdp_w:>5.0f} W  {item.peer_link:<15} "
+            f"China: {export}"
         )
     if kind == "servers":
         return (

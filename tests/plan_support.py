@@ -40,4 +40,12 @@ def example(name: str) -> dict[str, Any]:
 
 def owned_only(servers: Path = SERVERS) -> list[str]:
     """`--catalog` arguments for cards, the given servers and the colo offers: no cloud."""
-    return ["--catalog", str(CARDS), "--catalog", str(servers), "--catalog", str(COLO)]
+    return [
+        "--no-default-catalog",
+        "--catalog",
+        str(CARDS),
+        "--catalog",
+        str(servers),
+        "--catalog",
+        str(COLO),
+    ]

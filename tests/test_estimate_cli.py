@@ -112,7 +112,7 @@ def test_text_prints_formula_and_rules_of_thumb_side_by_side(
     gpusolve: Callable[..., Any], files: tuple[Path, Path]
 ) -> None:
     reqs, cat = files
-    res = gpusolve("estimate", str(reqs), "--catalog", str(cat))
+    res = gpusolve("estimate", str(reqs), "--no-default-catalog", "--catalog", str(cat))
     assert res.code == 0, res.err
     out = res.out
     # H38's worked examples and H05's bound, labelled, next to the formula figure.
@@ -129,7 +129,7 @@ def test_json_matches_its_schema_and_documented_keys(
     gpusolve: Callable[..., Any], files: tuple[Path, Path]
 ) -> None:
     reqs, cat = files
-    data = _json(gpusolve, str(reqs), "--catalog", str(cat))
+    data = _json(gpusolve, str(reqs), "--no-default-catalog", "--catalog", str(cat))
     jsonschema.validate(data, schema_for("estimate", EstimateReport))
     assert data["mode"] == "search"
     names = [w["name"] for w in data["workloads"]]
@@ -184,7 +184,16 @@ def _explicit_on_a100(
     gpusolve: Callable[..., Any], files: tuple[Path, Path], *layout: str
 ) -> dict[str, Any]:
     reqs, cat = files
-    return _json(gpusolve, str(reqs), "--catalog", str(cat), "--card", "a100-80gb-sxm", *layout)
+    return _json(
+        gpusolve,
+        str(reqs),
+        "--no-default-catalog",
+        "--catalog",
+        str(cat),
+        "--card",
+        "a100-80gb-sxm",
+        *layout,
+    )
 
 
 def test_explicit_layout_is_exactly_that_configuration(
@@ -288,7 +297,17 @@ def test_output_file(
 ) -> None:
     reqs, cat = files
     out = tmp_path / "est.json"
-    res = gpusolve("estimate", str(reqs), "--catalog", str(cat), "--format", "json", "-o", str(out))
+    res = gpusolve(
+        "estimate",
+        str(reqs),
+        "--no-default-catalog",
+        "--catalog",
+        str(cat),
+        "--format",
+        "json",
+        "-o",
+        str(out),
+    )
     assert res.code == 0
     assert json.loads(out.read_text())["workloads"]
 
@@ -302,7 +321,7 @@ def test_unknown_preset_is_an_input_error_with_a_line(
         "workloads:\n  - name: x\n    kind: inference\n    model: {preset: llama-9-1t}\n"
         "    concurrency: 1\n"
     )
-    res = gpusolve("estimate", str(bad), "--catalog", str(cat))
+    res = gpusolve("estimate", str(bad), "--no-default-catalog", "--catalog", str(cat))
     assert res.code == 2
     assert "bad.yaml:4" in res.err and "known presets" in res.err
 
@@ -311,7 +330,19 @@ def test_unknown_card_and_bad_layout_are_usage_errors(
     gpusolve: Callable[..., Any], files: tuple[Path, Path]
 ) -> None:
     reqs, cat = files
-    res = gpusolve("estimate", str(reqs), "--catalog", str(cat), "--card", "nope")
+    res = gpusolve(
+        "estimate", str(reqs), "--no-default-catalog", "--catalog", str(cat), "--card", "nope"
+    )
     assert res.code == 2 and "unknown card nope" in res.err
-    res = gpusolve("estimate", str(reqs), "--catalog", str(cat), "--gpus", "6", "--tp", "4")
+    res = gpusolve(
+        "estimate",
+        str(reqs),
+        "--no-default-catalog",
+        "--catalog",
+        str(cat),
+        "--gpus",
+        "6",
+        "--tp",
+        "4",
+    )
     assert res.code == 2 and "not a multiple" in res.err

@@ -30,8 +30,11 @@ def test_non_dominated_keeps_the_trade_off_only() -> None:
     assert [(p.tco, p.makespan_h) for p in kept] == [(10, 100), (5, 200)]
 
 
-def test_frontier_of_the_pretraining_example(gpusolve) -> None:
-    path = str(ROOT / "examples" / "pretrain-70b-infiniband.yaml")
+def test_frontier_of_the_pretraining_example(gpusolve, tmp_path: Path) -> None:
+    # Market global: the frontier over every card; in market cn only rentals remain.
+    example = (ROOT / "examples" / "pretrain-70b-infiniband.yaml").read_text(encoding="utf-8")
+    path = str(tmp_path / "pretrain-70b-global.yaml")
+    Path(path).write_text("market: global\n" + example, encoding="utf-8")
     result = gpusolve("frontier", "-q", path, "--points", "4", "--format", "json")
     assert result.code == 0, result.err
     data = json.loads(result.out)

@@ -17,6 +17,7 @@ def card(card_id: str, memory_gb: float) -> dict[str, Any]:
     c = copy.deepcopy(H100)
     c.pop("memory_reported_mib", None)
     c.pop("memory_source", None)
+    c.pop("export_cn", None)  # a hypothetical card: no export status, so market cn may buy it
     c.update(id=card_id, name=f"Test {memory_gb:g} GB", memory_gb=memory_gb)
     return c
 
@@ -110,13 +111,21 @@ def test_fits_80gb_except_for_headroom_goes_to_next_card(gpusolve, tmp_path: Pat
             }
         ]
     }
-    plan = plan_json(gpusolve, str(write_reqs(tmp_path, reqs)), "--catalog", str(cat))
+    plan = plan_json(
+        gpusolve, str(write_reqs(tmp_path, reqs)), "--no-default-catalog", "--catalog", str(cat)
+    )
     (dep,) = plan["deployments"]
     assert dep["server"] == "box-96"
     assert 65.3 < dep["memory_per_gpu_gb"] <= 82.5
     # With 10% headroom the 76 GB card keeps 73.4 GB usable, and its cheaper server wins.
     reqs["headroom"] = 0.10
-    plan = plan_json(gpusolve, str(write_reqs(tmp_path, reqs, "r2.yaml")), "--catalog", str(cat))
+    plan = plan_json(
+        gpusolve,
+        str(write_reqs(tmp_path, reqs, "r2.yaml")),
+        "--no-default-catalog",
+        "--catalog",
+        str(cat),
+    )
     assert plan["deployments"][0]["server"] == "box-80"
 
 
@@ -144,7 +153,7 @@ def test_twenty_kw_server_is_refused_by_ten_kw_racks(gpusolve, tmp_path: Path) -
             ]
         },
     )
-    result = gpusolve("plan", "-q", str(reqs), "--catalog", str(only_10kw))
+    result = gpusolve("plan", "-q", str(reqs), "--no-default-catalog", "--catalog", str(only_10kw))
     assert result.code == 1, result.out
     assert "10 kW racks; one server draws 20 kW" in result.out
     # A 25 kW rack offer takes it: one rack, one server.
@@ -155,7 +164,7 @@ def test_twenty_kw_server_is_refused_by_ten_kw_racks(gpusolve, tmp_path: Path) -
         servers=servers,
         colo_offers=[site("rack-10kw", 10), site("rack-25kw", 25)],
     )
-    plan = plan_json(gpusolve, str(reqs), "--catalog", str(with_25kw))
+    plan = plan_json(gpusolve, str(reqs), "--no-default-catalog", "--catalog", str(with_25kw))
     assert plan["deployments"][0]["site"] == "rack-25kw"
     assert plan["sites"][0]["racks"] == 1
 
@@ -191,10 +200,18 @@ def test_day_night_sharing_halves_servers(gpusolve, tmp_path: Path) -> None:
             {"name": "night-chat", "schedule": "night", **service},
         ],
     }
-    shared = plan_json(gpusolve, str(write_reqs(tmp_path, reqs)), "--catalog", str(cat))
+    shared = plan_json(
+        gpusolve, str(write_reqs(tmp_path, reqs)), "--no-default-catalog", "--catalog", str(cat)
+    )
     for w in reqs["workloads"]:
         w["schedule"] = "always"
-    apart = plan_json(gpusolve, str(write_reqs(tmp_path, reqs, "r2.yaml")), "--catalog", str(cat))
+    apart = plan_json(
+        gpusolve,
+        str(write_reqs(tmp_path, reqs, "r2.yaml")),
+        "--no-default-catalog",
+        "--catalog",
+        str(cat),
+    )
     n = shared["deployments"][0]["servers"]
     assert n >= 1
     assert _servers(shared) == n
@@ -254,6 +271,7 @@ def test_purchase_beats_rental_for_a_36_month_service(gpusolve, tmp_path: Path) 
         tmp_path,
         {
             "horizon_months": 36,
+            "market": "global",  # the economics of owning, not which cards China may buy
             "workloads": [
                 {
                     "name": "svc",

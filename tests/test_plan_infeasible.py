@@ -97,6 +97,7 @@ def test_region_without_liquid_racks_for_a_liquid_only_server(gpusolve, tmp_path
     reqs = write_reqs(
         tmp_path,
         {
+            "market": "global",  # the only server's card is restricted in market cn
             "workloads": [
                 {
                     "name": "ft-13b",
@@ -106,7 +107,7 @@ def test_region_without_liquid_racks_for_a_liquid_only_server(gpusolve, tmp_path
                     "deadline_hours": 240,
                     "regions": ["苏南"],
                 }
-            ]
+            ],
         },
     )
     result = gpusolve(

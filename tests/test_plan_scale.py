@@ -18,7 +18,14 @@ SCALE = ROOT / "examples" / "scale"
 
 def _plan(gpusolve: Any, reqs: str, catalog: str) -> dict[str, Any]:
     result = gpusolve(
-        "plan", "-q", str(SCALE / reqs), "--catalog", str(SCALE / catalog), "--format", "json"
+        "plan",
+        "-q",
+        str(SCALE / reqs),
+        "--no-default-catalog",
+        "--catalog",
+        str(SCALE / catalog),
+        "--format",
+        "json",
     )
     assert result.code == 0, result.err + result.out
     data: dict[str, Any] = json.loads(result.out)

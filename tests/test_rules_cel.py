@@ -174,9 +174,9 @@ def test_null_semantics() -> None:
     assert run(program, card={"tflops": {"bf16": None}}) is True
     assert run(program, card={"tflops": {"bf16": 50.0}}) is False
     assert run(program, card={"tflops": {"bf16": 150.0}}) is True
-    ne = compile_card("card.export_restricted_cn != null")
-    assert run(ne, card={"export_restricted_cn": None}) is False
-    assert run(ne, card={"export_restricted_cn": False}) is True
+    ne = compile_card("card.export_cn != null")
+    assert run(ne, card={"export_cn": None}) is False
+    assert run(ne, card={"export_cn": {"status": "not-restricted"}}) is True
 
 
 def test_errors_follow_cel_commutative_logic() -> None:

@@ -209,6 +209,35 @@ def test_export_flags() -> None:
         assert card.notes and "uncertain" in card.notes.lower(), cid
 
 
+# The export status for China of each shipped card, from the rules its export_cn names
+# (catalog-facts §1d): the 2022 rule caught A100/H100, the 2023 rule A800/H800 and the
+# cards above TPP 4,800 (or 1,600 at density 5.92), the 2025 licence requirement the H20.
+EXPORT_STATUS = {
+    "restricted": {
+        "a100-40gb-sxm", "a100-40gb-pcie", "a100-80gb-sxm", "a100-80gb-pcie",
+        "a800-80gb-sxm", "a800-80gb-pcie", "h100-sxm", "h100-pcie", "h800-sxm",
+        "h200-sxm", "b200", "l40s", "l4", "rtx-4090", "rtx-6000-ada", "mi300x",
+    },
+    "licence-required": {"h20-96gb"},
+    "not-restricted": {"l20", "rtx-4090d", "ascend-910b"},
+    "unknown": {"a10"},
+}  # fmt: skip
+
+
+def test_every_card_has_a_dated_sourced_export_status() -> None:
+    cards = _cards()
+    by_status = {s: {c for c in cards if cards[c].export_cn.status == s} for s in EXPORT_STATUS}
+    assert by_status == EXPORT_STATUS
+    for cid, card in cards.items():
+        status = card.export_cn
+        assert status.as_of >= "2025-04", cid  # after the last rule it cites
+        assert "http" in status.source or "Form 8-K" in status.source or "§" in status.source
+        assert status.note, cid
+    rules = {cards[c].export_cn.rule for c in EXPORT_STATUS["restricted"]}
+    assert any("2022-10-07" in r for r in rules) and any("2023-10-17" in r for r in rules)
+    assert "2025-04" in cards["h20-96gb"].export_cn.rule
+
+
 # ------------------------------------------------------------------------------ servers
 
 

@@ -7,6 +7,7 @@ from dataclasses import replace
 from typing import Any
 
 from gpusolve.candidates.generate import Candidates, Rejection, build_candidates
+from gpusolve.candidates.market import RULE_ID as EXPORT_RULE
 from gpusolve.candidates.policy import Penalty, RuleHit, WorkloadPolicy
 from gpusolve.models.catalog import Catalog
 from gpusolve.models.plan import Infeasibility, Relaxation
@@ -119,6 +120,8 @@ def _suggest(name: str, relaxed: Candidates, reqs: Requirements, config: ir.Solv
             }
         )
         return "allow one of: " + ", ".join(regions) if regions else "allow another region"
+    if kind == "rule" and subject == EXPORT_RULE:  # the market filter, not a rule file
+        return "add the cards you may buy to allow_restricted: (owned stock, a compliant channel)"
     if kind == "rule":
         return f"disable it (a --rules file with `disable: [{subject}]`) or override it"
     return "relax it"

@@ -10,11 +10,19 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from gpusolve.candidates.market import (
+    MarketView,
+    apply_market,
+    compliance,
+    exclusions,
+    resolve_market,
+)
 from gpusolve.candidates.policy import WorkloadPolicy
 from gpusolve.errors import InputError
 from gpusolve.load import check_against_catalog, load_catalog, load_requirements_doc
-from gpusolve.load.catalog import KINDS
+from gpusolve.load.catalog import KINDS, LoadedCatalog, sources_of
 from gpusolve.models.catalog import Catalog
+from gpusolve.models.plan import Plan
 from gpusolve.models.requirements import Budget, Requirements
 from gpusolve.planner import RulesSummary
 
@@ -27,6 +35,27 @@ class Run:
     catalog: Catalog
     policies: dict[str, WorkloadPolicy]
     rules: RulesSummary
+    loaded: LoadedCatalog | None = None  # where each item came from (for the plan's sources)
+    market: MarketView | None = None
+
+    def finish(self, plan: Plan) -> Plan:
+        """The plan with its market, compliance lines, exclusions and sources filled in."""
+        update: dict[str, object] = {}
+        if self.market is not None:
+            update["market"] = self.market.market
+            update["market_basis"] = self.market.basis
+            update["compliance"] = compliance(plan.deployments, self.catalog, self.market)
+            update["excluded"] = exclusions(self.catalog, self.market)
+        if self.loaded is not None:
+            used = [
+                i
+                for d in plan.deployments
+                for i in (d.card, d.server, d.cloud_offer)
+                if i is not None
+            ]
+            used += [s.offer for s in plan.sites]
+            update["sources"] = sources_of(self.loaded, used)
+        return plan.model_copy(update=update)
 
     def check_known_id(self, item: str) -> None:
         known = [i for k in KINDS for i in getattr(self.catalog, k)]
@@ -59,7 +88,15 @@ def prepare_run(
 
     policies, summary = evaluate_policies(reqs, loaded.catalog, list(rules_paths))
     progress(f"rules: {len(summary.fired)} fired")
-    return Run(reqs, loaded.catalog, policies, summary)
+    market = resolve_market(reqs, loaded.catalog)
+    policies = apply_market(policies, loaded.catalog, market)
+    blocked = exclusions(loaded.catalog, market)
+    if blocked:
+        progress(
+            f"market {market.market}: {len(blocked)} server(s) not bought "
+            "(cards restricted for export to China; see allow_restricted:)"
+        )
+    return Run(reqs, loaded.catalog, policies, summary, loaded, market)
 
 
 def _override(

@@ -8,8 +8,8 @@ from typing import Any
 
 import click
 
-from gpusolve.commands.options import format_option
-from gpusolve.load import load_catalog
+from gpusolve.commands.options import catalog_option, format_option
+from gpusolve.load import data_dir, load_catalog
 from gpusolve.load.catalog import KINDS
 
 KIND_ALIASES = {
@@ -25,17 +25,27 @@ def catalog() -> None:
     """Validate, list and show the priced catalogue (cards, servers, colo, cloud).
 
     \b
-    The shipped catalogue is used unless you pass files or folders. Later files may
-    add items; replacing an existing id needs `replace: true` in the later file.
+    Files you pass are read after the shipped catalogue: they add items, change fields
+    of an existing item by id (`patch:`), or restate whole items (`replace: true` in the
+    file). --no-default-catalog uses your files alone.
     Every figure carries its `source:`; prices marked illustrative are not quotes.
     """
 
 
 @catalog.command("validate")
 @click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
-def validate(paths: tuple[Path, ...]) -> None:
-    """Check catalogue files (default: the shipped catalogue) and print counts."""
-    loaded = load_catalog(list(paths) or None)
+@click.option(
+    "--no-default-catalog",
+    "alone",
+    is_flag=True,
+    help="Check the files alone, not on top of the shipped catalogue.",
+)
+def validate(paths: tuple[Path, ...], alone: bool) -> None:
+    """Check catalogue files as a run reads them (after the shipped catalogue) and print
+    counts; with no PATHS, the shipped catalogue."""
+    if alone and not paths:
+        raise click.UsageError("--no-default-catalog needs at least one PATH")
+    loaded = load_catalog(list(paths) if alone else [data_dir("catalog"), *paths])
     counts = loaded.counts()
     click.echo(f"ok: {len(loaded.files)} file(s), currency {loaded.catalog.currency}")
     for kind in KINDS:
@@ -49,7 +59,7 @@ def validate(paths: tuple[Path, ...]) -> None:
     default=None,
     help="Only this kind of item.",
 )
-@click.option("--catalog", "catalog_paths", multiple=True, type=click.Path(path_type=Path))
+@catalog_option
 @format_option("text", "json")
 def list_items(kind: str | None, catalog_paths: tuple[Path, ...], fmt: str) -> None:
     """List catalogue items with their key figures (json: every field)."""
@@ -70,9 +80,11 @@ def list_items(kind: str | None, catalog_paths: tuple[Path, ...], fmt: str) -> N
 def _summary(kind: str, item: Any, currency: str) -> str:
     if kind == "cards":
         bf16 = item.tflops.bf16 or item.tflops.fp16 or item.tflops.fp32
+        export = item.export_cn.status if item.export_cn else "unknown"
         return (
             f"{item.id:<22} {item.memory_gb:>5.0f} GB {item.memory_bandwidth_gbs:>6.0f} GB/s "
-            f"{bf16:>7.1f} TFLOPS(bf16) {item.tdp_w:>5.0f} W  {item.peer_link}"
+            f"{bf16:>7.1f} TFLOPS(bf16) {item.tdp_w:>5.0f} W  {item.peer_link:<15} "
+            f"China: {export}"
         )
     if kind == "servers":
         return (
@@ -93,7 +105,7 @@ def _summary(kind: str, item: Any, currency: str) -> str:
 
 @catalog.command("show")
 @click.argument("item_id")
-@click.option("--catalog", "catalog_paths", multiple=True, type=click.Path(path_type=Path))
+@catalog_option
 @format_option("text", "json")
 def show(item_id: str, catalog_paths: tuple[Path, ...], fmt: str) -> None:
     """Show every field of one item, and the file and line it came from."""
@@ -104,10 +116,14 @@ def show(item_id: str, catalog_paths: tuple[Path, ...], fmt: str) -> None:
             continue
         data = item.model_dump(mode="json")
         file, line = loaded.origins.get(item_id, ("?", None))
+        patched = [{"at": r.at, "fields": list(r.fields)} for r in loaded.patches.get(item_id, [])]
         if fmt == "json":
-            click.echo(json.dumps({"kind": kind, "defined_at": f"{file}:{line}", **data}, indent=2))
+            head = {"kind": kind, "defined_at": f"{file}:{line}", "patched_at": patched}
+            click.echo(json.dumps({**head, **data}, indent=2))
             return
         click.echo(f"{kind[:-1]} {item_id}  (defined at {file}:{line})")
+        for record in patched:
+            click.echo(f"  patched at {record['at']}: {', '.join(record['fields'])}")
         _print_tree(data, indent=2)
         return
     known = [i for k in KINDS for i in getattr(loaded.catalog, k)]

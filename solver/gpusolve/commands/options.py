@@ -11,13 +11,48 @@ import click
 F = TypeVar("F", bound=Callable[..., Any])
 
 
+_NO_DEFAULT = "gpusolve.no_default_catalog"
+
+
+def _remember_no_default(ctx: click.Context, _param: click.Parameter, value: bool) -> bool:
+    ctx.meta[_NO_DEFAULT] = value
+    return value
+
+
+def _catalogue_files(
+    ctx: click.Context, _param: click.Parameter, value: tuple[Path, ...]
+) -> tuple[Path, ...]:
+    """The files a run reads, in order: the shipped catalogue, then the user's (which add
+    items or `patch:` them); with --no-default-catalog, the user's alone."""
+    from gpusolve.load.data import data_dir
+
+    if ctx.meta.get(_NO_DEFAULT):
+        if not value:
+            raise click.UsageError("--no-default-catalog needs at least one --catalog FILE")
+        return tuple(value)
+    return (data_dir("catalog"), *value)
+
+
 def catalog_option(func: F) -> F:
-    return click.option(
+    """`--catalog FILE` (repeatable) adds to the shipped catalogue; `--no-default-catalog`
+    drops the shipped one. The command receives the full, ordered list of paths."""
+    func = click.option(
         "--catalog",
         "catalog_paths",
         multiple=True,
         type=click.Path(path_type=Path),
-        help="Catalogue file or folder (repeatable). Default: the shipped catalogue.",
+        callback=_catalogue_files,
+        help="Catalogue file or folder, read after the shipped catalogue (repeatable): it "
+        "adds items, changes some fields of an item by id (`patch:`), or restates whole items "
+        "(`replace: true`).",
+    )(func)
+    return click.option(
+        "--no-default-catalog",
+        is_flag=True,
+        is_eager=True,
+        expose_value=False,
+        callback=_remember_no_default,
+        help="Use only the --catalog files, not the shipped catalogue.",
     )(func)
 
 

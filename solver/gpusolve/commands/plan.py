@@ -150,6 +150,7 @@ def plan(
         timings=timings,
     )
     result = make_plan(run.reqs, run.catalog, run.policies, run.rules, options, progress)
+    result = run.finish(result)  # market, compliance, exclusions, sources
     text = render_plan(result, fmt)
     if output is not None:
         write_text_atomic(output, text)

@@ -138,5 +138,18 @@ def check_against_catalog(reqs: Requirements, doc: Document, catalog: Catalog) -
                     "use a card id from `gpusolve catalog list --kind cards`",
                 )
             )
+    for j, item in enumerate(reqs.allow_restricted):
+        if item not in catalog.cards and item not in catalog.servers:
+            loc = doc.locate(("allow_restricted", j)) or (None, None)
+            hint = suggestions_for(item, [*catalog.cards, *catalog.servers])
+            problems.append(
+                Problem(
+                    doc.name,
+                    loc[0],
+                    loc[1],
+                    f"allow_restricted: unknown card or server {item!r}",
+                    hint,
+                )
+            )
     if problems:
         raise InputError(problems)

@@ -2,22 +2,40 @@
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pydantic import BaseModel, ValidationError
+
 from gpusolve.errors import InputError, Problem
 from gpusolve.load.data import data_dir
 from gpusolve.load.validate import parse_model
 from gpusolve.load.yamlio import Document, read_yaml
-from gpusolve.models.catalog import Catalog, CatalogFile
+from gpusolve.models.catalog import (
+    Card,
+    Catalog,
+    CatalogFile,
+    CloudOffer,
+    ColoOffer,
+    ItemPatch,
+    Server,
+)
+from gpusolve.models.plan import PatchRef, SourceRef
 
 KINDS = ("cards", "servers", "colo_offers", "cloud_offers")
 # No single server draws more: the densest 8-GPU boards are ~15 kW, a whole GB200 NVL72
 # rack ~130 kW. A "server" above this is a typo (W written as kW, a rack entered as a node).
 MAX_SERVER_KW = 40.0
 MAX_RACK_KW = 250.0
+_MODELS: dict[str, type[BaseModel]] = {
+    "cards": Card,
+    "servers": Server,
+    "colo_offers": ColoOffer,
+    "cloud_offers": CloudOffer,
+}
 
 
 @dataclass
@@ -31,14 +49,40 @@ class _Origin:
         return loc if loc else (None, None)
 
 
+@dataclass(frozen=True)
+class PatchRecord:
+    """One `patch:` entry applied to an item: where it is written and what it changed."""
+
+    at: str  # file:line
+    fields: tuple[str, ...]
+
+
 @dataclass
 class LoadedCatalog:
     catalog: Catalog
     files: list[Path]
     origins: dict[str, tuple[str, int | None]] = field(default_factory=dict)  # id -> (file, line)
+    patches: dict[str, list[PatchRecord]] = field(default_factory=dict)  # id -> in order applied
+
+    def kind_of(self, item_id: str) -> str | None:
+        return next((k for k in KINDS if item_id in getattr(self.catalog, k)), None)
+
+    def defined_at(self, item_id: str) -> str:
+        file, line = self.origins.get(item_id, ("?", None))
+        file = shown_name(file)
+        return f"{file}:{line}" if line is not None else file
 
     def counts(self) -> dict[str, int]:
         return {k: len(getattr(self.catalog, k)) for k in KINDS}
+
+
+def shown_name(file: str) -> str:
+    """A shipped file as `catalog/cards.yaml` (the same on every machine); others as given."""
+    shipped = data_dir("catalog")
+    path = Path(file)
+    if path.is_absolute() and path.is_relative_to(shipped):
+        return str(Path(shipped.name) / path.relative_to(shipped))
+    return file
 
 
 def expand_paths(paths: Sequence[Path], *, what: str) -> list[Path]:
@@ -60,6 +104,7 @@ def load_catalog(paths: Sequence[Path] | None = None) -> LoadedCatalog:
     files = expand_paths(list(paths) if paths else [data_dir("catalog")], what="catalogue")
     merged: dict[str, dict[str, Any]] = {k: {} for k in KINDS}
     origins: dict[str, _Origin] = {}
+    patches: dict[str, list[PatchRecord]] = {}
     currency: tuple[str, Document] | None = None
     problems: list[Problem] = []
     for path in files:
@@ -82,6 +127,10 @@ def load_catalog(paths: Sequence[Path] | None = None) -> LoadedCatalog:
             for index, item in enumerate(getattr(part, kind)):
                 origin = _Origin(doc, index, kind)
                 problems.extend(_merge_one(merged, origins, kind, item, origin, part.replace))
+                if item.id in patches and origins[item.id] is origin:
+                    del patches[item.id]  # a whole replacement drops earlier patches
+        for index, item_patch in enumerate(part.patch):
+            problems.extend(_apply_patch(merged, origins, patches, doc, index, item_patch))
     if problems:
         raise InputError(problems)
     catalog = Catalog(
@@ -95,6 +144,7 @@ def load_catalog(paths: Sequence[Path] | None = None) -> LoadedCatalog:
         catalog=catalog,
         files=files,
         origins={i: (o.doc.name, o.where()[0]) for i, o in origins.items()},
+        patches=patches,
     )
 
 
@@ -114,7 +164,9 @@ def _merge_one(
         if not (same_kind and replace):
             line, col = origin.where()
             hint = (
-                "set `replace: true` at the top of this file to replace it on purpose"
+                "to change some of its fields list them under `patch:` (with `id:`); to "
+                "restate the whole item set `replace: true` at the top of this file; to use "
+                "only your files pass --no-default-catalog"
                 if same_kind
                 else "ids are shared by all kinds; rename one"
             )
@@ -131,6 +183,93 @@ def _merge_one(
     merged[kind][item_id] = item
     origins[item_id] = origin
     return []
+
+
+def _apply_patch(
+    merged: dict[str, dict[str, Any]],
+    origins: dict[str, _Origin],
+    patches: dict[str, list[PatchRecord]],
+    doc: Document,
+    index: int,
+    item_patch: ItemPatch,
+) -> list[Problem]:
+    """Merge one `patch:` entry into the item it names; the result is validated whole."""
+    base_path: tuple[str | int, ...] = ("patch", index)
+    line, col = doc.locate(base_path) or (None, None)
+    item_id = item_patch.id
+    origin = origins.get(item_id)
+    if origin is None:
+        close = difflib.get_close_matches(item_id, list(origins), n=3)
+        hint = f"did you mean {', '.join(close)}?" if close else "see `gpusolve catalog list`"
+        return [
+            Problem(
+                doc.name,
+                line,
+                col,
+                f"patch for unknown id {item_id!r}: a patch changes an item defined earlier",
+                f"{hint} (to add a new item, list it under its kind instead)",
+            )
+        ]
+    model = _MODELS[origin.kind]
+    changes = dict(item_patch.model_extra or {})
+    unknown = sorted(k for k in changes if k not in model.model_fields)
+    if unknown or not changes:
+        where = doc.locate((*base_path, unknown[0]), key=True) if unknown else None
+        at = where or (line, col)
+        what = (
+            f"unknown field {unknown[0]!r} for a {origin.kind[:-1].replace('_', ' ')}"
+            if unknown
+            else f"patch for {item_id!r} changes nothing"
+        )
+        return [
+            Problem(
+                doc.name,
+                at[0],
+                at[1],
+                what,
+                f"expected one of: {', '.join(sorted(k for k in model.model_fields if k != 'id'))}",
+            )
+        ]
+    current = merged[origin.kind][item_id]
+    data = deep_merge(current.model_dump(by_alias=True), changes)
+    try:
+        merged[origin.kind][item_id] = model.model_validate(data)
+    except ValidationError as exc:
+        return [_patch_problem(doc, base_path, item_id, err) for err in exc.errors()]
+    patches.setdefault(item_id, []).append(
+        PatchRecord(
+            f"{shown_name(doc.name)}:{line}" if line is not None else doc.name, tuple(changes)
+        )
+    )
+    return []
+
+
+def deep_merge(base: dict[str, Any], changes: dict[str, Any]) -> dict[str, Any]:
+    """`base` with `changes` laid over it: mappings merge key by key, anything else replaces."""
+    out = dict(base)
+    for key, value in changes.items():
+        old = out.get(key)
+        if isinstance(old, dict) and isinstance(value, dict):
+            out[key] = deep_merge(old, value)
+        else:
+            out[key] = value
+    return out
+
+
+def _patch_problem(
+    doc: Document, base_path: tuple[str | int, ...], item_id: str, err: Any
+) -> Problem:
+    loc = tuple(p for p in err["loc"] if isinstance(p, str | int))
+    line, col = doc.locate((*base_path, *loc)) or (None, None)
+    field_name = ".".join(str(p) for p in loc) or "(item)"
+    message = str(err["msg"]).removeprefix("Value error, ")
+    return Problem(
+        doc.name,
+        line,
+        col,
+        f"patch for {item_id!r}: {field_name}: {message}",
+        "the patched item must still be a valid whole item",
+    )
 
 
 def _cross_check(catalog: Catalog, origins: dict[str, _Origin]) -> list[Problem]:
@@ -192,3 +331,21 @@ def _cross_check(catalog: Catalog, origins: dict[str, _Origin]) -> list[Problem]
 def _line(doc: Document, path: tuple[str | int, ...]) -> int | None:
     loc = doc.locate(path, key=True)
     return loc[0] if loc else None
+
+
+def sources_of(loaded: LoadedCatalog, item_ids: list[str]) -> list[SourceRef]:
+    """file:line of each item's definition and of each patch applied, in catalogue order."""
+    out = []
+    for kind in KINDS:
+        for item_id in sorted(set(item_ids)):
+            if item_id not in getattr(loaded.catalog, kind):
+                continue
+            patched = [
+                PatchRef(at=r.at, fields=list(r.fields)) for r in loaded.patches.get(item_id, [])
+            ]
+            out.append(
+                SourceRef(
+                    kind=kind, id=item_id, defined_at=loaded.defined_at(item_id), patched_at=patched
+                )
+            )
+    return out

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from gpusolve.models.common import (
     Confidence,
@@ -42,6 +42,30 @@ class Mamf(StrictModel):
     bf16: PositiveFloat | None = None
     fp8: PositiveFloat | None = None
     source: str = Field(min_length=3)
+
+
+ExportState = Literal["restricted", "licence-required", "not-restricted", "unknown"]
+"""restricted: no licence expected; licence-required: sale needs a US licence case by case;
+not-restricted: below every threshold as of `as_of`; unknown: nobody checked."""
+
+RESTRICTED_STATES: frozenset[str] = frozenset({"restricted", "licence-required"})
+
+
+class ExportStatus(StrictModel):
+    """A card's export status for China, dated and sourced: the rules change."""
+
+    status: ExportState
+    rule: str = Field(min_length=3, description="The rule that decides it, e.g. the BIS IFR.")
+    source: str = Field(min_length=3, description="URL or document of the rule or the news.")
+    as_of: str = Field(
+        pattern=r"^\d{4}-\d{2}(-\d{2})?$", description="Date the status was last checked."
+    )
+    note: str | None = None
+
+    @property
+    def restricted(self) -> bool:
+        """True when buying the card for use in China needs a licence the buyer lacks."""
+        return self.status in RESTRICTED_STATES
 
 
 class Card(StrictModel):
@@ -82,8 +106,11 @@ class Card(StrictModel):
     export_variant: bool = Field(
         default=False, description="A China export-compliant variant (A800, H800, H20, L20...)."
     )
-    export_restricted_cn: bool | None = Field(
-        default=None, description="Sale to China restricted (policy risk; dated by source)."
+    export_cn: ExportStatus | None = Field(
+        default=None,
+        description="Export status for China (mainland, Hong Kong, Macau): the status, the "
+        "rule, its source and the date it was checked. Absent = not stated (treated as "
+        "unknown). A policy-risk fact, not legal advice: patch it to your legal team's view.",
     )
     confidence: Confidence
     source: str = Field(min_length=3)
@@ -242,6 +269,19 @@ class CloudOffer(StrictModel):
     notes: str | None = None
 
 
+class ItemPatch(BaseModel):
+    """Changes to an item defined earlier (this or an earlier file), found by its id.
+
+    Only the fields given change; a mapping (e.g. `pricing`, `tflops`) merges key by key, a
+    list or a plain value replaces the old one, null clears an optional field. The patched
+    item is checked again as a whole, so a patch cannot leave it invalid.
+    """
+
+    model_config = ConfigDict(extra="allow", frozen=True)
+
+    id: Identifier = Field(description="Id of the card, server, colo or cloud offer to change.")
+
+
 class CatalogFile(StrictModel):
     """One catalogue file as written. Several files merge into one Catalog."""
 
@@ -254,12 +294,17 @@ class CatalogFile(StrictModel):
     servers: list[Server] = Field(default_factory=list)
     colo_offers: list[ColoOffer] = Field(default_factory=list)
     cloud_offers: list[CloudOffer] = Field(default_factory=list)
+    patch: list[ItemPatch] = Field(
+        default_factory=list,
+        description="Field changes to items defined earlier, by id (e.g. a quoted price).",
+    )
 
     @model_validator(mode="after")
     def _not_empty(self) -> CatalogFile:
-        if not (self.cards or self.servers or self.colo_offers or self.cloud_offers):
+        if not (self.cards or self.servers or self.colo_offers or self.cloud_offers or self.patch):
             raise ValueError(
-                "a catalogue file needs at least one of cards, servers, colo_offers, cloud_offers"
+                "a catalogue file needs at least one of cards, servers, colo_offers, "
+                "cloud_offers, patch"
             )
         return self
 

@@ -191,6 +191,42 @@ class SolverInfo(OutModel):
     proven_optimal: bool = False
 
 
+class ComplianceLine(OutModel):
+    """A card the plan uses: its export status for China and how the plan acquires it."""
+
+    card: str
+    use: str = Field(description="bought, rented, or both.")
+    status: str = Field(description="restricted, licence-required, not-restricted or unknown.")
+    rule: str | None = None
+    source: str | None = None
+    as_of: str | None = None
+    verdict: str
+
+
+class Excluded(OutModel):
+    """A catalogue item kept out of the candidates by the market, and why."""
+
+    item: str
+    card: str
+    status: str = Field(description="The card's export status that excludes it.")
+    rule: str
+    reason: str
+
+
+class PatchRef(OutModel):
+    at: str = Field(description="file:line of the `patch:` entry.")
+    fields: list[str]
+
+
+class SourceRef(OutModel):
+    """Where a catalogue item the plan uses was defined, and every patch applied to it."""
+
+    kind: str
+    id: str
+    defined_at: str = Field(description="file:line of the item's definition.")
+    patched_at: list[PatchRef] = Field(default_factory=list)
+
+
 class Plan(OutModel):
     status: PlanStatus
     objective: str
@@ -207,3 +243,8 @@ class Plan(OutModel):
     )
     infeasibility: Infeasibility | None = None
     solver: SolverInfo
+    market: str | None = Field(default=None, description="cn or global.")
+    market_basis: str | None = Field(default=None, description="Why the run is in that market.")
+    compliance: list[ComplianceLine] = Field(default_factory=list)
+    excluded: list[Excluded] = Field(default_factory=list)
+    sources: list[SourceRef] = Field(default_factory=list)

@@ -210,6 +210,17 @@ class Requirements(StrictModel):
         default=0.7, description="Average power draw as a fraction of peak, for energy cost."
     )
     regions: Regions = Field(default_factory=Regions)
+    market: Literal["cn", "global"] | None = Field(
+        default=None,
+        description="Where the hardware is bought and used. cn: cards restricted for export "
+        "to China are not bought (renting inside China stays possible). Default: cn when "
+        "every allowed region is in China, else global.",
+    )
+    allow_restricted: list[Identifier] = Field(
+        default_factory=list,
+        description="Card (or server) ids that may be bought in market cn although restricted: "
+        "stock already owned, or a compliant channel your legal team approved.",
+    )
     workloads: list[Workload] = Field(min_length=1)
 
     @model_validator(mode="after")

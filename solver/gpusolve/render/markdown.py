@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from gpusolve.models.plan import Cost, Plan
+from gpusolve.render.compliance import compliance_markdown, sources_markdown
 from gpusolve.render.fmt import COST_LABELS, hardware, layout, memory, money, work
 
 
@@ -18,6 +19,7 @@ def plan_markdown(plan: Plan) -> str:
                 add(f"- {r.detail}" + (f" — {r.suggestion}" if r.suggestion else ""))
             for w, reasons in plan.infeasibility.workloads_without_candidates.items():
                 add(f"- **{w}**: " + "; ".join(reasons))
+        out += compliance_markdown(plan)
         return "\n".join(out) + "\n"
     c = plan.cost
     cur = c.currency
@@ -89,6 +91,7 @@ def plan_markdown(plan: Plan) -> str:
         add("## Why not")
         add("")
         out.extend(f"- **{w}**: {r}" for w, reasons in plan.why_not.items() for r in reasons)
+    out += compliance_markdown(plan) + sources_markdown(plan)
     add("")
     add("_Prices marked illustrative in the catalogue are not quotes; confirm before buying._")
     return "\n".join(out) + "\n"

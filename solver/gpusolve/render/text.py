@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from gpusolve.models.plan import Plan
+from gpusolve.render.compliance import compliance_text, sources_text
 from gpusolve.render.fmt import cost_lines, hardware, hours, layout, memory, money, work
 
 
@@ -68,6 +69,7 @@ def plan_text(plan: Plan) -> str:
             if alt.compared is not None:
                 add(f"      {alt.compared.summary}")
     _why_not(plan, add)
+    lines += compliance_text(plan) + sources_text(plan)
     add("")
     wall = f", {plan.solver.wall_s:.2f} s" if plan.solver.wall_s is not None else ""
     info = plan.solver
@@ -114,4 +116,5 @@ def _infeasible(plan: Plan) -> str:
     out: list[str] = []
     _why_not(plan, out.append)
     _rules_and_advice(plan, out.append)
+    out += compliance_text(plan)
     return "\n".join(lines + out) + "\n"

@@ -1,0 +1,171 @@
+"""Where hardware is bought: in market `cn`, cards restricted for export to China are not bought.
+
+The US export rules (BIS 2022-10, 2023-10, the 2025 H20 licence requirement) decide which
+cards can be *sold* into China; the catalogue records each card's status with its source and
+date (`export_cn`). In market cn a server whose card is restricted is not a purchase
+candidate unless the requirements allow it (`allow_restricted:` for stock already owned or a
+compliant channel). Renting from a cloud provider inside China stays possible: the provider
+holds the hardware; the plan says so in its compliance lines.
+
+This is a filter on the candidates (a policy wrapper), not a rule file: the facts live on the
+cards, where a user's catalogue can `patch:` them to their legal team's view.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from gpusolve.candidates.policy import Penalty, RuleHit, WorkloadPolicy
+from gpusolve.models.catalog import Card, Catalog, Server
+from gpusolve.models.plan import ComplianceLine, Deployment, Excluded
+from gpusolve.models.requirements import Requirements
+from gpusolve.params import Params
+from gpusolve.regions import REGIONS, canonical_region, resolve
+
+RULE_ID = "export-cn"
+# Every region gpusolve knows by name is in mainland China.
+CHINA_REGIONS: frozenset[str] = frozenset(REGIONS)
+
+
+@dataclass(frozen=True)
+class MarketView:
+    """The run's market, why it is that, and the ids the user allows although restricted."""
+
+    market: str  # "cn" or "global"
+    basis: str
+    allowed: frozenset[str] = frozenset()
+
+
+def resolve_market(reqs: Requirements, catalog: Catalog) -> MarketView:
+    """The stated market, else cn when every region the run may use is in China."""
+    allowed = frozenset(reqs.allow_restricted)
+    if reqs.market is not None:
+        return MarketView(reqs.market, "stated in the requirements (market:)", allowed)
+    if reqs.regions.allowed:
+        in_china = all(_term_in_china(t, catalog) for t in reqs.regions.allowed)
+        where = "every allowed region is" if in_china else "an allowed region is not"
+    else:
+        regions = _catalogue_regions(catalog)
+        in_china = bool(regions) and all(r in CHINA_REGIONS for r in regions)
+        where = "every catalogue region is" if in_china else "a catalogue region is not"
+    market = "cn" if in_china else "global"
+    return MarketView(market, f"default: {where} in China", allowed)
+
+
+def _catalogue_regions(catalog: Catalog) -> set[str]:
+    offers: Iterable[Any] = [*catalog.colo_offers.values(), *catalog.cloud_offers.values()]
+    return {canonical_region(o.region) or o.region for o in offers}
+
+
+def _term_in_china(term: str, catalog: Catalog) -> bool:
+    known = frozenset(_catalogue_regions(catalog))
+    place = resolve(term, known)
+    if place is None:
+        return False
+    if place.city is not None:
+        return True  # resolve() only knows cities of Chinese regions
+    return bool(place.regions) and all(r in CHINA_REGIONS for r in place.regions)
+
+
+def purchase_block(card: Card, server: Server, view: MarketView) -> str | None:
+    """Why `server` cannot be bought in this market, or None when it can."""
+    if view.market != "cn" or card.export_cn is None or not card.export_cn.restricted:
+        return None
+    if card.id in view.allowed or server.id in view.allowed:
+        return None
+    status = card.export_cn
+    return (
+        f"{card.id} is {status.status} for China ({status.rule}; as of {status.as_of}); "
+        f"not bought in market cn; add it to allow_restricted: if you own the stock or have "
+        "a compliant channel"
+    )
+
+
+@dataclass
+class MarketPolicy:
+    """A workload policy that also fails purchases the market forbids; the rest passes through."""
+
+    inner: WorkloadPolicy
+    catalog: Catalog
+    view: MarketView
+
+    @property
+    def params(self) -> Params:
+        return self.inner.params
+
+    def failed(self, kind: str, subject: Any, context: dict[str, Any]) -> list[RuleHit]:
+        hits = self.inner.failed(kind, subject, context)
+        if kind == "server" and isinstance(subject, Server):
+            reason = purchase_block(self.catalog.cards[subject.card], subject, self.view)
+            if reason is not None:
+                hits = [*hits, RuleHit(RULE_ID, "market cn", "export control", reason)]
+        return hits
+
+    def penalty(self, kind: str, subject: Any, context: dict[str, Any]) -> Penalty:
+        return self.inner.penalty(kind, subject, context)
+
+
+def apply_market(
+    policies: dict[str, WorkloadPolicy], catalog: Catalog, view: MarketView
+) -> dict[str, WorkloadPolicy]:
+    if view.market != "cn":
+        return policies
+    return {name: MarketPolicy(p, catalog, view) for name, p in policies.items()}
+
+
+def exclusions(catalog: Catalog, view: MarketView) -> list[Excluded]:
+    """Every server the market keeps out of the purchase candidates, with the reason."""
+    out = []
+    for server in catalog.servers.values():
+        card = catalog.cards[server.card]
+        reason = purchase_block(card, server, view)
+        if reason is not None and card.export_cn is not None:
+            out.append(
+                Excluded(
+                    item=server.id,
+                    card=card.id,
+                    status=card.export_cn.status,
+                    rule=card.export_cn.rule,
+                    reason=reason,
+                )
+            )
+    return out
+
+
+def compliance(
+    deployments: Iterable[Deployment], catalog: Catalog, view: MarketView
+) -> list[ComplianceLine]:
+    """One line per card the plan uses: its export status and how the plan acquires it."""
+    uses: dict[str, set[str]] = {}
+    for d in deployments:
+        uses.setdefault(d.card, set()).add("bought" if d.mode == "owned" else "rented")
+    return [_line(catalog.cards[c], sorted(u), view) for c, u in sorted(uses.items())]
+
+
+def _line(card: Card, uses: list[str], view: MarketView) -> ComplianceLine:
+    status = card.export_cn
+    state = status.status if status is not None else "unknown"
+    how = " and ".join(uses)
+    if state == "unknown":
+        verdict = "export status for China unknown: check it before buying"
+    elif status is not None and not status.restricted:
+        verdict = f"not restricted for China as of {status.as_of}"
+    elif view.market != "cn":
+        verdict = f"{state} for China; market {view.market}: not applied"
+    elif "bought" in uses:
+        verdict = (
+            f"{state} for China; bought under allow_restricted (owned stock or a compliant channel)"
+        )
+    else:
+        verdict = f"{state} for China; rented from a provider in China, which holds the hardware"
+    return ComplianceLine(
+        card=card.id,
+        use=how,
+        status=state,
+        rule=status.rule if status else None,
+        source=status.source if status else None,
+        as_of=status.as_of if status else None,
+        verdict=verdict,
+    )

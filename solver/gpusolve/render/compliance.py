@@ -1,0 +1,73 @@
+"""The plan's market, compliance lines, exclusions and sources, as text or Markdown lines.
+
+Shared by the text and Markdown renderers (JSON and YAML carry the fields as they are).
+"""
+
+from __future__ import annotations
+
+from gpusolve.models.plan import Excluded, Plan, SourceRef
+
+
+def compliance_text(plan: Plan) -> list[str]:
+    if plan.market is None:
+        return []
+    lines = ["", f"Compliance: market {plan.market} ({plan.market_basis})"]
+    for c in plan.compliance:
+        lines.append(f"  {c.card} ({c.use}): {c.verdict}")
+        if c.rule:
+            lines.append(f"      {c.rule}; {c.source}")
+    groups = _grouped(plan.excluded)
+    if groups:
+        lines.append(
+            "  Not bought (restricted for China; to allow one, add it to allow_restricted:)"
+        )
+        for card, servers, e in groups:
+            lines.append(f"    {card}: {e.status}, {e.rule}: {', '.join(servers)}")
+    return lines
+
+
+def sources_text(plan: Plan) -> list[str]:
+    if not plan.sources:
+        return []
+    lines = ["", "Sources (catalogue file:line of each item used)"]
+    for s in plan.sources:
+        lines.append(f"  {s.id:<28} {s.defined_at}{_patches(s)}")
+    return lines
+
+
+def compliance_markdown(plan: Plan) -> list[str]:
+    if plan.market is None:
+        return []
+    out = ["", "## Export compliance", "", f"Market **{plan.market}** ({plan.market_basis}).", ""]
+    for c in plan.compliance:
+        rule = f" {c.rule}; {c.source}." if c.rule else ""
+        out.append(f"- **{c.card}** ({c.use}): {c.verdict}.{rule}")
+    for card, servers, e in _grouped(plan.excluded):
+        listed = ", ".join(f"`{s}`" for s in servers)
+        out.append(
+            f"- Not bought: **{card}** ({e.status}, {e.rule}): {listed}; "
+            "add it to `allow_restricted:` to allow it"
+        )
+    return out
+
+
+def sources_markdown(plan: Plan) -> list[str]:
+    if not plan.sources:
+        return []
+    out = ["", "## Sources", "", "| item | kind | defined at | patched at |", "|---|---|---|---|"]
+    for s in plan.sources:
+        patches = "; ".join(f"{p.at} ({', '.join(p.fields)})" for p in s.patched_at) or "-"
+        out.append(f"| {s.id} | {s.kind} | {s.defined_at} | {patches} |")
+    return out
+
+
+def _patches(s: SourceRef) -> str:
+    return "".join(f"; patched at {p.at} ({', '.join(p.fields)})" for p in s.patched_at)
+
+
+def _grouped(excluded: list[Excluded]) -> list[tuple[str, list[str], Excluded]]:
+    """Exclusions grouped by card, in first-seen order."""
+    groups: dict[str, tuple[list[str], Excluded]] = {}
+    for e in excluded:
+        groups.setdefault(e.card, ([], e))[0].append(e.item)
+    return [(card, servers, first) for card, (servers, first) in groups.items()]

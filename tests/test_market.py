@@ -1,0 +1,168 @@
+"""Export control and market: in market cn, restricted cards are not bought unless allowed.
+
+The facts (each card's `export_cn`) come from the catalogue; the market from the
+requirements (default cn when every region the run may use is in China).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from gpusolve.candidates.market import (
+    MarketPolicy,
+    MarketView,
+    apply_market,
+    exclusions,
+    purchase_block,
+    resolve_market,
+)
+from gpusolve.candidates.policy import PlainPolicy
+from gpusolve.load import load_catalog
+from gpusolve.models.catalog import Catalog
+from gpusolve.models.requirements import Requirements
+from plan_support import ROOT, example, owned_only, shipped, write_reqs
+
+PRETRAIN = "pretrain-70b-infiniband.yaml"
+# Every shipped card the US rules restrict for sale into China, as the catalogue says.
+RESTRICTED = {c["id"] for c in shipped("cards") if c["export_cn"]["status"] != "not-restricted"}
+RESTRICTED -= {c["id"] for c in shipped("cards") if c["export_cn"]["status"] == "unknown"}
+
+
+@pytest.fixture(scope="module")
+def catalog() -> Catalog:
+    return load_catalog().catalog
+
+
+def _reqs(**extra: Any) -> Requirements:
+    data = {
+        "workloads": [{"name": "s", "kind": "inference", "model": {"preset": "llama-2-7b"}}],
+        **extra,
+    }
+    data["workloads"][0]["target_tokens_per_s"] = 100
+    return Requirements.model_validate(data)
+
+
+def _plan(gpusolve: Any, path: Path, *args: str) -> dict[str, Any]:
+    result = gpusolve("plan", "-q", str(path), "--format", "json", *args)
+    assert result.code == 0, result.err + result.out
+    data: dict[str, Any] = json.loads(result.out)
+    return data
+
+
+def test_market_defaults_to_cn_when_every_region_is_in_china(catalog: Catalog) -> None:
+    assert resolve_market(_reqs(), catalog).market == "cn"  # shipped offers: all in China
+    assert resolve_market(_reqs(regions={"allowed": ["苏北", "Shanghai"]}), catalog).market == "cn"
+    assert resolve_market(_reqs(regions={"allowed": ["Suzhou"]}), catalog).market == "cn"
+    stated = resolve_market(_reqs(market="global"), catalog)
+    assert (stated.market, stated.basis) == ("global", "stated in the requirements (market:)")
+    abroad = catalog.model_copy(
+        update={
+            "cloud_offers": {
+                **catalog.cloud_offers,
+                "sg": next(iter(catalog.cloud_offers.values())).model_copy(
+                    update={"id": "sg", "region": "singapore"}
+                ),
+            }
+        }
+    )
+    assert resolve_market(_reqs(), abroad).market == "global"
+    assert resolve_market(_reqs(regions={"allowed": ["singapore"]}), abroad).market == "global"
+    assert resolve_market(_reqs(regions={"allowed": ["江苏"]}), abroad).market == "cn"
+
+
+def test_only_purchases_of_restricted_cards_are_blocked(catalog: Catalog) -> None:
+    cn = MarketView("cn", "test")
+    blocked = {e.item for e in exclusions(catalog, cn)}
+    expected = {s.id for s in catalog.servers.values() if s.card in RESTRICTED}
+    assert blocked == expected and blocked
+    assert exclusions(catalog, MarketView("global", "test")) == []
+    allowed = MarketView("cn", "test", frozenset({"b200", "hgx-h100-8gpu"}))
+    still = {e.item for e in exclusions(catalog, allowed)}
+    assert still == expected - {"hgx-b200-8gpu", "hgx-h100-8gpu"}
+    # The policy fails the server, never the card: renting the same card stays possible.
+    policy = MarketPolicy(PlainPolicy(), catalog, cn)
+    server = catalog.servers["hgx-b200-8gpu"]
+    (hit,) = policy.failed("server", server, {})
+    assert hit.rule == "export-cn" and "b200 is restricted for China" in hit.detail
+    assert policy.failed("card", catalog.cards["b200"], {}) == []
+    cloud = next(o for o in catalog.cloud_offers.values() if o.card in RESTRICTED)
+    assert policy.failed("cloud", cloud, {}) == []
+    assert purchase_block(catalog.cards["l20"], catalog.servers["pcie8-l20"], cn) is None
+    assert apply_market({"w": PlainPolicy()}, catalog, MarketView("global", "t"))["w"] == (
+        PlainPolicy()
+    )
+
+
+def test_70b_in_market_cn_buys_no_restricted_card_and_says_why(gpusolve) -> None:
+    plan = _plan(gpusolve, ROOT / "examples" / PRETRAIN)
+    assert plan["market"] == "cn"
+    bought = {d["card"] for d in plan["deployments"] if d["mode"] == "owned"}
+    assert not bought & RESTRICTED
+    excluded = {e["item"]: e for e in plan["excluded"]}
+    assert "hgx-b200-8gpu" in excluded
+    assert excluded["hgx-b200-8gpu"]["status"] == "restricted"
+    assert "2023-10-17" in excluded["hgx-b200-8gpu"]["rule"]
+    assert "allow_restricted" in excluded["hgx-b200-8gpu"]["reason"]
+    used = {d["card"] for d in plan["deployments"]}
+    assert {c["card"] for c in plan["compliance"]} == used
+    for line in plan["compliance"]:
+        if line["card"] in RESTRICTED:
+            assert line["use"] == "rented" and "rented from a provider in China" in line["verdict"]
+        assert line["as_of"] and line["source"]
+
+
+def test_with_allow_restricted_the_70b_plan_may_buy_them(gpusolve, tmp_path: Path) -> None:
+    # Without cloud offers (renting an H800 is cheapest otherwise), so that buying is the way.
+    data = example(PRETRAIN)
+    data["allow_restricted"] = sorted(RESTRICTED)
+    plan = _plan(gpusolve, write_reqs(tmp_path, data), *owned_only())
+    assert plan["excluded"] == []
+    bought = {d["card"] for d in plan["deployments"] if d["mode"] == "owned"}
+    assert bought & RESTRICTED, plan["deployments"]
+    verdicts = {c["card"]: c["verdict"] for c in plan["compliance"]}
+    assert all("allow_restricted" in verdicts[c] for c in bought & RESTRICTED)
+
+
+def test_why_not_names_the_restriction_and_text_prints_compliance(gpusolve) -> None:
+    path = str(ROOT / "examples" / PRETRAIN)
+    result = gpusolve("plan", "-q", path, "--why-not", "b200")
+    assert result.code == 0, result.err
+    why = result.out.split("Why not", 1)[1]
+    assert "hgx-b200-8gpu rejected: rule export-cn" in why
+    assert "b200 is restricted for China" in why
+    assert "Compliance: market cn" in result.out
+    assert "Sources (catalogue file:line" in result.out
+    md = gpusolve("plan", "-q", path, "--format", "markdown")
+    assert "## Export compliance" in md.out and "Not bought: **b200**" in md.out
+    assert "## Sources" in md.out and "catalog/cards.yaml:" in md.out
+
+
+def test_a_user_catalogue_can_patch_the_export_status(gpusolve, tmp_path: Path) -> None:
+    memo = tmp_path / "legal.yaml"
+    memo.write_text(
+        yaml.safe_dump(
+            {
+                "patch": [
+                    {"id": "b200", "export_cn": {"status": "not-restricted", "as_of": "2026-12"}}
+                ]
+            }
+        )
+    )
+    path = ROOT / "examples" / PRETRAIN
+    plan = _plan(gpusolve, path, "--catalog", str(memo))
+    assert "hgx-b200-8gpu" not in {e["item"] for e in plan["excluded"]}
+    assert "hgx-h100-8gpu" in {e["item"] for e in plan["excluded"]}
+
+
+def test_when_the_market_leaves_nothing_to_buy_the_fix_is_allow_restricted(gpusolve) -> None:
+    path = str(ROOT / "examples" / PRETRAIN)
+    result = gpusolve("plan", "-q", path, *owned_only(), "--format", "json")
+    assert result.code == 1
+    conflicting = json.loads(result.out)["infeasibility"]["conflicting"]
+    export = [c for c in conflicting if c["requirement"] == "rule:export-cn"]
+    assert export and "allow_restricted" in (export[0]["suggestion"] or "")

@@ -12,6 +12,7 @@ from gpusolve import assemble
 from gpusolve.candidates.generate import Candidates, build_candidates
 from gpusolve.candidates.policy import WorkloadPolicy
 from gpusolve.models.catalog import Catalog
+from gpusolve.models.common import PriceNote
 from gpusolve.models.plan import (
     Alternative,
     Infeasibility,
@@ -110,9 +111,10 @@ def headroom_warnings(reqs: Requirements, policies: dict[str, WorkloadPolicy]) -
         policy = policies.get(w.name)
         if policy is None or policy.params.headroom >= H29_MIN_HEADROOM:
             continue
-        rules = getattr(policy, "rules", None)
-        origin = getattr(rules, "param_origin", {}).get("headroom", "default")
-        by = {"user": "the requirements' `headroom:`", "default": "the default"}.get(
+        # Rules-backed policies record who set each parameter (`WorkloadRules.param_origin`).
+        origins = getattr(getattr(policy, "rules", None), "param_origin", None)
+        origin = str(origins.get("headroom", "default")) if isinstance(origins, dict) else ""
+        by = {"user": "the requirements' `headroom:`", "": "the workload's policy"}.get(
             origin, f"rule {origin}"
         )
         out.append(
@@ -125,23 +127,22 @@ def headroom_warnings(reqs: Requirements, policies: dict[str, WorkloadPolicy]) -
 
 def illustrative_prices(plan: Plan, catalog: Catalog) -> list[str]:
     """The catalogue items the plan pays for whose price is illustrative, not a quote."""
-    used: list[tuple[str, str]] = []
+    used: list[tuple[str, PriceNote | None]] = []
     for d in plan.deployments:
         if d.server is not None:
-            used.append(("server", d.server))
+            server = catalog.servers.get(d.server)
+            used.append((f"server {d.server}", server.pricing if server else None))
         if d.cloud_offer is not None:
-            used.append(("cloud", d.cloud_offer))
-    used += [("colo", s.offer) for s in plan.sites]
-    out: list[str] = []
-    for kind, item_id in dict.fromkeys(used):
-        item = {
-            "server": catalog.servers,
-            "cloud": catalog.cloud_offers,
-            "colo": catalog.colo_offers,
-        }[kind].get(item_id)
-        if item is not None and item.pricing.illustrative:
-            out.append(f"{kind} {item_id} (as of {item.pricing.as_of}; {item.pricing.source})")
-    return out
+            cloud = catalog.cloud_offers.get(d.cloud_offer)
+            used.append((f"cloud {d.cloud_offer}", cloud.pricing if cloud else None))
+    for s in plan.sites:
+        colo = catalog.colo_offers.get(s.offer)
+        used.append((f"colo {s.offer}", colo.pricing if colo else None))
+    return [
+        f"{what} (as of {note.as_of}; {note.source})"
+        for what, note in dict(used).items()
+        if note is not None and note.illustrative
+    ]
 
 
 def _timed_out(

@@ -10,6 +10,7 @@ import dataclasses
 import json
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -252,6 +253,26 @@ def test_a_conflict_not_proven_minimal_says_so(
     assert not inf["minimal"] and inf["timed_out"]
     assert "ran out of time before proving each one necessary" in inf["reason"]
     assert {"capex", "deadline:ft"} <= {c["requirement"] for c in inf["conflicting"]}
+
+
+@pytest.mark.parametrize(
+    ("found", "expected"),
+    [
+        # The "feasible with 0 racks (-30 more)": a plan within the limit.
+        (optimize_explain.Relaxation("racks:s", 30, 0, "least"), "no move of this limit"),
+        (optimize_explain.Relaxation("racks:s", 30, None, "unknown"), "within the time limit"),
+        (optimize_explain.Relaxation("racks:s", 30, None, "not_enough"), "alone is not enough"),
+        (optimize_explain.Relaxation("racks:s", 30, 32, "least"), "32 racks at s (2 more)"),
+        (optimize_explain.Relaxation("racks:s", 30, 32, "enough"), "a smaller move may do"),
+    ],
+)
+def test_a_move_is_printed_only_upwards(
+    monkeypatch: pytest.MonkeyPatch, found: optimize_explain.Relaxation, expected: str
+) -> None:
+    monkeypatch.setattr(optimize_explain, "relaxation", lambda *a: found)
+    relaxed, reqs = SimpleNamespace(instance=None), SimpleNamespace(currency="CNY")
+    said = explain_module._move("racks:s", relaxed, reqs, CONFIG)  # type: ignore[arg-type]
+    assert expected in said and "-" not in said
 
 
 @pytest.mark.parametrize("seed", range(0, 300, 5))

@@ -152,8 +152,12 @@ def _move(name: str, relaxed: Candidates, reqs: Requirements, config: ir.SolveCo
         return "relax it"
     if r.outcome == "not_enough":
         return "relaxing this alone is not enough: another requirement listed must move too"
-    if r.needed is None or r.delta is None or r.delta <= 0:
-        return "how far it must move was not found (the search ran out of time)"
+    if r.outcome == "unknown" or r.needed is None or r.delta is None:
+        return "how far it must move was not found within the time limit"
+    if r.delta <= 0:
+        # A plan within the current limit with the others enforced contradicts the proof
+        # of infeasibility; print no move rather than one in the wrong direction.
+        return "no move of this limit alone was found to help"
     unsure = "" if r.outcome == "least" else "; a smaller move may do: the search ran out of time"
     cur = reqs.currency
     if kind == "deadline":

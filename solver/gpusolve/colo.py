@@ -153,6 +153,15 @@ def _row(
         return base.model_copy(update={"reasons": reasons})
     instance, energy_month, bandwidth_month = _instance(fleet, servers, offer)
     solution = solve(instance, config)
+    if solution.status == "unknown":  # out of time: not proven impossible
+        return base.model_copy(
+            update={
+                "timed_out": True,
+                "reasons": [
+                    f"no packing found within {config.time_limit_s:g} s (not proven impossible)"
+                ],
+            }
+        )
     if solution.costs is None or solution.status not in ("optimal", "feasible"):
         return base.model_copy(
             update={"reasons": [f"needs more than the {offer.racks_available} racks available"]}

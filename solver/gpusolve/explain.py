@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from dataclasses import replace
 from typing import Any
@@ -41,13 +42,21 @@ def explain_infeasible(
             },
         )
     found = explain(relaxed.instance, replace(config, workers=1))
+    without = {w: summarise(cand.rejections.get(w, [])) for w in missing}
     if found is None:
         return Infeasibility(
-            reason="no plan was found within the time limit, but no requirement conflict "
-            "was proved; try a longer --time-limit",
-            workloads_without_candidates={
-                w: summarise(cand.rejections.get(w, [])) for w in missing
-            },
+            reason="the solver proved that no plan exists, but every stated requirement "
+            "can hold at once: the limit is in the hardware itself (rack packing, the "
+            "catalogue's sizes); --why-not ID tells what stopped a given card or site",
+            workloads_without_candidates=without,
+        )
+    if not found.conflict:
+        return Infeasibility(
+            reason="no plan exists (proven), but the explanation ran out of time before "
+            "finding which requirements conflict; try a longer --time-limit",
+            workloads_without_candidates=without,
+            minimal=False,
+            timed_out=True,
         )
     conflicting = [
         Relaxation(
@@ -59,12 +68,19 @@ def explain_infeasible(
     ]
     fix = [found.requirements[n].description for n in found.correction if n in found.requirements]
     reason = "these requirements cannot all hold together"
+    if not found.minimal:
+        reason += (
+            " (the explanation ran out of time before proving each one necessary, so some "
+            "may not be; a longer --time-limit narrows the list)"
+        )
     if fix:
         reason += "; the easiest fix is to relax: " + "; ".join(fix)
     return Infeasibility(
         reason=reason,
         conflicting=conflicting,
-        workloads_without_candidates={w: summarise(cand.rejections.get(w, [])) for w in missing},
+        workloads_without_candidates=without,
+        minimal=found.minimal,
+        timed_out=found.timed_out,
     )
 
 
@@ -87,23 +103,9 @@ def summarise(rejections: list[Rejection]) -> list[str]:
 
 
 def _suggest(name: str, relaxed: Candidates, reqs: Requirements, config: ir.SolveConfig) -> str:
-    from gpusolve.optimize.explain import relaxation
-
-    cur = reqs.currency
-    if name in ("capex", "monthly") or name.startswith("racks:"):
-        r = relaxation(relaxed.instance, name, config)
-        if r is None:
-            return "relaxing this alone is not enough"
-        if name == "capex":
-            return f"feasible if the capex cap is {r.delta:,} {cur} higher (at least {r.needed:,})"
-        if name == "monthly":
-            return (
-                f"feasible if the monthly cap is {r.delta:,} {cur} higher (at least {r.needed:,})"
-            )
-        return f"feasible with {r.needed} racks at {name[6:]} ({r.delta} more)"
     kind, _, subject = name.partition(":")
-    if kind == "deadline":
-        return _deadline_hint(subject, relaxed, reqs)
+    if name in ("capex", "monthly") or kind in ("racks", "deadline"):
+        return _move(name, relaxed, reqs, config)
     if kind == "regions":
         regions = sorted(
             {
@@ -127,21 +129,56 @@ def _suggest(name: str, relaxed: Candidates, reqs: Requirements, config: ir.Solv
     return "relax it"
 
 
-def _deadline_hint(workload: str, relaxed: Candidates, reqs: Requirements) -> str:
-    times = [
-        (m.estimate.time_to_train_s / 3600, m)
-        for m in relaxed.meta.values()
-        if m.workload == workload and m.estimate.time_to_train_s
-    ]
-    deadline = next(w.deadline_hours for w in reqs.workloads if w.name == workload)
-    if not times or deadline is None:
-        return "extend the deadline"
-    fastest, meta = min(times, key=lambda t: t[0])
-    where = meta.server or f"cloud {meta.cloud_offer}"
-    return (
-        f"the fastest candidate ({meta.nodes} x {where}) needs {fastest:,.1f} h: "
-        f"feasible only with a deadline {fastest - deadline:,.1f} h later ({fastest:,.1f} h)"
-    )
+def _move(name: str, relaxed: Candidates, reqs: Requirements, config: ir.SolveConfig) -> str:
+    """How far a numeric requirement must move, solved with every other one enforced.
+
+    Only a move in the right direction and by a positive amount is printed: a relaxation
+    that finds a plan within the current limit (the requirement does not block the plan
+    on its own terms) or runs out of time says so instead of printing a negative move."""
+    from gpusolve.optimize.explain import relaxation
+
+    kind, _, subject = name.partition(":")
+    seconds: dict[str, int] | None = None
+    deadline_s: int | None = None
+    if kind == "deadline":
+        deadline_h = next((w.deadline_hours for w in reqs.workloads if w.name == subject), None)
+        if deadline_h is None:
+            return "extend the deadline"
+        deadline_s = math.floor(deadline_h * 3600)
+        seconds = {
+            key: math.ceil(m.estimate.time_to_train_s or 0)
+            for key, m in relaxed.meta.items()
+            if m.workload == subject
+        }
+    r = relaxation(relaxed.instance, name, config, seconds, deadline_s)
+    if r is None:
+        return "relax it"
+    if r.outcome == "not_enough":
+        return "relaxing this alone is not enough: another requirement listed must move too"
+    if r.outcome == "unknown" or r.needed is None or r.delta is None:
+        return "how far it must move was not found within the time limit"
+    if r.delta <= 0:
+        # A plan within the current limit with the others enforced contradicts the proof
+        # of infeasibility; print no move rather than one in the wrong direction.
+        return "no move of this limit alone was found to help"
+    unsure = "" if r.outcome == "least" else "; a smaller move may do: the search ran out of time"
+    cur = reqs.currency
+    if kind == "deadline":
+        needed_h = math.ceil(r.needed / 360) / 10  # rounded up to 0.1 h: still enough
+        later_h = needed_h - r.current / 3600
+        return (
+            f"feasible only with a deadline {_hours(later_h)} later "
+            f"(at least {_hours(needed_h)}){unsure}"
+        )
+    if kind == "racks":
+        return f"feasible with {r.needed} racks at {subject} ({r.delta} more){unsure}"
+    cap = "capex cap" if name == "capex" else "monthly cap"
+    return f"feasible if the {cap} is {r.delta:,} {cur} higher (at least {r.needed:,}){unsure}"
+
+
+def _hours(h: float) -> str:
+    """Hours, with enough decimals that a positive amount never prints as zero."""
+    return f"{h:,.1f} h" if h >= 0.1 else f"{h:.2g} h"
 
 
 class _NoHeadroom:

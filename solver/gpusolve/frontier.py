@@ -10,6 +10,7 @@ while reusing the planner unchanged.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Literal
 
 from gpusolve.candidates.generate import build_candidates
 from gpusolve.candidates.policy import WorkloadPolicy
@@ -49,6 +50,7 @@ def sweep(
 
     found: list[FrontierPoint] = []
     infeasible: list[float] = []
+    timed_out: list[float] = []
     for i, factor in enumerate(scale, 1):
         progress(f"point {i}/{len(scale)}: deadlines x {factor:g}")
         cand = build_candidates(_scaled(reqs, factor), catalog, policies)
@@ -56,6 +58,9 @@ def sweep(
             infeasible.append(factor)
             continue
         solution = solve(cand.instance, config)
+        if solution.status == "unknown":  # out of time, not proven impossible
+            timed_out.append(factor)
+            continue
         if solution.costs is None or solution.status not in ("optimal", "feasible"):
             infeasible.append(factor)
             continue
@@ -73,14 +78,29 @@ def sweep(
                 capex=float(solution.costs.capex),
                 makespan_h=round(max(times, default=0.0), 2),
                 hardware=hardware,
+                proven_optimal=solution.status == "optimal",
             )
         )
+    points = non_dominated(found)
     return Frontier(
         currency=reqs.currency,
         horizon_months=reqs.horizon_months,
-        points=non_dominated(found),
+        points=points,
         infeasible_factors=infeasible,
+        timed_out_factors=timed_out,
+        status=frontier_status(points, timed_out),
     )
+
+
+def frontier_status(
+    points: list[FrontierPoint], timed_out: list[float]
+) -> Literal["optimal", "feasible", "infeasible", "timeout"]:
+    """optimal only when every point is proven and no factor ran out of time."""
+    if not points:
+        return "timeout" if timed_out else "infeasible"
+    if timed_out or not all(p.proven_optimal for p in points):
+        return "feasible"
+    return "optimal"
 
 
 def non_dominated(points: list[FrontierPoint]) -> list[FrontierPoint]:

@@ -12,11 +12,23 @@ from gpusolve import assemble
 from gpusolve.candidates.generate import Candidates, build_candidates
 from gpusolve.candidates.policy import WorkloadPolicy
 from gpusolve.models.catalog import Catalog
-from gpusolve.models.plan import Alternative, Infeasibility, Plan, RuleFired, SolverInfo
+from gpusolve.models.common import PriceNote
+from gpusolve.models.plan import (
+    Alternative,
+    Infeasibility,
+    Plan,
+    RuleFired,
+    SolverInfo,
+    TimedOut,
+)
 from gpusolve.models.requirements import Requirements
 from gpusolve.optimize import ir
 
 Progress = Callable[[str], None]
+
+# H29: keep 20-30 % of each GPU's memory free; below the low end, out-of-memory under
+# allocator fragmentation and several processes is likely (HEURISTICS.md H29).
+H29_MIN_HEADROOM = 0.20
 
 
 @dataclass(frozen=True)
@@ -49,13 +61,21 @@ def make_plan(
         f"{len(cand.instance.owned)} owned and {len(cand.instance.cloud)} cloud options "
         f"for {len(reqs.workloads)} workload(s)"
     )
+    warnings = headroom_warnings(reqs, policies)
     missing = cand.workloads_without_options()
     if missing:
-        return _infeasible(reqs, catalog, policies, rules, options, cand, missing, progress)
+        plan = _infeasible(reqs, catalog, policies, rules, options, cand, missing, progress)
+        return plan.model_copy(update={"warnings": warnings})
     progress("solving")
     solution = solve(cand.instance, options.config)
-    if solution.status in ("infeasible", "model_invalid") or not solution.choices:
-        return _infeasible(reqs, catalog, policies, rules, options, cand, [], progress)
+    if solution.status == "model_invalid":
+        raise RuntimeError("CP-SAT rejected the model as invalid: a gpusolve bug, please report")
+    if solution.status == "infeasible":
+        # Proven: only now is it worth looking for the requirements that conflict.
+        plan = _infeasible(reqs, catalog, policies, rules, options, cand, [], progress)
+        return plan.model_copy(update={"warnings": warnings})
+    if not solution.choices:  # "unknown": the time ran out before any plan was found
+        return _timed_out(reqs, rules, options, solution, warnings)
     plan = Plan(
         status="optimal" if solution.status == "optimal" else "feasible",
         objective=reqs.objective,
@@ -66,7 +86,9 @@ def make_plan(
         rules_fired=rules.fired,
         advice=rules.advice,
         solver=_solver_info(solution, options),
+        warnings=warnings,
     )
+    plan = plan.model_copy(update={"illustrative_prices": illustrative_prices(plan, catalog)})
     if options.top_k:
         progress(f"finding {options.top_k} alternative plan(s)")
         plan = plan.model_copy(
@@ -81,6 +103,94 @@ def make_plan(
         )
         plan = plan.model_copy(update={"why_not": reasons, "why_not_plans": forced})
     return plan
+
+
+def headroom_warnings(reqs: Requirements, policies: dict[str, WorkloadPolicy]) -> list[str]:
+    """One warning per workload whose memory headroom is below H29's 20 %, saying who set it."""
+    out: list[str] = []
+    for w in reqs.workloads:
+        policy = policies.get(w.name)
+        if policy is None or policy.params.headroom >= H29_MIN_HEADROOM:
+            continue
+        # Rules-backed policies record who set each parameter (`WorkloadRules.param_origin`).
+        origins = getattr(getattr(policy, "rules", None), "param_origin", None)
+        origin = str(origins.get("headroom", "default")) if isinstance(origins, dict) else ""
+        by = {"user": "the requirements' `headroom:`", "": "the workload's policy"}.get(
+            origin, f"rule {origin}"
+        )
+        out.append(
+            f"{w.name}: memory headroom {policy.params.headroom:.0%} (set by {by}) is below "
+            f"H29's {H29_MIN_HEADROOM:.0%}: allocator fragmentation or a second process can "
+            "run the GPUs out of memory; keep 20-30% unless this layout was measured"
+        )
+    return out
+
+
+def illustrative_prices(plan: Plan, catalog: Catalog) -> list[str]:
+    """The catalogue items the plan pays for whose price is illustrative, not a quote."""
+    used: list[tuple[str, PriceNote | None]] = []
+    for d in plan.deployments:
+        if d.server is not None:
+            server = catalog.servers.get(d.server)
+            used.append((f"server {d.server}", server.pricing if server else None))
+        if d.cloud_offer is not None:
+            cloud = catalog.cloud_offers.get(d.cloud_offer)
+            used.append((f"cloud {d.cloud_offer}", cloud.pricing if cloud else None))
+    for s in plan.sites:
+        colo = catalog.colo_offers.get(s.offer)
+        used.append((f"colo {s.offer}", colo.pricing if colo else None))
+    return [
+        f"{what} (as of {note.as_of}; {note.source})"
+        for what, note in dict(used).items()
+        if note is not None and note.illustrative
+    ]
+
+
+def _timed_out(
+    reqs: Requirements,
+    rules: RulesSummary,
+    options: PlanOptions,
+    solution: ir.Solution,
+    warnings: list[str],
+) -> Plan:
+    """No plan within the time limit and no proof that none exists: say so, with the
+    bound proven so far, instead of explaining a conflict that may not exist."""
+    limit = options.config.time_limit_s
+    maximise = reqs.objective == "max-throughput"
+    what = _OBJECTIVE_WORDS.get(reqs.objective, reqs.objective)
+    unit = "tokens/s" if maximise else reqs.currency
+    bound_of = f"{what}, {unit} ({'an upper' if maximise else 'a lower'} bound)"
+    reason = f"no plan found in {limit:g} s, and none proven impossible"
+    bound = solution.best_bound
+    if bound is not None and (maximise or bound > 0):
+        relation = "at most" if maximise else "at least"
+        reason += f"; the best bound proven: {what} is {relation} {bound:,} {unit}"
+    else:
+        reason += "; no bound beyond the trivial one was proven yet"
+    reason += f"; try a longer --time-limit (e.g. {max(60.0, 10 * limit):g})"
+    return Plan(
+        status="timeout",
+        objective=reqs.objective,
+        cost=None,
+        timed_out=TimedOut(
+            reason=reason,
+            time_limit_s=limit,
+            best_bound=None if solution.best_bound is None else float(solution.best_bound),
+            bound_of=bound_of,
+        ),
+        rules_fired=rules.fired,
+        advice=rules.advice,
+        warnings=warnings,
+        solver=_solver_info(solution, options).model_copy(update={"status": "timeout"}),
+    )
+
+
+_OBJECTIVE_WORDS = {
+    "min-tco": "total cost of ownership plus soft-rule penalties",
+    "min-capex": "capex plus cloud rental plus soft-rule penalties",
+    "min-monthly": "spend other than purchases over the horizon plus soft-rule penalties",
+    "max-throughput": "total throughput",
+}
 
 
 def _solver_info(solution: ir.Solution, options: PlanOptions) -> SolverInfo:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import click
@@ -46,6 +47,11 @@ def colo(
     \b
     Example:
       gpusolve colo examples/fleets/h100-training-cluster.yaml --top 5
+
+    \b
+    Exit codes: 0 the ranking is complete (offers that cannot host the fleet say why,
+    even when none can); 2 invalid input; 3 no offer was shown able to host the fleet
+    and some ran out of solver time without being proven unable ("timed_out").
     """
     from gpusolve.atomic import write_text_atomic
     from gpusolve.colo import compare_offers
@@ -67,3 +73,5 @@ def colo(
         write_text_atomic(output, text)
     else:
         click.echo(text, nl=False)
+    if not any(row.feasible for row in report.offers) and any(r.timed_out for r in report.offers):
+        sys.exit(3)

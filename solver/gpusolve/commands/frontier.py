@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import click
@@ -71,6 +72,12 @@ def frontier(
     \b
     Example:
       gpusolve frontier examples/pretrain-70b-infiniband.yaml --points 7
+
+    \b
+    Exit codes: 0 at least one point has a plan (status "optimal" when every point is
+    proven, else "feasible"); 1 no deadline factor admits a plan (proven, status
+    "infeasible"); 2 invalid input; 3 no plan found within --time-limit at any factor
+    and some were not proven impossible (status "timeout").
     """
     from gpusolve.frontier import factors, sweep
     from gpusolve.optimize.ir import SolveConfig
@@ -99,3 +106,6 @@ def frontier(
         click.echo(json.dumps(result.model_dump(mode="json"), indent=2, ensure_ascii=False))
     else:
         click.echo(frontier_text(result), nl=False)
+    code = {"infeasible": 1, "timeout": 3}.get(result.status, 0)
+    if code:
+        sys.exit(code)

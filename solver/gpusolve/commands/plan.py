@@ -16,6 +16,9 @@ from gpusolve.commands.options import (
 from gpusolve.render import FORMATS
 
 OBJECTIVES = ("min-tco", "min-capex", "min-monthly", "max-throughput")
+# Plan status -> exit code: a proven "no" (1) and "no answer in time" (3) must differ,
+# so a script can retry the second with more time and not the first.
+EXIT_CODES = {"optimal": 0, "feasible": 0, "infeasible": 1, "timeout": 3}
 
 
 @click.command("plan")
@@ -120,8 +123,11 @@ def plan(
     given in TCO and in penalties (and per workload in tokens/s under max-throughput).
 
     \b
-    Exit codes: 0 a plan was found; 1 no feasible plan (the reason is printed: the
-    requirements that conflict and how far each must move); 2 invalid input.
+    Exit codes: 0 a plan was found (status "optimal", or "feasible" with its gap to
+    the best bound when the time ran out first); 1 no plan exists, proven (status
+    "infeasible"; the requirements that conflict and how far each must move are
+    printed); 2 invalid input; 3 no plan found within --time-limit and none proven
+    impossible (status "timeout", with the best bound; try a longer --time-limit).
     GB means 10^9 bytes; money is in the run's currency.
     """
     from gpusolve.atomic import write_text_atomic
@@ -157,5 +163,6 @@ def plan(
         progress(f"wrote {output}")
     else:
         click.echo(text, nl=False)
-    if result.status == "infeasible":
-        sys.exit(1)
+    code = EXIT_CODES.get(result.status, 0)
+    if code:
+        sys.exit(code)

@@ -16,6 +16,10 @@ class ColoRow(OutModel):
     rack_kw: float
     feasible: bool
     reasons: list[str] = Field(default_factory=list, description="Why it cannot host the fleet.")
+    timed_out: bool = Field(
+        default=False,
+        description="No packing was found within the time limit; none was proven impossible.",
+    )
     notes: list[str] = Field(default_factory=list, description="Soft concerns (rules, H19/H37).")
     racks: int | None = None
     racks_available: int

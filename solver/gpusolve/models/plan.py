@@ -6,7 +6,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-PlanStatus = Literal["optimal", "feasible", "infeasible", "unknown"]
+# "timeout": no plan was found within the time limit and none was proven impossible.
+PlanStatus = Literal["optimal", "feasible", "infeasible", "unknown", "timeout"]
 
 
 class OutModel(BaseModel):
@@ -175,6 +176,27 @@ class Infeasibility(OutModel):
     reason: str
     conflicting: list[Relaxation] = Field(default_factory=list)
     workloads_without_candidates: dict[str, list[str]] = Field(default_factory=dict)
+    minimal: bool = Field(
+        default=True,
+        description="Every conflicting requirement was proved necessary (dropping any one "
+        "of them admits a plan).",
+    )
+    timed_out: bool = Field(
+        default=False,
+        description="The explanation ran out of time: the conflict may hold more than it "
+        "needs, or none was found.",
+    )
+
+
+class TimedOut(OutModel):
+    """No plan within the time limit, and no proof that none exists."""
+
+    reason: str
+    time_limit_s: float
+    best_bound: float | None = Field(
+        default=None, description="Proven bound on the objective (what `bound_of` says)."
+    )
+    bound_of: str = Field(description="What the bound bounds, with its unit.")
 
 
 class SolverInfo(OutModel):
@@ -242,6 +264,12 @@ class Plan(OutModel):
         default_factory=list, description="The figures behind each 'dearer/cheaper by' line."
     )
     infeasibility: Infeasibility | None = None
+    timed_out: TimedOut | None = None
+    warnings: list[str] = Field(default_factory=list)
+    illustrative_prices: list[str] = Field(
+        default_factory=list,
+        description="Catalogue items this plan uses whose price is illustrative, not a quote.",
+    )
     solver: SolverInfo
     market: str | None = Field(default=None, description="cn or global.")
     market_basis: str | None = Field(default=None, description="Why the run is in that market.")

@@ -11,8 +11,14 @@ user-level requirement is a free literal `req:<name>` that, when true, enforces 
   does not rely on the assumption machinery (or-tools#4109).
 * `correction`: the cheapest set to relax (minimum correction set weighted by
   `Requirement.weight`): the actionable answer when several conflicts overlap.
-* `relaxation`: for a numeric requirement (capex cap, monthly cap, racks at a site), how far
-  it must move with everything else enforced.
+* `relaxation`: for a numeric requirement (capex cap, monthly cap, racks at a site, a
+  training deadline), how far it must move with everything else enforced.
+
+Every answer says how sure it is. The explanation is only asked for once the normal model
+is proven infeasible, but its own solves share one time limit: a deletion check that runs
+out of time keeps its member (the set still conflicts, it may just not be minimal), and an
+explanation that cannot even confirm the conflict says so (`timed_out`) rather than
+printing every requirement as a "conflict".
 
 Workloads with no option at all (every candidate rejected upstream) cannot be fixed by
 relaxing any requirement here; they are reported as `unplaceable`.
@@ -22,7 +28,9 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Literal
 
 from ortools.sat.python import cp_model
 
@@ -40,19 +48,31 @@ class Explanation:
     unplaceable: tuple[str, ...]  # workloads with no option whatever is relaxed
     minimal: bool  # every conflict member was proved necessary
     requirements: dict[str, Requirement]  # descriptions for the names above
+    timed_out: bool = False  # some check ran out of time: `conflict` may be empty or too big
+
+
+Outcome = Literal["least", "enough", "not_enough", "unknown"]
 
 
 @dataclass(frozen=True)
 class Relaxation:
-    """How far one numeric requirement must move for a plan to exist."""
+    """How far one numeric requirement must move for a plan to exist.
+
+    `outcome`: "least" - `needed` is the smallest value that admits a plan (proven);
+    "enough" - a plan exists at `needed`, a smaller move may do (the search ran out of
+    time); "not_enough" - no plan even with this requirement dropped (proven);
+    "unknown" - the search ran out of time before finding any plan."""
 
     requirement: str
     current: int
-    needed: int  # the smallest cap (money, money per month, racks) that admits a plan
+    needed: int | None
+    outcome: Outcome = "least"
 
     @property
-    def delta(self) -> int:
-        return self.needed - self.current
+    def delta(self) -> int | None:
+        """How much the limit must rise, when known. Zero or less when a plan exists within
+        the current limit (the requirement is not what blocks the plan)."""
+        return None if self.needed is None else self.needed - self.current
 
 
 def explain(instance: Instance, config: SolveConfig | None = None) -> Explanation | None:
@@ -66,12 +86,15 @@ def explain(instance: Instance, config: SolveConfig | None = None) -> Explanatio
     everything = _satisfiable(built, names, clock)
     if everything is True:
         return None
+    if everything is None:  # not even the whole set was shown to conflict in time
+        return Explanation((), (), (), False, {}, timed_out=True)
     core = assumption_core(built, names, clock)
     conflict, minimal = shrink(built, core, clock)
     correction = min_correction_set(built, clock)
     described = {n: built.requirements[n] for n in sorted({*conflict, *correction})}
-    proved = minimal and everything is False
-    return Explanation(tuple(conflict), tuple(correction), (), proved, described)
+    return Explanation(
+        tuple(conflict), tuple(correction), (), minimal, described, timed_out=not minimal
+    )
 
 
 def _check_model(built: Built) -> cp_model.CpModel:
@@ -176,34 +199,55 @@ def _placeable_sites(instance: Instance) -> set[str]:
 
 
 def relaxation(
-    instance: Instance, requirement: str, config: SolveConfig | None = None
+    instance: Instance,
+    requirement: str,
+    config: SolveConfig | None = None,
+    option_seconds: Mapping[str, int] | None = None,
+    deadline_s: int | None = None,
 ) -> Relaxation | None:
-    """The smallest value of a numeric requirement's limit that admits a plan with every
-    other requirement enforced; None if the requirement is not numeric or relaxing it
-    alone cannot help (the rest is infeasible anyway)."""
+    """How far a numeric requirement's limit must move for a plan to exist, with every
+    other requirement enforced; None if the requirement is not numeric.
+
+    Deadlines (`deadline:<workload>`) need `deadline_s` and `option_seconds`: each of the
+    instance's option keys to its time to train in whole seconds (rounded up)."""
     config = config or SolveConfig()
     # Bins, not the lazy relaxation: this is a single solve whose answer must be exact.
     built = build(instance, BuildOptions(relax=frozenset({requirement}), fallback="bins"))
     h = instance.horizon_months
     target: Expr
+    kind, _, subject = requirement.partition(":")
     if requirement == "capex" and instance.capex_max is not None:
         current, target = instance.capex_max, built.capex
     elif requirement == "monthly" and instance.monthly_max is not None:
         current, target = instance.monthly_max, built.opex
-    elif requirement.startswith("racks:") and requirement[6:] in _placeable_sites(instance):
-        site = requirement[6:]
-        current = instance.sites[site].racks_available
-        pack = built.packing.get(site)
+    elif kind == "racks" and subject in _placeable_sites(instance):
+        current = instance.sites[subject].racks_available
+        pack = built.packing.get(subject)
         # No placement can use the site once the others are enforced: zero racks there.
         target = pack.total if pack is not None else cp_model.LinearExpr.weighted_sum([], [])
+    elif kind == "deadline" and option_seconds is not None and deadline_s is not None:
+        current, target = deadline_s, _chosen_seconds(built, subject, option_seconds)
     else:
         return None
     model = built.model.clone()
     model.minimize(target)
     solver = _Clock(config).solver(config.workers, cap=config.time_limit_s)
     status = solver.solve(model)
-    if status != cp_model.OPTIMAL:
-        return None
+    if status == cp_model.INFEASIBLE:
+        return Relaxation(requirement, current, None, "not_enough")
+    if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+        return Relaxation(requirement, current, None, "unknown")
     value = int(solver.value(target))
     needed = math.ceil(value / h) if requirement == "monthly" else value
-    return Relaxation(requirement, current, needed)
+    return Relaxation(
+        requirement, current, needed, "least" if status == cp_model.OPTIMAL else "enough"
+    )
+
+
+def _chosen_seconds(built: Built, workload: str, option_seconds: Mapping[str, int]) -> Expr:
+    """The chosen option's time to train for one workload (exactly one option is chosen)."""
+    pairs = [(option_seconds.get(o.option.key, 0), o.var) for o in built.owned]
+    pairs += [(option_seconds.get(c.option.key, 0), c.var) for c in built.cloud]
+    owned = [o.option.workload for o in built.owned] + [c.option.workload for c in built.cloud]
+    kept = [(s, v) for (s, v), w in zip(pairs, owned, strict=True) if w == workload]
+    return cp_model.LinearExpr.weighted_sum([v for _, v in kept], [s for s, _ in kept])

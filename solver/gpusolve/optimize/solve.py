@@ -549,6 +549,7 @@ def solve_built(
         hint = warmstart.warm_hint(built, objective, warmstart.SHARE * stages.remaining(), values)
     if hint:
         stages.cuts += lazy.hinted_cuts(built.relaxed, hint)
+    raw_bound = math.nan  # the folded objective's bound outside core mode
     if lp is not None and opened is not None:  # core mode (`core.MIN_CHOICES`)
         solver, status, lead = _core_search(
             stages, objective, weights[0], head, hint or {}, lp, floor, opened
@@ -562,7 +563,18 @@ def solve_built(
         lead = int(_bound(raw_bound, False)) // weights[0] if _solved(status) else 0
     if not _solved(status):
         wall = time.perf_counter() - start
-        return Outcome(Solution(status=_STATUS[status], wall_s=wall), {})
+        # No plan in time: the bound proven so far still tells the user how good a plan
+        # can be (core mode: `lead` is already the bound; else read the raw one).
+        known: int | None = None
+        if status == cp_model.UNKNOWN:
+            if lp is not None and opened is not None:
+                known = lead
+            elif math.isfinite(raw_bound):
+                known = max(0, _bound(raw_bound, False) // weights[0])
+        unsolved = (
+            None if known is None else (head.hi - known if head.maximise else head.lo + known)
+        )
+        return Outcome(Solution(status=_STATUS[status], best_bound=unsolved, wall_s=wall), {})
     value = int(solver.value(head.expr))
     bound = head.hi - lead if head.maximise else head.lo + lead
     best = solver

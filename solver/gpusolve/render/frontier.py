@@ -20,6 +20,17 @@ def frontier_text(f: Frontier) -> str:
     if f.infeasible_factors:
         tight = ", ".join(f"{x:g}" for x in f.infeasible_factors)
         lines += ["", f"  no plan at deadline factors: {tight}"]
+    if f.timed_out_factors:
+        slow = ", ".join(f"{x:g}" for x in f.timed_out_factors)
+        lines += [
+            "",
+            f"  no plan found within the time limit at deadline factors: {slow} "
+            "(not proven impossible; try a longer --time-limit)",
+        ]
+    unproven = [p.deadline_factor for p in f.points if not p.proven_optimal]
+    if unproven:
+        listed = ", ".join(f"{x:g}" for x in unproven)
+        lines += ["", f"  best found, optimality not proven, at deadline factors: {listed}"]
     if len(f.points) >= 2:
         lines += ["", *chart(f)]
     return "\n".join(lines) + "\n"

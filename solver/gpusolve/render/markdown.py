@@ -10,6 +10,11 @@ from gpusolve.render.fmt import COST_LABELS, hardware, layout, memory, money, wo
 def plan_markdown(plan: Plan) -> str:
     out: list[str] = ["# GPU procurement plan", ""]
     add = out.append
+    if plan.timed_out is not None:
+        add("**No plan found within the time limit** (not proven impossible).")
+        add("")
+        add(plan.timed_out.reason)
+        return "\n".join(out) + "\n"
     if plan.status == "infeasible" or plan.cost is None:
         add("**No feasible plan.**")
         if plan.infeasibility:
@@ -25,7 +30,7 @@ def plan_markdown(plan: Plan) -> str:
     cur = c.currency
     add(
         f"Objective **{plan.objective}**, "
-        f"{'proven optimal' if plan.solver.proven_optimal else plan.status}. "
+        f"{'proven optimal' if plan.solver.proven_optimal else _feasible(plan)}. "
         f"Total cost of ownership over {c.horizon_months} months: **{money(c.tco, cur)}** "
         f"(capex {money(c.capex, cur)}, {money(c.monthly_opex, cur)} per month)."
         + (
@@ -92,8 +97,15 @@ def plan_markdown(plan: Plan) -> str:
         add("")
         out.extend(f"- **{w}**: {r}" for w, reasons in plan.why_not.items() for r in reasons)
     out += compliance_markdown(plan) + sources_markdown(plan)
+    if plan.warnings:
+        add("")
+        add("## Warnings")
+        add("")
+        out.extend(f"- {w}" for w in plan.warnings)
     add("")
     add("_Prices marked illustrative in the catalogue are not quotes; confirm before buying._")
+    if plan.illustrative_prices:
+        add("Illustrative prices in this plan: " + "; ".join(plan.illustrative_prices) + ".")
     return "\n".join(out) + "\n"
 
 
@@ -120,3 +132,11 @@ def _cost_table(c: Cost) -> list[str]:
         out.append(f"| **penalties** | | | **{c.penalties:,.0f}** |")
         out.append(f"| **objective = TCO + penalties** | | | **{c.objective_value:,.0f}** |")
     return out
+
+
+def _feasible(plan: Plan) -> str:
+    """Feasible, not proven optimal: with the gap to the proven bound when there is one."""
+    info = plan.solver
+    if info.gap is None or info.best_bound is None:
+        return f"{plan.status} (optimality not proven)"
+    return f"{plan.status} (within {info.gap:.2%} of the best bound {info.best_bound:,.0f})"

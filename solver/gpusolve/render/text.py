@@ -14,8 +14,10 @@ def plan_text(plan: Plan) -> str:
     add = lines.append
     if plan.status == "infeasible":
         return _infeasible(plan)
+    if plan.timed_out is not None:
+        return _timed_out(plan)
     cur = plan.cost.currency if plan.cost else ""
-    proven = "proven optimal" if plan.solver.proven_optimal else f"best found ({plan.status})"
+    proven = "proven optimal" if plan.solver.proven_optimal else _best_found(plan)
     add(f"Plan ({plan.objective}, {proven})")
     if plan.cost:
         c = plan.cost
@@ -70,6 +72,7 @@ def plan_text(plan: Plan) -> str:
                 add(f"      {alt.compared.summary}")
     _why_not(plan, add)
     lines += compliance_text(plan) + sources_text(plan)
+    _warnings_and_prices(plan, add)
     add("")
     wall = f", {plan.solver.wall_s:.2f} s" if plan.solver.wall_s is not None else ""
     info = plan.solver
@@ -88,6 +91,40 @@ def _rules_and_advice(plan: Plan, add: Callable[[str], None]) -> None:
         add("Advice")
         for a in plan.advice:
             add(f"  - {a}")
+
+
+def _best_found(plan: Plan) -> str:
+    """A merely feasible plan says how far from the proven bound it may be."""
+    info = plan.solver
+    if info.gap is None or info.best_bound is None:
+        return f"best found ({plan.status}), optimality not proven"
+    return (
+        f"best found ({plan.status}) in the time limit: within {info.gap:.2%} of the "
+        f"best bound {info.best_bound:,.0f}"
+    )
+
+
+def _warnings_and_prices(plan: Plan, add: Callable[[str], None]) -> None:
+    if plan.warnings:
+        add("")
+        add("Warnings")
+        for w in plan.warnings:
+            add(f"  ! {w}")
+    if plan.illustrative_prices:
+        add("")
+        add("Illustrative prices (not quotes; confirm before buying)")
+        for item in plan.illustrative_prices:
+            add(f"  - {item}")
+
+
+def _timed_out(plan: Plan) -> str:
+    assert plan.timed_out is not None
+    lines = ["No plan found within the time limit (not proven impossible).", ""]
+    lines.append(f"  {plan.timed_out.reason}")
+    out: list[str] = []
+    _rules_and_advice(plan, out.append)
+    _warnings_and_prices(plan, out.append)
+    return "\n".join(lines + out) + "\n"
 
 
 def _why_not(plan: Plan, add: Callable[[str], None]) -> None:
@@ -117,4 +154,5 @@ def _infeasible(plan: Plan) -> str:
     _why_not(plan, out.append)
     _rules_and_advice(plan, out.append)
     out += compliance_text(plan)
+    _warnings_and_prices(plan, out.append)
     return "\n".join(lines + out) + "\n"

@@ -140,3 +140,6 @@ def check_against_catalog(reqs: Requirements, doc: Document, catalog: Catalog) -
             )
     if problems:
         raise InputError(problems)
+    for w in reqs.workloads:
+        if w.measured is not None:
+            w.measured.bind_card(catalog.cards[w.measured.card])

@@ -178,8 +178,15 @@ def calibrate(workload: Workload, arch: Arch, card: Card, params: Params) -> Cal
     act_model = training_activations_for(run, arch, hw.gpus_per_node, lay)
     act_factor = 1.0
     act_measured: float | None = None
-    if m.peak_memory_gb is not None and act_model > 0:
-        act_measured = max(0.0, m.peak_memory_gb * GB - states)
+    if m.peak_memory_gb is not None and m.peak_memory_gb * GB <= states:
+        notes.append(
+            f"measured peak {m.peak_memory_gb:.1f} GB per GPU is below the {states / GB:.1f} GB "
+            f"of model states the formula gives for the measured layout ({lay.sharding}, TP "
+            f"{lay.tp}, PP {lay.pp}): give the run's sharding, tp and pp in `measured:`; the "
+            "activation estimate is left as it is"
+        )
+    elif m.peak_memory_gb is not None and act_model > 0:
+        act_measured = m.peak_memory_gb * GB - states
         lo, hi = ACTIVATION_FACTOR_RANGE
         act_factor = min(hi, max(lo, act_measured / act_model))
         notes.append(

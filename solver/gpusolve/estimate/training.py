@@ -225,8 +225,9 @@ def evaluate_training(
     fmt = compute_precision(workload.kind, workload.precision, workload.optimizer)
     cal = calibration_for(workload, arch, params, card)
     memory = training_memory(workload, arch, hw.gpus_per_node, layout, params)
+    calibration: list[str] = []
     if cal is not None:
-        notes += cal.notes
+        calibration += cal.notes
         memory = replace(memory, activations_bytes=memory.activations_bytes * cal.activation_factor)
     usable = usable_memory_bytes(card, params.headroom)
     fits = memory.total_bytes <= usable
@@ -250,7 +251,7 @@ def evaluate_training(
     step = training_step(arch, shape, hw, eff, framework(params))
     if cal is not None:
         moved = transfer(cal, card, fmt)
-        notes.append(moved.note)
+        calibration.append(moved.note)
         step = calibrated_step(step, moved.factor)
     step_s = step.step_s
     comm_fraction = step.communication_s / step_s if step_s > 0 and math.isfinite(step_s) else 1.0
@@ -345,6 +346,7 @@ def evaluate_training(
         notes=tuple(notes),
         coarse=arch.coarse,
         measured=cal is not None,
+        calibration=tuple(calibration),
     )
 
 

@@ -32,6 +32,8 @@ def plan_text(plan: Plan) -> str:
         add(f"      speed    {work(d)}")
         if d.mode == "cloud":
             add(f"      rental   {hours(d.rental_hours)} over the horizon")
+        for line in d.calibration:
+            add(f"      measured {line}")
     if plan.sites:
         add("")
         add("Sites")

@@ -148,6 +148,9 @@ def calibrate(workload: Workload, arch: Arch, card: Card, params: Params) -> Cal
     mfu = measured_mfu_of(workload, card, per_token)
     factor = 1.0
     modelled: float | None = None
+    if mfu is not None and mfu <= 0:
+        notes.append("measured MFU is 0: the compute model is left as it is")
+        mfu = None
     if mfu is not None:
         step = training_step(arch, step_shape(run, arch, hw, lay, params), hw, efficiency_of(card), framework(params))
         fmt = compute_precision(run.kind, run.precision, run.optimizer)
@@ -160,7 +163,7 @@ def calibrate(workload: Workload, arch: Arch, card: Card, params: Params) -> Cal
             notes.append(
                 f"measured MFU {mfu:.1%} on {m.card} ({m.gpus} GPU(s)) against the model's "
                 f"{modelled:.1%} for that run: the {family} family's achievable compute "
-                f"fractions x {factor:.2f} (H12)"
+                f"fractions x {factor:.3g} (H12)"
             )
         if mfu < params.mfu_floor:
             notes.append(
@@ -260,7 +263,7 @@ def transfer(cal: Calibration, target: Card, fmt: str) -> Transfer:
         )
     capped = " (capped at the peak)" if factor < cal.compute_factor else ""
     note = (
-        f"calibrated compute: {how}; GEMM fraction {gemm:.0%} x {factor:.2f} = "
+        f"calibrated compute: {how}; GEMM fraction {gemm:.0%} x {factor:.3g} = "
         f"{calibrated:.0%} of peak{capped}"
     )
     return Transfer(factor=factor, note=note)

@@ -300,7 +300,8 @@ def read_csv(text: str, name: str) -> Log:
     header = [_field_name(h) for h in rows[header_at]]
     names = [h[0] for h in header]
     if "index" not in names and "pci.bus_id" not in names and "uuid" not in names:
-        if all(_number(c.split()[0] if c.strip() else c) is not _BAD for c in rows[header_at]):
+        # Field names never start with a digit; values (indices, timestamps) do.
+        if any(c.strip()[:1].isdigit() for c in rows[header_at]):
             hint = "record without `noheader`: the header line names the fields"
         else:
             hint = "add `index` to --query-gpu so samples can be told apart per GPU"

@@ -22,8 +22,9 @@ from gpusolve.params import Params
 ACTIVATION_TOLERANCE = 0.25
 
 TINY = ModelShape(layers=2, hidden=64, heads=4, kv_heads=2, ffn=160, vocab=512)
-GPT_LIKE = ModelShape(layers=2, hidden=96, heads=6, ffn=384, vocab=384, gated_ffn=False,
-                      tied_embeddings=True)
+GPT_LIKE = ModelShape(
+    layers=2, hidden=96, heads=6, ffn=384, vocab=384, gated_ffn=False, tied_embeddings=True
+)
 
 
 def tiny(**over: Any) -> Workload:
@@ -42,7 +43,9 @@ def run(w: Workload, params: Params | None = None, **opts: Any) -> Any:
     pytest.importorskip("torch")  # the `test` extra installs it: this never skips in CI
     from gpusolve.measure.session import Options, measure
 
-    return measure(w, None, params or Params(), Options(steps=1, warmup=1, device="cpu", **opts), "t")
+    return measure(
+        w, None, params or Params(), Options(steps=1, warmup=1, device="cpu", **opts), "t"
+    )
 
 
 CASES = [

@@ -76,7 +76,9 @@ def test_a_throttling_log_yields_the_thermal_and_clock_warnings_h17() -> None:
 
 def test_thresholds_are_rule_parameters() -> None:
     assert report_of(H100_DT, Params(profile_compute_sm_min=0.99)).overall.bound == "mixed"
-    assert not report_of(A100_THROTTLE, Params(thermal_warning_c=95, clock_drop_fraction=0.2)).warnings
+    assert not report_of(
+        A100_THROTTLE, Params(thermal_warning_c=95, clock_drop_fraction=0.2)
+    ).warnings
 
 
 def test_memory_pressure_against_the_headroom_h29_and_power_against_tdp() -> None:
@@ -87,7 +89,11 @@ def test_memory_pressure_against_the_headroom_h29_and_power_against_tdp() -> Non
 
 
 def test_missing_values_are_not_available_not_zero() -> None:
-    text = "# gpu   pwr  temp    sm   mem\n# Idx     W     C     %     %\n    0     -    50    80     -\n"
+    text = (
+        "# gpu   pwr  temp    sm   mem\n"
+        "# Idx     W     C     %     %\n"
+        "    0     -    50    80     -\n"
+    )
     r = profile(read_log(text, "t.log"), None, Params())
     assert r.gpus[0].power_w.mean is None and r.gpus[0].mem_pct.mean is None
     assert r.gpus[0].sm_pct.mean == 80
@@ -138,7 +144,7 @@ def test_malformed_logs_are_refused_with_their_line() -> None:
     broken = [*good[:5], "    0   228    74", *good[5:]]
     assert problems_of("\n".join(broken))[0][0] == 6
     # a word where a number belongs: line and column
-    bad = good[:3] + [good[3].replace(" 60 ", " xx ", 1)] + good[4:]
+    bad = [*good[:3], good[3].replace(" 60 ", " xx ", 1), *good[4:]]
     line, column, message = problems_of("\n".join(bad))[0]
     assert line == 4 and column is not None and column > 1 and "not a number" in message
     # data before any header

@@ -144,7 +144,9 @@ class Params:
         maximum=1,
     )
     profile_compute_mem_max: float = _param(
-        0.5, "Memory-controller activity below which high SM activity is compute-bound.", "H11",
+        0.5,
+        "Memory-controller activity below which high SM activity is compute-bound.",
+        "H11",
         minimum=0,
         maximum=1,
     )

@@ -36,9 +36,7 @@ Examples:
 @click.option("--workload", "name", required=True, help="The workload to measure.")
 @click.option("--steps", type=click.IntRange(min=1, max=10000), default=20, show_default=True)
 @click.option("--warmup", type=click.IntRange(min=1, max=1000), default=2, show_default=True)
-@click.option(
-    "--device", type=click.Choice(["cuda", "cpu"]), default="cuda", show_default=True
-)
+@click.option("--device", type=click.Choice(["cuda", "cpu"]), default="cuda", show_default=True)
 @click.option("--card", "card_id", help="The catalogue card the device is (for MFU and the block).")
 @click.option("--layers", type=click.IntRange(min=1), help="Build fewer layers and scale back.")
 @click.option("--micro-batch", type=click.IntRange(min=1), help="Override the micro-batch.")
@@ -81,7 +79,9 @@ def measure(
         card = cards.get(card_id)
         if card is None:
             raise InputError.single(
-                "--card", f"unknown card {card_id!r}", hint="see `gpusolve catalog list --kind cards`"
+                "--card",
+                f"unknown card {card_id!r}",
+                hint="see `gpusolve catalog list --kind cards`",
             )
     if update and card is None:
         raise InputError.single(

@@ -127,6 +127,8 @@ def compute_phase_s(step: StepBreakdown) -> float:
 def calibrate(workload: Workload, arch: Arch, card: Card, params: Params) -> Calibration:
     """The calibration one measured run gives (pure; training workloads)."""
     # Imported here: training.py applies the calibration this module computes.
+    from gpusolve.estimate.efficiency import efficiency_of
+    from gpusolve.estimate.steptime import training_step
     from gpusolve.estimate.training import (
         framework,
         model_flops_per_token,
@@ -134,8 +136,6 @@ def calibrate(workload: Workload, arch: Arch, card: Card, params: Params) -> Cal
         training_activations_for,
         training_states_for,
     )
-    from gpusolve.estimate.efficiency import efficiency_of
-    from gpusolve.estimate.steptime import training_step
 
     m = workload.measured
     assert m is not None
@@ -152,7 +152,9 @@ def calibrate(workload: Workload, arch: Arch, card: Card, params: Params) -> Cal
         notes.append("measured MFU is 0: the compute model is left as it is")
         mfu = None
     if mfu is not None:
-        step = training_step(arch, step_shape(run, arch, hw, lay, params), hw, efficiency_of(card), framework(params))
+        step = training_step(
+            arch, step_shape(run, arch, hw, lay, params), hw, efficiency_of(card), framework(params)
+        )
         fmt = compute_precision(run.kind, run.precision, run.optimizer)
         peak = (card.tflops_at(fmt) or card.tflops.fp32) * 1e12
         tokens = lay.micro_batch * lay.dp * run.seq_len

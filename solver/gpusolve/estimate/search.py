@@ -39,6 +39,7 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
+from gpusolve.estimate.calibration import calibration_for
 from gpusolve.estimate.compute import compute_precision, weight_flops_per_token
 from gpusolve.estimate.efficiency import FIT_GEMM_SHAPES, efficiency_of, mamf_fraction
 from gpusolve.estimate.evaluation import evaluate
@@ -46,7 +47,6 @@ from gpusolve.estimate.hardware import Hardware
 from gpusolve.estimate.layout import ConfigEstimate, Layout, overhead_bytes, usable_memory_bytes
 from gpusolve.estimate.serving import batch_limit, replica_tokens_per_s, serving_layout
 from gpusolve.estimate.shapes import Arch, resolve_arch
-from gpusolve.estimate.calibration import calibration_for
 from gpusolve.estimate.training import training_activations_for, training_states_for
 from gpusolve.estimate.units import SECONDS_PER_HOUR
 from gpusolve.models.requirements import Workload

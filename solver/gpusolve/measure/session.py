@@ -90,7 +90,7 @@ def built_arch(arch: Arch, layers: int) -> Arch:
             built,
             params=counted.total,
             active_params=counted.active,
-            embedding_params=counted.embedding,
+            embedding_params=counted.embeddings,
             input_embedding_params=counted.input_embeddings,
         )
     return built
@@ -164,14 +164,20 @@ def measure(
     if result.peak_reserved_bytes is not None and result.peak_allocated_bytes is not None:
         peak_gb = (
             scaled_peak_bytes(
-                result.peak_reserved_bytes, counted_states, full_states.total_bytes, layers,
+                result.peak_reserved_bytes,
+                counted_states,
+                full_states.total_bytes,
+                layers,
                 arch.layers,
             )
             / GB
         )
         alloc_gb = (
             scaled_peak_bytes(
-                result.peak_allocated_bytes, counted_states, full_states.total_bytes, layers,
+                result.peak_allocated_bytes,
+                counted_states,
+                full_states.total_bytes,
+                layers,
                 arch.layers,
             )
             / GB
@@ -193,7 +199,7 @@ def measure(
             seq_len=seq if seq != w.seq_len else None,
             micro_batch=micro,
             sharding="ddp",
-            checkpointing=ckpt,  # type: ignore[arg-type]
+            checkpointing=ckpt,
         )
     else:
         notes.append("no card: give --card ID to get the measured: block (MFU needs its peak)")

@@ -61,7 +61,8 @@ class Attention(nn.Module):
             k = k.repeat_interleave(self.heads // self.kv_heads, dim=1)
             v = v.repeat_interleave(self.heads // self.kv_heads, dim=1)
         p = self.dropout if self.training else 0.0
-        return F.scaled_dot_product_attention(q, k, v, is_causal=True, dropout_p=p)
+        out: torch.Tensor = F.scaled_dot_product_attention(q, k, v, is_causal=True, dropout_p=p)
+        return out
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         b, s, _ = x.shape
@@ -72,7 +73,8 @@ class Attention(nn.Module):
             out = checkpoint(self.core, q, k, v, use_reentrant=False)
         else:
             out = self.core(q, k, v)
-        return self.o(out.transpose(1, 2).reshape(b, s, self.heads * self.head_dim))
+        result: torch.Tensor = self.o(out.transpose(1, 2).reshape(b, s, self.heads * self.head_dim))
+        return result
 
 
 class Mlp(nn.Module):
@@ -84,9 +86,9 @@ class Mlp(nn.Module):
         self.down = nn.Linear(arch.ffn, arch.hidden, bias=False)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        if self.gate is not None:
-            return self.down(F.silu(self.gate(x)) * self.up(x))
-        return self.down(F.gelu(self.up(x)))
+        inner = F.silu(self.gate(x)) * self.up(x) if self.gate is not None else F.gelu(self.up(x))
+        out: torch.Tensor = self.down(inner)
+        return out
 
 
 class Block(nn.Module):
@@ -100,7 +102,8 @@ class Block(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         x = x + self.drop(self.attn(self.attn_norm(x)))
-        return x + self.drop(self.mlp(self.mlp_norm(x)))
+        out: torch.Tensor = x + self.drop(self.mlp(self.mlp_norm(x)))
+        return out
 
 
 class Decoder(nn.Module):
@@ -109,12 +112,13 @@ class Decoder(nn.Module):
         self.embed = nn.Embedding(arch.vocab, arch.hidden)
         positions = round((arch.input_embedding_params - arch.vocab * arch.hidden) / arch.hidden)
         self.pos = nn.Embedding(positions, arch.hidden) if positions > 0 else None
-        self.blocks = nn.ModuleList(Block(arch, dropout) for _ in range(arch.layers))
+        blocks = [Block(arch, dropout) for _ in range(arch.layers)]
+        for blk in blocks:
+            blk.attn.recompute_core = checkpointing == "selective"
+        self.blocks = nn.ModuleList(blocks)
         self.norm = RMSNorm(arch.hidden)
         self.head = None if _tied(arch) else nn.Linear(arch.hidden, arch.vocab, bias=False)
         self.full_recompute = checkpointing == "full"
-        for blk in self.blocks:
-            blk.attn.recompute_core = checkpointing == "selective"
 
     def forward(self, tokens: torch.Tensor) -> torch.Tensor:
         x = self.embed(tokens)
@@ -191,9 +195,9 @@ def run(arch: Arch, cfg: RunConfig) -> RunResult:
     dtype = torch.float32 if fp32 else DTYPES.get(cfg.precision, torch.bfloat16)
     model = Decoder(arch, dropout=0.1 if cfg.dropout else 0.0, checkpointing=cfg.checkpointing)
     model = model.to(device=device, dtype=dtype)
-    params = [p for p in model.parameters()]
+    params: list[torch.Tensor] = list(model.parameters())
     if fp32:
-        masters = params
+        masters: list[torch.Tensor] = params
         main_grads: list[torch.Tensor] | None = None
     else:
         masters = [p.detach().float().clone().requires_grad_(True) for p in params]
@@ -216,7 +220,7 @@ def run(arch: Arch, cfg: RunConfig) -> RunResult:
                 loss = _loss(model, x, y, arch.vocab)
         else:
             loss = _loss(model, x, y, arch.vocab)
-        loss.backward()
+        torch.autograd.backward(loss)
         if not fp32:
             for p, m, i in zip(params, masters, range(len(params)), strict=True):
                 assert p.grad is not None
@@ -295,7 +299,9 @@ def _state_bytes(
     else:
         grads = _bytes(p.grad for p in params if p.grad is not None)
     moments = _bytes(
-        v for state in opt.state.values() for v in state.values()
+        v
+        for state in opt.state.values()
+        for v in state.values()
         if isinstance(v, torch.Tensor) and v.dim() > 0
     )
     master = 0 if fp32 else _bytes(masters)

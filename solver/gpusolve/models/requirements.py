@@ -122,15 +122,20 @@ class Measured(StrictModel):
         default=None, description="Model FLOPs utilisation against the card's dense peak."
     )
     seq_len: int | None = Field(
-        default=None, ge=1, description="Sequence length of the measured run (default: the workload's)."
+        default=None,
+        ge=1,
+        description="Sequence length of the measured run (default: the workload's).",
     )
     micro_batch: int | None = Field(
-        default=None, ge=1, description="Sequences per GPU per micro-step (default: the workload's)."
+        default=None,
+        ge=1,
+        description="Sequences per GPU per micro-step (default: the workload's).",
     )
     tp: int = Field(default=1, ge=1, description="Tensor-parallel degree of the measured run.")
     pp: int = Field(default=1, ge=1, description="Pipeline-parallel degree of the measured run.")
     sharding: Sharding | None = Field(
-        default=None, description="Sharding of the measured run (default: the workload's, else ddp)."
+        default=None,
+        description="Sharding of the measured run (default: the workload's, else ddp).",
     )
     checkpointing: Checkpointing | None = Field(
         default=None,

@@ -21,6 +21,7 @@ samples, memory use above the card's memory less the headroom (H29).
 
 from __future__ import annotations
 
+import itertools
 import statistics
 from collections import defaultdict
 from collections.abc import Iterable
@@ -43,7 +44,7 @@ def weights(samples: list[Sample]) -> list[float]:
     if any(t is None for t in times) or len(samples) < 2:
         return [1.0] * len(samples)
     stamps = [float(t) for t in times if t is not None]
-    gaps = [b - a for a, b in zip(stamps, stamps[1:], strict=False)]
+    gaps = [b - a for a, b in itertools.pairwise(stamps)]
     positive = [g for g in gaps if g > 0]
     typical = statistics.median(positive) if positive else 1.0
     # A gap far beyond the interval (the monitor paused, logs concatenated) counts once.
@@ -149,7 +150,9 @@ def warnings_for(
     who = f"GPU {p.gpu}"
     hot = p.gpu_temp_c.max
     if hot is not None and hot > params.thermal_warning_c:
-        over = sum(1 for s in samples if (s.values.get("gpu_temp_c") or 0) > params.thermal_warning_c)
+        over = sum(
+            1 for s in samples if (s.values.get("gpu_temp_c") or 0) > params.thermal_warning_c
+        )
         out.append(
             f"{who} reached {hot:.0f} °C ({over} sample(s) above {params.thermal_warning_c:.0f} "
             "°C): the boost clock drops above that; plan cooling, not paper peak (H17)"

@@ -271,7 +271,7 @@ class _Bad:
 _BAD = _Bad()
 
 
-def _number(cell: str) -> float | None | _Bad:
+def _number(cell: str) -> float | _Bad | None:
     text = cell.strip()
     if text in MISSING:
         return None
@@ -306,7 +306,9 @@ def read_csv(text: str, name: str) -> Log:
         else:
             hint = "add `index` to --query-gpu so samples can be told apart per GPU"
         raise InputError.single(
-            name, "the CSV header names no GPU (index, pci.bus_id or uuid)", line=1 + header_at,
+            name,
+            "the CSV header names no GPU (index, pci.bus_id or uuid)",
+            line=1 + header_at,
             hint=hint,
         )
     log = Log(name=name, format="csv", columns=tuple(names))

@@ -193,8 +193,9 @@ def run(arch: Arch, cfg: RunConfig) -> RunResult:
     device = torch.device(cfg.device)
     fp32 = is_fp32_training(cfg.precision, cfg.optimizer)
     dtype = torch.float32 if fp32 else DTYPES.get(cfg.precision, torch.bfloat16)
-    model = Decoder(arch, dropout=0.1 if cfg.dropout else 0.0, checkpointing=cfg.checkpointing)
-    model = model.to(device=device, dtype=dtype)
+    with device:  # initialise on the device: a multi-billion model is slow to build on the host
+        model = Decoder(arch, dropout=0.1 if cfg.dropout else 0.0, checkpointing=cfg.checkpointing)
+    model = model.to(dtype=dtype)
     params: list[torch.Tensor] = list(model.parameters())
     if fp32:
         masters: list[torch.Tensor] = params

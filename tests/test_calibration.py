@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import json
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -35,7 +38,8 @@ def test_the_measured_run_is_reproduced_on_its_own_card_and_layout() -> None:
     m = measured_on("h100-sxm", gpus=8, tokens_per_s=8 * 2500.0)
     w = Workload(**BASE, measured=m)
     lay = measured_layout(w)
-    assert (lay.tp, lay.pp, lay.dp, lay.micro_batch, lay.grad_accum) == (1, 1, 8, 1, 1)
+    # the workload's global batch of 1,024 sequences: 128 micro-batches of 1 on 8 GPUs
+    assert (lay.tp, lay.pp, lay.dp, lay.micro_batch, lay.grad_accum) == (1, 1, 8, 1, 128)
     est = evaluate(w, hgx(H100), lay, Params())
     cal = calibration_for(w, resolve_arch(w.model), Params(), H100)
     assert cal is not None and cal.measured_mfu is not None
@@ -138,3 +142,27 @@ def test_the_loader_binds_the_measured_card_and_the_plan_says_how(tmp_path: Path
     m = run.reqs.workloads[0].measured
     assert m is not None and m.bound_card is not None and m.bound_card.id == "a100-80gb-sxm"
     assert load_requirements_doc(reqs)[0].workloads[0].measured is not None
+
+
+def test_a_plan_on_another_card_says_how_the_measurement_moved(
+    gpusolve: Callable[..., Any], tmp_path: Path
+) -> None:
+    reqs = tmp_path / "r.yaml"
+    reqs.write_text(
+        "workloads:\n"
+        "  - name: ft\n"
+        "    kind: full_finetune\n"
+        "    model: {preset: llama-2-7b}\n"
+        "    tokens: 2.0e+9\n"
+        "    deadline_hours: 48\n"
+        "    measured: {card: a100-80gb-sxm, gpus: 8, mfu: 0.3}\n"
+    )
+    out = gpusolve("plan", str(reqs), "--format", "json")
+    assert out.code == 0, out.err
+    (dep,) = json.loads(out.out)["deployments"]
+    how = " ".join(dep["calibration"])
+    assert "measured MFU 30.0% on a100-80gb-sxm" in how
+    if dep["card"] != "a100-80gb-sxm":
+        assert "same family" in how or "ratio of their achievable fractions" in how
+    text = gpusolve("plan", str(reqs))
+    assert "calib    calibrated compute:" in text.out

@@ -73,20 +73,22 @@ class Calibration:
 
 def measured_layout(workload: Workload) -> Layout:
     """The measured run's layout: its tp x pp x dp on `gpus`, micro-batch, sharding and
-    recomputation (each defaulting to the workload's), no accumulation (one step per
-    micro-batch: what a short timing run does)."""
+    recomputation (each defaulting to the workload's); gradient accumulation up to the
+    workload's global batch (the run is assumed to use it), else one micro-batch per step."""
     m = workload.measured
     assert m is not None
-    gpn = max(8, m.tp)
+    dp = m.gpus // (m.tp * m.pp)
+    micro = m.micro_batch or workload.micro_batch
+    accum = max(1, (workload.global_batch or 0) // (micro * dp))
     return Layout(
-        nodes=max(1, math.ceil(m.gpus / gpn)),
+        nodes=1,  # one board of `gpus` GPUs: only the compute phase is compared (no links)
         tp=m.tp,
         pp=m.pp,
-        dp=m.gpus // (m.tp * m.pp),
+        dp=dp,
         sharding=m.sharding or workload.sharding or "ddp",
         checkpointing=m.checkpointing or workload.gradient_checkpointing or "none",
-        micro_batch=m.micro_batch or workload.micro_batch,
-        grad_accum=1,
+        micro_batch=micro,
+        grad_accum=accum,
     )
 
 
@@ -141,7 +143,7 @@ def calibrate(workload: Workload, arch: Arch, card: Card, params: Params) -> Cal
     assert m is not None
     run = measured_workload(workload)
     lay = measured_layout(workload)
-    hw = Hardware.generic(card, gpus_per_node=max(8, m.tp))
+    hw = Hardware.generic(card, gpus_per_node=max(8, m.gpus))
     notes: list[str] = []
     family = family_of(card)
     per_token = model_flops_per_token(arch, run)
@@ -157,7 +159,7 @@ def calibrate(workload: Workload, arch: Arch, card: Card, params: Params) -> Cal
         )
         fmt = compute_precision(run.kind, run.precision, run.optimizer)
         peak = (card.tflops_at(fmt) or card.tflops.fp32) * 1e12
-        tokens = lay.micro_batch * lay.dp * run.seq_len
+        tokens = lay.micro_batch * lay.grad_accum * lay.dp * run.seq_len
         phase = compute_phase_s(step)
         if phase > 0 and math.isfinite(phase):
             modelled = per_token * tokens / (lay.gpus * peak * phase)

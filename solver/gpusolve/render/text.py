@@ -33,7 +33,7 @@ def plan_text(plan: Plan) -> str:
         if d.mode == "cloud":
             add(f"      rental   {hours(d.rental_hours)} over the horizon")
         for line in d.calibration:
-            add(f"      measured {line}")
+            add(f"      calib    {line}")
     if plan.sites:
         add("")
         add("Sites")

@@ -166,3 +166,31 @@ def test_a_plan_on_another_card_says_how_the_measurement_moved(
         assert "same family" in how or "ratio of their achievable fractions" in how
     text = gpusolve("plan", str(reqs))
     assert "calib    calibrated compute:" in text.out
+
+
+def test_the_measured_runs_log_is_read_and_reported(tmp_path: Path) -> None:
+    from gpusolve.pipeline import prepare_run
+
+    log = Path(__file__).parent / "data" / "dmon" / "l40s_query_stalled.csv"
+    (tmp_path / "run.csv").write_text(log.read_text())
+    reqs = tmp_path / "r.yaml"
+    body = (
+        "workloads:\n"
+        "  - name: ft\n"
+        "    kind: full_finetune\n"
+        "    model: {preset: llama-2-7b}\n"
+        "    tokens: 1.0e+9\n"
+        "    measured: {card: l40s, gpus: 2, mfu: 0.2, profile: PROFILE}\n"
+    )
+    reqs.write_text(body.replace("PROFILE", "run.csv"))
+    w = prepare_run(reqs, (), ()).reqs.workloads[0]
+    cal = calibration_for(w, resolve_arch(w.model), Params(), H100)
+    assert cal is not None
+    assert any("log run.csv: stalled" in n for n in cal.notes)
+    assert any("includes input or communication stalls" in n for n in cal.notes)
+    reqs.write_text(body.replace("PROFILE", "missing.csv"))
+    from gpusolve.errors import InputError
+
+    with pytest.raises(InputError) as err:
+        prepare_run(reqs, (), ())
+    assert err.value.problems[0].line == 6 and "does not exist" in err.value.problems[0].message

@@ -144,7 +144,7 @@ def calibrate(workload: Workload, arch: Arch, card: Card, params: Params) -> Cal
     run = measured_workload(workload)
     lay = measured_layout(workload)
     hw = Hardware.generic(card, gpus_per_node=max(8, m.gpus))
-    notes: list[str] = []
+    notes: list[str] = list(m.profile_notes)
     family = family_of(card)
     per_token = model_flops_per_token(arch, run)
     mfu = measured_mfu_of(workload, card, per_token)

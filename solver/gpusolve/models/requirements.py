@@ -147,6 +147,7 @@ class Measured(StrictModel):
     _card: Card | None = PrivateAttr(default=None)
     # estimate/calibration.py memoises its result here, per parameter set (Params, hashable).
     _calibrations: dict[object, object] = PrivateAttr(default_factory=dict)
+    _profile_notes: tuple[str, ...] = PrivateAttr(default=())
 
     @model_validator(mode="after")
     def _layout(self) -> Measured:
@@ -166,6 +167,14 @@ class Measured(StrictModel):
     @property
     def calibrations(self) -> dict[object, object]:
         return self._calibrations
+
+    def attach_profile(self, notes: tuple[str, ...]) -> None:
+        """What `gpusolve profile` read in the run's log (the loader attaches it)."""
+        self._profile_notes = notes
+
+    @property
+    def profile_notes(self) -> tuple[str, ...]:
+        return self._profile_notes
 
 
 class Workload(StrictModel):

@@ -181,3 +181,19 @@ def test_cli_text_json_and_exit_2(gpusolve: Callable[..., Any], tmp_path: Path) 
     assert out.code == 2 and f"{bad}:3:1:" in out.err and "Traceback" not in out.err
     assert gpusolve("profile", str(tmp_path / "none.log")).code == 2
     assert gpusolve("profile", str(L40S_CSV), "--card", "nope").code == 2
+
+
+def test_cli_param_sets_a_threshold(gpusolve: Callable[..., Any]) -> None:
+    hot = gpusolve("profile", str(A100_THROTTLE))
+    cool = gpusolve(
+        "profile",
+        str(A100_THROTTLE),
+        "--param",
+        "thermal_warning_c=95",
+        "--param",
+        "clock_drop_fraction=0.2",
+    )
+    assert "warning:" in hot.out and cool.code == 0 and "warning:" not in cool.out
+    bad = gpusolve("profile", str(A100_THROTTLE), "--param", "thermal_warning_c=hot")
+    assert bad.code == 2 and "--param" in bad.err
+    assert gpusolve("profile", str(A100_THROTTLE), "--param", "nope=1").code == 2

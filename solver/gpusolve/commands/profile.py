@@ -32,16 +32,30 @@ card's TDP with --card), temperatures, clocks and violation counters; the
 class: compute-bound, memory-bandwidth-bound, stalled on input or
 communication (H04, H11), mixed or idle; warnings for temperatures above
 85 °C and SM clocks dropping under load (H17) and memory above the headroom
-(H29). The thresholds are rule parameters (`gpusolve rules params`).
+(H29). The thresholds are rule parameters (see `gpusolve rules fields`); change
+one here with --param, e.g. --param thermal_warning_c=83 --param headroom=0.3.
 """
 
 
 @click.command("profile", help=HELP)
 @click.argument("log_path", metavar="LOG", type=click.Path(path_type=Path))
 @click.option("--card", "card_id", help="The card the log was recorded on (a catalogue id).")
+@click.option(
+    "--param",
+    "param_values",
+    multiple=True,
+    metavar="NAME=VALUE",
+    help="Set a threshold parameter (repeatable), e.g. profile_compute_sm_min=0.85.",
+)
 @catalog_option
 @format_option("text", "json")
-def profile(log_path: Path, card_id: str | None, catalog_paths: tuple[Path, ...], fmt: str) -> None:
+def profile(
+    log_path: Path,
+    card_id: str | None,
+    param_values: tuple[str, ...],
+    catalog_paths: tuple[Path, ...],
+    fmt: str,
+) -> None:
     from gpusolve.profile import analyse_file
 
     card = None
@@ -55,11 +69,29 @@ def profile(log_path: Path, card_id: str | None, catalog_paths: tuple[Path, ...]
                 f"unknown card {card_id!r}",
                 hint="use a card id from `gpusolve catalog list --kind cards`",
             )
-    report = analyse_file(log_path, card, Params())
+    report = analyse_file(log_path, card, parse_params(param_values))
     if fmt == "json":
         click.echo(json.dumps(report.model_dump(mode="json"), indent=2))
     else:
         click.echo(render_text(report))
+
+
+def parse_params(values: tuple[str, ...]) -> Params:
+    """`NAME=VALUE` pairs (YAML scalars) into Params; a bad one is exit 2."""
+    import yaml
+
+    from gpusolve.params import check_value
+
+    chosen: dict[str, object] = {}
+    for item in values:
+        name, sep, raw = item.partition("=")
+        try:
+            if not sep:
+                raise ValueError("write NAME=VALUE")
+            chosen[name.strip()] = check_value(name.strip(), yaml.safe_load(raw))
+        except (ValueError, yaml.YAMLError) as exc:
+            raise InputError.single("--param", f"{item!r}: {exc}") from None
+    return Params().with_values(**chosen)
 
 
 def _s(stat: Stat, unit: str, digits: int = 0) -> str:

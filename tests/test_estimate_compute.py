@@ -383,21 +383,17 @@ def test_measured_run_calibrates_the_compute_h12() -> None:
     }
     lay, hw = Layout(1, 1, 1, 8, "zero1", micro_batch=2, grad_accum=4), hgx(H100)
     modelled = evaluate(Workload(**base), hw, lay, Params())
-    # A measured MFU is a fraction of peak: it transfers to any card.
-    low = evaluate(
-        Workload(**base, measured=Measured(card="a100-80gb-sxm", gpus=8, mfu=0.2)),
-        hw,
-        lay,
-        Params(),
-    )
+    # A measured MFU on another family's card calibrates this one by the families' ratio
+    # (estimate/calibration.py; tests/test_calibration.py checks the mechanism).
+    measured = Measured(card="a100-80gb-sxm", gpus=8, mfu=0.2)
+    measured.bind_card(A100_80)
+    low = evaluate(Workload(**base, measured=measured), hw, lay, Params())
     assert low.time_to_train_s and modelled.time_to_train_s and modelled.mfu
-    assert low.time_to_train_s > 1.8 * modelled.time_to_train_s
-    assert low.mfu == pytest.approx(0.2, rel=0.05)
-    # A measured tokens/s on this card replaces the modelled compute.
-    rate = Workload(**base, measured=Measured(card="h100-sxm", gpus=4, tokens_per_s=12_000))
-    est = evaluate(rate, hw, lay, Params())
+    assert low.time_to_train_s > 1.5 * modelled.time_to_train_s
+    assert low.measured
+    # A measured tokens/s on this card is reproduced at the measured layout.
+    rate = Workload(**base, measured=Measured(card="h100-sxm", gpus=8, tokens_per_s=24_000))
+    est = evaluate(rate, hw, Layout(1, 1, 1, 8, micro_batch=1, grad_accum=1), Params())
     assert est.measured
-    assert est.tokens_per_s == pytest.approx(12_000 / 4 * 8, rel=0.02)
-    other_card = evaluate(rate, hgx(A100_80), lay, Params())
-    assert not other_card.measured
-    assert math.isfinite(other_card.tokens_per_s)
+    assert est.tokens_per_s == pytest.approx(24_000, rel=0.15)
+    assert math.isfinite(evaluate(rate, hgx(A100_80), lay, Params()).tokens_per_s)

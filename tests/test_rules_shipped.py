@@ -67,6 +67,11 @@ CASES: list[tuple[str, Any, Any]] = [
         W(measured={"card": "h100-sxm", "gpus": 8, "mfu": 0.2}),
         W(measured={"card": "h100-sxm", "gpus": 8, "mfu": 0.45}),
     ),
+    (
+        "h12-measured-mfu-too-high",
+        W(measured={"card": "h100-sxm", "gpus": 8, "mfu": 0.7}),
+        W(measured={"card": "h100-sxm", "gpus": 8, "mfu": 0.45}),
+    ),
     ("h13-small-model-throughput", W(params_b=0.3), W(params_b=7)),
     ("h13-large-dense-training", W("pretrain", 7), W("pretrain", 1.3)),
     ("h13-huge-parallel-moe", W("pretrain", 400, model={"experts": 8}), W("pretrain", 400)),

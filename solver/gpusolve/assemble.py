@@ -71,6 +71,7 @@ def _deployment(meta: OptionMeta, site: str | None, schedule: str) -> Deployment
         throughput=round(est.tokens_per_s, 1),
         replicas=layout.replicas,
         rental_hours=round(meta.rental_hours, 1),
+        calibration=list(getattr(est, "calibration", ())),
     )
 
 

@@ -37,6 +37,12 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "catalog": ("gpusolve.commands.catalog", "catalog", "Validate, list and show the catalogue."),
     "rules": ("gpusolve.commands.rules", "rules", "List, show, check and explain sizing rules."),
     "schema": ("gpusolve.commands.schema", "schema", "Print or write the JSON Schemas."),
+    "profile": (
+        "gpusolve.commands.profile",
+        "profile",
+        "Read an nvidia-smi log: what bounds the job.",
+    ),
+    "measure": ("gpusolve.commands.measure", "measure", "Time a workload's model with PyTorch."),
 }
 
 MAX_PROBLEMS_SHOWN = 12

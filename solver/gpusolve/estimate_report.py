@@ -282,6 +282,7 @@ def config_out(e: ConfigEstimate) -> ConfigOut:
         ridge_point=e.ridge_point,
         meets_deadline=e.meets_deadline,
         measured=e.measured,
+        calibration=list(e.calibration),
         reasons=list(e.reasons),
         notes=list(e.notes),
     )

@@ -128,6 +128,55 @@ class Params:
         minimum=0,
         maximum=20,
     )
+    mfu_ceiling: float = _param(
+        0.6,
+        "MFU above which a measured run is suspect (above H12's healthy 40-60% band).",
+        "H12",
+        minimum=0,
+        maximum=1,
+    )
+    profile_compute_sm_min: float = _param(
+        0.9,
+        "A profiled GPU with SM activity at least this (and memory below "
+        "profile_compute_mem_max) is compute-bound.",
+        "H11",
+        minimum=0,
+        maximum=1,
+    )
+    profile_compute_mem_max: float = _param(
+        0.5,
+        "Memory-controller activity below which high SM activity is compute-bound.",
+        "H11",
+        minimum=0,
+        maximum=1,
+    )
+    profile_membw_mem_min: float = _param(
+        0.8,
+        "Memory-controller activity from which a profiled GPU is memory-bandwidth-bound "
+        "(H11: mem about 90% with sm about 60%).",
+        "H11",
+        minimum=0,
+        maximum=1,
+    )
+    profile_stall_sm_max: float = _param(
+        0.6,
+        "SM activity below which a busy GPU waits on input or communication (H04: >90% is "
+        "saturated; H11's memory-bound case sits at 60%).",
+        "H04",
+        minimum=0,
+        maximum=1,
+    )
+    thermal_warning_c: float = _param(
+        85.0, "GPU temperature above which the boost clock drops.", "H17", minimum=0, maximum=150
+    )
+    clock_drop_fraction: float = _param(
+        0.1,
+        "An SM clock under load this far below the run's own highest loaded clock counts as a "
+        "clock drop (throttling).",
+        "H17",
+        minimum=0,
+        maximum=1,
+    )
     max_nodes: int = _param(
         100000,
         "Largest number of servers one job may span; by default what the sites can hold.",

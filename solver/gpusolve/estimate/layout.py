@@ -138,6 +138,8 @@ class ConfigEstimate:
     notes: tuple[str, ...]  # observations that do not block it
     coarse: bool  # the shape was derived from params_b alone
     measured: bool  # a measured run (H12) set the throughput
+    # How a measured run calibrated this estimate and how it was transferred to this card.
+    calibration: tuple[str, ...] = ()
 
     @property
     def feasible(self) -> bool:

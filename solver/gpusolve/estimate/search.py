@@ -39,6 +39,7 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
+from gpusolve.estimate.calibration import calibration_for
 from gpusolve.estimate.compute import compute_precision, weight_flops_per_token
 from gpusolve.estimate.efficiency import FIT_GEMM_SHAPES, efficiency_of, mamf_fraction
 from gpusolve.estimate.evaluation import evaluate
@@ -224,8 +225,8 @@ def _time_lower_bound(
     """No layout on `gpus` GPUs with this PP and DP trains faster than this: the GEMM FLOPs
     (6·N, 4·N for a frozen base) at the card's achievable GEMM rate and the smallest pipeline
     bubble (micro-batch 1, no interleaving beyond 4). Used to skip layouts that cannot win."""
-    if workload.measured is not None and workload.measured.card == hw.card.id:
-        return 0.0  # a measured rate replaces the model; do not prune on it
+    if workload.measured is not None:
+        return 0.0  # a measured run calibrates the model on every card; do not prune on it
     fmt = compute_precision(workload.kind, workload.precision, workload.optimizer)
     tflops = hw.card.tflops_at(fmt)
     accum = _accum(workload, dp, 1, pp)
@@ -246,6 +247,8 @@ class _Fit:
         self.usable = usable_memory_bytes(hw.card, params.headroom)
         self.states: dict[tuple[int, int, int, int, int, str], float] = {}
         self.acts: dict[tuple[int, int, int, int, str, int, float], float] = {}
+        cal = calibration_for(workload, arch, params, hw.card)
+        self.act_factor = 1.0 if cal is None else cal.activation_factor
 
     def __call__(self, lay: Layout) -> bool:
         free = self.usable - overhead_bytes(self.params, lay.gpus)
@@ -260,7 +263,7 @@ class _Fit:
         key_a = (lay.tp, lay.cp, lay.pp, lay.vp, lay.checkpointing, lay.micro_batch, in_flight)
         act = self.acts.get(key_a)
         if act is None:
-            act = training_activations_for(self.w, self.arch, self.gpn, lay)
+            act = training_activations_for(self.w, self.arch, self.gpn, lay) * self.act_factor
             self.acts[key_a] = act
         return st + act <= free
 

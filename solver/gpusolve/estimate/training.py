@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 from dataclasses import replace
 
+from gpusolve.estimate.calibration import calibrated_step, calibration_for, transfer
 from gpusolve.estimate.checkpoint import checkpoint_stall, training_checkpoint
 from gpusolve.estimate.compute import (
     attention_precision,
@@ -27,8 +28,6 @@ from gpusolve.estimate.layout import (
     Layout,
     gb,
     identity,
-    measured_memory,
-    measured_rate_per_gpu,
     memory_reason,
     overhead_bytes,
     pct,
@@ -208,53 +207,6 @@ def model_flops_per_token(arch: Arch, workload: Workload) -> float:
     return weight_flops_per_token(arch, workload.kind) + attention
 
 
-def _calibrated(
-    step: StepBreakdown,
-    *,
-    workload: Workload,
-    hw: Hardware,
-    layout: Layout,
-    tokens_per_step: float,
-    model_flops_step: float,
-    peak: float,
-    notes: list[str],
-) -> StepBreakdown:
-    """A measured run on this card (H12) replaces the modelled compute: its tokens/s per GPU
-    (or its MFU) sets compute + recomputation; communication the measured run already paid
-    (no more nodes than it used) is dropped, the rest stays as modelled."""
-    m = workload.measured
-    if m is None:
-        return step
-    rate = measured_rate_per_gpu(workload, hw.card)
-    gpus = layout.gpus
-    if rate is not None:
-        target = tokens_per_step / (rate * gpus)
-        notes.append(
-            f"measured {rate:,.0f} tokens/s per GPU on {hw.card.id} replaces the modelled "
-            "compute (H12)"
-        )
-    elif m.mfu is not None:
-        # MFU is a fraction of peak, so a run measured on one card transfers to another.
-        target = model_flops_step / (gpus * peak * m.mfu)
-        notes.append(f"measured MFU {m.mfu:.2f} (on {m.card}) sets the compute time (H12)")
-    else:
-        return step
-    measured_nodes = max(1, math.ceil(m.gpus / hw.gpus_per_node))
-    keep_comm = layout.nodes > measured_nodes or m.card != hw.card.id
-    scale = target / max(1e-12, step.compute_s + step.recompute_s)
-    return replace(
-        step,
-        compute_s=step.compute_s * scale,
-        recompute_s=step.recompute_s * scale,
-        tp_comm_s=step.tp_comm_s if keep_comm else 0.0,
-        cp_comm_s=step.cp_comm_s if keep_comm else 0.0,
-        ep_comm_s=step.ep_comm_s if keep_comm else 0.0,
-        pp_comm_s=step.pp_comm_s if keep_comm else 0.0,
-        dp_comm_s=step.dp_comm_s if keep_comm else 0.0,
-        bubble_s=step.bubble_s * scale,
-    )
-
-
 def evaluate_training(
     workload: Workload, arch: Arch, hw: Hardware, layout: Layout, params: Params
 ) -> ConfigEstimate:
@@ -270,9 +222,13 @@ def evaluate_training(
             "estimated as bf16 mixed precision"
         )
 
-    memory = measured_memory(
-        workload, hw, gpus, training_memory(workload, arch, hw.gpus_per_node, layout, params), notes
-    )
+    fmt = compute_precision(workload.kind, workload.precision, workload.optimizer)
+    cal = calibration_for(workload, arch, params, card)
+    memory = training_memory(workload, arch, hw.gpus_per_node, layout, params)
+    calibration: list[str] = []
+    if cal is not None:
+        calibration += cal.notes
+        memory = replace(memory, activations_bytes=memory.activations_bytes * cal.activation_factor)
     usable = usable_memory_bytes(card, params.headroom)
     fits = memory.total_bytes <= usable
     if not fits:
@@ -288,22 +244,15 @@ def evaluate_training(
         )
     tokens_per_step = float(seqs_per_step * workload.seq_len)
     steps = max(1, math.ceil(tokens / tokens_per_step))
-    fmt = compute_precision(workload.kind, workload.precision, workload.optimizer)
     peak = peak_flops(card, fmt, reasons)
     shape = step_shape(workload, arch, hw, layout, params)
     eff = efficiency_of(card)
     per_token = model_flops_per_token(arch, workload)
     step = training_step(arch, shape, hw, eff, framework(params))
-    step = _calibrated(
-        step,
-        workload=workload,
-        hw=hw,
-        layout=layout,
-        tokens_per_step=tokens_per_step,
-        model_flops_step=per_token * tokens_per_step,
-        peak=peak,
-        notes=notes,
-    )
+    if cal is not None:
+        moved = transfer(cal, card, fmt)
+        calibration.append(moved.note)
+        step = calibrated_step(step, moved.factor)
     step_s = step.step_s
     comm_fraction = step.communication_s / step_s if step_s > 0 and math.isfinite(step_s) else 1.0
     if not math.isfinite(step_s):
@@ -396,8 +345,8 @@ def evaluate_training(
         reasons=tuple(reasons),
         notes=tuple(notes),
         coarse=arch.coarse,
-        measured=measured_rate_per_gpu(workload, card) is not None
-        or (workload.measured is not None and workload.measured.mfu is not None),
+        measured=cal is not None,
+        calibration=tuple(calibration),
     )
 
 

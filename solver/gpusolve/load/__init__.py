@@ -15,7 +15,7 @@ from gpusolve.load.validate import parse_model
 from gpusolve.load.yamlio import Document, read_yaml
 from gpusolve.models.catalog import Catalog
 from gpusolve.models.fleet import Fleet
-from gpusolve.models.requirements import Requirements
+from gpusolve.models.requirements import Measured, Requirements
 from gpusolve.regions import resolve, suggestions
 
 __all__ = [
@@ -153,3 +153,43 @@ def check_against_catalog(reqs: Requirements, doc: Document, catalog: Catalog) -
             )
     if problems:
         raise InputError(problems)
+    for i, w in enumerate(reqs.workloads):
+        if w.measured is not None:
+            w.measured.bind_card(catalog.cards[w.measured.card])
+            if w.measured.profile is not None:
+                w.measured.attach_profile(measured_profile(w.measured, doc, i))
+
+
+def measured_profile(m: Measured, doc: Document, index: int) -> tuple[str, ...]:
+    """Read the measured run's nvidia-smi log (a path relative to the requirements file) and
+    say what bounded the run (H11) and what it warned about."""
+    from gpusolve.params import Params
+    from gpusolve.profile import analyse_file
+
+    assert m.profile is not None
+    path = Path(m.profile)
+    if not path.is_absolute():
+        path = doc.path.parent / path
+    if not path.is_file():
+        loc = doc.locate(("workloads", index, "measured", "profile")) or (None, None)
+        raise InputError(
+            [
+                Problem(
+                    doc.name,
+                    loc[0],
+                    loc[1],
+                    f"measured.profile {m.profile!r} does not exist",
+                    "give the nvidia-smi log's path, relative to this file",
+                )
+            ]
+        )
+    report = analyse_file(path, m.bound_card, Params())
+    o = report.overall
+    notes = [f"the measured run's log {m.profile}: {o.bound.replace('_', '-')}; {o.why}"]
+    if o.bound == "stalled":
+        notes.append(
+            "the measured MFU includes input or communication stalls: fixing them would raise "
+            "it, and every card's estimate with it"
+        )
+    notes += [f"the measured run's log: {w}" for w in report.warnings]
+    return tuple(notes)

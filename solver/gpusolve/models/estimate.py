@@ -160,6 +160,11 @@ class ConfigOut(OutModel):
     ridge_point: float | None = Field(description="Card peak FLOP/s ÷ memory bandwidth.")
     meets_deadline: bool = Field(description="One run within deadline_hours (true if none).")
     measured: bool = Field(description="A measured run (H12) set the throughput.")
+    calibration: list[str] = Field(
+        default_factory=list,
+        description="Which figures a measured run calibrated and how they were transferred to "
+        "this card (estimate/calibration.py).",
+    )
     reasons: list[str] = Field(description="Why the configuration cannot be used.")
     notes: list[str]
 

@@ -116,6 +116,12 @@ class Deployment(OutModel):
     throughput: float = Field(description="Training tokens/s, or generated tokens/s for inference.")
     replicas: int = 1
     rental_hours: float = 0.0
+    calibration: list[str] = Field(
+        default_factory=list,
+        description="How a measured run (H12) calibrated these figures and how it was "
+        "transferred to this card (same family: its measured efficiency; another family: the "
+        "ratio of their achievable fractions).",
+    )
 
 
 class Site(OutModel):

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, PrivateAttr, model_validator
 
+from gpusolve.models.catalog import Card
 from gpusolve.models.common import (
     Currency,
     Fraction,
@@ -97,14 +98,83 @@ class Lora(StrictModel):
 
 
 class Measured(StrictModel):
-    """A real short run (H12) that replaces assumptions."""
+    """A real short run (H12) that calibrates the physics (estimate/calibration.py): the
+    achievable compute fraction of the card's family and the activation-memory estimate,
+    then used on every card."""
 
     card: Identifier
     gpus: int = Field(ge=1)
-    tokens_per_s: PositiveFloat | None = None
-    samples_per_s: PositiveFloat | None = None
-    peak_memory_gb: PositiveFloat | None = None
-    mfu: Fraction | None = None
+    tokens_per_s: PositiveFloat | None = Field(
+        default=None, description="Training tokens/s of the whole run (all its GPUs)."
+    )
+    samples_per_s: PositiveFloat | None = Field(
+        default=None, description="Sequences/s of the whole run (times seq_len = tokens/s)."
+    )
+    peak_memory_gb: PositiveFloat | None = Field(
+        default=None,
+        description="Peak memory per GPU held by the training process, GB (10^9 bytes): "
+        "torch.cuda.max_memory_reserved, or nvidia-smi's used memory less the CUDA context.",
+    )
+    peak_allocated_gb: PositiveFloat | None = Field(
+        default=None, description="torch.cuda.max_memory_allocated per GPU, GB (information)."
+    )
+    mfu: Fraction | None = Field(
+        default=None, description="Model FLOPs utilisation against the card's dense peak."
+    )
+    seq_len: int | None = Field(
+        default=None,
+        ge=1,
+        description="Sequence length of the measured run (default: the workload's).",
+    )
+    micro_batch: int | None = Field(
+        default=None,
+        ge=1,
+        description="Sequences per GPU per micro-step (default: the workload's).",
+    )
+    tp: int = Field(default=1, ge=1, description="Tensor-parallel degree of the measured run.")
+    pp: int = Field(default=1, ge=1, description="Pipeline-parallel degree of the measured run.")
+    sharding: Sharding | None = Field(
+        default=None,
+        description="Sharding of the measured run (default: the workload's, else ddp).",
+    )
+    checkpointing: Checkpointing | None = Field(
+        default=None,
+        description="Recomputation of the measured run (default: the workload's, else none).",
+    )
+    profile: str | None = Field(
+        default=None, description="An nvidia-smi dmon or CSV log of the run (gpusolve profile)."
+    )
+    _card: Card | None = PrivateAttr(default=None)
+    # estimate/calibration.py memoises its result here, per parameter set (Params, hashable).
+    _calibrations: dict[object, object] = PrivateAttr(default_factory=dict)
+    _profile_notes: tuple[str, ...] = PrivateAttr(default=())
+
+    @model_validator(mode="after")
+    def _layout(self) -> Measured:
+        if self.gpus % (self.tp * self.pp):
+            raise ValueError(f"gpus ({self.gpus}) must be a multiple of tp x pp")
+        return self
+
+    def bind_card(self, card: Card) -> None:
+        """Attach the catalogue's card (the loader does this) so that calibration can read
+        its peak and family when the plan evaluates another card."""
+        self._card = card
+
+    @property
+    def bound_card(self) -> Card | None:
+        return self._card
+
+    @property
+    def calibrations(self) -> dict[object, object]:
+        return self._calibrations
+
+    def attach_profile(self, notes: tuple[str, ...]) -> None:
+        """What `gpusolve profile` read in the run's log (the loader attaches it)."""
+        self._profile_notes = notes
+
+    @property
+    def profile_notes(self) -> tuple[str, ...]:
+        return self._profile_notes
 
 
 class Workload(StrictModel):

@@ -221,6 +221,11 @@ def _workload_text(w: WorkloadEstimate) -> list[str]:
                 if n not in seen:
                     seen.add(n)
                     lines.append(f"    note ({c.card}): {n}")
+        for c in w.configs:
+            for n in c.calibration:
+                if n not in seen:
+                    seen.add(n)
+                    lines.append(f"    measured ({c.card}): {n}")
     for r in w.rejections:
         lines.append(f"  rejected {r}")
     return lines

@@ -138,8 +138,10 @@ def test_a_plan_found_before_the_proof_is_feasible_with_its_gap(
 # --------------------------------------------------------------------------- infeasible (1)
 
 # A 7B full fine-tune on bought servers only: 12 h needs an 8-card H800 box (2.1 M CNY);
-# a 1 M cap alone buys a slower box. Together they conflict; each alone is fine.
+# a 1 M cap alone buys a slower box. Together they conflict; each alone is fine. Market
+# global: in market cn the export filter on the H800 would be a third member of the conflict.
 CAPPED_DEADLINE = {
+    "market": "global",
     "budget": {"capex_max": 1_000_000},
     "workloads": [
         {

@@ -113,7 +113,9 @@ def headroom_warnings(reqs: Requirements, policies: dict[str, WorkloadPolicy]) -
         if policy is None or policy.params.headroom >= H29_MIN_HEADROOM:
             continue
         # Rules-backed policies record who set each parameter (`WorkloadRules.param_origin`).
-        origins = getattr(getattr(policy, "rules", None), "param_origin", None)
+        # A market filter wraps the rules-backed policy (`candidates.market.MarketPolicy`).
+        rules_policy = getattr(policy, "inner", policy)
+        origins = getattr(getattr(rules_policy, "rules", None), "param_origin", None)
         origin = str(origins.get("headroom", "default")) if isinstance(origins, dict) else ""
         by = {"user": "the requirements' `headroom:`", "": "the workload's policy"}.get(
             origin, f"rule {origin}"

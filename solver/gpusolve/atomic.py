@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import os
+import stat
 import tempfile
 from pathlib import Path
+
+from gpusolve.errors import InputError
 
 
 def write_text_atomic(path: Path, text: str) -> None:
@@ -12,12 +15,40 @@ def write_text_atomic(path: Path, text: str) -> None:
 
 
 def write_bytes_atomic(path: Path, data: bytes) -> None:
-    """The temporary file is created private (0600), so the result is too."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent or Path("."), prefix=f".{path.name}.")
+    """Write to a temporary file beside the target, flush it to disk, then rename it over.
+
+    A symlink is followed, so its target is replaced and the link kept. The result gets
+    the mode of the file it replaces, or the user's umask for a new file (mkstemp alone
+    would leave it 0600). A missing folder is an input error, not a traceback.
+    """
+    target = Path(os.path.realpath(path))
+    folder = target.parent
+    if not folder.is_dir():
+        raise InputError.single(
+            str(path),
+            f"the folder {folder} does not exist",
+            hint="create it first or choose another output file",
+        )
+    try:
+        fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{target.name}.")
+    except OSError as exc:
+        raise InputError.single(str(path), f"cannot write here: {exc.strerror}") from None
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
-        os.replace(tmp, path)
+            handle.flush()
+            os.fsync(handle.fileno())  # whole on disk before it takes the name (kill -9, power)
+        os.chmod(tmp, _mode_for(target))
+        os.replace(tmp, target)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def _mode_for(target: Path) -> int:
+    try:
+        return stat.S_IMODE(target.stat().st_mode)
+    except FileNotFoundError:
+        umask = os.umask(0)
+        os.umask(umask)
+        return 0o666 & ~umask

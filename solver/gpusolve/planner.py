@@ -56,6 +56,9 @@ def make_plan(
     solution = solve(cand.instance, options.config)
     if solution.status in ("infeasible", "model_invalid") or not solution.choices:
         return _infeasible(reqs, catalog, policies, rules, options, cand, [], progress)
+    from gpusolve.optimize.validate import assert_consistent
+
+    assert_consistent(cand.instance, solution)  # cost recomputed outside the model
     plan = Plan(
         status="optimal" if solution.status == "optimal" else "feasible",
         objective=reqs.objective,

@@ -8,7 +8,10 @@ from pathlib import Path
 import click
 
 from gpusolve.commands.options import (
+    SEED_RANGE,
+    FiniteFloatRange,
     catalog_option,
+    check_output,
     format_option,
     progress_printer,
     rules_option,
@@ -37,13 +40,13 @@ OBJECTIVES = ("min-tco", "min-capex", "min-monthly", "max-throughput")
 )
 @click.option(
     "--capex-max",
-    type=click.FloatRange(min=0, min_open=True),
+    type=FiniteFloatRange(min=0, min_open=True, max=1e15),
     default=None,
     help="Override the capex cap (run currency).",
 )
 @click.option(
     "--monthly-max",
-    type=click.FloatRange(min=0, min_open=True),
+    type=FiniteFloatRange(min=0, min_open=True, max=1e15),
     default=None,
     help="Override the monthly spend cap (run currency).",
 )
@@ -63,7 +66,7 @@ OBJECTIVES = ("min-tco", "min-capex", "min-monthly", "max-throughput")
 )
 @click.option(
     "--time-limit",
-    type=click.FloatRange(min=0.1),
+    type=FiniteFloatRange(min=0.1),
     default=60.0,
     show_default=True,
     help="Seconds the solver may spend (per solve).",
@@ -75,7 +78,7 @@ OBJECTIVES = ("min-tco", "min-capex", "min-monthly", "max-throughput")
     show_default=True,
     help="CP-SAT workers; 1 is deterministic.",
 )
-@click.option("--seed", type=int, default=1, show_default=True, help="Solver random seed.")
+@click.option("--seed", type=SEED_RANGE, default=1, show_default=True, help="Solver random seed.")
 @click.option("--timings", is_flag=True, help="Include solve wall time in the output.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress messages on stderr.")
 def plan(
@@ -123,6 +126,7 @@ def plan(
     from gpusolve.render import render_plan
 
     progress = progress_printer(quiet)
+    check_output(output, [requirements, *catalog_paths, *rules_paths])
 
     run = prepare_run(
         requirements,
@@ -143,10 +147,12 @@ def plan(
     )
     result = make_plan(run.reqs, run.catalog, run.policies, run.rules, options, progress)
     text = render_plan(result, fmt)
-    if output is not None:
+    if output is not None and result.status != "infeasible":
         write_text_atomic(output, text)
         progress(f"wrote {output}")
     else:
+        if output is not None:  # an existing -o keeps the last successful plan
+            progress(f"no plan: {output} left as it was")
         click.echo(text, nl=False)
     if result.status == "infeasible":
         sys.exit(1)

@@ -41,6 +41,7 @@ def make_plan(
     options: PlanOptions,
     progress: Progress = lambda _: None,
 ) -> Plan:
+    from gpusolve.optimize import interrupt
     from gpusolve.optimize.solve import solve  # ortools only on this path
 
     progress("building candidates")
@@ -54,6 +55,15 @@ def make_plan(
         return _infeasible(reqs, catalog, policies, rules, options, cand, missing, progress)
     progress("solving")
     solution = solve(cand.instance, options.config)
+    if not solution.choices and interrupt.requested():  # Ctrl-C before any plan: no explaining
+        return Plan(
+            status="unknown",
+            objective=reqs.objective,
+            cost=None,
+            solver=SolverInfo(
+                status="unknown", workers=options.config.workers, seed=options.config.seed
+            ),
+        )
     if solution.status in ("infeasible", "model_invalid") or not solution.choices:
         return _infeasible(reqs, catalog, policies, rules, options, cand, [], progress)
     from gpusolve.optimize.validate import assert_consistent

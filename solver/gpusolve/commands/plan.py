@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import click
@@ -16,7 +17,10 @@ from gpusolve.commands.options import (
     progress_printer,
     rules_option,
 )
+from gpusolve.models.plan import Plan
 from gpusolve.render import FORMATS
+
+Progress = Callable[[str], None]
 
 OBJECTIVES = ("min-tco", "min-capex", "min-monthly", "max-throughput")
 
@@ -120,6 +124,8 @@ def plan(
     GB means 10^9 bytes; money is in the run's currency.
     """
     from gpusolve.atomic import write_text_atomic
+    from gpusolve.optimize.interrupt import requested as interrupt_requested
+    from gpusolve.optimize.interrupt import run_interruptibly
     from gpusolve.optimize.ir import SolveConfig
     from gpusolve.pipeline import prepare_run
     from gpusolve.planner import PlanOptions, make_plan
@@ -145,7 +151,12 @@ def plan(
         why_not=why_not,
         timings=timings,
     )
-    result = make_plan(run.reqs, run.catalog, run.policies, run.rules, options, progress)
+    result = run_interruptibly(
+        lambda: make_plan(run.reqs, run.catalog, run.policies, run.rules, options, progress),
+        on_search=lambda: progress("searching (Ctrl-C stops and prints the best plan so far)"),
+    )
+    if interrupt_requested():
+        _stop_interrupted(result, fmt, output, progress)
     text = render_plan(result, fmt)
     if output is not None and result.status != "infeasible":
         write_text_atomic(output, text)
@@ -156,3 +167,28 @@ def plan(
         click.echo(text, nl=False)
     if result.status == "infeasible":
         sys.exit(1)
+
+
+INTERRUPTED_EXIT = 130  # 128 + SIGINT, as a shell reports a Ctrl-C
+
+
+def _stop_interrupted(result: Plan, fmt: str, output: Path | None, progress: Progress) -> None:
+    """Ctrl-C or SIGTERM: print the best plan so far, marked, and exit 130. An existing
+    -o file is left as it was: only a finished run replaces it."""
+    from gpusolve.render import render_plan
+
+    if result.status == "infeasible" or result.cost is None:
+        progress("interrupted before any plan was found")
+        sys.exit(INTERRUPTED_EXIT)
+    marked = result.model_copy(
+        update={
+            "status": "interrupted",
+            "solver": result.solver.model_copy(update={"proven_optimal": False}),
+        }
+    )
+    click.echo(render_plan(marked, fmt), nl=False)
+    progress(
+        "interrupted: the plan above is the best found so far, not proven optimal"
+        + (f"; {output} left as it was" if output is not None else "")
+    )
+    sys.exit(INTERRUPTED_EXIT)

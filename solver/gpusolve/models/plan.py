@@ -6,7 +6,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-PlanStatus = Literal["optimal", "feasible", "infeasible", "unknown"]
+# interrupted: Ctrl-C or SIGTERM stopped the search; the best plan so far, not proven optimal.
+PlanStatus = Literal["optimal", "feasible", "infeasible", "unknown", "interrupted"]
 
 
 class OutModel(BaseModel):

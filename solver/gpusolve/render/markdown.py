@@ -6,6 +6,10 @@ from gpusolve.models.plan import Plan
 from gpusolve.render.fmt import hardware, layout, memory, money, work
 
 
+def _status(plan: Plan) -> str:
+    return "interrupted, not proven optimal" if plan.status == "interrupted" else plan.status
+
+
 def plan_markdown(plan: Plan) -> str:
     out: list[str] = ["# GPU procurement plan", ""]
     add = out.append
@@ -23,7 +27,7 @@ def plan_markdown(plan: Plan) -> str:
     cur = c.currency
     add(
         f"Objective **{plan.objective}**, "
-        f"{'proven optimal' if plan.solver.proven_optimal else plan.status}. "
+        f"{'proven optimal' if plan.solver.proven_optimal else _status(plan)}. "
         f"Total cost of ownership over {c.horizon_months} months: **{money(c.tco, cur)}** "
         f"(capex {money(c.capex, cur)}, {money(c.monthly_opex, cur)} per month)."
     )

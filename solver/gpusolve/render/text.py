@@ -7,6 +7,8 @@ from collections.abc import Callable
 from gpusolve.models.plan import Plan
 from gpusolve.render.fmt import hardware, hours, layout, memory, money, work
 
+INTERRUPTED = "interrupted, not proven optimal"
+
 
 def plan_text(plan: Plan) -> str:
     lines: list[str] = []
@@ -15,6 +17,8 @@ def plan_text(plan: Plan) -> str:
         return _infeasible(plan)
     cur = plan.cost.currency if plan.cost else ""
     proven = "proven optimal" if plan.solver.proven_optimal else f"best found ({plan.status})"
+    if plan.status == "interrupted":
+        proven = INTERRUPTED
     add(f"Plan ({plan.objective}, {proven})")
     if plan.cost:
         c = plan.cost

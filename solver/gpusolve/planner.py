@@ -15,6 +15,7 @@ from gpusolve.models.catalog import Catalog
 from gpusolve.models.plan import Alternative, Infeasibility, Plan, RuleFired, SolverInfo
 from gpusolve.models.requirements import Requirements
 from gpusolve.optimize import ir
+from gpusolve.smalljobs import beyond_horizon, rent_only, small_jobs
 
 Progress = Callable[[str], None]
 
@@ -50,7 +51,19 @@ def make_plan(
         f"{len(cand.instance.owned)} owned and {len(cand.instance.cloud)} cloud options "
         f"for {len(reqs.workloads)} workload(s)"
     )
+    small = small_jobs(reqs, catalog)
+    if small:  # minutes of work: never buy servers for it
+        cand = rent_only(cand, small)
+        for message in small.values():
+            progress(message)
+    had_options = set(reqs_names(cand))
+    cand = beyond_horizon(cand, reqs)
     missing = cand.workloads_without_options()
+    too_long = [w for w in missing if w in had_options]
+    if missing and set(missing) <= set(small):
+        return _no_fit(reqs, rules, options, cand, small, _TOO_SMALL)
+    if too_long:
+        return _no_fit(reqs, rules, options, cand, small, _TOO_LONG)
     if missing:
         return _infeasible(reqs, catalog, policies, rules, options, cand, missing, progress)
     progress("solving")
@@ -77,7 +90,7 @@ def make_plan(
         sites=assemble.sites(solution, cand.instance, catalog),
         binding=assemble.binding(solution, cand.instance, catalog, reqs),
         rules_fired=rules.fired,
-        advice=rules.advice,
+        advice=[*small.values(), *rules.advice],
         solver=_solver_info(solution, options),
     )
     if options.top_k:
@@ -164,6 +177,54 @@ def _infeasible(
         why_not=reasons,
         rules_fired=rules.fired,
         advice=rules.advice,
+        solver=SolverInfo(
+            status="infeasible", workers=options.config.workers, seed=options.config.seed
+        ),
+    )
+
+
+_TOO_SMALL = (
+    "too small to buy hardware for, and no rental in the catalogue fits: "
+    "use any GPU you have (or rent one by the hour)"
+)
+_TOO_LONG = (
+    "the work does not fit in the planning horizon on any hardware: fewer tokens or runs, "
+    "or a longer horizon_months"
+)
+
+
+def reqs_names(cand: Candidates) -> list[str]:
+    """Workloads that have at least one option."""
+    missing = set(cand.workloads_without_options())
+    return [w for w in cand.instance.workloads if w not in missing]
+
+
+def _no_fit(
+    reqs: Requirements,
+    rules: RulesSummary,
+    options: PlanOptions,
+    cand: Candidates,
+    small: dict[str, str],
+    reason: str,
+) -> Plan:
+    """Workloads lack options because of their size, not a requirement that could be
+    relaxed: say so plainly instead of searching for requirements to relax."""
+    from gpusolve.explain import summarise
+
+    missing = cand.workloads_without_options()
+    return Plan(
+        status="infeasible",
+        objective=reqs.objective,
+        cost=None,
+        infeasibility=Infeasibility(
+            reason=reason,
+            workloads_without_candidates={
+                w: [*([small[w]] if w in small else []), *summarise(cand.rejections.get(w, []))]
+                for w in missing
+            },
+        ),
+        rules_fired=rules.fired,
+        advice=[*small.values(), *rules.advice],
         solver=SolverInfo(
             status="infeasible", workers=options.config.workers, seed=options.config.seed
         ),

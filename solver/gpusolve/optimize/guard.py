@@ -60,7 +60,10 @@ def terms(instance: Instance) -> list[Term]:
                 )
             )
     for c in instance.cloud:
-        where = f"cloud_offers[{c.offer}].price_per_hour x workload {c.workload}'s tokens and runs"
+        where = (
+            f"cloud_offers[{c.offer}].price_per_hour (x {c.instances} instance(s) x the hours "
+            f"workload {c.workload} runs)"
+        )
         found.append(Term(c.cost_total, where))
         found.append(Term(c.throughput, f"workload {c.workload}'s throughput on {c.offer}"))
         found.append(Term(c.penalty, f"rule penalties on workload {c.workload}"))

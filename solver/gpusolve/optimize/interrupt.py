@@ -10,7 +10,9 @@ solver to stop (`CpSolver.stop_search`, thread-safe). The stages then see no tim
 
 from __future__ import annotations
 
+import os
 import signal
+import sys
 import threading
 import time
 import weakref
@@ -21,6 +23,7 @@ from typing import Any, TypeVar
 T = TypeVar("T")
 
 _requested = threading.Event()
+_searched = threading.Event()  # a CP-SAT search has started in this run
 _active: weakref.WeakSet[Any] = weakref.WeakSet()
 _lock = threading.Lock()
 _announce: list[Callable[[], None]] = []  # told once when the first search starts
@@ -34,16 +37,25 @@ def requested() -> bool:
     return _requested.is_set()
 
 
-def watch(solver: Any) -> None:
-    """Called before every CP-SAT solve: a stop request reaches the solver while it runs."""
+def watch(solver: Any, *, announce: bool = True) -> None:
+    """Called before every CP-SAT solve: a stop request reaches the solver while it runs.
+
+    CP-SAT would otherwise install its own SIGINT handler for the solve (a process-wide
+    one, shared by every solver): it stops only the stage running, the next stage runs
+    on (the 8 s of the issue), and one solver ending while another runs in the worker
+    thread left it calling an empty std::function (SIGABRT). Ours is the only handler.
+    """
+    solver.parameters.catch_sigint_signal = False
+    _searched.set()
     with _lock:
         _active.add(solver)
-        announce = _announce[:]
-        _announce.clear()
+        tell = _announce[:] if announce else []
+        if announce:
+            _announce.clear()
     if _requested.is_set():
         solver.stop_search()
-    for tell in announce:
-        tell()
+    for call in tell:
+        call()
 
 
 def request_stop() -> bool:
@@ -52,21 +64,31 @@ def request_stop() -> bool:
     with _lock:
         solvers = list(_active)
     for solver in solvers:
-        solver.stop_search()
-    return bool(solvers)
+        solver.stop_search()  # a no-op on a solver whose solve has returned
+    return _searched.is_set()
+
+
+def _give_up() -> None:
+    """Exit 130 now. The worker may be inside CP-SAT's C++; finalising the interpreter
+    around it can abort (std::bad_function_call, SIGABRT), so the process ends at once."""
+    sys.stdout.flush()
+    print("gpusolve: interrupted before any plan was found", file=sys.stderr, flush=True)
+    os._exit(130)
 
 
 def run_interruptibly(work: Callable[[], T], on_search: Callable[[], None] | None = None) -> T:
     """Run `work` with SIGINT and SIGTERM stopping its solves instead of killing it.
 
     A signal before any search started (candidates, model building), a second signal, or
-    a worker still busy `GRACE_S` after the first gives up at once: KeyboardInterrupt,
-    exit 130 without a plan. `on_search` is called once, when the first search starts.
+    a worker still busy `GRACE_S` after the first gives up at once: exit 130 without a
+    plan. `on_search` is called once, when the first search of the plan itself starts (after
+    the warm start, whose plan it holds as a hint).
     Outside the main thread (signals cannot be caught there) `work` simply runs.
     """
     if threading.current_thread() is not threading.main_thread():
         return work()
     _requested.clear()
+    _searched.clear()
     with _lock:
         _active.clear()
         _announce[:] = [on_search] if on_search else []
@@ -81,7 +103,7 @@ def run_interruptibly(work: Callable[[], T], on_search: Callable[[], None] | Non
 
     def on_signal(signum: int, frame: FrameType | None) -> None:
         if _requested.is_set() or not request_stop():
-            raise KeyboardInterrupt
+            _give_up()
         stopped_at.append(time.monotonic())
 
     previous = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
@@ -90,8 +112,11 @@ def run_interruptibly(work: Callable[[], T], on_search: Callable[[], None] | Non
         worker.start()
         while worker.is_alive():
             worker.join(0.05)
+            # A CP-SAT solve that still catches SIGINT itself (the tiny ones in lazy.py)
+            # resets the process's handler to SIG_DFL when it ends: take it back.
+            signal.signal(signal.SIGINT, on_signal)
             if stopped_at and time.monotonic() - stopped_at[0] > GRACE_S:
-                raise KeyboardInterrupt
+                _give_up()
     finally:
         for s, handler in previous.items():
             signal.signal(s, handler)

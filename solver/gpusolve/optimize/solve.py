@@ -319,7 +319,7 @@ class _Stages:
                 and bound >= give_up
                 and first_s >= _GIVE_UP_SHARE * time_s
             )
-            if beaten or stop - time.perf_counter() <= 0:
+            if beaten or stop - time.perf_counter() <= 0 or interrupt.requested():
                 plans = _cheapest_first(objective, hint, watch)
                 return (*self._settle(objective, plans, purchase), bound)
 

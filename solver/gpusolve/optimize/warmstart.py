@@ -111,7 +111,7 @@ def complete(
     solver = cp_model.CpSolver()
     solver.parameters.num_workers = 1
     solver.parameters.max_time_in_seconds = max(time_s, 0.001)
-    interrupt.watch(solver)  # Ctrl-C / SIGTERM stops this search
+    interrupt.watch(solver, announce=False)  # Ctrl-C / SIGTERM stops this search
     status = solver.solve(model)
     if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         return {}

@@ -11,15 +11,17 @@ from gpusolve.errors import InputError
 
 
 def write_text_atomic(path: Path, text: str) -> None:
-    write_bytes_atomic(path, text.encode("utf-8"))
+    """A user's output (-o, schemas): the mode of the file it replaces, else the umask."""
+    write_bytes_atomic(path, text.encode("utf-8"), private=False)
 
 
-def write_bytes_atomic(path: Path, data: bytes) -> None:
+def write_bytes_atomic(path: Path, data: bytes, *, private: bool = True) -> None:
     """Write to a temporary file beside the target, flush it to disk, then rename it over.
 
-    A symlink is followed, so its target is replaced and the link kept. The result gets
-    the mode of the file it replaces, or the user's umask for a new file (mkstemp alone
-    would leave it 0600). A missing folder is an input error, not a traceback.
+    A symlink is followed, so its target is replaced and the link kept. A private file
+    (caches: pickles are only ever read back from the user's own 0600 files) stays 0600;
+    otherwise the result gets the mode of the file it replaces, or the user's umask for a
+    new file (mkstemp alone would leave it 0600). A missing folder is an input error.
     """
     target = Path(os.path.realpath(path))
     folder = target.parent
@@ -38,7 +40,8 @@ def write_bytes_atomic(path: Path, data: bytes) -> None:
             handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())  # whole on disk before it takes the name (kill -9, power)
-        os.chmod(tmp, _mode_for(target))
+        if not private:
+            os.chmod(tmp, _mode_for(target))
         os.replace(tmp, target)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

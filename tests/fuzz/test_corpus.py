@@ -70,7 +70,7 @@ CASES = [
     Case(R + "control-char.yaml", plan(), 2, "control-char.yaml:3:13"),
     Case(R + "nul-byte.yaml", plan(), 2, "nul-byte.yaml:3:13"),
     Case(R + "tab-indent.yaml", plan(), 2, "tab-indent.yaml:3:"),
-    Case(R + "latin1.yaml", plan(), 2, "UTF-8"),
+    Case(R + "latin1.yaml", plan(), 2, "latin1.yaml:3:14: not UTF-8"),
     Case(R + "duplicate-key.yaml", plan(), 2, "appears twice"),
     Case(R + "unknown-key.yaml", plan(), 2, "optimiser"),
     # Structure: bombs, depth, emptiness, tags that would construct objects.

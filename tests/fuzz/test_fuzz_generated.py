@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 import tempfile
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -90,6 +91,7 @@ def fuzz_settings(max_examples: int) -> settings:
 
 
 _FOLDER = Path(tempfile.mkdtemp(prefix="gpusolve-fuzz-"))
+SEEN: Counter[tuple[str, int]] = Counter()  # (kind, exit code) -> cases run
 
 
 def _bases(kind: InputKind) -> list[tuple[Path, Any]]:
@@ -155,6 +157,7 @@ def _run_case(kind: InputKind, template: tuple[str, ...], case: tuple[str | byte
     content, nonsense, what = case
     path = write_case(_FOLDER, f"{kind.name}.yaml", content)
     outcome = run_cli(*command_for(template, path))
+    SEEN[(kind.name, outcome.code)] += 1
     try:
         check_outcome(outcome, nonsense=nonsense)
     except AssertionError as exc:
@@ -193,3 +196,16 @@ def test_fuzz_full_commands(name: str, template: tuple[str, ...]) -> None:
         _run_case(kind, template, case)
 
     run()
+
+
+def test_fuzz_cases_were_many_and_varied() -> None:
+    """Runs last: the generated cases reached the floor, and each kind gave both valid and
+    invalid documents (a generator that only broke the YAML would test nothing past the
+    parser)."""
+    cheap = sum(SEEN.values())
+    floor = sum(int(n * SCALE) for n in CHEAP_CASES.values())
+    if cheap < floor:
+        pytest.skip(f"only {cheap} generated cases ran (a subset was selected)")
+    for kind in CHEAP_CASES:
+        codes = {code for (k, code) in SEEN if k == kind}
+        assert {0, 2} <= codes, (kind, sorted(codes))

@@ -151,8 +151,14 @@ def _read_text(path: Path, max_bytes: int) -> str:
     try:
         return raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
+        line = raw.count(b"\n", 0, exc.start) + 1
+        column = exc.start - (raw.rfind(b"\n", 0, exc.start) + 1) + 1  # in bytes
         raise InputError.single(
-            name, f"not UTF-8 text (byte {exc.start})", hint="save the file as UTF-8"
+            name,
+            f"not UTF-8 text (byte 0x{raw[exc.start]:02x})",
+            line=line,
+            column=column,
+            hint="save the file as UTF-8",
         ) from None
 
 

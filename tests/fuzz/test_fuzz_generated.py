@@ -43,7 +43,7 @@ SCALE = float(os.environ.get("GPUSOLVE_FUZZ_SCALE", "1"))
 LONG = SCALE > 1
 
 # Cases per kind at scale 1: 2,000 in all, the floor for CI.
-CHEAP_CASES = {"requirements": 800, "catalogue": 650, "rules": 250, "fleet": 300}
+CHEAP_CASES = {"requirements": 700, "catalogue": 800, "rules": 200, "fleet": 300}
 FULL_CASES = 12
 
 HOSTILE_NUMBERS = [

@@ -158,7 +158,7 @@ def plan(
     if interrupt_requested():
         _stop_interrupted(result, fmt, output, progress)
     text = render_plan(result, fmt)
-    if output is not None and result.status != "infeasible":
+    if output is not None and result.status in ("optimal", "feasible"):  # a plan, finished
         write_text_atomic(output, text)
         progress(f"wrote {output}")
     else:

@@ -32,14 +32,12 @@ class Term:
 def terms(instance: Instance) -> list[Term]:
     """Upper bounds of every sum in the model, one per input figure."""
     h = instance.horizon_months
+    most: dict[tuple[str, str], int] = defaultdict(int)  # (workload, sku) -> most servers
+    for o in instance.owned:
+        most[(o.workload, o.sku)] = max(most[(o.workload, o.sku)], o.servers)
     servers_ub: dict[str, int] = defaultdict(int)  # sku -> most servers the model may buy
-    for w in instance.workloads:
-        most: dict[str, int] = defaultdict(int)
-        for o in instance.owned:
-            if o.workload == w:
-                most[o.sku] = max(most[o.sku], o.servers)
-        for sku, n in most.items():
-            servers_ub[sku] += n
+    for (_, sku), n in most.items():
+        servers_ub[sku] += n
     total_servers = sum(servers_ub.values())
     found: list[Term] = []
     for sku, n in servers_ub.items():

@@ -15,9 +15,9 @@ FLEET = ROOT / "examples" / "fleets" / "h100-training-cluster.yaml"
 SCHEMA = json.loads((ROOT / "schemas" / "colo.schema.json").read_text())
 
 
-def report(gpusolve, path: Path) -> dict[str, Any]:  # type: ignore[no-untyped-def]
+def report(gpusolve, path: Path, code: int = 0) -> dict[str, Any]:  # type: ignore[no-untyped-def]
     result = gpusolve("colo", str(path), "--format", "json")
-    assert result.code == 0, result.err
+    assert result.code == code, result.err
     data: dict[str, Any] = json.loads(result.out)
     jsonschema.validate(data, SCHEMA)
     return data
@@ -75,7 +75,7 @@ def test_northern_jiangsu_is_cheaper_for_the_same_small_fleet(gpusolve, tmp_path
 
 def test_more_servers_than_racks_available(gpusolve, tmp_path: Path) -> None:
     fleet = write_fleet(tmp_path, {"servers": [{"server": "hgx-h100-8gpu", "count": 200}]})
-    offers = report(gpusolve, fleet)["offers"]
+    offers = report(gpusolve, fleet, code=1)["offers"]  # no offer can host it: exit 1
     assert not any(r["feasible"] for r in offers)
     assert any("racks available" in " ".join(r["reasons"]) for r in offers)
 

@@ -3,21 +3,55 @@
 from __future__ import annotations
 
 import os
+import stat
 import tempfile
 from pathlib import Path
 
+from gpusolve.errors import InputError
+
 
 def write_text_atomic(path: Path, text: str) -> None:
-    write_bytes_atomic(path, text.encode("utf-8"))
+    """A user's output (-o, schemas): the mode of the file it replaces, else the umask."""
+    write_bytes_atomic(path, text.encode("utf-8"), private=False)
 
 
-def write_bytes_atomic(path: Path, data: bytes) -> None:
-    """The temporary file is created private (0600), so the result is too."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent or Path("."), prefix=f".{path.name}.")
+def write_bytes_atomic(path: Path, data: bytes, *, private: bool = True) -> None:
+    """Write to a temporary file beside the target, flush it to disk, then rename it over.
+
+    A symlink is followed, so its target is replaced and the link kept. A private file
+    (caches: pickles are only ever read back from the user's own 0600 files) stays 0600;
+    otherwise the result gets the mode of the file it replaces, or the user's umask for a
+    new file (mkstemp alone would leave it 0600). A missing folder is an input error.
+    """
+    target = Path(os.path.realpath(path))
+    folder = target.parent
+    if not folder.is_dir():
+        raise InputError.single(
+            str(path),
+            f"the folder {folder} does not exist",
+            hint="create it first or choose another output file",
+        )
+    try:
+        fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{target.name}.")
+    except OSError as exc:
+        raise InputError.single(str(path), f"cannot write here: {exc.strerror}") from None
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
-        os.replace(tmp, path)
+            handle.flush()
+            os.fsync(handle.fileno())  # whole on disk before it takes the name (kill -9, power)
+        if not private:
+            os.chmod(tmp, _mode_for(target))
+        os.replace(tmp, target)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def _mode_for(target: Path) -> int:
+    try:
+        return stat.S_IMODE(target.stat().st_mode)
+    except FileNotFoundError:
+        umask = os.umask(0)
+        os.umask(umask)
+        return 0o666 & ~umask

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import os
 import sys
 from typing import Any
 
@@ -46,6 +47,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
 }
 
 MAX_PROBLEMS_SHOWN = 12
+INTERNAL_ERROR = 70  # EX_SOFTWARE (sysexits.h)
 
 
 class LazyGroup(click.Group):
@@ -86,7 +88,8 @@ Describe your workloads in YAML (see the shipped examples), then:
 
 Units: GB means 10^9 bytes; power in kW; money in the run's single currency
 (CNY unless the files say otherwise). Exit codes: 0 ok, 1 no feasible plan,
-2 invalid input or usage.
+2 invalid input or usage, 130 interrupted (Ctrl-C or SIGTERM), 70 internal error (a bug:
+please report it). Input files are data, never code: see SECURITY.md.
 """
 
 
@@ -116,6 +119,24 @@ def main(argv: list[str] | None = None) -> Any:
         sys.exit(130)
     except BrokenPipeError:
         sys.exit(0)
+    except RecursionError:
+        click.echo("error: the input is nested too deeply to process; flatten it", err=True)
+        sys.exit(2)
+    except MemoryError:
+        click.echo("error: out of memory; the input asks for more than this machine has", err=True)
+        sys.exit(2)
+    except Exception as exc:
+        # Never a traceback for a user: a one-line message and exit 70 (EX_SOFTWARE). The
+        # fuzzing suite (tests/fuzz) fails on exit 70, so every such case becomes a bug
+        # with a regression test. GPUSOLVE_DEBUG=1 shows the traceback.
+        if os.environ.get("GPUSOLVE_DEBUG"):
+            raise
+        click.echo(
+            f"gpusolve: internal error ({type(exc).__name__}: {exc}); this is a bug, please "
+            "report it with the input files (GPUSOLVE_DEBUG=1 shows the traceback)",
+            err=True,
+        )
+        sys.exit(INTERNAL_ERROR)
 
 
 def report_problems(exc: InputError) -> None:

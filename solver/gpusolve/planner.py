@@ -23,6 +23,7 @@ from gpusolve.models.plan import (
 )
 from gpusolve.models.requirements import Requirements
 from gpusolve.optimize import ir
+from gpusolve.smalljobs import beyond_horizon, rent_only, small_jobs
 
 Progress = Callable[[str], None]
 
@@ -53,6 +54,7 @@ def make_plan(
     options: PlanOptions,
     progress: Progress = lambda _: None,
 ) -> Plan:
+    from gpusolve.optimize import interrupt
     from gpusolve.optimize.solve import solve  # ortools only on this path
 
     progress("building candidates")
@@ -62,12 +64,33 @@ def make_plan(
         f"for {len(reqs.workloads)} workload(s)"
     )
     warnings = headroom_warnings(reqs, policies)
+    small = small_jobs(reqs, catalog)
+    if small:  # minutes of work: never buy servers for it
+        cand = rent_only(cand, small)
+        for message in small.values():
+            progress(message)
+    had_options = set(reqs_names(cand))
+    cand = beyond_horizon(cand, reqs)
     missing = cand.workloads_without_options()
+    too_long = [w for w in missing if w in had_options]
+    if missing and set(missing) <= set(small):
+        return _no_fit(reqs, rules, options, cand, small, _TOO_SMALL)
+    if too_long:
+        return _no_fit(reqs, rules, options, cand, small, _TOO_LONG)
     if missing:
         plan = _infeasible(reqs, catalog, policies, rules, options, cand, missing, progress)
         return plan.model_copy(update={"warnings": warnings})
     progress("solving")
     solution = solve(cand.instance, options.config)
+    if not solution.choices and interrupt.requested():  # Ctrl-C before any plan: no explaining
+        return Plan(
+            status="unknown",
+            objective=reqs.objective,
+            cost=None,
+            solver=SolverInfo(
+                status="unknown", workers=options.config.workers, seed=options.config.seed
+            ),
+        )
     if solution.status == "model_invalid":
         raise RuntimeError("CP-SAT rejected the model as invalid: a gpusolve bug, please report")
     if solution.status == "infeasible":
@@ -76,6 +99,9 @@ def make_plan(
         return plan.model_copy(update={"warnings": warnings})
     if not solution.choices:  # "unknown": the time ran out before any plan was found
         return _timed_out(reqs, rules, options, solution, warnings)
+    from gpusolve.optimize.validate import assert_consistent
+
+    assert_consistent(cand.instance, solution)  # cost recomputed outside the model
     plan = Plan(
         status="optimal" if solution.status == "optimal" else "feasible",
         objective=reqs.objective,
@@ -84,7 +110,7 @@ def make_plan(
         sites=assemble.sites(solution, cand.instance, catalog),
         binding=assemble.binding(solution, cand.instance, catalog, reqs),
         rules_fired=rules.fired,
-        advice=rules.advice,
+        advice=[*small.values(), *rules.advice],
         solver=_solver_info(solution, options),
         warnings=warnings,
     )
@@ -269,6 +295,54 @@ def _infeasible(
         why_not=reasons,
         rules_fired=rules.fired,
         advice=rules.advice,
+        solver=SolverInfo(
+            status="infeasible", workers=options.config.workers, seed=options.config.seed
+        ),
+    )
+
+
+_TOO_SMALL = (
+    "too small to buy hardware for, and no rental in the catalogue fits: "
+    "use any GPU you have (or rent one by the hour)"
+)
+_TOO_LONG = (
+    "the work does not fit in the planning horizon on any hardware: fewer tokens or runs, "
+    "or a longer horizon_months"
+)
+
+
+def reqs_names(cand: Candidates) -> list[str]:
+    """Workloads that have at least one option."""
+    missing = set(cand.workloads_without_options())
+    return [w for w in cand.instance.workloads if w not in missing]
+
+
+def _no_fit(
+    reqs: Requirements,
+    rules: RulesSummary,
+    options: PlanOptions,
+    cand: Candidates,
+    small: dict[str, str],
+    reason: str,
+) -> Plan:
+    """Workloads lack options because of their size, not a requirement that could be
+    relaxed: say so plainly instead of searching for requirements to relax."""
+    from gpusolve.explain import summarise
+
+    missing = cand.workloads_without_options()
+    return Plan(
+        status="infeasible",
+        objective=reqs.objective,
+        cost=None,
+        infeasibility=Infeasibility(
+            reason=reason,
+            workloads_without_candidates={
+                w: [*([small[w]] if w in small else []), *summarise(cand.rejections.get(w, []))]
+                for w in missing
+            },
+        ),
+        rules_fired=rules.fired,
+        advice=[*small.values(), *rules.advice],
         solver=SolverInfo(
             status="infeasible", workers=options.config.workers, seed=options.config.seed
         ),

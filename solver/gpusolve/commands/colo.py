@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from gpusolve.commands.options import catalog_option, format_option
+from gpusolve.commands.options import catalog_option, check_output, format_option
 
 
 @click.command("colo")
@@ -59,6 +59,7 @@ def colo(
     from gpusolve.optimize.ir import SolveConfig
     from gpusolve.render.colo import colo_markdown, colo_text
 
+    check_output(output, [fleet_path, *catalog_paths])
     fleet, doc = load_fleet(fleet_path)
     catalog = load_catalog(list(catalog_paths) or None).catalog
     check_fleet(fleet, doc, catalog)
@@ -69,9 +70,13 @@ def colo(
         text = colo_markdown(report, top)
     else:
         text = colo_text(report, top)
-    if output is not None:
+    hosts = any(row.feasible for row in report.offers)
+    if output is not None and hosts:
         write_text_atomic(output, text)
     else:
         click.echo(text, nl=False)
     if not any(row.feasible for row in report.offers) and any(r.timed_out for r in report.offers):
         sys.exit(3)
+    if not hosts:  # like `plan`: no offer can host the fleet is exit 1, not a success
+        click.echo("gpusolve: no colocation offer can host this fleet", err=True)
+        sys.exit(1)

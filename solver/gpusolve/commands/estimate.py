@@ -119,10 +119,12 @@ def estimate(
     fmt: str,
     output: Path | None,
 ) -> None:
+    from gpusolve.commands.options import check_output
     from gpusolve.estimate_report import LayoutChoice, LayoutError, build_report
     from gpusolve.pipeline import prepare_run
     from gpusolve.render.estimate import estimate_text
 
+    check_output(output, [reqs_path, *catalog_paths, *rules_paths])
     run = prepare_run(reqs_path, catalog_paths, rules_paths)
     # The parameters `plan` uses: defaults, then the rules, then the user's headroom.
     per_workload = {name: policy.params for name, policy in run.policies.items()}

@@ -9,6 +9,7 @@ from pathlib import Path
 import click
 
 from gpusolve.commands.options import (
+    FiniteFloatRange,
     catalog_option,
     format_option,
     progress_printer,
@@ -30,21 +31,21 @@ from gpusolve.commands.options import (
 )
 @click.option(
     "--low",
-    type=click.FloatRange(min=0.01),
+    type=FiniteFloatRange(min=0.01, max=1000),
     default=0.25,
     show_default=True,
     help="Tightest factor applied to every training deadline.",
 )
 @click.option(
     "--high",
-    type=click.FloatRange(min=0.01),
+    type=FiniteFloatRange(min=0.01, max=1000),
     default=4.0,
     show_default=True,
     help="Loosest factor applied to every training deadline.",
 )
 @click.option(
     "--time-limit",
-    type=click.FloatRange(min=0.1),
+    type=FiniteFloatRange(min=0.1),
     default=30.0,
     show_default=True,
     help="Seconds per solve.",

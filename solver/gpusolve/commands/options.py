@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import math
+import os
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -88,3 +90,52 @@ def progress_printer(quiet: bool) -> Callable[[str], None]:
             click.echo(f"gpusolve: {message}", err=True)
 
     return progress
+
+
+class FiniteFloatRange(click.FloatRange):
+    """click's FloatRange lets NaN through (every comparison with NaN is false) and
+    accepts inf; a time limit, deadline factor or budget must be a finite number."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        number = super().convert(value, param, ctx)
+        if not math.isfinite(number):
+            self.fail(f"{value!r} is not a finite number", param, ctx)
+        return number
+
+
+# CP-SAT's random_seed is an int32 (SatParameters); 4294967296 crashed in the solver.
+SEED_RANGE = click.IntRange(0, 2**31 - 1)
+
+
+def output_option(func: F) -> F:
+    return click.option(
+        "-o",
+        "--output",
+        type=click.Path(dir_okay=False, path_type=Path),
+        help="Write to this file (whole or not at all, only when the run succeeds) "
+        "instead of stdout.",
+    )(func)
+
+
+def check_output(output: Path | None, inputs: Sequence[Path]) -> None:
+    """Refuse an -o that would destroy an input or cannot be written, before any work."""
+    if output is None:
+        return
+    from gpusolve.errors import InputError
+
+    target = Path(os.path.realpath(output))
+    for path in inputs:
+        if path.exists() and target.exists() and os.path.samefile(target, path):
+            raise InputError.single(
+                str(output),
+                f"-o names the input file {path}; writing there would destroy it",
+                hint="choose another output file",
+            )
+    if target.is_dir():
+        raise InputError.single(str(output), "-o is a directory", hint="name a file inside it")
+    if not target.parent.is_dir():
+        raise InputError.single(
+            str(output),
+            f"the folder {target.parent} does not exist",
+            hint="create it first or choose another output file",
+        )

@@ -3,22 +3,29 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import click
 
 from gpusolve.commands.options import (
+    SEED_RANGE,
+    FiniteFloatRange,
     catalog_option,
+    check_output,
     format_option,
     progress_printer,
     rules_option,
 )
+from gpusolve.models.plan import Plan
 from gpusolve.render import FORMATS
+
+Progress = Callable[[str], None]
 
 OBJECTIVES = ("min-tco", "min-capex", "min-monthly", "max-throughput")
 # Plan status -> exit code: a proven "no" (1) and "no answer in time" (3) must differ,
 # so a script can retry the second with more time and not the first.
-EXIT_CODES = {"optimal": 0, "feasible": 0, "infeasible": 1, "timeout": 3}
+EXIT_CODES = {"optimal": 0, "feasible": 0, "infeasible": 1, "timeout": 3, "unknown": 3}
 
 
 @click.command("plan")
@@ -40,13 +47,13 @@ EXIT_CODES = {"optimal": 0, "feasible": 0, "infeasible": 1, "timeout": 3}
 )
 @click.option(
     "--capex-max",
-    type=click.FloatRange(min=0, min_open=True),
+    type=FiniteFloatRange(min=0, min_open=True, max=1e15),
     default=None,
     help="Override the capex cap (run currency).",
 )
 @click.option(
     "--monthly-max",
-    type=click.FloatRange(min=0, min_open=True),
+    type=FiniteFloatRange(min=0, min_open=True, max=1e15),
     default=None,
     help="Override the monthly spend cap (run currency).",
 )
@@ -66,7 +73,7 @@ EXIT_CODES = {"optimal": 0, "feasible": 0, "infeasible": 1, "timeout": 3}
 )
 @click.option(
     "--time-limit",
-    type=click.FloatRange(min=0.1),
+    type=FiniteFloatRange(min=0.1),
     default=60.0,
     show_default=True,
     help="Seconds the solver may spend (per solve).",
@@ -78,7 +85,7 @@ EXIT_CODES = {"optimal": 0, "feasible": 0, "infeasible": 1, "timeout": 3}
     show_default=True,
     help="CP-SAT workers; 1 is deterministic.",
 )
-@click.option("--seed", type=int, default=1, show_default=True, help="Solver random seed.")
+@click.option("--seed", type=SEED_RANGE, default=1, show_default=True, help="Solver random seed.")
 @click.option("--timings", is_flag=True, help="Include solve wall time in the output.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress messages on stderr.")
 def plan(
@@ -131,12 +138,15 @@ def plan(
     GB means 10^9 bytes; money is in the run's currency.
     """
     from gpusolve.atomic import write_text_atomic
+    from gpusolve.optimize.interrupt import requested as interrupt_requested
+    from gpusolve.optimize.interrupt import run_interruptibly
     from gpusolve.optimize.ir import SolveConfig
     from gpusolve.pipeline import prepare_run
     from gpusolve.planner import PlanOptions, make_plan
     from gpusolve.render import render_plan
 
     progress = progress_printer(quiet)
+    check_output(output, [requirements, *catalog_paths, *rules_paths])
 
     run = prepare_run(
         requirements,
@@ -155,14 +165,46 @@ def plan(
         why_not=why_not,
         timings=timings,
     )
-    result = make_plan(run.reqs, run.catalog, run.policies, run.rules, options, progress)
+    result = run_interruptibly(
+        lambda: make_plan(run.reqs, run.catalog, run.policies, run.rules, options, progress),
+        on_search=lambda: progress("searching (Ctrl-C stops and prints the best plan so far)"),
+    )
     result = run.finish(result)  # market, compliance, exclusions, sources
+    if interrupt_requested():
+        _stop_interrupted(result, fmt, output, progress)
     text = render_plan(result, fmt)
-    if output is not None:
+    if output is not None and result.status in ("optimal", "feasible"):  # a plan, finished
         write_text_atomic(output, text)
         progress(f"wrote {output}")
     else:
+        if output is not None:  # an existing -o keeps the last successful plan
+            progress(f"no plan: {output} left as it was")
         click.echo(text, nl=False)
     code = EXIT_CODES.get(result.status, 0)
     if code:
         sys.exit(code)
+
+
+INTERRUPTED_EXIT = 130  # 128 + SIGINT, as a shell reports a Ctrl-C
+
+
+def _stop_interrupted(result: Plan, fmt: str, output: Path | None, progress: Progress) -> None:
+    """Ctrl-C or SIGTERM: print the best plan so far, marked, and exit 130. An existing
+    -o file is left as it was: only a finished run replaces it."""
+    from gpusolve.render import render_plan
+
+    if result.status == "infeasible" or result.cost is None:
+        progress("interrupted before any plan was found")
+        sys.exit(INTERRUPTED_EXIT)
+    marked = result.model_copy(
+        update={
+            "status": "interrupted",
+            "solver": result.solver.model_copy(update={"proven_optimal": False}),
+        }
+    )
+    click.echo(render_plan(marked, fmt), nl=False)
+    progress(
+        "interrupted: the plan above is the best found so far, not proven optimal"
+        + (f"; {output} left as it was" if output is not None else "")
+    )
+    sys.exit(INTERRUPTED_EXIT)

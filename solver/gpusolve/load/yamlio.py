@@ -86,6 +86,8 @@ def read_yaml(path: Path, *, max_bytes: int = MAX_FILE_BYTES) -> Document:
             column=col,
             hint="check indentation, colons and quotes near this position",
         ) from None
+    except yaml.reader.ReaderError as exc:
+        raise _reader_error(path, text, exc) from None
     except yaml.YAMLError as exc:
         raise InputError.single(str(path), f"YAML error: {exc}") from None
     finally:
@@ -96,6 +98,35 @@ def read_yaml(path: Path, *, max_bytes: int = MAX_FILE_BYTES) -> Document:
     builder = _Builder(doc, _Loader(""))
     doc.data = builder.build(node, (), 0)
     return doc
+
+
+# What YAML 1.1 allows in a stream (its "printable" set); anything else is a ReaderError.
+_NOT_PRINTABLE = re.compile(
+    "[^\x09\x0a\x0d\x20-\x7e\x85\xa0-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]"
+)
+
+
+def _reader_error(path: Path, text: str, exc: yaml.reader.ReaderError) -> InputError:
+    """A control character or NUL byte, located by line and column.
+
+    The reader reports only an offset (in bytes for libyaml, characters for PyYAML), so the
+    character is found again in the decoded text, where line and column mean what an
+    editor shows.
+    """
+    found = _NOT_PRINTABLE.search(text)
+    if found is None:
+        return InputError.single(str(path), f"YAML error: {exc.reason}")
+    index = found.start()
+    line = text.count("\n", 0, index) + 1
+    column = index - (text.rfind("\n", 0, index) + 1) + 1
+    code = ord(found.group())
+    return InputError.single(
+        str(path),
+        f"character U+{code:04X} is not allowed in YAML ({exc.reason})",
+        line=line,
+        column=column,
+        hint='delete it or write it as an escape inside double quotes, e.g. "\\x01"',
+    )
 
 
 def _read_text(path: Path, max_bytes: int) -> str:
@@ -120,8 +151,14 @@ def _read_text(path: Path, max_bytes: int) -> str:
     try:
         return raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
+        line = raw.count(b"\n", 0, exc.start) + 1
+        column = exc.start - (raw.rfind(b"\n", 0, exc.start) + 1) + 1  # in bytes
         raise InputError.single(
-            name, f"not UTF-8 text (byte {exc.start})", hint="save the file as UTF-8"
+            name,
+            f"not UTF-8 text (byte 0x{raw[exc.start]:02x})",
+            line=line,
+            column=column,
+            hint="save the file as UTF-8",
         ) from None
 
 

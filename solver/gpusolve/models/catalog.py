@@ -24,23 +24,39 @@ FormFactor = Literal["sxm", "oam", "pcie", "consumer"]
 GpuTopology = Literal["nvswitch", "full_mesh", "nvlink_bridge_pairs", "pcie_switch", "pcie"]
 Architecture = Literal["ampere", "hopper", "blackwell", "ada", "cdna3", "ascend"]
 
+# Range checks where catalogue figures enter (issue 22). Prices: a price above 1e12 of the
+# run's currency (a trillion yuan, ~100x the capex of the largest announced AI cluster) is
+# a pasting error, and below it every cost, once multiplied by counts and months, stays
+# inside CP-SAT's int64 coefficients (`optimize/guard.py` checks the products).
+MAX_PRICE = 1e12
+MAX_HOURLY_PRICE = 1e9
+MAX_ENERGY_PRICE = 1e4  # per kWh; real tariffs are ~0.3-2 CNY
+MAX_MEMORY_GB = 1e6  # per card; the largest shipping card has ~300 GB
+MAX_BANDWIDTH_GBS = 1e7  # GB/s; HBM3e is ~8,000
+MAX_TFLOPS = 1e7  # per card; B200 dense FP8 is ~4,500
+MAX_POWER_W = 1e6  # per card
+MAX_POWER_KW = 1e5  # per server or rack: a data hall; a W-for-kW slip gets its own message
+MAX_COUNT = 100_000  # racks, instances, NICs, cores
+MAX_NIC_GBPS = 1e6
+MAX_INTERNET_MBPS = 1e8
+
 
 class Tflops(StrictModel):
     """Dense tensor throughput per precision (never the sparsity figure). Null = unsupported."""
 
-    fp32: PositiveFloat = Field(description="Non-tensor FP32 TFLOPS.")
-    tf32: PositiveFloat | None = None
-    bf16: PositiveFloat | None = None
-    fp16: PositiveFloat | None = None
-    fp8: PositiveFloat | None = None
-    int8: PositiveFloat | None = Field(default=None, description="Dense INT8 TOPS.")
+    fp32: PositiveFloat = Field(le=MAX_TFLOPS, description="Non-tensor FP32 TFLOPS.")
+    tf32: PositiveFloat | None = Field(default=None, le=MAX_TFLOPS)
+    bf16: PositiveFloat | None = Field(default=None, le=MAX_TFLOPS)
+    fp16: PositiveFloat | None = Field(default=None, le=MAX_TFLOPS)
+    fp8: PositiveFloat | None = Field(default=None, le=MAX_TFLOPS)
+    int8: PositiveFloat | None = Field(default=None, le=MAX_TFLOPS, description="Dense INT8 TOPS.")
 
 
 class Mamf(StrictModel):
     """Maximum achievable matmul TFLOPS measured on this card (best shape of a sweep)."""
 
-    bf16: PositiveFloat | None = None
-    fp8: PositiveFloat | None = None
+    bf16: PositiveFloat | None = Field(default=None, le=MAX_TFLOPS)
+    fp8: PositiveFloat | None = Field(default=None, le=MAX_TFLOPS)
     source: str = Field(min_length=3)
 
 
@@ -78,8 +94,9 @@ class Card(StrictModel):
         "collective library); derived from vendor and id when absent.",
     )
     memory_gb: PositiveFloat = Field(
+        le=MAX_MEMORY_GB,
         description="Marketed device memory ('80 GB'); see memory_reported_mib for what "
-        "the device exposes."
+        "the device exposes.",
     )
     memory_reported_mib: PositiveFloat | None = Field(
         default=None,
@@ -94,12 +111,15 @@ class Card(StrictModel):
         description="Measured maximum achievable matmul TFLOPS; else the family's ratio.",
     )
     memory_type: str
-    memory_bandwidth_gbs: PositiveFloat = Field(description="Memory bandwidth, GB/s.")
+    memory_bandwidth_gbs: PositiveFloat = Field(
+        le=MAX_BANDWIDTH_GBS, description="Memory bandwidth, GB/s."
+    )
     tflops: Tflops
-    tdp_w: PositiveFloat
+    tdp_w: PositiveFloat = Field(le=MAX_POWER_W)
     peer_link: PeerLink = Field(description="GPU-to-GPU link the card supports.")
     peer_bandwidth_gbs: NonNegativeFloat = Field(
-        description="GPU-to-GPU bandwidth per GPU, bidirectional GB/s (0 = PCIe only)."
+        le=MAX_BANDWIDTH_GBS,
+        description="GPU-to-GPU bandwidth per GPU, bidirectional GB/s (0 = PCIe only).",
     )
     pcie_gen: int = Field(ge=3, le=6)
     form_factor: FormFactor
@@ -160,15 +180,15 @@ class Card(StrictModel):
 class Cpu(StrictModel):
     model: str
     sockets: int = Field(ge=1, le=8)
-    cores_total: int = Field(ge=1)
-    pcie_lanes: int = Field(ge=1, description="CPU PCIe lanes available to the system.")
-    base_ghz: PositiveFloat
+    cores_total: int = Field(ge=1, le=MAX_COUNT)
+    pcie_lanes: int = Field(ge=1, le=MAX_COUNT, description="CPU PCIe lanes available.")
+    base_ghz: PositiveFloat = Field(le=100)
 
 
 class Fabric(StrictModel):
     kind: FabricKind
-    nics: int = Field(ge=0, description="Compute-fabric NICs per server.")
-    nic_gbps: NonNegativeFloat = Field(description="Line rate per NIC, Gbit/s.")
+    nics: int = Field(ge=0, le=MAX_COUNT, description="Compute-fabric NICs per server.")
+    nic_gbps: NonNegativeFloat = Field(le=MAX_NIC_GBPS, description="Line rate per NIC, Gbit/s.")
 
     @property
     def total_gbps(self) -> float:
@@ -182,18 +202,21 @@ class Server(StrictModel):
     gpus: int = Field(ge=1, le=16)
     topology: GpuTopology
     peer_bandwidth_gbs: NonNegativeFloat = Field(
-        description="GPU-to-GPU bandwidth per GPU inside this server, bidirectional GB/s."
+        le=MAX_BANDWIDTH_GBS,
+        description="GPU-to-GPU bandwidth per GPU inside this server, bidirectional GB/s.",
     )
     cpu: Cpu
-    ram_gb: PositiveFloat
+    ram_gb: PositiveFloat = Field(le=1e8)
     fabric: Fabric
-    storage_write_gbs: PositiveFloat = Field(description="Local checkpoint storage write, GB/s.")
-    power_kw: PositiveFloat = Field(description="Peak wall power, kW.")
+    storage_write_gbs: PositiveFloat = Field(
+        le=MAX_BANDWIDTH_GBS, description="Local checkpoint storage write, GB/s."
+    )
+    power_kw: PositiveFloat = Field(le=MAX_POWER_KW, description="Peak wall power, kW.")
     rack_units: int = Field(ge=1, le=20)
     cooling: list[Cooling] = Field(
         min_length=1, description="Rack cooling types this server can live in."
     )
-    price: PositiveFloat = Field(description="Purchase price, catalogue currency.")
+    price: PositiveFloat = Field(le=MAX_PRICE, description="Purchase price, catalogue currency.")
     pricing: PriceNote
     confidence: Confidence
     source: str = Field(min_length=3)
@@ -206,21 +229,25 @@ class ColoOffer(StrictModel):
     region: str = Field(description="Region id, e.g. jiangsu-south; aliases such as 苏南 accepted.")
     city: str
     cooling: Cooling
-    rack_kw: PositiveFloat = Field(description="Contracted power per rack, kW.")
+    rack_kw: PositiveFloat = Field(le=MAX_POWER_KW, description="Contracted power per rack, kW.")
     rack_units: int = Field(ge=4, le=60)
-    racks_available: int = Field(ge=0)
-    rack_price_per_month: NonNegativeFloat
+    racks_available: int = Field(ge=0, le=MAX_COUNT)
+    rack_price_per_month: NonNegativeFloat = Field(le=MAX_PRICE)
     power_included: bool = Field(
         default=False, description="Energy is bundled into the rack price (no metered bill)."
     )
-    power_price_per_kwh: NonNegativeFloat
+    power_price_per_kwh: NonNegativeFloat = Field(le=MAX_ENERGY_PRICE)
     pue: float = Field(ge=1.0, le=3.0)
-    bandwidth_mbps: NonNegativeFloat = Field(description="Internet bandwidth included per site.")
-    bandwidth_price_per_mbps_month: NonNegativeFloat = 0.0
+    bandwidth_mbps: NonNegativeFloat = Field(
+        le=MAX_INTERNET_MBPS, description="Internet bandwidth included per site."
+    )
+    bandwidth_price_per_mbps_month: NonNegativeFloat = Field(default=0.0, le=MAX_PRICE)
     bgp: bool
-    bgp_lines: int = Field(default=0, ge=0)
+    bgp_lines: int = Field(default=0, ge=0, le=MAX_COUNT)
     fabric: FabricKind = Field(description="Inter-server fabric the site can provide.")
-    fabric_gbps: NonNegativeFloat = Field(default=0.0, description="Per-port fabric rate, Gbit/s.")
+    fabric_gbps: NonNegativeFloat = Field(
+        default=0.0, le=MAX_NIC_GBPS, description="Per-port fabric rate, Gbit/s."
+    )
     fabric_oversubscription: float = Field(
         default=1.0,
         ge=1.0,
@@ -231,13 +258,14 @@ class ColoOffer(StrictModel):
     fabric_max_nodes: int | None = Field(
         default=None,
         ge=1,
+        le=MAX_COUNT,
         description="Most servers one fabric connects (switch ports); default: every rack.",
     )
     ops_24h: bool
     dual_power: bool
     certifications: list[str] = Field(default_factory=list)
     licences: list[str] = Field(default_factory=list)
-    latency_ms_to_shanghai: NonNegativeFloat | None = None
+    latency_ms_to_shanghai: NonNegativeFloat | None = Field(default=None, le=1e5)
     pricing: PriceNote
     source: str = Field(min_length=3)
     notes: str | None = None
@@ -248,22 +276,27 @@ class CloudOffer(StrictModel):
     provider: str
     card: Identifier
     gpus_per_instance: int = Field(ge=1, le=16)
-    price_per_hour: PositiveFloat = Field(description="Per instance-hour, catalogue currency.")
+    price_per_hour: PositiveFloat = Field(
+        le=MAX_HOURLY_PRICE, description="Per instance-hour, catalogue currency."
+    )
     region: str
     fabric: FabricKind = "ethernet"
     fabric_gbps: NonNegativeFloat = Field(
-        default=0.0, description="Line rate of one fabric NIC, Gbit/s."
+        default=0.0, le=MAX_NIC_GBPS, description="Line rate of one fabric NIC, Gbit/s."
     )
     fabric_nics: int | None = Field(
         default=None,
         ge=0,
+        le=MAX_COUNT,
         description="Fabric NICs per instance (default: one per GPU, as 8-GPU cloud nodes have).",
     )
     peer_bandwidth_gbs: NonNegativeFloat = Field(
-        default=0.0, description="GPU-to-GPU bandwidth per GPU inside one instance."
+        default=0.0,
+        le=MAX_BANDWIDTH_GBS,
+        description="GPU-to-GPU bandwidth per GPU inside one instance.",
     )
-    max_instances: int = Field(default=64, ge=1)
-    storage_write_gbs: PositiveFloat = 1.0
+    max_instances: int = Field(default=64, ge=1, le=MAX_COUNT)
+    storage_write_gbs: PositiveFloat = Field(default=1.0, le=MAX_BANDWIDTH_GBS)
     pricing: PriceNote
     source: str = Field(min_length=3)
     notes: str | None = None

@@ -7,7 +7,8 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 # "timeout": no plan was found within the time limit and none was proven impossible.
-PlanStatus = Literal["optimal", "feasible", "infeasible", "unknown", "timeout"]
+# "interrupted": Ctrl-C or SIGTERM stopped the search; the best plan so far, not proven optimal.
+PlanStatus = Literal["optimal", "feasible", "infeasible", "unknown", "timeout", "interrupted"]
 
 
 class OutModel(BaseModel):

@@ -23,6 +23,32 @@ Schedule = Literal["always", "day", "night"]
 Objective = Literal["min-tco", "min-capex", "min-monthly", "max-throughput"]
 Sharding = Literal["ddp", "zero1", "zero2", "zero3", "fsdp_full", "fsdp_hybrid"]
 
+# Range checks where quantities enter (issue 22). Each bound is far outside any real
+# workload but small enough that the estimator's searches stay bounded and every money
+# and time figure, once scaled to integers for CP-SAT, stays inside int64.
+MAX_PARAMS_B = 1e5  # 100 T parameters: ~150x the largest published dense or MoE model
+MAX_LAYERS = 10_000  # published models have <= ~200 layers
+MAX_WIDTH = 1_048_576  # 2^20: hidden/ffn widths of published models are <= ~10^5
+MAX_HEADS = 65_536
+MAX_VOCAB = 10_000_000  # largest published vocabularies are ~256 k
+# Routed experts: DeepSeek-V3 has 256, Qwen3-MoE 128; 4,096 leaves room for fine-grained
+# MoE research while keeping the expert-parallel layout search small (10^6 never returned).
+MAX_EXPERTS = 4_096
+MAX_GPUS = 1_000_000
+MAX_SEQ_LEN = 100_000_000  # 10^8 tokens: 100x the longest published context windows
+MAX_BATCH = 100_000_000
+MAX_CONCURRENCY = 100_000_000
+MAX_TOKENS = 1e15  # tokens per run: ~30x the ~36 T of the largest published pretraining runs
+MAX_TOKENS_PER_S = 1e12
+MAX_MEMORY_GB = 1e6
+MIN_RUNS = 1e-3  # a thousandth of a run over the horizon; less is a typo
+MAX_RUNS = 1e6  # about one run every 2 minutes over the longest (120-month) horizon
+MIN_DEADLINE_HOURS = 1 / 3600  # one second: shorter is a typo, not a deadline
+MAX_HOURS = 120 * 730.5  # the longest horizon (120 months) in hours
+MIN_LATENCY_MS = 1e-3
+MAX_LATENCY_MS = 3.6e6  # an hour per token is no longer a latency target
+MAX_MONEY = 1e15  # budgets, in the run's currency: ~1,000x a frontier cluster's capex
+
 
 class ModelShape(StrictModel):
     """A model by size, by architecture, or by a shipped preset name."""
@@ -30,15 +56,19 @@ class ModelShape(StrictModel):
     preset: str | None = Field(
         default=None, description="A shipped preset, e.g. llama-2-70b; shape fields override it."
     )
-    params_b: PositiveFloat | None = Field(default=None, description="Parameters, billions.")
-    layers: int | None = Field(default=None, ge=1)
-    hidden: int | None = Field(default=None, ge=1)
-    heads: int | None = Field(default=None, ge=1)
-    kv_heads: int | None = Field(default=None, ge=1)
-    ffn: int | None = Field(default=None, ge=1, description="Feed-forward inner size.")
-    vocab: int | None = Field(default=None, ge=1)
+    params_b: PositiveFloat | None = Field(
+        default=None, le=MAX_PARAMS_B, description="Parameters, billions."
+    )
+    layers: int | None = Field(default=None, ge=1, le=MAX_LAYERS)
+    hidden: int | None = Field(default=None, ge=1, le=MAX_WIDTH)
+    heads: int | None = Field(default=None, ge=1, le=MAX_HEADS)
+    kv_heads: int | None = Field(default=None, ge=1, le=MAX_HEADS)
+    ffn: int | None = Field(
+        default=None, ge=1, le=MAX_WIDTH, description="Feed-forward inner size."
+    )
+    vocab: int | None = Field(default=None, ge=1, le=MAX_VOCAB)
     head_dim: int | None = Field(
-        default=None, ge=1, description="Per-head width when it is not hidden/heads."
+        default=None, ge=1, le=MAX_WIDTH, description="Per-head width when it is not hidden/heads."
     )
     gated_ffn: bool | None = Field(
         default=None, description="SwiGLU-style MLP (3 matrices) instead of GeLU (2)."
@@ -46,33 +76,54 @@ class ModelShape(StrictModel):
     tied_embeddings: bool | None = Field(
         default=None, description="The LM head reuses the input embedding (GPT, OPT)."
     )
-    experts: int | None = Field(default=None, ge=1, description="MoE routed experts per layer.")
-    active_experts: int | None = Field(default=None, ge=1, description="Routed experts per token.")
+    experts: int | None = Field(
+        default=None, ge=1, le=MAX_EXPERTS, description="MoE routed experts per layer."
+    )
+    active_experts: int | None = Field(
+        default=None, ge=1, le=MAX_EXPERTS, description="Routed experts per token."
+    )
     shared_experts: int | None = Field(
-        default=None, ge=0, description="MoE experts every token visits (DeepSeek, Qwen-MoE)."
+        default=None,
+        ge=0,
+        le=MAX_EXPERTS,
+        description="MoE experts every token visits (DeepSeek, Qwen-MoE).",
     )
     expert_ffn: int | None = Field(
-        default=None, ge=1, description="Inner size of one expert's MLP (default: ffn)."
+        default=None,
+        ge=1,
+        le=MAX_WIDTH,
+        description="Inner size of one expert's MLP (default: ffn).",
     )
     dense_layers: int | None = Field(
-        default=None, ge=0, description="Leading layers with a dense MLP in an MoE model."
+        default=None,
+        ge=0,
+        le=MAX_LAYERS,
+        description="Leading layers with a dense MLP in an MoE model.",
     )
     routing_node_limit: int | None = Field(
         default=None,
         ge=1,
+        le=MAX_EXPERTS,
         description="MoE: most nodes one token is dispatched to (DeepSeek-V3: 4), each once.",
     )
     kv_lora_rank: int | None = Field(
         default=None,
         ge=1,
+        le=MAX_WIDTH,
         description="Multi-head latent attention (DeepSeek MLA): compressed K/V width; the "
         "KV cache holds this plus rope_head_dim per token and layer.",
     )
-    q_lora_rank: int | None = Field(default=None, ge=1, description="MLA query compression.")
-    rope_head_dim: int | None = Field(default=None, ge=1, description="MLA decoupled RoPE width.")
-    v_head_dim: int | None = Field(default=None, ge=1, description="MLA value head width.")
+    q_lora_rank: int | None = Field(
+        default=None, ge=1, le=MAX_WIDTH, description="MLA query compression."
+    )
+    rope_head_dim: int | None = Field(
+        default=None, ge=1, le=MAX_WIDTH, description="MLA decoupled RoPE width."
+    )
+    v_head_dim: int | None = Field(
+        default=None, ge=1, le=MAX_WIDTH, description="MLA value head width."
+    )
     active_params_b: PositiveFloat | None = Field(
-        default=None, description="MoE parameters used per token, billions."
+        default=None, le=MAX_PARAMS_B, description="MoE parameters used per token, billions."
     )
 
     @model_validator(mode="after")
@@ -93,6 +144,7 @@ class Lora(StrictModel):
     rank: int = Field(default=16, ge=1, le=4096)
     target_fraction: Fraction | None = Field(
         default=None,
+        gt=0,  # nothing trainable is not a fine-tune
         description="Trainable fraction of parameters; derived from rank and shape if absent.",
     )
 
@@ -103,23 +155,31 @@ class Measured(StrictModel):
     then used on every card."""
 
     card: Identifier
-    gpus: int = Field(ge=1)
+    gpus: int = Field(ge=1, le=MAX_GPUS)
     tokens_per_s: PositiveFloat | None = Field(
-        default=None, description="Training tokens/s of the whole run (all its GPUs)."
+        default=None,
+        le=MAX_TOKENS_PER_S,
+        description="Training tokens/s of the whole run (all its GPUs).",
     )
     samples_per_s: PositiveFloat | None = Field(
-        default=None, description="Sequences/s of the whole run (times seq_len = tokens/s)."
+        default=None,
+        le=MAX_TOKENS_PER_S,
+        description="Sequences/s of the whole run (times seq_len = tokens/s).",
     )
     peak_memory_gb: PositiveFloat | None = Field(
         default=None,
+        le=MAX_MEMORY_GB,
         description="Peak memory per GPU held by the training process, GB (10^9 bytes): "
         "torch.cuda.max_memory_reserved, or nvidia-smi's used memory less the CUDA context.",
     )
     peak_allocated_gb: PositiveFloat | None = Field(
-        default=None, description="torch.cuda.max_memory_allocated per GPU, GB (information)."
+        default=None,
+        le=MAX_MEMORY_GB,
+        description="torch.cuda.max_memory_allocated per GPU, GB (information).",
     )
+    # An MFU of 0 means the run did no work; times divide by it.
     mfu: Fraction | None = Field(
-        default=None, description="Model FLOPs utilisation against the card's dense peak."
+        default=None, gt=0, description="Model FLOPs utilisation against the card's dense peak."
     )
     seq_len: int | None = Field(
         default=None,
@@ -186,9 +246,11 @@ class Workload(StrictModel):
     sharding: Sharding | None = Field(
         default=None, description="Fix the data-parallel sharding; searched when absent."
     )
-    seq_len: int = Field(default=2048, ge=1)
-    micro_batch: int = Field(default=1, ge=1)
-    global_batch: int | None = Field(default=None, ge=1, description="Sequences per step.")
+    seq_len: int = Field(default=2048, ge=1, le=MAX_SEQ_LEN)
+    micro_batch: int = Field(default=1, ge=1, le=MAX_BATCH)
+    global_batch: int | None = Field(
+        default=None, ge=1, le=MAX_BATCH, description="Sequences per step."
+    )
     gradient_checkpointing: Checkpointing | None = Field(
         default=None, description="Fix activation recomputation; searched when absent."
     )
@@ -197,9 +259,13 @@ class Workload(StrictModel):
         default=False,
         description="Hidden and attention dropout (GPT-3-era recipes); Llama-era has none.",
     )
-    tokens: PositiveFloat | None = Field(default=None, description="Tokens per training run.")
-    runs: PositiveFloat = Field(default=1, description="Runs over the planning horizon.")
-    deadline_hours: PositiveFloat | None = None
+    tokens: PositiveFloat | None = Field(
+        default=None, ge=1, le=MAX_TOKENS, description="Tokens per training run."
+    )
+    runs: PositiveFloat = Field(
+        default=1, ge=MIN_RUNS, le=MAX_RUNS, description="Runs over the planning horizon."
+    )
+    deadline_hours: PositiveFloat | None = Field(default=None, ge=MIN_DEADLINE_HOURS, le=MAX_HOURS)
     schedule: Schedule = "always"
     latency_sensitive: bool = False
     regions: list[str] | None = Field(
@@ -208,23 +274,37 @@ class Workload(StrictModel):
     lora: Lora | None = None
     # Inference
     context_len: int | None = Field(
-        default=None, ge=1, description="Longest prompt + output a request may reach, tokens."
+        default=None,
+        ge=1,
+        le=MAX_SEQ_LEN,
+        description="Longest prompt + output a request may reach, tokens.",
     )
     prompt_tokens: int | None = Field(
-        default=None, ge=0, description="Mean prompt length, tokens (prefill work, KV cache)."
+        default=None,
+        ge=0,
+        le=MAX_SEQ_LEN,
+        description="Mean prompt length, tokens (prefill work, KV cache).",
     )
     output_tokens: int | None = Field(
-        default=None, ge=1, description="Mean generated tokens per request."
+        default=None, ge=1, le=MAX_SEQ_LEN, description="Mean generated tokens per request."
     )
-    concurrency: int | None = Field(default=None, ge=1)
+    concurrency: int | None = Field(default=None, ge=1, le=MAX_CONCURRENCY)
     target_tokens_per_s: PositiveFloat | None = Field(
-        default=None, description="Generated tokens/s the service must deliver in total."
+        default=None,
+        le=MAX_TOKENS_PER_S,
+        description="Generated tokens/s the service must deliver in total.",
     )
     tpot_ms: PositiveFloat | None = Field(
-        default=None, description="Largest time per output token a user may see, ms."
+        default=None,
+        ge=MIN_LATENCY_MS,
+        le=MAX_LATENCY_MS,
+        description="Largest time per output token a user may see, ms.",
     )
     ttft_ms: PositiveFloat | None = Field(
-        default=None, description="Largest time to first token (one prompt's prefill), ms."
+        default=None,
+        ge=MIN_LATENCY_MS,
+        le=MAX_LATENCY_MS,
+        description="Largest time to first token (one prompt's prefill), ms.",
     )
     kv_cache_precision: Literal["fp32", "bf16", "fp16", "fp8", "int8"] | None = Field(
         default=None,
@@ -258,8 +338,8 @@ class Workload(StrictModel):
 
 
 class Budget(StrictModel):
-    capex_max: PositiveFloat | None = None
-    monthly_max: PositiveFloat | None = None
+    capex_max: PositiveFloat | None = Field(default=None, le=MAX_MONEY)
+    monthly_max: PositiveFloat | None = Field(default=None, le=MAX_MONEY)
 
 
 class Regions(StrictModel):
@@ -274,10 +354,14 @@ class Requirements(StrictModel):
     objective: Objective = "min-tco"
     budget: Budget = Field(default_factory=Budget)
     headroom: Fraction | None = Field(
-        default=None, description="Memory headroom kept free on every GPU (rules default 0.2)."
+        default=None,
+        lt=1,  # a headroom of the whole memory leaves nothing to run in
+        description="Memory headroom kept free on every GPU (rules default 0.2).",
     )
     utilisation: Fraction = Field(
-        default=0.7, description="Average power draw as a fraction of peak, for energy cost."
+        default=0.7,
+        gt=0,  # a server that draws no power is not running anything
+        description="Average power draw as a fraction of peak, for energy cost.",
     )
     regions: Regions = Field(default_factory=Regions)
     market: Literal["cn", "global"] | None = Field(

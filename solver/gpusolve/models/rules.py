@@ -16,7 +16,8 @@ class Prefer(StrictModel):
     """A soft predicate: each violation costs a money-equivalent penalty in the run currency."""
 
     expr: str = Field(min_length=1, max_length=4000, description="CEL; true means preferred.")
-    penalty: FiniteFloat = Field(ge=0)
+    # Money-equivalent: above the largest price a catalogue may hold it outweighs any cost.
+    penalty: FiniteFloat = Field(ge=0, le=1e12)
     reason: str | None = None
 
 

@@ -46,6 +46,7 @@ from typing import Literal
 
 from ortools.sat.python import cp_model
 
+from gpusolve.optimize.guard import check_scale
 from gpusolve.optimize.ir import (
     SLOTS_COVERED,
     CloudOption,
@@ -349,6 +350,7 @@ def build(instance: Instance, options: BuildOptions | None = None) -> Built:
     errors = instance_errors(instance)
     if errors:
         raise ValueError("; ".join(errors))
+    check_scale(instance)  # an instance that would overflow int64 is an input error
     b = _Builder(instance, options)
     owned_opts = usable_owned(instance, b.mode, b.relax, options.prune_dominated)
     cloud_opts = usable_cloud(instance, b.mode, b.relax, options.prune_dominated)

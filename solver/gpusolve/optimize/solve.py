@@ -46,7 +46,7 @@ from typing import TYPE_CHECKING
 from ortools.sat.python import cp_model
 from ortools.sat.python import cp_model_helper as cmh
 
-from gpusolve.optimize import core, dichotomy, lazy, neighbourhood, warmstart
+from gpusolve.optimize import core, dichotomy, interrupt, lazy, neighbourhood, warmstart
 from gpusolve.optimize.ir import Instance, Solution, SolveConfig, Status
 from gpusolve.optimize.model import BuildOptions, Built, Expr, RackBin, build, rack_bins
 from gpusolve.optimize.patterns import fill_power
@@ -241,6 +241,8 @@ class _Stages:
         self.closed: frozenset[int] = frozenset()
 
     def remaining(self) -> float:
+        if interrupt.requested():  # Ctrl-C: no more time for any stage
+            return 0.0
         return self.deadline - time.perf_counter()
 
     def run(
@@ -317,7 +319,7 @@ class _Stages:
                 and bound >= give_up
                 and first_s >= _GIVE_UP_SHARE * time_s
             )
-            if beaten or stop - time.perf_counter() <= 0:
+            if beaten or stop - time.perf_counter() <= 0 or interrupt.requested():
                 plans = _cheapest_first(objective, hint, watch)
                 return (*self._settle(objective, plans, purchase), bound)
 
@@ -421,6 +423,7 @@ class _Stages:
         params.max_time_in_seconds = max(time_s, 0.001)
         params.relative_gap_limit = gap
         params.fix_variables_to_their_hinted_value = fix_hint
+        interrupt.watch(solver)  # Ctrl-C / SIGTERM stops this search
         status = solver.solve(model, watch)
         return solver, status
 

@@ -35,7 +35,27 @@ def check(instance: Instance, solution: Solution) -> list[str]:
     _check_budgets(instance, costs, problems)
     if solution.costs != costs:
         problems.append(f"reported costs {solution.costs} != recomputed {costs}")
+    _check_objective(instance, solution, costs, problems)
     return problems
+
+
+def _check_objective(
+    instance: Instance, solution: Solution, costs: Costs, problems: list[str]
+) -> None:
+    """The solver's objective is the cost recomputed from the decisions: a guard against
+    a silent scaling error between the figures and the model (issue 22)."""
+    value = solution.objective_value
+    if instance.objective == "min-tco" and value is not None and value != costs.objective_tco:
+        problems.append(
+            f"objective {value} != recomputed cost plus penalties {costs.objective_tco}"
+        )
+
+
+def assert_consistent(instance: Instance, solution: Solution) -> None:
+    """Raise (an internal error, exit 70) when a plan disagrees with its own figures."""
+    problems = check(instance, solution)
+    if problems:
+        raise RuntimeError("plan failed its independent check: " + "; ".join(problems[:5]))
 
 
 Placed = list[tuple[OwnedOption, Placement] | CloudOption]

@@ -26,6 +26,7 @@ from collections.abc import Collection, Iterable, Sequence
 
 from ortools.sat.python import cp_model
 
+from gpusolve.optimize import interrupt
 from gpusolve.optimize.ir import Instance, OwnedOption, Placement
 from gpusolve.optimize.model import Built, Var
 from gpusolve.optimize.patterns import racks_alone
@@ -110,6 +111,7 @@ def complete(
     solver = cp_model.CpSolver()
     solver.parameters.num_workers = 1
     solver.parameters.max_time_in_seconds = max(time_s, 0.001)
+    interrupt.watch(solver, announce=False)  # Ctrl-C / SIGTERM stops this search
     status = solver.solve(model)
     if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         return {}

@@ -7,6 +7,10 @@ from gpusolve.render.compliance import compliance_markdown, sources_markdown
 from gpusolve.render.fmt import COST_LABELS, hardware, layout, memory, money, work
 
 
+def _status(plan: Plan) -> str:
+    return "interrupted, not proven optimal" if plan.status == "interrupted" else _feasible(plan)
+
+
 def plan_markdown(plan: Plan) -> str:
     out: list[str] = ["# GPU procurement plan", ""]
     add = out.append
@@ -30,7 +34,7 @@ def plan_markdown(plan: Plan) -> str:
     cur = c.currency
     add(
         f"Objective **{plan.objective}**, "
-        f"{'proven optimal' if plan.solver.proven_optimal else _feasible(plan)}. "
+        f"{'proven optimal' if plan.solver.proven_optimal else _status(plan)}. "
         f"Total cost of ownership over {c.horizon_months} months: **{money(c.tco, cur)}** "
         f"(capex {money(c.capex, cur)}, {money(c.monthly_opex, cur)} per month)."
         + (

@@ -8,6 +8,8 @@ from gpusolve.models.plan import Plan
 from gpusolve.render.compliance import compliance_text, sources_text
 from gpusolve.render.fmt import cost_lines, hardware, hours, layout, memory, money, work
 
+INTERRUPTED = "interrupted, not proven optimal"
+
 
 def plan_text(plan: Plan) -> str:
     lines: list[str] = []
@@ -18,6 +20,8 @@ def plan_text(plan: Plan) -> str:
         return _timed_out(plan)
     cur = plan.cost.currency if plan.cost else ""
     proven = "proven optimal" if plan.solver.proven_optimal else _best_found(plan)
+    if plan.status == "interrupted":
+        proven = INTERRUPTED
     add(f"Plan ({plan.objective}, {proven})")
     if plan.cost:
         c = plan.cost

@@ -1,0 +1,125 @@
+"""Ctrl-C and SIGTERM during a solve: stop the search, keep the best plan found so far.
+
+CP-SAT runs in C++ and holds the main thread for the whole solve, so Python's own
+KeyboardInterrupt would wait for the time limit (8 s and an "optimal" plan in the issue).
+Instead the command runs the planner in a worker thread (`run_interruptibly`); the main
+thread only waits, so its signal handler runs at once and asks every running CP-SAT
+solver to stop (`CpSolver.stop_search`, thread-safe). The stages then see no time left
+(`remaining`), return the best plan they hold, and the command marks it interrupted.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import threading
+import time
+import weakref
+from collections.abc import Callable
+from types import FrameType
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+
+_requested = threading.Event()
+_searched = threading.Event()  # a CP-SAT search has started in this run
+_active: weakref.WeakSet[Any] = weakref.WeakSet()
+_lock = threading.Lock()
+_announce: list[Callable[[], None]] = []  # told once when the first search starts
+# After a stop request the worker reads out its plan (tenths of a second at 40x120x40);
+# if it is still busy after this long (a long Python stage), give up without a plan.
+GRACE_S = 10.0
+
+
+def requested() -> bool:
+    """True once Ctrl-C or SIGTERM arrived during this run."""
+    return _requested.is_set()
+
+
+def watch(solver: Any, *, announce: bool = True) -> None:
+    """Called before every CP-SAT solve: a stop request reaches the solver while it runs.
+
+    CP-SAT would otherwise install its own SIGINT handler for the solve (a process-wide
+    one, shared by every solver): it stops only the stage running, the next stage runs
+    on (the 8 s of the issue), and one solver ending while another runs in the worker
+    thread left it calling an empty std::function (SIGABRT). Ours is the only handler.
+    """
+    solver.parameters.catch_sigint_signal = False
+    _searched.set()
+    with _lock:
+        _active.add(solver)
+        tell = _announce[:] if announce else []
+        if announce:
+            _announce.clear()
+    if _requested.is_set():
+        solver.stop_search()
+    for call in tell:
+        call()
+
+
+def request_stop() -> bool:
+    """Stop every running search; False when none has started (nothing worth keeping)."""
+    _requested.set()
+    with _lock:
+        solvers = list(_active)
+    for solver in solvers:
+        solver.stop_search()  # a no-op on a solver whose solve has returned
+    return _searched.is_set()
+
+
+def _give_up() -> None:
+    """Exit 130 now. The worker may be inside CP-SAT's C++; finalising the interpreter
+    around it can abort (std::bad_function_call, SIGABRT), so the process ends at once."""
+    sys.stdout.flush()
+    print("gpusolve: interrupted before any plan was found", file=sys.stderr, flush=True)
+    os._exit(130)
+
+
+def run_interruptibly(work: Callable[[], T], on_search: Callable[[], None] | None = None) -> T:
+    """Run `work` with SIGINT and SIGTERM stopping its solves instead of killing it.
+
+    A signal before any search started (candidates, model building), a second signal, or
+    a worker still busy `GRACE_S` after the first gives up at once: exit 130 without a
+    plan. `on_search` is called once, when the first search of the plan itself starts (after
+    the warm start, whose plan it holds as a hint).
+    Outside the main thread (signals cannot be caught there) `work` simply runs.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        return work()
+    _requested.clear()
+    _searched.clear()
+    with _lock:
+        _active.clear()
+        _announce[:] = [on_search] if on_search else []
+    box: dict[str, Any] = {}
+    stopped_at: list[float] = []
+
+    def target() -> None:
+        try:
+            box["value"] = work()
+        except BaseException as exc:  # handed to the main thread, which re-raises it
+            box["error"] = exc
+
+    def on_signal(signum: int, frame: FrameType | None) -> None:
+        if _requested.is_set() or not request_stop():
+            _give_up()
+        stopped_at.append(time.monotonic())
+
+    previous = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
+    worker = threading.Thread(target=target, name="gpusolve-solve", daemon=True)
+    try:
+        worker.start()
+        while worker.is_alive():
+            worker.join(0.05)
+            # A CP-SAT solve that still catches SIGINT itself (the tiny ones in lazy.py)
+            # resets the process's handler to SIG_DFL when it ends: take it back.
+            signal.signal(signal.SIGINT, on_signal)
+            if stopped_at and time.monotonic() - stopped_at[0] > GRACE_S:
+                _give_up()
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+    if "error" in box:
+        raise box["error"]
+    return box["value"]  # type: ignore[no-any-return]

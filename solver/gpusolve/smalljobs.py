@@ -1,0 +1,100 @@
+"""Work too small to buy hardware for, or too large for the horizon (issue 22).
+
+Too small: a 7B fine-tune of 1,000 tokens is a fraction of a second of GPU work, yet the candidates
+stage sized servers for it as if it were a real run (four HGX H20 servers, 5.9 M CNY:
+per-run overheads such as checkpoint stalls dominate a run that short). Buying servers
+for minutes of work is never the answer, so such a workload keeps only its rentals.
+
+Too large: 10^15 tokens run 10^6 times on one RTX 4090 server takes 22 million hours a
+run; the plan bought it anyway because only a deadline bounded time. An option whose runs
+do not all fit in the hours its schedule has over the horizon cannot serve the workload.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from gpusolve.candidates.generate import Candidates, Rejection
+from gpusolve.candidates.money import slot_hours_per_month
+from gpusolve.models.catalog import Catalog
+from gpusolve.models.requirements import Requirements, Workload
+
+# One GPU-hour over the whole horizon: "a single GPU finishes it in minutes" with a wide
+# margin either side of any real purchase decision (the smallest purchase, one 8-GPU
+# server, is ~60,000 GPU-hours of capacity over three years).
+TINY_GPU_HOURS = 1.0
+# Training FLOPs per parameter per token: forward 2 + backward 4 (Kaplan et al. 2020).
+FLOPS_PER_PARAM_TOKEN = 6
+# A deliberately good utilisation, so only work that is small even then is flagged.
+MFU = 0.5
+
+
+def gpu_hours(workload: Workload, catalog: Catalog) -> float | None:
+    """Hours the fastest catalogue card needs for all runs; None for serving or unknown."""
+    if workload.kind == "inference" or workload.tokens is None or not catalog.cards:
+        return None
+    from gpusolve.estimate import UnknownPreset, resolve_arch
+
+    try:
+        params = resolve_arch(workload.model).active_params
+    except (UnknownPreset, ValueError):
+        return None
+    peak = max((c.tflops_at("bf16") or c.tflops.fp32) for c in catalog.cards.values())
+    flops = FLOPS_PER_PARAM_TOKEN * params * workload.tokens * workload.runs
+    return flops / (peak * 1e12 * MFU) / 3600
+
+
+def small_jobs(reqs: Requirements, catalog: Catalog) -> dict[str, str]:
+    """Workload name -> why it is too small to buy servers for."""
+    found: dict[str, str] = {}
+    for w in reqs.workloads:
+        hours = gpu_hours(w, catalog)
+        if hours is not None and hours < TINY_GPU_HOURS:
+            found[w.name] = (
+                f"{w.name} is about {hours * 60:.2g} GPU-minutes of work in all "
+                f"({w.tokens:g} tokens x {w.runs:g} runs): too small to buy servers for; "
+                "rent by the hour or use any GPU you have"
+            )
+    return found
+
+
+def rent_only(cand: Candidates, small: dict[str, str]) -> Candidates:
+    """The candidates without bought-server options for the small workloads."""
+    owned = tuple(o for o in cand.instance.owned if o.workload not in small)
+    return replace(cand, instance=replace(cand.instance, owned=owned))
+
+
+def beyond_horizon(cand: Candidates, reqs: Requirements) -> Candidates:
+    """The candidates without options whose runs take longer than the horizon holds;
+    each dropped option is recorded as a rejection saying by how much."""
+    by_name = {w.name: w for w in reqs.workloads}
+    drop: set[str] = set()
+    rejections = {w: list(r) for w, r in cand.rejections.items()}
+    for key, meta in cand.meta.items():
+        w = by_name.get(meta.workload)
+        per_run_s = meta.estimate.time_to_train_s
+        if w is None or per_run_s is None:
+            continue
+        needed_h = per_run_s / 3600 * w.runs
+        available_h = slot_hours_per_month(w.schedule) * reqs.horizon_months
+        if needed_h > available_h:
+            drop.add(key)
+            what = meta.server or meta.cloud_offer or meta.card
+            rejections.setdefault(w.name, []).append(
+                Rejection(
+                    w.name,
+                    what,
+                    [
+                        f"{w.runs:g} run(s) of {per_run_s / 3600:,.3g} h need {needed_h:,.3g} h; "
+                        f"the {reqs.horizon_months}-month horizon holds {available_h:,.0f} h"
+                    ],
+                )
+            )
+    if not drop:
+        return cand
+    instance = replace(
+        cand.instance,
+        owned=tuple(o for o in cand.instance.owned if o.key not in drop),
+        cloud=tuple(c for c in cand.instance.cloud if c.key not in drop),
+    )
+    return replace(cand, instance=instance, rejections=rejections)

@@ -1,0 +1,142 @@
+"""Ctrl-C and SIGTERM during a solve (issue 22): the search stops promptly, the best plan
+so far is kept and marked, and the command exits 130.
+
+Two levels: a large generated instance (benchmarks' L scale, seed 1: 15-40 s of search) solved in a
+child process that receives the signal mid-search, which shows the stop is prompt and
+keeps a plan; and the `plan` command itself, run as a user runs it, interrupted after its
+first progress line, and in-process with a stop requested while it plans.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from gpusolve.optimize import interrupt
+from plan_support import ROOT
+
+CHILD = Path(__file__).with_name("signal_child.py")
+EXAMPLE = str(ROOT / "examples" / "finetune-7b-deadline.yaml")
+# From the signal to the answer. The solver stops within milliseconds; reading out the
+# plan and the interpreter's exit take the rest on a loaded 2-core machine.
+PROMPT_S = 8.0
+
+
+def _until(proc: subprocess.Popen[str], needle: str, limit_s: float = 120) -> str:
+    """Read stderr lines until one contains `needle`."""
+    assert proc.stderr is not None
+    seen = ""
+    end = time.monotonic() + limit_s
+    while time.monotonic() < end:
+        line = proc.stderr.readline()
+        if not line:
+            break
+        seen += line
+        if needle in line:
+            return seen
+    pytest.fail(f"no {needle!r} line; stderr so far:\n{seen}")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_signal_mid_search_stops_the_search_promptly(signum: int) -> None:
+    proc = subprocess.Popen(
+        [sys.executable, str(CHILD), "L", "1", "120"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        _until(proc, "searching")
+        time.sleep(1.0)  # into the search
+        sent = time.monotonic()
+        proc.send_signal(signum)
+        out, err = proc.communicate(timeout=60)
+        took = time.monotonic() - sent
+    finally:
+        proc.kill()
+    assert proc.returncode == 0, err
+    result: dict[str, Any] = json.loads(out)
+    assert result["interrupted"] is True
+    # Stopped, not proven: the uninterrupted run searches 10-40 s more. Whether a plan
+    # was held at that moment depends on the machine (the root LP of this instance takes
+    # seconds); `test_plan_interrupted_mid_solve_prints_the_plan_marked` shows the plan
+    # kept and marked.
+    assert result["status"] in ("feasible", "unknown"), result
+    assert (result["status"] == "feasible") == (result["plans"] > 0), result
+    assert took < PROMPT_S, f"{took:.1f} s from the signal to the answer"
+
+
+def test_ctrl_c_after_the_first_progress_line_exits_130_at_once() -> None:
+    """A signal before any search has started has no plan to keep: exit 130, no wait."""
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "gpusolve",
+            "plan",
+            str(ROOT / "examples" / "scale" / "pretrain-65b-21-days.yaml"),
+            "--catalog",
+            str(ROOT / "examples" / "scale" / "large-site-a100.yaml"),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        _until(proc, "gpusolve:")
+        sent = time.monotonic()
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=60)
+        took = time.monotonic() - sent
+    finally:
+        proc.kill()
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err
+    assert "proven optimal" not in out
+    assert took < PROMPT_S
+
+
+def test_plan_interrupted_mid_solve_prints_the_plan_marked(
+    gpusolve: Any, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """In-process: the stop arrives while the planner runs (as the signal handler would
+    deliver it); the plan found is printed as 'interrupted, not proven optimal', exit 130,
+    and an existing -o is left as it was."""
+    import gpusolve.planner as planner
+
+    real = planner.make_plan
+
+    def make_plan_then_ctrl_c(*args: Any, **kwargs: Any) -> Any:
+        plan = real(*args, **kwargs)
+        interrupt.request_stop()
+        return plan
+
+    monkeypatch.setattr(planner, "make_plan", make_plan_then_ctrl_c)
+    out_file = tmp_path / "plan.json"
+    out_file.write_text("previous plan\n")
+    result = gpusolve("plan", "-q", EXAMPLE)
+    assert result.code == 130, result.err
+    assert "interrupted, not proven optimal" in result.out
+    assert "Plan (min-tco, proven optimal)" not in result.out
+    result = gpusolve("plan", EXAMPLE, "--format", "json", "-o", str(out_file))
+    assert result.code == 130
+    assert json.loads(result.out)["status"] == "interrupted"
+    assert out_file.read_text() == "previous plan\n"
+    assert "left as it was" in result.err
+
+
+@pytest.mark.skipif(os.name != "posix", reason="POSIX signals")
+def test_interrupt_state_does_not_leak_into_the_next_run(gpusolve: Any) -> None:
+    interrupt.request_stop()
+    result = gpusolve("plan", "-q", EXAMPLE)
+    assert result.code == 0, result.err
+    assert "proven optimal" in result.out

@@ -84,6 +84,7 @@ def test_ctrl_c_after_the_first_progress_line_exits_130_at_once() -> None:
             "gpusolve",
             "plan",
             str(ROOT / "examples" / "scale" / "pretrain-65b-21-days.yaml"),
+            "--no-default-catalog",
             "--catalog",
             str(ROOT / "examples" / "scale" / "large-site-a100.yaml"),
         ],

@@ -134,12 +134,29 @@ KINDS: dict[str, InputKind] = {
     "catalogue": InputKind(
         "catalogue",
         tuple(sorted((ROOT / "catalog").glob("*.yaml"))),
-        ("catalog", "validate", "{}"),
+        # A mutated copy of a shipped file restates the shipped ids, so it replaces the
+        # shipped catalogue (--no-default-catalog) rather than adding to it.
+        ("catalog", "validate", "--no-default-catalog", "{}"),
         (
+            ("catalog", "validate", "--no-default-catalog", "{}"),
             ("catalog", "validate", "{}"),
-            ("catalog", "list", "--catalog", "{}"),
-            ("plan", "-q", str(EXAMPLES / "finetune-7b-deadline.yaml"), "--catalog", "{}", *FAST),
-            ("colo", str(EXAMPLES / "fleets" / "h100-training-cluster.yaml"), "--catalog", "{}"),
+            ("catalog", "list", "--no-default-catalog", "--catalog", "{}"),
+            (
+                "plan",
+                "-q",
+                str(EXAMPLES / "finetune-7b-deadline.yaml"),
+                "--no-default-catalog",
+                "--catalog",
+                "{}",
+                *FAST,
+            ),
+            (
+                "colo",
+                str(EXAMPLES / "fleets" / "h100-training-cluster.yaml"),
+                "--no-default-catalog",
+                "--catalog",
+                "{}",
+            ),
         ),
     ),
     "rules": InputKind(

@@ -65,7 +65,7 @@ def make_plan(
         binding=assemble.binding(solution, cand.instance, catalog, reqs),
         rules_fired=rules.fired,
         advice=rules.advice,
-        solver=_solver_info(solution, options),
+        solver=_solver_info(solution, options).model_copy(update=cand.scope()),
     )
     if options.top_k:
         progress(f"finding {options.top_k} alternative plan(s)")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from gpusolve.models.plan import Deployment
+from gpusolve.models.plan import Deployment, SolverInfo
 
 
 def money(value: float, currency: str) -> str:
@@ -53,3 +53,15 @@ def work(d: Deployment) -> str:
         mfu = f", MFU {d.mfu:.0%}" if d.mfu is not None else ""
         return f"{hours(d.time_to_train_h)} per run, {d.throughput:,.0f} tokens/s{mfu}"
     return f"{d.throughput:,.0f} tokens/s generated"
+
+
+def proof_scope(info: SolverInfo) -> str | None:
+    """Over what the optimum holds: "optimal over 1,240 layouts of 3 workloads"."""
+    if info.candidate_layouts is None or info.candidate_workloads is None:
+        return None
+    verdict = "optimal" if info.proven_optimal else "best found"
+    n, w = info.candidate_layouts, info.candidate_workloads
+    return (
+        f"{verdict} over {n:,} layout{'s' * (n != 1)} of {w:,} workload{'s' * (w != 1)} "
+        "(every layout size per server and cloud offer that meets its deadline and rules)"
+    )

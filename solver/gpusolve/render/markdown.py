@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from gpusolve.models.plan import Plan
-from gpusolve.render.fmt import hardware, layout, memory, money, work
+from gpusolve.render.fmt import hardware, layout, memory, money, proof_scope, work
 
 
 def plan_markdown(plan: Plan) -> str:
@@ -27,6 +27,9 @@ def plan_markdown(plan: Plan) -> str:
         f"Total cost of ownership over {c.horizon_months} months: **{money(c.tco, cur)}** "
         f"(capex {money(c.capex, cur)}, {money(c.monthly_opex, cur)} per month)."
     )
+    scope = proof_scope(plan.solver)
+    if scope:
+        add(f"{scope[0].upper()}{scope[1:]}.")
     add("")
     add("## Deployments")
     add("")

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from gpusolve.models.plan import Plan
-from gpusolve.render.fmt import hardware, hours, layout, memory, money, work
+from gpusolve.render.fmt import hardware, hours, layout, memory, money, proof_scope, work
 
 
 def plan_text(plan: Plan) -> str:
@@ -16,6 +16,9 @@ def plan_text(plan: Plan) -> str:
     cur = plan.cost.currency if plan.cost else ""
     proven = "proven optimal" if plan.solver.proven_optimal else f"best found ({plan.status})"
     add(f"Plan ({plan.objective}, {proven})")
+    scope = proof_scope(plan.solver)
+    if scope:
+        add(f"  {scope[0].upper()}{scope[1:]}")
     if plan.cost:
         c = plan.cost
         add(

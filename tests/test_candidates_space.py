@@ -27,7 +27,10 @@ from gpusolve.optimize.solve import solve
 from gpusolve.rules.policy import evaluate_policies
 
 CONFIG = ir.SolveConfig(time_limit_s=30, workers=1, seed=1)
-FEW = settings(max_examples=6, deadline=None)
+# Each example builds candidates (the layout search on every server and offer): a few
+# examples keep the file near 20 s; derandomized, so CI sees the same examples every run.
+FEW = settings(max_examples=4, deadline=None, derandomize=True)
+CHEAP = settings(max_examples=8, deadline=None, derandomize=True)  # budgets reuse candidates
 
 # A slice of the shipped catalogue: multi-node servers on two fabrics, a PCIe box, sites
 # with InfiniBand, RoCE and plain Ethernet, rentals of three data-centre cards.
@@ -139,7 +142,7 @@ def test_a_looser_deadline_never_costs_more(data: dict[str, Any], factor: float)
     assert tight is not None and loose <= tight
 
 
-@FEW
+@CHEAP
 @given(training_reqs(), st.sampled_from([0.3, 0.6, 1.0]), st.sampled_from([1.5, 3.0]))
 def test_a_larger_budget_never_costs_more(
     data: dict[str, Any], share: float, factor: float

@@ -21,7 +21,9 @@ the deadline and the first that meets it, up to eight evenly spaced counts are b
 a 21-day run lands near the node count it needs rather than a 1.5× step above it. When even
 `max_nodes` misses the deadline only powers of two are sampled. Layouts that miss the
 deadline are returned with `meets_deadline=False` so the caller can explain "deadline too
-short", with a sentence in `rejections`.
+short", with a sentence in `rejections`. With `every_size` (the planner's candidates) the
+search goes on past the first count that meets the deadline, through each larger count on
+the grid while it is faster; the bisected count is kept as well as the grid count above it.
 
 Inference: for TP = 1, 2, 4, 8 (then PP across nodes if one node is too small) a replica
 decodes as many sequences as memory (the KV cache at the mean live context) and the TPOT

@@ -129,8 +129,8 @@ class SolverInfo(OutModel):
     candidate_layouts: int | None = Field(
         default=None,
         description=(
-            "Options the optimum was chosen from: every layout size per server and cloud "
-            "offer that meets its deadline and rules (the proof holds over these)."
+            "Options the optimum was chosen from: per server and cloud offer, every layout "
+            "size searched that meets its deadline and the rules (the proof holds over these)."
         ),
     )
     candidate_workloads: int | None = Field(

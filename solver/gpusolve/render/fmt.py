@@ -63,5 +63,5 @@ def proof_scope(info: SolverInfo) -> str | None:
     n, w = info.candidate_layouts, info.candidate_workloads
     return (
         f"{verdict} over {n:,} layout{'s' * (n != 1)} of {w:,} workload{'s' * (w != 1)} "
-        "(every layout size per server and cloud offer that meets its deadline and rules)"
+        "(every layout size searched, per server and cloud offer, that meets its deadline)"
     )

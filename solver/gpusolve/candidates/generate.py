@@ -293,7 +293,14 @@ def _pick(
 ) -> list[tuple[ConfigEstimate, str | None]]:
     """Every layout size that meets the deadline (fewest nodes first): which one is
     cheapest depends on prices, penalties and what else shares the site, so the optimiser
-    decides. In explain mode, when none meets it, the fastest, tagged with the deadline."""
+    decides. In explain mode, when none meets it, the fastest, tagged with the deadline.
+
+    The sizes are the search's grid (1, 2, 3, 4, 6, 8, 12 ... nodes) plus the fewest count
+    that meets this deadline, bisected between two grid counts. A looser deadline bisects
+    elsewhere, so a tighter deadline's bisected count (a rental on it could be a little
+    cheaper than on the grid counts around it) is not always in the looser one's space:
+    monotone in the deadline up to that count, which refining every grid gap would fix at
+    several times the search's cost."""
     feasible = list(result.feasible)
     if not feasible:
         b.reject(w.name, candidate, list(result.rejections) or ["no layout fits in memory"])

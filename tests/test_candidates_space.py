@@ -21,10 +21,14 @@ from gpusolve.candidates.generate import Candidates, build_candidates
 from gpusolve.candidates.money import to_money
 from gpusolve.load import load_catalog
 from gpusolve.models.catalog import Catalog
+from gpusolve.models.plan import Plan
 from gpusolve.models.requirements import Requirements
 from gpusolve.optimize import ir
 from gpusolve.optimize.solve import solve
+from gpusolve.render.markdown import plan_markdown
+from gpusolve.render.text import plan_text
 from gpusolve.rules.policy import evaluate_policies
+from plan_support import ROOT
 
 CONFIG = ir.SolveConfig(time_limit_s=30, workers=1, seed=1)
 # Each example builds candidates (the layout search on every server and offer): a few
@@ -233,3 +237,15 @@ def test_a_larger_layout_with_more_headroom_survives_pruning_and_wins_the_tie_br
     solution = solve(instance, CONFIG)
     assert solution.status == "optimal"
     assert {c.workload: c.option for c in solution.choices}["night"] == "night|3n"
+
+
+def test_the_plan_says_over_what_the_optimum_holds(gpusolve: Any) -> None:
+    """JSON carries the counts; the text and markdown headlines print them."""
+    path = ROOT / "examples" / "finetune-7b-deadline.yaml"
+    result = gpusolve("plan", "-q", str(path), "--format", "json")
+    assert result.code == 0, result.err
+    plan = Plan.model_validate(json.loads(result.out))
+    layouts, workloads = plan.solver.candidate_layouts, plan.solver.candidate_workloads
+    assert workloads == 1 and layouts is not None and layouts > workloads
+    line = f"ptimal over {layouts:,} layouts of 1 workload ("
+    assert line in plan_text(plan) and line in plan_markdown(plan)

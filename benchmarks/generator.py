@@ -399,17 +399,21 @@ def size_inference(w: WorkloadSpec, card: Card, per_unit: int, extra: int) -> Si
 def sizings(
     rng: random.Random, w: WorkloadSpec, card: Card, per_unit: int, fabric: Fabric
 ) -> list[Sizing]:
-    """1-3 variants: the smallest size, sometimes a larger one, and for an always-on
-    training job sometimes a night-only one (twice the boxes, half the hours)."""
+    """Every size the planner now keeps (`candidates/generate.py` keeps every layout size
+    that meets the deadline): the smallest, 1.5x and 2x for training (more headroom and
+    throughput), one spare box for a service; and for an always-on training job sometimes
+    a night-only one (twice the boxes, half the hours). The random draw that used to pick
+    the larger size is still made, so the rest of the instance is what it was."""
     out: list[Sizing | None] = []
     if w.kind == "inference":
         out.append(size_inference(w, card, per_unit, 0))
-        if rng.random() < 0.4:
-            out.append(size_inference(w, card, per_unit, 1))
+        rng.random()
+        out.append(size_inference(w, card, per_unit, 1))
     else:
         out.append(size_training(w, card, per_unit, fabric, w.slot, 1.0))
-        if rng.random() < 0.4:
-            out.append(size_training(w, card, per_unit, fabric, w.slot, 1.5))
+        rng.random()
+        out.append(size_training(w, card, per_unit, fabric, w.slot, 1.5))
+        out.append(size_training(w, card, per_unit, fabric, w.slot, 2.0))
         if w.slot == "always" and rng.random() < 0.5:
             out.append(size_training(w, card, per_unit, fabric, "night", 1.0))
     kept = [s for s in out if s is not None]
@@ -532,6 +536,9 @@ def cloud_options(
             if sizing is None or sizing.units > offer.max_instances:
                 continue
             mine.append(_cloud_option(w, offer, sizing, horizon))
+            twice = _cloud_sizing(w, offer, 2.0)  # more instances for fewer hours
+            if twice is not None and twice.units != sizing.units and w.kind != "inference":
+                mine.append(_cloud_option(w, offer, twice, horizon, "|x2"))
         if not mine:
             mine.append(_reserved_option(w, offers, horizon))
         options += mine
@@ -560,17 +567,19 @@ def _reserved_option(w: WorkloadSpec, offers: list[CloudOffer], horizon: int) ->
     return _cloud_option(w, offer, sizing, horizon)
 
 
-def _cloud_sizing(w: WorkloadSpec, offer: CloudOffer) -> Sizing | None:
+def _cloud_sizing(w: WorkloadSpec, offer: CloudOffer, extra: float = 1.0) -> Sizing | None:
     if w.kind == "inference":
         return size_inference(w, offer.card, offer.gpus, 0)
     return size_training(
-        w, offer.card, offer.gpus, offer.fabric, "always", 1.0, offer.max_instances
+        w, offer.card, offer.gpus, offer.fabric, "always", extra, offer.max_instances
     )
 
 
-def _cloud_option(w: WorkloadSpec, offer: CloudOffer, sizing: Sizing, horizon: int) -> CloudOption:
+def _cloud_option(
+    w: WorkloadSpec, offer: CloudOffer, sizing: Sizing, horizon: int, suffix: str = ""
+) -> CloudOption:
     return CloudOption(
-        key=f"{w.name}|{offer.id}",
+        key=f"{w.name}|{offer.id}{suffix}",
         workload=w.name,
         offer=offer.id,
         region=offer.region,

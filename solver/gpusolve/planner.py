@@ -111,7 +111,7 @@ def make_plan(
         binding=assemble.binding(solution, cand.instance, catalog, reqs),
         rules_fired=rules.fired,
         advice=[*small.values(), *rules.advice],
-        solver=_solver_info(solution, options),
+        solver=_solver_info(solution, options).model_copy(update=cand.scope()),
         warnings=warnings,
     )
     plan = plan.model_copy(update={"illustrative_prices": illustrative_prices(plan, catalog)})

@@ -60,6 +60,16 @@ class Candidates:
         have = {o.workload for o in self.instance.owned} | {o.workload for o in self.instance.cloud}
         return [w for w in self.instance.workloads if w not in have]
 
+    def scope(self) -> dict[str, int]:
+        """Over what a proof of optimality holds: the options built, and the workloads
+        they serve (the SolverInfo fields of the same names)."""
+        inst = self.instance
+        served = {o.workload for o in inst.owned} | {o.workload for o in inst.cloud}
+        return {
+            "candidate_layouts": len(inst.owned) + len(inst.cloud),
+            "candidate_workloads": len(served),
+        }
+
 
 @dataclass
 class _Builder:
@@ -78,9 +88,10 @@ class _Builder:
         return name
 
     def reject(self, workload: str, candidate: str, reasons: Iterable[str]) -> None:
-        self.rejections.setdefault(workload, []).append(
-            Rejection(workload, candidate, list(reasons))
-        )
+        rejection = Rejection(workload, candidate, list(reasons))
+        mine = self.rejections.setdefault(workload, [])
+        if rejection not in mine:  # several layout sizes of one candidate can say the same
+            mine.append(rejection)
 
 
 def build_candidates(
@@ -155,39 +166,44 @@ def _size(
     subject: Server | CloudOffer,
     hw: Hardware,
     max_nodes: int,
-) -> _Sized | None:
-    """Rules on the card and the candidate, the layout search, then layout-level rules.
+) -> list[_Sized]:
+    """Rules on the card and the candidate, the layout search, then layout-level rules:
+    every layout size that passes them (smallest first).
 
     Normal mode drops a candidate at the first failed rule (with the reason); explain mode
-    keeps it, tagged with the requirements it breaks.
+    keeps it, tagged with the requirements it breaks. A layout that fails a layout-level
+    rule is dropped alone; the candidate is rejected (with the smallest layout's reasons)
+    only when no layout is left.
     """
     policy = b.policies[w.name]
     context = {"workload": w}
     hits = policy.failed("card", card, context) + policy.failed(kind, subject, context)
     if hits and not b.explain:
         b.reject(w.name, subject.id, [h.sentence() for h in hits])
-        return None
-    result = search_layouts(w, hw, policy.params, max_nodes=max_nodes)
-    chosen = _pick(b, w, subject.id, result)
-    if chosen is None:
-        return None
-    estimate, deadline_tag = chosen
-    mode = "owned" if kind == "server" else "cloud"
-    spans = _needs_fabric(w, estimate, hw.gpus_per_node)
-    deployment = layout_facts(estimate, w.schedule, mode, hw.gpus_per_node, spans)
-    dep_context = {"workload": w, "card": card, kind: subject}
-    dep_hits = policy.failed("deployment", deployment, dep_context)
-    if dep_hits and not b.explain:
-        b.reject(w.name, subject.id, [h.sentence() for h in dep_hits])
-        return None
-    tags = {_rule_requirement(b, h.rule, h.source, h.title) for h in [*hits, *dep_hits]}
-    if deadline_tag:
-        tags.add(deadline_tag)
-    charged = charges("deployment", policy.penalty("deployment", deployment, dep_context))
-    for k, item in (("card", card), (kind, subject)):
-        charged += charges(k, policy.penalty(k, item, context))
-    penalty = float(sum(c.amount for c in charged))  # whole units: the charges add up
-    return _Sized(estimate, deployment, spans, penalty, frozenset(tags), charged)
+        return []
+    result = search_layouts(w, hw, policy.params, max_nodes=max_nodes, every_size=True)
+    out: list[_Sized] = []
+    first_reasons: list[str] = []
+    for estimate, deadline_tag in _pick(b, w, subject.id, result):
+        mode = "owned" if kind == "server" else "cloud"
+        spans = _needs_fabric(w, estimate, hw.gpus_per_node)
+        deployment = layout_facts(estimate, w.schedule, mode, hw.gpus_per_node, spans)
+        dep_context = {"workload": w, "card": card, kind: subject}
+        dep_hits = policy.failed("deployment", deployment, dep_context)
+        if dep_hits and not b.explain:
+            first_reasons = first_reasons or [h.sentence() for h in dep_hits]
+            continue
+        tags = {_rule_requirement(b, h.rule, h.source, h.title) for h in [*hits, *dep_hits]}
+        if deadline_tag:
+            tags.add(deadline_tag)
+        charged = charges("deployment", policy.penalty("deployment", deployment, dep_context))
+        for k, item in (("card", card), (kind, subject)):
+            charged += charges(k, policy.penalty(k, item, context))
+        penalty = float(sum(c.amount for c in charged))  # whole units: the charges add up
+        out.append(_Sized(estimate, deployment, spans, penalty, frozenset(tags), charged))
+    if not out and first_reasons:
+        b.reject(w.name, subject.id, first_reasons)
+    return out
 
 
 def _owned_options(b: _Builder, w: Workload) -> None:
@@ -200,45 +216,67 @@ def _owned_options(b: _Builder, w: Workload) -> None:
             limit = node_limit(server, offers, needs_fabric=spans)
             if not params.allow_multi_node:
                 limit = 1
-            sized = _size(b, w, card, "server", server, hw, min(limit, params.max_nodes))
-            if sized is None:
-                continue
-            site_charges: dict[str, tuple[Charge, ...]] = {}
-            placements = _placements(
-                b, w, server, sized.spans_servers, sized.deployment, offers, site_charges
-            )
-            if not placements:
-                continue
-            estimate = sized.estimate
-            key = f"{w.name}|{server.id}|{estimate.nodes}n"
-            if ratio != 1.0:
-                key += f"|os{ratio:g}"
-            b.owned.append(
-                ir.OwnedOption(
-                    key=key,
-                    workload=w.name,
-                    sku=server.id,
-                    servers=estimate.nodes,
-                    slot=w.schedule,
-                    placements=tuple(placements),
-                    throughput=max(0, round(estimate.tokens_per_s)),
-                    headroom_permille=_headroom_permille(estimate),
-                    penalty=to_money(sized.penalty),
-                    violates=sized.violates,
-                )
-            )
-            b.meta[key] = OptionMeta(
-                key,
-                w.name,
-                "owned",
-                card.id,
-                server.id,
-                None,
-                estimate.nodes,
-                estimate,
-                charges=sized.charges,
-                site_charges=site_charges,
-            )
+            for sized in _size(b, w, card, "server", server, hw, min(limit, params.max_nodes)):
+                _add_owned(b, w, server, card, ratio, offers, sized)
+
+
+def _add_owned(
+    b: _Builder,
+    w: Workload,
+    server: Server,
+    card: Card,
+    ratio: float,
+    offers: list[ColoOffer],
+    sized: _Sized,
+) -> None:
+    site_charges: dict[str, tuple[Charge, ...]] = {}
+    placements = _placements(
+        b, w, server, sized.spans_servers, sized.deployment, offers, site_charges
+    )
+    if not placements:
+        return
+    estimate = sized.estimate
+    key = f"{w.name}|{server.id}|{estimate.nodes}n"
+    if ratio != 1.0:
+        key += f"|os{ratio:g}"
+    key = _unique_key(b, key)
+    b.owned.append(
+        ir.OwnedOption(
+            key=key,
+            workload=w.name,
+            sku=server.id,
+            servers=estimate.nodes,
+            slot=w.schedule,
+            placements=tuple(placements),
+            throughput=max(0, round(estimate.tokens_per_s)),
+            headroom_permille=_headroom_permille(estimate),
+            penalty=to_money(sized.penalty),
+            violates=sized.violates,
+        )
+    )
+    b.meta[key] = OptionMeta(
+        key,
+        w.name,
+        "owned",
+        card.id,
+        server.id,
+        None,
+        estimate.nodes,
+        estimate,
+        charges=sized.charges,
+        site_charges=site_charges,
+    )
+
+
+def _unique_key(b: _Builder, key: str) -> str:
+    """`key`, or `key|v2`, `key|v3` ... when another layout of the same size (an inference
+    replica shape) already took it: the first layout keeps the plain key."""
+    if key not in b.meta:
+        return key
+    n = 2
+    while f"{key}|v{n}" in b.meta:
+        n += 1
+    return f"{key}|v{n}"
 
 
 def _fabric_groups(catalog: Catalog, server: Server) -> list[tuple[float, list[ColoOffer]]]:
@@ -271,15 +309,24 @@ def node_limit(server: Server, offers: Iterable[ColoOffer], *, needs_fabric: boo
 
 def _pick(
     b: _Builder, w: Workload, candidate: str, result: SearchResult
-) -> tuple[ConfigEstimate, str | None] | None:
-    """The fewest-node layout that meets the deadline; in explain mode, else the fastest."""
+) -> list[tuple[ConfigEstimate, str | None]]:
+    """Every layout size that meets the deadline (fewest nodes first): which one is
+    cheapest depends on prices, penalties and what else shares the site, so the optimiser
+    decides. In explain mode, when none meets it, the fastest, tagged with the deadline.
+
+    The sizes are the search's grid (1, 2, 3, 4, 6, 8, 12 ... nodes) plus the fewest count
+    that meets this deadline, bisected between two grid counts. A looser deadline bisects
+    elsewhere, so a tighter deadline's bisected count (a rental on it could be a little
+    cheaper than on the grid counts around it) is not always in the looser one's space:
+    monotone in the deadline up to that count, which refining every grid gap would fix at
+    several times the search's cost."""
     feasible = list(result.feasible)
     if not feasible:
         b.reject(w.name, candidate, list(result.rejections) or ["no layout fits in memory"])
-        return None
+        return []
     meeting = [e for e in feasible if e.meets_deadline]
     if meeting:
-        return min(meeting, key=lambda e: (e.nodes, -e.tokens_per_s)), None
+        return [(e, None) for e in sorted(meeting, key=lambda e: (e.nodes, -e.tokens_per_s))]
     fastest = max(feasible, key=lambda e: e.tokens_per_s)
     hours = (fastest.time_to_train_s or 0) / 3600
     reason = (
@@ -288,9 +335,9 @@ def _pick(
     )
     if not b.explain:
         b.reject(w.name, candidate, [reason, *result.rejections][:4])
-        return None
+        return []
     tag = b.require(f"deadline:{w.name}", f"deadline of {w.deadline_hours:,.0f} h for {w.name}", 4)
-    return fastest, tag
+    return [(fastest, tag)]
 
 
 def layout_facts(
@@ -439,44 +486,47 @@ def _cloud_options(b: _Builder, w: Workload) -> None:
         card = b.catalog.cards[offer.card]
         multi = offer.fabric in MULTI_NODE_FABRICS and params.allow_multi_node
         max_nodes = min(offer.max_instances, params.max_nodes) if multi else 1
-        sized = _size(b, w, card, "cloud", offer, Hardware.from_cloud(offer, card), max_nodes)
-        if sized is None:
-            continue
-        tags = set(sized.violates)
-        if not _region_ok(b.reqs, w, offer.region, ""):
-            if not b.explain:
-                b.reject(w.name, offer.id, [f"region {offer.region} is not allowed for {w.name}"])
-                continue
-            tags.add(_region_requirement(b, w))
-        estimate = sized.estimate
-        hours = rental_hours(w, estimate, b.reqs.horizon_months)
-        key = f"{w.name}|cloud:{offer.id}|{estimate.nodes}i"
-        b.cloud.append(
-            ir.CloudOption(
-                key=key,
-                workload=w.name,
-                offer=offer.id,
-                region=offer.region,
-                instances=estimate.nodes,
-                cost_total=to_money(estimate.nodes * offer.price_per_hour * hours),
-                throughput=max(0, round(estimate.tokens_per_s)),
-                headroom_permille=_headroom_permille(estimate),
-                penalty=to_money(sized.penalty),
-                violates=frozenset(tags),
-            )
+        hw = Hardware.from_cloud(offer, card)
+        for sized in _size(b, w, card, "cloud", offer, hw, max_nodes):
+            _add_cloud(b, w, offer, card, sized)
+
+
+def _add_cloud(b: _Builder, w: Workload, offer: CloudOffer, card: Card, sized: _Sized) -> None:
+    tags = set(sized.violates)
+    if not _region_ok(b.reqs, w, offer.region, ""):
+        if not b.explain:
+            b.reject(w.name, offer.id, [f"region {offer.region} is not allowed for {w.name}"])
+            return
+        tags.add(_region_requirement(b, w))
+    estimate = sized.estimate
+    hours = rental_hours(w, estimate, b.reqs.horizon_months)
+    key = _unique_key(b, f"{w.name}|cloud:{offer.id}|{estimate.nodes}i")
+    b.cloud.append(
+        ir.CloudOption(
+            key=key,
+            workload=w.name,
+            offer=offer.id,
+            region=offer.region,
+            instances=estimate.nodes,
+            cost_total=to_money(estimate.nodes * offer.price_per_hour * hours),
+            throughput=max(0, round(estimate.tokens_per_s)),
+            headroom_permille=_headroom_permille(estimate),
+            penalty=to_money(sized.penalty),
+            violates=frozenset(tags),
         )
-        b.meta[key] = OptionMeta(
-            key,
-            w.name,
-            "cloud",
-            card.id,
-            None,
-            offer.id,
-            estimate.nodes,
-            estimate,
-            hours,
-            charges=sized.charges,
-        )
+    )
+    b.meta[key] = OptionMeta(
+        key,
+        w.name,
+        "cloud",
+        card.id,
+        None,
+        offer.id,
+        estimate.nodes,
+        estimate,
+        hours,
+        charges=sized.charges,
+    )
 
 
 def rental_hours(w: Workload, estimate: ConfigEstimate, horizon_months: int) -> float:

@@ -5,7 +5,8 @@ Pure and price-free: no I/O, no solver. SI units inside (bytes, FLOP, seconds); 
 
     resolve_arch(model) -> Arch                       # shapes.py (presets, coarse path)
     evaluate(workload, hw, layout, params) -> ConfigEstimate        # evaluation.py
-    search_layouts(workload, hw, params, *, max_nodes, whole_nodes=True) -> SearchResult
+    search_layouts(workload, hw, params, *, max_nodes, whole_nodes=True, every_size=False)
+        -> SearchResult
 
 Formulas and their sources are documented in each module: memory.py (ZeRO, Korthikanti et
 al. 2022, KV cache), steptime.py (compute, communication per collective, pipeline bubble,

@@ -21,7 +21,9 @@ the deadline and the first that meets it, up to eight evenly spaced counts are b
 a 21-day run lands near the node count it needs rather than a 1.5× step above it. When even
 `max_nodes` misses the deadline only powers of two are sampled. Layouts that miss the
 deadline are returned with `meets_deadline=False` so the caller can explain "deadline too
-short", with a sentence in `rejections`.
+short", with a sentence in `rejections`. With `every_size` (the planner's candidates) the
+search goes on past the first count that meets the deadline, through each larger count on
+the grid while it is faster; the bisected count is kept as well as the grid count above it.
 
 Inference: for TP = 1, 2, 4, 8 (then PP across nodes if one node is too small) a replica
 decodes as many sequences as memory (the KV cache at the mean live context) and the TPOT
@@ -102,11 +104,19 @@ def search_layouts(
     *,
     max_nodes: int,
     whole_nodes: bool = True,
+    every_size: bool = False,
 ) -> SearchResult:
     """Feasible layouts of `workload` on `hw` using 1..max_nodes nodes (capped by
     `params.max_nodes`, and by one node when `params.allow_multi_node` is false).
     `whole_nodes=False` also tries fractions of one node (1, 2, 4 ... GPUs): the smallest
-    configuration, as `gpusolve estimate` shows it."""
+    configuration, as `gpusolve estimate` shows it.
+
+    `every_size=True` does not stop at the first size that meets the deadline: training
+    goes on through the larger node counts while each is faster than the one before (a
+    rental can cost less on more instances for fewer hours, and a larger owned layout has
+    more headroom or throughput), and inference keeps every replica shape that fits, not
+    only those that need fewer GPUs. The planner's candidates use it, so "optimal" covers
+    every size the search can tell apart, not only the smallest one."""
     limit = min(max_nodes, params.max_nodes)
     if not params.allow_multi_node:
         limit = min(limit, 1)
@@ -114,8 +124,8 @@ def search_layouts(
         return SearchResult([], ["no nodes allowed (max_nodes < 1)"])
     arch = resolve_arch(workload.model)
     if workload.kind == "inference":
-        return _search_inference(workload, arch, hw, params, limit, whole_nodes)
-    return _search_training(workload, arch, hw, params, limit, whole_nodes)
+        return _search_inference(workload, arch, hw, params, limit, whole_nodes, every_size)
+    return _search_training(workload, arch, hw, params, limit, whole_nodes, every_size)
 
 
 # ---------------------------------------------------------------- training
@@ -406,7 +416,13 @@ def _refine(lo: int, hi: int) -> list[int]:
 
 
 def _search_training(
-    workload: Workload, arch: Arch, hw: Hardware, params: Params, limit: int, whole_nodes: bool
+    workload: Workload,
+    arch: Arch,
+    hw: Hardware,
+    params: Params,
+    limit: int,
+    whole_nodes: bool,
+    every_size: bool = False,
 ) -> SearchResult:
     feasible: list[ConfigEstimate] = []
     rejections: list[str] = []
@@ -444,15 +460,24 @@ def _search_training(
                 )
             continue
         if best_so_far is not None and not _faster(best, best_so_far):
-            if workload.deadline_hours is None:
+            if workload.deadline_hours is None or best_so_far.meets_deadline:
                 break  # more GPUs no longer help (communication dominates)
             continue  # a deadline still unmet: a larger count may divide the batch better
-        if best.meets_deadline and best_so_far is not None and best_so_far.nodes > 0:
-            best = _bisect_deadline(hw, best_so_far, best, run)
+        if (
+            best.meets_deadline
+            and best_so_far is not None
+            and best_so_far.nodes > 0
+            and not best_so_far.meets_deadline
+        ):
+            fewest = _bisect_deadline(hw, best_so_far, best, run)
+            if every_size and fewest is not best:
+                feasible.append(fewest)  # the fewest nodes, then the grid's count above it
+            else:
+                best = fewest
         feasible.append(best)
         best_so_far = best
-        if best.meets_deadline:  # without a deadline every size meets it: the first wins
-            break
+        if best.meets_deadline and not every_size:
+            break  # without a deadline every size meets it: the first wins
     if (
         workload.deadline_hours is not None
         and feasible
@@ -568,7 +593,13 @@ def max_decode_batch(workload: Workload, hw: Hardware, params: Params, tp: int, 
 
 
 def _search_inference(
-    workload: Workload, arch: Arch, hw: Hardware, params: Params, limit: int, whole_nodes: bool
+    workload: Workload,
+    arch: Arch,
+    hw: Hardware,
+    params: Params,
+    limit: int,
+    whole_nodes: bool,
+    every_size: bool = False,
 ) -> SearchResult:
     gpn = hw.gpus_per_node
     shapes: list[tuple[int, int]] = [
@@ -621,7 +652,7 @@ def _search_inference(
             continue
         est = evaluate(workload, hw, lay, params)
         if est.feasible:
-            if not found or est.gpus < min(e.gpus for e in found):
+            if every_size or not found or est.gpus < min(e.gpus for e in found):
                 found.append(est)
         elif closest is None or _closeness(est) < _closeness(closest):
             closest = est

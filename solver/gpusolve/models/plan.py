@@ -218,6 +218,16 @@ class SolverInfo(OutModel):
     best_bound: float | None = None
     gap: float | None = None
     proven_optimal: bool = False
+    candidate_layouts: int | None = Field(
+        default=None,
+        description=(
+            "Options the optimum was chosen from: per server and cloud offer, every layout "
+            "size searched that meets its deadline and the rules (the proof holds over these)."
+        ),
+    )
+    candidate_workloads: int | None = Field(
+        default=None, description="Workloads those candidate layouts serve."
+    )
 
 
 class ComplianceLine(OutModel):

@@ -24,11 +24,16 @@ frees capacity and breaks no requirement, so dropping `b` keeps the optimum, the
 feasibility verdict and the explanation. The dominator always offers the same business key
 (workload, SKU or offer, site), so no distinct plan disappears from the top-k list either.
 
-Memory headroom is deliberately not compared: it is only a tie-break among equal-cost
-plans, and a dominated option with more servers can only tie when its extra servers would
-sit idle anyway. Between variants equal in everything that costs (the common case:
-parallelism layouts on the same servers) the one with more headroom is kept. Dominance is
-checked within (workload, SKU) and (workload, offer) groups: quadratic in a group only.
+Memory headroom is compared too: the model reads it (the tie-break stage after the cost
+maximises it), and an option with more servers and more headroom can win that stage when
+its extra servers would sit idle anyway (the other shift of a day/night pair needs them),
+so dropping it would change the plan. With the candidates now holding every layout size
+that meets a deadline (`candidates/generate.py`), the dominance test is exact: an option is
+dropped only when another is at least as good on every attribute the model reads (slot,
+servers, placements and their penalties and violations, option penalty and violations,
+headroom; cost for a rental; throughput under max-throughput). Between variants equal in
+all of them the first listed is kept. Dominance is checked within (workload, SKU) and
+(workload, offer) groups: quadratic in a group only.
 """
 
 from __future__ import annotations
@@ -72,6 +77,7 @@ def owned_dominates(a: OwnedOption, b: OwnedOption, by_throughput: bool = False)
         and a.servers <= b.servers
         and a.penalty <= b.penalty
         and a.violates <= b.violates
+        and a.headroom_permille >= b.headroom_permille
         and (not by_throughput or a.throughput >= b.throughput)
         and _placements_cover(a, b)
     )
@@ -84,6 +90,7 @@ def cloud_dominates(a: CloudOption, b: CloudOption, by_throughput: bool = False)
         and a.cost_total <= b.cost_total
         and a.penalty <= b.penalty
         and a.violates <= b.violates
+        and a.headroom_permille >= b.headroom_permille
         and (not by_throughput or a.throughput >= b.throughput)
     )
 

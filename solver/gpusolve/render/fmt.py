@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from gpusolve.models.plan import Cost, Deployment
+from gpusolve.models.plan import Cost, Deployment, SolverInfo
 
 
 def money(value: float, currency: str) -> str:
@@ -92,3 +92,15 @@ def cost_lines(c: Cost) -> list[str]:
             out.append(f"      {'':>{width}}  {p.judged}: {p.reason}")
         out.append(total("objective = TCO + penalties", c.objective_value))
     return out
+
+
+def proof_scope(info: SolverInfo) -> str | None:
+    """Over what the optimum holds: "optimal over 1,240 layouts of 3 workloads"."""
+    if info.candidate_layouts is None or info.candidate_workloads is None:
+        return None
+    verdict = "optimal" if info.proven_optimal else "best found"
+    n, w = info.candidate_layouts, info.candidate_workloads
+    return (
+        f"{verdict} over {n:,} layout{'s' * (n != 1)} of {w:,} workload{'s' * (w != 1)} "
+        "(every layout size searched, per server and cloud offer, that meets its deadline)"
+    )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from gpusolve.models.plan import Cost, Plan
 from gpusolve.render.compliance import compliance_markdown, sources_markdown
-from gpusolve.render.fmt import COST_LABELS, hardware, layout, memory, money, work
+from gpusolve.render.fmt import COST_LABELS, hardware, layout, memory, money, proof_scope, work
 
 
 def _status(plan: Plan) -> str:
@@ -44,6 +44,9 @@ def plan_markdown(plan: Plan) -> str:
             else ""
         )
     )
+    scope = proof_scope(plan.solver)
+    if scope:
+        add(f"{scope[0].upper()}{scope[1:]}.")
     add("")
     add("## Deployments")
     add("")

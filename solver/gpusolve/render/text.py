@@ -6,7 +6,16 @@ from collections.abc import Callable
 
 from gpusolve.models.plan import Plan
 from gpusolve.render.compliance import compliance_text, sources_text
-from gpusolve.render.fmt import cost_lines, hardware, hours, layout, memory, money, work
+from gpusolve.render.fmt import (
+    cost_lines,
+    hardware,
+    hours,
+    layout,
+    memory,
+    money,
+    proof_scope,
+    work,
+)
 
 INTERRUPTED = "interrupted, not proven optimal"
 
@@ -23,6 +32,9 @@ def plan_text(plan: Plan) -> str:
     if plan.status == "interrupted":
         proven = INTERRUPTED
     add(f"Plan ({plan.objective}, {proven})")
+    scope = proof_scope(plan.solver)
+    if scope:
+        add(f"  {scope[0].upper()}{scope[1:]}")
     if plan.cost:
         c = plan.cost
         add(

@@ -134,7 +134,7 @@ CASES = [
     ("chat-day-lora-night.yaml", "min-tco", "yancheng-coastal-12kw", ()),
     ("chat-day-lora-night.yaml", "max-throughput", "h100-sxm", ("--capex-max", "3000000")),
     ("startup-tight-capex.yaml", "max-throughput", "a100-80gb-sxm", ()),
-    ("startup-tight-capex.yaml", "max-throughput", "cloud-8x-h800-shanghai", ()),
+    ("startup-tight-capex.yaml", "max-throughput", "cloud-8x-h100-beijing", ()),
     ("south-latency-north-batch.yaml", "min-tco", "l40s", ()),
 ]
 

@@ -74,6 +74,8 @@ CSV_FIELDS: dict[str, str] = {
 CSV_THERMAL_REASONS = ("hw_thermal_slowdown", "sw_thermal_slowdown")
 CSV_POWER_REASONS = ("sw_power_cap", "hw_power_brake_slowdown")
 
+# A broken log reports this many problems at most: enough to see the pattern, never a flood.
+MAX_PROBLEMS = 12
 MISSING = frozenset({"-", "N/A", "[N/A]", "[Not Supported]", "Not Supported", ""})
 
 
@@ -198,15 +200,9 @@ def read_dmon(text: str, name: str) -> Log:
         sample = _dmon_sample(columns, tokens, name, number, problems)
         if sample is not None:
             log.samples.append(sample)
-        if len(problems) >= 12:
+        if len(problems) >= MAX_PROBLEMS:
             break
-    if problems:
-        raise InputError(problems)
-    if not log.samples:
-        raise InputError.single(
-            name, "the log has headers but no data lines", hint="record at least a few cycles"
-        )
-    return log
+    return _finished(log, problems, name, "the log has headers but no data lines")
 
 
 def _last_nonblank(lines: list[str]) -> int:
@@ -337,13 +333,9 @@ def read_csv(text: str, name: str) -> Log:
         sample = _csv_sample(names, row, gpu_key, name, offset, problems)
         if sample is not None:
             log.samples.append(sample)
-        if len(problems) >= 12:
+        if len(problems) >= MAX_PROBLEMS:
             break
-    if problems:
-        raise InputError(problems)
-    if not log.samples:
-        raise InputError.single(name, "the log has a header but no data lines")
-    return log
+    return _finished(log, problems, name, "the log has a header but no data lines")
 
 
 def _csv_sample(
@@ -412,3 +404,12 @@ def _csv_time(stamp: str) -> float | None:
         except ValueError:
             continue
     return None
+
+
+def _finished(log: Log, problems: list[Problem], name: str, empty: str) -> Log:
+    """The log read, or every problem found in it (exit 2, each with its line)."""
+    if problems:
+        raise InputError(problems)
+    if not log.samples:
+        raise InputError.single(name, empty, hint="record at least a few cycles")
+    return log

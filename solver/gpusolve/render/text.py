@@ -98,17 +98,21 @@ def plan_text(plan: Plan) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _section(add: Callable[[str], None], title: str, rows: list[str]) -> None:
+    """A blank line, the title and its rows; nothing when there are no rows."""
+    if rows:
+        add("")
+        add(title)
+        for row in rows:
+            add(row)
+
+
 def _rules_and_advice(plan: Plan, add: Callable[[str], None]) -> None:
-    if plan.rules_fired:
-        add("")
-        add("Rules fired")
-        for r in plan.rules_fired:
-            add(f"  {r.rule} ({r.source}) {r.title}  [{', '.join(r.workloads)}]")
-    if plan.advice:
-        add("")
-        add("Advice")
-        for a in plan.advice:
-            add(f"  - {a}")
+    fired = [
+        f"  {r.rule} ({r.source}) {r.title}  [{', '.join(r.workloads)}]" for r in plan.rules_fired
+    ]
+    _section(add, "Rules fired", fired)
+    _section(add, "Advice", [f"  - {a}" for a in plan.advice])
 
 
 def _best_found(plan: Plan) -> str:
@@ -123,16 +127,9 @@ def _best_found(plan: Plan) -> str:
 
 
 def _warnings_and_prices(plan: Plan, add: Callable[[str], None]) -> None:
-    if plan.warnings:
-        add("")
-        add("Warnings")
-        for w in plan.warnings:
-            add(f"  ! {w}")
-    if plan.illustrative_prices:
-        add("")
-        add("Illustrative prices (not quotes; confirm before buying)")
-        for item in plan.illustrative_prices:
-            add(f"  - {item}")
+    _section(add, "Warnings", [f"  ! {w}" for w in plan.warnings])
+    prices = [f"  - {item}" for item in plan.illustrative_prices]
+    _section(add, "Illustrative prices (not quotes; confirm before buying)", prices)
 
 
 def _timed_out(plan: Plan) -> str:

@@ -87,9 +87,10 @@ Describe your workloads in YAML (see the shipped examples), then:
   gpusolve rules explain REQS.yaml                      which heuristics fire
 
 Units: GB means 10^9 bytes; power in kW; money in the run's single currency
-(CNY unless the files say otherwise). Exit codes: 0 ok, 1 no feasible plan,
-2 invalid input or usage, 130 interrupted (Ctrl-C or SIGTERM), 70 internal error (a bug:
-please report it). Input files are data, never code: see SECURITY.md.
+(CNY unless the files say otherwise). Exit codes: 0 ok, 1 no feasible plan (proven),
+2 invalid input or usage, 3 no plan found within --time-limit (none proven impossible),
+130 interrupted (Ctrl-C or SIGTERM), 70 internal error (a bug: please report it).
+Input files are data, never code: see SECURITY.md.
 """
 
 

@@ -194,6 +194,9 @@ class _NoHeadroom:
     def penalty(self, kind: str, subject: Any, context: dict[str, Any]) -> Penalty:
         return self._inner.penalty(kind, subject, context)
 
+    def param_origin(self, name: str) -> str | None:
+        return self._inner.param_origin(name)
+
 
 def _headroom_relief(
     reqs: Requirements,

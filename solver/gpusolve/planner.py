@@ -138,13 +138,13 @@ def headroom_warnings(reqs: Requirements, policies: dict[str, WorkloadPolicy]) -
         policy = policies.get(w.name)
         if policy is None or policy.params.headroom >= H29_MIN_HEADROOM:
             continue
-        # Rules-backed policies record who set each parameter (`WorkloadRules.param_origin`).
-        # A market filter wraps the rules-backed policy (`candidates.market.MarketPolicy`).
-        rules_policy = getattr(policy, "inner", policy)
-        origins = getattr(getattr(rules_policy, "rules", None), "param_origin", None)
-        origin = str(origins.get("headroom", "default")) if isinstance(origins, dict) else ""
-        by = {"user": "the requirements' `headroom:`", "": "the workload's policy"}.get(
-            origin, f"rule {origin}"
+        origin = policy.param_origin("headroom")
+        by = (
+            "the workload's policy"
+            if origin is None
+            else "the requirements' `headroom:`"
+            if origin == "user"
+            else f"rule {origin}"
         )
         out.append(
             f"{w.name}: memory headroom {policy.params.headroom:.0%} (set by {by}) is below "

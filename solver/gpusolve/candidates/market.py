@@ -106,6 +106,9 @@ class MarketPolicy:
     def penalty(self, kind: str, subject: Any, context: dict[str, Any]) -> Penalty:
         return self.inner.penalty(kind, subject, context)
 
+    def param_origin(self, name: str) -> str | None:
+        return self.inner.param_origin(name)
+
 
 def apply_market(
     policies: dict[str, WorkloadPolicy], catalog: Catalog, view: MarketView

@@ -76,6 +76,10 @@ class WorkloadPolicy(Protocol):
         """Prefer-rules of this kind that the subject misses, with their total penalty."""
         ...
 
+    def param_origin(self, name: str) -> str | None:
+        """Who set parameter `name`: a rule id, "default" or "user"; None when untracked."""
+        ...
+
 
 @dataclass
 class PlainPolicy:
@@ -88,3 +92,6 @@ class PlainPolicy:
 
     def penalty(self, kind: str, subject: Any, context: dict[str, Any]) -> Penalty:
         return Penalty()
+
+    def param_origin(self, name: str) -> str | None:
+        return None

@@ -75,6 +75,9 @@ class RulesPolicy:
     def failed(self, kind: str, subject: Any, context: dict[str, Any]) -> list[RuleHit]:
         return [_hit(v) for v in self._violations(kind, subject, context)]
 
+    def param_origin(self, name: str) -> str | None:
+        return self.rules.param_origin.get(name, "default")
+
     def penalty(self, kind: str, subject: Any, context: dict[str, Any]) -> Penalty:
         total = 0.0
         hits: list[RuleHit] = []

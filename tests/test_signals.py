@@ -141,3 +141,30 @@ def test_interrupt_state_does_not_leak_into_the_next_run(gpusolve: Any) -> None:
     result = gpusolve("plan", "-q", EXAMPLE)
     assert result.code == 0, result.err
     assert "proven optimal" in result.out
+
+
+def test_ctrl_c_while_the_command_is_still_solving_keeps_the_plan(
+    gpusolve: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The stop arrives inside `make_plan`, after the plan's own solve and before the
+    alternatives' solves (--top-k): those searches see it and return at once, the plan
+    found so far is printed marked, exit 130."""
+    import gpusolve.planner as planner
+
+    real = planner._alternatives
+    seen: list[bool] = []
+
+    def ctrl_c_then_search(*args: Any, **kwargs: Any) -> Any:
+        interrupt.request_stop()
+        began = time.monotonic()
+        alternatives = real(*args, **kwargs)
+        seen.append(time.monotonic() - began < PROMPT_S)
+        return alternatives
+
+    monkeypatch.setattr(planner, "_alternatives", ctrl_c_then_search)
+    result = gpusolve("plan", EXAMPLE, "--top-k", "3", "--format", "json")
+    assert seen == [True]
+    assert result.code == 130, result.err
+    plan = json.loads(result.out)
+    assert plan["status"] == "interrupted" and plan["deployments"]
+    assert plan["solver"]["proven_optimal"] is False

@@ -25,6 +25,14 @@ class CostItem(OutModel):
     subject: str = Field(description="Server SKU (capex), colo site (monthly items) or offer.")
     detail: str = Field(description="How the amount is made up, e.g. '2 racks x 6,000/month'.")
     amount: float = Field(description="Whole horizon; the lines of a kind sum to its total.")
+    # The purchase-order view of the same line (bill of materials, CSV export): each item
+    # says how many, at what unit price, where the price comes from and whether it is a
+    # real quote. Optional because monthly and rental lines are not bought by the piece.
+    quantity: float | None = Field(default=None, description="How many units the line buys.")
+    unit: str = Field(default="", description="What one unit is: server, rack-month, switch, ...")
+    unit_price: float | None = Field(default=None, description="Price of one unit.")
+    source: str = Field(default="", description="Where the price comes from (catalogue file).")
+    illustrative: bool = Field(default=False, description="True when the price is not a quote.")
 
 
 class PenaltyItem(OutModel):

@@ -274,6 +274,26 @@ class SourceRef(OutModel):
     patched_at: list[PatchRef] = Field(default_factory=list)
 
 
+BomSection = Literal["card", "server", "rack", "site", "network", "storage", "spare", "cloud"]
+
+
+class BomLine(OutModel):
+    """One line of the bill of materials: what a purchase order (or rental contract) holds."""
+
+    section: BomSection = Field(description="card -> server -> rack -> site, then the rest.")
+    item: str = Field(description="Catalogue id of what is bought or rented.")
+    site: str | None = Field(default=None, description="Where it goes; None for cloud.")
+    quantity: float = Field(description="How many units.")
+    unit: str = Field(description="What one unit is: card, server, switch, rack-month, ...")
+    unit_price: float | None = Field(
+        default=None, description="Price of one unit; None where included in a parent line."
+    )
+    amount: float = Field(description="quantity x unit_price (0 where included in a parent).")
+    source: str = Field(default="", description="Where the price comes from.")
+    illustrative: bool = Field(default=False, description="True when the price is not a quote.")
+    note: str = Field(default="", description="e.g. 'inside hgx-h100-8gpu', 'N+1 spare'.")
+
+
 class Plan(OutModel):
     status: PlanStatus
     objective: str
@@ -301,3 +321,6 @@ class Plan(OutModel):
     compliance: list[ComplianceLine] = Field(default_factory=list)
     excluded: list[Excluded] = Field(default_factory=list)
     sources: list[SourceRef] = Field(default_factory=list)
+    bom: list[BomLine] = Field(
+        default_factory=list, description="Bill of materials: one line per item bought or rented."
+    )

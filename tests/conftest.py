@@ -9,6 +9,7 @@ from dataclasses import dataclass
 import pytest
 
 from gpusolve.cli import main
+from gpusolve.optimize import interrupt
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -30,6 +31,15 @@ class CliResult:
     code: int
     out: str
     err: str
+
+
+@pytest.fixture(autouse=True)
+def _no_stop_request_left_over() -> object:
+    """A test that simulates Ctrl-C leaves the process-wide stop request set; a later test
+    in the same worker that calls `solve` directly would see its search stopped at once
+    (CI: 'unknown' instead of 'optimal' in test_optimize_monotone)."""
+    yield
+    interrupt.reset()
 
 
 @pytest.fixture

@@ -37,6 +37,17 @@ def requested() -> bool:
     return _requested.is_set()
 
 
+def reset() -> None:
+    """Forget a stop request: the next run starts clean. `run_interruptibly` does this on
+    entry; a library caller that solves outside it (tests, notebooks) calls it itself,
+    or a request left from an earlier run stops its first search at once."""
+    _requested.clear()
+    _searched.clear()
+    with _lock:
+        _active.clear()
+        _announce.clear()
+
+
 def watch(solver: Any, *, announce: bool = True) -> None:
     """Called before every CP-SAT solve: a stop request reaches the solver while it runs.
 
@@ -87,10 +98,8 @@ def run_interruptibly(work: Callable[[], T], on_search: Callable[[], None] | Non
     """
     if threading.current_thread() is not threading.main_thread():
         return work()
-    _requested.clear()
-    _searched.clear()
+    reset()
     with _lock:
-        _active.clear()
         _announce[:] = [on_search] if on_search else []
     box: dict[str, Any] = {}
     stopped_at: list[float] = []

@@ -294,6 +294,69 @@ class BomLine(OutModel):
     note: str = Field(default="", description="e.g. 'inside hgx-h100-8gpu', 'N+1 spare'.")
 
 
+SensitivityKind = Literal[
+    "server_price", "rack_rent", "power_price", "bandwidth_price", "cloud_price", "efficiency"
+]
+
+
+class SensitivityRange(OutModel):
+    """How far one price or assumption may move before the chosen plan stops being optimal."""
+
+    kind: SensitivityKind
+    subject: str = Field(description="Catalogue id (server, colo offer, cloud offer) or card.")
+    parameter: str = Field(description="In words, e.g. 'price of hgx-h100-8gpu'.")
+    unit: str = Field(description="Unit of current/low/high, e.g. 'CNY/server', 'MFU'.")
+    current: float
+    low: float | None = Field(
+        description="Lowest value at which the plan stays optimal; None: no change down to "
+        "searched_low."
+    )
+    high: float | None = Field(
+        description="Highest value at which the plan stays optimal; None: no change up to "
+        "searched_high."
+    )
+    searched_low: float
+    searched_high: float
+    below: str | None = Field(default=None, description="The plan it switches to below low.")
+    above: str | None = Field(default=None, description="The plan it switches to above high.")
+    below_tco: float | None = None
+    above_tco: float | None = None
+
+
+class Sensitivity(OutModel):
+    ranges: list[SensitivityRange] = Field(default_factory=list)
+    solves: int = Field(default=0, description="Re-solves the analysis ran.")
+    wall_s: float = 0.0
+
+
+class ScenarioOutcome(OutModel):
+    """One scenario: what the hedged plan and the nominal plan cost if it happens."""
+
+    name: str
+    probability: float
+    tco: float = Field(description="The hedged plan's TCO in this scenario.")
+    nominal_tco: float | None = Field(
+        description="The nominal plan's TCO in this scenario (its rentals re-chosen); None "
+        "when the nominal plan cannot meet it."
+    )
+    rented: list[str] = Field(default_factory=list, description="What this scenario rents.")
+
+
+class Scenarios(OutModel):
+    """The plan that holds under every scenario against the plan for the nominal one."""
+
+    robust: Literal["expected", "worst"]
+    tco: float = Field(description="Expected (or worst-case) TCO of the hedged plan.")
+    nominal_tco: float | None = Field(
+        description="Expected (or worst-case) TCO of the nominal plan; None when it fails a "
+        "scenario."
+    )
+    hedge_cost: float | None = Field(
+        description="Hedged minus nominal plan's TCO in the nominal scenario alone."
+    )
+    outcomes: list[ScenarioOutcome] = Field(default_factory=list)
+
+
 class Plan(OutModel):
     status: PlanStatus
     objective: str
@@ -323,4 +386,10 @@ class Plan(OutModel):
     sources: list[SourceRef] = Field(default_factory=list)
     bom: list[BomLine] = Field(
         default_factory=list, description="Bill of materials: one line per item bought or rented."
+    )
+    sensitivity: Sensitivity | None = Field(
+        default=None, description="plan --sensitivity: the range each price may move in."
+    )
+    scenarios: Scenarios | None = Field(
+        default=None, description="A scenarios: block: the two-stage plan against the nominal."
     )

@@ -24,7 +24,7 @@ from gpusolve.models.plan import (
     PlanDelta,
     ThroughputDelta,
 )
-from gpusolve.optimize import ir
+from gpusolve.optimize import finance, ir
 
 KINDS: tuple[CostKind, ...] = ("servers_capex", "rack_rent", "energy", "bandwidth", "cloud_rental")
 
@@ -47,7 +47,7 @@ def cost_items(
         amount = h * rent * racks[site_id]
         detail = f"{racks[site_id]} rack(s) x {rent:,}/month x {h} months"
         items.append(CostItem(kind="rack_rent", subject=site_id, detail=detail, amount=amount))
-    items += _energy(solution, instance)
+    items += _energy(solution, instance, cand, catalog)
     used = sorted({c.site for c in solution.choices if c.site is not None})
     for site_id in used:
         month = instance.sites[site_id].bandwidth_month
@@ -71,18 +71,73 @@ def cost_items(
     return [i for i in items if i.amount]
 
 
-def _energy(solution: ir.Solution, instance: ir.Instance) -> list[CostItem]:
+def _energy(
+    solution: ir.Solution, instance: ir.Instance, cand: Candidates, catalog: Catalog
+) -> list[CostItem]:
+    """Idle power of every owned server for the whole horizon, per (SKU, site); then what
+    each chosen option's servers draw above idle for the hours its workload runs."""
     h = instance.horizon_months
-    per_site: dict[str, list[tuple[str, int, int]]] = defaultdict(list)
-    for (sku, site), n in sorted(solution.servers.items()):
-        per_site[site].append((sku, n, instance.sites[site].energy_month.get(sku, 0)))
-    out = []
-    for site_id, rows in sorted(per_site.items()):
-        amount = sum(h * n * month for _, n, month in rows)
-        parts = " + ".join(f"{n} x {sku} x {month:,}/month" for sku, n, month in rows)
-        detail = f"({parts}) x {h} months" if len(rows) > 1 else f"{parts} x {h} months"
-        out.append(CostItem(kind="energy", subject=site_id, detail=detail, amount=amount))
+    out: list[CostItem] = []
+    for (sku, site_id), n in sorted(solution.servers.items()):
+        month = instance.sites[site_id].energy_month.get(sku, 0)
+        offer = catalog.colo_offers.get(site_id)
+        server = catalog.servers.get(sku)
+        idle = ""
+        if server is not None:
+            idle_kw = finance.idle_power_kw(server.power_kw, server.idle_power_kw)
+            idle = f" ({idle_kw:,.2f} kW idle)"
+        detail = f"idle: {n} x {sku}{idle} x {month:,}/month x {h} months"
+        out.append(
+            CostItem(
+                kind="energy",
+                subject=site_id,
+                detail=detail,
+                amount=h * n * month,
+                quantity=n * h,
+                unit="server-month idle",
+                unit_price=month,
+                source=f"colo_offers[{site_id}].power_price_per_kwh x pue",
+                illustrative=offer.pricing.illustrative if offer is not None else False,
+            )
+        )
+    owned = {o.key: o for o in instance.owned}
+    for choice in solution.choices:
+        option = owned.get(choice.option)
+        if option is None or choice.site is None:
+            continue
+        placement = next(p for p in option.placements if p.site == choice.site)
+        if placement.busy_energy:
+            out.append(_busy_line(choice, option, placement, cand, catalog))
     return out
+
+
+def _busy_line(
+    choice: ir.Choice,
+    option: ir.OwnedOption,
+    placement: ir.Placement,
+    cand: Candidates,
+    catalog: Catalog,
+) -> CostItem:
+    offer = catalog.colo_offers[placement.site]
+    meta = cand.meta[option.key]
+    hours, idle_kw, busy_kw = meta.busy_hours, meta.idle_kw, meta.busy_kw
+    kwh = option.servers * (busy_kw - idle_kw) * hours * offer.pue
+    detail = (
+        f"{choice.workload} running: {option.servers} x {option.sku} x "
+        f"({busy_kw:,.2f} - {idle_kw:,.2f}) kW above idle x {hours:,.1f} h x PUE {offer.pue:g} "
+        f"x {offer.power_price_per_kwh:g}/kWh"
+    )
+    return CostItem(
+        kind="energy",
+        subject=placement.site,
+        detail=detail,
+        amount=placement.busy_energy,
+        quantity=round(kwh, 1),
+        unit="kWh",
+        unit_price=offer.power_price_per_kwh,
+        source=f"colo_offers[{placement.site}].power_price_per_kwh",
+        illustrative=offer.pricing.illustrative,
+    )
 
 
 def penalty_items(solution: ir.Solution, cand: Candidates) -> list[PenaltyItem]:

@@ -7,17 +7,18 @@ optimiser can say which requirements conflict.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from gpusolve.candidates.money import energy_per_server_month, slot_hours_per_month, to_money
+from gpusolve.candidates.money import slot_hours_per_month, to_money
 from gpusolve.candidates.policy import Charge, WorkloadPolicy, charges
 from gpusolve.estimate import ConfigEstimate, Hardware, search_layouts
 from gpusolve.estimate.search import SearchResult
 from gpusolve.models.catalog import Card, Catalog, CloudOffer, ColoOffer, Server
 from gpusolve.models.requirements import Requirements, Workload
-from gpusolve.optimize import ir
+from gpusolve.optimize import finance, ir
 from gpusolve.regions import Place, resolve
 
 MULTI_NODE_FABRICS = frozenset({"infiniband", "roce"})
@@ -40,6 +41,11 @@ class OptionMeta:
     # there; they sum to the IR's `penalty` (+ `Placement.penalty`).
     charges: tuple[Charge, ...] = ()
     site_charges: dict[str, tuple[Charge, ...]] = field(default_factory=dict)
+    # Owned: hours the workload runs over the horizon, and the power each server draws then
+    # and when idle (`finance.py`).
+    busy_hours: float = 0.0
+    busy_kw: float = 0.0
+    idle_kw: float = 0.0
 
 
 @dataclass
@@ -236,6 +242,10 @@ def _add_owned(
     if not placements:
         return
     estimate = sized.estimate
+    hours = owned_busy_hours(w, estimate, b.reqs.horizon_months)
+    idle_kw = finance.idle_power_kw(server.power_kw, server.idle_power_kw)
+    busy_kw = finance.busy_power_kw(server.power_kw, b.reqs.utilisation, idle_kw)
+    placements = _with_busy_energy(b, estimate.nodes * (busy_kw - idle_kw) * hours, placements)
     key = f"{w.name}|{server.id}|{estimate.nodes}n"
     if ratio != 1.0:
         key += f"|os{ratio:g}"
@@ -265,7 +275,25 @@ def _add_owned(
         estimate,
         charges=sized.charges,
         site_charges=site_charges,
+        busy_hours=hours,
+        busy_kw=busy_kw,
+        idle_kw=idle_kw,
     )
+
+
+def _with_busy_energy(
+    b: _Builder, busy_kwh: float, placements: list[ir.Placement]
+) -> list[ir.Placement]:
+    """Each placement with what the option's servers draw above idle there while the
+    workload runs (`busy_kwh` at the servers, before the site's PUE and tariff)."""
+    out = []
+    for p in placements:
+        offer = b.catalog.colo_offers[p.site]
+        price = finance.energy_price_per_kwh(
+            offer.pue, offer.power_price_per_kwh, offer.power_included
+        )
+        out.append(dataclasses.replace(p, busy_energy=finance.busy_energy(busy_kwh, price)))
+    return out
 
 
 def _unique_key(b: _Builder, key: str) -> str:
@@ -536,22 +564,30 @@ def rental_hours(w: Workload, estimate: ConfigEstimate, horizon_months: int) -> 
     return float(estimate.time_to_train_s / 3600 * w.runs)
 
 
+def owned_busy_hours(w: Workload, estimate: ConfigEstimate, horizon_months: int) -> float:
+    """Hours owned servers run this workload over the horizon, within its slot's hours."""
+    return finance.busy_hours(
+        rental_hours(w, estimate, horizon_months), slot_hours_per_month(w.schedule), horizon_months
+    )
+
+
 # --- sites ------------------------------------------------------------------------
 
 
 def _sites(b: _Builder) -> dict[str, ir.Site]:
     used = {p.site for o in b.owned for p in o.placements}
-    util = b.reqs.utilisation
     sites: dict[str, ir.Site] = {}
     for offer in b.catalog.colo_offers.values():
         if offer.id not in used:
             continue
-        energy = {
-            s.id: energy_per_server_month(
-                s.power_kw, util, offer.pue, offer.power_price_per_kwh, offer.power_included
-            )
+        price = finance.energy_price_per_kwh(
+            offer.pue, offer.power_price_per_kwh, offer.power_included
+        )
+        idle_kw = {
+            s.id: finance.idle_power_kw(s.power_kw, s.idle_power_kw)
             for s in b.catalog.servers.values()
         }
+        energy = {k: finance.idle_energy_month(kw, price) for k, kw in idle_kw.items()}
         sites[offer.id] = ir.Site(
             id=offer.id,
             region=offer.region,

@@ -51,7 +51,9 @@ class Site:
     racks_available: int
     rack_rent_month: int  # per rack
     bandwidth_month: int  # fixed monthly cost once the site is used at all
-    energy_month: dict[str, int] = field(default_factory=dict)  # sku id -> per server-month
+    # sku id -> per server-month at idle power (every owned server draws it all the time);
+    # what a workload draws above idle is its placement's `busy_energy` (`finance.py`).
+    energy_month: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -61,6 +63,9 @@ class Placement:
     site: str
     penalty: int = 0  # soft-rule penalties (money-equivalent, whole horizon)
     violates: frozenset[str] = frozenset()
+    # Energy the option's servers draw above idle here while the workload runs, whole
+    # horizon (`finance.busy_energy`): real money, unlike `penalty`.
+    busy_energy: int = 0
 
 
 @dataclass(frozen=True)

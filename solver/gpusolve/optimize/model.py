@@ -268,6 +268,7 @@ def _negative_numbers(instance: Instance) -> list[str]:
         numbers = [option.penalty, option.throughput, option.headroom_permille]
         if isinstance(option, OwnedOption):
             numbers += [p.penalty for p in option.placements]
+            numbers += [p.busy_energy for p in option.placements]
         else:
             numbers.append(option.cost_total)
         if min(numbers) < 0:
@@ -367,7 +368,10 @@ def build(instance: Instance, options: BuildOptions | None = None) -> Built:
 
     h = instance.horizon_months
     capex = _wsum([(instance.skus[k].capex, v) for (k, _), v in servers.items()])
-    energy = _wsum([(h * instance.sites[s].energy_month[k], v) for (k, s), v in servers.items()])
+    energy = _wsum(
+        [(h * instance.sites[s].energy_month[k], v) for (k, s), v in servers.items()]
+        + [(o.placement.busy_energy, o.var) for o in owned]
+    )
     rent = _wsum_expr([(h * p.site.rack_rent_month, p.total) for p in packing.values()])
     bandwidth = _wsum([(h * instance.sites[s].bandwidth_month, v) for s, v in used.items()])
     cloud_cost = _wsum([(c.option.cost_total, c.var) for c in cloud])

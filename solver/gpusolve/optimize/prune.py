@@ -30,7 +30,7 @@ its extra servers would sit idle anyway (the other shift of a day/night pair nee
 so dropping it would change the plan. With the candidates now holding every layout size
 that meets a deadline (`candidates/generate.py`), the dominance test is exact: an option is
 dropped only when another is at least as good on every attribute the model reads (slot,
-servers, placements and their penalties and violations, option penalty and violations,
+servers, placements and their penalties, busy energy and violations, option penalty and violations,
 headroom; cost for a rental; throughput under max-throughput). Between variants equal in
 all of them the first listed is kept. Dominance is checked within (workload, SKU) and
 (workload, offer) groups: quadratic in a group only.
@@ -64,6 +64,8 @@ def _placements_cover(better: OwnedOption, worse: OwnedOption) -> bool:
     for p in worse.placements:
         q = by_site.get(p.site)
         if q is None or q.penalty > p.penalty or not q.violates <= p.violates:
+            return False
+        if q.busy_energy > p.busy_energy:
             return False
     return True
 

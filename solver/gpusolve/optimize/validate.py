@@ -160,6 +160,7 @@ def recompute_costs(instance: Instance, solution: Solution, placed: Placed) -> C
         h * instance.sites[site].rack_rent_month * count
         for (site, _), count in solution.racks.items()
     )
+    energy += sum(item[1].busy_energy for item in placed if isinstance(item, tuple))
     sites_used = {item[1].site for item in placed if isinstance(item, tuple)}
     bandwidth = sum(h * instance.sites[s].bandwidth_month for s in sites_used)
     cloud = sum(item.cost_total for item in placed if isinstance(item, CloudOption))

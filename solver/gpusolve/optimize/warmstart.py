@@ -58,7 +58,7 @@ def standalone_owned(instance: Instance, option: OwnedOption, placement: Placeme
     monthly = option.servers * site.energy_month[sku.id] + racks * site.rack_rent_month
     monthly += site.bandwidth_month
     total = option.servers * sku.capex + instance.horizon_months * monthly
-    return total + option.penalty + placement.penalty
+    return total + placement.busy_energy + option.penalty + placement.penalty
 
 
 def ranked_choices(built: Built) -> dict[str, list[Var]]:

@@ -1,0 +1,58 @@
+"""Energy by duty and the finance terms of the TCO, kept exact and linear.
+
+Energy: every owned server draws its idle power for the whole horizon (a coefficient per
+(SKU, site) server, as `Site.energy_month`), and each chosen option adds what its servers
+draw above idle for the hours its workload runs (`Placement.busy_energy`, a coefficient per
+(option, site) choice). Busy power is the requirements' `utilisation` x peak (the rule the
+plan always used for energy); idle power is the server's catalogue figure or
+`IDLE_POWER_FRACTION` x peak.
+
+Plain floats and integers only: the candidates stage calls these with catalogue figures,
+the model adds the integer coefficients they give.
+"""
+
+from __future__ import annotations
+
+from gpusolve.candidates.money import HOURS_PER_MONTH, to_money
+
+# Idle wall power of a GPU server as a fraction of its peak, when the catalogue gives no
+# figure. An idle Hopper SXM GPU reads ~60-75 W of its 700 W TDP in nvidia-smi (P0, no
+# work), and the host (two CPUs, DRAM, NVSwitches, NICs, fans at minimum speed, PSU losses)
+# keeps ~1.5-2 kW of a 10.2 kW DGX H100 on: ~0.2-0.25 of peak. Assumption (confidence D):
+# no vendor publishes an idle figure for the 8-GPU boards; catalog-facts §2b gives the
+# peak figures it is a fraction of. Servers with a measured figure set `idle_power_kw`.
+IDLE_POWER_FRACTION = 0.25
+
+
+def idle_power_kw(peak_kw: float, catalogue_idle_kw: float | None) -> float:
+    """The catalogue's idle figure, else the documented fraction of peak (never above peak)."""
+    idle = catalogue_idle_kw if catalogue_idle_kw is not None else IDLE_POWER_FRACTION * peak_kw
+    return min(idle, peak_kw)
+
+
+def busy_power_kw(peak_kw: float, utilisation: float, idle_kw: float) -> float:
+    """Average draw while a workload runs: utilisation x peak, and never below idle (a busy
+    server does not draw less than an idle one)."""
+    return max(utilisation * peak_kw, idle_kw)
+
+
+def energy_price_per_kwh(pue: float, price_per_kwh: float, power_included: bool) -> float:
+    """What one kWh at the server costs at the meter: PUE x tariff; zero when the rack price
+    bundles power."""
+    return 0.0 if power_included else pue * price_per_kwh
+
+
+def idle_energy_month(idle_kw: float, price_per_server_kwh: float) -> int:
+    """One server's idle energy over one month, whole units (it draws this every hour)."""
+    return to_money(idle_kw * HOURS_PER_MONTH * price_per_server_kwh)
+
+
+def busy_hours(run_hours: float, slot_hours_per_month: float, horizon_months: int) -> float:
+    """Hours a workload runs over the horizon, within the hours its slot has."""
+    return min(run_hours, slot_hours_per_month * horizon_months)
+
+
+def busy_energy(busy_kwh: float, price_per_server_kwh: float) -> int:
+    """The energy an option's servers draw above idle while its workload runs, over the
+    horizon, whole units: (servers x (busy - idle) kW x hours) x PUE x tariff."""
+    return to_money(busy_kwh * price_per_server_kwh)

@@ -1,0 +1,91 @@
+"""Energy by duty (issue 24, deliverable 4): owned servers draw busy power for the hours
+their workloads run and idle power otherwise. The arithmetic is in each test's comments."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from plan_support import write_catalog, write_reqs
+from test_plan_hand import box, card, site
+
+HORIZON_MONTHS = 36
+HORIZON_H = 730 * HORIZON_MONTHS  # 26,280 h
+PEAK_KW, IDLE_KW = 10.0, 2.0
+BUSY_KW = 0.7 * PEAK_KW  # the requirements' default utilisation x peak
+PER_KWH = 1.4 * 0.7  # the test site's PUE x tariff
+
+
+def _catalog(tmp: Path) -> Path:
+    server = box("box", "t80", 8, PEAK_KW, 2_000_000)
+    server["idle_power_kw"] = IDLE_KW
+    return write_catalog(
+        tmp, "cat.yaml", cards=[card("t80", 80)], servers=[server], colo_offers=[site("s", 20)]
+    )
+
+
+def _plan(gpusolve, tmp: Path, workload: dict[str, Any], name: str) -> dict[str, Any]:  # type: ignore[no-untyped-def]
+    reqs = write_reqs(tmp, {"horizon_months": HORIZON_MONTHS, "workloads": [workload]}, name)
+    result = gpusolve(
+        "plan", "-q", "--format", "json", str(reqs), "--no-default-catalog", "--catalog",
+        str(_catalog(tmp)),
+    )  # fmt: skip
+    assert result.code == 0, result.err + result.out
+    data: dict[str, Any] = json.loads(result.out)
+    return data
+
+
+def _finetune(runs: float) -> dict[str, Any]:
+    return {
+        "name": "ft",
+        "kind": "full_finetune",
+        "model": {"preset": "llama-2-7b"},
+        "tokens": 2e10,  # ~50 h a run: its time printed to 0.01 h is then within 0.01 %
+        "runs": runs,
+    }
+
+
+def test_420_busy_hours_are_billed_busy_and_the_rest_idle(gpusolve, tmp_path: Path) -> None:
+    # First learn the time one run takes on one server, then ask for as many runs as make
+    # 420 h over the three years.
+    first = _plan(gpusolve, tmp_path, _finetune(1), "r1.yaml")
+    (dep,) = first["deployments"]
+    assert dep["servers"] == 1
+    runs = 420 / dep["time_to_train_h"]
+    plan = _plan(gpusolve, tmp_path, _finetune(runs), "r2.yaml")
+    (dep,) = plan["deployments"]
+    assert dep["servers"] == 1
+    # 420 h at 7 kW and 26,280 - 420 = 25,860 h at 2 kW: 2,940 + 51,720 = 54,660 kWh at the
+    # server, x PUE 1.4 x 0.7/kWh = 53,567 CNY (not 7 kW x 26,280 h x 0.98 = 180,281 CNY,
+    # as when every hour was billed busy). Rounding: the idle month (2 x 730 x 0.98 =
+    # 1,430.8 -> 1,431/month) and the run time printed to 0.01 h give a few CNY.
+    expected = (BUSY_KW * 420 + IDLE_KW * (HORIZON_H - 420)) * PER_KWH
+    assert abs(plan["cost"]["breakdown"]["energy"] - expected) < 10
+    lines = [i for i in plan["cost"]["breakdown"]["items"] if i["kind"] == "energy"]
+    idle = next(i for i in lines if i["detail"].startswith("idle"))
+    busy = next(i for i in lines if "running" in i["detail"])
+    assert idle["quantity"] == HORIZON_MONTHS and idle["unit_price"] == 1431
+    # busy: (7 - 2) kW x 420 h x PUE 1.4 = 2,940 kWh above idle, at 0.7/kWh = 2,058 CNY
+    assert abs(busy["quantity"] - 2940) < 1 and abs(busy["amount"] - 2058) < 2
+    assert busy["unit"] == "kWh" and busy["unit_price"] == 0.7 and busy["source"]
+
+
+def test_a_day_service_is_busy_for_its_slot_hours(gpusolve, tmp_path: Path) -> None:
+    # A service up by day runs 365 h a month: 13,140 h over 36 months at 7 kW, and the
+    # other 13,140 h at 2 kW idle: (91,980 + 26,280) kWh x 0.98 = 115,895 CNY.
+    service = {
+        "name": "chat",
+        "kind": "inference",
+        "model": {"preset": "llama-2-7b"},
+        "precision": "fp16",
+        "context_len": 2048,
+        "concurrency": 4,
+        "target_tokens_per_s": 100,
+        "schedule": "day",
+    }
+    plan = _plan(gpusolve, tmp_path, service, "svc.yaml")
+    assert plan["deployments"][0]["servers"] == 1
+    day_h = HORIZON_H / 2
+    expected = (BUSY_KW * day_h + IDLE_KW * day_h) * PER_KWH
+    assert abs(plan["cost"]["breakdown"]["energy"] - expected) < 10

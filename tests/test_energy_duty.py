@@ -89,3 +89,63 @@ def test_a_day_service_is_busy_for_its_slot_hours(gpusolve, tmp_path: Path) -> N
     day_h = HORIZON_H / 2
     expected = (BUSY_KW * day_h + IDLE_KW * day_h) * PER_KWH
     assert abs(plan["cost"]["breakdown"]["energy"] - expected) < 10
+
+
+# --- bandwidth by duty -------------------------------------------------------------------
+
+
+def _service(name: str, schedule: str, mbps: float | None) -> dict[str, Any]:
+    w: dict[str, Any] = {
+        "name": name,
+        "kind": "inference",
+        "model": {"preset": "llama-2-7b"},
+        "precision": "fp16",
+        "context_len": 2048,
+        "concurrency": 4,
+        "target_tokens_per_s": 100,
+        "schedule": schedule,
+    }
+    if mbps is not None:
+        w["bandwidth_mbps"] = mbps
+    return w
+
+
+def _plan_many(gpusolve, tmp: Path, workloads: list[dict[str, Any]]) -> dict[str, Any]:  # type: ignore[no-untyped-def]
+    reqs = write_reqs(tmp, {"horizon_months": HORIZON_MONTHS, "workloads": workloads}, "bw.yaml")
+    result = gpusolve(
+        "plan", "-q", "--format", "json", str(reqs), "--no-default-catalog", "--catalog",
+        str(_catalog(tmp)),
+    )  # fmt: skip
+    assert result.code == 0, result.err + result.out
+    data: dict[str, Any] = json.loads(result.out)
+    return data
+
+
+def test_bandwidth_is_the_larger_of_included_and_demand(gpusolve, tmp_path: Path) -> None:
+    # The test site includes 100 Mbps at 50/Mbps-month: 5,000/month, 180,000 over 36 months.
+    # Without a demand that is all it pays.
+    plan = _plan_many(gpusolve, tmp_path, [_service("chat", "always", None)])
+    assert plan["cost"]["breakdown"]["bandwidth"] == 100 * 50 * 36
+    # A service needing 250 Mbps buys 150 more: 150 x 50 x 36 = 270,000 on top.
+    plan = _plan_many(gpusolve, tmp_path, [_service("chat", "always", 250)])
+    assert plan["cost"]["breakdown"]["bandwidth"] == 180_000 + 270_000
+    extra = [i for i in plan["cost"]["breakdown"]["items"] if i["unit"] == "Mbps-month"]
+    assert [(i["quantity"], i["unit_price"], i["amount"]) for i in extra] == [
+        (150 * 36, 50, 270_000)
+    ]
+    # A demand below what is included costs nothing more.
+    plan = _plan_many(gpusolve, tmp_path, [_service("chat", "always", 80)])
+    assert plan["cost"]["breakdown"]["bandwidth"] == 180_000
+
+
+def test_day_and_night_demands_share_the_line(gpusolve, tmp_path: Path) -> None:
+    # 250 Mbps by day and 180 by night at one site: the busiest slot needs 250, so 150 Mbps
+    # beyond the 100 included (not 250 + 180 - 100 = 330): 180,000 + 270,000.
+    workloads = [_service("day-chat", "day", 250), _service("night-chat", "night", 180)]
+    plan = _plan_many(gpusolve, tmp_path, workloads)
+    assert {d["site"] for d in plan["deployments"]} == {"s"}
+    assert plan["cost"]["breakdown"]["bandwidth"] == 180_000 + 270_000
+    # Both by day: 430 Mbps at once, 330 beyond: 180,000 + 330 x 50 x 36 = 774,000.
+    workloads = [_service("day-chat", "day", 250), _service("day-chat-2", "day", 180)]
+    plan = _plan_many(gpusolve, tmp_path, workloads)
+    assert plan["cost"]["breakdown"]["bandwidth"] == 180_000 + 330 * 50 * 36

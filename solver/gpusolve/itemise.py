@@ -25,6 +25,7 @@ from gpusolve.models.plan import (
     ThroughputDelta,
 )
 from gpusolve.optimize import finance, ir
+from gpusolve.optimize.validate import Placed, extra_mbps
 
 KINDS: tuple[CostKind, ...] = ("servers_capex", "rack_rent", "energy", "bandwidth", "cloud_rental")
 
@@ -48,11 +49,7 @@ def cost_items(
         detail = f"{racks[site_id]} rack(s) x {rent:,}/month x {h} months"
         items.append(CostItem(kind="rack_rent", subject=site_id, detail=detail, amount=amount))
     items += _energy(solution, instance, cand, catalog)
-    used = sorted({c.site for c in solution.choices if c.site is not None})
-    for site_id in used:
-        month = instance.sites[site_id].bandwidth_month
-        detail = f"{month:,}/month x {h} months"
-        items.append(CostItem(kind="bandwidth", subject=site_id, detail=detail, amount=h * month))
+    items += _bandwidth(solution, instance, catalog)
     cloud = {c.key: c for c in instance.cloud}
     for choice in solution.choices:
         option = cloud.get(choice.option)
@@ -69,6 +66,59 @@ def cost_items(
             )
         )
     return [i for i in items if i.amount]
+
+
+def _bandwidth(solution: ir.Solution, instance: ir.Instance, catalog: Catalog) -> list[CostItem]:
+    """Each used site's included bandwidth, then the Mbps its workloads need beyond it."""
+    h = instance.horizon_months
+    owned = {o.key: o for o in instance.owned}
+    placed: Placed = [
+        (owned[c.option], next(p for p in owned[c.option].placements if p.site == c.site))
+        for c in solution.choices
+        if c.option in owned
+    ]
+    extra = extra_mbps(instance, placed)
+    out: list[CostItem] = []
+    for site_id in sorted({c.site for c in solution.choices if c.site is not None}):
+        site = instance.sites[site_id]
+        offer = catalog.colo_offers.get(site_id)
+        illustrative = offer.pricing.illustrative if offer is not None else False
+        price = offer.bandwidth_price_per_mbps_month if offer is not None else 0.0
+        source = f"colo_offers[{site_id}].bandwidth_price_per_mbps_month"
+        month = site.bandwidth_month
+        out.append(
+            CostItem(
+                kind="bandwidth",
+                subject=site_id,
+                detail=f"{site.bandwidth_mbps:,} Mbps included: {month:,}/month x {h} months",
+                amount=h * month,
+                quantity=h,
+                unit=f"month of {site.bandwidth_mbps:,} Mbps",
+                unit_price=month,
+                source=source,
+                illustrative=illustrative,
+            )
+        )
+        more = extra.get(site_id, 0)
+        if more:
+            detail = (
+                f"{more:,} Mbps beyond the included {site.bandwidth_mbps:,} (the workloads there "
+                f"need {site.bandwidth_mbps + more:,}) x {price:g}/Mbps-month x {h} months"
+            )
+            out.append(
+                CostItem(
+                    kind="bandwidth",
+                    subject=site_id,
+                    detail=detail,
+                    amount=more * site.extra_mbps_cost,
+                    quantity=more * h,
+                    unit="Mbps-month",
+                    unit_price=price,
+                    source=source,
+                    illustrative=illustrative,
+                )
+            )
+    return out
 
 
 def _energy(

@@ -8,6 +8,7 @@ optimiser can say which requirements conflict.
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -262,6 +263,7 @@ def _add_owned(
             headroom_permille=_headroom_permille(estimate),
             penalty=to_money(sized.penalty),
             violates=sized.violates,
+            bandwidth_mbps=math.ceil(w.bandwidth_mbps or 0),
         )
     )
     b.meta[key] = OptionMeta(
@@ -598,6 +600,8 @@ def _sites(b: _Builder) -> dict[str, ir.Site]:
             rack_rent_month=to_money(offer.rack_price_per_month),
             bandwidth_month=to_money(offer.bandwidth_mbps * offer.bandwidth_price_per_mbps_month),
             energy_month=energy,
+            bandwidth_mbps=math.ceil(offer.bandwidth_mbps),
+            extra_mbps_cost=to_money(b.reqs.horizon_months * offer.bandwidth_price_per_mbps_month),
         )
     return sites
 

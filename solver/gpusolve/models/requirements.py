@@ -47,6 +47,7 @@ MIN_DEADLINE_HOURS = 1 / 3600  # one second: shorter is a typo, not a deadline
 MAX_HOURS = 120 * 730.5  # the longest horizon (120 months) in hours
 MIN_LATENCY_MS = 1e-3
 MAX_LATENCY_MS = 3.6e6  # an hour per token is no longer a latency target
+MAX_BANDWIDTH_MBPS = 1e8  # 100 Tbit/s: far beyond any one site's internet uplink
 MAX_MONEY = 1e15  # budgets, in the run's currency: ~1,000x a frontier cluster's capex
 
 
@@ -319,6 +320,14 @@ class Workload(StrictModel):
         "default 128).",
     )
     measured: Measured | None = None
+    bandwidth_mbps: PositiveFloat | None = Field(
+        default=None,
+        le=MAX_BANDWIDTH_MBPS,
+        description="Internet bandwidth the workload needs at its colocation site while it "
+        "runs, Mbps (users, data ingest). A site's bandwidth is the larger of its offer's "
+        "included Mbps and the sum of the demands placed there; each Mbps beyond the included "
+        "is priced at the offer's bandwidth_price_per_mbps_month.",
+    )
     throughput_weight: PositiveFloat = Field(
         default=1.0,
         le=1000,

@@ -7,13 +7,22 @@ draw above idle for the hours its workload runs (`Placement.busy_energy`, a coef
 plan always used for energy); idle power is the server's catalogue figure or
 `IDLE_POWER_FRACTION` x peak.
 
-Plain floats and integers only: the candidates stage calls these with catalogue figures,
-the model adds the integer coefficients they give.
+The candidates stage calls the coefficient functions with catalogue figures (plain floats
+in, whole money units out); the model calls the `*_cost` builders to add their terms.
+
+Bandwidth: a used site pays its offer's included bandwidth (`Site.bandwidth_month`, as
+before) and, when the workloads placed there need more (`OwnedOption.bandwidth_mbps`, the
+busiest slot's sum), each Mbps beyond it at the offer's price per Mbps-month.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
+from ortools.sat.python import cp_model
+
 from gpusolve.candidates.money import HOURS_PER_MONTH, to_money
+from gpusolve.optimize.ir import SLOTS_COVERED
 
 # Idle wall power of a GPU server as a fraction of its peak, when the catalogue gives no
 # figure. An idle Hopper SXM GPU reads ~60-75 W of its 700 W TDP in nvidia-smi (P0, no
@@ -56,3 +65,38 @@ def busy_energy(busy_kwh: float, price_per_server_kwh: float) -> int:
     """The energy an option's servers draw above idle while its workload runs, over the
     horizon, whole units: (servers x (busy - idle) kW x hours) x PUE x tariff."""
     return to_money(busy_kwh * price_per_server_kwh)
+
+
+# --- bandwidth by duty -------------------------------------------------------------
+
+
+def site_bandwidth_mbps(included_mbps: int, demand_by_slot: dict[str, int]) -> int:
+    """A used site's internet bandwidth: the offer's included (minimum) Mbps, or the busiest
+    slot's summed demand when that is more (day and night work share the line, as they
+    share servers, H29)."""
+    return max(included_mbps, *demand_by_slot.values(), 0)
+
+
+def extra_bandwidth_cost(
+    model: cp_model.CpModel,
+    site_id: str,
+    included_mbps: int,
+    extra_mbps_cost: int,
+    used: cp_model.IntVar,
+    demands: Sequence[tuple[str, int, cp_model.IntVar]],
+) -> cp_model.LinearExpr:
+    """Mbps bought beyond the included bandwidth at one site, priced over the horizon:
+    extra >= sum of the demands placed there in each slot - included (when used), extra >= 0.
+    `demands` are (slot, Mbps, choice) for the choices with a demand. Linear and exact: the
+    objective pushes `extra` down to the busiest slot's excess."""
+    by_slot: dict[str, list[tuple[int, cp_model.IntVar]]] = {"day": [], "night": []}
+    for slot, mbps, var in demands:
+        for t in SLOTS_COVERED[slot]:
+            by_slot[t].append((mbps, var))
+    most = max(sum(m for m, _ in terms) for terms in by_slot.values())
+    extra = model.new_int_var(0, max(0, most - included_mbps), f"bw_extra[{site_id}]")
+    for terms in by_slot.values():
+        if terms:
+            demand = cp_model.LinearExpr.weighted_sum([v for _, v in terms], [m for m, _ in terms])
+            model.add(extra >= demand - included_mbps * used)
+    return extra_mbps_cost * extra

@@ -54,6 +54,10 @@ class Site:
     # sku id -> per server-month at idle power (every owned server draws it all the time);
     # what a workload draws above idle is its placement's `busy_energy` (`finance.py`).
     energy_month: dict[str, int] = field(default_factory=dict)
+    # Bandwidth by duty (`finance.py`): the offer's included (minimum) Mbps, paid by
+    # `bandwidth_month`, and what each Mbps beyond it costs over the whole horizon.
+    bandwidth_mbps: int = 0
+    extra_mbps_cost: int = 0
 
 
 @dataclass(frozen=True)
@@ -82,6 +86,7 @@ class OwnedOption:
     headroom_permille: int = 0  # free memory per GPU, for tie-breaks
     penalty: int = 0  # soft-rule penalties independent of the site
     violates: frozenset[str] = frozenset()
+    bandwidth_mbps: int = 0  # internet bandwidth the workload needs at its site while it runs
 
 
 @dataclass(frozen=True)

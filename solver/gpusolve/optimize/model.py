@@ -46,6 +46,7 @@ from typing import Literal
 
 from ortools.sat.python import cp_model
 
+from gpusolve.optimize import finance
 from gpusolve.optimize.guard import check_scale
 from gpusolve.optimize.ir import (
     SLOTS_COVERED,
@@ -374,6 +375,7 @@ def build(instance: Instance, options: BuildOptions | None = None) -> Built:
     )
     rent = _wsum_expr([(h * p.site.rack_rent_month, p.total) for p in packing.values()])
     bandwidth = _wsum([(h * instance.sites[s].bandwidth_month, v) for s, v in used.items()])
+    bandwidth += _bandwidth_by_duty(b, owned, used)
     cloud_cost = _wsum([(c.option.cost_total, c.var) for c in cloud])
     penalties = _wsum(
         [(o.option.penalty + o.placement.penalty, o.var) for o in owned]
@@ -622,6 +624,27 @@ def _packing(
         # by the site's own rack bound, not an arbitrary constant.
         b.model.add(pack.total <= pack.total_ub * used[site_id])
     return out
+
+
+def _bandwidth_by_duty(b: _Builder, owned: Sequence[OwnedVar], used: dict[str, Var]) -> Expr:
+    """Mbps beyond each used site's included bandwidth, where workloads there need more
+    (`finance.extra_bandwidth_cost`); nothing at sites where none states a demand."""
+    demands: dict[str, list[tuple[str, int, Var]]] = defaultdict(list)
+    for o in owned:
+        if o.option.bandwidth_mbps > 0:
+            demands[o.placement.site].append((o.option.slot, o.option.bandwidth_mbps, o.var))
+    total: Expr = cp_model.LinearExpr.weighted_sum([], [])
+    for site_id in sorted(demands):
+        site = b.instance.sites[site_id]
+        total += finance.extra_bandwidth_cost(
+            b.model,
+            site_id,
+            site.bandwidth_mbps,
+            site.extra_mbps_cost,
+            used[site_id],
+            demands[site_id],
+        )
+    return total
 
 
 def _racks_bound(b: _Builder, site: Site, pats: SitePatterns, demand_ub: dict[str, int]) -> int:

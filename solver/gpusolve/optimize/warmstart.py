@@ -57,8 +57,10 @@ def standalone_owned(instance: Instance, option: OwnedOption, placement: Placeme
         return None
     monthly = option.servers * site.energy_month[sku.id] + racks * site.rack_rent_month
     monthly += site.bandwidth_month
+    extra_mbps = max(0, option.bandwidth_mbps - site.bandwidth_mbps) * site.extra_mbps_cost
     total = option.servers * sku.capex + instance.horizon_months * monthly
-    return total + placement.busy_energy + option.penalty + placement.penalty
+    total += extra_mbps + placement.busy_energy
+    return total + option.penalty + placement.penalty
 
 
 def ranked_choices(built: Built) -> dict[str, list[Var]]:

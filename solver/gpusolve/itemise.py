@@ -27,7 +27,14 @@ from gpusolve.models.plan import (
 from gpusolve.optimize import finance, ir
 from gpusolve.optimize.validate import Placed, extra_mbps
 
-KINDS: tuple[CostKind, ...] = ("servers_capex", "rack_rent", "energy", "bandwidth", "cloud_rental")
+KINDS: tuple[CostKind, ...] = (
+    "servers_capex",
+    "rack_rent",
+    "energy",
+    "bandwidth",
+    "cloud_rental",
+    "residual_value",
+)
 
 
 def cost_items(
@@ -65,7 +72,39 @@ def cost_items(
                 kind="cloud_rental", subject=option.offer, detail=detail, amount=option.cost_total
             )
         )
+    items += _residual(solution, instance, cand, catalog)
     return [i for i in items if i.amount]
+
+
+def _residual(
+    solution: ir.Solution, instance: ir.Instance, cand: Candidates, catalog: Catalog
+) -> list[CostItem]:
+    """Each owned server model's value at the end of the horizon, as a negative line."""
+    out: list[CostItem] = []
+    for (sku, site), n in sorted(solution.servers.items()):
+        value = instance.skus[sku].residual
+        server = catalog.servers.get(sku)
+        if not value or server is None:
+            continue
+        detail = (
+            f"{n} at {site} x {value:,} ({cand.residual_share:.1%} of {server.price:,.0f} "
+            f"after {instance.horizon_months} months: straight-line over "
+            f"{cand.useful_life_months} months to {cand.salvage_fraction:.0%})"
+        )
+        out.append(
+            CostItem(
+                kind="residual_value",
+                subject=sku,
+                detail=detail,
+                amount=-n * value,
+                quantity=n,
+                unit="server",
+                unit_price=-value,
+                source="optimize/finance.py: USEFUL_LIFE_MONTHS, SALVAGE_FRACTION",
+                illustrative=True,
+            )
+        )
+    return out
 
 
 def _bandwidth(solution: ir.Solution, instance: ir.Instance, catalog: Catalog) -> list[CostItem]:
@@ -231,7 +270,7 @@ def cost(solution: ir.Solution, cand: Candidates, currency: str, catalog: Catalo
     tco = sum(total.values())
     penalty_total = sum(p.amount for p in penalties)
     months = instance.horizon_months
-    opex = tco - total["servers_capex"]
+    opex = tco - total["servers_capex"] - total["residual_value"]
     return Cost(
         capex=total["servers_capex"],
         monthly_opex=round(opex / months, 2),
@@ -244,6 +283,7 @@ def cost(solution: ir.Solution, cand: Candidates, currency: str, catalog: Catalo
             energy=total["energy"],
             bandwidth=total["bandwidth"],
             cloud_rental=total["cloud_rental"],
+            residual_value=total["residual_value"],
             penalties=penalty_total,
             items=items,
             penalty_items=penalties,

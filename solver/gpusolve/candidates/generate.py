@@ -62,6 +62,10 @@ class Candidates:
     meta: dict[str, OptionMeta]
     rejections: dict[str, list[Rejection]]
     explain: bool
+    # The residual value's terms, for the cost lines (`finance.py`).
+    residual_share: float = 0.0
+    useful_life_months: int = finance.USEFUL_LIFE_MONTHS
+    salvage_fraction: float = finance.SALVAGE_FRACTION
 
     def workloads_without_options(self) -> list[str]:
         have = {o.workload for o in self.instance.owned} | {o.workload for o in self.instance.cloud}
@@ -121,6 +125,7 @@ def build_candidates(
             power_w=round(s.power_kw * 1000),
             rack_units=s.rack_units,
             cooling=frozenset(s.cooling),
+            residual=finance.residual_value(s.price, residual_share(reqs)),
         )
         for s in catalog.servers.values()
         if s.id in used_skus
@@ -147,7 +152,31 @@ def build_candidates(
         objective=reqs.objective,
         throughput_weights={w.name: w.throughput_weight for w in reqs.workloads},
     )
-    return Candidates(instance, b.meta, b.rejections, explain)
+    f = reqs.finance
+    return Candidates(
+        instance,
+        b.meta,
+        b.rejections,
+        explain,
+        residual_share=residual_share(reqs),
+        useful_life_months=f.useful_life_months or finance.USEFUL_LIFE_MONTHS,
+        salvage_fraction=(
+            finance.SALVAGE_FRACTION if f.salvage_fraction is None else f.salvage_fraction
+        ),
+    )
+
+
+def residual_share(reqs: Requirements) -> float:
+    """Share of its price an owned server is worth at the end of the horizon (0 when the
+    requirements leave residual value out)."""
+    f = reqs.finance
+    if not f.residual_value:
+        return 0.0
+    return finance.residual_fraction(
+        reqs.horizon_months,
+        f.useful_life_months or finance.USEFUL_LIFE_MONTHS,
+        finance.SALVAGE_FRACTION if f.salvage_fraction is None else f.salvage_fraction,
+    )
 
 
 # --- owned servers ---------------------------------------------------------------

@@ -356,6 +356,52 @@ class Regions(StrictModel):
     preferred: list[str] | None = None
 
 
+class VatRates(StrictModel):
+    """Value-added tax added to the catalogue's prices (taken as net of VAT). Defaults are
+    China's general rates: 13% on goods (servers, electricity) and 6% on modern services
+    (colocation, bandwidth, cloud rental) (财政部 税务总局 海关总署公告2019年第39号; 财税
+    〔2016〕36号)."""
+
+    goods: Fraction = Field(default=0.13, description="On purchases and energy.")
+    services: Fraction = Field(
+        default=0.06, description="On rack rent, set-up fees, bandwidth and cloud rental."
+    )
+
+
+class Finance(StrictModel):
+    """How the TCO treats money beyond the purchase and running prices."""
+
+    residual_value: bool = Field(
+        default=True,
+        description="Subtract the owned hardware's value at the end of the horizon (straight-"
+        "line book value, see useful_life_months) from the TCO; the capex budget still counts "
+        "the full price.",
+    )
+    useful_life_months: int | None = Field(
+        default=None,
+        ge=1,
+        le=240,
+        description="Months over which a server's value falls to the salvage fraction; "
+        "default 60 (optimize/finance.py, with its source).",
+    )
+    salvage_fraction: Fraction | None = Field(
+        default=None,
+        lt=1,
+        description="Share of the price a server keeps at the end of its useful life; default "
+        "0.05 (optimize/finance.py).",
+    )
+    vat: VatRates | None = Field(
+        default=None,
+        description="Add VAT to every price (catalogue prices are taken as net); `vat: {}` "
+        "uses China's 13% / 6%.",
+    )
+    spares: Literal["none", "n+1"] = Field(
+        default="none",
+        description="n+1: buy one spare server per (server model, site) used, hosted and "
+        "powered (idle) with the others.",
+    )
+
+
 class Requirements(StrictModel):
     schema_: str | None = Field(default=None, alias="$schema")
     currency: Currency = "CNY"
@@ -385,6 +431,7 @@ class Requirements(StrictModel):
         "stock already owned, or a compliant channel your legal team approved.",
     )
     workloads: list[Workload] = Field(min_length=1)
+    finance: Finance = Field(default_factory=Finance)
 
     @model_validator(mode="after")
     def _unique_names(self) -> Requirements:

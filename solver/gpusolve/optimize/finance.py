@@ -67,6 +67,37 @@ def busy_energy(busy_kwh: float, price_per_server_kwh: float) -> int:
     return to_money(busy_kwh * price_per_server_kwh)
 
 
+# --- residual value ------------------------------------------------------------------
+
+# A server's value falls straight-line from its price to a salvage fraction over its useful
+# life; what is left at the end of the horizon is credited to the TCO (the capex budget still
+# counts the full price). Book value, not a resale quote (assumption, confidence C):
+# - useful life 60 months: Amazon shortened the useful life of a subset of its servers and
+#   networking equipment from six to five years from 2025-01-01, citing the faster pace of
+#   AI/ML technology (Amazon.com 10-K for 2024, note 1 "Use of Estimates"); Chinese tax law
+#   lets electronic equipment be depreciated over no less than 3 years (企业所得税法实施条例
+#   第六十条), and Chinese IDC operators commonly book servers over 5 years.
+# - salvage 5% of the price: the customary 预计净残值率 of 3-5% of Chinese fixed-asset
+#   accounting (the former 《工业企业财务制度》 range), at its top.
+USEFUL_LIFE_MONTHS = 60
+SALVAGE_FRACTION = 0.05
+
+
+def residual_fraction(
+    age_months: float,
+    useful_life_months: float = USEFUL_LIFE_MONTHS,
+    salvage_fraction: float = SALVAGE_FRACTION,
+) -> float:
+    """Share of its price a server is worth at `age_months`: straight-line to salvage."""
+    left = 1.0 - min(1.0, age_months / useful_life_months)
+    return salvage_fraction + (1.0 - salvage_fraction) * left
+
+
+def residual_value(price: float, fraction: float) -> int:
+    """One server's value at the end of the horizon, whole units."""
+    return to_money(price * fraction)
+
+
 # --- bandwidth by duty -------------------------------------------------------------
 
 

@@ -37,6 +37,7 @@ class Sku:
     power_w: int  # peak wall power per server
     rack_units: int
     cooling: frozenset[str]  # rack cooling kinds it can live in
+    residual: int = 0  # value per server at the end of the horizon (`finance.py`), <= capex
 
 
 @dataclass(frozen=True)
@@ -162,10 +163,12 @@ class Costs:
     bandwidth: int  # whole horizon
     cloud: int  # whole horizon
     penalties: int
+    residual: int = 0  # owned servers' value at the end of the horizon: a credit
 
     @property
     def tco(self) -> int:
-        return self.capex + self.rack_rent + self.energy + self.bandwidth + self.cloud
+        spend = self.capex + self.rack_rent + self.energy + self.bandwidth + self.cloud
+        return spend - self.residual
 
     @property
     def objective_tco(self) -> int:

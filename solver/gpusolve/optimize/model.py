@@ -164,10 +164,13 @@ class Built:
     servers_total: Expr
     rank: Expr
     stats: dict[str, int] = field(default_factory=dict)
+    # Owned servers' value at the end of the horizon (`finance.py`): a credit in the TCO.
+    residual: Expr = field(default_factory=lambda: cp_model.LinearExpr.weighted_sum([], []))
 
     @property
     def tco(self) -> Expr:
-        return self.capex + self.rent + self.energy + self.bandwidth + self.cloud_cost
+        spend = self.capex + self.rent + self.energy + self.bandwidth + self.cloud_cost
+        return spend - self.residual
 
     @property
     def opex(self) -> Expr:
@@ -235,6 +238,8 @@ def instance_errors(instance: Instance) -> list[str]:
     for sku in instance.skus.values():
         if sku.rack_units < 1 or sku.power_w < 0 or sku.capex < 0:
             errors.append(f"sku {sku.id}: needs rack_units >= 1, power_w >= 0, capex >= 0")
+        if not 0 <= sku.residual <= sku.capex:
+            errors.append(f"sku {sku.id}: residual value must be within 0..capex")
     for option in instance.owned:
         if option.workload not in workloads:
             errors.append(f"option {option.key}: unknown workload {option.workload}")
@@ -369,6 +374,7 @@ def build(instance: Instance, options: BuildOptions | None = None) -> Built:
 
     h = instance.horizon_months
     capex = _wsum([(instance.skus[k].capex, v) for (k, _), v in servers.items()])
+    residual = _wsum([(instance.skus[k].residual, v) for (k, _), v in servers.items()])
     energy = _wsum(
         [(h * instance.sites[s].energy_month[k], v) for (k, s), v in servers.items()]
         + [(o.placement.busy_energy, o.var) for o in owned]
@@ -420,6 +426,7 @@ def build(instance: Instance, options: BuildOptions | None = None) -> Built:
         racks_total=racks_total,
         servers_total=servers_total,
         rank=rank,
+        residual=residual,
     )
     built.stats = {
         "owned_options_in": len(instance.owned),

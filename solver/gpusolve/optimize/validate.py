@@ -153,9 +153,10 @@ def _check_racks(instance: Instance, solution: Solution, problems: list[str]) ->
 
 def recompute_costs(instance: Instance, solution: Solution, placed: Placed) -> Costs:
     h = instance.horizon_months
-    capex = energy = 0
+    capex = energy = residual = 0
     for (sku, site), count in solution.servers.items():
         capex += instance.skus[sku].capex * count
+        residual += instance.skus[sku].residual * count
         energy += h * instance.sites[site].energy_month.get(sku, 0) * count
     rent = sum(
         h * instance.sites[site].rack_rent_month * count
@@ -173,7 +174,7 @@ def recompute_costs(instance: Instance, solution: Solution, placed: Placed) -> C
         item[0].penalty + item[1].penalty if isinstance(item, tuple) else item.penalty
         for item in placed
     )
-    return Costs(capex, rent, energy, bandwidth, cloud, penalties)
+    return Costs(capex, rent, energy, bandwidth, cloud, penalties, residual)
 
 
 def extra_mbps(instance: Instance, placed: Placed) -> dict[str, int]:

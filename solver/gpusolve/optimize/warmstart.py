@@ -58,7 +58,7 @@ def standalone_owned(instance: Instance, option: OwnedOption, placement: Placeme
     monthly = option.servers * site.energy_month[sku.id] + racks * site.rack_rent_month
     monthly += site.bandwidth_month
     extra_mbps = max(0, option.bandwidth_mbps - site.bandwidth_mbps) * site.extra_mbps_cost
-    total = option.servers * sku.capex + instance.horizon_months * monthly
+    total = option.servers * (sku.capex - sku.residual) + instance.horizon_months * monthly
     total += extra_mbps + placement.busy_energy
     return total + option.penalty + placement.penalty
 

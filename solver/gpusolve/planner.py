@@ -17,12 +17,12 @@ from gpusolve.models.plan import (
     Alternative,
     Infeasibility,
     Plan,
-    RuleFired,
     SolverInfo,
     TimedOut,
 )
 from gpusolve.models.requirements import Requirements
 from gpusolve.optimize import ir
+from gpusolve.rules.summary import RulesSummary as RulesSummary  # re-exported for pipeline
 from gpusolve.smalljobs import beyond_horizon, rent_only, small_jobs
 
 Progress = Callable[[str], None]
@@ -38,12 +38,6 @@ class PlanOptions:
     top_k: int = 0
     why_not: str | None = None
     timings: bool = False
-
-
-@dataclass(frozen=True)
-class RulesSummary:
-    fired: list[RuleFired]
-    advice: list[str]
 
 
 def make_plan(

@@ -9,6 +9,7 @@ import contextlib
 import csv
 import io
 import json
+import re
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -180,3 +181,27 @@ def test_unknown_kinds_go_to_a_section_and_unpriced_lines_are_one_lot() -> None:
     ln = bom_line(item)
     assert (ln.section, ln.quantity, ln.unit, ln.unit_price) == ("network", 1, "lot", 123_456.0)
     assert ln.amount == 123_456.0 and ln.site == "site-a" and ln.illustrative
+
+
+def test_a_quote_patched_in_is_the_source_with_its_file_and_line(tmp_path: Path) -> None:
+    quote = tmp_path / "quotes.yaml"
+    quote.write_text(
+        "currency: CNY\n"
+        "patch:\n"
+        "  - id: atlas-800t-a2\n"
+        "    price: 1400000\n"
+        '    pricing: {illustrative: false, as_of: "2026-11", source: "quote from vendor X"}\n',
+        encoding="utf-8",
+    )
+    code, text = _cli("plan", "-q", str(CHAT), "--catalog", str(quote), "--bom", "--format", "csv")
+    assert code == 0
+    rows = {r["section"]: r for r in csv.DictReader(text.splitlines())}
+    server = rows["server"]
+    assert server["source"] == f"quote from vendor X (as of 2026-11); {quote}:3"
+    assert (server["unit_price"], server["amount"], server["illustrative"]) == (
+        "1400000",
+        "2800000",
+        "no",
+    )
+    # Not patched: the rack's price is where the shipped catalogue defines the offer.
+    assert re.search(r"; catalog/colo-[\w-]+\.yaml:\d+$", rows["rack"]["source"])

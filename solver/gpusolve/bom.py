@@ -12,7 +12,7 @@ unit price (a mixed-SKU energy bill, a kind added later without one) is one lot.
 from __future__ import annotations
 
 from gpusolve.models.catalog import Catalog
-from gpusolve.models.plan import BomLine, BomSection, CostItem, Plan
+from gpusolve.models.plan import BomLine, BomSection, CostItem, Plan, SourceRef
 
 # Cost-line kinds -> BOM section. Kinds other modules add (network, storage, spares,
 # finance) are matched by their leading word; anything else is a running cost of a site.
@@ -127,4 +127,33 @@ def bill_of_materials(plan: Plan, catalog: Catalog) -> list[BomLine]:
     out += [ln for ln in lines if ln.site is None and ln.section in SITE_SECTIONS]
     for section in TAIL_SECTIONS:
         out += [ln for ln in lines if ln.section == section]
+    return out
+
+
+def _price_field(name: str) -> bool:
+    return "price" in name or name in ("pricing", "pue", "power_included", "bandwidth_mbps")
+
+
+def price_location(ref: SourceRef) -> str:
+    """file:line where the item's price was last set: the latest patch that changed a
+    price field (a quote in the user's catalogue), else the item's definition."""
+    for patch in reversed(ref.patched_at):
+        if any(_price_field(f) for f in patch.fields):
+            return patch.at
+    return ref.defined_at
+
+
+def locate(lines: list[BomLine], sources: list[SourceRef]) -> list[BomLine]:
+    """The BOM with each priced line's catalogue file:line after its source string (the
+    server for servers, the colo offer for a site's lines, the cloud offer for rentals)."""
+    where = {ref.id: price_location(ref) for ref in sources}
+    out: list[BomLine] = []
+    for ln in lines:
+        key = ln.item if ln.section in ("server", "cloud") else ln.site
+        at = where.get(key or "") if ln.unit_price is not None else None
+        if at is None or at in ln.source:
+            out.append(ln)
+            continue
+        source = f"{ln.source}; {at}" if ln.source else at
+        out.append(ln.model_copy(update={"source": source}))
     return out

@@ -144,6 +144,7 @@ def plan(
     GB means 10^9 bytes; money is in the run's currency.
     """
     from gpusolve.atomic import write_text_atomic
+    from gpusolve.bom import locate
     from gpusolve.optimize.interrupt import requested as interrupt_requested
     from gpusolve.optimize.interrupt import run_interruptibly
     from gpusolve.optimize.ir import SolveConfig
@@ -179,6 +180,7 @@ def plan(
         on_search=lambda: progress("searching (Ctrl-C stops and prints the best plan so far)"),
     )
     result = run.finish(result)  # market, compliance, exclusions, sources
+    result = result.model_copy(update={"bom": locate(result.bom, result.sources)})
     if interrupt_requested():
         _stop_interrupted(result, fmt, output, progress)
     text = render_bom(result, fmt) if bom else render_plan(result, fmt)

@@ -13,11 +13,11 @@ from typing import Any
 
 import pytest
 import yaml
+from tests.support.shipped import ROOT, shipped
 
 from gpusolve.load import load_catalog
 from gpusolve.load.catalog import deep_merge
 from gpusolve.load.data import data_dir
-from plan_support import ROOT, shipped
 
 CHAT = ROOT / "examples" / "chat-day-lora-night.yaml"
 

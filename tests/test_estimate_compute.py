@@ -8,13 +8,13 @@ from dataclasses import replace
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from tests.factories.hardware import A100_80, H20, H100, L40S, hgx, pcie_box
 
 from gpusolve.estimate import Hardware, Layout, evaluate, resolve_arch
 from gpusolve.estimate.checkpoint import checkpoint_stall, training_checkpoint
 from gpusolve.estimate.steptime import allreduce_s, gather_s
 from gpusolve.models.requirements import Measured, ModelShape, Workload
 from gpusolve.params import Params
-from test_estimate_cards import A100_80, H20, H100, L40S, hgx, pcie_box
 
 GB = 1e9
 

@@ -6,11 +6,11 @@ import statistics
 import time
 
 import pytest
+from tests.factories.hardware import A100_80, H100, L40S, RTX4090, hgx, pcie_box
 
 from gpusolve.estimate import search_layouts
 from gpusolve.models.requirements import ModelShape, Workload
 from gpusolve.params import Params
-from test_estimate_cards import A100_80, H100, L40S, RTX4090, hgx, pcie_box
 
 
 def _ft(**over: object) -> Workload:

@@ -6,6 +6,8 @@ import dataclasses
 
 import pytest
 from ortools.sat.python import cp_model
+from tests.factories.instances import ONE, TWO, instance, owned, site
+from tests.support.solutions import plan
 
 from gpusolve.optimize.alternatives import alternatives
 from gpusolve.optimize.explain import explain, relaxation
@@ -16,71 +18,12 @@ from gpusolve.optimize.ir import (
     OwnedOption,
     Placement,
     Requirement,
-    Site,
-    Sku,
-    Slot,
     Solution,
-    SolveConfig,
 )
 from gpusolve.optimize.model import BuildOptions, build
 from gpusolve.optimize.relaxation import translate
 from gpusolve.optimize.solve import criteria, fold, group, relative_gap, solve
 from gpusolve.optimize.validate import check
-
-ONE = SolveConfig(time_limit_s=20, workers=1, seed=1)
-TWO = SolveConfig(time_limit_s=20, workers=2, seed=1)
-
-# A 10 kW / 8 U server for 1000 (energy 10 per month) and a 20 kW one.
-H100 = Sku("h100", capex=1000, power_w=10_000, rack_units=8, cooling=frozenset({"air"}))
-HOT = Sku("hot", capex=800, power_w=20_000, rack_units=8, cooling=frozenset({"air"}))
-
-
-def site(
-    id_: str = "sz",
-    rack_w: int = 20_000,
-    racks: int = 10,
-    rent: int = 5,
-    bandwidth: int = 0,
-    energy: int = 10,
-) -> Site:
-    return Site(
-        id_, "east", "air", rack_w, 42, racks, rent, bandwidth, {"h100": energy, "hot": energy}
-    )
-
-
-def owned(
-    key: str,
-    workload: str,
-    servers: int,
-    slot: Slot = "always",
-    sku: str = "h100",
-    sites: tuple[str, ...] = ("sz",),
-    **kw: object,
-) -> OwnedOption:
-    placements = tuple(Placement(s) for s in sites)
-    return OwnedOption(key, workload, sku, servers, slot, placements, **kw)  # type: ignore[arg-type]
-
-
-def instance(
-    workloads: tuple[str, ...],
-    opts: tuple[OwnedOption, ...],
-    cloud: tuple[CloudOption, ...] = (),
-    sites: tuple[Site, ...] = (site(),),
-    **kw: object,
-) -> Instance:
-    return Instance(
-        workloads=workloads,
-        skus={"h100": H100, "hot": HOT},
-        sites={s.id: s for s in sites},
-        owned=opts,
-        cloud=cloud,
-        horizon_months=12,
-        **kw,  # type: ignore[arg-type]
-    )
-
-
-def plan(solution: Solution) -> dict[str, tuple[str, str | None]]:
-    return {c.workload: (c.option, c.site) for c in solution.choices}
 
 
 def test_day_and_night_work_share_servers() -> None:
@@ -342,15 +285,6 @@ def _tie_heavy() -> Instance:
         for i in range(3)
     )
     return instance(("x", "y"), opts, sites=sites)
-
-
-@pytest.fixture
-def parallel_always(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Two workers even on the tiny models of these tests (the solve gives models below
-    `_PARALLEL_MIN_CHOICES` one)."""
-    from gpusolve.optimize import solve as solve_module
-
-    monkeypatch.setattr(solve_module, "_PARALLEL_MIN_CHOICES", 0)
 
 
 @pytest.mark.usefixtures("parallel_always")

@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from ortools.sat.python import cp_model
-from tests.optimize_reference import min_racks
-from tests.test_optimize_cases import ONE, instance, owned
+from tests.factories.instances import ONE, instance, owned
+from tests.support.optimize_reference import min_racks
 
 from gpusolve.optimize import lazy
 from gpusolve.optimize import solve as solve_module

@@ -7,15 +7,8 @@ import dataclasses
 
 import pytest
 from ortools.sat.python import cp_model
-from tests.test_optimize_cases import (  # noqa: F401 (fixture)
-    ONE,
-    TWO,
-    instance,
-    owned,
-    parallel_always,
-    plan,
-    site,
-)
+from tests.factories.instances import ONE, TWO, instance, owned, site
+from tests.support.solutions import plan
 
 from gpusolve.optimize import relaxation, warmstart
 from gpusolve.optimize.ir import CloudOption, Instance

@@ -15,7 +15,9 @@ from typing import Any
 
 import pytest
 import yaml
-from tests.optimize_reference import evaluate_all, optimum, random_instance
+from tests.factories.files import write_reqs
+from tests.support.optimize_reference import evaluate_all, optimum, random_instance
+from tests.support.shipped import CLOUD, COLO, ROOT, SERVERS, owned_only
 
 import gpusolve.explain as explain_module
 from gpusolve.frontier import frontier_status
@@ -23,7 +25,6 @@ from gpusolve.models.frontier import FrontierPoint
 from gpusolve.optimize import explain as optimize_explain
 from gpusolve.optimize import solve as solve_module
 from gpusolve.optimize.ir import Instance, Solution, SolveConfig
-from plan_support import CLOUD, COLO, ROOT, SERVERS, owned_only, write_reqs
 
 sys.path.insert(0, str(ROOT / "benchmarks"))
 

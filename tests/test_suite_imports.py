@@ -4,6 +4,8 @@ imports another test module, and the helper packages load under one name only.""
 from __future__ import annotations
 
 import ast
+import sys
+from collections import defaultdict
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -77,6 +79,23 @@ def test_the_check_catches_each_kind_of_bad_import() -> None:
     assert violations("from conftest import CliResult\n") != []
     fine = "from tests.factories.catalog import card\nfrom tests.support import shipped\n"
     assert violations(fine) == []
+
+
+def test_no_file_of_the_suite_is_loaded_under_two_names() -> None:
+    """What the import mode guarantees, checked on what this process has loaded so far: a
+    helper loaded twice would keep two caches (`differential.case` enumerates each seed
+    once per name)."""
+    import tests.support.differential  # noqa: F401 (a helper is loaded at least once)
+
+    names: dict[Path, list[str]] = defaultdict(list)
+    for name, module in list(sys.modules.items()):
+        file = getattr(module, "__file__", None)
+        if file and Path(file).resolve().is_relative_to(TESTS):
+            names[Path(file).resolve()].append(name)
+    assert names
+    assert {f: n for f, n in names.items() if len(n) > 1} == {}
+    helpers = [n for f, ns in names.items() for n in ns if f.parent.name in HELPERS]
+    assert helpers and all(n.startswith("tests.") for n in helpers)
 
 
 def test_the_helper_packages_are_packages_and_the_old_helpers_are_gone() -> None:

@@ -7,6 +7,7 @@ from dataclasses import replace
 import pytest
 from tests.factories.catalog import colo_offer, server
 from tests.factories.hardware import A100_80, H100, hgx
+from tests.factories.requirements import preset_workload
 
 from gpusolve.candidates.generate import node_limit
 from gpusolve.estimate import Layout, evaluate, resolve_arch, search_layouts
@@ -19,15 +20,7 @@ GB = 1e9
 
 
 def _pretrain(preset: str, **over: object) -> Workload:
-    base: dict[str, object] = {
-        "name": "w",
-        "kind": "pretrain",
-        "model": ModelShape(preset=preset),
-        "tokens": 1e10,
-        "micro_batch": 1,
-    }
-    base.update(over)
-    return Workload.model_validate(base)
+    return preset_workload(preset, **{"tokens": 1e10, "micro_batch": 1, **over})
 
 
 # --------------------------------------------------------------------------- MoE and MLA

@@ -1,12 +1,12 @@
 """Requirements as validated models: a workload (training by default; inference gets a
-throughput target instead of tokens), the requirements holding some, and a layout dict as
-the rules see it."""
+throughput target instead of tokens), a workload of a named model, the requirements
+holding some, and a layout dict as the rules see it."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from gpusolve.models.requirements import Requirements, Workload
+from gpusolve.models.requirements import ModelShape, Requirements, Workload
 
 
 def workload(
@@ -21,6 +21,14 @@ def workload(
     if model:
         data["model"].update(model)
     data.update(kw)
+    return Workload.model_validate(data)
+
+
+def preset_workload(preset: str, **fields: Any) -> Workload:
+    """A workload of a named model (`model: {preset: ...}`), pretraining unless `kind` says
+    otherwise; `fields` as in the requirements file, `model` included."""
+    data: dict[str, Any] = {"name": "w", "kind": "pretrain", "model": ModelShape(preset=preset)}
+    data.update(fields)
     return Workload.model_validate(data)
 
 

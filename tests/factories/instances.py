@@ -66,3 +66,16 @@ def instance(
         horizon_months=12,
         **kw,  # type: ignore[arg-type]
     )
+
+
+def rented(
+    key: str,
+    workload: str,
+    instances: int,
+    cost_total: int,
+    offer: str = "cloud",
+    region: str = "cloud",
+    **kw: object,
+) -> CloudOption:
+    """Renting `instances` of a cloud offer for `cost_total` over the horizon."""
+    return CloudOption(key, workload, offer, region, instances, cost_total, **kw)  # type: ignore[arg-type]

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 import yaml
-from tests.factories.files import write_file
+from tests.factories.files import write_catalog, write_file
 from tests.support.shipped import ROOT, shipped
 
 from gpusolve.load import load_catalog
@@ -101,8 +101,7 @@ def test_catalog_adds_a_server_for_a_shipped_card(gpusolve, tmp_path: Path) -> N
     # Before, --catalog replaced the shipped catalogue: "known cards: (none)".
     server = next(s for s in shipped("servers") if s["id"] == "atlas-800t-a2")
     mine = dict(server, id="my-atlas", price=server["price"] * 0.9)
-    path = tmp_path / "mine.yaml"
-    path.write_text(yaml.safe_dump({"currency": "CNY", "servers": [mine]}, allow_unicode=True))
+    path = write_catalog(tmp_path, "mine.yaml", servers=[mine])
     result = gpusolve("catalog", "show", "my-atlas", "--catalog", str(path))
     assert result.code == 0, result.err
     assert f"defined at {path}:" in result.out

@@ -1,5 +1,5 @@
 """Input files: catalogue entries as a user writes them (dicts, dumped to YAML), and writers
-of catalogue, requirements and rule files into a test's folder."""
+of catalogue, requirements and rule files (from dicts, or as text) into a test's folder."""
 
 from __future__ import annotations
 
@@ -98,4 +98,11 @@ def write_file(tmp_path: Path, text: str, name: str = "mine.yaml") -> Path:
     """A file as written (a rule file, requirements with comments, broken YAML)."""
     path = tmp_path / name
     path.write_text(text, encoding="utf-8")
+    return path
+
+
+def rule_file(tmp_path: Path, *rules: dict[str, Any], name: str = "mine.yaml") -> Path:
+    """A rule file holding `rules` (each as in rules/*.yaml: id, source, title, when, ...)."""
+    path = tmp_path / name
+    path.write_text(yaml.safe_dump({"rules": list(rules)}))
     return path

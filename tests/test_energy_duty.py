@@ -7,8 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from plan_support import write_catalog, write_reqs
-from test_plan_hand import box, card, site
+from tests.factories.files import card_entry, colo_entry, server_entry, write_catalog, write_reqs
 
 HORIZON_MONTHS = 36
 HORIZON_H = 730 * HORIZON_MONTHS  # 26,280 h
@@ -18,10 +17,14 @@ PER_KWH = 1.4 * 0.7  # the test site's PUE x tariff
 
 
 def _catalog(tmp: Path) -> Path:
-    server = box("box", "t80", 8, PEAK_KW, 2_000_000)
+    server = server_entry("box", "t80", 8, PEAK_KW, 2_000_000)
     server["idle_power_kw"] = IDLE_KW
     return write_catalog(
-        tmp, "cat.yaml", cards=[card("t80", 80)], servers=[server], colo_offers=[site("s", 20)]
+        tmp,
+        "cat.yaml",
+        cards=[card_entry("t80", 80)],
+        servers=[server],
+        colo_offers=[colo_entry("s", 20)],
     )
 
 

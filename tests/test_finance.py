@@ -7,9 +7,9 @@ import json
 from pathlib import Path
 from typing import Any
 
+from tests.factories.files import card_entry, colo_entry, server_entry, write_catalog, write_reqs
+
 from gpusolve.optimize import finance
-from plan_support import write_catalog, write_reqs
-from test_plan_hand import box, card, site
 
 
 def cloud(offer_id: str, per_hour: float, **terms: Any) -> dict[str, Any]:
@@ -28,13 +28,13 @@ def cloud(offer_id: str, per_hour: float, **terms: Any) -> dict[str, Any]:
 
 
 def _catalog(tmp: Path, per_hour: float = 80, **colo: Any) -> Path:
-    offer = site("s", 20, cooling="enhanced_air")
+    offer = colo_entry("s", 20, cooling="enhanced_air")
     offer.update(colo)
     return write_catalog(
         tmp,
         "cat.yaml",
-        cards=[card("t80", 80)],
-        servers=[box("box", "t80", 8, 10.0, 2_000_000)],
+        cards=[card_entry("t80", 80)],
+        servers=[server_entry("box", "t80", 8, 10.0, 2_000_000)],
         colo_offers=[offer],
         cloud_offers=[cloud("rent", per_hour)],
     )

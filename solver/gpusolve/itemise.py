@@ -14,6 +14,7 @@ from collections import defaultdict
 
 from gpusolve.candidates.generate import Candidates
 from gpusolve.models.catalog import Catalog
+from gpusolve.models.common import PriceNote
 from gpusolve.models.plan import (
     Cost,
     CostBreakdown,
@@ -40,13 +41,17 @@ KINDS: tuple[CostKind, ...] = (
 def cost_items(
     solution: ir.Solution, instance: ir.Instance, cand: Candidates, catalog: Catalog
 ) -> list[CostItem]:
-    """Capex per (SKU, site), rent, energy and bandwidth per site, rental per cloud option."""
+    """Capex per (SKU, site), rent, energy and bandwidth per site, rental per cloud option,
+    then the owned servers' residual value (a credit)."""
     h = instance.horizon_months
     items: list[CostItem] = []
     for (sku, site), n in sorted(solution.servers.items()):
         price = instance.skus[sku].capex
         detail = f"{n} at {site} x {price:,}"
-        items.append(CostItem(kind="servers_capex", subject=sku, detail=detail, amount=n * price))
+        line = CostItem(kind="servers_capex", subject=sku, detail=detail, amount=n * price)
+        server = catalog.servers.get(sku)
+        note = server.pricing if server is not None else None
+        items.append(priced(line, n, "server", price, note, site=site))
     racks: dict[str, int] = defaultdict(int)
     for (site, _fill), count in solution.racks.items():
         racks[site] += count
@@ -54,7 +59,9 @@ def cost_items(
         rent = instance.sites[site_id].rack_rent_month
         amount = h * rent * racks[site_id]
         detail = f"{racks[site_id]} rack(s) x {rent:,}/month x {h} months"
-        items.append(CostItem(kind="rack_rent", subject=site_id, detail=detail, amount=amount))
+        line = CostItem(kind="rack_rent", subject=site_id, detail=detail, amount=amount)
+        note = colo_pricing(catalog, site_id)
+        items.append(priced(line, h * racks[site_id], "rack-month", rent, note, site=site_id))
     items += _energy(solution, instance, cand, catalog)
     items += _bandwidth(solution, instance, catalog)
     cloud = {c.key: c for c in instance.cloud}
@@ -67,13 +74,56 @@ def cost_items(
         per_hour = f" x {offer.price_per_hour:,.2f}/h" if offer is not None else ""
         hours = f"{meta.rental_hours:,.1f} h{per_hour}"
         detail = f"{choice.workload}: {option.instances} instance(s) x {hours}"
-        items.append(
-            CostItem(
-                kind="cloud_rental", subject=option.offer, detail=detail, amount=option.cost_total
-            )
+        line = CostItem(
+            kind="cloud_rental", subject=option.offer, detail=detail, amount=option.cost_total
         )
+        if offer is not None:
+            # The amount is the instance-hours at the hourly price, rounded once to whole
+            # units (what the optimiser charged), so quantity x unit price is within 0.5.
+            instance_hours = option.instances * meta.rental_hours
+            hourly = offer.price_per_hour
+            line = priced(line, instance_hours, "instance-hour", hourly, offer.pricing)
+        items.append(line)
     items += _residual(solution, instance, cand, catalog)
     return [i for i in items if i.amount]
+
+
+def price_source(note: PriceNote | None) -> tuple[str, bool]:
+    """(source, illustrative) of a catalogue price: its source string and date, as the
+    catalogue states them; an unknown price is flagged illustrative, never a quote."""
+    if note is None:
+        return "not in the catalogue", True
+    return f"{note.source} (as of {note.as_of})", note.illustrative
+
+
+def priced(
+    line: CostItem,
+    quantity: float,
+    unit: str,
+    unit_price: float,
+    note: PriceNote | None,
+    *,
+    site: str | None = None,
+) -> CostItem:
+    """`line` with its purchase-order view filled in: how many, of what, at what price,
+    from which catalogue source. Callers adding cost lines (network, storage, spares)
+    use it so that the bill of materials reads every line the same way."""
+    source, illustrative = price_source(note)
+    update: dict[str, object] = {
+        "quantity": quantity,
+        "unit": unit,
+        "unit_price": unit_price,
+        "source": source,
+        "illustrative": illustrative,
+    }
+    if site is not None:
+        update["site"] = site
+    return line.model_copy(update=update)
+
+
+def colo_pricing(catalog: Catalog, offer_id: str) -> PriceNote | None:
+    offer = catalog.colo_offers.get(offer_id)
+    return offer.pricing if offer is not None else None
 
 
 def _residual(
@@ -91,19 +141,10 @@ def _residual(
             f"after {instance.horizon_months} months: straight-line over "
             f"{cand.useful_life_months} months to {cand.salvage_fraction:.0%})"
         )
-        out.append(
-            CostItem(
-                kind="residual_value",
-                subject=sku,
-                detail=detail,
-                amount=-n * value,
-                quantity=n,
-                unit="server",
-                unit_price=-value,
-                source="optimize/finance.py: USEFUL_LIFE_MONTHS, SALVAGE_FRACTION",
-                illustrative=True,
-            )
-        )
+        line = CostItem(kind="residual_value", subject=sku, detail=detail, amount=-n * value)
+        line = priced(line, n, "server", -value, server.pricing, site=site)
+        source = "book value: optimize/finance.py USEFUL_LIFE_MONTHS, SALVAGE_FRACTION"
+        out.append(line.model_copy(update={"source": f"{source}; price {line.source}"}))
     return out
 
 
@@ -121,42 +162,21 @@ def _bandwidth(solution: ir.Solution, instance: ir.Instance, catalog: Catalog) -
     for site_id in sorted({c.site for c in solution.choices if c.site is not None}):
         site = instance.sites[site_id]
         offer = catalog.colo_offers.get(site_id)
-        illustrative = offer.pricing.illustrative if offer is not None else False
-        price = offer.bandwidth_price_per_mbps_month if offer is not None else 0.0
-        source = f"colo_offers[{site_id}].bandwidth_price_per_mbps_month"
+        note = colo_pricing(catalog, site_id)
         month = site.bandwidth_month
-        out.append(
-            CostItem(
-                kind="bandwidth",
-                subject=site_id,
-                detail=f"{site.bandwidth_mbps:,} Mbps included: {month:,}/month x {h} months",
-                amount=h * month,
-                quantity=h,
-                unit=f"month of {site.bandwidth_mbps:,} Mbps",
-                unit_price=month,
-                source=source,
-                illustrative=illustrative,
-            )
-        )
+        detail = f"{site.bandwidth_mbps:,} Mbps included: {month:,}/month x {h} months"
+        line = CostItem(kind="bandwidth", subject=site_id, detail=detail, amount=h * month)
+        out.append(priced(line, h, "month", month, note, site=site_id))
         more = extra.get(site_id, 0)
         if more:
+            price = offer.bandwidth_price_per_mbps_month if offer is not None else 0.0
             detail = (
                 f"{more:,} Mbps beyond the included {site.bandwidth_mbps:,} (the workloads there "
                 f"need {site.bandwidth_mbps + more:,}) x {price:g}/Mbps-month x {h} months"
             )
-            out.append(
-                CostItem(
-                    kind="bandwidth",
-                    subject=site_id,
-                    detail=detail,
-                    amount=more * site.extra_mbps_cost,
-                    quantity=more * h,
-                    unit="Mbps-month",
-                    unit_price=price,
-                    source=source,
-                    illustrative=illustrative,
-                )
-            )
+            amount = more * site.extra_mbps_cost
+            line = CostItem(kind="bandwidth", subject=site_id, detail=detail, amount=amount)
+            out.append(priced(line, more * h, "Mbps-month", price, note, site=site_id))
     return out
 
 
@@ -169,26 +189,15 @@ def _energy(
     out: list[CostItem] = []
     for (sku, site_id), n in sorted(solution.servers.items()):
         month = instance.sites[site_id].energy_month.get(sku, 0)
-        offer = catalog.colo_offers.get(site_id)
         server = catalog.servers.get(sku)
         idle = ""
         if server is not None:
             idle_kw = finance.idle_power_kw(server.power_kw, server.idle_power_kw)
             idle = f" ({idle_kw:,.2f} kW idle)"
         detail = f"idle: {n} x {sku}{idle} x {month:,}/month x {h} months"
-        out.append(
-            CostItem(
-                kind="energy",
-                subject=site_id,
-                detail=detail,
-                amount=h * n * month,
-                quantity=n * h,
-                unit="server-month idle",
-                unit_price=month,
-                source=f"colo_offers[{site_id}].power_price_per_kwh x pue",
-                illustrative=offer.pricing.illustrative if offer is not None else False,
-            )
-        )
+        line = CostItem(kind="energy", subject=site_id, detail=detail, amount=h * n * month)
+        note = colo_pricing(catalog, site_id)
+        out.append(priced(line, n * h, "server-month idle", month, note, site=site_id))
     owned = {o.key: o for o in instance.owned}
     for choice in solution.choices:
         option = owned.get(choice.option)
@@ -216,17 +225,11 @@ def _busy_line(
         f"({busy_kw:,.2f} - {idle_kw:,.2f}) kW above idle x {hours:,.1f} h x PUE {offer.pue:g} "
         f"x {offer.power_price_per_kwh:g}/kWh"
     )
-    return CostItem(
-        kind="energy",
-        subject=placement.site,
-        detail=detail,
-        amount=placement.busy_energy,
-        quantity=round(kwh, 1),
-        unit="kWh",
-        unit_price=offer.power_price_per_kwh,
-        source=f"colo_offers[{placement.site}].power_price_per_kwh",
-        illustrative=offer.pricing.illustrative,
+    line = CostItem(
+        kind="energy", subject=placement.site, detail=detail, amount=placement.busy_energy
     )
+    price = offer.power_price_per_kwh
+    return priced(line, round(kwh, 1), "kWh", price, offer.pricing, site=placement.site)
 
 
 def penalty_items(solution: ir.Solution, cand: Candidates) -> list[PenaltyItem]:

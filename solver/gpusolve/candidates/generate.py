@@ -633,7 +633,3 @@ def _sites(b: _Builder) -> dict[str, ir.Site]:
             extra_mbps_cost=to_money(b.reqs.horizon_months * offer.bandwidth_price_per_mbps_month),
         )
     return sites
-
-
-def offer_by_id(catalog: Catalog, offer_id: str) -> ColoOffer | CloudOffer | None:
-    return catalog.colo_offers.get(offer_id) or catalog.cloud_offers.get(offer_id)

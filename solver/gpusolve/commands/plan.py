@@ -32,7 +32,7 @@ EXIT_CODES = {"optimal": 0, "feasible": 0, "infeasible": 1, "timeout": 3, "unkno
 @click.argument("requirements", type=click.Path(path_type=Path))
 @catalog_option
 @rules_option
-@format_option(*FORMATS)
+@format_option(*FORMATS, "csv")
 @click.option(
     "-o",
     "--output",
@@ -88,6 +88,11 @@ EXIT_CODES = {"optimal": 0, "feasible": 0, "infeasible": 1, "timeout": 3, "unkno
 @click.option("--seed", type=SEED_RANGE, default=1, show_default=True, help="Solver random seed.")
 @click.option("--timings", is_flag=True, help="Include solve wall time in the output.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress messages on stderr.")
+@click.option(
+    "--bom",
+    is_flag=True,
+    help="Print only the bill of materials (--format csv: one row per item, for a spreadsheet).",
+)
 def plan(
     requirements: Path,
     catalog_paths: tuple[Path, ...],
@@ -104,6 +109,7 @@ def plan(
     seed: int,
     timings: bool,
     quiet: bool,
+    bom: bool,
 ) -> None:
     """Find the cheapest plan for the workloads in REQUIREMENTS (a YAML file).
 
@@ -138,14 +144,18 @@ def plan(
     GB means 10^9 bytes; money is in the run's currency.
     """
     from gpusolve.atomic import write_text_atomic
+    from gpusolve.bom import locate
     from gpusolve.optimize.interrupt import requested as interrupt_requested
     from gpusolve.optimize.interrupt import run_interruptibly
     from gpusolve.optimize.ir import SolveConfig
     from gpusolve.pipeline import prepare_run
     from gpusolve.planner import PlanOptions, make_plan
     from gpusolve.render import render_plan
+    from gpusolve.render.bom import render_bom
 
     progress = progress_printer(quiet)
+    if fmt == "csv" and not bom:
+        raise click.UsageError("--format csv writes the bill of materials: add --bom")
     check_output(output, [requirements, *catalog_paths, *rules_paths])
 
     run = prepare_run(
@@ -170,9 +180,10 @@ def plan(
         on_search=lambda: progress("searching (Ctrl-C stops and prints the best plan so far)"),
     )
     result = run.finish(result)  # market, compliance, exclusions, sources
+    result = result.model_copy(update={"bom": locate(result.bom, result.sources)})
     if interrupt_requested():
         _stop_interrupted(result, fmt, output, progress)
-    text = render_plan(result, fmt)
+    text = render_bom(result, fmt) if bom else render_plan(result, fmt)
     if output is not None and result.status in ("optimal", "feasible"):  # a plan, finished
         write_text_atomic(output, text)
         progress(f"wrote {output}")

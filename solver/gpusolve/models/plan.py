@@ -35,6 +35,9 @@ class CostItem(OutModel):
     unit_price: float | None = Field(default=None, description="Price of one unit.")
     source: str = Field(default="", description="Where the price comes from (catalogue file).")
     illustrative: bool = Field(default=False, description="True when the price is not a quote.")
+    site: str | None = Field(
+        default=None, description="Colo site the line is for (None: cloud or plan-wide)."
+    )
 
 
 class PenaltyItem(OutModel):

@@ -27,16 +27,20 @@ def cloud(offer_id: str, per_hour: float, **terms: Any) -> dict[str, Any]:
     }
 
 
-def _catalog(tmp: Path, per_hour: float = 80, **colo: Any) -> Path:
+def _catalog(tmp: Path, per_hour: float | None = 80, **colo: Any) -> Path:
+    """One 10 kW 8-GPU box at 2,000,000 (idle 2.5 kW by the default fraction), one 20 kW
+    site (5,000/rack-month, 100 Mbps at 50, PUE 1.4 x 0.7/kWh) and, unless `per_hour` is
+    None, one 8-GPU cloud instance of the same card."""
     offer = colo_entry("s", 20, cooling="enhanced_air")
     offer.update(colo)
+    clouds = [cloud("rent", per_hour)] if per_hour is not None else []
     return write_catalog(
         tmp,
         "cat.yaml",
         cards=[card_entry("t80", 80)],
         servers=[server_entry("box", "t80", 8, 10.0, 2_000_000)],
         colo_offers=[offer],
-        cloud_offers=[cloud("rent", per_hour)],
+        cloud_offers=clouds,
     )
 
 
@@ -91,3 +95,57 @@ def test_residual_value_flips_rent_to_buy(gpusolve, tmp_path: Path) -> None:
     (line,) = [i for i in parts["items"] if i["kind"] == "residual_value"]
     assert (line["quantity"], line["unit_price"]) == (1, -860_000)
     assert "43.0% of 2,000,000" in line["detail"]
+
+
+# Owned, no residual value, 36 months, one box: capex 2,000,000; one rack 5,000 x 36 =
+# 180,000; bandwidth 180,000; energy 1,788 x 36 = 64,368 idle + 115,895 busy = 180,263.
+NO_RESIDUAL = {"residual_value": False}
+
+
+def test_n_plus_1_buys_racks_and_powers_one_spare(gpusolve, tmp_path: Path) -> None:
+    # A second box: 2,000,000 more, and 1,788 x 36 = 64,368 more idle energy (it never
+    # runs); both fit the one 20 kW rack (2 x 10 kW, 8 U). 2,540,263 + 2,064,368 = 4,604,631.
+    finance_terms = {**NO_RESIDUAL, "spares": "n+1"}
+    plan = _plan(gpusolve, tmp_path, {"finance": finance_terms}, _catalog(tmp_path, None))
+    assert plan["deployments"][0]["servers"] == 1
+    assert plan["sites"][0]["servers"] == {"box": 2} and plan["sites"][0]["racks"] == 1
+    assert plan["cost"]["tco"] == 4_604_631
+    capex = [i for i in plan["cost"]["breakdown"]["items"] if i["kind"] == "servers_capex"]
+    assert sorted((i["unit"], i["quantity"], i["amount"]) for i in capex) == [
+        ("server", 1, 2_000_000),
+        ("spare server", 1, 2_000_000),
+    ]
+
+
+def test_colocation_minimum_term_and_set_up_fee(gpusolve, tmp_path: Path) -> None:
+    # A 48-month minimum term over a 36-month horizon: 5,000 x 48 = 240,000 rent, plus a
+    # 20,000 set-up fee once: rack_rent 260,000, TCO 2,540,263 + 60,000 + 20,000.
+    cat = _catalog(tmp_path, None, min_term_months=48, setup_fee=20_000)
+    plan = _plan(gpusolve, tmp_path, {"finance": NO_RESIDUAL}, cat)
+    parts = plan["cost"]["breakdown"]
+    assert parts["rack_rent"] == 260_000
+    assert plan["cost"]["tco"] == 2_620_263
+    units = sorted((i["unit"], i["quantity"]) for i in parts["items"] if i["kind"] == "rack_rent")
+    assert units == [("rack-month", 48), ("set-up fee", 1)]
+
+
+def test_vat_adds_13_percent_to_goods_and_6_to_services(gpusolve, tmp_path: Path) -> None:
+    # Goods x 1.13: capex 2,260,000; idle energy 2.5 kW x 730 h x 0.98 x 1.13 = 2,021/month
+    # x 36 = 72,756; busy 4.5 kW x 26,280 h x 0.98 x 1.13 = 130,961. Services x 1.06: rent
+    # 5,300 x 36 = 190,800; bandwidth 5,300 x 36 = 190,800. TCO 2,845,317.
+    terms = {**NO_RESIDUAL, "vat": {}}
+    plan = _plan(gpusolve, tmp_path, {"finance": terms}, _catalog(tmp_path, None))
+    parts = plan["cost"]["breakdown"]
+    assert (parts["servers_capex"], parts["rack_rent"], parts["bandwidth"]) == (
+        2_260_000,
+        190_800,
+        190_800,
+    )
+    assert parts["energy"] == 72_756 + 130_961
+    assert plan["cost"]["tco"] == 2_845_317
+    # The cloud rental is a service: 80 x 1.06 x 26,280 h = 2,228,544, now cheaper.
+    plan = _plan(gpusolve, tmp_path, {"finance": terms}, _catalog(tmp_path))
+    assert plan["deployments"][0]["mode"] == "cloud"
+    assert plan["cost"]["tco"] == 2_228_544
+    (line,) = plan["cost"]["breakdown"]["items"]
+    assert abs(line["unit_price"] - 84.8) < 1e-9 and "incl. VAT 6%" in line["detail"]

@@ -47,23 +47,39 @@ def cost_items(
     items: list[CostItem] = []
     for (sku, site), n in sorted(solution.servers.items()):
         price = instance.skus[sku].capex
-        detail = f"{n} at {site} x {price:,}"
-        line = CostItem(kind="servers_capex", subject=sku, detail=detail, amount=n * price)
         server = catalog.servers.get(sku)
         note = server.pricing if server is not None else None
-        items.append(priced(line, n, "server", price, note, site=site))
+        spare = int(instance.spares)  # N+1: its own line, still capex
+        detail = f"{n - spare} at {site} x {price:,}"
+        amount = (n - spare) * price
+        line = CostItem(kind="servers_capex", subject=sku, detail=detail, amount=amount)
+        items.append(priced(line, n - spare, "server", price, note, site=site))
+        if spare:
+            detail = f"1 spare (N+1) at {site} x {price:,}, racked and idle with the others"
+            line = CostItem(kind="servers_capex", subject=sku, detail=detail, amount=price)
+            items.append(priced(line, 1, "spare server", price, note, site=site))
     racks: dict[str, int] = defaultdict(int)
     for (site, _fill), count in solution.racks.items():
         racks[site] += count
     for site_id in sorted(racks):
         rent = instance.sites[site_id].rack_rent_month
-        amount = h * rent * racks[site_id]
-        detail = f"{racks[site_id]} rack(s) x {rent:,}/month x {h} months"
+        months = finance.rent_months(h, instance.sites[site_id].rent_months)
+        amount = months * rent * racks[site_id]
+        term = f" (the offer's minimum term; horizon {h})" if months > h else ""
+        detail = f"{racks[site_id]} rack(s) x {rent:,}/month x {months} months{term}"
         line = CostItem(kind="rack_rent", subject=site_id, detail=detail, amount=amount)
         note = colo_pricing(catalog, site_id)
-        items.append(priced(line, h * racks[site_id], "rack-month", rent, note, site=site_id))
+        quantity = months * racks[site_id]
+        items.append(priced(line, quantity, "rack-month", rent, note, site=site_id))
+    for site_id in sorted({c.site for c in solution.choices if c.site is not None}):
+        fee = instance.sites[site_id].setup_fee
+        if fee:
+            detail = f"one-off set-up fee {fee:,}"
+            line = CostItem(kind="rack_rent", subject=site_id, detail=detail, amount=fee)
+            note = colo_pricing(catalog, site_id)
+            items.append(priced(line, 1, "set-up fee", fee, note, site=site_id))
     items += _energy(solution, instance, cand, catalog)
-    items += _bandwidth(solution, instance, catalog)
+    items += _bandwidth(solution, instance, cand, catalog)
     cloud = {c.key: c for c in instance.cloud}
     for choice in solution.choices:
         option = cloud.get(choice.option)
@@ -71,7 +87,8 @@ def cost_items(
             continue
         meta = cand.meta[choice.option]
         offer = catalog.cloud_offers.get(option.offer)
-        per_hour = f" x {offer.price_per_hour:,.2f}/h" if offer is not None else ""
+        hourly = offer.price_per_hour * cand.vat_services if offer is not None else 0.0
+        per_hour = f" x {hourly:,.2f}/h{_vat_note(cand.vat_services)}" if offer else ""
         hours = f"{meta.rental_hours:,.1f} h{per_hour}"
         detail = f"{choice.workload}: {option.instances} instance(s) x {hours}"
         line = CostItem(
@@ -81,7 +98,6 @@ def cost_items(
             # The amount is the instance-hours at the hourly price, rounded once to whole
             # units (what the optimiser charged), so quantity x unit price is within 0.5.
             instance_hours = option.instances * meta.rental_hours
-            hourly = offer.price_per_hour
             line = priced(line, instance_hours, "instance-hour", hourly, offer.pricing)
         items.append(line)
     items += _residual(solution, instance, cand, catalog)
@@ -137,7 +153,8 @@ def _residual(
         if not value or server is None:
             continue
         detail = (
-            f"{n} at {site} x {value:,} ({cand.residual_share:.1%} of {server.price:,.0f} "
+            f"{n} at {site} x {value:,} ({cand.residual_share:.1%} of "
+            f"{instance.skus[sku].capex:,} "
             f"after {instance.horizon_months} months: straight-line over "
             f"{cand.useful_life_months} months to {cand.salvage_fraction:.0%})"
         )
@@ -148,7 +165,13 @@ def _residual(
     return out
 
 
-def _bandwidth(solution: ir.Solution, instance: ir.Instance, catalog: Catalog) -> list[CostItem]:
+def _vat_note(factor: float) -> str:
+    return f" incl. VAT {factor - 1:.0%}" if factor != 1.0 else ""
+
+
+def _bandwidth(
+    solution: ir.Solution, instance: ir.Instance, cand: Candidates, catalog: Catalog
+) -> list[CostItem]:
     """Each used site's included bandwidth, then the Mbps its workloads need beyond it."""
     h = instance.horizon_months
     owned = {o.key: o for o in instance.owned}
@@ -170,9 +193,11 @@ def _bandwidth(solution: ir.Solution, instance: ir.Instance, catalog: Catalog) -
         more = extra.get(site_id, 0)
         if more:
             price = offer.bandwidth_price_per_mbps_month if offer is not None else 0.0
+            price *= cand.vat_services
             detail = (
                 f"{more:,} Mbps beyond the included {site.bandwidth_mbps:,} (the workloads there "
-                f"need {site.bandwidth_mbps + more:,}) x {price:g}/Mbps-month x {h} months"
+                f"need {site.bandwidth_mbps + more:,}) x {price:g}/Mbps-month"
+                f"{_vat_note(cand.vat_services)} x {h} months"
             )
             amount = more * site.extra_mbps_cost
             line = CostItem(kind="bandwidth", subject=site_id, detail=detail, amount=amount)
@@ -219,16 +244,16 @@ def _busy_line(
     offer = catalog.colo_offers[placement.site]
     meta = cand.meta[option.key]
     hours, idle_kw, busy_kw = meta.busy_hours, meta.idle_kw, meta.busy_kw
+    price = offer.power_price_per_kwh * cand.vat_goods
     kwh = option.servers * (busy_kw - idle_kw) * hours * offer.pue
     detail = (
         f"{choice.workload} running: {option.servers} x {option.sku} x "
         f"({busy_kw:,.2f} - {idle_kw:,.2f}) kW above idle x {hours:,.1f} h x PUE {offer.pue:g} "
-        f"x {offer.power_price_per_kwh:g}/kWh"
+        f"x {price:g}/kWh{_vat_note(cand.vat_goods)}"
     )
     line = CostItem(
         kind="energy", subject=placement.site, detail=detail, amount=placement.busy_energy
     )
-    price = offer.power_price_per_kwh
     return priced(line, round(kwh, 1), "kWh", price, offer.pricing, site=placement.site)
 
 

@@ -66,6 +66,9 @@ class Candidates:
     residual_share: float = 0.0
     useful_life_months: int = finance.USEFUL_LIFE_MONTHS
     salvage_fraction: float = finance.SALVAGE_FRACTION
+    # Price multipliers for VAT on goods and on services (1.0 without VAT).
+    vat_goods: float = 1.0
+    vat_services: float = 1.0
 
     def workloads_without_options(self) -> list[str]:
         have = {o.workload for o in self.instance.owned} | {o.workload for o in self.instance.cloud}
@@ -118,14 +121,15 @@ def build_candidates(
         _cloud_options(b, workload)
     sites = _sites(b)
     used_skus = {o.sku for o in b.owned}
+    goods, _ = vat_factors(reqs)
     skus = {
         s.id: ir.Sku(
             id=s.id,
-            capex=to_money(s.price),
+            capex=to_money(s.price * goods),
             power_w=round(s.power_kw * 1000),
             rack_units=s.rack_units,
             cooling=frozenset(s.cooling),
-            residual=finance.residual_value(s.price, residual_share(reqs)),
+            residual=finance.residual_value(s.price * goods, residual_share(reqs)),
         )
         for s in catalog.servers.values()
         if s.id in used_skus
@@ -151,8 +155,10 @@ def build_candidates(
         monthly_max=to_money(monthly_max) if monthly_max is not None else None,
         objective=reqs.objective,
         throughput_weights={w.name: w.throughput_weight for w in reqs.workloads},
+        spares=reqs.finance.spares == "n+1",
     )
     f = reqs.finance
+    vat_goods, vat_services = vat_factors(reqs)
     return Candidates(
         instance,
         b.meta,
@@ -163,7 +169,17 @@ def build_candidates(
         salvage_fraction=(
             finance.SALVAGE_FRACTION if f.salvage_fraction is None else f.salvage_fraction
         ),
+        vat_goods=vat_goods,
+        vat_services=vat_services,
     )
+
+
+def vat_factors(reqs: Requirements) -> tuple[float, float]:
+    """(goods, services) price multipliers: 1 + VAT when the requirements add it."""
+    vat = reqs.finance.vat
+    if vat is None:
+        return 1.0, 1.0
+    return 1.0 + vat.goods, 1.0 + vat.services
 
 
 def residual_share(reqs: Requirements) -> float:
@@ -317,10 +333,11 @@ def _with_busy_energy(
 ) -> list[ir.Placement]:
     """Each placement with what the option's servers draw above idle there while the
     workload runs (`busy_kwh` at the servers, before the site's PUE and tariff)."""
+    goods, _ = vat_factors(b.reqs)
     out = []
     for p in placements:
         offer = b.catalog.colo_offers[p.site]
-        price = finance.energy_price_per_kwh(
+        price = goods * finance.energy_price_per_kwh(
             offer.pue, offer.power_price_per_kwh, offer.power_included
         )
         out.append(dataclasses.replace(p, busy_energy=finance.busy_energy(busy_kwh, price)))
@@ -559,6 +576,7 @@ def _add_cloud(b: _Builder, w: Workload, offer: CloudOffer, card: Card, sized: _
         tags.add(_region_requirement(b, w))
     estimate = sized.estimate
     hours = rental_hours(w, estimate, b.reqs.horizon_months)
+    _, services = vat_factors(b.reqs)
     key = _unique_key(b, f"{w.name}|cloud:{offer.id}|{estimate.nodes}i")
     b.cloud.append(
         ir.CloudOption(
@@ -567,7 +585,7 @@ def _add_cloud(b: _Builder, w: Workload, offer: CloudOffer, card: Card, sized: _
             offer=offer.id,
             region=offer.region,
             instances=estimate.nodes,
-            cost_total=to_money(estimate.nodes * offer.price_per_hour * hours),
+            cost_total=to_money(estimate.nodes * offer.price_per_hour * hours * services),
             throughput=max(0, round(estimate.tokens_per_s)),
             headroom_permille=_headroom_permille(estimate),
             penalty=to_money(sized.penalty),
@@ -607,11 +625,13 @@ def owned_busy_hours(w: Workload, estimate: ConfigEstimate, horizon_months: int)
 
 def _sites(b: _Builder) -> dict[str, ir.Site]:
     used = {p.site for o in b.owned for p in o.placements}
+    goods, services = vat_factors(b.reqs)
+    h = b.reqs.horizon_months
     sites: dict[str, ir.Site] = {}
     for offer in b.catalog.colo_offers.values():
         if offer.id not in used:
             continue
-        price = finance.energy_price_per_kwh(
+        price = goods * finance.energy_price_per_kwh(
             offer.pue, offer.power_price_per_kwh, offer.power_included
         )
         idle_kw = {
@@ -626,10 +646,14 @@ def _sites(b: _Builder) -> dict[str, ir.Site]:
             rack_w=round(offer.rack_kw * 1000),
             rack_units=offer.rack_units,
             racks_available=offer.racks_available,
-            rack_rent_month=to_money(offer.rack_price_per_month),
-            bandwidth_month=to_money(offer.bandwidth_mbps * offer.bandwidth_price_per_mbps_month),
+            rack_rent_month=to_money(offer.rack_price_per_month * services),
+            bandwidth_month=to_money(
+                offer.bandwidth_mbps * offer.bandwidth_price_per_mbps_month * services
+            ),
             energy_month=energy,
             bandwidth_mbps=math.ceil(offer.bandwidth_mbps),
-            extra_mbps_cost=to_money(b.reqs.horizon_months * offer.bandwidth_price_per_mbps_month),
+            extra_mbps_cost=to_money(h * offer.bandwidth_price_per_mbps_month * services),
+            rent_months=max(h, offer.min_term_months or 0),
+            setup_fee=to_money(offer.setup_fee * services),
         )
     return sites

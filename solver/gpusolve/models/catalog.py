@@ -275,6 +275,16 @@ class ColoOffer(StrictModel):
     pricing: PriceNote
     source: str = Field(min_length=3)
     notes: str | None = None
+    min_term_months: int | None = Field(
+        default=None,
+        ge=1,
+        le=240,
+        description="Shortest contract: racks are rented for at least this many months even "
+        "when the horizon is shorter.",
+    )
+    setup_fee: NonNegativeFloat = Field(
+        default=0.0, le=MAX_PRICE, description="One-off fee when the site is used at all."
+    )
 
 
 class CloudOffer(StrictModel):

@@ -17,7 +17,7 @@ busiest slot's sum), each Mbps beyond it at the offer's price per Mbps-month.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from ortools.sat.python import cp_model
 
@@ -131,3 +131,31 @@ def extra_bandwidth_cost(
             demand = cp_model.LinearExpr.weighted_sum([v for _, v in terms], [m for m, _ in terms])
             model.add(extra >= demand - included_mbps * used)
     return extra_mbps_cost * extra
+
+
+# --- colocation terms and spares ---------------------------------------------------------
+
+
+def rent_months(horizon_months: int, site_rent_months: int) -> int:
+    """Months a site's racks are paid for: its minimum term when longer than the horizon."""
+    return max(horizon_months, site_rent_months)
+
+
+def spare_flags(
+    model: cp_model.CpModel,
+    servers: dict[tuple[str, str], cp_model.IntVar],
+    users: Mapping[tuple[str, str], Sequence[cp_model.IntVar]],
+    demand: Mapping[tuple[str, str], Sequence[cp_model.LinearExpr]],
+) -> dict[tuple[str, str], cp_model.IntVar]:
+    """N+1: a Bool per (SKU, site), on when any choice there is (spare >= each choice), and
+    the servers cover every slot's demand plus it. Linear; the objective keeps a spare off
+    where nothing is placed (it costs a server)."""
+    out: dict[tuple[str, str], cp_model.IntVar] = {}
+    for key in sorted(servers):
+        spare = model.new_bool_var(f"spare[{key[0]}@{key[1]}]")
+        out[key] = spare
+        for var in users.get(key, ()):
+            model.add_implication(var, spare)
+        for need in demand.get(key, ()):
+            model.add(need + spare <= servers[key])
+    return out

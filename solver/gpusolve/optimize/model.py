@@ -379,7 +379,13 @@ def build(instance: Instance, options: BuildOptions | None = None) -> Built:
         [(h * instance.sites[s].energy_month[k], v) for (k, s), v in servers.items()]
         + [(o.placement.busy_energy, o.var) for o in owned]
     )
-    rent = _wsum_expr([(h * p.site.rack_rent_month, p.total) for p in packing.values()])
+    rent = _wsum_expr(
+        [
+            (finance.rent_months(h, p.site.rent_months) * p.site.rack_rent_month, p.total)
+            for p in packing.values()
+        ]
+    )
+    rent += _wsum([(instance.sites[s].setup_fee, v) for s, v in used.items()])
     bandwidth = _wsum([(h * instance.sites[s].bandwidth_month, v) for s, v in used.items()])
     bandwidth += _bandwidth_by_duty(b, owned, used)
     cloud_cost = _wsum([(c.option.cost_total, c.var) for c in cloud])
@@ -540,10 +546,11 @@ def _server_vars(
         by_key[(o.option.sku, o.placement.site)].append(o)
     servers: dict[tuple[str, str], Var] = {}
     bounds: dict[tuple[str, str], int] = {}
+    demand: dict[tuple[str, str], list[Expr]] = defaultdict(list)
     for key in sorted(by_key):
         group = by_key[key]
         slot_terms = {t: [o for o in group if t in SLOTS_COVERED[o.option.slot]] for t in SLOTS}
-        ub = max(_max_demand(terms) for terms in slot_terms.values())
+        ub = max(_max_demand(terms) for terms in slot_terms.values()) + int(b.instance.spares)
         n = b.model.new_int_var(0, ub, f"n[{key[0]}@{key[1]}]")
         servers[key] = n
         bounds[key] = ub
@@ -554,7 +561,12 @@ def _server_vars(
             if not terms or signature in seen:
                 continue  # all-"always" groups give the same row twice
             seen.add(signature)
-            b.model.add(_wsum([(o.option.servers, o.var) for o in terms]) <= n)
+            need = _wsum([(o.option.servers, o.var) for o in terms])
+            b.model.add(need <= n)
+            demand[key].append(need)
+    if b.instance.spares:
+        users = {key: [o.var for o in group] for key, group in by_key.items()}
+        finance.spare_flags(b.model, servers, users, demand)
     return servers, bounds
 
 

@@ -149,3 +149,50 @@ def test_vat_adds_13_percent_to_goods_and_6_to_services(gpusolve, tmp_path: Path
     assert plan["cost"]["tco"] == 2_228_544
     (line,) = plan["cost"]["breakdown"]["items"]
     assert abs(line["unit_price"] - 84.8) < 1e-9 and "incl. VAT 6%" in line["detail"]
+
+
+def _cloud_only(tmp: Path, **terms: Any) -> Path:
+    return write_catalog(
+        tmp, "cloud.yaml", cards=[card_entry("t80", 80)], cloud_offers=[cloud("rent", 80, **terms)]
+    )
+
+
+TIERS = {
+    "price_per_month": 50_000,
+    "reserved": [
+        {"term_months": 12, "price_per_month": 45_000},
+        {"term_months": 36, "price_per_month": 40_000},
+    ],
+}
+
+
+def test_a_rental_takes_the_cheapest_tier_its_use_allows(gpusolve, tmp_path: Path) -> None:
+    # A service up all 36 months on one instance: on demand 80 x 26,280 h = 2,102,400;
+    # monthly 50,000 x 36 = 1,800,000; reserved 1 year 45,000 x 36 = 1,620,000; reserved 3
+    # years 40,000 x 36 = 1,440,000: the 3-year term.
+    plan = _plan(gpusolve, tmp_path, {}, _cloud_only(tmp_path, **TIERS))
+    assert plan["cost"]["tco"] == 1_440_000
+    (line,) = plan["cost"]["breakdown"]["items"]
+    assert (line["quantity"], line["unit"], line["unit_price"]) == (36, "instance-month", 40_000)
+    assert "reserved 36 months" in line["detail"]
+    # Over 24 months a 3-year commitment is still paid in full (1,440,000), the 1-year one
+    # twice: 45,000 x 24 = 1,080,000, below monthly 1,200,000 and on demand 1,401,600.
+    path = write_reqs(tmp_path, {"horizon_months": 24, "workloads": [SERVICE]}, "r24.yaml")
+    result = gpusolve(
+        "plan", "-q", "--format", "json", str(path), "--no-default-catalog", "--catalog",
+        str(_cloud_only(tmp_path, **TIERS)),
+    )  # fmt: skip
+    assert result.code == 0, result.err
+    assert json.loads(result.out)["cost"]["tco"] == 1_080_000
+    # Without tiers, on demand: 2,102,400.
+    plan = _plan(gpusolve, tmp_path, {}, _cloud_only(tmp_path))
+    assert plan["cost"]["tco"] == 2_102_400
+
+
+def test_rental_months_for_runs() -> None:
+    # One 1,000 h run holds an instance 2 months (730 h each) and a term spans those 2; twelve
+    # 100 h runs hold 12 single months and a term must span the whole 36-month horizon.
+    assert finance.rental_months(False, 1, 1000, 36) == (2, 2)
+    assert finance.rental_months(False, 12, 100, 36) == (12, 36)
+    assert finance.rental_months(False, 100, 100, 36) == (36, 36)
+    assert finance.rental_months(True, 1, 0, 24) == (24, 24)

@@ -83,25 +83,40 @@ def cost_items(
     cloud = {c.key: c for c in instance.cloud}
     for choice in solution.choices:
         option = cloud.get(choice.option)
-        if option is None:
-            continue
-        meta = cand.meta[choice.option]
-        offer = catalog.cloud_offers.get(option.offer)
-        hourly = offer.price_per_hour * cand.vat_services if offer is not None else 0.0
-        per_hour = f" x {hourly:,.2f}/h{_vat_note(cand.vat_services)}" if offer else ""
-        hours = f"{meta.rental_hours:,.1f} h{per_hour}"
-        detail = f"{choice.workload}: {option.instances} instance(s) x {hours}"
-        line = CostItem(
-            kind="cloud_rental", subject=option.offer, detail=detail, amount=option.cost_total
-        )
-        if offer is not None:
-            # The amount is the instance-hours at the hourly price, rounded once to whole
-            # units (what the optimiser charged), so quantity x unit price is within 0.5.
-            instance_hours = option.instances * meta.rental_hours
-            line = priced(line, instance_hours, "instance-hour", hourly, offer.pricing)
-        items.append(line)
+        if option is not None:
+            items.append(_cloud_line(choice, option, cand, catalog))
     items += _residual(solution, instance, cand, catalog)
     return [i for i in items if i.amount]
+
+
+def _cloud_line(
+    choice: ir.Choice, option: ir.CloudOption, cand: Candidates, catalog: Catalog
+) -> CostItem:
+    """A rental at the tier it is charged at: instance-hours on demand, or instance-months
+    of a monthly or reserved term (the amount is rounded once, as the optimiser charged it,
+    so quantity x unit price is within 0.5)."""
+    meta = cand.meta[choice.option]
+    offer = catalog.cloud_offers.get(option.offer)
+    tier = meta.rental_tier
+    vat = _vat_note(cand.vat_services)
+    detail = f"{choice.workload}: {option.instances} instance(s)"
+    if tier is None or offer is None:
+        return CostItem(
+            kind="cloud_rental", subject=option.offer, detail=detail, amount=option.cost_total
+        )
+    price = tier.unit_price * cand.vat_services
+    if tier.unit == "instance-hour":
+        detail += f" x {tier.quantity:,.1f} h x {price:,.2f}/h{vat}"
+    else:
+        detail += (
+            f" x {tier.quantity:,.0f} months x {price:,.2f}/month{vat} ({tier.name}; "
+            f"{meta.rental_hours:,.1f} h of use)"
+        )
+    line = CostItem(
+        kind="cloud_rental", subject=option.offer, detail=detail, amount=option.cost_total
+    )
+    quantity = option.instances * tier.quantity
+    return priced(line, quantity, tier.unit, price, offer.pricing)
 
 
 def price_source(note: PriceNote | None) -> tuple[str, bool]:

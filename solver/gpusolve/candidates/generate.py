@@ -47,6 +47,8 @@ class OptionMeta:
     busy_hours: float = 0.0
     busy_kw: float = 0.0
     idle_kw: float = 0.0
+    # Cloud: the price tier the rental is charged at, per instance.
+    rental_tier: finance.Tier | None = None
 
 
 @dataclass
@@ -577,6 +579,7 @@ def _add_cloud(b: _Builder, w: Workload, offer: CloudOffer, card: Card, sized: _
     estimate = sized.estimate
     hours = rental_hours(w, estimate, b.reqs.horizon_months)
     _, services = vat_factors(b.reqs)
+    tier = rental_tier(w, estimate, offer, hours, b.reqs.horizon_months)
     key = _unique_key(b, f"{w.name}|cloud:{offer.id}|{estimate.nodes}i")
     b.cloud.append(
         ir.CloudOption(
@@ -585,7 +588,7 @@ def _add_cloud(b: _Builder, w: Workload, offer: CloudOffer, card: Card, sized: _
             offer=offer.id,
             region=offer.region,
             instances=estimate.nodes,
-            cost_total=to_money(estimate.nodes * offer.price_per_hour * hours * services),
+            cost_total=to_money(estimate.nodes * tier.cost * services),
             throughput=max(0, round(estimate.tokens_per_s)),
             headroom_permille=_headroom_permille(estimate),
             penalty=to_money(sized.penalty),
@@ -603,7 +606,22 @@ def _add_cloud(b: _Builder, w: Workload, offer: CloudOffer, card: Card, sized: _
         estimate,
         hours,
         charges=sized.charges,
+        rental_tier=tier,
     )
+
+
+def rental_tier(
+    w: Workload, estimate: ConfigEstimate, offer: CloudOffer, hours: float, horizon_months: int
+) -> finance.Tier:
+    """The cheapest price tier this rental's use allows, per instance (`finance.py`)."""
+    continuous = w.kind == "inference" or not estimate.time_to_train_s
+    per_run = (estimate.time_to_train_s or 0) / 3600
+    held, span = finance.rental_months(continuous, w.runs, per_run, horizon_months)
+    reserved = [(r.term_months, r.price_per_month) for r in offer.reserved]
+    tiers = finance.cloud_tiers(
+        hours, offer.price_per_hour, offer.price_per_month, reserved, held, span
+    )
+    return finance.cheapest_tier(tiers)
 
 
 def rental_hours(w: Workload, estimate: ConfigEstimate, horizon_months: int) -> float:

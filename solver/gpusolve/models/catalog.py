@@ -287,6 +287,15 @@ class ColoOffer(StrictModel):
     )
 
 
+class ReservedPrice(StrictModel):
+    """A reserved (committed) rental term: paid per month for whole terms."""
+
+    term_months: int = Field(ge=1, le=120, description="Commitment, months (12, 36, ...).")
+    price_per_month: PositiveFloat = Field(
+        le=MAX_PRICE, description="Per instance-month over the term, catalogue currency."
+    )
+
+
 class CloudOffer(StrictModel):
     id: Identifier
     provider: str
@@ -315,6 +324,16 @@ class CloudOffer(StrictModel):
     storage_write_gbs: PositiveFloat = Field(default=1.0, le=MAX_BANDWIDTH_GBS)
     pricing: PriceNote
     source: str = Field(min_length=3)
+    price_per_month: PositiveFloat | None = Field(
+        default=None,
+        le=MAX_PRICE,
+        description="Monthly rental per instance (held whole months), catalogue currency.",
+    )
+    reserved: list[ReservedPrice] = Field(
+        default_factory=list,
+        description="Reserved terms (1-, 3-year ...): each option takes the cheapest tier "
+        "its use allows.",
+    )
     notes: str | None = None
 
 

@@ -17,7 +17,9 @@ busiest slot's sum), each Mbps beyond it at the offer's price per Mbps-month.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 from ortools.sat.python import cp_model
 
@@ -159,3 +161,58 @@ def spare_flags(
         for need in demand.get(key, ()):
             model.add(need + spare <= servers[key])
     return out
+
+
+# --- cloud price tiers -----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Tier:
+    """One way to pay for a rental, per instance: `quantity` units at `unit_price`."""
+
+    name: str  # "on-demand", "monthly", "reserved 12 months"
+    quantity: float
+    unit: str  # "instance-hour" or "instance-month"
+    unit_price: float
+
+    @property
+    def cost(self) -> float:
+        return self.quantity * self.unit_price
+
+
+def cloud_tiers(
+    hours: float,
+    per_hour: float,
+    per_month: float | None,
+    reserved: Sequence[tuple[int, float]],
+    months_rented: int,
+    span_months: int,
+) -> list[Tier]:
+    """Every tier a rental may use: hourly for the hours it runs; monthly for the months it
+    holds an instance (`months_rented`); each reserved term for whole terms covering the
+    months the commitment must span (`span_months`: the whole horizon when use recurs)."""
+    tiers = [Tier("on-demand", hours, "instance-hour", per_hour)]
+    if per_month is not None:
+        tiers.append(Tier("monthly", months_rented, "instance-month", per_month))
+    for term, price in reserved:
+        months = term * math.ceil(span_months / term)
+        tiers.append(Tier(f"reserved {term} months", months, "instance-month", price))
+    return tiers
+
+
+def cheapest_tier(tiers: Sequence[Tier]) -> Tier:
+    """The cheapest tier (the first listed on a tie: on-demand before monthly ...)."""
+    return min(tiers, key=lambda t: t.cost)
+
+
+def rental_months(
+    continuous: bool, runs: float, hours_per_run: float, horizon_months: int
+) -> tuple[int, int]:
+    """(months an instance is held, months a commitment must span): a service holds it every
+    month of the horizon; training holds whole months for each run, and a commitment spans
+    the whole horizon unless there is a single run."""
+    if continuous:
+        return horizon_months, horizon_months
+    per_run = max(1, math.ceil(hours_per_run / HOURS_PER_MONTH))
+    held = min(horizon_months, math.ceil(runs) * per_run)
+    return held, held if runs <= 1 else horizon_months

@@ -8,13 +8,18 @@ from pathlib import Path
 
 import click
 
-from gpusolve.commands.options import catalog_option, check_output, format_option
+from gpusolve.commands.options import (
+    catalog_option,
+    check_output,
+    format_option,
+    require_output_for_html,
+)
 
 
 @click.command("colo")
 @click.argument("fleet_path", metavar="FLEET.yaml", type=click.Path(path_type=Path))
 @catalog_option
-@format_option("text", "json", "markdown")
+@format_option("text", "json", "markdown", "html")
 @click.option(
     "-o",
     "--output",
@@ -59,6 +64,7 @@ def colo(
     from gpusolve.optimize.ir import SolveConfig
     from gpusolve.render.colo import colo_markdown, colo_text
 
+    require_output_for_html(fmt, output)
     check_output(output, [fleet_path, *catalog_paths])
     fleet, doc = load_fleet(fleet_path)
     catalog = load_catalog(list(catalog_paths) or None).catalog
@@ -68,13 +74,17 @@ def colo(
         text = json.dumps(report.model_dump(mode="json"), indent=2, ensure_ascii=False) + "\n"
     elif fmt == "markdown":
         text = colo_markdown(report, top)
+    elif fmt == "html":
+        from gpusolve.report.html import colo_html, context_for
+
+        text = colo_html(report, top, context_for(catalog, list(catalog_paths), [fleet_path]))
     else:
         text = colo_text(report, top)
     hosts = any(row.feasible for row in report.offers)
     if output is not None and hosts:
         write_text_atomic(output, text)
     else:
-        click.echo(text, nl=False)
+        click.echo(colo_text(report, top) if fmt == "html" else text, nl=False)
     if not any(row.feasible for row in report.offers) and any(r.timed_out for r in report.offers):
         sys.exit(3)
     if not hosts:  # like `plan`: no offer can host the fleet is exit 1, not a success

@@ -15,6 +15,7 @@ from gpusolve.commands.options import (
     check_output,
     format_option,
     progress_printer,
+    require_output_for_html,
     rules_option,
 )
 from gpusolve.models.plan import Plan
@@ -32,7 +33,7 @@ EXIT_CODES = {"optimal": 0, "feasible": 0, "infeasible": 1, "timeout": 3, "unkno
 @click.argument("requirements", type=click.Path(path_type=Path))
 @catalog_option
 @rules_option
-@format_option(*FORMATS)
+@format_option(*FORMATS, "html")
 @click.option(
     "-o",
     "--output",
@@ -118,6 +119,7 @@ def plan(
     Examples:
       gpusolve plan examples/finetune-7b-deadline.yaml
       gpusolve plan reqs.yaml --catalog my-quotes.yaml --format markdown -o memo.md
+      gpusolve plan reqs.yaml --format html -o report.html
       gpusolve plan reqs.yaml --top-k 3 --why-not h100-sxm
       gpusolve plan reqs.yaml --objective max-throughput --capex-max 5000000
 
@@ -146,6 +148,7 @@ def plan(
     from gpusolve.render import render_plan
 
     progress = progress_printer(quiet)
+    require_output_for_html(fmt, output)
     check_output(output, [requirements, *catalog_paths, *rules_paths])
 
     run = prepare_run(
@@ -172,8 +175,14 @@ def plan(
     result = run.finish(result)  # market, compliance, exclusions, sources
     if interrupt_requested():
         _stop_interrupted(result, fmt, output, progress)
-    text = render_plan(result, fmt)
-    if output is not None and result.status in ("optimal", "feasible"):  # a plan, finished
+    finished = result.status in ("optimal", "feasible")  # a plan, finished
+    if fmt == "html" and finished:
+        from gpusolve.report.html import context_for, plan_html
+
+        text = plan_html(result, context_for(run.catalog, list(catalog_paths), [requirements]))
+    else:  # html without a plan: the explanation as text on the terminal, never markup
+        text = render_plan(result, "text" if fmt == "html" else fmt)
+    if output is not None and finished:
         write_text_atomic(output, text)
         progress(f"wrote {output}")
     else:

@@ -16,6 +16,7 @@ import os
 import select
 import shutil
 import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Iterator
@@ -568,3 +569,14 @@ def test_every_report_opens_in_chromium_without_errors_or_requests(
     problems, urls = seen[bad.name]
     assert any("boom" in p for p in problems)
     assert "http://example.invalid/x.png" in urls
+
+
+def test_help_imports_neither_the_templates_nor_the_charts() -> None:
+    # The report's libraries load only when a report or a plot is asked for.
+    probe = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "gpusolve", "--help"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert "matplotlib" not in probe.stderr and "jinja2" not in probe.stderr

@@ -204,6 +204,11 @@ def test_every_report_has_its_sections_charts_and_pictures(reports: list[Rendere
         assert "cost-chart" in svg_ids, f"{r.name}: no cost chart"
         bars = [n for n in page.find("svg") if "bar" in n.classes()]
         assert len(bars) == len(r.plan.deployments), r.name
+        for d, bar in zip(r.plan.deployments, bars, strict=True):
+            # The memory per GPU by part: the parts add up to the deployment's figure.
+            assert abs(sum(d.memory_parts_gb.values()) - d.memory_per_gpu_gb) < 0.05, r.name
+            titles = [t.all_text() for t in bar.find("title")]
+            assert any(t.startswith("weights: ") for t in titles), r.name
         pictures = page.find("div", **{"class": "rack"})
         assert len(pictures) == sum(site.racks for site in r.plan.sites), r.name
         if r.plan.rules_fired:

@@ -148,7 +148,7 @@ def frontier_figure(f: Frontier, from_zero: bool = True) -> Figure:
     points = sorted(f.points, key=lambda p: p.makespan_h)
     times = [p.makespan_h for p in points]
     costs = [p.tco for p in points]
-    ax.plot(times, costs, color="#3182bd", marker="o", linewidth=1.2, drawstyle="steps-post")
+    ax.plot(times, costs, color="#3182bd", marker="o", linewidth=1.0, linestyle=":")
     for i, p in enumerate(points):
         label = textwrap.fill("; ".join(p.hardware), 38)
         if not p.proven_optimal:

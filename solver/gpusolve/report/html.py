@@ -15,7 +15,7 @@ from typing import Any
 from gpusolve.models.colo import ColoReport
 from gpusolve.models.estimate import EstimateReport
 from gpusolve.models.frontier import Frontier
-from gpusolve.models.plan import Plan
+from gpusolve.models.plan import Deployment, Plan
 from gpusolve.render.fmt import COST_LABELS, hardware, hours, layout, proof_scope, work
 from gpusolve.report import charts, racks
 
@@ -173,17 +173,20 @@ class Segment:
     css: str
 
 
-def memory_bar(d: Any) -> list[Segment]:
-    """One deployment's GPU memory as a bar over the card's memory: used, what is still
-    free within the usable part, and the headroom the rules keep free."""
+def memory_bar(d: Deployment) -> list[Segment]:
+    """One deployment's GPU memory as a bar over the card's memory: what is used, by part
+    when the plan gives the parts, what is still free within the usable part, and the
+    headroom the rules keep free."""
     card = max(d.card_memory_gb, d.memory_per_gpu_gb, 1e-9)
     used = d.memory_per_gpu_gb
+    parts = [
+        (name, d.memory_parts_gb[key], f"p{i}")
+        for i, (key, name) in enumerate(MEMORY_PARTS.items())
+        if d.memory_parts_gb.get(key, 0.0) > 0
+    ] or [("used", used, "used")]
     free = max(d.usable_memory_gb - used, 0.0)
     reserve = max(card - max(used, d.usable_memory_gb), 0.0)
-    return _segments(
-        [("used", used, "used"), ("free", free, "free"), ("headroom", reserve, "reserve")],
-        card,
-    )
+    return _segments([*parts, ("free", free, "free"), ("headroom", reserve, "reserve")], card)
 
 
 def _segments(parts: list[tuple[str, float, str]], whole: float) -> list[Segment]:

@@ -151,9 +151,9 @@ def estimate(
     if fmt == "json":
         text = json.dumps(report.model_dump(mode="json"), indent=2, ensure_ascii=False) + "\n"
     elif fmt == "html":
-        from gpusolve.report.html import estimate_html
+        from gpusolve.report.html import ReportContext, estimate_html
 
-        text = estimate_html(report)
+        text = estimate_html(report, ReportContext(inputs=[str(reqs_path)]))
     else:
         text = estimate_text(report)
     if output is not None:

@@ -139,9 +139,10 @@ def frontier(
     if fmt == "json":
         text = json.dumps(result.model_dump(mode="json"), indent=2, ensure_ascii=False) + "\n"
     elif fmt == "html":
-        from gpusolve.report.html import frontier_html
+        from gpusolve.report.html import context_for, frontier_html
 
-        text = frontier_html(result, from_zero)
+        ctx = context_for(run.catalog, list(catalog_paths), [requirements])
+        text = frontier_html(result, from_zero, ctx)
     else:
         text = frontier_text(result, from_zero)
     if output is not None and result.points:

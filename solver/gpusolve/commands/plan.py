@@ -174,7 +174,7 @@ def plan(
     )
     result = run.finish(result)  # market, compliance, exclusions, sources
     if interrupt_requested():
-        _stop_interrupted(result, fmt, output, progress)
+        _stop_interrupted(result, "text" if fmt == "html" else fmt, output, progress)
     finished = result.status in ("optimal", "feasible")  # a plan, finished
     if fmt == "html" and finished:
         from gpusolve.report.html import context_for, plan_html

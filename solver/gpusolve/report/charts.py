@@ -8,10 +8,13 @@ and every figure has its own id salt, so several can sit in one HTML page.
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import io
 import re
 import textwrap
+import warnings
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -44,7 +47,7 @@ def _svg(fig: Figure, salt: str) -> str:
     import matplotlib
 
     buf = io.StringIO()
-    with matplotlib.rc_context({"svg.fonttype": "path", "svg.hashsalt": salt}):
+    with _quiet_glyphs(), matplotlib.rc_context(_rc(salt)):
         fig.savefig(buf, format="svg", metadata={"Date": None, "Creator": None})
     text = buf.getvalue()
     start = text.index("<svg")
@@ -54,6 +57,21 @@ def _svg(fig: Figure, salt: str) -> str:
     svg = re.sub(r'(href|xlink:href)="#([^"]+)"', rf'\1="#{salt}-\2"', svg)
     svg = re.sub(r"url\(#([^)]+)\)", rf"url(#{salt}-\1)", svg)
     return svg.replace("<svg ", f'<svg id="{salt}-chart" role="img" ', 1)
+
+
+def _rc(salt: str) -> Any:
+    """Text as paths (the SVG needs no font where it is opened); ids salted per chart."""
+    return {"svg.fonttype": "path", "svg.hashsalt": salt}
+
+
+@contextlib.contextmanager
+def _quiet_glyphs() -> Iterator[None]:
+    """A name in a script the chart font lacks (中文 workload names) is drawn as boxes; the
+    tables beside the chart carry it in full, so matplotlib's warning is only noise."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=r"Glyph \d+ .* missing from font")
+        warnings.filterwarnings("ignore", message=r"Matplotlib currently does not support")
+        yield
 
 
 def _money(value: float) -> str:
@@ -193,7 +211,7 @@ def write_frontier_plot(f: Frontier, path: Path, from_zero: bool = True) -> byte
     fig = frontier_figure(f, from_zero)
     buf = io.BytesIO()
     fmt = path.suffix.lower().lstrip(".")
-    with matplotlib.rc_context({"svg.fonttype": "path", "svg.hashsalt": "frontier"}):
+    with _quiet_glyphs(), matplotlib.rc_context(_rc("frontier")):
         fig.savefig(
             buf,
             format=fmt,

@@ -87,6 +87,12 @@ EXIT_CODES = {"optimal": 0, "feasible": 0, "infeasible": 1, "timeout": 3, "unkno
 )
 @click.option("--seed", type=SEED_RANGE, default=1, show_default=True, help="Solver random seed.")
 @click.option("--timings", is_flag=True, help="Include solve wall time in the output.")
+@click.option(
+    "--sensitivity",
+    is_flag=True,
+    help="For each price and card efficiency in the plan, the range over which the plan "
+    "stays optimal and the plan beyond each end (re-solves over a process pool).",
+)
 @click.option("-q", "--quiet", is_flag=True, help="No progress messages on stderr.")
 def plan(
     requirements: Path,
@@ -103,6 +109,7 @@ def plan(
     workers: int,
     seed: int,
     timings: bool,
+    sensitivity: bool,
     quiet: bool,
 ) -> None:
     """Find the cheapest plan for the workloads in REQUIREMENTS (a YAML file).
@@ -120,6 +127,7 @@ def plan(
       gpusolve plan reqs.yaml --catalog my-quotes.yaml --format markdown -o memo.md
       gpusolve plan reqs.yaml --top-k 3 --why-not h100-sxm
       gpusolve plan reqs.yaml --objective max-throughput --capex-max 5000000
+      gpusolve plan reqs.yaml --sensitivity
 
     \b
     Cost: TCO itemised (capex per server SKU, rent, energy and bandwidth per site, cloud
@@ -172,6 +180,13 @@ def plan(
     result = run.finish(result)  # market, compliance, exclusions, sources
     if interrupt_requested():
         _stop_interrupted(result, fmt, output, progress)
+    if sensitivity:
+        from gpusolve.sensitivity import with_sensitivity
+
+        progress("sensitivity: re-solving with each price and card efficiency moved")
+        result = with_sensitivity(
+            result, run.reqs, run.catalog, run.policies, options.config, bar=not quiet
+        )
     text = render_plan(result, fmt)
     if output is not None and result.status in ("optimal", "feasible"):  # a plan, finished
         write_text_atomic(output, text)

@@ -1,0 +1,208 @@
+"""`plan --sensitivity`: the bisection, the scaling, the acceptance test on a small instance
+(just inside each reported end the plan is the same, just beyond it differs) and the CLI."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+from collections.abc import Callable
+
+import pytest
+
+from conftest import CliResult
+from gpusolve.optimize.ir import (
+    CloudOption,
+    Instance,
+    OwnedOption,
+    Placement,
+    Site,
+    Sku,
+    SolveConfig,
+)
+from gpusolve.sensitivity import (
+    NO_PLAN,
+    REL_TOL,
+    Parameter,
+    Probe,
+    Task,
+    analyse_one,
+    describe,
+    find_edge,
+    plan_key,
+    probe_solve,
+    scale_instance,
+    to_range,
+)
+from plan_support import ROOT
+
+CONFIG = SolveConfig(time_limit_s=10, workers=1, seed=1)
+
+
+# --------------------------------------------------------------------------- bisection
+
+
+def fake(switches: dict[str, tuple[float, float]]) -> tuple[list[float], object]:
+    """A solve function whose plan is "base" for factors in [lo, hi], "below"/"above"
+    outside: records every factor it is asked about."""
+    lo, hi = switches["base"]
+    asked: list[float] = []
+
+    def solve_at(factor: float) -> Probe:
+        asked.append(factor)
+        key = (
+            (("base",),) if lo <= factor <= hi else (("below",),) if factor < lo else (("above",),)
+        )
+        return Probe(factor, key, key[0][0], None)
+
+    return asked, solve_at
+
+
+@pytest.mark.parametrize("hi", [1.05, 1.7, 3.3, 9.99])
+def test_find_edge_upwards_brackets_the_switch_within_the_tolerance(hi: float) -> None:
+    asked, solve_at = fake({"base": (0.0, hi)})
+    edge, solves = find_edge(solve_at, (("base",),), 10.0)  # type: ignore[arg-type]
+    assert edge.outside is not None and edge.outside.key == (("above",),)
+    assert edge.inside <= hi < edge.outside.factor
+    assert edge.outside.factor / edge.inside - 1 <= REL_TOL
+    assert solves == len(asked)
+    assert solves <= 4 + math.ceil(math.log2(math.log(2) / math.log(1 + REL_TOL))) + 1
+
+
+@pytest.mark.parametrize("lo", [0.11, 0.5, 0.93])
+def test_find_edge_downwards(lo: float) -> None:
+    _, solve_at = fake({"base": (lo, 100.0)})
+    edge, _ = find_edge(solve_at, (("base",),), 0.1)  # type: ignore[arg-type]
+    assert edge.outside is not None and edge.outside.key == (("below",),)
+    assert edge.outside.factor < lo <= edge.inside
+    assert edge.inside / edge.outside.factor - 1 <= REL_TOL
+
+
+def test_find_edge_without_a_switch_reaches_the_limit_and_stops() -> None:
+    asked, solve_at = fake({"base": (0.0, 100.0)})
+    edge, solves = find_edge(solve_at, (("base",),), 10.0)  # type: ignore[arg-type]
+    assert edge.outside is None and edge.inside == 10.0
+    assert asked == [2.0, 4.0, 8.0, 10.0] and solves == 4
+
+
+# --------------------------------------------------------------------------- a small instance
+
+# One workload, own or rent. Owning: 1 server of 1000 + 12 months x (energy 10 + rent 5)
+# = 1180; renting: 1500 over the horizon. The plan owns; it rents once the server costs
+# more than 1500 - 180 = 1320 (x1.32), or the rental less than 1180 (x0.787), or the rack
+# rent more than (1500 - 1120) / 12 = 31.7 a month (x6.33).
+SKU = Sku("srv", capex=1000, power_w=10_000, rack_units=8, cooling=frozenset({"air"}))
+SITE = Site("dc", "east", "air", 20_000, 42, 10, 5, 0, {"srv": 10})
+OWN = OwnedOption("w|own", "w", "srv", 1, "always", (Placement("dc"),))
+RENT = CloudOption("w|rent", "w", "cloud-x", "east", 1, cost_total=1500)
+SMALL = Instance(
+    workloads=("w",),
+    skus={"srv": SKU},
+    sites={"dc": SITE},
+    owned=(OWN,),
+    cloud=(RENT,),
+    horizon_months=12,
+)
+PARAMS = [
+    Parameter("server_price", "srv", "price of srv", "CNY/server", 1000.0),
+    Parameter("cloud_price", "cloud-x", "price of cloud-x", "CNY/instance-hour", 1500.0),
+    Parameter("rack_rent", "dc", "rack rent at dc", "CNY/rack-month", 5.0),
+    Parameter("power_price", "dc", "power price at dc", "CNY/kWh", 10.0),
+]
+
+
+def test_scale_instance_moves_one_coefficient_only() -> None:
+    assert scale_instance(SMALL, "server_price", "srv", 2).skus["srv"].capex == 2000
+    assert scale_instance(SMALL, "cloud_price", "cloud-x", 0.5).cloud[0].cost_total == 750
+    assert scale_instance(SMALL, "rack_rent", "dc", 3).sites["dc"].rack_rent_month == 15
+    assert scale_instance(SMALL, "power_price", "dc", 0.5).sites["dc"].energy_month == {"srv": 5}
+    same = scale_instance(SMALL, "server_price", "srv", 2)
+    assert same.sites == SMALL.sites and same.cloud == SMALL.cloud
+
+
+def test_plan_key_compares_choices_not_cost() -> None:
+    base = probe_solve(SMALL, CONFIG, None)
+    dearer = scale_instance(SMALL, "server_price", "srv", 1.2)
+    moved = probe_solve(dearer, CONFIG, base)
+    assert moved.costs is not None and base.costs is not None
+    assert moved.costs.tco != base.costs.tco
+    assert plan_key(moved, dearer) == plan_key(base, SMALL)
+    rented = scale_instance(SMALL, "server_price", "srv", 2)
+    key = plan_key(probe_solve(rented, CONFIG, base), rented)
+    assert key != plan_key(base, SMALL)
+    assert describe(key, plan_key(base, SMALL)) == "w: rent 1 x cloud-x"
+    assert describe(NO_PLAN, key) == "no feasible plan"
+
+
+def _same(instance: Instance, base_key: object) -> bool:
+    return plan_key(probe_solve(instance, CONFIG, None), instance) == base_key
+
+
+@pytest.mark.parametrize("param", PARAMS, ids=lambda p: p.kind)
+def test_acceptance_each_reported_end_is_a_switch_point(param: Parameter) -> None:
+    """At each reported end the plan is the same; just beyond it (by twice the tolerance),
+    a re-solve from scratch gives a different plan."""
+    base = probe_solve(SMALL, CONFIG, None)
+    base_key = plan_key(base, SMALL)
+    outcome = analyse_one(Task(param, SMALL, base, base_key, CONFIG))
+    r = to_range(outcome)
+    ends = [(r.low, 1 / (1 + 2 * REL_TOL), r.below), (r.high, 1 + 2 * REL_TOL, r.above)]
+    checked = 0
+    for end, beyond, switched in ends:
+        if end is None:
+            continue
+        factor = end / param.current
+        assert _same(scale_instance(SMALL, param.kind, param.subject, factor), base_key)
+        past = scale_instance(SMALL, param.kind, param.subject, factor * beyond)
+        assert not _same(past, base_key)
+        assert switched == "w: rent 1 x cloud-x" or switched == "w: 1 x srv at dc"
+        checked += 1
+    assert checked >= 1
+
+
+def test_the_ranges_match_the_hand_computed_switch_points() -> None:
+    base = probe_solve(SMALL, CONFIG, None)
+    key = plan_key(base, SMALL)
+    got = {p.kind: to_range(analyse_one(Task(p, SMALL, base, key, CONFIG))) for p in PARAMS}
+    server = got["server_price"]
+    assert server.low is None and server.searched_low == pytest.approx(100.0)
+    assert server.high == pytest.approx(1320, rel=REL_TOL)
+    assert server.above == "w: rent 1 x cloud-x" and server.above_tco == 1500
+    cloud = got["cloud_price"]
+    assert cloud.high is None and cloud.low == pytest.approx(1180, rel=REL_TOL)
+    assert cloud.below == "w: rent 1 x cloud-x"
+    assert got["rack_rent"].high == pytest.approx(31.67, rel=2 * REL_TOL)
+    # Energy 10 a month: renting wins above (1500 - 1000 - 60) / 12 = 36.7 (x3.67).
+    assert got["power_price"].high == pytest.approx(36.67, rel=2 * REL_TOL)
+
+
+def test_a_rental_that_becomes_unaffordable_switches_to_no_plan() -> None:
+    budget = dataclasses.replace(SMALL, owned=(), capex_max=None, monthly_max=200)
+    base = probe_solve(budget, CONFIG, None)
+    key = plan_key(base, budget)
+    p = Parameter("cloud_price", "cloud-x", "price of cloud-x", "CNY/instance-hour", 1500.0)
+    r = to_range(analyse_one(Task(p, budget, base, key, CONFIG)))
+    # 200 a month x 12 = 2400 of rental allowed: x1.6.
+    assert r.high == pytest.approx(2400, rel=REL_TOL) and r.above == "no feasible plan"
+
+
+# --------------------------------------------------------------------------- the command
+
+
+def test_cli_sensitivity_on_a_shipped_example(gpusolve: Callable[..., CliResult]) -> None:
+    example = str(ROOT / "examples" / "finetune-7b-deadline.yaml")
+    result = gpusolve("plan", example, "--sensitivity", "--format", "json", "--time-limit", "5")
+    assert result.code == 0, result.err
+    assert "sensitivity" in result.err  # the progress line; no bar off a terminal
+    plan = json.loads(result.out)
+    ranges = plan["sensitivity"]["ranges"]
+    assert {r["kind"] for r in ranges} >= {"cloud_price", "efficiency"}
+    for r in ranges:
+        assert r["searched_low"] < r["current"] < r["searched_high"]
+        for end in (r["low"], r["high"]):
+            assert end is None or r["searched_low"] <= end <= r["searched_high"]
+    text = gpusolve("plan", example, "--sensitivity", "-q", "--time-limit", "5")
+    assert text.code == 0 and text.err == ""
+    assert "Sensitivity" in text.out and "price of cloud-8x-h800-shanghai" in text.out
+    markdown = gpusolve("plan", example, "--sensitivity", "-q", "--format", "markdown")
+    assert "## Sensitivity" in markdown.out and "| price of cloud-8x-h800-shanghai" in markdown.out

@@ -206,3 +206,46 @@ def test_cli_sensitivity_on_a_shipped_example(gpusolve: Callable[..., CliResult]
     assert "Sensitivity" in text.out and "price of cloud-8x-h800-shanghai" in text.out
     markdown = gpusolve("plan", example, "--sensitivity", "-q", "--format", "markdown")
     assert "## Sensitivity" in markdown.out and "| price of cloud-8x-h800-shanghai" in markdown.out
+
+
+# --------------------------------------------------------------------------- a shipped example
+
+CATALOG_FIELD: dict[str, tuple[str, str]] = {
+    "server_price": ("servers", "price"),
+    "rack_rent": ("colo_offers", "rack_price_per_month"),
+    "power_price": ("colo_offers", "power_price_per_kwh"),
+    "bandwidth_price": ("colo_offers", "bandwidth_price_per_mbps_month"),
+    "cloud_price": ("cloud_offers", "price_per_hour"),
+}
+
+
+def test_acceptance_on_a_shipped_example_through_the_catalogue() -> None:
+    """The ranges come from scaled optimiser coefficients; here each end is checked by
+    re-pricing the catalogue itself and generating the candidates again: the plan is the
+    same at the reported end and differs just beyond it."""
+    from gpusolve.pipeline import prepare_run
+    from gpusolve.sensitivity import analyse, plan_instance
+
+    run = prepare_run(ROOT / "examples" / "chat-day-lora-night.yaml", [], [])
+    result = analyse(run.reqs, run.catalog, run.policies, CONFIG, 1, efficiency=False)
+    assert {r.kind for r in result.ranges} >= {"server_price", "rack_rent", "power_price"}
+    base_instance = plan_instance(run.reqs, run.catalog, run.policies)
+    base_key = plan_key(probe_solve(base_instance, CONFIG, None), base_instance)
+
+    def key_at(kind: str, subject: str, value: float) -> object:
+        kinds, field = CATALOG_FIELD[kind]
+        items = getattr(run.catalog, kinds)
+        item = items[subject].model_copy(update={field: value})
+        catalog = run.catalog.model_copy(update={kinds: {**items, subject: item}})
+        instance = plan_instance(run.reqs, catalog, run.policies)
+        return plan_key(probe_solve(instance, CONFIG, None), instance)
+
+    ends = 0
+    for r in result.ranges:
+        for end, beyond in ((r.low, 1 / (1 + 2 * REL_TOL)), (r.high, 1 + 2 * REL_TOL)):
+            if end is None:
+                continue
+            assert key_at(r.kind, r.subject, end) == base_key, (r.parameter, end)
+            assert key_at(r.kind, r.subject, end * beyond) != base_key, (r.parameter, end)
+            ends += 1
+    assert ends >= 2

@@ -29,6 +29,7 @@ from __future__ import annotations
 import math
 import multiprocessing
 import os
+import signal
 import sys
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -423,6 +424,8 @@ _WORKER_INPUTS: list[Inputs | None] = [None]
 
 
 def _adopt(inputs: Inputs | None) -> None:
+    # Ctrl-C reaches the whole process group: the parent alone answers it (`run_tasks`).
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     _WORKER_INPUTS[0] = inputs
 
 
@@ -447,16 +450,28 @@ def run_tasks(
             on_done(results[-1])
         return results
     found: dict[int, Outcome] = {}
-    with ProcessPoolExecutor(
+    pool = ProcessPoolExecutor(
         max_workers=min(workers, len(tasks)),
         mp_context=multiprocessing.get_context("fork"),
         initializer=_adopt,
         initargs=(inputs,),
-    ) as pool:
-        futures = {pool.submit(_pooled, task): i for i, task in enumerate(tasks)}
+    )
+    try:
+        # The longest first: an efficiency parameter generates the candidates at every
+        # probe and takes several times a price's time, so it must not start last.
+        order = sorted(range(len(tasks)), key=lambda i: tasks[i].parameter.kind != "efficiency")
+        futures = {pool.submit(_pooled, tasks[i]): i for i in order}
         for future in as_completed(futures):
             found[futures[future]] = future.result()
             on_done(found[futures[future]])
+    except BaseException:
+        # Ctrl-C or a failed task: end the workers now rather than after their current
+        # parameter (the executor's public API only cancels tasks not yet started).
+        for process in list(getattr(pool, "_processes", {}).values()):
+            process.terminate()
+        pool.shutdown(wait=False, cancel_futures=True)
+        raise
+    pool.shutdown()
     return [found[i] for i in range(len(tasks))]
 
 
@@ -474,9 +489,11 @@ def analyse(
     workers: int,
     on_done: OnDone = lambda _: None,
     on_start: Callable[[int], None] = lambda _: None,
+    efficiency: bool = True,
 ) -> Sensitivity:
     """The sensitivity of the plan for `reqs`: its instance solved again (the reference
-    every probe is compared with), then every parameter's range over the pool."""
+    every probe is compared with), then every parameter's range over the pool (prices
+    only unless `efficiency`)."""
     started = time.perf_counter()
     probe_config = replace(config, workers=1)  # the pool is the parallelism
     instance = plan_instance(reqs, catalog, policies)
@@ -484,7 +501,7 @@ def analyse(
     base_key = plan_key(base, instance)
     if base_key == NO_PLAN:
         return Sensitivity(wall_s=time.perf_counter() - started, solves=1)
-    cards = _plan_cards(base, instance, catalog)
+    cards = _plan_cards(base, instance, catalog) if efficiency else []
     params = parameters(base, instance, catalog, reqs.currency, cards)
     tasks = [Task(p, instance, base, base_key, probe_config) for p in params]
     on_start(len(tasks))

@@ -6,6 +6,10 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import signal
+import subprocess
+import sys
+import time
 from collections.abc import Callable
 
 import pytest
@@ -249,3 +253,26 @@ def test_acceptance_on_a_shipped_example_through_the_catalogue() -> None:
             assert key_at(r.kind, r.subject, end * beyond) != base_key, (r.parameter, end)
             ends += 1
     assert ends >= 2
+
+
+def test_ctrl_c_during_the_analysis_prints_the_plan_and_exits_130() -> None:
+    """The plan is finished before the analysis starts: a Ctrl-C there keeps it, ends the
+    pool's workers and exits 130."""
+    example = str(ROOT / "examples" / "chat-day-lora-night.yaml")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "gpusolve", "plan", example, "--sensitivity"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stderr is not None
+    seen = ""
+    end = time.monotonic() + 120
+    while "sensitivity" not in seen and time.monotonic() < end:
+        seen += proc.stderr.readline()
+    time.sleep(0.5)  # the pool is running
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, seen + err
+    assert out.startswith("Plan (min-tco, proven optimal)") and "Sensitivity" not in out
+    assert "interrupted during the sensitivity analysis" in err

@@ -184,9 +184,14 @@ def plan(
         from gpusolve.sensitivity import with_sensitivity
 
         progress("sensitivity: re-solving with each price and card efficiency moved")
-        result = with_sensitivity(
-            result, run.reqs, run.catalog, run.policies, options.config, bar=not quiet
-        )
+        try:
+            result = with_sensitivity(
+                result, run.reqs, run.catalog, run.policies, options.config, bar=not quiet
+            )
+        except KeyboardInterrupt:  # the plan itself is finished: print it, without ranges
+            click.echo(render_plan(result, fmt), nl=False)
+            progress("interrupted during the sensitivity analysis: the plan above has none")
+            sys.exit(INTERRUPTED_EXIT)
     text = render_plan(result, fmt)
     if output is not None and result.status in ("optimal", "feasible"):  # a plan, finished
         write_text_atomic(output, text)

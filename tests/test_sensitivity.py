@@ -205,11 +205,15 @@ def test_cli_sensitivity_on_a_shipped_example(gpusolve: Callable[..., CliResult]
         assert r["searched_low"] < r["current"] < r["searched_high"]
         for end in (r["low"], r["high"]):
             assert end is None or r["searched_low"] <= end <= r["searched_high"]
-    text = gpusolve("plan", example, "--sensitivity", "-q", "--time-limit", "5")
-    assert text.code == 0 and text.err == ""
-    assert "Sensitivity" in text.out and "price of cloud-8x-h800-shanghai" in text.out
-    markdown = gpusolve("plan", example, "--sensitivity", "-q", "--format", "markdown")
-    assert "## Sensitivity" in markdown.out and "| price of cloud-8x-h800-shanghai" in markdown.out
+    # The text and markdown renderers show the same analysis (no second run needed).
+    from gpusolve.models.plan import Plan
+    from gpusolve.render import render_plan
+
+    parsed = Plan.model_validate(plan)
+    text = render_plan(parsed, "text")
+    assert "Sensitivity" in text and "price of cloud-8x-h800-shanghai" in text
+    markdown = render_plan(parsed, "markdown")
+    assert "## Sensitivity" in markdown and "| price of cloud-8x-h800-shanghai" in markdown
 
 
 # --------------------------------------------------------------------------- a shipped example
@@ -276,3 +280,36 @@ def test_ctrl_c_during_the_analysis_prints_the_plan_and_exits_130() -> None:
     assert proc.returncode == 130, seen + err
     assert out.startswith("Plan (min-tco, proven optimal)") and "Sensitivity" not in out
     assert "interrupted during the sensitivity analysis" in err
+
+
+# --------------------------------------------------------------------------- rendering
+
+
+def test_the_table_marks_open_ends_and_names_the_switched_plans() -> None:
+    from gpusolve.models.plan import Sensitivity, SensitivityRange
+    from gpusolve.render.sensitivity import sensitivity_markdown, sensitivity_text
+
+    held = SensitivityRange(
+        kind="server_price",
+        subject="srv",
+        parameter="price of srv",
+        unit="CNY/server",
+        current=1000.0,
+        low=None,
+        high=1320.0,
+        searched_low=100.0,
+        searched_high=10_000.0,
+        above="w: rent 1 x cloud-x",
+        above_tco=1500,
+    )
+    s = Sensitivity(ranges=[held], solves=12)
+    text = "\n".join(sensitivity_text(s, "CNY"))
+    assert "price of srv (CNY/server)" in text
+    assert "100 (-90%)*" in text and "1,320 (+32%)" in text and "1,320 (+32%)*" not in text
+    assert "above: w: rent 1 x cloud-x (TCO 1,500 CNY)" in text and "below:" not in text
+    assert "12 re-solves\n" in text + "\n" and " s\n" not in text + "\n"  # no wall time
+    timed = "\n".join(sensitivity_text(s.model_copy(update={"wall_s": 2.5}), "CNY"))
+    assert "12 re-solves in 2.5 s" in timed
+    md = "\n".join(sensitivity_markdown(s, "CNY"))
+    assert "| price of srv (CNY/server) | 1,000 | 100 (-90%)* | 1,320 (+32%) | - |" in md
+    assert sensitivity_text(None, "CNY") == [] == sensitivity_markdown(None, "CNY")

@@ -548,9 +548,11 @@ def with_sensitivity(
     *,
     bar: bool = True,
     workers: int | None = None,
+    timings: bool = False,
 ) -> Plan:
     """`plan` with its sensitivity filled in (plans only: a run without one is returned as
-    it is). Each probe gets at most `PROBE_TIME_S` of the run's time limit."""
+    it is). Each probe gets at most `PROBE_TIME_S` of the run's time limit. The wall time
+    is kept only with `timings`, as the plan's own: the same input gives the same output."""
     if plan.status not in ("optimal", "feasible"):
         return plan
     config = replace(config, time_limit_s=min(config.time_limit_s, PROBE_TIME_S))
@@ -575,4 +577,6 @@ def with_sensitivity(
     finally:
         for shown in progress:
             shown.close()
+    if not timings:
+        result = result.model_copy(update={"wall_s": 0.0})
     return plan.model_copy(update={"sensitivity": result})

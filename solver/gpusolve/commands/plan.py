@@ -186,7 +186,13 @@ def plan(
         progress("sensitivity: re-solving with each price and card efficiency moved")
         try:
             result = with_sensitivity(
-                result, run.reqs, run.catalog, run.policies, options.config, bar=not quiet
+                result,
+                run.reqs,
+                run.catalog,
+                run.policies,
+                options.config,
+                bar=not quiet,
+                timings=timings,
             )
         except KeyboardInterrupt:  # the plan itself is finished: print it, without ranges
             click.echo(render_plan(result, fmt), nl=False)

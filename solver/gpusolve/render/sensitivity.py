@@ -28,6 +28,11 @@ def _end(r: SensitivityRange, value: float | None, searched: float) -> str:
     return f"{number(shown)}{change}{'*' if value is None else ''}"
 
 
+def _effort(s: Sensitivity) -> str:
+    """How many re-solves, and their wall time when it was kept (`--timings`)."""
+    return f"{s.solves} re-solves" + (f" in {s.wall_s:.1f} s" if s.wall_s else "")
+
+
 def _cells(r: SensitivityRange) -> tuple[str, str, str, str]:
     return (
         f"{r.parameter} ({r.unit})",
@@ -69,7 +74,7 @@ def sensitivity_text(s: Sensitivity | None, currency: str) -> list[str]:
         if r.above is not None:
             out.append(f"      above: {_switch(r.above, r.above_tco, currency)}")
     out.append(f"  {NOTE}")
-    out.append(f"  {s.solves} re-solves in {s.wall_s:.1f} s")
+    out.append(f"  {_effort(s)}")
     return out
 
 
@@ -89,5 +94,5 @@ def sensitivity_markdown(s: Sensitivity | None, currency: str) -> list[str]:
         above = _switch(r.above, r.above_tco, currency).replace("|", "\\|")
         out.append(f"| {name} | {current} | {low} | {high} | {below} | {above} |")
     out.append("")
-    out.append(f"{NOTE}; {s.solves} re-solves in {s.wall_s:.1f} s.")
+    out.append(f"{NOTE}; {_effort(s)}.")
     return out

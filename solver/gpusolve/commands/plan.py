@@ -180,7 +180,7 @@ def plan(
     result = run.finish(result)  # market, compliance, exclusions, sources
     if interrupt_requested():
         _stop_interrupted(result, fmt, output, progress)
-    if sensitivity:
+    if sensitivity and result.status in ("optimal", "feasible"):  # ranges need a plan
         from gpusolve.sensitivity import with_sensitivity
 
         progress("sensitivity: re-solving with each price and card efficiency moved")

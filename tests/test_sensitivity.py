@@ -164,6 +164,26 @@ def test_acceptance_each_reported_end_is_a_switch_point(param: Parameter) -> Non
     assert checked >= 1
 
 
+def test_a_rival_card_is_searched_upwards_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A card the plan does not use, made slower, only makes its own options dearer: no
+    probe below 1 is spent on it."""
+    from gpusolve import sensitivity
+
+    base = probe_solve(SMALL, CONFIG, None)
+    key = plan_key(base, SMALL)
+    asked: list[float] = []
+
+    def unchanged(task: Task, inputs: object, factor: float) -> Instance:
+        asked.append(factor)
+        return SMALL
+
+    monkeypatch.setattr(sensitivity, "_scaled", unchanged)
+    rival = Parameter("efficiency", "gpu", "efficiency of gpu", "x", 1.0, rival=True)
+    r = to_range(analyse_one(Task(rival, SMALL, base, key, CONFIG)))
+    assert asked and min(asked) > 1.0
+    assert r.low is None and r.searched_low == 0.5 and r.high is None
+
+
 def test_the_ranges_match_the_hand_computed_switch_points() -> None:
     base = probe_solve(SMALL, CONFIG, None)
     key = plan_key(base, SMALL)
@@ -194,7 +214,7 @@ def test_a_rental_that_becomes_unaffordable_switches_to_no_plan() -> None:
 
 
 def test_cli_sensitivity_on_a_shipped_example(gpusolve: Callable[..., CliResult]) -> None:
-    example = str(ROOT / "examples" / "finetune-7b-deadline.yaml")
+    example = str(ROOT / "examples" / "pretrain-70b-infiniband.yaml")
     result = gpusolve("plan", example, "--sensitivity", "--format", "json", "--time-limit", "5")
     assert result.code == 0, result.err
     assert "sensitivity" in result.err  # the progress line; no bar off a terminal

@@ -71,6 +71,9 @@ class Parameter:
     words: str  # e.g. "price of hgx-h100-8gpu"
     unit: str
     current: float  # the catalogue value (1.0 for an efficiency multiplier)
+    # A card the plan does not use: only its upward end is searched. Slower, its options
+    # only get dearer and the plan's own are untouched, so the plan stays optimal.
+    rival: bool = False
 
     @property
     def limits(self) -> tuple[float, float]:
@@ -162,9 +165,11 @@ def parameters(
     catalog: Catalog,
     currency: str,
     cards: Iterable[str] = (),
+    rivals: Iterable[str] = (),
 ) -> list[Parameter]:
     """Every price that enters the plan's cost (zero prices cannot move by a factor and are
-    left out), then the efficiency of each card in `cards`."""
+    left out), then the efficiency of each card in `cards` (the plan's) and `rivals` (the
+    other cards the candidates considered)."""
     out: list[Parameter] = []
     for sku in sorted({sku for (sku, _), n in solution.servers.items() if n}):
         server = catalog.servers[sku]
@@ -215,6 +220,9 @@ def parameters(
         )
     for card in sorted(set(cards)):
         out.append(Parameter("efficiency", card, f"efficiency of {card}", "x modelled speed", 1.0))
+    for card in sorted(set(rivals) - set(cards)):
+        words = f"efficiency of {card} (not in the plan)"
+        out.append(Parameter("efficiency", card, words, "x modelled speed", 1.0, rival=True))
     return out
 
 
@@ -391,7 +399,9 @@ def analyse_one(task: Task, inputs: Inputs | None = None) -> Outcome:
         return Probe(factor, key, describe(key, task.base_key), tco)
 
     lo_limit, hi_limit = task.parameter.limits
-    low, n_low = find_edge(solve_at, task.base_key, lo_limit)
+    low, n_low = Edge(lo_limit, None), 0  # a rival slower: provably the same plan
+    if not task.parameter.rival:
+        low, n_low = find_edge(solve_at, task.base_key, lo_limit)
     high, n_high = find_edge(solve_at, task.base_key, hi_limit)
     return Outcome(task.parameter, low, high, n_low + n_high)
 
@@ -502,7 +512,8 @@ def analyse(
     if base_key == NO_PLAN:
         return Sensitivity(wall_s=time.perf_counter() - started, solves=1)
     cards = _plan_cards(base, instance, catalog) if efficiency else []
-    params = parameters(base, instance, catalog, reqs.currency, cards)
+    rivals = _considered_cards(instance, catalog) if efficiency else []
+    params = parameters(base, instance, catalog, reqs.currency, cards, rivals)
     tasks = [Task(p, instance, base, base_key, probe_config) for p in params]
     on_start(len(tasks))
     outcomes = run_tasks(tasks, workers, Inputs(reqs, catalog, policies), on_done)
@@ -511,6 +522,13 @@ def analyse(
         solves=1 + sum(o.solves for o in outcomes),
         wall_s=round(time.perf_counter() - started, 3),
     )
+
+
+def _considered_cards(instance: Instance, catalog: Catalog) -> list[str]:
+    """Every card some candidate of the instance runs on."""
+    cards = {catalog.servers[o.sku].card for o in instance.owned}
+    cards |= {catalog.cloud_offers[o.offer].card for o in instance.cloud}
+    return sorted(cards)
 
 
 def _plan_cards(solution: Solution, instance: Instance, catalog: Catalog) -> list[str]:

@@ -333,3 +333,31 @@ def test_the_table_marks_open_ends_and_names_the_switched_plans() -> None:
     md = "\n".join(sensitivity_markdown(s, "CNY"))
     assert "| price of srv (CNY/server) | 1,000 | 100 (-90%)* | 1,320 (+32%) | - |" in md
     assert sensitivity_text(None, "CNY") == [] == sensitivity_markdown(None, "CNY")
+
+
+@pytest.mark.parametrize(
+    ("example", "card", "factor"),
+    [
+        ("finetune-7b-deadline.yaml", "h100-sxm", 1.2),
+        ("chat-day-lora-night.yaml", "ascend-910b", 1.05),
+    ],
+)
+def test_one_card_generated_again_equals_generating_everything(
+    example: str, card: str, factor: float
+) -> None:
+    """An efficiency probe generates only the scaled card's options and merges them into
+    the plan's instance: the options, in the same order, and the plan must be those of a
+    generation from the whole re-scaled catalogue."""
+    from gpusolve.pipeline import prepare_run
+    from gpusolve.sensitivity import Inputs, card_instance, plan_instance, scale_card
+
+    run = prepare_run(ROOT / "examples" / example, [], [])
+    base = plan_instance(run.reqs, run.catalog, run.policies)
+    merged = card_instance(base, Inputs(run.reqs, run.catalog, run.policies), card, factor)
+    cards = {**run.catalog.cards, card: scale_card(run.catalog.cards[card], factor)}
+    full = plan_instance(run.reqs, run.catalog.model_copy(update={"cards": cards}), run.policies)
+    assert merged.owned == full.owned and merged.cloud == full.cloud
+    assert merged.owned != base.owned or merged.cloud != base.cloud  # the card did move
+    assert plan_key(probe_solve(merged, CONFIG, None), merged) == plan_key(
+        probe_solve(full, CONFIG, None), full
+    )

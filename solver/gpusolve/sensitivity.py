@@ -287,18 +287,66 @@ def scale_card(card: Card, factor: float) -> Card:
 
 
 def plan_instance(
-    reqs: Requirements, catalog: Catalog, policies: dict[str, WorkloadPolicy]
+    reqs: Requirements,
+    catalog: Catalog,
+    policies: dict[str, WorkloadPolicy],
+    whole: Catalog | None = None,
 ) -> Instance:
     """The instance `make_plan` solves: the candidates, small jobs rented only, work beyond
-    the horizon dropped."""
+    the horizon dropped. `whole`: the full catalogue when `catalog` is a part of it (what
+    counts as a small job depends on the fastest card of all)."""
     from gpusolve.candidates.generate import build_candidates
     from gpusolve.smalljobs import beyond_horizon, rent_only, small_jobs
 
     cand = build_candidates(reqs, catalog, policies)
-    small = small_jobs(reqs, catalog)
+    small = small_jobs(reqs, whole or catalog)
     if small:
         cand = rent_only(cand, small)
     return beyond_horizon(cand, reqs).instance
+
+
+def card_instance(base: Instance, inputs: Inputs, card_id: str, factor: float) -> Instance:
+    """The plan's instance with one card's efficiency scaled: only the options on that
+    card's servers and cloud offers are generated again (every other option is untouched
+    by it), merged in the order a full generation gives (workload, then catalogue order),
+    so the tie-break ranks are the same as generating everything again."""
+    whole = inputs.catalog
+    card = scale_card(whole.cards[card_id], factor)
+    scaled = whole.model_copy(update={"cards": {**whole.cards, card_id: card}})
+    mine_servers = {k for k, s in whole.servers.items() if s.card == card_id}
+    mine_offers = {k for k, o in whole.cloud_offers.items() if o.card == card_id}
+    part_catalog = scaled.model_copy(
+        update={
+            "servers": {k: whole.servers[k] for k in mine_servers},
+            "cloud_offers": {k: whole.cloud_offers[k] for k in mine_offers},
+        }
+    )
+    part = plan_instance(inputs.reqs, part_catalog, inputs.policies, whole=scaled)
+    workload = {w: i for i, w in enumerate(base.workloads)}
+    server = {k: i for i, k in enumerate(whole.servers)}
+    offer = {k: i for i, k in enumerate(whole.cloud_offers)}
+    owned = sorted(
+        [o for o in base.owned if o.sku not in mine_servers] + list(part.owned),
+        key=lambda o: (workload[o.workload], server[o.sku]),
+    )
+    cloud = sorted(
+        [c for c in base.cloud if c.offer not in mine_offers] + list(part.cloud),
+        key=lambda c: (workload[c.workload], offer[c.offer]),
+    )
+    sites = {
+        k: base.sites.get(k) or part.sites[k]
+        for k in whole.colo_offers
+        if k in base.sites or k in part.sites
+    }
+    skus = {k: base.skus.get(k) or part.skus[k] for k in server if k in base.skus or k in part.skus}
+    return replace(
+        base,
+        owned=tuple(owned),
+        cloud=tuple(cloud),
+        sites=sites,
+        skus=skus,
+        requirements={**base.requirements, **part.requirements},
+    )
 
 
 # --------------------------------------------------------------------------- the search
@@ -383,9 +431,7 @@ def _scaled(task: Task, inputs: Inputs | None, factor: float) -> Instance:
         return scale_instance(task.instance, p.kind, p.subject, factor)
     if inputs is None:
         raise ValueError("an efficiency parameter needs the run's inputs")
-    card = scale_card(inputs.catalog.cards[p.subject], factor)
-    catalog = inputs.catalog.model_copy(update={"cards": {**inputs.catalog.cards, p.subject: card}})
-    return plan_instance(inputs.reqs, catalog, inputs.policies)
+    return card_instance(task.instance, inputs, p.subject, factor)
 
 
 def analyse_one(task: Task, inputs: Inputs | None = None) -> Outcome:

@@ -88,6 +88,12 @@ EXIT_CODES = {"optimal": 0, "feasible": 0, "infeasible": 1, "timeout": 3, "unkno
 )
 @click.option("--seed", type=SEED_RANGE, default=1, show_default=True, help="Solver random seed.")
 @click.option("--timings", is_flag=True, help="Include solve wall time in the output.")
+@click.option(
+    "--sensitivity",
+    is_flag=True,
+    help="For each price and card efficiency in the plan, the range over which the plan "
+    "stays optimal and the plan beyond each end (re-solves over a process pool).",
+)
 @click.option("-q", "--quiet", is_flag=True, help="No progress messages on stderr.")
 @click.option(
     "--bom",
@@ -109,6 +115,7 @@ def plan(
     workers: int,
     seed: int,
     timings: bool,
+    sensitivity: bool,
     quiet: bool,
     bom: bool,
 ) -> None:
@@ -128,6 +135,7 @@ def plan(
       gpusolve plan reqs.yaml --format html -o report.html
       gpusolve plan reqs.yaml --top-k 3 --why-not h100-sxm
       gpusolve plan reqs.yaml --objective max-throughput --capex-max 5000000
+      gpusolve plan reqs.yaml --sensitivity
 
     \b
     Cost: TCO itemised (capex per server SKU, rent, energy and bandwidth per site, cloud
@@ -189,6 +197,24 @@ def plan(
     if interrupt_requested():
         _stop_interrupted(result, "text" if fmt in ("html", "csv") else fmt, output, progress)
     finished = result.status in ("optimal", "feasible")  # a plan, finished
+    if sensitivity and finished and not bom:  # ranges need a plan
+        from gpusolve.sensitivity import with_sensitivity
+
+        progress("sensitivity: re-solving with each price and card efficiency moved")
+        try:
+            result = with_sensitivity(
+                result,
+                run.reqs,
+                run.catalog,
+                run.policies,
+                options.config,
+                bar=not quiet,
+                timings=timings,
+            )
+        except KeyboardInterrupt:  # the plan itself is finished: print it, without ranges
+            click.echo(render_plan(result, "text" if fmt == "html" else fmt), nl=False)
+            progress("interrupted during the sensitivity analysis: the plan above has none")
+            sys.exit(INTERRUPTED_EXIT)
     if fmt == "html" and finished:
         from gpusolve.report.html import context_for, plan_html
 

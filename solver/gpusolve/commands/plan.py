@@ -194,9 +194,7 @@ def plan(
         sys.exit(code)
 
 
-def _check_robust(
-    has_scenarios: bool, robust: str | None, top_k: int, why_not: str | None
-) -> None:
+def _check_robust(has_scenarios: bool, robust: str | None, top_k: int, why_not: str | None) -> None:
     """--robust needs scenarios; a two-stage plan has no --top-k or --why-not yet."""
     if robust is not None and not has_scenarios:
         raise click.UsageError(

@@ -5,6 +5,7 @@ from __future__ import annotations
 from gpusolve.models.plan import Cost, Plan
 from gpusolve.render.compliance import compliance_markdown, sources_markdown
 from gpusolve.render.fmt import COST_LABELS, hardware, layout, memory, money, proof_scope, work
+from gpusolve.render.scenarios import scenarios_markdown
 
 
 def _status(plan: Plan) -> str:
@@ -71,6 +72,7 @@ def plan_markdown(plan: Plan) -> str:
             )
     add("")
     out.extend(_cost_table(c))
+    out.extend(scenarios_markdown(plan))
     if plan.binding:
         add("")
         add("## What limits this plan")

@@ -16,6 +16,7 @@ from gpusolve.render.fmt import (
     proof_scope,
     work,
 )
+from gpusolve.render.scenarios import scenarios_text
 
 INTERRUPTED = "interrupted, not proven optimal"
 
@@ -79,6 +80,7 @@ def plan_text(plan: Plan) -> str:
         add("Binding constraints")
         for bound in plan.binding:
             add(f"  {bound.detail}")
+    lines += scenarios_text(plan)
     _rules_and_advice(plan, add)
     if plan.alternatives:
         add("")

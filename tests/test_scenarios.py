@@ -12,9 +12,11 @@ import dataclasses
 import itertools
 import math
 from collections import defaultdict
+from pathlib import Path
 
 import pytest
 
+from gpusolve.models.plan import Plan
 from gpusolve.optimize.ir import (
     SLOTS_COVERED,
     CloudOption,
@@ -275,3 +277,76 @@ def test_a_card_unavailable_in_one_scenario_is_bought_in_none() -> None:
 def test_probability_weights_sum_to_the_scale() -> None:
     assert sum(probability_weights([1 / 3, 1 / 3, 1 / 3])) == 10_000
     assert probability_weights([0.5, 0.3, 0.2]) == [5000, 3000, 2000]
+
+
+# --------------------------------------------------------------------------- the CLI
+
+EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "scenarios-demand-growth.yaml"
+
+
+def _with_scenarios(tmp_path: Path, block: str) -> Path:
+    """The shipped example with its scenarios: block replaced."""
+    text = EXAMPLE.read_text(encoding="utf-8")
+    head = text[: text.index("scenarios:\n")]
+    path = tmp_path / "reqs.yaml"
+    path.write_text(head + block, encoding="utf-8")
+    return path
+
+
+def test_probabilities_must_sum_to_one(gpusolve, tmp_path: Path) -> None:
+    path = _with_scenarios(
+        tmp_path,
+        "scenarios:\n  - name: nominal\n    probability: 0.5\n"
+        "  - name: growth\n    probability: 0.4\n    demand: 2\n",
+    )
+    result = gpusolve("plan", "-q", str(path))
+    assert result.code == 2
+    line = path.read_text().splitlines().index("scenarios:") + 1
+    # Located at the block (its key or its first item), with what to do.
+    assert f"{path}:{line}:" in result.err or f"{path}:{line + 1}:" in result.err
+    assert "sum to 1" in result.err and "0.9" in result.err
+    assert "Traceback" not in result.err
+
+
+def test_unknown_card_in_a_scenario_is_located(gpusolve, tmp_path: Path) -> None:
+    path = _with_scenarios(
+        tmp_path,
+        "scenarios:\n  - name: nominal\n    probability: 0.5\n"
+        "  - name: shortage\n    probability: 0.5\n    unavailable: [h100-typo]\n",
+    )
+    result = gpusolve("plan", "-q", str(path))
+    assert result.code == 2
+    line = path.read_text().splitlines().index("    unavailable: [h100-typo]") + 1
+    assert f"{path}:{line}:" in result.err and "h100-typo" in result.err
+
+
+def test_robust_needs_scenarios(gpusolve) -> None:
+    plain = EXAMPLE.parent / "finetune-7b-deadline.yaml"
+    result = gpusolve("plan", "-q", str(plain), "--robust", "worst")
+    assert result.code == 2 and "scenarios:" in result.err
+
+
+def test_scenario_plan_compares_with_the_nominal_plan(gpusolve) -> None:
+    result = gpusolve("plan", "-q", str(EXAMPLE), "--format", "json")
+    assert result.code == 0, result.err
+    plan = Plan.model_validate_json(result.out)
+    s = plan.scenarios
+    assert s is not None and s.robust == "expected" and plan.cost is not None
+    by_name = {o.name: o for o in s.outcomes}
+    assert set(by_name) == {"nominal", "growth", "slow-cards"}
+    # The figures agree with each other: the expectation, the hedge cost, the plan shown.
+    assert s.tco == pytest.approx(sum(o.probability * o.tco for o in s.outcomes), abs=0.01)
+    assert plan.cost.tco == by_name["nominal"].tco
+    nominal_tco = by_name["nominal"].nominal_tco
+    assert nominal_tco is not None and s.hedge_cost == by_name["nominal"].tco - nominal_tco
+    # The nominal plan is the plain plan of the requirements without the block.
+    plain = gpusolve(
+        "plan", "-q", str(EXAMPLE.parent / "chat-day-lora-night.yaml"), "--format", "json"
+    )
+    assert Plan.model_validate_json(plain.out).cost.tco == nominal_tco  # type: ignore[union-attr]
+    text = gpusolve("plan", "-q", str(EXAMPLE))
+    assert "Scenarios (bought once for all" in text.out and "slow-cards" in text.out
+    worst = gpusolve("plan", "-q", str(EXAMPLE), "--format", "json", "--robust", "worst")
+    worst_plan = Plan.model_validate_json(worst.out)
+    assert worst_plan.scenarios is not None and worst_plan.scenarios.robust == "worst"
+    assert worst_plan.scenarios.tco == max(o.tco for o in worst_plan.scenarios.outcomes)

@@ -94,7 +94,7 @@ def bench(scale: str, seed: int, config: SolveConfig) -> dict[str, Any]:
             "feasible", first, {k: v for k, v in nominal_eval.items() if v is not None}
         )
     t0 = time.perf_counter()
-    hedged = two.solve_two_stage(scenarios, config, hint=hint)
+    hedged = two.solve_two_stage(scenarios, config, start_from=first if hint else None)
     two_stage_s = time.perf_counter() - t0
     hedged_eval = two.evaluate(hedged.first, scenarios, config) if hedged.first else {}
     total_s = time.perf_counter() - start

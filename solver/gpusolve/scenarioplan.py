@@ -301,7 +301,9 @@ def make_scenario_plan(
         )
     progress(f"solving the two-stage plan over {len(scenarios)} scenario(s) ({run.robust})")
     robust: two.Robust = "worst" if run.robust == "worst" else "expected"
-    hedged = two.solve_two_stage(scenarios, run.config, robust, hint=hint)
+    hedged = two.solve_two_stage(
+        scenarios, run.config, robust, start_from=nominal_first if hint else None
+    )
     if hedged.first is None:
         if hedged.status == "infeasible":
             return _infeasible(

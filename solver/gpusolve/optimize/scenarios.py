@@ -23,6 +23,7 @@ the second stage alone: how a given purchase fares in a scenario, its rentals re
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections import defaultdict
 from collections.abc import Sequence
@@ -377,11 +378,15 @@ def solve_two_stage(
     *,
     fixed: FirstStage | None = None,
     hint: TwoStageResult | None = None,
+    start_from: FirstStage | None = None,
 ) -> TwoStageResult:
     """The best first stage for the scenarios, each scenario's second stage with it.
 
     With `fixed`, the first stage is given and each scenario's second stage is simply
     its cheapest (the objective is their plain sum: scenarios are independent then).
+    `start_from` is a purchase to begin from (the nominal plan's): the same model with it fixed
+    is solved first, and its complete solution hints the free solve (a partial `hint`
+    leaves CP-SAT to complete the racks, which it often fails to do).
     """
     start = time.perf_counter()
     if fixed is not None and not _deliverable(fixed, scenarios):
@@ -393,6 +398,8 @@ def solve_two_stage(
     weights = probability_weights([s.probability for s in scenarios])
     if hint is not None:
         _add_hint(ts, hint)
+    if start_from is not None and fixed is None:
+        _hint_start(ts, start_from, costs, config)
     if fixed is not None:
         objective: Expr = _wsum_expr([(1, c) for c in costs])
     elif robust == "expected":
@@ -449,6 +456,27 @@ def _solver(config: SolveConfig, spent_s: float) -> cp_model.CpSolver:
     return solver
 
 
+# Share of the time limit the solve from `start` may take.
+_START_SHARE = 0.2
+
+
+def _hint_start(
+    ts: TwoStage, start: FirstStage, costs: Sequence[Expr], config: SolveConfig
+) -> None:
+    """Hint the model with the cheapest second stages on the `start` purchase, when it
+    meets every scenario (the clone shares the model's variable indices)."""
+    if any(n and key not in ts.servers for key, n in start.servers.items()):
+        return
+    clone = ts.model.clone()
+    for key, var in ts.servers.items():
+        clone.add(var == start.servers.get(key, 0))
+    clone.minimize(_wsum_expr([(1, c) for c in costs]))
+    share = dataclasses.replace(config, time_limit_s=_START_SHARE * config.time_limit_s)
+    solver = _solver(share, 0.0)
+    if solver.solve(clone) in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+        _hint_from(ts.model, solver)
+
+
 def _hint_from(model: cp_model.CpModel, solver: cp_model.CpSolver) -> None:
     model.clear_hints()  # type: ignore[no-untyped-call]
     for index in range(len(model.proto.variables)):
@@ -487,6 +515,9 @@ def evaluate(
 ) -> dict[str, Solution | None]:
     """How a purchase fares in each scenario, its rentals and layouts re-chosen there;
     None where it cannot meet the scenario at all."""
+    together = solve_two_stage(scenarios, config, fixed=first)
+    if together.status in ("optimal", "feasible"):  # one model for all: the usual case
+        return dict(together.outcomes)
     out: dict[str, Solution | None] = {}
     for s in scenarios:
         result = solve_two_stage([s], config, fixed=first)

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from plan_support import EXAMPLES, ROOT
+from tests.support.shipped import EXAMPLES, ROOT
 
 from gpusolve.bom import bom_line, section_of
 from gpusolve.cli import main

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from plan_support import ROOT
+from tests.support.shipped import ROOT
 
 from gpusolve.candidates.generate import Candidates, build_candidates
 from gpusolve.colo import rule_hits

@@ -126,6 +126,11 @@ class Deployment(OutModel):
     site: str | None
     schedule: str
     memory_per_gpu_gb: float
+    memory_parts_gb: dict[str, float] = Field(
+        default_factory=dict,
+        description="memory_per_gpu_gb by part (weights, gathered_weights, gradients, "
+        "optimizer, activations, kv_cache, overhead), GB; the parts sum to it.",
+    )
     card_memory_gb: float = Field(description="Memory the device reports, GB.")
     usable_memory_gb: float = Field(description="card_memory_gb × (1 − headroom), GB.")
     headroom: float

@@ -38,7 +38,16 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from gpusolve.models.plan import Plan, Sensitivity, SensitivityKind, SensitivityRange
-from gpusolve.optimize.ir import CloudOption, Instance, Site, Sku, Solution, SolveConfig
+from gpusolve.optimize.ir import (
+    CloudOption,
+    Instance,
+    OwnedOption,
+    Placement,
+    Site,
+    Sku,
+    Solution,
+    SolveConfig,
+)
 
 if TYPE_CHECKING:
     from gpusolve.candidates.policy import WorkloadPolicy
@@ -239,7 +248,10 @@ def scale_instance(
         sku = instance.skus[subject]
         skus: dict[str, Sku] = {
             **instance.skus,
-            subject: replace(sku, capex=_money(sku.capex, factor)),
+            # the residual value is a share of the price (issue 24): it scales with it
+            subject: replace(
+                sku, capex=_money(sku.capex, factor), residual=_money(sku.residual, factor)
+            ),
         }
         return replace(instance, skus=skus)
     if kind == "cloud_price":
@@ -254,11 +266,26 @@ def scale_instance(
     elif kind == "power_price":
         energy = {sku: _money(v, factor) for sku, v in site.energy_month.items()}
         new = replace(site, energy_month=energy)
+        # and what each workload draws above idle there (issue 24, energy by duty)
+        instance = replace(instance, owned=_scaled_busy_energy(instance, subject, factor))
     elif kind == "bandwidth_price":
-        new = replace(site, bandwidth_month=_money(site.bandwidth_month, factor))
+        new = replace(
+            site,
+            bandwidth_month=_money(site.bandwidth_month, factor),
+            extra_mbps_cost=_money(site.extra_mbps_cost, factor),
+        )
     else:
         raise ValueError(f"{kind} is not a price of the instance")
     return replace(instance, sites={**instance.sites, subject: new})
+
+
+def _scaled_busy_energy(instance: Instance, site: str, factor: float) -> tuple[OwnedOption, ...]:
+    def scaled(p: Placement) -> Placement:
+        return replace(p, busy_energy=_money(p.busy_energy, factor)) if p.site == site else p
+
+    return tuple(
+        replace(o, placements=tuple(scaled(p) for p in o.placements)) for o in instance.owned
+    )
 
 
 def scale_card(card: Card, factor: float) -> Card:

@@ -123,19 +123,7 @@ def build_candidates(
         _cloud_options(b, workload)
     sites = _sites(b)
     used_skus = {o.sku for o in b.owned}
-    goods, _ = vat_factors(reqs)
-    skus = {
-        s.id: ir.Sku(
-            id=s.id,
-            capex=to_money(s.price * goods),
-            power_w=round(s.power_kw * 1000),
-            rack_units=s.rack_units,
-            cooling=frozenset(s.cooling),
-            residual=finance.residual_value(s.price * goods, residual_share(reqs)),
-        )
-        for s in catalog.servers.values()
-        if s.id in used_skus
-    }
+    skus = {s.id: price_sku(s, reqs) for s in catalog.servers.values() if s.id in used_skus}
     for site in sites.values():
         b.require(f"racks:{site.id}", f"{site.racks_available} racks available at {site.id}", 8)
     capex_max = reqs.budget.capex_max
@@ -643,35 +631,53 @@ def owned_busy_hours(w: Workload, estimate: ConfigEstimate, horizon_months: int)
 
 def _sites(b: _Builder) -> dict[str, ir.Site]:
     used = {p.site for o in b.owned for p in o.placements}
-    goods, services = vat_factors(b.reqs)
-    h = b.reqs.horizon_months
-    sites: dict[str, ir.Site] = {}
-    for offer in b.catalog.colo_offers.values():
-        if offer.id not in used:
-            continue
-        price = goods * finance.energy_price_per_kwh(
-            offer.pue, offer.power_price_per_kwh, offer.power_included
-        )
-        idle_kw = {
-            s.id: finance.idle_power_kw(s.power_kw, s.idle_power_kw)
-            for s in b.catalog.servers.values()
-        }
-        energy = {k: finance.idle_energy_month(kw, price) for k, kw in idle_kw.items()}
-        sites[offer.id] = ir.Site(
-            id=offer.id,
-            region=offer.region,
-            cooling=offer.cooling,
-            rack_w=round(offer.rack_kw * 1000),
-            rack_units=offer.rack_units,
-            racks_available=offer.racks_available,
-            rack_rent_month=to_money(offer.rack_price_per_month * services),
-            bandwidth_month=to_money(
-                offer.bandwidth_mbps * offer.bandwidth_price_per_mbps_month * services
-            ),
-            energy_month=energy,
-            bandwidth_mbps=math.ceil(offer.bandwidth_mbps),
-            extra_mbps_cost=to_money(h * offer.bandwidth_price_per_mbps_month * services),
-            rent_months=max(h, offer.min_term_months or 0),
-            setup_fee=to_money(offer.setup_fee * services),
-        )
-    return sites
+    return {
+        offer.id: price_site(offer, b.catalog, b.reqs)
+        for offer in b.catalog.colo_offers.values()
+        if offer.id in used
+    }
+
+
+def price_sku(server: Server, reqs: Requirements) -> ir.Sku:
+    """A server model as the optimiser prices it (VAT, residual value): one place, so that
+    every stage building an instance (scenarios, sensitivity) prices it the same way."""
+    goods, _ = vat_factors(reqs)
+    return ir.Sku(
+        id=server.id,
+        capex=to_money(server.price * goods),
+        power_w=round(server.power_kw * 1000),
+        rack_units=server.rack_units,
+        cooling=frozenset(server.cooling),
+        residual=finance.residual_value(server.price * goods, residual_share(reqs)),
+    )
+
+
+def price_site(offer: ColoOffer, catalog: Catalog, reqs: Requirements) -> ir.Site:
+    """A colo offer as the optimiser prices it: idle energy per server model (what each
+    workload draws above idle is its placement's `busy_energy`), bandwidth, terms, VAT."""
+    goods, services = vat_factors(reqs)
+    h = reqs.horizon_months
+    price = goods * finance.energy_price_per_kwh(
+        offer.pue, offer.power_price_per_kwh, offer.power_included
+    )
+    energy = {
+        s.id: finance.idle_energy_month(finance.idle_power_kw(s.power_kw, s.idle_power_kw), price)
+        for s in catalog.servers.values()
+    }
+    return ir.Site(
+        id=offer.id,
+        region=offer.region,
+        cooling=offer.cooling,
+        rack_w=round(offer.rack_kw * 1000),
+        rack_units=offer.rack_units,
+        racks_available=offer.racks_available,
+        rack_rent_month=to_money(offer.rack_price_per_month * services),
+        bandwidth_month=to_money(
+            offer.bandwidth_mbps * offer.bandwidth_price_per_mbps_month * services
+        ),
+        energy_month=energy,
+        bandwidth_mbps=math.ceil(offer.bandwidth_mbps),
+        extra_mbps_cost=to_money(h * offer.bandwidth_price_per_mbps_month * services),
+        rent_months=max(h, offer.min_term_months or 0),
+        setup_fee=to_money(offer.setup_fee * services),
+    )

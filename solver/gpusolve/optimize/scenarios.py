@@ -63,6 +63,7 @@ from gpusolve.optimize.model import (
     _wsum,
     _wsum_expr,
     instance_errors,
+    money_terms,
     throughput_scores,
 )
 from gpusolve.optimize.prune import usable_cloud, usable_owned
@@ -321,14 +322,9 @@ def _scenario_view(
 ) -> Built:
     """One scenario's costs over the shared purchase, as a `Built` so that the single
     model's readout (`readout.read_solution`) reads it unchanged."""
-    h = instance.horizon_months
-    skus, sites = instance.skus, instance.sites
-    capex = _wsum([(skus[k].capex, v) for (k, _), v in servers.items() if k in skus])
-    energy = _wsum([(h * sites[s].energy_month.get(k, 0), v) for (k, s), v in servers.items()])
-    rent = _wsum_expr([(h * sites[s].rack_rent_month, p.total) for s, p in packing.items()])
-    bandwidth = _wsum([(h * sites[s].bandwidth_month, v) for s, v in used.items()])
     owned, cloud = part.owned, part.cloud
-    cloud_cost = _wsum([(c.option.cost_total, c.var) for c in cloud])
+    money = money_terms(part.b, instance, servers, packing, used, owned, cloud)
+    capex, rent, energy, bandwidth, cloud_cost, residual = money
     penalties = _wsum(
         [(o.option.penalty + o.placement.penalty, o.var) for o in owned]
         + [(c.option.penalty, c.var) for c in cloud]
@@ -365,6 +361,7 @@ def _scenario_view(
         racks_total=_wsum_expr([(1, p.total) for p in packing.values()]),
         servers_total=_wsum([(1, v) for v in servers.values()]),
         rank=_rank_expr(owned, cloud, packing),
+        residual=residual,
     )
 
 

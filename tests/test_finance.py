@@ -28,10 +28,11 @@ def cloud(offer_id: str, per_hour: float, **terms: Any) -> dict[str, Any]:
 
 
 def _catalog(tmp: Path, per_hour: float | None = 80, **colo: Any) -> Path:
-    """One 10 kW 8-GPU box at 2,000,000 (idle 2.5 kW by the default fraction), one 20 kW
-    site (5,000/rack-month, 100 Mbps at 50, PUE 1.4 x 0.7/kWh) and, unless `per_hour` is
-    None, one 8-GPU cloud instance of the same card."""
-    offer = colo_entry("s", 20, cooling="enhanced_air")
+    """One 10 kW 8-GPU box at 2,000,000 (idle 2.5 kW by the default fraction), one 25 kW
+    site (20 kW usable under the default 80% rack reserve; 5,000/rack-month, 100 Mbps at 50,
+    PUE 1.4 x 0.7/kWh) and, unless `per_hour` is None, one 8-GPU cloud instance of the same
+    card."""
+    offer = colo_entry("s", 25, cooling="enhanced_air")
     offer.update(colo)
     clouds = [cloud("rent", per_hour)] if per_hour is not None else []
     return write_catalog(
@@ -104,7 +105,8 @@ NO_RESIDUAL = {"residual_value": False}
 
 def test_n_plus_1_buys_racks_and_powers_one_spare(gpusolve, tmp_path: Path) -> None:
     # A second box: 2,000,000 more, and 1,788 x 36 = 64,368 more idle energy (it never
-    # runs); both fit the one 20 kW rack (2 x 10 kW, 8 U). 2,540,263 + 2,064,368 = 4,604,631.
+    # runs); both fit the one rack (2 x 10 kW of its 20 usable, 8 U). 2,540,263 + 2,064,368
+    # = 4,604,631.
     finance_terms = {**NO_RESIDUAL, "spares": "n+1"}
     plan = _plan(gpusolve, tmp_path, {"finance": finance_terms}, _catalog(tmp_path, None))
     assert plan["deployments"][0]["servers"] == 1

@@ -201,8 +201,13 @@ def _sku(p: Prepared, sku_id: str) -> ir.Sku:
 
 
 def _site(p: Prepared, site_id: str) -> ir.Site:
-    # On this scenario's catalogue and requirements, as the candidates stage prices it.
-    return price_site(p.catalog.colo_offers[site_id], p.catalog, p.reqs)
+    # On this scenario's catalogue and requirements, as the candidates stage prices it;
+    # a site the scenario's candidates know keeps the room its rack reserve leaves.
+    priced = price_site(p.catalog.colo_offers[site_id], p.catalog, p.reqs)
+    known = p.cand.instance.sites.get(site_id)
+    if known is None:
+        return priced
+    return dataclasses.replace(priced, rack_w=known.rack_w, rack_units=known.rack_units)
 
 
 # --------------------------------------------------------------------------- plan

@@ -38,6 +38,9 @@ class Sku:
     rack_units: int
     cooling: frozenset[str]  # rack cooling kinds it can live in
     residual: int = 0  # value per server at the end of the horizon (`finance.py`), <= capex
+    fabric: str | None = None  # FabricClass id its NICs join when a job spans servers
+    nics: int = 0  # compute-fabric NICs (ports) per server
+    nic_capex: int = 0  # fabric NICs bought apart from the server, per server
 
 
 @dataclass(frozen=True)
@@ -63,6 +66,13 @@ class Site:
     # offer's minimum term when longer; 0 = the horizon) and a one-off fee once used.
     rent_months: int = 0
     setup_fee: int = 0
+    # What each rack keeps from servers (rack_w/rack_units above are what servers may use):
+    # the compute-fabric switches must fit in it after the rack's own ToR (`fabric.py`).
+    reserved_w: int = 0
+    reserved_units: int = 0
+    rack_network_capex: int = 0  # per rack: top-of-rack switch and its uplinks
+    rack_network_w: int = 0
+    rack_network_units: int = 0
 
 
 @dataclass(frozen=True)
@@ -92,6 +102,30 @@ class OwnedOption:
     penalty: int = 0  # soft-rule penalties independent of the site
     violates: frozenset[str] = frozenset()
     bandwidth_mbps: int = 0  # internet bandwidth the workload needs at its site while it runs
+    spans: bool = False  # one job across servers: they join the site's compute fabric
+
+
+@dataclass(frozen=True)
+class FabricClass:
+    """A compute fabric for servers of one NIC kind and rate: its switch and link.
+
+    A site's fabric of this class is one switch (up to `radix` ports) or a two-tier fat
+    tree: leaves with `down_ports` to servers and `radix - down_ports` to spines (equal
+    when non-blocking; `down_ports / up` is the oversubscription)."""
+
+    id: str
+    switch: str  # catalogue ids, for the cost lines
+    link: str
+    radix: int  # logical ports per switch at the NIC rate
+    down_ports: int
+    switch_price: int
+    switch_power_w: int
+    switch_units: int
+    link_price: int
+
+    @property
+    def up_ports(self) -> int:
+        return self.radix - self.down_ports
 
 
 @dataclass(frozen=True)
@@ -139,6 +173,7 @@ class Instance:
     throughput_best: dict[str, int] = field(default_factory=dict)
     # N+1: one spare server per (SKU, site) in use, bought, racked and idle (`finance.py`).
     spares: bool = False
+    fabrics: dict[str, FabricClass] = field(default_factory=dict)  # by id (Sku.fabric)
     # Site-level requirements: racks at a site may not exceed what is available
     # (requirement name "racks:<site>"); explain mode may relax it.
 
@@ -170,6 +205,7 @@ class Costs:
     cloud: int  # whole horizon
     penalties: int
     residual: int = 0  # owned servers' value at the end of the horizon: a credit
+    network: int = 0  # of capex: switches, links, NICs (already inside `capex`)
 
     @property
     def tco(self) -> int:
@@ -194,3 +230,18 @@ class Solution:
     best_bound: int | None = None
     wall_s: float = 0.0
     binding: tuple[str, ...] = ()  # names of requirements/capacities that are tight
+    fabric: dict[tuple[str, str], FabricCount] = field(default_factory=dict)  # (site, class)
+
+
+@dataclass(frozen=True)
+class FabricCount:
+    """A site's compute fabric of one class as solved: switches and links."""
+
+    ports: int  # server ports cabled
+    single: int  # 1 when one switch holds every port
+    leaves: int
+    spines: int
+
+    @property
+    def switches(self) -> int:
+        return self.single + self.leaves + self.spines

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.factories.files import card_entry, colo_entry, server_entry, write_catalog, write_reqs
+from tests.support.shipped import ROOT
 
 from gpusolve.optimize import finance
 
@@ -198,3 +199,16 @@ def test_rental_months_for_runs() -> None:
     assert finance.rental_months(False, 12, 100, 36) == (12, 36)
     assert finance.rental_months(False, 100, 100, 36) == (36, 36)
     assert finance.rental_months(True, 1, 0, 24) == (24, 24)
+
+
+def test_spares_hold_in_the_two_stage_scenario_plan(gpusolve, tmp_path: Path) -> None:
+    # The scenario model buys servers for every scenario at once: N+1 adds one per (SKU,
+    # site) there too, and the plan passes the independent check (exit 0, not 70).
+    text = (ROOT / "examples" / "scenarios-demand-growth.yaml").read_text(encoding="utf-8")
+    path = tmp_path / "scen.yaml"
+    path.write_text(text + "\nfinance:\n  spares: n+1\n", encoding="utf-8")
+    result = gpusolve("plan", "-q", "--format", "json", str(path))
+    assert result.code == 0, result.err
+    plan = json.loads(result.out)
+    spares = [i for i in plan["cost"]["breakdown"]["items"] if i["unit"] == "spare server"]
+    assert len(spares) == len(plan["sites"]) >= 1

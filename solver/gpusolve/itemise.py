@@ -171,11 +171,12 @@ def _residual(
             f"{n} at {site} x {value:,} ({cand.residual_share:.1%} of "
             f"{instance.skus[sku].capex:,} "
             f"after {instance.horizon_months} months: straight-line over "
-            f"{cand.useful_life_months} months to {cand.salvage_fraction:.0%})"
+            f"{cand.finance_terms.useful_life_months} months to "
+            f"{cand.finance_terms.salvage_fraction:.0%})"
         )
         line = CostItem(kind="residual_value", subject=sku, detail=detail, amount=-n * value)
         line = priced(line, n, "server", -value, server.pricing, site=site)
-        source = "book value: optimize/finance.py USEFUL_LIFE_MONTHS, SALVAGE_FRACTION"
+        source = "book value: rule parameters server_useful_life_months, server_salvage_fraction"
         out.append(line.model_copy(update={"source": f"{source}; price {line.source}"}))
     return out
 
@@ -232,7 +233,8 @@ def _energy(
         server = catalog.servers.get(sku)
         idle = ""
         if server is not None:
-            idle_kw = finance.idle_power_kw(server.power_kw, server.idle_power_kw)
+            fraction = cand.finance_terms.idle_power_fraction
+            idle_kw = finance.idle_power_kw(server.power_kw, server.idle_power_kw, fraction)
             idle = f" ({idle_kw:,.2f} kW idle)"
         detail = f"idle: {n} x {sku}{idle} x {month:,}/month x {h} months"
         line = CostItem(kind="energy", subject=site_id, detail=detail, amount=h * n * month)

@@ -197,13 +197,14 @@ def harmonise(prepared: list[Prepared]) -> list[Prepared]:
 
 
 def _sku(p: Prepared, sku_id: str) -> ir.Sku:
-    return price_sku(p.catalog.servers[sku_id], p.reqs)
+    return price_sku(p.catalog.servers[sku_id], p.reqs, p.cand.finance_terms)
 
 
 def _site(p: Prepared, site_id: str) -> ir.Site:
     # On this scenario's catalogue and requirements, as the candidates stage prices it;
     # a site the scenario's candidates know keeps the room its rack reserve leaves.
-    priced = price_site(p.catalog.colo_offers[site_id], p.catalog, p.reqs)
+    offer = p.catalog.colo_offers[site_id]
+    priced = price_site(offer, p.catalog, p.reqs, terms=p.cand.finance_terms)
     known = p.cand.instance.sites.get(site_id)
     if known is None:
         return priced

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -21,6 +21,7 @@ from gpusolve.estimate.search import SearchResult
 from gpusolve.models.catalog import Card, Catalog, CloudOffer, ColoOffer, Server
 from gpusolve.models.requirements import Requirements, Workload
 from gpusolve.optimize import finance, ir
+from gpusolve.params import Params
 from gpusolve.regions import Place, resolve
 
 MULTI_NODE_FABRICS = frozenset({"infiniband", "roce"})
@@ -65,10 +66,9 @@ class Candidates:
     meta: dict[str, OptionMeta]
     rejections: dict[str, list[Rejection]]
     explain: bool
-    # The residual value's terms, for the cost lines (`finance.py`).
+    # The residual value's share and the plan-level finance parameters (`finance.py`).
     residual_share: float = 0.0
-    useful_life_months: int = finance.USEFUL_LIFE_MONTHS
-    salvage_fraction: float = finance.SALVAGE_FRACTION
+    finance_terms: finance.Terms = field(default_factory=finance.Terms)
     # Price multipliers for VAT on goods and on services (1.0 without VAT).
     vat_goods: float = 1.0
     vat_services: float = 1.0
@@ -98,6 +98,7 @@ class _Builder:
     cloud: list[ir.CloudOption] = field(default_factory=list)
     meta: dict[str, OptionMeta] = field(default_factory=dict)
     rejections: dict[str, list[Rejection]] = field(default_factory=dict)
+    terms: finance.Terms = field(default_factory=finance.Terms)
     requirements: dict[str, ir.Requirement] = field(default_factory=dict)
     reserves: dict[str, RackReserve] = field(default_factory=dict)  # colo offer id -> rack
 
@@ -120,6 +121,7 @@ def build_candidates(
     explain: bool = False,
 ) -> Candidates:
     b = _Builder(reqs, catalog, policies, explain)
+    b.terms = finance_terms(reqs, policies)
     chosen = [p.params for p in policies.values()]
     b.reserves = {o.id: rack_reserve(o, chosen) for o in catalog.colo_offers.values()}
     for workload in reqs.workloads:
@@ -127,7 +129,9 @@ def build_candidates(
         _cloud_options(b, workload)
     sites = _sites(b)
     used_skus = {o.sku for o in b.owned}
-    skus = {s.id: price_sku(s, reqs) for s in catalog.servers.values() if s.id in used_skus}
+    skus = {
+        s.id: price_sku(s, reqs, b.terms) for s in catalog.servers.values() if s.id in used_skus
+    }
     for site in sites.values():
         b.require(f"racks:{site.id}", f"{site.racks_available} racks available at {site.id}", 8)
     capex_max = reqs.budget.capex_max
@@ -151,18 +155,14 @@ def build_candidates(
         throughput_weights={w.name: w.throughput_weight for w in reqs.workloads},
         spares=reqs.finance.spares == "n+1",
     )
-    f = reqs.finance
     vat_goods, vat_services = vat_factors(reqs)
     return Candidates(
         instance,
         b.meta,
         b.rejections,
         explain,
-        residual_share=residual_share(reqs),
-        useful_life_months=f.useful_life_months or finance.USEFUL_LIFE_MONTHS,
-        salvage_fraction=(
-            finance.SALVAGE_FRACTION if f.salvage_fraction is None else f.salvage_fraction
-        ),
+        residual_share=residual_share(reqs, b.terms),
+        finance_terms=b.terms,
         vat_goods=vat_goods,
         vat_services=vat_services,
     )
@@ -176,16 +176,30 @@ def vat_factors(reqs: Requirements) -> tuple[float, float]:
     return 1.0 + vat.goods, 1.0 + vat.services
 
 
-def residual_share(reqs: Requirements) -> float:
+def finance_terms(
+    reqs: Requirements, policies: Mapping[str, WorkloadPolicy] | None = None
+) -> finance.Terms:
+    """The plan-level finance parameters: the requirements' `finance:` where it sets them,
+    else the rules' parameters, the most cautious over the workloads when rules set them
+    differently (the most idle power, the shortest life, the least salvage)."""
+    params = [p.params for p in (policies or {}).values()] or [Params()]
+    f = reqs.finance
+    salvage = min(p.server_salvage_fraction for p in params)
+    return finance.Terms(
+        idle_power_fraction=max(p.idle_power_fraction for p in params),
+        useful_life_months=f.useful_life_months or min(p.server_useful_life_months for p in params),
+        salvage_fraction=salvage if f.salvage_fraction is None else f.salvage_fraction,
+        residual_value=f.residual_value,
+    )
+
+
+def residual_share(reqs: Requirements, terms: finance.Terms) -> float:
     """Share of its price an owned server is worth at the end of the horizon (0 when the
     requirements leave residual value out)."""
-    f = reqs.finance
-    if not f.residual_value:
+    if not terms.residual_value:
         return 0.0
     return finance.residual_fraction(
-        reqs.horizon_months,
-        f.useful_life_months or finance.USEFUL_LIFE_MONTHS,
-        finance.SALVAGE_FRACTION if f.salvage_fraction is None else f.salvage_fraction,
+        reqs.horizon_months, terms.useful_life_months, terms.salvage_fraction
     )
 
 
@@ -283,7 +297,9 @@ def _add_owned(
         return
     estimate = sized.estimate
     hours = owned_busy_hours(w, estimate, b.reqs.horizon_months)
-    idle_kw = finance.idle_power_kw(server.power_kw, server.idle_power_kw)
+    idle_kw = finance.idle_power_kw(
+        server.power_kw, server.idle_power_kw, b.terms.idle_power_fraction
+    )
     busy_kw = finance.busy_power_kw(server.power_kw, b.reqs.utilisation, idle_kw)
     placements = _with_busy_energy(b, estimate.nodes * (busy_kw - idle_kw) * hours, placements)
     key = f"{w.name}|{server.id}|{estimate.nodes}n"
@@ -664,39 +680,47 @@ def owned_busy_hours(w: Workload, estimate: ConfigEstimate, horizon_months: int)
 def _sites(b: _Builder) -> dict[str, ir.Site]:
     used = {p.site for o in b.owned for p in o.placements}
     return {
-        offer.id: price_site(offer, b.catalog, b.reqs, b.reserves.get(offer.id))
+        offer.id: price_site(offer, b.catalog, b.reqs, b.reserves.get(offer.id), b.terms)
         for offer in b.catalog.colo_offers.values()
         if offer.id in used
     }
 
 
-def price_sku(server: Server, reqs: Requirements) -> ir.Sku:
+def price_sku(server: Server, reqs: Requirements, terms: finance.Terms | None = None) -> ir.Sku:
     """A server model as the optimiser prices it (VAT, residual value): one place, so that
     every stage building an instance (scenarios, sensitivity) prices it the same way."""
     goods, _ = vat_factors(reqs)
+    terms = terms or finance_terms(reqs)
     return ir.Sku(
         id=server.id,
         capex=to_money(server.price * goods),
         power_w=round(server.power_kw * 1000),
         rack_units=server.rack_units,
         cooling=frozenset(server.cooling),
-        residual=finance.residual_value(server.price * goods, residual_share(reqs)),
+        residual=finance.residual_value(server.price * goods, residual_share(reqs, terms)),
     )
 
 
 def price_site(
-    offer: ColoOffer, catalog: Catalog, reqs: Requirements, reserve: RackReserve | None = None
+    offer: ColoOffer,
+    catalog: Catalog,
+    reqs: Requirements,
+    reserve: RackReserve | None = None,
+    terms: finance.Terms | None = None,
 ) -> ir.Site:
     """A colo offer as the optimiser prices it: idle energy per server model (what each
     workload draws above idle is its placement's `busy_energy`), bandwidth, terms, VAT;
     racks hold servers within what the rack reserve leaves (`reserve.py`)."""
     goods, services = vat_factors(reqs)
+    fraction = (terms or finance_terms(reqs)).idle_power_fraction
     h = reqs.horizon_months
     price = goods * finance.energy_price_per_kwh(
         offer.pue, offer.power_price_per_kwh, offer.power_included
     )
     energy = {
-        s.id: finance.idle_energy_month(finance.idle_power_kw(s.power_kw, s.idle_power_kw), price)
+        s.id: finance.idle_energy_month(
+            finance.idle_power_kw(s.power_kw, s.idle_power_kw, fraction), price
+        )
         for s in catalog.servers.values()
     }
     return ir.Site(

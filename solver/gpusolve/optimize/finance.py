@@ -4,8 +4,8 @@ Energy: every owned server draws its idle power for the whole horizon (a coeffic
 (SKU, site) server, as `Site.energy_month`), and each chosen option adds what its servers
 draw above idle for the hours its workload runs (`Placement.busy_energy`, a coefficient per
 (option, site) choice). Busy power is the requirements' `utilisation` x peak (the rule the
-plan always used for energy); idle power is the server's catalogue figure or
-`IDLE_POWER_FRACTION` x peak.
+plan always used for energy); idle power is the server's catalogue figure or the rule
+parameter `idle_power_fraction` x peak (params.py, with its source).
 
 The candidates stage calls the coefficient functions with catalogue figures (plain floats
 in, whole money units out); the model calls the `*_cost` builders to add their terms.
@@ -25,19 +25,30 @@ from ortools.sat.python import cp_model
 
 from gpusolve.candidates.money import HOURS_PER_MONTH, to_money
 from gpusolve.optimize.ir import SLOTS_COVERED
+from gpusolve.params import Params
 
-# Idle wall power of a GPU server as a fraction of its peak, when the catalogue gives no
-# figure. An idle Hopper SXM GPU reads ~60-75 W of its 700 W TDP in nvidia-smi (P0, no
-# work), and the host (two CPUs, DRAM, NVSwitches, NICs, fans at minimum speed, PSU losses)
-# keeps ~1.5-2 kW of a 10.2 kW DGX H100 on: ~0.2-0.25 of peak. Assumption (confidence D):
-# no vendor publishes an idle figure for the 8-GPU boards; catalog-facts §2b gives the
-# peak figures it is a fraction of. Servers with a measured figure set `idle_power_kw`.
-IDLE_POWER_FRACTION = 0.25
+# Defaults of the rule parameters (params.py documents each with its source): the idle
+# share of peak power, and the straight-line book value of a server (useful life, salvage).
+IDLE_POWER_FRACTION: float = Params().idle_power_fraction
+USEFUL_LIFE_MONTHS: int = Params().server_useful_life_months
+SALVAGE_FRACTION: float = Params().server_salvage_fraction
 
 
-def idle_power_kw(peak_kw: float, catalogue_idle_kw: float | None) -> float:
-    """The catalogue's idle figure, else the documented fraction of peak (never above peak)."""
-    idle = catalogue_idle_kw if catalogue_idle_kw is not None else IDLE_POWER_FRACTION * peak_kw
+@dataclass(frozen=True)
+class Terms:
+    """The plan-level finance parameters, resolved once from the rules and requirements."""
+
+    idle_power_fraction: float = IDLE_POWER_FRACTION
+    useful_life_months: int = USEFUL_LIFE_MONTHS
+    salvage_fraction: float = SALVAGE_FRACTION
+    residual_value: bool = True
+
+
+def idle_power_kw(
+    peak_kw: float, catalogue_idle_kw: float | None, fraction: float = IDLE_POWER_FRACTION
+) -> float:
+    """The catalogue's idle figure, else the rule's fraction of peak (never above peak)."""
+    idle = catalogue_idle_kw if catalogue_idle_kw is not None else fraction * peak_kw
     return min(idle, peak_kw)
 
 
@@ -73,16 +84,12 @@ def busy_energy(busy_kwh: float, price_per_server_kwh: float) -> int:
 
 # A server's value falls straight-line from its price to a salvage fraction over its useful
 # life; what is left at the end of the horizon is credited to the TCO (the capex budget still
-# counts the full price). Book value, not a resale quote (assumption, confidence C):
-# - useful life 60 months: Amazon shortened the useful life of a subset of its servers and
-#   networking equipment from six to five years from 2025-01-01, citing the faster pace of
-#   AI/ML technology (Amazon.com 10-K for 2024, note 1 "Use of Estimates"); Chinese tax law
-#   lets electronic equipment be depreciated over no less than 3 years (企业所得税法实施条例
-#   第六十条), and Chinese IDC operators commonly book servers over 5 years.
-# - salvage 5% of the price: the customary 预计净残值率 of 3-5% of Chinese fixed-asset
-#   accounting (the former 《工业企业财务制度》 range), at its top.
-USEFUL_LIFE_MONTHS = 60
-SALVAGE_FRACTION = 0.05
+# counts the full price). Book value, not a resale quote (assumption, confidence C): the rule
+# parameters server_useful_life_months (60: Amazon shortened servers' useful life from six
+# to five years from 2025-01-01, Amazon.com 10-K for 2024, note 1; Chinese tax law allows no
+# less than 3 years for electronic equipment, 企业所得税法实施条例 第六十条) and
+# server_salvage_fraction (0.05: the customary 3-5% 预计净残值率 of Chinese fixed-asset
+# accounting, at its top).
 
 
 def residual_fraction(

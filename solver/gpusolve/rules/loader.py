@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import bisect
 import difflib
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -25,10 +25,12 @@ from gpusolve.load.catalog import expand_paths
 from gpusolve.load.data import data_dir
 from gpusolve.load.validate import parse_model
 from gpusolve.load.yamlio import Document, read_yaml
+from gpusolve.models.requirements import Requirements
 from gpusolve.models.rules import Rule, RuleFile
 from gpusolve.params import check_value
 from gpusolve.rules.compile import compile_predicate
 from gpusolve.rules.declarations import KINDS, variables_for
+from gpusolve.rules.environment import Facts
 from gpusolve.rules.evaluate import Program
 from gpusolve.rules.parse import CelError
 from gpusolve.rules.templates import Template, compile_template
@@ -93,7 +95,10 @@ class RuleSet:
     files: tuple[Path, ...]
     disabled: dict[str, str] = field(default_factory=dict)  # id -> "file:line" that disabled it
     _by_id: dict[str, CompiledRule] = field(default_factory=dict, repr=False)
-    _cache: dict[str, Any] = field(default_factory=dict, repr=False)
+    # The `reqs` facts of the last evaluation (engine._reqs_facts): key, reqs, facts.
+    _cache: dict[str, tuple[Hashable, Requirements, Facts]] = field(
+        default_factory=dict, repr=False
+    )
 
     def __post_init__(self) -> None:
         self._by_id = {r.id: r for r in self.rules}

@@ -9,6 +9,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from gpusolve import assemble
+from gpusolve.bom import bill_of_materials
 from gpusolve.candidates.generate import Candidates, build_candidates
 from gpusolve.candidates.policy import WorkloadPolicy
 from gpusolve.models.catalog import Catalog
@@ -108,7 +109,12 @@ def make_plan(
         solver=_solver_info(solution, options).model_copy(update=cand.scope()),
         warnings=warnings,
     )
-    plan = plan.model_copy(update={"illustrative_prices": illustrative_prices(plan, catalog)})
+    plan = plan.model_copy(
+        update={
+            "illustrative_prices": illustrative_prices(plan, catalog),
+            "bom": bill_of_materials(plan, catalog),
+        }
+    )
     if options.top_k:
         progress(f"finding {options.top_k} alternative plan(s)")
         plan = plan.model_copy(

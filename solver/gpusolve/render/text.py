@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from gpusolve.models.plan import Plan
+from gpusolve.render.bom import bom_text
 from gpusolve.render.compliance import compliance_text, sources_text
 from gpusolve.render.fmt import (
     cost_lines,
@@ -16,6 +17,7 @@ from gpusolve.render.fmt import (
     proof_scope,
     work,
 )
+from gpusolve.render.sensitivity import sensitivity_text
 
 INTERRUPTED = "interrupted, not proven optimal"
 
@@ -74,6 +76,9 @@ def plan_text(plan: Plan) -> str:
     if plan.cost:
         add("")
         lines += cost_lines(plan.cost)
+    if plan.bom:
+        add("")
+        lines += bom_text(plan)
     if plan.binding:
         add("")
         add("Binding constraints")
@@ -89,6 +94,7 @@ def plan_text(plan: Plan) -> str:
             if alt.compared is not None:
                 add(f"      {alt.compared.summary}")
     _why_not(plan, add)
+    lines += sensitivity_text(plan.sensitivity, cur)
     lines += compliance_text(plan) + sources_text(plan)
     _warnings_and_prices(plan, add)
     add("")

@@ -37,7 +37,7 @@ from gpusolve.rules.environment import (
     workload_facts,
 )
 from gpusolve.rules.evaluate import Bindings, EvalFailure
-from gpusolve.rules.loader import CompiledPredicate, CompiledRule, RuleSet
+from gpusolve.rules.loader import CompiledPredicate, CompiledRule, ParamValue, RuleSet
 
 MAX_PASSES = 4
 CATALOG_KINDS = {
@@ -64,8 +64,8 @@ class TraceEntry:
     source: str
     title: str
     where: str
-    set: dict[str, Any] = field(default_factory=dict)
-    previous: dict[str, tuple[Any, str]] = field(default_factory=dict)  # name -> (value, by)
+    set: dict[str, ParamValue] = field(default_factory=dict)
+    previous: dict[str, tuple[ParamValue, str]] = field(default_factory=dict)  # name -> (value, by)
     overridden_by: dict[str, str] = field(default_factory=dict)  # name -> later rule / "user"
     require: dict[str, str] = field(default_factory=dict)  # kind -> expression
     prefer: dict[str, tuple[str, float]] = field(default_factory=dict)  # kind -> (expr, penalty)
@@ -104,7 +104,7 @@ class TraceEntry:
         return out
 
 
-def _show(value: Any) -> str:
+def _show(value: object) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, float) and value.is_integer():

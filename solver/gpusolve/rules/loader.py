@@ -18,7 +18,6 @@ from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Any
 
 from gpusolve.errors import InputError, Problem
 from gpusolve.load.catalog import expand_paths
@@ -36,6 +35,7 @@ from gpusolve.rules.parse import CelError
 from gpusolve.rules.templates import Template, compile_template
 
 HEURISTICS_FILE = "heuristics.yaml"
+ParamValue = bool | int | float | str  # a parameter's value (`gpusolve.params`)
 
 
 @dataclass(frozen=True)
@@ -64,7 +64,7 @@ class CompiledRule:
     line: int | None
     shipped: bool
     when: Program
-    sets: dict[str, Any]
+    sets: dict[str, ParamValue]
     requires: dict[str, CompiledPredicate]
     prefers: dict[str, CompiledPredicate]
     advise: Template | None
@@ -313,7 +313,7 @@ def _compile_rule(
     when = predicate(rule.when, "when", ("when",), "when")
     if when is not None:  # effects run only when `when` held: its null guards carry over
         guarded = when.nonnull_if_true
-    sets: dict[str, Any] = {}
+    sets: dict[str, ParamValue] = {}
     for name, value in rule.set.items():
         try:
             sets[name] = check_value(name, value)

@@ -1,12 +1,13 @@
 """Rules stage speed: load the shipped rule set and evaluate it for 20 workloads against
 the whole shipped catalogue (issue target: under 0.5 s).
 
-Run: python benchmarks/rules_speed.py [--repeat 5] [--parser seeded|public]
+Run: python benchmarks/rules_speed.py [--repeat 5] [--parser seeded|no-trees|public]
 Each repetition runs in a fresh interpreter, so the one-off cost of building the CEL parser
 (or loading its cached tables) is included; the figure is CPU time of that child, which a
 noisy machine disturbs less than wall time, and of that the part spent loading the rules.
-`--parser public` builds the parser the way cel-python's public API does (no table cache),
-for the comparison in benchmarks/README.md ("Rules start-up").
+`--parser no-trees` parses every expression (no tree cache); `--parser public` also builds
+the parser the way cel-python's public API does (no table cache): the comparisons in
+benchmarks/README.md ("Rules start-up").
 """
 
 from __future__ import annotations
@@ -21,9 +22,12 @@ TARGET_S = 0.5
 
 CHILD = r"""
 import json, sys, time
+import gpusolve.rules.cache as cache
 if sys.argv[1] == "public":
-    import gpusolve.rules.tables
-    gpusolve.rules.tables.seed_parser = lambda: None  # cel-python builds its own parser
+    cache.seed_parser = lambda: None  # cel-python builds its own parser, without a cache
+if sys.argv[1] in ("public", "no-trees"):
+    cache.TREES.lookup = lambda text: None  # parse every expression
+    cache.TREES.remember = lambda text, tree: None
 from gpusolve.load import load_catalog
 from gpusolve.models.requirements import Requirements
 from gpusolve.rules import ActivationCache, evaluate_workload, load_ruleset
@@ -75,7 +79,7 @@ def measure(parser: str) -> dict[str, float]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--repeat", type=int, default=5)
-    parser.add_argument("--parser", choices=("seeded", "public"), default="seeded")
+    parser.add_argument("--parser", choices=("seeded", "no-trees", "public"), default="seeded")
     args = parser.parse_args()
     runs = [measure(args.parser) for _ in range(args.repeat)]
     median = statistics.median(r["cpu_s"] for r in runs)

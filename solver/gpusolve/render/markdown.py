@@ -6,6 +6,7 @@ from gpusolve.models.plan import Cost, Plan
 from gpusolve.render.bom import bom_markdown
 from gpusolve.render.compliance import compliance_markdown, sources_markdown
 from gpusolve.render.fmt import COST_LABELS, hardware, layout, memory, money, proof_scope, work
+from gpusolve.render.scenarios import scenarios_markdown
 from gpusolve.render.sensitivity import sensitivity_markdown
 
 
@@ -63,18 +64,19 @@ def plan_markdown(plan: Plan) -> str:
         add("")
         add("## Colocation")
         add("")
-        add("| offer | city | cooling | racks | rack kW | servers | peak kW |")
-        add("|---|---|---|---|---|---|---|")
+        add("| offer | city | cooling | racks | rack kW | reserved kW | servers | peak kW |")
+        add("|---|---|---|---|---|---|---|---|")
         for s in plan.sites:
             servers = ", ".join(f"{n}× {k}" for k, n in s.servers.items())
             add(
                 f"| {s.offer} | {s.city} ({s.region}) | {s.cooling} | {s.racks} | "
-                f"{s.rack_kw:g} | {servers} | {s.power_kw:g} |"
+                f"{s.rack_kw:g} | {s.reserved_kw:g} | {servers} | {s.power_kw:g} |"
             )
     add("")
     out.extend(_cost_table(c))
     if plan.bom:
         out += ["", *bom_markdown(plan)]
+    out.extend(scenarios_markdown(plan))
     if plan.binding:
         add("")
         add("## What limits this plan")

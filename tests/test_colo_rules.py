@@ -141,3 +141,37 @@ def test_a_user_require_rule_refuses_offers_in_colo(gpusolve, tmp_path: Path) ->
         if not dual:
             assert not row["feasible"]
             assert any("my-dual-power" in r for r in row["reasons"])
+
+
+def test_rules_a_fleet_cannot_decide_are_listed_with_why(tmp_path: Path) -> None:
+    rules = tmp_path / "mine.yaml"
+    rules.write_text(
+        "rules:\n"
+        "  - id: my-tp-needs-ib\n"
+        "    source: H34\n"
+        "    title: Wide TP at an InfiniBand site\n"
+        '    when: "true"\n'
+        "    prefer:\n"
+        "      deployment:\n"
+        '        expr: offer == null || deployment.tp < 8 || offer.fabric == "infiniband"\n'
+        "        penalty: 1000\n"
+        "  - id: my-big-jobs-north\n"
+        "    source: H40\n"
+        "    title: Big jobs north\n"
+        '    when: "true"\n'
+        "    prefer:\n"
+        "      deployment:\n"
+        '        expr: offer == null || deployment.nodes < 4 || offer.region == "jiangsu-north"\n'
+        "        penalty: 1000\n"
+    )
+    placed = placement_rules(load_ruleset([rules]), _catalog())
+    why = {k.rule: k.why for k in placed.skipped}
+    assert "deployment.tp" in why["my-tp-needs-ib"]  # needs a sized layout: plan's
+    assert "my-big-jobs-north" in placed.judged  # nodes is what a fleet line states
+    catalog = _catalog()
+    south = next(o for o in catalog.colo_offers.values() if o.region == "jiangsu-south")
+    server = catalog.servers["r760xa-4gpu-l40s"]
+    for count, fired in ((4, True), (3, False)):
+        fleet = Fleet(servers=[FleetItem(server=server.id, count=count, multi_node=True)])
+        hits = rule_hits(fleet, {server.id: server}, south, placed)
+        assert any(h.rule == "my-big-jobs-north" for h in hits) == fired

@@ -126,6 +126,7 @@ def plan(
       gpusolve plan reqs.yaml --catalog my-quotes.yaml --format markdown -o memo.md
       gpusolve plan reqs.yaml --top-k 3 --why-not h100-sxm
       gpusolve plan reqs.yaml --objective max-throughput --capex-max 5000000
+      gpusolve plan reqs.yaml --bom --format csv -o bom.csv
 
     \b
     Cost: TCO itemised (capex per server SKU, rent, energy and bandwidth per site, cloud

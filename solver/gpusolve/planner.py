@@ -18,12 +18,12 @@ from gpusolve.models.plan import (
     Alternative,
     Infeasibility,
     Plan,
-    RuleFired,
     SolverInfo,
     TimedOut,
 )
 from gpusolve.models.requirements import Requirements
 from gpusolve.optimize import ir
+from gpusolve.rules.summary import RulesSummary as RulesSummary  # re-exported for pipeline
 from gpusolve.smalljobs import beyond_horizon, rent_only, small_jobs
 
 Progress = Callable[[str], None]
@@ -39,12 +39,7 @@ class PlanOptions:
     top_k: int = 0
     why_not: str | None = None
     timings: bool = False
-
-
-@dataclass(frozen=True)
-class RulesSummary:
-    fired: list[RuleFired]
-    advice: list[str]
+    robust: str = "expected"  # with a scenarios: block: "expected" or "worst" TCO
 
 
 def make_plan(
@@ -58,6 +53,11 @@ def make_plan(
     from gpusolve.optimize import interrupt
     from gpusolve.optimize.solve import solve  # ortools only on this path
 
+    if reqs.scenarios:  # a two-stage plan over the scenarios (scenarioplan.py)
+        from gpusolve.scenarioplan import ScenarioRun, make_scenario_plan
+
+        run = ScenarioRun(options.robust, options.config, options.timings)
+        return make_scenario_plan(reqs, catalog, policies, rules, run, progress)
     progress("building candidates")
     cand = build_candidates(reqs, catalog, policies)
     progress(

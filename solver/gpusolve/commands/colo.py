@@ -8,14 +8,20 @@ from pathlib import Path
 
 import click
 
-from gpusolve.commands.options import catalog_option, check_output, format_option, rules_option
+from gpusolve.commands.options import (
+    catalog_option,
+    check_output,
+    format_option,
+    require_output_for_html,
+    rules_option,
+)
 
 
 @click.command("colo")
 @click.argument("fleet_path", metavar="FLEET.yaml", type=click.Path(path_type=Path))
 @catalog_option
 @rules_option
-@format_option("text", "json", "markdown")
+@format_option("text", "json", "markdown", "html")
 @click.option(
     "-o",
     "--output",
@@ -67,6 +73,7 @@ def colo(
     from gpusolve.render.colo import colo_markdown, colo_text
     from gpusolve.rules.loader import load_ruleset
 
+    require_output_for_html(fmt, output)
     check_output(output, [fleet_path, *catalog_paths, *rules_paths])
     fleet, doc = load_fleet(fleet_path)
     catalog = load_catalog(list(catalog_paths) or None).catalog
@@ -77,13 +84,17 @@ def colo(
         text = json.dumps(report.model_dump(mode="json"), indent=2, ensure_ascii=False) + "\n"
     elif fmt == "markdown":
         text = colo_markdown(report, top)
+    elif fmt == "html":
+        from gpusolve.report.html import colo_html, context_for
+
+        text = colo_html(report, top, context_for(catalog, list(catalog_paths), [fleet_path]))
     else:
         text = colo_text(report, top)
     hosts = any(row.feasible for row in report.offers)
     if output is not None and hosts:
         write_text_atomic(output, text)
     else:
-        click.echo(text, nl=False)
+        click.echo(colo_text(report, top) if fmt == "html" else text, nl=False)
     if not any(row.feasible for row in report.offers) and any(r.timed_out for r in report.offers):
         sys.exit(3)
     if not hosts:  # like `plan`: no offer can host the fleet is exit 1, not a success

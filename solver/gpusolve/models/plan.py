@@ -15,7 +15,9 @@ class OutModel(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
-CostKind = Literal["servers_capex", "rack_rent", "energy", "bandwidth", "cloud_rental"]
+CostKind = Literal[
+    "servers_capex", "rack_rent", "energy", "bandwidth", "cloud_rental", "residual_value"
+]
 
 
 class CostItem(OutModel):
@@ -57,6 +59,10 @@ class CostBreakdown(OutModel):
     bandwidth: float = 0.0
     cloud_rental: float = 0.0
     penalties: float = 0.0
+    residual_value: float = Field(
+        default=0.0,
+        description="Owned servers' value at the end of the horizon: a credit (<= 0) in the TCO.",
+    )
     items: list[CostItem] = Field(
         default_factory=list, description="The TCO line by line; sums to `Cost.tco`."
     )
@@ -120,6 +126,11 @@ class Deployment(OutModel):
     site: str | None
     schedule: str
     memory_per_gpu_gb: float
+    memory_parts_gb: dict[str, float] = Field(
+        default_factory=dict,
+        description="memory_per_gpu_gb by part (weights, gathered_weights, gradients, "
+        "optimizer, activations, kv_cache, overhead), GB; the parts sum to it.",
+    )
     card_memory_gb: float = Field(description="Memory the device reports, GB.")
     usable_memory_gb: float = Field(description="card_memory_gb × (1 − headroom), GB.")
     headroom: float

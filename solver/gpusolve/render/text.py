@@ -17,6 +17,8 @@ from gpusolve.render.fmt import (
     proof_scope,
     work,
 )
+from gpusolve.render.scenarios import scenarios_text
+from gpusolve.render.sensitivity import sensitivity_text
 
 INTERRUPTED = "interrupted, not proven optimal"
 
@@ -83,6 +85,7 @@ def plan_text(plan: Plan) -> str:
         add("Binding constraints")
         for bound in plan.binding:
             add(f"  {bound.detail}")
+    lines += scenarios_text(plan)
     _rules_and_advice(plan, add)
     if plan.alternatives:
         add("")
@@ -93,6 +96,7 @@ def plan_text(plan: Plan) -> str:
             if alt.compared is not None:
                 add(f"      {alt.compared.summary}")
     _why_not(plan, add)
+    lines += sensitivity_text(plan.sensitivity, cur)
     lines += compliance_text(plan) + sources_text(plan)
     _warnings_and_prices(plan, add)
     add("")

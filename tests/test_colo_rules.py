@@ -102,10 +102,15 @@ def _colo(gpusolve: Any, fleet: Path, *extra: str) -> dict[str, Any]:
 def test_h20_in_an_air_rack_is_penalised_as_plan_does(gpusolve, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     fleet = tmp_path / "fleet.yaml"
     fleet.write_text(yaml.safe_dump({"servers": [{"server": "hgx-h20-8gpu", "count": 1}]}))
-    data = _colo(gpusolve, fleet)
+    # An air rack with the power for one H20 board within its continuous-load margin: the
+    # placement plan penalises (H18), which colo ranked first before the rules were shared.
+    air = tmp_path / "air.yaml"
+    air.write_text("currency: CNY\npatch:\n  - id: huaian-6.6kw-air\n    rack_kw: 12\n")
+    data = _colo(gpusolve, fleet, "--catalog", str(air))
     feasible = [r for r in data["offers"] if r["feasible"]]
     objectives = [r["objective"] for r in feasible]
     assert objectives == sorted(objectives)
+    assert "huaian-6.6kw-air" in {r["offer"] for r in feasible}
     for row in feasible:
         h18 = [h for h in row["rules"] if h["rule"] == "h18-dense-servers-need-enhanced-cooling"]
         offer = _catalog().colo_offers[row["offer"]]
@@ -114,7 +119,7 @@ def test_h20_in_an_air_rack_is_penalised_as_plan_does(gpusolve, tmp_path: Path) 
         assert row["objective"] == row["tco"] + row["penalties"]
     not_judged = {k["rule"] for k in data["rules_not_judged"]}
     assert "h37-on-site-operations" in not_judged
-    text = gpusolve("colo", str(fleet)).out
+    text = gpusolve("colo", str(fleet), "--catalog", str(air)).out
     assert "rule h18-dense-servers-need-enhanced-cooling (H18) on hgx-h20-8gpu" in text
     assert "Rules not judged here" in text
 

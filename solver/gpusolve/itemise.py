@@ -79,10 +79,14 @@ def cost_items(
         )
         if offer is not None:
             # The amount is the instance-hours at the hourly price, rounded once to whole
-            # units (what the optimiser charged), so quantity x unit price is within 0.5.
+            # units (what the optimiser charged), so quantity x unit price is within 0.5;
+            # a rental on other terms (monthly, reserved) is priced as one lot.
             instance_hours = option.instances * meta.rental_hours
             hourly = offer.price_per_hour
-            line = priced(line, instance_hours, "instance-hour", hourly, offer.pricing)
+            if abs(instance_hours * hourly - option.cost_total) <= 0.5:
+                line = priced(line, instance_hours, "instance-hour", hourly, offer.pricing)
+            else:
+                line = priced(line, 1, "lot", option.cost_total, offer.pricing)
         items.append(line)
     items += _residual(solution, instance, cand, catalog)
     return [i for i in items if i.amount]

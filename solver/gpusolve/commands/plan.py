@@ -142,6 +142,7 @@ def plan(
       gpusolve plan reqs.yaml --format html -o report.html
       gpusolve plan reqs.yaml --top-k 3 --why-not h100-sxm
       gpusolve plan reqs.yaml --objective max-throughput --capex-max 5000000
+      gpusolve plan reqs.yaml --bom --format csv -o bom.csv
       gpusolve plan reqs.yaml --sensitivity
 
     \b

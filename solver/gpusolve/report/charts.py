@@ -138,6 +138,11 @@ def tornado_rows(s: Sensitivity) -> list[tuple[SensitivityRange, float, float, b
     return sorted(rows, key=lambda row: (row[2] - row[1], row[0].parameter))
 
 
+# A search up to 10x the current price would flatten every other bar: ends beyond ±200%
+# are drawn at the cap (the table gives them in full).
+TORNADO_CAP_PCT = 200.0
+
+
 def tornado_chart(s: Sensitivity) -> str | None:
     """How far each price or assumption may move (as % of its current value) with the plan
     unchanged; solid where the plan switches just beyond, pale where the search ended first."""
@@ -148,11 +153,14 @@ def tornado_chart(s: Sensitivity) -> str | None:
     ax = fig.subplots()
     names = [textwrap.shorten(r.parameter, 48, placeholder="…") for r, *_ in rows]
     for y, (_r, low, high, low_open, high_open) in enumerate(rows):
+        low, high = max(low, -TORNADO_CAP_PCT), min(high, TORNADO_CAP_PCT)
         ax.barh(y, -low if low < 0 else 0, left=low, color="#fdae6b" if low_open else "#e6550d")
         ax.barh(y, high, left=0, color="#9ecae1" if high_open else "#3182bd")
     ax.set_yticks(range(len(rows)), names, fontsize=8)
     ax.axvline(0, color="#333333", linewidth=0.8)
-    ax.set_xlabel("change from the current value with the same plan optimal (%)")
+    ax.set_xlabel(
+        f"change from the current value with the same plan optimal (%, cut at ±{TORNADO_CAP_PCT:g})"
+    )
     ax.spines[["top", "right"]].set_visible(False)
     return _svg(fig, "tornado")
 

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.support.shipped import EXAMPLES, ROOT
 
 from gpusolve.load.data import data_dir
 from gpusolve.models.frontier import Frontier, FrontierPoint
@@ -38,7 +39,6 @@ from gpusolve.render.fmt import COST_LABELS
 from gpusolve.render.frontier import chart
 from gpusolve.report import charts, racks
 from gpusolve.report.html import context_for, frontier_html, plan_html
-from plan_support import EXAMPLES, ROOT
 
 FLEET = ROOT / "examples" / "fleets" / "h100-training-cluster.yaml"
 EXAMPLES_BY_NAME = {path.stem: path for path in EXAMPLES}
@@ -128,6 +128,11 @@ class Rendered:
     path: Path
 
 
+# Examples whose plan raised (a bug elsewhere): test_every_example_has_a_plan names them;
+# the other tests still check every example that planned.
+FAILED_EXAMPLES: dict[str, str] = {}
+
+
 @pytest.fixture(scope="module")
 def reports(tmp_path_factory: pytest.TempPathFactory) -> list[Rendered]:
     folder = tmp_path_factory.mktemp("reports")
@@ -136,7 +141,12 @@ def reports(tmp_path_factory: pytest.TempPathFactory) -> list[Rendered]:
     for example in EXAMPLES:
         run = prepare_run(example, catalog_paths, ())
         options = PlanOptions(config=SolveConfig(time_limit_s=60, workers=1, seed=1))
-        plan = run.finish(make_plan(run.reqs, run.catalog, run.policies, run.rules, options))
+        try:
+            plan = make_plan(run.reqs, run.catalog, run.policies, run.rules, options)
+        except RuntimeError as exc:  # the planner's own consistency check
+            FAILED_EXAMPLES[example.stem] = str(exc)
+            continue
+        plan = run.finish(plan)
         html = plan_html(plan, context_for(run.catalog, list(catalog_paths), [example]))
         path = folder / f"{example.stem}.html"
         path.write_text(html, encoding="utf-8")
@@ -145,6 +155,7 @@ def reports(tmp_path_factory: pytest.TempPathFactory) -> list[Rendered]:
 
 
 def test_every_example_has_a_plan(reports: list[Rendered]) -> None:
+    assert FAILED_EXAMPLES == {}
     assert [r.name for r in reports] == [e.stem for e in EXAMPLES]
     assert all(r.json["status"] == "optimal" for r in reports)
 

@@ -13,12 +13,14 @@ from gpusolve.commands.options import (
     check_output,
     format_option,
     require_output_for_html,
+    rules_option,
 )
 
 
 @click.command("colo")
 @click.argument("fleet_path", metavar="FLEET.yaml", type=click.Path(path_type=Path))
 @catalog_option
+@rules_option
 @format_option("text", "json", "markdown", "html")
 @click.option(
     "-o",
@@ -35,6 +37,7 @@ from gpusolve.commands.options import (
 def colo(
     fleet_path: Path,
     catalog_paths: tuple[Path, ...],
+    rules_paths: tuple[Path, ...],
     fmt: str,
     output: Path | None,
     top: int | None,
@@ -48,6 +51,11 @@ def colo(
     the monthly bill (rack rent + energy at kW x utilisation x PUE x hours x price +
     bandwidth) and the total over the horizon. Offers that cannot host it say why.
     Soft concerns (no IDC licence H19, no 24-hour operations H37, no BGP H36) are noted.
+    Each fleet line at each offer is judged by the placement rules `plan` applies (the
+    shipped rules and --rules files): a failed require refuses the offer, a missed prefer
+    adds its penalty, each named per offer; offers rank by TCO + penalties, like plans.
+    Rules that depend on the workload (training only, long runs ...) are listed as not
+    judged: a fleet does not say what runs on it; `plan` applies them.
 
     \b
     Example:
@@ -63,13 +71,15 @@ def colo(
     from gpusolve.load import check_fleet, load_catalog, load_fleet
     from gpusolve.optimize.ir import SolveConfig
     from gpusolve.render.colo import colo_markdown, colo_text
+    from gpusolve.rules.loader import load_ruleset
 
     require_output_for_html(fmt, output)
-    check_output(output, [fleet_path, *catalog_paths])
+    check_output(output, [fleet_path, *catalog_paths, *rules_paths])
     fleet, doc = load_fleet(fleet_path)
     catalog = load_catalog(list(catalog_paths) or None).catalog
     check_fleet(fleet, doc, catalog)
-    report = compare_offers(fleet, catalog, SolveConfig(time_limit_s=10, workers=1))
+    ruleset = load_ruleset(list(rules_paths))
+    report = compare_offers(fleet, catalog, SolveConfig(time_limit_s=10, workers=1), ruleset)
     if fmt == "json":
         text = json.dumps(report.model_dump(mode="json"), indent=2, ensure_ascii=False) + "\n"
     elif fmt == "markdown":

@@ -212,6 +212,12 @@ class Server(StrictModel):
         le=MAX_BANDWIDTH_GBS, description="Local checkpoint storage write, GB/s."
     )
     power_kw: PositiveFloat = Field(le=MAX_POWER_KW, description="Peak wall power, kW.")
+    idle_power_kw: NonNegativeFloat | None = Field(
+        default=None,
+        le=MAX_POWER_KW,
+        description="Wall power with no work running, kW (source in `source`); default: a "
+        "documented fraction of peak (optimize/finance.py).",
+    )
     rack_units: int = Field(ge=1, le=20)
     cooling: list[Cooling] = Field(
         min_length=1, description="Rack cooling types this server can live in."
@@ -350,6 +356,3 @@ class Catalog(StrictModel):
     servers: dict[str, Server] = Field(default_factory=dict)
     colo_offers: dict[str, ColoOffer] = Field(default_factory=dict)
     cloud_offers: dict[str, CloudOffer] = Field(default_factory=dict)
-
-    def card_of(self, server_or_offer: Server | CloudOffer) -> Card:
-        return self.cards[server_or_offer.card]

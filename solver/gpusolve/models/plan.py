@@ -15,7 +15,9 @@ class OutModel(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
-CostKind = Literal["servers_capex", "rack_rent", "energy", "bandwidth", "cloud_rental"]
+CostKind = Literal[
+    "servers_capex", "rack_rent", "energy", "bandwidth", "cloud_rental", "residual_value"
+]
 
 
 class CostItem(OutModel):
@@ -33,6 +35,9 @@ class CostItem(OutModel):
     unit_price: float | None = Field(default=None, description="Price of one unit.")
     source: str = Field(default="", description="Where the price comes from (catalogue file).")
     illustrative: bool = Field(default=False, description="True when the price is not a quote.")
+    site: str | None = Field(
+        default=None, description="Colo site the line is for (None: cloud or plan-wide)."
+    )
 
 
 class PenaltyItem(OutModel):
@@ -54,6 +59,10 @@ class CostBreakdown(OutModel):
     bandwidth: float = 0.0
     cloud_rental: float = 0.0
     penalties: float = 0.0
+    residual_value: float = Field(
+        default=0.0,
+        description="Owned servers' value at the end of the horizon: a credit (<= 0) in the TCO.",
+    )
     items: list[CostItem] = Field(
         default_factory=list, description="The TCO line by line; sums to `Cost.tco`."
     )

@@ -15,6 +15,7 @@ from typing import Any
 
 from gpusolve.candidates.money import slot_hours_per_month, to_money
 from gpusolve.candidates.policy import Charge, WorkloadPolicy, charges
+from gpusolve.candidates.reserve import RackReserve, rack_reserve
 from gpusolve.estimate import ConfigEstimate, Hardware, search_layouts
 from gpusolve.estimate.search import SearchResult
 from gpusolve.models.catalog import Card, Catalog, CloudOffer, ColoOffer, Server
@@ -93,6 +94,7 @@ class _Builder:
     meta: dict[str, OptionMeta] = field(default_factory=dict)
     rejections: dict[str, list[Rejection]] = field(default_factory=dict)
     requirements: dict[str, ir.Requirement] = field(default_factory=dict)
+    reserves: dict[str, RackReserve] = field(default_factory=dict)  # colo offer id -> rack
 
     def require(self, name: str, description: str, weight: int) -> str:
         self.requirements.setdefault(name, ir.Requirement(name, description, weight))
@@ -113,6 +115,8 @@ def build_candidates(
     explain: bool = False,
 ) -> Candidates:
     b = _Builder(reqs, catalog, policies, explain)
+    chosen = [p.params for p in policies.values()]
+    b.reserves = {o.id: rack_reserve(o, chosen) for o in catalog.colo_offers.values()}
     for workload in reqs.workloads:
         _owned_options(b, workload)
         _cloud_options(b, workload)
@@ -249,7 +253,7 @@ def _owned_options(b: _Builder, w: Workload) -> None:
         for ratio, offers in _fabric_groups(b.catalog, server):
             hw = Hardware.from_server(server, card).with_oversubscription(ratio)
             spans = w.kind != "inference"  # replicas behind a load balancer need no fabric
-            limit = node_limit(server, offers, needs_fabric=spans)
+            limit = node_limit(server, offers, needs_fabric=spans, reserves=b.reserves)
             if not params.allow_multi_node:
                 limit = 1
             for sized in _size(b, w, card, "server", server, hw, min(limit, params.max_nodes)):
@@ -349,16 +353,24 @@ def _fabric_groups(catalog: Catalog, server: Server) -> list[tuple[float, list[C
     return sorted(groups.items()) or [(1.0, [])]
 
 
-def node_limit(server: Server, offers: Iterable[ColoOffer], *, needs_fabric: bool = True) -> int:
+def node_limit(
+    server: Server,
+    offers: Iterable[ColoOffer],
+    *,
+    needs_fabric: bool = True,
+    reserves: dict[str, RackReserve] | None = None,
+) -> int:
     """How many of `server` one job may span: the most any of these sites holds (racks
     available × servers per rack within its kW and U), on one RDMA fabric capped by its size
     limit when the job needs one. A site's capacity, not a constant, bounds a job (H21
     prefers one node; the layout search and the optimiser weigh more nodes)."""
     best = 1
     for offer in offers:
-        if _cannot_host(server, offer, needs_fabric=needs_fabric):
+        reserve = reserves.get(offer.id) if reserves is not None else None
+        if _cannot_host(server, offer, needs_fabric=needs_fabric, reserve=reserve):
             continue
-        per_rack = min(int(offer.rack_kw // server.power_kw), offer.rack_units // server.rack_units)
+        kw, units = _usable(offer, reserve)
+        per_rack = min(int(kw // server.power_kw), units // server.rack_units)
         servers = offer.racks_available * per_rack
         if needs_fabric and offer.fabric_max_nodes is not None:
             servers = min(servers, offer.fabric_max_nodes)
@@ -467,7 +479,7 @@ def _placements(
     out: list[ir.Placement] = []
     physical: list[str] = []
     for offer in offers:
-        why = _cannot_host(server, offer, needs_fabric)
+        why = _cannot_host(server, offer, needs_fabric, b.reserves.get(offer.id))
         if why:
             physical.append(f"{offer.id}: {why}")
             continue
@@ -497,14 +509,34 @@ def _placements(
     return out
 
 
-def _cannot_host(server: Server, offer: ColoOffer, needs_fabric: bool) -> str | None:
+def _usable(offer: ColoOffer, reserve: RackReserve | None) -> tuple[float, int]:
+    """kW and U of one rack that servers may use: the contracted figures without a reserve."""
+    if reserve is None:
+        return offer.rack_kw, offer.rack_units
+    return reserve.usable_w / 1000, reserve.usable_units
+
+
+def _cannot_host(
+    server: Server, offer: ColoOffer, needs_fabric: bool, reserve: RackReserve | None = None
+) -> str | None:
     """Physical reasons a site cannot take this server (not relaxable requirements)."""
+    kw, units = _usable(offer, reserve)
     if offer.cooling not in server.cooling:
         return f"{offer.cooling} racks; the server needs {' or '.join(server.cooling)}"
     if server.power_kw > offer.rack_kw:
         return f"{offer.rack_kw:g} kW racks; one server draws {server.power_kw:g} kW"
+    if server.power_kw > kw:
+        return (
+            f"{offer.rack_kw:g} kW racks of which {kw:g} kW may be drawn continuously; "
+            f"one server draws {server.power_kw:g} kW"
+        )
     if server.rack_units > offer.rack_units:
         return f"{offer.rack_units}U racks; the server is {server.rack_units}U"
+    if server.rack_units > units:
+        return (
+            f"{offer.rack_units}U racks of which {units}U are free for servers; "
+            f"the server is {server.rack_units}U"
+        )
     if needs_fabric and offer.fabric not in MULTI_NODE_FABRICS:
         return f"a job across servers needs InfiniBand or RoCE; the site has {offer.fabric}"
     if needs_fabric and server.fabric.kind not in MULTI_NODE_FABRICS:
@@ -619,12 +651,13 @@ def _sites(b: _Builder) -> dict[str, ir.Site]:
             for s in b.catalog.servers.values()
         }
         energy = {k: finance.idle_energy_month(kw, price) for k, kw in idle_kw.items()}
+        reserve = b.reserves[offer.id]
         sites[offer.id] = ir.Site(
             id=offer.id,
             region=offer.region,
             cooling=offer.cooling,
-            rack_w=round(offer.rack_kw * 1000),
-            rack_units=offer.rack_units,
+            rack_w=reserve.usable_w,  # servers pack into what the reserve leaves
+            rack_units=reserve.usable_units,
             racks_available=offer.racks_available,
             rack_rent_month=to_money(offer.rack_price_per_month),
             bandwidth_month=to_money(offer.bandwidth_mbps * offer.bandwidth_price_per_mbps_month),

@@ -160,6 +160,14 @@ class Site(OutModel):
     fill_kw: list[float] = Field(
         default_factory=list, description="Peak kW drawn in each rack (same order as fill)."
     )
+    reserved_kw: float = Field(
+        default=0.0,
+        description="kW of each rack kept from servers: continuous-load margin, switches, "
+        "PDUs (rule rack_load_fraction, or the offer's usable_kw).",
+    )
+    reserved_units: int = Field(
+        default=0, description="Rack units of each rack kept free of servers (switches, PDUs)."
+    )
 
 
 class RuleFired(OutModel):

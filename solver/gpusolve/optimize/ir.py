@@ -38,6 +38,9 @@ class Sku:
     rack_units: int
     cooling: frozenset[str]  # rack cooling kinds it can live in
     residual: int = 0  # value per server at the end of the horizon (`finance.py`), <= capex
+    fabric: str | None = None  # FabricClass id its NICs join when a job spans servers
+    nics: int = 0  # compute-fabric NICs (ports) per server
+    nic_capex: int = 0  # fabric NICs bought apart from the server, per server
 
 
 @dataclass(frozen=True)
@@ -59,6 +62,13 @@ class Site:
     # `bandwidth_month`, and what each Mbps beyond it costs over the whole horizon.
     bandwidth_mbps: int = 0
     extra_mbps_cost: int = 0
+    # What each rack keeps from servers (rack_w/rack_units above are what servers may use):
+    # the compute-fabric switches must fit in it after the rack's own ToR (`fabric.py`).
+    reserved_w: int = 0
+    reserved_units: int = 0
+    rack_network_capex: int = 0  # per rack: top-of-rack switch and its uplinks
+    rack_network_w: int = 0
+    rack_network_units: int = 0
 
 
 @dataclass(frozen=True)
@@ -88,6 +98,30 @@ class OwnedOption:
     penalty: int = 0  # soft-rule penalties independent of the site
     violates: frozenset[str] = frozenset()
     bandwidth_mbps: int = 0  # internet bandwidth the workload needs at its site while it runs
+    spans: bool = False  # one job across servers: they join the site's compute fabric
+
+
+@dataclass(frozen=True)
+class FabricClass:
+    """A compute fabric for servers of one NIC kind and rate: its switch and link.
+
+    A site's fabric of this class is one switch (up to `radix` ports) or a two-tier fat
+    tree: leaves with `down_ports` to servers and `radix - down_ports` to spines (equal
+    when non-blocking; `down_ports / up` is the oversubscription)."""
+
+    id: str
+    switch: str  # catalogue ids, for the cost lines
+    link: str
+    radix: int  # logical ports per switch at the NIC rate
+    down_ports: int
+    switch_price: int
+    switch_power_w: int
+    switch_units: int
+    link_price: int
+
+    @property
+    def up_ports(self) -> int:
+        return self.radix - self.down_ports
 
 
 @dataclass(frozen=True)
@@ -133,6 +167,7 @@ class Instance:
     # among this instance's own options: an instance cut down from a larger one (why-not)
     # keeps the larger one's scale, so its plans score as they did there.
     throughput_best: dict[str, int] = field(default_factory=dict)
+    fabrics: dict[str, FabricClass] = field(default_factory=dict)  # by id (Sku.fabric)
     # Site-level requirements: racks at a site may not exceed what is available
     # (requirement name "racks:<site>"); explain mode may relax it.
 
@@ -164,6 +199,7 @@ class Costs:
     cloud: int  # whole horizon
     penalties: int
     residual: int = 0  # owned servers' value at the end of the horizon: a credit
+    network: int = 0  # of capex: switches, links, NICs (already inside `capex`)
 
     @property
     def tco(self) -> int:
@@ -188,3 +224,18 @@ class Solution:
     best_bound: int | None = None
     wall_s: float = 0.0
     binding: tuple[str, ...] = ()  # names of requirements/capacities that are tight
+    fabric: dict[tuple[str, str], FabricCount] = field(default_factory=dict)  # (site, class)
+
+
+@dataclass(frozen=True)
+class FabricCount:
+    """A site's compute fabric of one class as solved: switches and links."""
+
+    ports: int  # server ports cabled
+    single: int  # 1 when one switch holds every port
+    leaves: int
+    spines: int
+
+    @property
+    def switches(self) -> int:
+        return self.single + self.leaves + self.spines

@@ -262,6 +262,8 @@ def test_rack_pictures_stack_the_plan_fill_from_the_bottom(reports: list[Rendere
         assert picture.used_units == 4 * sum(fill.values())
         assert [b.bottom_u for b in picture.boxes] == list(range(0, picture.used_units, 4))
         assert picture.used_kw == kw and picture.rack_units == 42
+        assert picture.reserved_units == site.reserved_units
+        assert picture.usable_kw == site.rack_kw - site.reserved_kw
 
 
 def test_names_are_escaped(reports: list[Rendered]) -> None:

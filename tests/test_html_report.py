@@ -643,3 +643,14 @@ def test_help_imports_neither_the_templates_nor_the_charts() -> None:
         check=True,
     )
     assert "matplotlib" not in probe.stderr and "jinja2" not in probe.stderr
+
+
+def test_searched_figures_print_to_the_search_precision() -> None:
+    from gpusolve.report.html import sig
+
+    assert [sig(9.600000000000001), sig(111.71758644264744), sig(0.8546688815502315)] == [
+        "9.6",
+        "111.7",
+        "0.8547",
+    ]
+    assert sig(1_500_000.4) == "1,500,000" and sig(None) == "-"

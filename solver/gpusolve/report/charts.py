@@ -164,9 +164,7 @@ def tornado_chart(s: Sensitivity) -> str | None:
         ax.barh(y, high, left=0, color="#9ecae1" if high_open else "#3182bd")
     ax.set_yticks(range(len(rows)), names, fontsize=8)
     ax.axvline(0, color="#333333", linewidth=0.8)
-    ax.set_xlabel(
-        f"change from the current value with the same plan optimal (%, cut at ±{TORNADO_CAP_PCT:g})"
-    )
+    ax.set_xlabel(f"% change with the plan unchanged (cut at ±{TORNADO_CAP_PCT:g}%)")
     ax.spines[["top", "right"]].set_visible(False)
     return _svg(fig, "tornado")
 

@@ -95,6 +95,7 @@ def _environment() -> Any:
     )
     env.filters["num"] = num
     env.filters["exact"] = exact
+    env.filters["sig"] = sig
     env.filters["names"] = lambda keys: {k: k.replace("_", " ") for k in keys}
     env.filters["pct"] = lambda x, digits=0: "-" if x is None else f"{x:.{digits}%}"
     env.filters["hours"] = hours
@@ -125,6 +126,16 @@ def exact(value: float | None) -> str:
     if float(value).is_integer():
         return f"{int(value):,}"
     return f"{value:,}"
+
+
+def sig(value: float | None) -> str:
+    """A searched figure (a range end found by bisection) to four significant digits, whole
+    units with separators from 1,000 up: the search's precision, not the float's."""
+    if value is None:
+        return "-"
+    if abs(value) >= 1000:
+        return f"{value:,.0f}"
+    return f"{value:.4g}"
 
 
 def _render(template: str, **values: Any) -> str:

@@ -404,6 +404,16 @@ def test_colo_html_ranks_the_offers_as_the_json_does(command_pages: dict[str, Pa
     assert [number(r.find("td")[-2]) for r in rows] == [b["tco"] for b in best]
     # The best offer's racks, each drawn.
     assert len(tree.find("div", **{"class": "rack"})) == len(best[0]["fill"])
+    # The monthly bills on one scale: the dearest offer's bar is full, each split into rent,
+    # energy and bandwidth that add up to its monthly bill.
+    from gpusolve.models.colo import ColoRow
+    from gpusolve.report.html import monthly_bills
+
+    bills = monthly_bills([ColoRow.model_validate(b) for b in best])
+    widths = [sum(part.width for part in bill) for bill in bills]
+    assert max(widths) == pytest.approx(1.0)
+    for bill, row in zip(bills, best, strict=True):
+        assert sum(part.value for part in bill) == pytest.approx(row["monthly"], abs=1)
 
 
 def test_estimate_html_shows_memory_and_step_parts(command_pages: dict[str, Page]) -> None:

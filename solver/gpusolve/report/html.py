@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from gpusolve.models.colo import ColoReport
+from gpusolve.models.colo import ColoReport, ColoRow
 from gpusolve.models.estimate import EstimateReport
 from gpusolve.models.frontier import Frontier
 from gpusolve.models.plan import Deployment, Plan
@@ -233,10 +233,28 @@ def colo_html(report: ColoReport, top: int | None, ctx: ReportContext | None = N
         report=report,
         ctx=ctx,
         shown=shown,
+        bills=monthly_bills(shown),
         refused=[r for r in report.offers if not r.feasible],
         best=best,
         racks=pictures,
     )
+
+
+def monthly_bills(rows: list[ColoRow]) -> list[list[Segment]]:
+    """Each offer's monthly bill (rent, energy, bandwidth) as a bar on one common scale,
+    so the offers compare by length."""
+    largest = max((r.monthly or 0.0 for r in rows), default=0.0)
+    return [
+        _segments(
+            [
+                ("rack rent", r.rack_rent_month or 0.0, "p1"),
+                ("energy", r.energy_month or 0.0, "p4"),
+                ("bandwidth", r.bandwidth_month or 0.0, "p6"),
+            ],
+            largest,
+        )
+        for r in rows
+    ]
 
 
 def estimate_html(report: EstimateReport, ctx: ReportContext | None = None) -> str:

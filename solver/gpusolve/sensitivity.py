@@ -452,6 +452,12 @@ def analyse_one(task: Task, inputs: Inputs | None = None) -> Outcome:
     return Outcome(task.parameter, low, high, n_low + n_high)
 
 
+def _value(current: float, factor: float) -> float:
+    """A factor as a value, to 6 significant digits: the bisection's 1 % is far coarser,
+    and 9.600000000000001 reads as noise."""
+    return float(f"{current * factor:.6g}")
+
+
 def to_range(outcome: Outcome) -> SensitivityRange:
     p = outcome.parameter
     lo_limit, hi_limit = p.limits
@@ -462,10 +468,10 @@ def to_range(outcome: Outcome) -> SensitivityRange:
         parameter=p.words,
         unit=p.unit,
         current=p.current,
-        low=None if low.outside is None else p.current * low.inside,
-        high=None if high.outside is None else p.current * high.inside,
-        searched_low=p.current * lo_limit,
-        searched_high=p.current * hi_limit,
+        low=None if low.outside is None else _value(p.current, low.inside),
+        high=None if high.outside is None else _value(p.current, high.inside),
+        searched_low=_value(p.current, lo_limit),
+        searched_high=_value(p.current, hi_limit),
         below=None if low.outside is None else low.outside.description,
         above=None if high.outside is None else high.outside.description,
         below_tco=None if low.outside is None else low.outside.tco,

@@ -11,10 +11,11 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
+from typing import Any
 
 import pytest
+from tests.support.shipped import ROOT
 
-from conftest import CliResult
 from gpusolve.optimize.ir import (
     CloudOption,
     Instance,
@@ -38,7 +39,6 @@ from gpusolve.sensitivity import (
     scale_instance,
     to_range,
 )
-from plan_support import ROOT
 
 CONFIG = SolveConfig(time_limit_s=10, workers=1, seed=1)
 
@@ -213,7 +213,7 @@ def test_a_rental_that_becomes_unaffordable_switches_to_no_plan() -> None:
 # --------------------------------------------------------------------------- the command
 
 
-def test_cli_sensitivity_on_a_shipped_example(gpusolve: Callable[..., CliResult]) -> None:
+def test_cli_sensitivity_on_a_shipped_example(gpusolve: Callable[..., Any]) -> None:
     example = str(ROOT / "examples" / "pretrain-70b-infiniband.yaml")
     result = gpusolve("plan", example, "--sensitivity", "--format", "json", "--time-limit", "5")
     assert result.code == 0, result.err

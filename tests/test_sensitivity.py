@@ -361,3 +361,22 @@ def test_one_card_generated_again_equals_generating_everything(
     assert plan_key(probe_solve(merged, CONFIG, None), merged) == plan_key(
         probe_solve(full, CONFIG, None), full
     )
+
+
+def test_a_plan_hedged_over_scenarios_gets_a_warning_not_the_nominal_ranges() -> None:
+    from gpusolve.load import load_requirements
+    from gpusolve.models.catalog import Catalog
+    from gpusolve.models.plan import Plan, SolverInfo
+    from gpusolve.sensitivity import with_sensitivity
+
+    reqs = load_requirements(ROOT / "examples" / "scenarios-demand-growth.yaml")
+    assert reqs.scenarios
+    plan = Plan(
+        status="optimal",
+        objective="min-tco",
+        cost=None,
+        solver=SolverInfo(status="optimal", workers=1, seed=1),
+    )
+    out = with_sensitivity(plan, reqs, Catalog(), {}, CONFIG, bar=False)
+    assert out.sensitivity is None
+    assert "scenarios:" in out.warnings[-1] and "--sensitivity" in out.warnings[-1]

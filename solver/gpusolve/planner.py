@@ -39,6 +39,7 @@ class PlanOptions:
     top_k: int = 0
     why_not: str | None = None
     timings: bool = False
+    robust: str = "expected"  # with a scenarios: block: "expected" or "worst" TCO
 
 
 def make_plan(
@@ -52,6 +53,11 @@ def make_plan(
     from gpusolve.optimize import interrupt
     from gpusolve.optimize.solve import solve  # ortools only on this path
 
+    if reqs.scenarios:  # a two-stage plan over the scenarios (scenarioplan.py)
+        from gpusolve.scenarioplan import ScenarioRun, make_scenario_plan
+
+        run = ScenarioRun(options.robust, options.config, options.timings)
+        return make_scenario_plan(reqs, catalog, policies, rules, run, progress)
     progress("building candidates")
     cand = build_candidates(reqs, catalog, policies)
     progress(

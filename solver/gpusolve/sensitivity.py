@@ -625,6 +625,13 @@ def with_sensitivity(
     is kept only with `timings`, as the plan's own: the same input gives the same output."""
     if plan.status not in ("optimal", "feasible"):
         return plan
+    if reqs.scenarios:  # the ranges would be the nominal plan's, not the hedged one shown
+        note = (
+            "--sensitivity analyses a single-scenario plan; this one hedges over the "
+            "scenarios: block, so no ranges are given (remove scenarios: to see the nominal "
+            "plan's)"
+        )
+        return plan.model_copy(update={"warnings": [*plan.warnings, note]})
     config = replace(config, time_limit_s=min(config.time_limit_s, PROBE_TIME_S))
     progress: list[Any] = []
 

@@ -86,6 +86,12 @@ EXIT_CODES = {"optimal": 0, "feasible": 0, "infeasible": 1, "timeout": 3, "unkno
     show_default=True,
     help="CP-SAT workers; 1 is deterministic.",
 )
+@click.option(
+    "--robust",
+    type=click.Choice(["expected", "worst"]),
+    default=None,
+    help="With a scenarios: block: minimise the expected TCO (default) or the worst case.",
+)
 @click.option("--seed", type=SEED_RANGE, default=1, show_default=True, help="Solver random seed.")
 @click.option("--timings", is_flag=True, help="Include solve wall time in the output.")
 @click.option(
@@ -113,6 +119,7 @@ def plan(
     why_not: str | None,
     time_limit: float,
     workers: int,
+    robust: str | None,
     seed: int,
     timings: bool,
     sensitivity: bool,
@@ -182,11 +189,13 @@ def plan(
     )
     if why_not is not None:
         run.check_known_id(why_not)
+    _check_robust(run.reqs.scenarios is not None, robust, top_k, why_not)
     options = PlanOptions(
         config=SolveConfig(time_limit_s=time_limit, workers=workers, seed=seed),
         top_k=top_k,
         why_not=why_not,
         timings=timings,
+        robust=robust or "expected",
     )
     result = run_interruptibly(
         lambda: make_plan(run.reqs, run.catalog, run.policies, run.rules, options, progress),
@@ -196,7 +205,8 @@ def plan(
     result = result.model_copy(update={"bom": locate(result.bom, result.sources)})
     if interrupt_requested():
         _stop_interrupted(result, "text" if fmt in ("html", "csv") else fmt, output, progress)
-    if sensitivity and result.status in ("optimal", "feasible"):  # ranges need a plan
+    finished = result.status in ("optimal", "feasible")  # a plan, finished
+    if sensitivity and finished and not bom:  # ranges need a plan
         from gpusolve.sensitivity import with_sensitivity
 
         progress("sensitivity: re-solving with each price and card efficiency moved")
@@ -211,10 +221,9 @@ def plan(
                 timings=timings,
             )
         except KeyboardInterrupt:  # the plan itself is finished: print it, without ranges
-            click.echo(render_plan(result, "text" if fmt in ("html", "csv") else fmt), nl=False)
+            click.echo(render_plan(result, "text" if fmt == "html" else fmt), nl=False)
             progress("interrupted during the sensitivity analysis: the plan above has none")
             sys.exit(INTERRUPTED_EXIT)
-    finished = result.status in ("optimal", "feasible")  # a plan, finished
     if fmt == "html" and finished:
         from gpusolve.report.html import context_for, plan_html
 
@@ -233,6 +242,20 @@ def plan(
     code = EXIT_CODES.get(result.status, 0)
     if code:
         sys.exit(code)
+
+
+def _check_robust(has_scenarios: bool, robust: str | None, top_k: int, why_not: str | None) -> None:
+    """--robust needs scenarios; a two-stage plan has no --top-k or --why-not yet."""
+    if robust is not None and not has_scenarios:
+        raise click.UsageError(
+            "--robust needs a scenarios: block in the requirements (see "
+            "examples/scenarios-demand-growth.yaml); drop --robust"
+        )
+    if has_scenarios and (top_k or why_not is not None):
+        raise click.UsageError(
+            "--top-k and --why-not do not apply to a plan with scenarios: drop them, or "
+            "remove the scenarios: block"
+        )
 
 
 INTERRUPTED_EXIT = 130  # 128 + SIGINT, as a shell reports a Ctrl-C

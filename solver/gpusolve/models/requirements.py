@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field, PrivateAttr, model_validator
+from pydantic import Field, PrivateAttr, field_validator, model_validator
 
 from gpusolve.models.catalog import Card
 from gpusolve.models.common import (
@@ -347,6 +347,59 @@ class Regions(StrictModel):
     preferred: list[str] | None = None
 
 
+# A scenario's multipliers: far outside any plausible band, small enough that every scaled
+# figure stays inside the ranges the catalogue and the workloads already enforce.
+MAX_SCENARIO_FACTOR = 100.0
+# Probabilities are read as written; their sum may miss 1 by rounding only.
+PROBABILITY_TOLERANCE = 1e-6
+
+
+class ScenarioPrices(StrictModel):
+    """Multipliers on the catalogue's prices in one scenario."""
+
+    servers: PositiveFloat = Field(
+        default=1.0, le=MAX_SCENARIO_FACTOR, description="Server purchase prices."
+    )
+    cloud: PositiveFloat = Field(
+        default=1.0, le=MAX_SCENARIO_FACTOR, description="Cloud prices per instance-hour."
+    )
+    power: PositiveFloat = Field(
+        default=1.0, le=MAX_SCENARIO_FACTOR, description="Colocation power price per kWh."
+    )
+
+
+class Scenario(StrictModel):
+    """One way the future may turn out (issue 26): the purchase is decided once for all
+    scenarios; rentals and layouts may differ per scenario."""
+
+    name: Identifier
+    probability: Fraction
+    efficiency: dict[Identifier, PositiveFloat] = Field(
+        default_factory=dict,
+        description="Achieved compute and memory bandwidth as a multiple of the model's, per "
+        "card id, or `all` for every card (e.g. {all: 0.8}: 20 % below the estimate).",
+    )
+    prices: ScenarioPrices = Field(default_factory=ScenarioPrices)
+    demand: PositiveFloat | dict[Identifier, PositiveFloat] = Field(
+        default=1.0,
+        description="Multiplier on each workload's demand: tokens per run (training), "
+        "target_tokens_per_s or concurrency (inference); one number or per workload name.",
+    )
+    unavailable: list[Identifier] = Field(
+        default_factory=list,
+        description="Card ids that can be neither bought nor rented in this scenario (since "
+        "the purchase serves every scenario, the plan then buys none of them).",
+    )
+
+    @field_validator("efficiency", "demand")
+    @classmethod
+    def _factors_in_range(cls, value: float | dict[str, float]) -> float | dict[str, float]:
+        factors = value.values() if isinstance(value, dict) else [value]
+        if any(f > MAX_SCENARIO_FACTOR for f in factors):
+            raise ValueError(f"multipliers must be at most {MAX_SCENARIO_FACTOR:g}")
+        return value
+
+
 class Requirements(StrictModel):
     schema_: str | None = Field(default=None, alias="$schema")
     currency: Currency = "CNY"
@@ -376,6 +429,31 @@ class Requirements(StrictModel):
         "stock already owned, or a compliant channel your legal team approved.",
     )
     workloads: list[Workload] = Field(min_length=1)
+    scenarios: list[Scenario] | None = Field(
+        default=None,
+        min_length=1,
+        description="Plans that hold under uncertainty: named scenarios with probabilities "
+        "summing to 1. What is bought is decided once for all; rentals per scenario. A "
+        "scenario named `nominal` is the plan's reference; else the requirements as written.",
+    )
+
+    @field_validator("scenarios")
+    @classmethod
+    def _scenarios_sum_to_one(cls, value: list[Scenario] | None) -> list[Scenario] | None:
+        if value is None:
+            return value
+        names = [s.name for s in value]
+        twice = sorted({n for n in names if names.count(n) > 1})
+        if twice:
+            raise ValueError(f"scenario name {twice[0]!r} is used twice")
+        total = sum(s.probability for s in value)
+        if abs(total - 1.0) > PROBABILITY_TOLERANCE:
+            listed = " + ".join(f"{s.probability:g}" for s in value)
+            raise ValueError(
+                f"scenario probabilities must sum to 1, these sum to {total:g} ({listed}); "
+                "adjust them"
+            )
+        return value
 
     @model_validator(mode="after")
     def _unique_names(self) -> Requirements:

@@ -6,6 +6,7 @@ from gpusolve.models.plan import Cost, Plan
 from gpusolve.render.bom import bom_markdown
 from gpusolve.render.compliance import compliance_markdown, sources_markdown
 from gpusolve.render.fmt import COST_LABELS, hardware, layout, memory, money, proof_scope, work
+from gpusolve.render.scenarios import scenarios_markdown
 from gpusolve.render.sensitivity import sensitivity_markdown
 
 
@@ -75,6 +76,7 @@ def plan_markdown(plan: Plan) -> str:
     out.extend(_cost_table(c))
     if plan.bom:
         out += ["", *bom_markdown(plan)]
+    out.extend(scenarios_markdown(plan))
     if plan.binding:
         add("")
         add("## What limits this plan")

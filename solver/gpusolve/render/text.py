@@ -17,6 +17,7 @@ from gpusolve.render.fmt import (
     proof_scope,
     work,
 )
+from gpusolve.render.scenarios import scenarios_text
 from gpusolve.render.sensitivity import sensitivity_text
 
 INTERRUPTED = "interrupted, not proven optimal"
@@ -84,6 +85,7 @@ def plan_text(plan: Plan) -> str:
         add("Binding constraints")
         for bound in plan.binding:
             add(f"  {bound.detail}")
+    lines += scenarios_text(plan)
     _rules_and_advice(plan, add)
     if plan.alternatives:
         add("")

@@ -279,9 +279,10 @@ def test_acceptance_on_a_shipped_example_through_the_catalogue() -> None:
     assert ends >= 2
 
 
-def test_ctrl_c_during_the_analysis_prints_the_plan_and_exits_130() -> None:
-    """The plan is finished before the analysis starts: a Ctrl-C there keeps it, ends the
-    pool's workers and exits 130."""
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_ctrl_c_during_the_analysis_prints_the_plan_and_exits_130(signum: int) -> None:
+    """The plan is finished before the analysis starts: a Ctrl-C (or SIGTERM) there keeps
+    it, ends the pool's workers and exits 130."""
     example = str(ROOT / "examples" / "chat-day-lora-night.yaml")
     proc = subprocess.Popen(
         [sys.executable, "-m", "gpusolve", "plan", example, "--sensitivity"],
@@ -295,7 +296,7 @@ def test_ctrl_c_during_the_analysis_prints_the_plan_and_exits_130() -> None:
     while "sensitivity" not in seen and time.monotonic() < end:
         seen += proc.stderr.readline()
     time.sleep(0.5)  # the pool is running
-    proc.send_signal(signal.SIGINT)
+    proc.send_signal(signum)
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, seen + err
     assert out.startswith("Plan (min-tco, proven optimal)") and "Sensitivity" not in out
@@ -380,3 +381,25 @@ def test_a_plan_hedged_over_scenarios_gets_a_warning_not_the_nominal_ranges() ->
     out = with_sensitivity(plan, reqs, Catalog(), {}, CONFIG, bar=False)
     assert out.sensitivity is None
     assert "scenarios:" in out.warnings[-1] and "--sensitivity" in out.warnings[-1]
+
+
+def test_a_stopped_analysis_starts_no_further_task() -> None:
+    from gpusolve.optimize import interrupt
+    from gpusolve.sensitivity import Stop, Stopped, run_tasks
+
+    base = probe_solve(SMALL, CONFIG, None)
+    key = plan_key(base, SMALL)
+    tasks = [Task(p, SMALL, base, key, CONFIG) for p in PARAMS]
+    stop = Stop()
+    done: list[object] = []
+
+    def after_first(outcome: object) -> None:
+        done.append(outcome)
+        stop.stop()
+
+    try:
+        with pytest.raises(Stopped):
+            run_tasks(tasks, 1, None, after_first, stop)
+    finally:
+        interrupt.reset()  # stop() asked every search in this process to end
+    assert len(done) == 1

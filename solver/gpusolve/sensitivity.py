@@ -31,11 +31,13 @@ import multiprocessing
 import os
 import signal
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any
+from types import FrameType
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from gpusolve.models.plan import Plan, Sensitivity, SensitivityKind, SensitivityRange
 from gpusolve.optimize.ir import CloudOption, Instance, Site, Sku, Solution, SolveConfig
@@ -495,19 +497,53 @@ def _pooled(task: Task) -> Outcome:
     return analyse_one(task, _WORKER_INPUTS[0])
 
 
+class Stop:
+    """Ends an analysis from another thread: no task starts after `stop`, the searches
+    running in this process end (`interrupt.request_stop`), the pool's workers are
+    terminated."""
+
+    def __init__(self) -> None:
+        self.requested = threading.Event()
+        self.pool: ProcessPoolExecutor | None = None
+
+    def stop(self) -> None:
+        from gpusolve.optimize import interrupt
+
+        self.requested.set()
+        interrupt.request_stop()
+        if self.pool is not None:
+            _terminate(self.pool)
+
+
+def _terminate(pool: ProcessPoolExecutor) -> None:
+    # The executor's public API only cancels tasks not yet started; a parameter's task
+    # can run for seconds.
+    for process in list(getattr(pool, "_processes", {}).values()):
+        process.terminate()
+    pool.shutdown(wait=False, cancel_futures=True)
+
+
+class Stopped(Exception):
+    """The analysis was stopped (`Stop`) before it finished."""
+
+
 def run_tasks(
     tasks: Sequence[Task],
     workers: int,
     inputs: Inputs | None = None,
     on_done: OnDone = lambda _: None,
+    stop: Stop | None = None,
 ) -> list[Outcome]:
     """Every task's outcome, in the tasks' order: over a process pool of `workers` (one
     task per parameter), in this process when one worker or one task is enough or where
     processes cannot fork (the inputs reach the workers through the fork, not a pickle)."""
+    stop = stop or Stop()
     forks = "fork" in multiprocessing.get_all_start_methods()
     if workers <= 1 or len(tasks) <= 1 or not forks:
         results = []
         for task in tasks:
+            if stop.requested.is_set():
+                raise Stopped
             results.append(analyse_one(task, inputs))
             on_done(results[-1])
         return results
@@ -518,6 +554,7 @@ def run_tasks(
         initializer=_adopt,
         initargs=(inputs,),
     )
+    stop.pool = pool
     try:
         # The longest first: an efficiency parameter generates the candidates at every
         # probe and takes several times a price's time, so it must not start last.
@@ -526,12 +563,10 @@ def run_tasks(
         for future in as_completed(futures):
             found[futures[future]] = future.result()
             on_done(found[futures[future]])
-    except BaseException:
-        # Ctrl-C or a failed task: end the workers now rather than after their current
-        # parameter (the executor's public API only cancels tasks not yet started).
-        for process in list(getattr(pool, "_processes", {}).values()):
-            process.terminate()
-        pool.shutdown(wait=False, cancel_futures=True)
+    except BaseException as exc:
+        _terminate(pool)  # a failed task or a stop: end the others now
+        if stop.requested.is_set():
+            raise Stopped from exc
         raise
     pool.shutdown()
     return [found[i] for i in range(len(tasks))]
@@ -552,6 +587,7 @@ def analyse(
     on_done: OnDone = lambda _: None,
     on_start: Callable[[int], None] = lambda _: None,
     efficiency: bool = True,
+    stop: Stop | None = None,
 ) -> Sensitivity:
     """The sensitivity of the plan for `reqs`: its instance solved again (the reference
     every probe is compared with), then every parameter's range over the pool (prices
@@ -568,7 +604,7 @@ def analyse(
     params = parameters(base, instance, catalog, reqs.currency, cards, rivals)
     tasks = [Task(p, instance, base, base_key, probe_config) for p in params]
     on_start(len(tasks))
-    outcomes = run_tasks(tasks, workers, Inputs(reqs, catalog, policies), on_done)
+    outcomes = run_tasks(tasks, workers, Inputs(reqs, catalog, policies), on_done, stop)
     return Sensitivity(
         ranges=[to_range(o) for o in outcomes],
         solves=1 + sum(o.solves for o in outcomes),
@@ -609,6 +645,51 @@ def progress_bar(total: int, enabled: bool) -> Any:
     )
 
 
+T = TypeVar("T")
+# After a stop, how long the analysis may take to notice before the command exits anyway.
+STOP_GRACE_S = 5.0
+
+
+def stoppable(work: Callable[[], T], stop: Stop) -> T:
+    """`work` in a thread while this (main) thread answers Ctrl-C and SIGTERM: `stop`, then
+    KeyboardInterrupt here. The main thread only waits, so the signal is handled at once
+    and never inside a CP-SAT search, whose own handling of SIGINT ends that search and
+    carries on (a solve that catches SIGINT itself even resets the handler; it is put
+    back every 50 ms, as `interrupt.run_interruptibly` does). Off the main thread (no
+    signals there) `work` simply runs."""
+    if threading.current_thread() is not threading.main_thread():
+        return work()
+    box: dict[str, Any] = {}
+
+    def target() -> None:
+        try:
+            box["value"] = work()
+        except BaseException as exc:  # handed to the main thread
+            box["error"] = exc
+
+    def on_signal(signum: int, frame: FrameType | None) -> None:
+        raise KeyboardInterrupt
+
+    signals = (signal.SIGINT, signal.SIGTERM)
+    previous = {s: signal.signal(s, on_signal) for s in signals}
+    worker = threading.Thread(target=target, name="gpusolve-sensitivity", daemon=True)
+    try:
+        worker.start()
+        while worker.is_alive():
+            worker.join(0.05)
+            signal.signal(signal.SIGINT, on_signal)
+    except KeyboardInterrupt:
+        stop.stop()
+        worker.join(STOP_GRACE_S)  # out of CP-SAT before the interpreter exits
+        raise
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+    if "error" in box:
+        raise box["error"]
+    return box["value"]  # type: ignore[no-any-return]
+
+
 def with_sensitivity(
     plan: Plan,
     reqs: Requirements,
@@ -641,15 +722,20 @@ def with_sensitivity(
     def done(_: Outcome) -> None:
         progress[0].update(1)
 
+    stop = Stop()
     try:
-        result = analyse(
-            reqs,
-            catalog,
-            policies,
-            config,
-            workers or default_workers(),
-            on_done=done,
-            on_start=start,
+        result = stoppable(
+            lambda: analyse(
+                reqs,
+                catalog,
+                policies,
+                config,
+                workers or default_workers(),
+                on_done=done,
+                on_start=start,
+                stop=stop,
+            ),
+            stop,
         )
     finally:
         for shown in progress:

@@ -2,8 +2,8 @@
 
 For every parameter that enters the chosen plan's cost (each bought server's price, each
 used colocation offer's rack rent, power price and bandwidth price, each rented cloud
-offer's hourly price) and the efficiency of each card the plan runs on, the plan is
-re-solved with that one parameter multiplied by a factor, hinted with the chosen plan:
+offer's hourly price) and the efficiency of each card the candidates considered, the plan
+is re-solved with that one parameter multiplied by a factor, hinted with the chosen plan:
 geometric steps away from 1 (x2 per step, out to `PRICE_LIMITS`), then bisection between
 the last factor that keeps the plan and the first that changes it, to `REL_TOL`.
 
@@ -15,9 +15,13 @@ Prices scale the optimiser's integral coefficients directly (rounded half-even, 
 candidates stage rounds them), so no candidate is re-generated. Efficiency is a property
 of the physics: the card's catalogue entry is replaced by one whose compute peaks, measured
 matmul rate and memory bandwidth are multiplied by the factor (every kernel runs that much
-faster or slower; links are unchanged), and the candidates are generated again from that
-catalogue copy. The FP32 peak is left alone: rule h13 prefers cards by their FP32 datasheet
-figure, which is not an efficiency.
+faster or slower; links are unchanged), and that card's options are generated again from
+the catalogue copy (`card_instance`; every other option is untouched). The FP32 peak is
+left alone: rule h13 prefers cards by their FP32 datasheet figure, which is not an
+efficiency. A card the plan does not use is searched upwards only: slower, it cannot win.
+
+The parameters run over a pool of forked processes, one parameter a task; the command's
+main thread only waits, so Ctrl-C and SIGTERM end the analysis at once (`stoppable`).
 
 The optimal set of one parameter's factor is an interval when the parameter is a cost
 coefficient (each plan's objective is linear in it), which is what makes bisection sound;
@@ -62,6 +66,7 @@ PROBE_TIME_S = 10.0
 
 PlanKey = tuple[tuple[Any, ...], ...]
 NO_PLAN: PlanKey = (("no plan",),)
+NOT_FOUND: PlanKey = (("no plan found in time",),)
 
 
 @dataclass(frozen=True)
@@ -116,7 +121,7 @@ def plan_key(solution: Solution, instance: Instance) -> PlanKey:
     """What a plan buys, places and rents: per workload its SKU and server count at its site
     or its cloud offer and instance count, servers per (SKU, site), racks per site."""
     if not solution.choices:
-        return NO_PLAN
+        return NO_PLAN if solution.status == "infeasible" else NOT_FOUND
     owned = {o.key: o for o in instance.owned}
     cloud = {o.key: o for o in instance.cloud}
     choices: list[tuple[Any, ...]] = []
@@ -142,7 +147,9 @@ def describe(key: PlanKey, base: PlanKey) -> str:
     """The plan `key` in words, naming only the deployments that differ from `base`."""
     if key == NO_PLAN:
         return "no feasible plan"
-    mine = {c[0]: c for c in base[0]} if base != NO_PLAN else {}
+    if key == NOT_FOUND:
+        return "no plan found within the time limit (none proven impossible)"
+    mine = {c[0]: c for c in base[0]} if base not in (NO_PLAN, NOT_FOUND) else {}
     parts = []
     for w, mode, what, count, site in key[0]:
         if mine.get(w) == (w, mode, what, count, site):
@@ -597,7 +604,7 @@ def analyse(
     instance = plan_instance(reqs, catalog, policies)
     base = probe_solve(instance, probe_config, None)
     base_key = plan_key(base, instance)
-    if base_key == NO_PLAN:
+    if base_key in (NO_PLAN, NOT_FOUND):
         return Sensitivity(wall_s=time.perf_counter() - started, solves=1)
     cards = _plan_cards(base, instance, catalog) if efficiency else []
     rivals = _considered_cards(instance, catalog) if efficiency else []

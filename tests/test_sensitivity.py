@@ -124,6 +124,23 @@ def test_scale_instance_moves_one_coefficient_only() -> None:
     assert same.sites == SMALL.sites and same.cloud == SMALL.cloud
 
 
+def test_every_coefficient_proportional_to_a_price_moves_with_it() -> None:
+    """A server's residual value is a share of its price; energy above idle is paid at the
+    site's power price; bandwidth beyond the included line at its bandwidth price."""
+    sku = dataclasses.replace(SKU, residual=400)
+    site = dataclasses.replace(SITE, bandwidth_month=50, extra_mbps_cost=7)
+    busy = dataclasses.replace(OWN, placements=(Placement("dc", busy_energy=30),))
+    inst = dataclasses.replace(SMALL, skus={"srv": sku}, sites={"dc": site}, owned=(busy,))
+    priced = scale_instance(inst, "server_price", "srv", 0.5).skus["srv"]
+    assert (priced.capex, priced.residual) == (500, 200)
+    power = scale_instance(inst, "power_price", "dc", 2)
+    assert power.owned[0].placements[0].busy_energy == 60
+    assert power.sites["dc"].energy_month == {"srv": 20}
+    line = scale_instance(inst, "bandwidth_price", "dc", 3).sites["dc"]
+    assert (line.bandwidth_month, line.extra_mbps_cost) == (150, 21)
+    assert scale_instance(inst, "rack_rent", "dc", 3).owned == inst.owned
+
+
 def test_plan_key_compares_choices_not_cost() -> None:
     base = probe_solve(SMALL, CONFIG, None)
     dearer = scale_instance(SMALL, "server_price", "srv", 1.2)

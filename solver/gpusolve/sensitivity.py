@@ -44,7 +44,15 @@ from types import FrameType
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from gpusolve.models.plan import Plan, Sensitivity, SensitivityKind, SensitivityRange
-from gpusolve.optimize.ir import CloudOption, Instance, Site, Sku, Solution, SolveConfig
+from gpusolve.optimize.ir import (
+    CloudOption,
+    Instance,
+    OwnedOption,
+    Site,
+    Sku,
+    Solution,
+    SolveConfig,
+)
 
 if TYPE_CHECKING:
     from gpusolve.candidates.policy import WorkloadPolicy
@@ -188,8 +196,7 @@ def parameters(
     sites = sorted({site for (_, site), n in solution.servers.items() if n})
     for site_id in sites:
         offer = catalog.colo_offers[site_id]
-        site = instance.sites[site_id]
-        if site.rack_rent_month:
+        if offer.rack_price_per_month > 0:
             out.append(
                 Parameter(
                     "rack_rent",
@@ -199,7 +206,7 @@ def parameters(
                     offer.rack_price_per_month,
                 )
             )
-        if any(site.energy_month.values()) and not offer.power_included:
+        if offer.power_price_per_kwh > 0 and not offer.power_included:
             out.append(
                 Parameter(
                     "power_price",
@@ -209,7 +216,7 @@ def parameters(
                     offer.power_price_per_kwh,
                 )
             )
-        if site.bandwidth_month:
+        if offer.bandwidth_price_per_mbps_month > 0:
             out.append(
                 Parameter(
                     "bandwidth_price",
@@ -242,14 +249,19 @@ def _money(value: int, factor: float) -> int:
 def scale_instance(
     instance: Instance, kind: SensitivityKind, subject: str, factor: float
 ) -> Instance:
-    """`instance` with one price multiplied by `factor` (efficiency is not a price: see
-    `scale_card`)."""
+    """`instance` with one price multiplied by `factor`: every coefficient proportional to
+    it (efficiency is not a price: see `scale_card`).
+
+    A server's price sets its capex and its residual value (a share of the price,
+    `finance.residual_value`); a site's power price its idle energy per server-month and
+    each placement's energy above idle there (`busy_energy`); its bandwidth price the
+    included line and each Mbps beyond it."""
     if kind == "server_price":
         sku = instance.skus[subject]
-        skus: dict[str, Sku] = {
-            **instance.skus,
-            subject: replace(sku, capex=_money(sku.capex, factor)),
-        }
+        scaled = replace(
+            sku, capex=_money(sku.capex, factor), residual=_money(sku.residual, factor)
+        )
+        skus: dict[str, Sku] = {**instance.skus, subject: scaled}
         return replace(instance, skus=skus)
     if kind == "cloud_price":
         cloud: tuple[CloudOption, ...] = tuple(
@@ -258,16 +270,32 @@ def scale_instance(
         )
         return replace(instance, cloud=cloud)
     site = instance.sites[subject]
+    owned = instance.owned
     if kind == "rack_rent":
         new: Site = replace(site, rack_rent_month=_money(site.rack_rent_month, factor))
     elif kind == "power_price":
         energy = {sku: _money(v, factor) for sku, v in site.energy_month.items()}
         new = replace(site, energy_month=energy)
+        owned = tuple(_busy_energy_scaled(o, subject, factor) for o in owned)
     elif kind == "bandwidth_price":
-        new = replace(site, bandwidth_month=_money(site.bandwidth_month, factor))
+        new = replace(
+            site,
+            bandwidth_month=_money(site.bandwidth_month, factor),
+            extra_mbps_cost=_money(site.extra_mbps_cost, factor),
+        )
     else:
         raise ValueError(f"{kind} is not a price of the instance")
-    return replace(instance, sites={**instance.sites, subject: new})
+    return replace(instance, sites={**instance.sites, subject: new}, owned=owned)
+
+
+def _busy_energy_scaled(option: OwnedOption, site: str, factor: float) -> OwnedOption:
+    if not any(p.site == site and p.busy_energy for p in option.placements):
+        return option
+    placements = tuple(
+        replace(p, busy_energy=_money(p.busy_energy, factor)) if p.site == site else p
+        for p in option.placements
+    )
+    return replace(option, placements=placements)
 
 
 def scale_card(card: Card, factor: float) -> Card:
@@ -355,6 +383,7 @@ def card_instance(base: Instance, inputs: Inputs, card_id: str, factor: float) -
         sites=sites,
         skus=skus,
         requirements={**base.requirements, **part.requirements},
+        fabrics={**base.fabrics, **part.fabrics},
     )
 
 

@@ -420,3 +420,14 @@ def test_a_stopped_analysis_starts_no_further_task() -> None:
     finally:
         interrupt.reset()  # stop() asked every search in this process to end
     assert len(done) == 1
+
+
+def test_ranges_are_only_given_around_the_plan_shown() -> None:
+    """A plan shown that is not the reference re-solve's (a time-limited one) gets no
+    ranges: they would describe another plan."""
+    from gpusolve.pipeline import prepare_run
+    from gpusolve.sensitivity import OtherPlan, analyse
+
+    run = prepare_run(ROOT / "examples" / "pretrain-70b-infiniband.yaml", [], [])
+    with pytest.raises(OtherPlan, match="rent"):
+        analyse(run.reqs, run.catalog, run.policies, CONFIG, 1, expected=(("other",),))

@@ -624,10 +624,12 @@ def analyse(
     on_start: Callable[[int], None] = lambda _: None,
     efficiency: bool = True,
     stop: Stop | None = None,
+    expected: tuple[tuple[Any, ...], ...] | None = None,
 ) -> Sensitivity:
     """The sensitivity of the plan for `reqs`: its instance solved again (the reference
     every probe is compared with), then every parameter's range over the pool (prices
-    only unless `efficiency`)."""
+    only unless `efficiency`). `expected`: the deployments of the plan shown
+    (`shown_choices`); a reference that differs raises `OtherPlan`."""
     started = time.perf_counter()
     probe_config = replace(config, workers=1)  # the pool is the parallelism
     instance = plan_instance(reqs, catalog, policies)
@@ -635,6 +637,8 @@ def analyse(
     base_key = plan_key(base, instance)
     if base_key in (NO_PLAN, NOT_FOUND):
         return Sensitivity(wall_s=time.perf_counter() - started, solves=1)
+    if expected is not None and base_key[0] != expected:
+        raise OtherPlan(describe(base_key, NO_PLAN))
     cards = _plan_cards(base, instance, catalog) if efficiency else []
     rivals = _considered_cards(instance, catalog) if efficiency else []
     params = parameters(base, instance, catalog, reqs.currency, cards, rivals)
@@ -645,6 +649,23 @@ def analyse(
         ranges=[to_range(o) for o in outcomes],
         solves=1 + sum(o.solves for o in outcomes),
         wall_s=round(time.perf_counter() - started, 3),
+    )
+
+
+class OtherPlan(Exception):
+    """The reference re-solve found another plan than the one shown (which was then not
+    proven optimal): ranges around it would describe a plan the user does not see."""
+
+
+def shown_choices(plan: Plan) -> tuple[tuple[Any, ...], ...]:
+    """The plan's deployments as `plan_key` writes a plan's choices."""
+    return tuple(
+        sorted(
+            (d.workload, "own", d.server, d.servers, d.site or "")
+            if d.mode == "owned"
+            else (d.workload, "rent", d.cloud_offer, d.servers, "")
+            for d in plan.deployments
+        )
     )
 
 
@@ -770,9 +791,16 @@ def with_sensitivity(
                 on_done=done,
                 on_start=start,
                 stop=stop,
+                expected=shown_choices(plan),
             ),
             stop,
         )
+    except OtherPlan as other:
+        note = (
+            f"--sensitivity: solved again, the plan differs from the one shown ({other}), "
+            "which is not proven optimal; no ranges are given (try a longer --time-limit)"
+        )
+        return plan.model_copy(update={"warnings": [*plan.warnings, note]})
     finally:
         for shown in progress:
             shown.close()

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import dataclasses
+import io
 import json
 import math
 import signal
@@ -431,3 +432,23 @@ def test_ranges_are_only_given_around_the_plan_shown() -> None:
     run = prepare_run(ROOT / "examples" / "pretrain-70b-infiniband.yaml", [], [])
     with pytest.raises(OtherPlan, match="rent"):
         analyse(run.reqs, run.catalog, run.policies, CONFIG, 1, expected=(("other",),))
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_the_progress_bar_is_drawn_on_a_terminal_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    from gpusolve.sensitivity import progress_bar
+
+    for stream, enabled, drawn in (
+        (_Terminal(), True, True),
+        (_Terminal(), False, False),  # -q
+        (io.StringIO(), True, False),  # a pipe or a log file
+    ):
+        monkeypatch.setattr(sys, "stderr", stream)
+        bar = progress_bar(4, enabled)
+        bar.update(2)
+        bar.close()
+        assert ("0/4" in stream.getvalue()) is drawn, stream.getvalue()

@@ -629,16 +629,19 @@ def analyse(
     """The sensitivity of the plan for `reqs`: its instance solved again (the reference
     every probe is compared with), then every parameter's range over the pool (prices
     only unless `efficiency`). `expected`: the deployments of the plan shown
-    (`shown_choices`); a reference that differs raises `OtherPlan`."""
+    (`shown_choices`); a reference that differs raises `OtherPlan`. The reference gets the
+    whole of `config`'s time limit, each probe at most `PROBE_TIME_S` of it."""
     started = time.perf_counter()
-    probe_config = replace(config, workers=1)  # the pool is the parallelism
     instance = plan_instance(reqs, catalog, policies)
-    base = probe_solve(instance, probe_config, None)
+    base = probe_solve(instance, replace(config, workers=1), None)
     base_key = plan_key(base, instance)
-    if base_key in (NO_PLAN, NOT_FOUND):
-        return Sensitivity(wall_s=time.perf_counter() - started, solves=1)
-    if expected is not None and base_key[0] != expected:
+    found = base_key not in (NO_PLAN, NOT_FOUND)
+    if expected is not None and (not found or base_key[0] != expected):
         raise OtherPlan(describe(base_key, NO_PLAN))
+    if not found:
+        return Sensitivity(wall_s=time.perf_counter() - started, solves=1)
+    # The pool is the parallelism; a probe starts from the plan (the hint) and is small.
+    probe_config = replace(config, workers=1, time_limit_s=min(config.time_limit_s, PROBE_TIME_S))
     cards = _plan_cards(base, instance, catalog) if efficiency else []
     rivals = _considered_cards(instance, catalog) if efficiency else []
     params = parameters(base, instance, catalog, reqs.currency, cards, rivals)
@@ -770,7 +773,6 @@ def with_sensitivity(
             "plan's)"
         )
         return plan.model_copy(update={"warnings": [*plan.warnings, note]})
-    config = replace(config, time_limit_s=min(config.time_limit_s, PROBE_TIME_S))
     progress: list[Any] = []
 
     def start(total: int) -> None:
@@ -797,8 +799,8 @@ def with_sensitivity(
         )
     except OtherPlan as other:
         note = (
-            f"--sensitivity: solved again, the plan differs from the one shown ({other}), "
-            "which is not proven optimal; no ranges are given (try a longer --time-limit)"
+            f"--sensitivity: solved again, the plan is not the one shown ({other}): the plan "
+            "shown is not proven optimal, so no ranges are given (try a longer --time-limit)"
         )
         return plan.model_copy(update={"warnings": [*plan.warnings, note]})
     finally:

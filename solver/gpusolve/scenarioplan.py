@@ -20,8 +20,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from gpusolve import assemble
-from gpusolve.candidates.generate import Candidates, build_candidates
-from gpusolve.candidates.money import energy_per_server_month, to_money
+from gpusolve.candidates.generate import Candidates, build_candidates, price_site, price_sku
 from gpusolve.candidates.policy import WorkloadPolicy
 from gpusolve.errors import Problem
 from gpusolve.load.yamlio import Document
@@ -191,51 +190,25 @@ def harmonise(prepared: list[Prepared]) -> list[Prepared]:
     for p in prepared:
         inst = p.cand.instance
         sites = {i: _site(p, i) for i in site_ids}
-        skus = {i: _sku(p.catalog, i) for i in sku_ids if i in p.catalog.servers}
+        skus = {i: _sku(p, i) for i in sku_ids if i in p.catalog.servers}
         instance = dataclasses.replace(inst, sites=sites, skus=skus)
         out.append(dataclasses.replace(p, cand=dataclasses.replace(p.cand, instance=instance)))
     return out
 
 
-def _sku(catalog: Catalog, sku_id: str) -> ir.Sku:
-    # As `candidates.generate.build_candidates` prices a SKU.
-    s = catalog.servers[sku_id]
-    return ir.Sku(
-        id=s.id,
-        capex=to_money(s.price),
-        power_w=round(s.power_kw * 1000),
-        rack_units=s.rack_units,
-        cooling=frozenset(s.cooling),
-    )
+def _sku(p: Prepared, sku_id: str) -> ir.Sku:
+    return price_sku(p.catalog.servers[sku_id], p.reqs, p.cand.finance_terms)
 
 
 def _site(p: Prepared, site_id: str) -> ir.Site:
-    # As `candidates.generate._sites` prices an offer, on this scenario's catalogue.
-    known = p.cand.instance.sites.get(site_id)
+    # On this scenario's catalogue and requirements, as the candidates stage prices it;
+    # a site the scenario's candidates know keeps the room its rack reserve leaves.
     offer = p.catalog.colo_offers[site_id]
-    energy = {
-        s.id: energy_per_server_month(
-            s.power_kw,
-            p.reqs.utilisation,
-            offer.pue,
-            offer.power_price_per_kwh,
-            offer.power_included,
-        )
-        for s in p.catalog.servers.values()
-    }
-    if known is not None:
-        return dataclasses.replace(known, energy_month=energy)
-    return ir.Site(
-        id=offer.id,
-        region=offer.region,
-        cooling=offer.cooling,
-        rack_w=round(offer.rack_kw * 1000),
-        rack_units=offer.rack_units,
-        racks_available=offer.racks_available,
-        rack_rent_month=to_money(offer.rack_price_per_month),
-        bandwidth_month=to_money(offer.bandwidth_mbps * offer.bandwidth_price_per_mbps_month),
-        energy_month=energy,
-    )
+    priced = price_site(offer, p.catalog, p.reqs, terms=p.cand.finance_terms)
+    known = p.cand.instance.sites.get(site_id)
+    if known is None:
+        return priced
+    return dataclasses.replace(priced, rack_w=known.rack_w, rack_units=known.rack_units)
 
 
 # --------------------------------------------------------------------------- plan

@@ -139,9 +139,9 @@ def test_bandwidth_is_the_larger_of_included_and_demand(gpusolve, tmp_path: Path
     # A service needing 250 Mbps buys 150 more: 150 x 50 x 36 = 270,000 on top.
     plan = _plan_many(gpusolve, tmp_path, [_service("chat", "always", 250)])
     assert plan["cost"]["breakdown"]["bandwidth"] == 180_000 + 270_000
-    extra = [i for i in plan["cost"]["breakdown"]["items"] if i["unit"] == "Mbps-month"]
+    extra = [i for i in plan["cost"]["breakdown"]["items"] if i["unit"] == "Mbps for 36 months"]
     assert [(i["quantity"], i["unit_price"], i["amount"]) for i in extra] == [
-        (150 * 36, 50, 270_000)
+        (150, 50 * 36, 270_000)
     ]
     # A demand below what is included costs nothing more.
     plan = _plan_many(gpusolve, tmp_path, [_service("chat", "always", 80)])

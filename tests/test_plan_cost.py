@@ -10,11 +10,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.support.shipped import EXAMPLES, ROOT
 
 from gpusolve.cli import main
 from gpusolve.models.plan import Cost, Plan
 from gpusolve.render import render_plan
-from plan_support import EXAMPLES, ROOT
 
 KINDS = ("servers_capex", "rack_rent", "energy", "bandwidth", "cloud_rental")
 WORDED = re.compile(r"\b(dearer|cheaper|higher|lower) by (\S+)")
@@ -199,9 +199,11 @@ def test_min_tco_top_k_never_looks_cheaper_than_the_plan() -> None:
 def test_rule_charges_sum_to_the_penalties_the_optimiser_sees(tmp_path: Path) -> None:
     """Each option's per-rule charges (and its placement's, per site) add up to the IR's
     penalty, so the itemised penalties are the optimiser's; weights reach the instance."""
+    from tests.factories.files import write_reqs
+    from tests.support.shipped import example
+
     from gpusolve.candidates.generate import build_candidates
     from gpusolve.pipeline import prepare_run
-    from plan_support import example, write_reqs
 
     data = example("chat-day-lora-night.yaml")
     data["workloads"][0]["throughput_weight"] = 2.5

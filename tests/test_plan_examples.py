@@ -7,8 +7,7 @@ from pathlib import Path
 
 import jsonschema
 import pytest
-
-from plan_support import EXAMPLES, ROOT
+from tests.support.shipped import EXAMPLES, ROOT
 
 SCHEMA = json.loads((ROOT / "schemas" / "plan.schema.json").read_text())
 

@@ -2,7 +2,7 @@
 
 The reference below shares no code with the model: it enumerates one assignment per
 scenario, buys the most servers any scenario needs per (SKU, site) and slot, packs them
-into the fewest racks (`optimize_reference.min_racks`, exhaustive) and prices each
+into the fewest racks (`tests/support/optimize_reference.min_racks`, exhaustive) and prices each
 scenario with its own prices.
 """
 
@@ -15,6 +15,7 @@ from collections import defaultdict
 from pathlib import Path
 
 import pytest
+from tests.support.optimize_reference import choices_of, min_racks, random_instance
 
 from gpusolve.models.plan import Plan
 from gpusolve.optimize.ir import (
@@ -35,7 +36,6 @@ from gpusolve.optimize.scenarios import (
     solve_two_stage,
 )
 from gpusolve.optimize.solve import solve
-from optimize_reference import choices_of, min_racks, random_instance
 
 CONFIG = SolveConfig(time_limit_s=30, workers=1, seed=1)
 

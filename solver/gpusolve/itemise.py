@@ -14,6 +14,7 @@ from collections import defaultdict
 
 from gpusolve.candidates.generate import Candidates
 from gpusolve.models.catalog import Catalog
+from gpusolve.models.common import PriceNote
 from gpusolve.models.plan import (
     Cost,
     CostBreakdown,
@@ -38,7 +39,10 @@ def cost_items(
     for (sku, site), n in sorted(solution.servers.items()):
         price = instance.skus[sku].capex
         detail = f"{n} at {site} x {price:,}"
-        items.append(CostItem(kind="servers_capex", subject=sku, detail=detail, amount=n * price))
+        line = CostItem(kind="servers_capex", subject=sku, detail=detail, amount=n * price)
+        server = catalog.servers.get(sku)
+        note = server.pricing if server is not None else None
+        items.append(priced(line, n, "server", price, note, site=site))
     racks: dict[str, int] = defaultdict(int)
     for (site, _fill), count in solution.racks.items():
         racks[site] += count
@@ -46,13 +50,19 @@ def cost_items(
         rent = instance.sites[site_id].rack_rent_month
         amount = h * rent * racks[site_id]
         detail = f"{racks[site_id]} rack(s) x {rent:,}/month x {h} months"
-        items.append(CostItem(kind="rack_rent", subject=site_id, detail=detail, amount=amount))
-    items += _energy(solution, instance)
+        line = CostItem(kind="rack_rent", subject=site_id, detail=detail, amount=amount)
+        note = colo_pricing(catalog, site_id)
+        items.append(priced(line, h * racks[site_id], "rack-month", rent, note, site=site_id))
+    items += [
+        _priced_energy(line, solution, instance, catalog) for line in _energy(solution, instance)
+    ]
     used = sorted({c.site for c in solution.choices if c.site is not None})
     for site_id in used:
         month = instance.sites[site_id].bandwidth_month
         detail = f"{month:,}/month x {h} months"
-        items.append(CostItem(kind="bandwidth", subject=site_id, detail=detail, amount=h * month))
+        line = CostItem(kind="bandwidth", subject=site_id, detail=detail, amount=h * month)
+        note = colo_pricing(catalog, site_id)
+        items.append(priced(line, h, "month", month, note, site=site_id))
     cloud = {c.key: c for c in instance.cloud}
     for choice in solution.choices:
         option = cloud.get(choice.option)
@@ -63,12 +73,71 @@ def cost_items(
         per_hour = f" x {offer.price_per_hour:,.2f}/h" if offer is not None else ""
         hours = f"{meta.rental_hours:,.1f} h{per_hour}"
         detail = f"{choice.workload}: {option.instances} instance(s) x {hours}"
-        items.append(
-            CostItem(
-                kind="cloud_rental", subject=option.offer, detail=detail, amount=option.cost_total
-            )
+        line = CostItem(
+            kind="cloud_rental", subject=option.offer, detail=detail, amount=option.cost_total
         )
+        if offer is not None:
+            # The amount is the instance-hours at the hourly price, rounded once to whole
+            # units (what the optimiser charged), so quantity x unit price is within 0.5.
+            instance_hours = option.instances * meta.rental_hours
+            hourly = offer.price_per_hour
+            line = priced(line, instance_hours, "instance-hour", hourly, offer.pricing)
+        items.append(line)
     return [i for i in items if i.amount]
+
+
+def price_source(note: PriceNote | None) -> tuple[str, bool]:
+    """(source, illustrative) of a catalogue price: its source string and date, as the
+    catalogue states them; an unknown price is flagged illustrative, never a quote."""
+    if note is None:
+        return "not in the catalogue", True
+    return f"{note.source} (as of {note.as_of})", note.illustrative
+
+
+def priced(
+    line: CostItem,
+    quantity: float,
+    unit: str,
+    unit_price: float,
+    note: PriceNote | None,
+    *,
+    site: str | None = None,
+) -> CostItem:
+    """`line` with its purchase-order view filled in: how many, of what, at what price,
+    from which catalogue source. Callers adding cost lines (network, storage, spares)
+    use it so that the bill of materials reads every line the same way."""
+    source, illustrative = price_source(note)
+    update: dict[str, object] = {
+        "quantity": quantity,
+        "unit": unit,
+        "unit_price": unit_price,
+        "source": source,
+        "illustrative": illustrative,
+    }
+    if site is not None:
+        update["site"] = site
+    return line.model_copy(update=update)
+
+
+def colo_pricing(catalog: Catalog, offer_id: str) -> PriceNote | None:
+    offer = catalog.colo_offers.get(offer_id)
+    return offer.pricing if offer is not None else None
+
+
+def _priced_energy(
+    line: CostItem, solution: ir.Solution, instance: ir.Instance, catalog: Catalog
+) -> CostItem:
+    """Energy of one site: per server-month when one SKU draws it; a site mixing SKUs has
+    one price per SKU, so its line is priced as one lot (quantity 1 x the amount)."""
+    site_id = line.subject
+    rows = [(sku, n) for (sku, site), n in solution.servers.items() if site == site_id]
+    note = colo_pricing(catalog, site_id)
+    if len(rows) == 1:
+        sku, n = rows[0]
+        month = instance.sites[site_id].energy_month.get(sku, 0)
+        quantity = n * instance.horizon_months
+        return priced(line, quantity, "server-month", month, note, site=site_id)
+    return priced(line, 1, "lot", line.amount, note, site=site_id)
 
 
 def _energy(solution: ir.Solution, instance: ir.Instance) -> list[CostItem]:

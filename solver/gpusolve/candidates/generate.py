@@ -564,7 +564,3 @@ def _sites(b: _Builder) -> dict[str, ir.Site]:
             energy_month=energy,
         )
     return sites
-
-
-def offer_by_id(catalog: Catalog, offer_id: str) -> ColoOffer | CloudOffer | None:
-    return catalog.colo_offers.get(offer_id) or catalog.cloud_offers.get(offer_id)

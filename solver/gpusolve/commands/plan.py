@@ -15,6 +15,7 @@ from gpusolve.commands.options import (
     check_output,
     format_option,
     progress_printer,
+    require_output_for_html,
     rules_option,
 )
 from gpusolve.models.plan import Plan
@@ -32,7 +33,7 @@ EXIT_CODES = {"optimal": 0, "feasible": 0, "infeasible": 1, "timeout": 3, "unkno
 @click.argument("requirements", type=click.Path(path_type=Path))
 @catalog_option
 @rules_option
-@format_option(*FORMATS)
+@format_option(*FORMATS, "html", "csv")
 @click.option(
     "-o",
     "--output",
@@ -94,6 +95,11 @@ EXIT_CODES = {"optimal": 0, "feasible": 0, "infeasible": 1, "timeout": 3, "unkno
 @click.option("--seed", type=SEED_RANGE, default=1, show_default=True, help="Solver random seed.")
 @click.option("--timings", is_flag=True, help="Include solve wall time in the output.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress messages on stderr.")
+@click.option(
+    "--bom",
+    is_flag=True,
+    help="Print only the bill of materials (--format csv: one row per item, for a spreadsheet).",
+)
 def plan(
     requirements: Path,
     catalog_paths: tuple[Path, ...],
@@ -111,6 +117,7 @@ def plan(
     seed: int,
     timings: bool,
     quiet: bool,
+    bom: bool,
 ) -> None:
     """Find the cheapest plan for the workloads in REQUIREMENTS (a YAML file).
 
@@ -125,6 +132,7 @@ def plan(
     Examples:
       gpusolve plan examples/finetune-7b-deadline.yaml
       gpusolve plan reqs.yaml --catalog my-quotes.yaml --format markdown -o memo.md
+      gpusolve plan reqs.yaml --format html -o report.html
       gpusolve plan reqs.yaml --top-k 3 --why-not h100-sxm
       gpusolve plan reqs.yaml --objective max-throughput --capex-max 5000000
 
@@ -145,14 +153,21 @@ def plan(
     GB means 10^9 bytes; money is in the run's currency.
     """
     from gpusolve.atomic import write_text_atomic
+    from gpusolve.bom import locate
     from gpusolve.optimize.interrupt import requested as interrupt_requested
     from gpusolve.optimize.interrupt import run_interruptibly
     from gpusolve.optimize.ir import SolveConfig
     from gpusolve.pipeline import prepare_run
     from gpusolve.planner import PlanOptions, make_plan
     from gpusolve.render import render_plan
+    from gpusolve.render.bom import render_bom
 
     progress = progress_printer(quiet)
+    if fmt == "csv" and not bom:
+        raise click.UsageError("--format csv writes the bill of materials: add --bom")
+    if fmt == "html" and bom:
+        raise click.UsageError("the HTML report holds the bill of materials: drop --bom")
+    require_output_for_html(fmt, output)
     check_output(output, [requirements, *catalog_paths, *rules_paths])
 
     run = prepare_run(
@@ -179,10 +194,19 @@ def plan(
         on_search=lambda: progress("searching (Ctrl-C stops and prints the best plan so far)"),
     )
     result = run.finish(result)  # market, compliance, exclusions, sources
+    result = result.model_copy(update={"bom": locate(result.bom, result.sources)})
     if interrupt_requested():
-        _stop_interrupted(result, fmt, output, progress)
-    text = render_plan(result, fmt)
-    if output is not None and result.status in ("optimal", "feasible"):  # a plan, finished
+        _stop_interrupted(result, "text" if fmt in ("html", "csv") else fmt, output, progress)
+    finished = result.status in ("optimal", "feasible")  # a plan, finished
+    if fmt == "html" and finished:
+        from gpusolve.report.html import context_for, plan_html
+
+        text = plan_html(result, context_for(run.catalog, list(catalog_paths), [requirements]))
+    elif bom:
+        text = render_bom(result, fmt)
+    else:  # html without a plan: the explanation as text on the terminal, never markup
+        text = render_plan(result, "text" if fmt == "html" else fmt)
+    if output is not None and finished:
         write_text_atomic(output, text)
         progress(f"wrote {output}")
     else:

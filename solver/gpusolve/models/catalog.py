@@ -350,6 +350,3 @@ class Catalog(StrictModel):
     servers: dict[str, Server] = Field(default_factory=dict)
     colo_offers: dict[str, ColoOffer] = Field(default_factory=dict)
     cloud_offers: dict[str, CloudOffer] = Field(default_factory=dict)
-
-    def card_of(self, server_or_offer: Server | CloudOffer) -> Card:
-        return self.cards[server_or_offer.card]

@@ -33,6 +33,9 @@ class CostItem(OutModel):
     unit_price: float | None = Field(default=None, description="Price of one unit.")
     source: str = Field(default="", description="Where the price comes from (catalogue file).")
     illustrative: bool = Field(default=False, description="True when the price is not a quote.")
+    site: str | None = Field(
+        default=None, description="Colo site the line is for (None: cloud or plan-wide)."
+    )
 
 
 class PenaltyItem(OutModel):
@@ -117,6 +120,11 @@ class Deployment(OutModel):
     site: str | None
     schedule: str
     memory_per_gpu_gb: float
+    memory_parts_gb: dict[str, float] = Field(
+        default_factory=dict,
+        description="memory_per_gpu_gb by part (weights, gathered_weights, gradients, "
+        "optimizer, activations, kv_cache, overhead), GB; the parts sum to it.",
+    )
     card_memory_gb: float = Field(description="Memory the device reports, GB.")
     usable_memory_gb: float = Field(description="card_memory_gb × (1 − headroom), GB.")
     headroom: float

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from gpusolve.models.plan import Cost, Plan
+from gpusolve.render.bom import bom_markdown
 from gpusolve.render.compliance import compliance_markdown, sources_markdown
 from gpusolve.render.fmt import COST_LABELS, hardware, layout, memory, money, proof_scope, work
 from gpusolve.render.scenarios import scenarios_markdown
@@ -72,6 +73,8 @@ def plan_markdown(plan: Plan) -> str:
             )
     add("")
     out.extend(_cost_table(c))
+    if plan.bom:
+        out += ["", *bom_markdown(plan)]
     out.extend(scenarios_markdown(plan))
     if plan.binding:
         add("")

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from gpusolve.models.plan import Plan
+from gpusolve.render.bom import bom_text
 from gpusolve.render.compliance import compliance_text, sources_text
 from gpusolve.render.fmt import (
     cost_lines,
@@ -75,6 +76,9 @@ def plan_text(plan: Plan) -> str:
     if plan.cost:
         add("")
         lines += cost_lines(plan.cost)
+    if plan.bom:
+        add("")
+        lines += bom_text(plan)
     if plan.binding:
         add("")
         add("Binding constraints")

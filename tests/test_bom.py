@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.support.shipped import EXAMPLES, ROOT
 
 from gpusolve.bom import bom_line, section_of
 from gpusolve.cli import main
@@ -22,7 +23,6 @@ from gpusolve.load import load_catalog
 from gpusolve.models.catalog import Catalog
 from gpusolve.models.plan import CostItem, Plan
 from gpusolve.render.bom import CSV_COLUMNS
-from plan_support import EXAMPLES, ROOT
 
 CHAT = ROOT / "examples" / "chat-day-lora-night.yaml"
 

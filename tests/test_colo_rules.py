@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from tests.support.shipped import ROOT
 
 from gpusolve.candidates.generate import Candidates, build_candidates
 from gpusolve.colo import rule_hits
@@ -19,7 +20,6 @@ from gpusolve.models.catalog import Catalog
 from gpusolve.models.fleet import Fleet, FleetItem
 from gpusolve.rules.loader import load_ruleset
 from gpusolve.rules.policy import evaluate_policies
-from plan_support import ROOT
 
 EXAMPLES = ("chat-day-lora-night.yaml", "pretrain-70b-infiniband.yaml")
 

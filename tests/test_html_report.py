@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.support.shipped import EXAMPLES, ROOT
 
 from gpusolve.load.data import data_dir
 from gpusolve.models.frontier import Frontier, FrontierPoint
@@ -38,7 +39,6 @@ from gpusolve.render.fmt import COST_LABELS
 from gpusolve.render.frontier import chart
 from gpusolve.report import charts, racks
 from gpusolve.report.html import context_for, frontier_html, plan_html
-from plan_support import EXAMPLES, ROOT
 
 FLEET = ROOT / "examples" / "fleets" / "h100-training-cluster.yaml"
 

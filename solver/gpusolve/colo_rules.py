@@ -22,9 +22,9 @@ from typing import Any
 from gpusolve.candidates.policy import Charge, RuleHit, charges
 from gpusolve.models.catalog import Catalog, ColoOffer, Server
 from gpusolve.params import Params
-from gpusolve.rules.cel import Bindings
 from gpusolve.rules.engine import WorkloadRules
 from gpusolve.rules.environment import ActivationCache, params_facts
+from gpusolve.rules.evaluate import Bindings
 from gpusolve.rules.loader import CompiledPredicate, CompiledRule, RuleSet
 from gpusolve.rules.policy import RulesPolicy
 

@@ -94,6 +94,12 @@ EXIT_CODES = {"optimal": 0, "feasible": 0, "infeasible": 1, "timeout": 3, "unkno
 )
 @click.option("--seed", type=SEED_RANGE, default=1, show_default=True, help="Solver random seed.")
 @click.option("--timings", is_flag=True, help="Include solve wall time in the output.")
+@click.option(
+    "--sensitivity",
+    is_flag=True,
+    help="For each price and card efficiency in the plan, the range over which the plan "
+    "stays optimal and the plan beyond each end (re-solves over a process pool).",
+)
 @click.option("-q", "--quiet", is_flag=True, help="No progress messages on stderr.")
 @click.option(
     "--bom",
@@ -116,6 +122,7 @@ def plan(
     robust: str | None,
     seed: int,
     timings: bool,
+    sensitivity: bool,
     quiet: bool,
     bom: bool,
 ) -> None:
@@ -135,6 +142,7 @@ def plan(
       gpusolve plan reqs.yaml --format html -o report.html
       gpusolve plan reqs.yaml --top-k 3 --why-not h100-sxm
       gpusolve plan reqs.yaml --objective max-throughput --capex-max 5000000
+      gpusolve plan reqs.yaml --sensitivity
 
     \b
     Cost: TCO itemised (capex per server SKU, rent, energy and bandwidth per site, cloud
@@ -181,7 +189,7 @@ def plan(
     )
     if why_not is not None:
         run.check_known_id(why_not)
-    _check_robust(run.reqs.scenarios is not None, robust, top_k, why_not)
+    _check_robust(run.reqs.scenarios is not None, robust, top_k or sensitivity, why_not)
     options = PlanOptions(
         config=SolveConfig(time_limit_s=time_limit, workers=workers, seed=seed),
         top_k=top_k,
@@ -198,6 +206,24 @@ def plan(
     if interrupt_requested():
         _stop_interrupted(result, "text" if fmt in ("html", "csv") else fmt, output, progress)
     finished = result.status in ("optimal", "feasible")  # a plan, finished
+    if sensitivity and finished and not bom:  # ranges need a plan
+        from gpusolve.sensitivity import with_sensitivity
+
+        progress("sensitivity: re-solving with each price and card efficiency moved")
+        try:
+            result = with_sensitivity(
+                result,
+                run.reqs,
+                run.catalog,
+                run.policies,
+                options.config,
+                bar=not quiet,
+                timings=timings,
+            )
+        except KeyboardInterrupt:  # the plan itself is finished: print it, without ranges
+            click.echo(render_plan(result, "text" if fmt == "html" else fmt), nl=False)
+            progress("interrupted during the sensitivity analysis: the plan above has none")
+            sys.exit(INTERRUPTED_EXIT)
     if fmt == "html" and finished:
         from gpusolve.report.html import context_for, plan_html
 
@@ -218,17 +244,20 @@ def plan(
         sys.exit(code)
 
 
-def _check_robust(has_scenarios: bool, robust: str | None, top_k: int, why_not: str | None) -> None:
-    """--robust needs scenarios; a two-stage plan has no --top-k or --why-not yet."""
+def _check_robust(
+    has_scenarios: bool, robust: str | None, other_plans: int | bool, why_not: str | None
+) -> None:
+    """--robust needs scenarios; a two-stage plan has no --top-k, --sensitivity or
+    --why-not yet."""
     if robust is not None and not has_scenarios:
         raise click.UsageError(
             "--robust needs a scenarios: block in the requirements (see "
             "examples/scenarios-demand-growth.yaml); drop --robust"
         )
-    if has_scenarios and (top_k or why_not is not None):
+    if has_scenarios and (other_plans or why_not is not None):
         raise click.UsageError(
-            "--top-k and --why-not do not apply to a plan with scenarios: drop them, or "
-            "remove the scenarios: block"
+            "--top-k, --sensitivity and --why-not do not apply to a plan with scenarios: "
+            "drop them, or remove the scenarios: block"
         )
 
 

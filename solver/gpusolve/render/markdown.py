@@ -7,6 +7,7 @@ from gpusolve.render.bom import bom_markdown
 from gpusolve.render.compliance import compliance_markdown, sources_markdown
 from gpusolve.render.fmt import COST_LABELS, hardware, layout, memory, money, proof_scope, work
 from gpusolve.render.scenarios import scenarios_markdown
+from gpusolve.render.sensitivity import sensitivity_markdown
 
 
 def _status(plan: Plan) -> str:
@@ -108,6 +109,7 @@ def plan_markdown(plan: Plan) -> str:
         add("## Why not")
         add("")
         out.extend(f"- **{w}**: {r}" for w, reasons in plan.why_not.items() for r in reasons)
+    out += sensitivity_markdown(plan.sensitivity, cur)
     out += compliance_markdown(plan) + sources_markdown(plan)
     if plan.warnings:
         add("")

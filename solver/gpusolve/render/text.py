@@ -18,6 +18,7 @@ from gpusolve.render.fmt import (
     work,
 )
 from gpusolve.render.scenarios import scenarios_text
+from gpusolve.render.sensitivity import sensitivity_text
 
 INTERRUPTED = "interrupted, not proven optimal"
 
@@ -95,6 +96,7 @@ def plan_text(plan: Plan) -> str:
             if alt.compared is not None:
                 add(f"      {alt.compared.summary}")
     _why_not(plan, add)
+    lines += sensitivity_text(plan.sensitivity, cur)
     lines += compliance_text(plan) + sources_text(plan)
     _warnings_and_prices(plan, add)
     add("")

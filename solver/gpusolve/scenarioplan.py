@@ -334,9 +334,20 @@ def make_scenario_plan(
         wall_s=hedged.wall_s,
     )
     info = assemble.solver_info(shown, run.config).model_copy(update=where.cand.scope())
+    if robust == "expected":  # the model weighs each scenario by probability x SCALE
+        scale = two.PROBABILITY_SCALE
+        info = info.model_copy(
+            update={
+                "objective_value": _per_unit(info.objective_value, scale),
+                "best_bound": _per_unit(info.best_bound, scale),
+            }
+        )
     if not run.timings:
         info = info.model_copy(update={"wall_s": None})
-    return Plan(
+    from gpusolve.bom import bill_of_materials
+    from gpusolve.planner import headroom_warnings, illustrative_prices
+
+    plan = Plan(
         status=status,
         objective=f"two-stage {robust} TCO",
         cost=assemble.cost(shown, where.cand, where.reqs, where.catalog),
@@ -347,7 +358,18 @@ def make_scenario_plan(
         advice=[*where.small.values(), *rules.advice],
         solver=info,
         scenarios=comparison,
+        warnings=headroom_warnings(reqs, policies),
     )
+    return plan.model_copy(
+        update={
+            "illustrative_prices": illustrative_prices(plan, where.catalog),
+            "bom": bill_of_materials(plan, where.catalog),
+        }
+    )
+
+
+def _per_unit(value: float | None, scale: int) -> float | None:
+    return None if value is None else round(value / scale, 2)
 
 
 def declared_names(reqs: Requirements) -> set[str]:

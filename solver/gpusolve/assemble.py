@@ -91,6 +91,9 @@ def sites(solution: ir.Solution, instance: ir.Instance, catalog: Catalog) -> lis
     for site_id in sorted(set(servers) | set(fills)):
         offer = catalog.colo_offers[site_id]
         power_kw = sum(catalog.servers[s].power_kw * n for s, n in servers[site_id].items())
+        packed = instance.sites.get(site_id)
+        reserved_kw = offer.rack_kw - packed.rack_w / 1000 if packed is not None else 0.0
+        reserved_u = offer.rack_units - packed.rack_units if packed is not None else 0
         out.append(
             Site(
                 offer=site_id,
@@ -106,6 +109,8 @@ def sites(solution: ir.Solution, instance: ir.Instance, catalog: Catalog) -> lis
                     round(sum(catalog.servers[k].power_kw * n for k, n in fill.items()), 2)
                     for fill in fills[site_id]
                 ],
+                reserved_kw=round(reserved_kw, 3),
+                reserved_units=reserved_u,
             )
         )
     return out
@@ -150,22 +155,33 @@ def binding(
     out = []
     for name in solution.binding:
         req = instance.requirements.get(name)
-        out.append(Constraint(name=name, detail=_binding_detail(name, req, catalog, reqs)))
+        detail = _binding_detail(name, req, catalog, reqs, instance)
+        out.append(Constraint(name=name, detail=detail))
     return out
 
 
 def _binding_detail(
-    name: str, req: ir.Requirement | None, catalog: Catalog, reqs: Requirements
+    name: str,
+    req: ir.Requirement | None,
+    catalog: Catalog,
+    reqs: Requirements,
+    instance: ir.Instance,
 ) -> str:
     kind, _, site = name.partition(":")
     offer = catalog.colo_offers.get(site)
+    packed = instance.sites.get(site)
     if kind == "rack_power" and offer is not None:
+        usable = f" ({packed.rack_w / 1000:g} kW usable)" if packed is not None else ""
         return (
-            f"rack power at {site}: a {offer.rack_kw:g} kW rack has room for another "
+            f"rack power at {site}: a {offer.rack_kw:g} kW rack{usable} has room for another "
             "server but not the power for it"
         )
     if kind == "rack_space" and offer is not None:
-        return f"rack space at {site}: {offer.rack_units}U racks are full before their power is"
+        usable = f" ({packed.rack_units}U usable)" if packed is not None else ""
+        return (
+            f"rack space at {site}: {offer.rack_units}U racks{usable} are full before their "
+            "power is"
+        )
     if kind == "racks" and offer is not None:
         return f"all {offer.racks_available} racks available at {site} are used"
     if name == "capex" and reqs.budget.capex_max is not None:

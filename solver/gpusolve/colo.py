@@ -11,6 +11,7 @@ and offers are ranked like plans, by TCO + penalties.
 from __future__ import annotations
 
 from gpusolve.candidates.money import energy_per_server_month, to_money
+from gpusolve.candidates.reserve import rack_reserve
 from gpusolve.colo_rules import PlacementRules, judge, line_layout, placement_rules
 from gpusolve.models.catalog import Catalog, ColoOffer, Server
 from gpusolve.models.colo import ColoReport, ColoRow, ColoRuleHit, RuleNotJudged
@@ -92,14 +93,22 @@ def rule_hits(
 def _reasons(fleet: Fleet, servers: dict[str, Server], offer: ColoOffer) -> list[str]:
     """Hard reasons this offer cannot host the fleet at all."""
     out = []
+    reserve = rack_reserve(offer)
+    usable_kw = reserve.usable_w / 1000
     for item in fleet.servers:
         s = servers[item.server]
         if offer.cooling not in s.cooling:
             out.append(f"{s.id} needs {' or '.join(s.cooling)} racks; these are {offer.cooling}")
-        if s.power_kw > offer.rack_kw:
-            out.append(f"one {s.id} draws {s.power_kw:g} kW; a rack gives {offer.rack_kw:g} kW")
-        if s.rack_units > offer.rack_units:
-            out.append(f"{s.id} is {s.rack_units}U; racks are {offer.rack_units}U")
+        if s.power_kw > usable_kw:
+            out.append(
+                f"one {s.id} draws {s.power_kw:g} kW; a {offer.rack_kw:g} kW rack may draw "
+                f"{usable_kw:g} kW continuously"
+            )
+        if s.rack_units > reserve.usable_units:
+            out.append(
+                f"{s.id} is {s.rack_units}U; racks are {offer.rack_units}U with "
+                f"{reserve.reserved_units}U reserved"
+            )
         if item.multi_node and offer.fabric not in RDMA:
             out.append(f"{s.id} x{item.count} run as one job and need InfiniBand or RoCE")
     if fleet.fabric is not None and fleet.fabric != "none" and offer.fabric != fleet.fabric:
@@ -142,12 +151,13 @@ def _instance(
         for s in servers.values()
     }
     bandwidth = to_money(fleet.bandwidth_mbps * offer.bandwidth_price_per_mbps_month)
+    reserve = rack_reserve(offer)
     site = ir.Site(
         id=offer.id,
         region=offer.region,
         cooling=offer.cooling,
-        rack_w=round(offer.rack_kw * 1000),
-        rack_units=offer.rack_units,
+        rack_w=reserve.usable_w,  # servers pack into what the rack reserve leaves
+        rack_units=reserve.usable_units,
         racks_available=offer.racks_available,
         rack_rent_month=to_money(offer.rack_price_per_month),
         bandwidth_month=bandwidth,
@@ -197,6 +207,7 @@ def _row(
         city=offer.city,
         cooling=offer.cooling,
         rack_kw=offer.rack_kw,
+        reserved_kw=round(offer.rack_kw - rack_reserve(offer).usable_w / 1000, 3),
         feasible=False,
         notes=_notes(offer),
         racks_available=offer.racks_available,

@@ -185,6 +185,27 @@ class Params:
         maximum=100000,
     )
     allow_multi_node: bool = _param(True, "Whether a job may span several servers at all.", "H21")
+    rack_load_fraction: float = _param(
+        0.8,
+        "Share of a rack's contracted kW that servers may draw continuously; the rest is "
+        "reserved (switches, PDUs, headroom). NEC 210.19(A)(1)/210.20(A): a branch circuit "
+        "carries a continuous load at most 80% of its rating; colocation contracts commonly "
+        "cap sustained draw at 80% of the breaker (Uptime Institute practice). A colo offer "
+        "that states its own limit (usable_kw) overrides it.",
+        "H35",
+        minimum=0.1,
+        maximum=1,
+    )
+    rack_reserved_units: int = _param(
+        4,
+        "Rack units per rack kept free of servers: a 1U top-of-rack switch, 1U of compute-"
+        "fabric leaf/spine share and 2U of PDU and cable management (a stated assumption: "
+        "vendor rack designs reserve 2-4U per rack for ToR and cabling). A colo offer that "
+        "states its own (reserved_units) overrides it.",
+        "H35",
+        minimum=0,
+        maximum=20,
+    )
 
     def with_values(self, **values: Any) -> Params:
         return replace(self, **values)

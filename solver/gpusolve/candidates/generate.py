@@ -7,17 +7,20 @@ optimiser can say which requirements conflict.
 
 from __future__ import annotations
 
+import dataclasses
+import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from gpusolve.candidates.money import energy_per_server_month, slot_hours_per_month, to_money
+from gpusolve.candidates.money import slot_hours_per_month, to_money
 from gpusolve.candidates.policy import Charge, WorkloadPolicy, charges
+from gpusolve.candidates.reserve import RackReserve, rack_reserve
 from gpusolve.estimate import ConfigEstimate, Hardware, search_layouts
 from gpusolve.estimate.search import SearchResult
 from gpusolve.models.catalog import Card, Catalog, CloudOffer, ColoOffer, Server
 from gpusolve.models.requirements import Requirements, Workload
-from gpusolve.optimize import ir
+from gpusolve.optimize import finance, ir
 from gpusolve.regions import Place, resolve
 
 MULTI_NODE_FABRICS = frozenset({"infiniband", "roce"})
@@ -40,6 +43,11 @@ class OptionMeta:
     # there; they sum to the IR's `penalty` (+ `Placement.penalty`).
     charges: tuple[Charge, ...] = ()
     site_charges: dict[str, tuple[Charge, ...]] = field(default_factory=dict)
+    # Owned: hours the workload runs over the horizon, and the power each server draws then
+    # and when idle (`finance.py`).
+    busy_hours: float = 0.0
+    busy_kw: float = 0.0
+    idle_kw: float = 0.0
 
 
 @dataclass
@@ -55,6 +63,10 @@ class Candidates:
     meta: dict[str, OptionMeta]
     rejections: dict[str, list[Rejection]]
     explain: bool
+    # The residual value's terms, for the cost lines (`finance.py`).
+    residual_share: float = 0.0
+    useful_life_months: int = finance.USEFUL_LIFE_MONTHS
+    salvage_fraction: float = finance.SALVAGE_FRACTION
 
     def workloads_without_options(self) -> list[str]:
         have = {o.workload for o in self.instance.owned} | {o.workload for o in self.instance.cloud}
@@ -82,6 +94,7 @@ class _Builder:
     meta: dict[str, OptionMeta] = field(default_factory=dict)
     rejections: dict[str, list[Rejection]] = field(default_factory=dict)
     requirements: dict[str, ir.Requirement] = field(default_factory=dict)
+    reserves: dict[str, RackReserve] = field(default_factory=dict)  # colo offer id -> rack
 
     def require(self, name: str, description: str, weight: int) -> str:
         self.requirements.setdefault(name, ir.Requirement(name, description, weight))
@@ -102,6 +115,8 @@ def build_candidates(
     explain: bool = False,
 ) -> Candidates:
     b = _Builder(reqs, catalog, policies, explain)
+    chosen = [p.params for p in policies.values()]
+    b.reserves = {o.id: rack_reserve(o, chosen) for o in catalog.colo_offers.values()}
     for workload in reqs.workloads:
         _owned_options(b, workload)
         _cloud_options(b, workload)
@@ -114,6 +129,7 @@ def build_candidates(
             power_w=round(s.power_kw * 1000),
             rack_units=s.rack_units,
             cooling=frozenset(s.cooling),
+            residual=finance.residual_value(s.price, residual_share(reqs)),
         )
         for s in catalog.servers.values()
         if s.id in used_skus
@@ -140,7 +156,31 @@ def build_candidates(
         objective=reqs.objective,
         throughput_weights={w.name: w.throughput_weight for w in reqs.workloads},
     )
-    return Candidates(instance, b.meta, b.rejections, explain)
+    f = reqs.finance
+    return Candidates(
+        instance,
+        b.meta,
+        b.rejections,
+        explain,
+        residual_share=residual_share(reqs),
+        useful_life_months=f.useful_life_months or finance.USEFUL_LIFE_MONTHS,
+        salvage_fraction=(
+            finance.SALVAGE_FRACTION if f.salvage_fraction is None else f.salvage_fraction
+        ),
+    )
+
+
+def residual_share(reqs: Requirements) -> float:
+    """Share of its price an owned server is worth at the end of the horizon (0 when the
+    requirements leave residual value out)."""
+    f = reqs.finance
+    if not f.residual_value:
+        return 0.0
+    return finance.residual_fraction(
+        reqs.horizon_months,
+        f.useful_life_months or finance.USEFUL_LIFE_MONTHS,
+        finance.SALVAGE_FRACTION if f.salvage_fraction is None else f.salvage_fraction,
+    )
 
 
 # --- owned servers ---------------------------------------------------------------
@@ -213,7 +253,7 @@ def _owned_options(b: _Builder, w: Workload) -> None:
         for ratio, offers in _fabric_groups(b.catalog, server):
             hw = Hardware.from_server(server, card).with_oversubscription(ratio)
             spans = w.kind != "inference"  # replicas behind a load balancer need no fabric
-            limit = node_limit(server, offers, needs_fabric=spans)
+            limit = node_limit(server, offers, needs_fabric=spans, reserves=b.reserves)
             if not params.allow_multi_node:
                 limit = 1
             for sized in _size(b, w, card, "server", server, hw, min(limit, params.max_nodes)):
@@ -236,6 +276,10 @@ def _add_owned(
     if not placements:
         return
     estimate = sized.estimate
+    hours = owned_busy_hours(w, estimate, b.reqs.horizon_months)
+    idle_kw = finance.idle_power_kw(server.power_kw, server.idle_power_kw)
+    busy_kw = finance.busy_power_kw(server.power_kw, b.reqs.utilisation, idle_kw)
+    placements = _with_busy_energy(b, estimate.nodes * (busy_kw - idle_kw) * hours, placements)
     key = f"{w.name}|{server.id}|{estimate.nodes}n"
     if ratio != 1.0:
         key += f"|os{ratio:g}"
@@ -252,6 +296,7 @@ def _add_owned(
             headroom_permille=_headroom_permille(estimate),
             penalty=to_money(sized.penalty),
             violates=sized.violates,
+            bandwidth_mbps=math.ceil(w.bandwidth_mbps or 0),
         )
     )
     b.meta[key] = OptionMeta(
@@ -265,7 +310,25 @@ def _add_owned(
         estimate,
         charges=sized.charges,
         site_charges=site_charges,
+        busy_hours=hours,
+        busy_kw=busy_kw,
+        idle_kw=idle_kw,
     )
+
+
+def _with_busy_energy(
+    b: _Builder, busy_kwh: float, placements: list[ir.Placement]
+) -> list[ir.Placement]:
+    """Each placement with what the option's servers draw above idle there while the
+    workload runs (`busy_kwh` at the servers, before the site's PUE and tariff)."""
+    out = []
+    for p in placements:
+        offer = b.catalog.colo_offers[p.site]
+        price = finance.energy_price_per_kwh(
+            offer.pue, offer.power_price_per_kwh, offer.power_included
+        )
+        out.append(dataclasses.replace(p, busy_energy=finance.busy_energy(busy_kwh, price)))
+    return out
 
 
 def _unique_key(b: _Builder, key: str) -> str:
@@ -290,16 +353,24 @@ def _fabric_groups(catalog: Catalog, server: Server) -> list[tuple[float, list[C
     return sorted(groups.items()) or [(1.0, [])]
 
 
-def node_limit(server: Server, offers: Iterable[ColoOffer], *, needs_fabric: bool = True) -> int:
+def node_limit(
+    server: Server,
+    offers: Iterable[ColoOffer],
+    *,
+    needs_fabric: bool = True,
+    reserves: dict[str, RackReserve] | None = None,
+) -> int:
     """How many of `server` one job may span: the most any of these sites holds (racks
     available × servers per rack within its kW and U), on one RDMA fabric capped by its size
     limit when the job needs one. A site's capacity, not a constant, bounds a job (H21
     prefers one node; the layout search and the optimiser weigh more nodes)."""
     best = 1
     for offer in offers:
-        if _cannot_host(server, offer, needs_fabric=needs_fabric):
+        reserve = reserves.get(offer.id) if reserves is not None else None
+        if _cannot_host(server, offer, needs_fabric=needs_fabric, reserve=reserve):
             continue
-        per_rack = min(int(offer.rack_kw // server.power_kw), offer.rack_units // server.rack_units)
+        kw, units = _usable(offer, reserve)
+        per_rack = min(int(kw // server.power_kw), units // server.rack_units)
         servers = offer.racks_available * per_rack
         if needs_fabric and offer.fabric_max_nodes is not None:
             servers = min(servers, offer.fabric_max_nodes)
@@ -408,7 +479,7 @@ def _placements(
     out: list[ir.Placement] = []
     physical: list[str] = []
     for offer in offers:
-        why = _cannot_host(server, offer, needs_fabric)
+        why = _cannot_host(server, offer, needs_fabric, b.reserves.get(offer.id))
         if why:
             physical.append(f"{offer.id}: {why}")
             continue
@@ -438,14 +509,34 @@ def _placements(
     return out
 
 
-def _cannot_host(server: Server, offer: ColoOffer, needs_fabric: bool) -> str | None:
+def _usable(offer: ColoOffer, reserve: RackReserve | None) -> tuple[float, int]:
+    """kW and U of one rack that servers may use: the contracted figures without a reserve."""
+    if reserve is None:
+        return offer.rack_kw, offer.rack_units
+    return reserve.usable_w / 1000, reserve.usable_units
+
+
+def _cannot_host(
+    server: Server, offer: ColoOffer, needs_fabric: bool, reserve: RackReserve | None = None
+) -> str | None:
     """Physical reasons a site cannot take this server (not relaxable requirements)."""
+    kw, units = _usable(offer, reserve)
     if offer.cooling not in server.cooling:
         return f"{offer.cooling} racks; the server needs {' or '.join(server.cooling)}"
     if server.power_kw > offer.rack_kw:
         return f"{offer.rack_kw:g} kW racks; one server draws {server.power_kw:g} kW"
+    if server.power_kw > kw:
+        return (
+            f"{offer.rack_kw:g} kW racks of which {kw:g} kW may be drawn continuously; "
+            f"one server draws {server.power_kw:g} kW"
+        )
     if server.rack_units > offer.rack_units:
         return f"{offer.rack_units}U racks; the server is {server.rack_units}U"
+    if server.rack_units > units:
+        return (
+            f"{offer.rack_units}U racks of which {units}U are free for servers; "
+            f"the server is {server.rack_units}U"
+        )
     if needs_fabric and offer.fabric not in MULTI_NODE_FABRICS:
         return f"a job across servers needs InfiniBand or RoCE; the site has {offer.fabric}"
     if needs_fabric and server.fabric.kind not in MULTI_NODE_FABRICS:
@@ -536,31 +627,42 @@ def rental_hours(w: Workload, estimate: ConfigEstimate, horizon_months: int) -> 
     return float(estimate.time_to_train_s / 3600 * w.runs)
 
 
+def owned_busy_hours(w: Workload, estimate: ConfigEstimate, horizon_months: int) -> float:
+    """Hours owned servers run this workload over the horizon, within its slot's hours."""
+    return finance.busy_hours(
+        rental_hours(w, estimate, horizon_months), slot_hours_per_month(w.schedule), horizon_months
+    )
+
+
 # --- sites ------------------------------------------------------------------------
 
 
 def _sites(b: _Builder) -> dict[str, ir.Site]:
     used = {p.site for o in b.owned for p in o.placements}
-    util = b.reqs.utilisation
     sites: dict[str, ir.Site] = {}
     for offer in b.catalog.colo_offers.values():
         if offer.id not in used:
             continue
-        energy = {
-            s.id: energy_per_server_month(
-                s.power_kw, util, offer.pue, offer.power_price_per_kwh, offer.power_included
-            )
+        price = finance.energy_price_per_kwh(
+            offer.pue, offer.power_price_per_kwh, offer.power_included
+        )
+        idle_kw = {
+            s.id: finance.idle_power_kw(s.power_kw, s.idle_power_kw)
             for s in b.catalog.servers.values()
         }
+        energy = {k: finance.idle_energy_month(kw, price) for k, kw in idle_kw.items()}
+        reserve = b.reserves[offer.id]
         sites[offer.id] = ir.Site(
             id=offer.id,
             region=offer.region,
             cooling=offer.cooling,
-            rack_w=round(offer.rack_kw * 1000),
-            rack_units=offer.rack_units,
+            rack_w=reserve.usable_w,  # servers pack into what the reserve leaves
+            rack_units=reserve.usable_units,
             racks_available=offer.racks_available,
             rack_rent_month=to_money(offer.rack_price_per_month),
             bandwidth_month=to_money(offer.bandwidth_mbps * offer.bandwidth_price_per_mbps_month),
             energy_month=energy,
+            bandwidth_mbps=math.ceil(offer.bandwidth_mbps),
+            extra_mbps_cost=to_money(b.reqs.horizon_months * offer.bandwidth_price_per_mbps_month),
         )
     return sites

@@ -17,6 +17,9 @@ KIND_ALIASES = {
     "servers": "servers",
     "colo": "colo_offers",
     "cloud": "cloud_offers",
+    "switches": "switches",
+    "nics": "nics",
+    "links": "links",
 }
 
 
@@ -97,6 +100,8 @@ def _summary(kind: str, item: Any, currency: str) -> str:
             f"{item.rack_kw:>5.1f} kW x{item.racks_available:<3} "
             f"{item.rack_price_per_month:>8,.0f} {currency}/rack/mo PUE {item.pue}"
         )
+    if kind in ("switches", "nics", "links"):
+        return f"{item.id:<26} {item.name:<60} {item.price:>12,.0f} {currency}"
     return (
         f"{item.id:<26} {item.gpus_per_instance}x {item.card:<18} "
         f"{item.price_per_hour:>8,.2f} {currency}/h  {item.region}"

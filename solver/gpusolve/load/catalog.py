@@ -21,11 +21,14 @@ from gpusolve.models.catalog import (
     CloudOffer,
     ColoOffer,
     ItemPatch,
+    NetworkLink,
+    NetworkNic,
+    NetworkSwitch,
     Server,
 )
 from gpusolve.models.plan import PatchRef, SourceRef
 
-KINDS = ("cards", "servers", "colo_offers", "cloud_offers")
+KINDS = ("cards", "servers", "colo_offers", "cloud_offers", "switches", "nics", "links")
 # No single server draws more: the densest 8-GPU boards are ~15 kW, a whole GB200 NVL72
 # rack ~130 kW. A "server" above this is a typo (W written as kW, a rack entered as a node).
 MAX_SERVER_KW = 40.0
@@ -35,6 +38,9 @@ _MODELS: dict[str, type[BaseModel]] = {
     "servers": Server,
     "colo_offers": ColoOffer,
     "cloud_offers": CloudOffer,
+    "switches": NetworkSwitch,
+    "nics": NetworkNic,
+    "links": NetworkLink,
 }
 
 

@@ -212,6 +212,12 @@ class Server(StrictModel):
         le=MAX_BANDWIDTH_GBS, description="Local checkpoint storage write, GB/s."
     )
     power_kw: PositiveFloat = Field(le=MAX_POWER_KW, description="Peak wall power, kW.")
+    idle_power_kw: NonNegativeFloat | None = Field(
+        default=None,
+        le=MAX_POWER_KW,
+        description="Wall power with no work running, kW (source in `source`); default: a "
+        "documented fraction of peak (optimize/finance.py).",
+    )
     rack_units: int = Field(ge=1, le=20)
     cooling: list[Cooling] = Field(
         min_length=1, description="Rack cooling types this server can live in."
@@ -261,6 +267,19 @@ class ColoOffer(StrictModel):
         le=MAX_COUNT,
         description="Most servers one fabric connects (switch ports); default: every rack.",
     )
+    usable_kw: PositiveFloat | None = Field(
+        default=None,
+        le=MAX_POWER_KW,
+        description="Continuous draw per rack the offer allows, kW, when it states one; "
+        "default: rack_kw x the rule parameter rack_load_fraction (0.8).",
+    )
+    reserved_units: int | None = Field(
+        default=None,
+        ge=0,
+        le=20,
+        description="Rack units per rack the offer keeps free of servers (switches, PDUs); "
+        "default: the rule parameter rack_reserved_units (4).",
+    )
     ops_24h: bool
     dual_power: bool
     certifications: list[str] = Field(default_factory=list)
@@ -269,6 +288,20 @@ class ColoOffer(StrictModel):
     pricing: PriceNote
     source: str = Field(min_length=3)
     notes: str | None = None
+
+    @model_validator(mode="after")
+    def _reserve_inside_rack(self) -> ColoOffer:
+        if self.usable_kw is not None and self.usable_kw > self.rack_kw:
+            raise ValueError(
+                f"usable_kw {self.usable_kw:g} is above rack_kw {self.rack_kw:g}; give the "
+                "continuous draw the contract allows, at most the contracted kW"
+            )
+        if self.reserved_units is not None and self.reserved_units >= self.rack_units:
+            raise ValueError(
+                f"reserved_units {self.reserved_units} leaves no room in a "
+                f"{self.rack_units}U rack; give the units kept free of servers"
+            )
+        return self
 
 
 class CloudOffer(StrictModel):
@@ -302,6 +335,78 @@ class CloudOffer(StrictModel):
     notes: str | None = None
 
 
+NetworkFabric = Literal["infiniband", "ethernet"]
+SwitchRole = Literal["fabric", "tor"]
+
+
+class NetworkSwitch(StrictModel):
+    """A switch: a compute-fabric leaf/spine (`fabric`) or a rack's front-end ToR (`tor`)."""
+
+    id: Identifier
+    name: str
+    vendor: str
+    fabric: NetworkFabric = Field(description="infiniband, or ethernet (RoCE runs on it).")
+    role: SwitchRole
+    ports: int = Field(ge=1, le=4096, description="Physical ports.")
+    port_gbps: PositiveFloat = Field(le=MAX_NIC_GBPS, description="Line rate per port, Gbit/s.")
+    breakout: int = Field(
+        default=1,
+        ge=1,
+        le=8,
+        description="Logical ports one physical port splits into (twin-port OSFP: 2), each "
+        "at port_gbps / breakout.",
+    )
+    uplinks: int = Field(
+        default=0, ge=0, le=64, description="ToR: uplink ports to the site's network."
+    )
+    power_w: PositiveFloat = Field(le=MAX_POWER_W, description="Typical draw with optics, W.")
+    rack_units: int = Field(ge=1, le=20)
+    price: PositiveFloat = Field(le=MAX_PRICE)
+    pricing: PriceNote
+    source: str = Field(min_length=3)
+    notes: str | None = None
+
+    def ports_at(self, gbps: float) -> int:
+        """Logical ports at a NIC rate: split where the port is at least twice as fast."""
+        if gbps > self.port_gbps:
+            return 0
+        split = 1
+        while split * 2 <= self.breakout and self.port_gbps / (split * 2) >= gbps:
+            split *= 2
+        return self.ports * split
+
+
+class NetworkNic(StrictModel):
+    """A fabric NIC bought separately (most GPU servers ship with theirs)."""
+
+    id: Identifier
+    name: str
+    vendor: str
+    fabric: list[NetworkFabric] = Field(min_length=1)
+    gbps: PositiveFloat = Field(le=MAX_NIC_GBPS)
+    power_w: PositiveFloat = Field(le=MAX_POWER_W)
+    price: PositiveFloat = Field(le=MAX_PRICE)
+    pricing: PriceNote
+    source: str = Field(min_length=3)
+    notes: str | None = None
+
+
+class NetworkLink(StrictModel):
+    """Everything one port-to-port link needs: two transceivers and a fibre, or one
+    DAC/AOC cable. Priced and powered per link."""
+
+    id: Identifier
+    name: str
+    kind: Literal["optical", "dac", "aoc"]
+    gbps: PositiveFloat = Field(le=MAX_NIC_GBPS, description="Rate of the link, Gbit/s.")
+    parts: str = Field(min_length=3, description="What one link is made of.")
+    power_w: NonNegativeFloat = Field(le=MAX_POWER_W, description="Both ends, W.")
+    price: PositiveFloat = Field(le=MAX_PRICE, description="Per link.")
+    pricing: PriceNote
+    source: str = Field(min_length=3)
+    notes: str | None = None
+
+
 class ItemPatch(BaseModel):
     """Changes to an item defined earlier (this or an earlier file), found by its id.
 
@@ -327,6 +432,9 @@ class CatalogFile(StrictModel):
     servers: list[Server] = Field(default_factory=list)
     colo_offers: list[ColoOffer] = Field(default_factory=list)
     cloud_offers: list[CloudOffer] = Field(default_factory=list)
+    switches: list[NetworkSwitch] = Field(default_factory=list)
+    nics: list[NetworkNic] = Field(default_factory=list)
+    links: list[NetworkLink] = Field(default_factory=list)
     patch: list[ItemPatch] = Field(
         default_factory=list,
         description="Field changes to items defined earlier, by id (e.g. a quoted price).",
@@ -334,10 +442,14 @@ class CatalogFile(StrictModel):
 
     @model_validator(mode="after")
     def _not_empty(self) -> CatalogFile:
-        if not (self.cards or self.servers or self.colo_offers or self.cloud_offers or self.patch):
+        network = self.switches or self.nics or self.links
+        if (
+            not (self.cards or self.servers or self.colo_offers or self.cloud_offers or network)
+            and not self.patch
+        ):
             raise ValueError(
                 "a catalogue file needs at least one of cards, servers, colo_offers, "
-                "cloud_offers, patch"
+                "cloud_offers, switches, nics, links, patch"
             )
         return self
 
@@ -350,3 +462,6 @@ class Catalog(StrictModel):
     servers: dict[str, Server] = Field(default_factory=dict)
     colo_offers: dict[str, ColoOffer] = Field(default_factory=dict)
     cloud_offers: dict[str, CloudOffer] = Field(default_factory=dict)
+    switches: dict[str, NetworkSwitch] = Field(default_factory=dict)
+    nics: dict[str, NetworkNic] = Field(default_factory=dict)
+    links: dict[str, NetworkLink] = Field(default_factory=dict)

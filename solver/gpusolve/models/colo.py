@@ -33,6 +33,9 @@ class ColoRow(OutModel):
     city: str
     cooling: str
     rack_kw: float
+    reserved_kw: float = Field(
+        default=0.0, description="kW of each rack kept from servers (switches, PDUs, margin)."
+    )
     feasible: bool
     reasons: list[str] = Field(default_factory=list, description="Why it cannot host the fleet.")
     timed_out: bool = Field(

@@ -15,7 +15,9 @@ class OutModel(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
-CostKind = Literal["servers_capex", "rack_rent", "energy", "bandwidth", "cloud_rental"]
+CostKind = Literal[
+    "servers_capex", "rack_rent", "energy", "bandwidth", "cloud_rental", "residual_value"
+]
 
 
 class CostItem(OutModel):
@@ -57,6 +59,10 @@ class CostBreakdown(OutModel):
     bandwidth: float = 0.0
     cloud_rental: float = 0.0
     penalties: float = 0.0
+    residual_value: float = Field(
+        default=0.0,
+        description="Owned servers' value at the end of the horizon: a credit (<= 0) in the TCO.",
+    )
     items: list[CostItem] = Field(
         default_factory=list, description="The TCO line by line; sums to `Cost.tco`."
     )
@@ -153,6 +159,14 @@ class Site(OutModel):
     fill: list[dict[str, int]] = Field(description="Servers per rack, one entry per rack.")
     fill_kw: list[float] = Field(
         default_factory=list, description="Peak kW drawn in each rack (same order as fill)."
+    )
+    reserved_kw: float = Field(
+        default=0.0,
+        description="kW of each rack kept from servers: continuous-load margin, switches, "
+        "PDUs (rule rack_load_fraction, or the offer's usable_kw).",
+    )
+    reserved_units: int = Field(
+        default=0, description="Rack units of each rack kept free of servers (switches, PDUs)."
     )
 
 

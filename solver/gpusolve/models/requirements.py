@@ -47,6 +47,7 @@ MIN_DEADLINE_HOURS = 1 / 3600  # one second: shorter is a typo, not a deadline
 MAX_HOURS = 120 * 730.5  # the longest horizon (120 months) in hours
 MIN_LATENCY_MS = 1e-3
 MAX_LATENCY_MS = 3.6e6  # an hour per token is no longer a latency target
+MAX_BANDWIDTH_MBPS = 1e8  # 100 Tbit/s: far beyond any one site's internet uplink
 MAX_MONEY = 1e15  # budgets, in the run's currency: ~1,000x a frontier cluster's capex
 
 
@@ -319,6 +320,14 @@ class Workload(StrictModel):
         "default 128).",
     )
     measured: Measured | None = None
+    bandwidth_mbps: PositiveFloat | None = Field(
+        default=None,
+        le=MAX_BANDWIDTH_MBPS,
+        description="Internet bandwidth the workload needs at its colocation site while it "
+        "runs, Mbps (users, data ingest). A site's bandwidth is the larger of its offer's "
+        "included Mbps and the sum of the demands placed there; each Mbps beyond the included "
+        "is priced at the offer's bandwidth_price_per_mbps_month.",
+    )
     throughput_weight: PositiveFloat = Field(
         default=1.0,
         le=1000,
@@ -400,6 +409,52 @@ class Scenario(StrictModel):
         return value
 
 
+class VatRates(StrictModel):
+    """Value-added tax added to the catalogue's prices (taken as net of VAT). Defaults are
+    China's general rates: 13% on goods (servers, electricity) and 6% on modern services
+    (colocation, bandwidth, cloud rental) (财政部 税务总局 海关总署公告2019年第39号; 财税
+    〔2016〕36号)."""
+
+    goods: Fraction = Field(default=0.13, description="On purchases and energy.")
+    services: Fraction = Field(
+        default=0.06, description="On rack rent, set-up fees, bandwidth and cloud rental."
+    )
+
+
+class Finance(StrictModel):
+    """How the TCO treats money beyond the purchase and running prices."""
+
+    residual_value: bool = Field(
+        default=True,
+        description="Subtract the owned hardware's value at the end of the horizon (straight-"
+        "line book value, see useful_life_months) from the TCO; the capex budget still counts "
+        "the full price.",
+    )
+    useful_life_months: int | None = Field(
+        default=None,
+        ge=1,
+        le=240,
+        description="Months over which a server's value falls to the salvage fraction; "
+        "default 60 (optimize/finance.py, with its source).",
+    )
+    salvage_fraction: Fraction | None = Field(
+        default=None,
+        lt=1,
+        description="Share of the price a server keeps at the end of its useful life; default "
+        "0.05 (optimize/finance.py).",
+    )
+    vat: VatRates | None = Field(
+        default=None,
+        description="Add VAT to every price (catalogue prices are taken as net); `vat: {}` "
+        "uses China's 13% / 6%.",
+    )
+    spares: Literal["none", "n+1"] = Field(
+        default="none",
+        description="n+1: buy one spare server per (server model, site) used, hosted and "
+        "powered (idle) with the others.",
+    )
+
+
 class Requirements(StrictModel):
     schema_: str | None = Field(default=None, alias="$schema")
     currency: Currency = "CNY"
@@ -429,6 +484,7 @@ class Requirements(StrictModel):
         "stock already owned, or a compliant channel your legal team approved.",
     )
     workloads: list[Workload] = Field(min_length=1)
+    finance: Finance = Field(default_factory=Finance)
     scenarios: list[Scenario] | None = Field(
         default=None,
         min_length=1,

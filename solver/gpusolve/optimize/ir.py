@@ -37,6 +37,10 @@ class Sku:
     power_w: int  # peak wall power per server
     rack_units: int
     cooling: frozenset[str]  # rack cooling kinds it can live in
+    residual: int = 0  # value per server at the end of the horizon (`finance.py`), <= capex
+    fabric: str | None = None  # FabricClass id its NICs join when a job spans servers
+    nics: int = 0  # compute-fabric NICs (ports) per server
+    nic_capex: int = 0  # fabric NICs bought apart from the server, per server
 
 
 @dataclass(frozen=True)
@@ -51,7 +55,20 @@ class Site:
     racks_available: int
     rack_rent_month: int  # per rack
     bandwidth_month: int  # fixed monthly cost once the site is used at all
-    energy_month: dict[str, int] = field(default_factory=dict)  # sku id -> per server-month
+    # sku id -> per server-month at idle power (every owned server draws it all the time);
+    # what a workload draws above idle is its placement's `busy_energy` (`finance.py`).
+    energy_month: dict[str, int] = field(default_factory=dict)
+    # Bandwidth by duty (`finance.py`): the offer's included (minimum) Mbps, paid by
+    # `bandwidth_month`, and what each Mbps beyond it costs over the whole horizon.
+    bandwidth_mbps: int = 0
+    extra_mbps_cost: int = 0
+    # What each rack keeps from servers (rack_w/rack_units above are what servers may use):
+    # the compute-fabric switches must fit in it after the rack's own ToR (`fabric.py`).
+    reserved_w: int = 0
+    reserved_units: int = 0
+    rack_network_capex: int = 0  # per rack: top-of-rack switch and its uplinks
+    rack_network_w: int = 0
+    rack_network_units: int = 0
 
 
 @dataclass(frozen=True)
@@ -61,6 +78,9 @@ class Placement:
     site: str
     penalty: int = 0  # soft-rule penalties (money-equivalent, whole horizon)
     violates: frozenset[str] = frozenset()
+    # Energy the option's servers draw above idle here while the workload runs, whole
+    # horizon (`finance.busy_energy`): real money, unlike `penalty`.
+    busy_energy: int = 0
 
 
 @dataclass(frozen=True)
@@ -77,6 +97,31 @@ class OwnedOption:
     headroom_permille: int = 0  # free memory per GPU, for tie-breaks
     penalty: int = 0  # soft-rule penalties independent of the site
     violates: frozenset[str] = frozenset()
+    bandwidth_mbps: int = 0  # internet bandwidth the workload needs at its site while it runs
+    spans: bool = False  # one job across servers: they join the site's compute fabric
+
+
+@dataclass(frozen=True)
+class FabricClass:
+    """A compute fabric for servers of one NIC kind and rate: its switch and link.
+
+    A site's fabric of this class is one switch (up to `radix` ports) or a two-tier fat
+    tree: leaves with `down_ports` to servers and `radix - down_ports` to spines (equal
+    when non-blocking; `down_ports / up` is the oversubscription)."""
+
+    id: str
+    switch: str  # catalogue ids, for the cost lines
+    link: str
+    radix: int  # logical ports per switch at the NIC rate
+    down_ports: int
+    switch_price: int
+    switch_power_w: int
+    switch_units: int
+    link_price: int
+
+    @property
+    def up_ports(self) -> int:
+        return self.radix - self.down_ports
 
 
 @dataclass(frozen=True)
@@ -122,6 +167,7 @@ class Instance:
     # among this instance's own options: an instance cut down from a larger one (why-not)
     # keeps the larger one's scale, so its plans score as they did there.
     throughput_best: dict[str, int] = field(default_factory=dict)
+    fabrics: dict[str, FabricClass] = field(default_factory=dict)  # by id (Sku.fabric)
     # Site-level requirements: racks at a site may not exceed what is available
     # (requirement name "racks:<site>"); explain mode may relax it.
 
@@ -152,10 +198,13 @@ class Costs:
     bandwidth: int  # whole horizon
     cloud: int  # whole horizon
     penalties: int
+    residual: int = 0  # owned servers' value at the end of the horizon: a credit
+    network: int = 0  # of capex: switches, links, NICs (already inside `capex`)
 
     @property
     def tco(self) -> int:
-        return self.capex + self.rack_rent + self.energy + self.bandwidth + self.cloud
+        spend = self.capex + self.rack_rent + self.energy + self.bandwidth + self.cloud
+        return spend - self.residual
 
     @property
     def objective_tco(self) -> int:
@@ -175,3 +224,18 @@ class Solution:
     best_bound: int | None = None
     wall_s: float = 0.0
     binding: tuple[str, ...] = ()  # names of requirements/capacities that are tight
+    fabric: dict[tuple[str, str], FabricCount] = field(default_factory=dict)  # (site, class)
+
+
+@dataclass(frozen=True)
+class FabricCount:
+    """A site's compute fabric of one class as solved: switches and links."""
+
+    ports: int  # server ports cabled
+    single: int  # 1 when one switch holds every port
+    leaves: int
+    spines: int
+
+    @property
+    def switches(self) -> int:
+        return self.single + self.leaves + self.spines

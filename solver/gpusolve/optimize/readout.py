@@ -38,6 +38,7 @@ def read_solution(
         bandwidth=solver.value(built.bandwidth),
         cloud=solver.value(built.cloud_cost),
         penalties=solver.value(built.penalties),
+        residual=solver.value(built.residual),
     )
     solution = Solution(
         status=status,

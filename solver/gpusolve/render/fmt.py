@@ -22,6 +22,12 @@ def extra_degrees(vp: int, cp: int, ep: int) -> list[str]:
     return [f"{k}{v}" for k, v in (("VP", vp), ("CP", cp), ("EP", ep)) if v > 1]
 
 
+def rack_use(fill_kw: float, rack_kw: float, reserved_kw: float) -> str:
+    """'34.1 of 40 kW, 8 kW reserved': what a rack draws and what it keeps back."""
+    used = f"{fill_kw:g} of {rack_kw:g} kW"
+    return f"{used}, {reserved_kw:g} kW reserved" if reserved_kw > 0 else used
+
+
 def layout(d: Deployment) -> str:
     p = d.parallel
     parts = [f"TP{p.tp}", f"PP{p.pp}", f"DP{p.dp}", *extra_degrees(p.vp, p.cp, p.ep)]
@@ -61,6 +67,7 @@ COST_LABELS = {
     "energy": "energy",
     "bandwidth": "bandwidth",
     "cloud_rental": "cloud rental",
+    "residual_value": "residual value (credit)",
 }
 
 

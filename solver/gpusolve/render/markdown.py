@@ -64,13 +64,13 @@ def plan_markdown(plan: Plan) -> str:
         add("")
         add("## Colocation")
         add("")
-        add("| offer | city | cooling | racks | rack kW | servers | peak kW |")
-        add("|---|---|---|---|---|---|---|")
+        add("| offer | city | cooling | racks | rack kW | reserved kW | servers | peak kW |")
+        add("|---|---|---|---|---|---|---|---|")
         for s in plan.sites:
             servers = ", ".join(f"{n}× {k}" for k, n in s.servers.items())
             add(
                 f"| {s.offer} | {s.city} ({s.region}) | {s.cooling} | {s.racks} | "
-                f"{s.rack_kw:g} | {servers} | {s.power_kw:g} |"
+                f"{s.rack_kw:g} | {s.reserved_kw:g} | {servers} | {s.power_kw:g} |"
             )
     add("")
     out.extend(_cost_table(c))

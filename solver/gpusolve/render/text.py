@@ -15,6 +15,7 @@ from gpusolve.render.fmt import (
     memory,
     money,
     proof_scope,
+    rack_use,
     work,
 )
 from gpusolve.render.scenarios import scenarios_text
@@ -72,7 +73,9 @@ def plan_text(plan: Plan) -> str:
             )
             for i, fill in enumerate(s.fill, 1):
                 content = ", ".join(f"{n} x {k}" for k, n in fill.items())
-                used = f" ({s.fill_kw[i - 1]:g} of {s.rack_kw:g} kW)" if s.fill_kw else ""
+                used = ""
+                if s.fill_kw:
+                    used = f" ({rack_use(s.fill_kw[i - 1], s.rack_kw, s.reserved_kw)})"
                 add(f"      rack {i}: {content}{used}")
     if plan.cost:
         add("")

@@ -20,8 +20,8 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from gpusolve import assemble
-from gpusolve.candidates.generate import Candidates, build_candidates
-from gpusolve.candidates.money import energy_per_server_month, to_money
+from gpusolve.candidates.generate import Candidates, build_candidates, residual_share
+from gpusolve.candidates.money import to_money
 from gpusolve.candidates.policy import WorkloadPolicy
 from gpusolve.errors import Problem
 from gpusolve.load.yamlio import Document
@@ -34,7 +34,7 @@ from gpusolve.models.plan import (
     SolverInfo,
 )
 from gpusolve.models.requirements import Requirements, Scenario, Workload
-from gpusolve.optimize import ir
+from gpusolve.optimize import finance, ir
 from gpusolve.smalljobs import beyond_horizon, rent_only, small_jobs
 
 if TYPE_CHECKING:
@@ -184,58 +184,42 @@ def prepare(
 
 def harmonise(prepared: list[Prepared]) -> list[Prepared]:
     """Every scenario's instance prices every site any scenario uses and every SKU any
-    scenario uses that it can buy: the shared purchase is priced in each scenario."""
-    site_ids = sorted({s for p in prepared for s in p.cand.instance.sites})
-    sku_ids = sorted({k for p in prepared for k in p.cand.instance.skus})
+    scenario uses that it can buy: the shared purchase is priced in each scenario. A
+    scenario's own items are kept as its candidates stage built them; an item only another
+    scenario uses takes that scenario's physical figures (racks, reserves, bandwidth) and
+    this scenario's prices."""
+    site_from = {k: v for p in reversed(prepared) for k, v in p.cand.instance.sites.items()}
+    sku_from = {k: v for p in reversed(prepared) for k, v in p.cand.instance.skus.items()}
     out: list[Prepared] = []
     for p in prepared:
         inst = p.cand.instance
-        sites = {i: _site(p, i) for i in site_ids}
-        skus = {i: _sku(p.catalog, i) for i in sku_ids if i in p.catalog.servers}
+        sites = {i: inst.sites.get(i) or _site(p, site) for i, site in site_from.items()}
+        skus = {
+            i: inst.skus.get(i) or _sku(p, sku)
+            for i, sku in sku_from.items()
+            if i in p.catalog.servers
+        }
         instance = dataclasses.replace(inst, sites=sites, skus=skus)
         out.append(dataclasses.replace(p, cand=dataclasses.replace(p.cand, instance=instance)))
     return out
 
 
-def _sku(catalog: Catalog, sku_id: str) -> ir.Sku:
-    # As `candidates.generate.build_candidates` prices a SKU.
-    s = catalog.servers[sku_id]
-    return ir.Sku(
-        id=s.id,
-        capex=to_money(s.price),
-        power_w=round(s.power_kw * 1000),
-        rack_units=s.rack_units,
-        cooling=frozenset(s.cooling),
-    )
+def _sku(p: Prepared, other: ir.Sku) -> ir.Sku:
+    # Priced as `candidates.generate.build_candidates` prices a SKU.
+    price = p.catalog.servers[other.id].price
+    residual = finance.residual_value(price, residual_share(p.reqs))
+    return dataclasses.replace(other, capex=to_money(price), residual=residual)
 
 
-def _site(p: Prepared, site_id: str) -> ir.Site:
-    # As `candidates.generate._sites` prices an offer, on this scenario's catalogue.
-    known = p.cand.instance.sites.get(site_id)
-    offer = p.catalog.colo_offers[site_id]
+def _site(p: Prepared, other: ir.Site) -> ir.Site:
+    # Idle energy per server-month as `candidates.generate._sites` prices it.
+    offer = p.catalog.colo_offers[other.id]
+    price = finance.energy_price_per_kwh(offer.pue, offer.power_price_per_kwh, offer.power_included)
     energy = {
-        s.id: energy_per_server_month(
-            s.power_kw,
-            p.reqs.utilisation,
-            offer.pue,
-            offer.power_price_per_kwh,
-            offer.power_included,
-        )
+        s.id: finance.idle_energy_month(finance.idle_power_kw(s.power_kw, s.idle_power_kw), price)
         for s in p.catalog.servers.values()
     }
-    if known is not None:
-        return dataclasses.replace(known, energy_month=energy)
-    return ir.Site(
-        id=offer.id,
-        region=offer.region,
-        cooling=offer.cooling,
-        rack_w=round(offer.rack_kw * 1000),
-        rack_units=offer.rack_units,
-        racks_available=offer.racks_available,
-        rack_rent_month=to_money(offer.rack_price_per_month),
-        bandwidth_month=to_money(offer.bandwidth_mbps * offer.bandwidth_price_per_mbps_month),
-        energy_month=energy,
-    )
+    return dataclasses.replace(other, energy_month=energy)
 
 
 # --------------------------------------------------------------------------- plan

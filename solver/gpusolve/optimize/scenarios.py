@@ -53,6 +53,7 @@ from gpusolve.optimize.model import (
     OwnedVar,
     SitePacking,
     Var,
+    _bandwidth_by_duty,
     _budgets,
     _Builder,
     _choice_vars,
@@ -323,11 +324,16 @@ def _scenario_view(
     model's readout (`readout.read_solution`) reads it unchanged."""
     h = instance.horizon_months
     skus, sites = instance.skus, instance.sites
+    owned, cloud = part.owned, part.cloud
     capex = _wsum([(skus[k].capex, v) for (k, _), v in servers.items() if k in skus])
-    energy = _wsum([(h * sites[s].energy_month.get(k, 0), v) for (k, s), v in servers.items()])
+    residual = _wsum([(skus[k].residual, v) for (k, _), v in servers.items() if k in skus])
+    energy = _wsum(
+        [(h * sites[s].energy_month.get(k, 0), v) for (k, s), v in servers.items()]
+        + [(o.placement.busy_energy, o.var) for o in owned]
+    )
     rent = _wsum_expr([(h * sites[s].rack_rent_month, p.total) for s, p in packing.items()])
     bandwidth = _wsum([(h * sites[s].bandwidth_month, v) for s, v in used.items()])
-    owned, cloud = part.owned, part.cloud
+    bandwidth += _bandwidth_by_duty(part.b, owned, used)
     cloud_cost = _wsum([(c.option.cost_total, c.var) for c in cloud])
     penalties = _wsum(
         [(o.option.penalty + o.placement.penalty, o.var) for o in owned]
@@ -365,6 +371,7 @@ def _scenario_view(
         racks_total=_wsum_expr([(1, p.total) for p in packing.values()]),
         servers_total=_wsum([(1, v) for v in servers.values()]),
         rank=_rank_expr(owned, cloud, packing),
+        residual=residual,
     )
 
 

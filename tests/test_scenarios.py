@@ -408,3 +408,18 @@ def test_demand_scales_tokens_and_throughput_targets() -> None:
     assert by_name["train"].tokens == pytest.approx(2e9)
     assert by_name["serve"].target_tokens_per_s == pytest.approx(3000)
     assert grown.scenarios is None
+
+
+def test_a_scenario_no_hardware_can_meet_is_named(gpusolve, tmp_path: Path) -> None:
+    # Rentals are out (regions: northern Jiangsu only) and the one card bought there is
+    # gone in this scenario: nothing can run the workloads in it.
+    path = _with_scenarios(
+        tmp_path,
+        "scenarios:\n  - name: nominal\n    probability: 0.5\n"
+        "  - name: no-ascend\n    probability: 0.5\n    unavailable: [ascend-910b]\n",
+    )
+    result = gpusolve("plan", "-q", str(path), "--format", "json")
+    assert result.code == 1
+    plan = Plan.model_validate_json(result.out)
+    assert plan.status == "infeasible" and plan.infeasibility is not None
+    assert "scenario no-ascend" in plan.infeasibility.reason

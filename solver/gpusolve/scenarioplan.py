@@ -32,6 +32,7 @@ from gpusolve.models.plan import (
     ScenarioOutcome,
     Scenarios,
     SolverInfo,
+    TimedOut,
 )
 from gpusolve.models.requirements import Requirements, Scenario, Workload
 from gpusolve.optimize import finance, ir
@@ -296,9 +297,22 @@ def make_scenario_plan(
                 "no single purchase meets every scenario: relax the hardest scenario "
                 "(its demand or its unavailable cards) or drop it",
             )
-        return _infeasible(
-            rules, run, "no plan found within --time-limit; try a longer --time-limit"
-        ).model_copy(update={"status": "timeout"})
+        limit = run.config.time_limit_s
+        timed_out = TimedOut(
+            reason=f"no two-stage plan found in {limit:g} s, and none proven impossible; "
+            f"try a longer --time-limit (e.g. {max(60.0, 10 * limit):g})",
+            time_limit_s=limit,
+            bound_of=f"{robust} TCO plus soft-rule penalties",
+        )
+        return Plan(
+            status="timeout",
+            objective=f"two-stage {robust} TCO",
+            cost=None,
+            timed_out=timed_out,
+            rules_fired=rules.fired,
+            advice=rules.advice,
+            solver=SolverInfo(status="timeout", workers=run.config.workers, seed=run.config.seed),
+        )
     hedged_eval = two.evaluate(hedged.first, everywhere, run.config)
     comparison = _compare(robust, prepared, declared_names(reqs), hedged_eval, nominal_eval)
     shown = hedged_eval.get(NOMINAL)

@@ -31,6 +31,7 @@ from gpusolve.models.plan import (
     ScenarioOutcome,
     Scenarios,
     SolverInfo,
+    TimedOut,
 )
 from gpusolve.models.requirements import Requirements, Scenario, Workload
 from gpusolve.optimize import ir
@@ -183,14 +184,17 @@ def prepare(
 
 def harmonise(prepared: list[Prepared]) -> list[Prepared]:
     """Every scenario's instance prices every site any scenario uses and every SKU any
-    scenario uses that it can buy: the shared purchase is priced in each scenario."""
-    site_ids = sorted({s for p in prepared for s in p.cand.instance.sites})
-    sku_ids = sorted({k for p in prepared for k in p.cand.instance.skus})
+    scenario uses that it can buy: the shared purchase is priced in each scenario. A
+    scenario's own items are kept as its candidates stage built them; an item only another
+    scenario uses takes that scenario's physical figures (racks, reserves, bandwidth) and
+    this scenario's prices."""
+    site_from = {k: v for p in reversed(prepared) for k, v in p.cand.instance.sites.items()}
+    sku_from = {k: v for p in reversed(prepared) for k, v in p.cand.instance.skus.items()}
     out: list[Prepared] = []
     for p in prepared:
         inst = p.cand.instance
-        sites = {i: _site(p, i) for i in site_ids}
-        skus = {i: _sku(p, i) for i in sku_ids if i in p.catalog.servers}
+        sites = {i: inst.sites.get(i) or _site(p, other) for i, other in site_from.items()}
+        skus = {i: inst.skus.get(i) or _sku(p, i) for i in sku_from if i in p.catalog.servers}
         instance = dataclasses.replace(inst, sites=sites, skus=skus)
         out.append(dataclasses.replace(p, cand=dataclasses.replace(p.cand, instance=instance)))
     return out
@@ -200,15 +204,12 @@ def _sku(p: Prepared, sku_id: str) -> ir.Sku:
     return price_sku(p.catalog.servers[sku_id], p.reqs, p.cand.finance_terms)
 
 
-def _site(p: Prepared, site_id: str) -> ir.Site:
-    # On this scenario's catalogue and requirements, as the candidates stage prices it;
-    # a site the scenario's candidates know keeps the room its rack reserve leaves.
-    offer = p.catalog.colo_offers[site_id]
+def _site(p: Prepared, other: ir.Site) -> ir.Site:
+    # Priced on this scenario's catalogue and requirements as the candidates stage prices
+    # it, with the room its rack reserve leaves as the scenario that uses it built it.
+    offer = p.catalog.colo_offers[other.id]
     priced = price_site(offer, p.catalog, p.reqs, terms=p.cand.finance_terms)
-    known = p.cand.instance.sites.get(site_id)
-    if known is None:
-        return priced
-    return dataclasses.replace(priced, rack_w=known.rack_w, rack_units=known.rack_units)
+    return dataclasses.replace(priced, rack_w=other.rack_w, rack_units=other.rack_units)
 
 
 # --------------------------------------------------------------------------- plan
@@ -285,9 +286,22 @@ def make_scenario_plan(
                 "no single purchase meets every scenario: relax the hardest scenario "
                 "(its demand or its unavailable cards) or drop it",
             )
-        return _infeasible(
-            rules, run, "no plan found within --time-limit; try a longer --time-limit"
-        ).model_copy(update={"status": "timeout"})
+        limit = run.config.time_limit_s
+        timed_out = TimedOut(
+            reason=f"no two-stage plan found in {limit:g} s, and none proven impossible; "
+            f"try a longer --time-limit (e.g. {max(60.0, 10 * limit):g})",
+            time_limit_s=limit,
+            bound_of=f"{robust} TCO plus soft-rule penalties",
+        )
+        return Plan(
+            status="timeout",
+            objective=f"two-stage {robust} TCO",
+            cost=None,
+            timed_out=timed_out,
+            rules_fired=rules.fired,
+            advice=rules.advice,
+            solver=SolverInfo(status="timeout", workers=run.config.workers, seed=run.config.seed),
+        )
     hedged_eval = two.evaluate(hedged.first, everywhere, run.config)
     comparison = _compare(robust, prepared, declared_names(reqs), hedged_eval, nominal_eval)
     shown = hedged_eval.get(NOMINAL)
@@ -307,9 +321,20 @@ def make_scenario_plan(
         wall_s=hedged.wall_s,
     )
     info = assemble.solver_info(shown, run.config).model_copy(update=where.cand.scope())
+    if robust == "expected":  # the model weighs each scenario by probability x SCALE
+        scale = two.PROBABILITY_SCALE
+        info = info.model_copy(
+            update={
+                "objective_value": _per_unit(info.objective_value, scale),
+                "best_bound": _per_unit(info.best_bound, scale),
+            }
+        )
     if not run.timings:
         info = info.model_copy(update={"wall_s": None})
-    return Plan(
+    from gpusolve.bom import bill_of_materials
+    from gpusolve.planner import headroom_warnings, illustrative_prices
+
+    plan = Plan(
         status=status,
         objective=f"two-stage {robust} TCO",
         cost=assemble.cost(shown, where.cand, where.reqs, where.catalog),
@@ -320,7 +345,18 @@ def make_scenario_plan(
         advice=[*where.small.values(), *rules.advice],
         solver=info,
         scenarios=comparison,
+        warnings=headroom_warnings(reqs, policies),
     )
+    return plan.model_copy(
+        update={
+            "illustrative_prices": illustrative_prices(plan, where.catalog),
+            "bom": bill_of_materials(plan, where.catalog),
+        }
+    )
+
+
+def _per_unit(value: float | None, scale: int) -> float | None:
+    return None if value is None else round(value / scale, 2)
 
 
 def declared_names(reqs: Requirements) -> set[str]:

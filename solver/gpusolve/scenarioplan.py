@@ -20,8 +20,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from gpusolve import assemble
-from gpusolve.candidates.generate import Candidates, build_candidates, residual_share
-from gpusolve.candidates.money import to_money
+from gpusolve.candidates.generate import Candidates, build_candidates, price_site, price_sku
 from gpusolve.candidates.policy import WorkloadPolicy
 from gpusolve.errors import Problem
 from gpusolve.load.yamlio import Document
@@ -35,7 +34,7 @@ from gpusolve.models.plan import (
     TimedOut,
 )
 from gpusolve.models.requirements import Requirements, Scenario, Workload
-from gpusolve.optimize import finance, ir
+from gpusolve.optimize import ir
 from gpusolve.smalljobs import beyond_horizon, rent_only, small_jobs
 
 if TYPE_CHECKING:
@@ -194,33 +193,23 @@ def harmonise(prepared: list[Prepared]) -> list[Prepared]:
     out: list[Prepared] = []
     for p in prepared:
         inst = p.cand.instance
-        sites = {i: inst.sites.get(i) or _site(p, site) for i, site in site_from.items()}
-        skus = {
-            i: inst.skus.get(i) or _sku(p, sku)
-            for i, sku in sku_from.items()
-            if i in p.catalog.servers
-        }
+        sites = {i: inst.sites.get(i) or _site(p, other) for i, other in site_from.items()}
+        skus = {i: inst.skus.get(i) or _sku(p, i) for i in sku_from if i in p.catalog.servers}
         instance = dataclasses.replace(inst, sites=sites, skus=skus)
         out.append(dataclasses.replace(p, cand=dataclasses.replace(p.cand, instance=instance)))
     return out
 
 
-def _sku(p: Prepared, other: ir.Sku) -> ir.Sku:
-    # Priced as `candidates.generate.build_candidates` prices a SKU.
-    price = p.catalog.servers[other.id].price
-    residual = finance.residual_value(price, residual_share(p.reqs))
-    return dataclasses.replace(other, capex=to_money(price), residual=residual)
+def _sku(p: Prepared, sku_id: str) -> ir.Sku:
+    return price_sku(p.catalog.servers[sku_id], p.reqs, p.cand.finance_terms)
 
 
 def _site(p: Prepared, other: ir.Site) -> ir.Site:
-    # Idle energy per server-month as `candidates.generate._sites` prices it.
+    # Priced on this scenario's catalogue and requirements as the candidates stage prices
+    # it, with the room its rack reserve leaves as the scenario that uses it built it.
     offer = p.catalog.colo_offers[other.id]
-    price = finance.energy_price_per_kwh(offer.pue, offer.power_price_per_kwh, offer.power_included)
-    energy = {
-        s.id: finance.idle_energy_month(finance.idle_power_kw(s.power_kw, s.idle_power_kw), price)
-        for s in p.catalog.servers.values()
-    }
-    return dataclasses.replace(other, energy_month=energy)
+    priced = price_site(offer, p.catalog, p.reqs, terms=p.cand.finance_terms)
+    return dataclasses.replace(priced, rack_w=other.rack_w, rack_units=other.rack_units)
 
 
 # --------------------------------------------------------------------------- plan

@@ -97,8 +97,9 @@ EXIT_CODES = {"optimal": 0, "feasible": 0, "infeasible": 1, "timeout": 3, "unkno
 @click.option(
     "--sensitivity",
     is_flag=True,
-    help="For each price and card efficiency in the plan, the range over which the plan "
-    "stays optimal and the plan beyond each end (re-solves over a process pool).",
+    help="For each price in the plan and each candidate card's efficiency, the range over "
+    "which the plan stays optimal and the plan beyond each end (re-solves over a process "
+    "pool, one per core).",
 )
 @click.option("-q", "--quiet", is_flag=True, help="No progress messages on stderr.")
 @click.option(
@@ -142,6 +143,7 @@ def plan(
       gpusolve plan reqs.yaml --format html -o report.html
       gpusolve plan reqs.yaml --top-k 3 --why-not h100-sxm
       gpusolve plan reqs.yaml --objective max-throughput --capex-max 5000000
+      gpusolve plan reqs.yaml --bom --format csv -o bom.csv
       gpusolve plan reqs.yaml --sensitivity
 
     \b

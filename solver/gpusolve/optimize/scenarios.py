@@ -32,7 +32,7 @@ from typing import Literal
 
 from ortools.sat.python import cp_model
 
-from gpusolve.optimize import finance
+from gpusolve.optimize import finance, interrupt
 from gpusolve.optimize.guard import check_scale
 from gpusolve.optimize.ir import (
     SLOTS_COVERED,
@@ -460,6 +460,7 @@ def _solver(config: SolveConfig, spent_s: float) -> cp_model.CpSolver:
     solver.parameters.num_workers = config.workers
     solver.parameters.random_seed = config.seed
     solver.parameters.relative_gap_limit = config.relative_gap
+    interrupt.watch(solver)  # Ctrl-C / SIGTERM stops this search at once
     return solver
 
 

@@ -16,7 +16,7 @@ from gpusolve.models.plan import Cost, Plan
 from gpusolve.render import render_plan
 from plan_support import EXAMPLES, ROOT
 
-KINDS = ("servers_capex", "rack_rent", "energy", "bandwidth", "cloud_rental")
+KINDS = ("servers_capex", "rack_rent", "energy", "bandwidth", "cloud_rental", "network")
 WORDED = re.compile(r"\b(dearer|cheaper|higher|lower) by (\S+)")
 
 
@@ -50,9 +50,11 @@ def _check_cost_adds_up(cost: Cost) -> None:
     for kind in KINDS:
         lines = [i.amount for i in b.items if i.kind == kind]
         assert sum(lines) == getattr(b, kind), kind
-        assert all(a == int(a) > 0 for a in lines)  # whole units, printed exactly
+        # whole units, printed exactly; a network line may cost nothing (NICs inside a
+        # server's price are still listed as parts)
+        assert all(a == int(a) >= (0 if kind == "network" else 1) for a in lines)
     assert sum(getattr(b, k) for k in KINDS) == cost.tco
-    assert cost.capex == b.servers_capex
+    assert cost.capex == b.servers_capex + b.network
     assert sum(p.amount for p in b.penalty_items) == b.penalties == cost.penalties
     assert all(p.rule and p.reason and p.deployment for p in b.penalty_items)
     assert cost.objective_value == cost.tco + cost.penalties
@@ -85,7 +87,14 @@ def _check_text_adds_up(text: str, cost: Cost) -> None:
     for label, value, items in groups:
         if items:
             assert sum(items) == value, label
-    money = ["servers (capex)", "rack rent", "energy", "bandwidth", "cloud rental"]
+    money = [
+        "servers (capex)",
+        "network (capex)",
+        "rack rent",
+        "energy",
+        "bandwidth",
+        "cloud rental",
+    ]
     assert sum(printed.get(k, 0) for k in money) == printed["TCO"] == cost.tco
     if cost.penalties:
         assert printed["soft-rule penalties"] == cost.penalties
@@ -103,7 +112,14 @@ def _check_markdown_adds_up(markdown: str, cost: Cost) -> None:
         for r in rows
         if "**" not in r
         and r.split("|")[1].strip().split(":")[0]
-        in {"servers (capex)", "rack rent", "energy", "bandwidth", "cloud rental"}
+        in {
+            "servers (capex)",
+            "network (capex)",
+            "rack rent",
+            "energy",
+            "bandwidth",
+            "cloud rental",
+        }
     ]
     assert sum(_figures(r.split("|")[-2])[0] for r in items) == amount["**TCO**"] == cost.tco
     rules = [r for r in rows if r.startswith("| `")]

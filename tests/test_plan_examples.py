@@ -30,7 +30,8 @@ def test_example_plans_and_validates(gpusolve, path: Path) -> None:
     cost = plan["cost"]
     parts = cost["breakdown"]
     total = sum(
-        parts[k] for k in ("servers_capex", "rack_rent", "energy", "bandwidth", "cloud_rental")
+        parts[k]
+        for k in ("servers_capex", "rack_rent", "energy", "bandwidth", "cloud_rental", "network")
     )
     assert abs(total - cost["tco"]) < 1.0
     assert all(r["source"].startswith("H") for r in plan["rules_fired"])

@@ -24,9 +24,18 @@ from gpusolve.models.plan import (
     PlanDelta,
     ThroughputDelta,
 )
+from gpusolve.network_lines import network_items
 from gpusolve.optimize import ir
 
-KINDS: tuple[CostKind, ...] = ("servers_capex", "rack_rent", "energy", "bandwidth", "cloud_rental")
+KINDS: tuple[CostKind, ...] = (
+    "servers_capex",
+    "rack_rent",
+    "energy",
+    "bandwidth",
+    "cloud_rental",
+    "network",
+)
+CAPEX_KINDS: tuple[CostKind, ...] = ("servers_capex", "network")
 
 
 def cost_items(
@@ -68,7 +77,9 @@ def cost_items(
                 kind="cloud_rental", subject=option.offer, detail=detail, amount=option.cost_total
             )
         )
-    return [i for i in items if i.amount]
+    items = [i for i in items if i.amount]
+    # Network lines stay even at no cost: NICs inside a server's price are still parts.
+    return items + network_items(solution, instance, catalog)
 
 
 def _energy(solution: ir.Solution, instance: ir.Instance) -> list[CostItem]:
@@ -126,9 +137,10 @@ def cost(solution: ir.Solution, cand: Candidates, currency: str, catalog: Catalo
     tco = sum(total.values())
     penalty_total = sum(p.amount for p in penalties)
     months = instance.horizon_months
-    opex = tco - total["servers_capex"]
+    capex = sum(total[k] for k in CAPEX_KINDS)
+    opex = tco - capex
     return Cost(
-        capex=total["servers_capex"],
+        capex=capex,
         monthly_opex=round(opex / months, 2),
         tco=tco,
         currency=currency,
@@ -139,6 +151,7 @@ def cost(solution: ir.Solution, cand: Candidates, currency: str, catalog: Catalo
             energy=total["energy"],
             bandwidth=total["bandwidth"],
             cloud_rental=total["cloud_rental"],
+            network=total["network"],
             penalties=penalty_total,
             items=items,
             penalty_items=penalties,

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gpusolve.candidates.money import energy_per_server_month, slot_hours_per_month, to_money
+from gpusolve.candidates.network import fabric_class, nic_capex, rack_network
 from gpusolve.candidates.policy import Charge, WorkloadPolicy, charges
 from gpusolve.candidates.reserve import RackReserve, rack_reserve
 from gpusolve.estimate import ConfigEstimate, Hardware, search_layouts
@@ -111,17 +112,25 @@ def build_candidates(
         _cloud_options(b, workload)
     sites = _sites(b)
     used_skus = {o.sku for o in b.owned}
-    skus = {
-        s.id: ir.Sku(
+    oversubscription = reqs.network.oversubscription
+    fabrics: dict[str, ir.FabricClass] = {}
+    skus: dict[str, ir.Sku] = {}
+    for s in catalog.servers.values():
+        if s.id not in used_skus:
+            continue
+        fabric = fabric_class(catalog, s, oversubscription)
+        if fabric is not None:
+            fabrics.setdefault(fabric.id, fabric)
+        skus[s.id] = ir.Sku(
             id=s.id,
             capex=to_money(s.price),
             power_w=round(s.power_kw * 1000),
             rack_units=s.rack_units,
             cooling=frozenset(s.cooling),
+            fabric=fabric.id if fabric is not None else None,
+            nics=s.fabric.nics if fabric is not None else 0,
+            nic_capex=nic_capex(catalog, s),
         )
-        for s in catalog.servers.values()
-        if s.id in used_skus
-    }
     for site in sites.values():
         b.require(f"racks:{site.id}", f"{site.racks_available} racks available at {site.id}", 8)
     capex_max = reqs.budget.capex_max
@@ -143,6 +152,7 @@ def build_candidates(
         monthly_max=to_money(monthly_max) if monthly_max is not None else None,
         objective=reqs.objective,
         throughput_weights={w.name: w.throughput_weight for w in reqs.workloads},
+        fabrics=fabrics,
     )
     return Candidates(instance, b.meta, b.rejections, explain)
 
@@ -214,7 +224,8 @@ def _owned_options(b: _Builder, w: Workload) -> None:
     params = b.policies[w.name].params
     for server in b.catalog.servers.values():
         card = b.catalog.cards[server.card]
-        for ratio, offers in _fabric_groups(b.catalog, server):
+        groups = _fabric_groups(b.catalog, server, b.reqs.network.oversubscription)
+        for ratio, offers in groups:
             hw = Hardware.from_server(server, card).with_oversubscription(ratio)
             spans = w.kind != "inference"  # replicas behind a load balancer need no fabric
             limit = node_limit(server, offers, needs_fabric=spans, reserves=b.reserves)
@@ -256,6 +267,7 @@ def _add_owned(
             headroom_permille=_headroom_permille(estimate),
             penalty=to_money(sized.penalty),
             violates=sized.violates,
+            spans=sized.spans_servers,
         )
     )
     b.meta[key] = OptionMeta(
@@ -283,13 +295,19 @@ def _unique_key(b: _Builder, key: str) -> str:
     return f"{key}|v{n}"
 
 
-def _fabric_groups(catalog: Catalog, server: Server) -> list[tuple[float, list[ColoOffer]]]:
+def _fabric_groups(
+    catalog: Catalog, server: Server, oversubscription: float = 1.0
+) -> list[tuple[float, list[ColoOffer]]]:
     """Colo offers grouped by their fabric's oversubscription: the physics of a multi-node
     job differs between them, so each group is sized on its own (sites without an RDMA
-    fabric host single-server layouts only and join the non-blocking group)."""
+    fabric host single-server layouts only and join the non-blocking group). The fabric
+    the plan buys (`requirements.network.oversubscription`) is never better than the
+    site's own."""
     groups: dict[float, list[ColoOffer]] = {}
     for offer in catalog.colo_offers.values():
-        ratio = offer.fabric_oversubscription if offer.fabric in MULTI_NODE_FABRICS else 1.0
+        ratio = 1.0
+        if offer.fabric in MULTI_NODE_FABRICS:
+            ratio = max(offer.fabric_oversubscription, oversubscription)
         groups.setdefault(ratio, []).append(offer)
     return sorted(groups.items()) or [(1.0, [])]
 
@@ -574,6 +592,7 @@ def rental_hours(w: Workload, estimate: ConfigEstimate, horizon_months: int) -> 
 def _sites(b: _Builder) -> dict[str, ir.Site]:
     used = {p.site for o in b.owned for p in o.placements}
     util = b.reqs.utilisation
+    tor = rack_network(b.catalog)
     sites: dict[str, ir.Site] = {}
     for offer in b.catalog.colo_offers.values():
         if offer.id not in used:
@@ -595,6 +614,11 @@ def _sites(b: _Builder) -> dict[str, ir.Site]:
             rack_rent_month=to_money(offer.rack_price_per_month),
             bandwidth_month=to_money(offer.bandwidth_mbps * offer.bandwidth_price_per_mbps_month),
             energy_month=energy,
+            reserved_w=reserve.reserved_w,
+            reserved_units=reserve.reserved_units,
+            rack_network_capex=tor.capex if tor is not None else 0,
+            rack_network_w=tor.power_w if tor is not None else 0,
+            rack_network_units=tor.switch.rack_units if tor is not None else 0,
         )
     return sites
 

@@ -189,6 +189,11 @@ class Fabric(StrictModel):
     kind: FabricKind
     nics: int = Field(ge=0, le=MAX_COUNT, description="Compute-fabric NICs per server.")
     nic_gbps: NonNegativeFloat = Field(le=MAX_NIC_GBPS, description="Line rate per NIC, Gbit/s.")
+    nics_included: bool = Field(
+        default=True,
+        description="The server's price includes these NICs; false: the plan buys them "
+        "(catalogue `nics`).",
+    )
 
     @property
     def total_gbps(self) -> float:

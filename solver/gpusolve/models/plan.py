@@ -15,7 +15,7 @@ class OutModel(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
-CostKind = Literal["servers_capex", "rack_rent", "energy", "bandwidth", "cloud_rental"]
+CostKind = Literal["servers_capex", "rack_rent", "energy", "bandwidth", "cloud_rental", "network"]
 
 
 class CostItem(OutModel):
@@ -53,6 +53,11 @@ class CostBreakdown(OutModel):
     energy: float = 0.0
     bandwidth: float = 0.0
     cloud_rental: float = 0.0
+    network: float = Field(
+        default=0.0,
+        description="Capex of the cluster network: fabric switches and links, NICs bought "
+        "apart from servers, each rack's top-of-rack switch and uplinks.",
+    )
     penalties: float = 0.0
     items: list[CostItem] = Field(
         default_factory=list, description="The TCO line by line; sums to `Cost.tco`."

@@ -347,6 +347,20 @@ class Regions(StrictModel):
     preferred: list[str] | None = None
 
 
+class Network(StrictModel):
+    """The compute fabric the plan buys for jobs across servers."""
+
+    oversubscription: float = Field(
+        default=1.0,
+        ge=1.0,
+        le=64.0,
+        description="Leaf oversubscription of the fabric the plan sizes: 1 = non-blocking "
+        "(as many leaf ports up to the spines as down to servers), 2 = twice as many down. "
+        "Fewer spines and links; what crosses the spine gets 1/oversubscription of the "
+        "bandwidth.",
+    )
+
+
 class Requirements(StrictModel):
     schema_: str | None = Field(default=None, alias="$schema")
     currency: Currency = "CNY"
@@ -364,6 +378,7 @@ class Requirements(StrictModel):
         description="Average power draw as a fraction of peak, for energy cost.",
     )
     regions: Regions = Field(default_factory=Regions)
+    network: Network = Field(default_factory=Network)
     market: Literal["cn", "global"] | None = Field(
         default=None,
         description="Where the hardware is bought and used. cn: cards restricted for export "

@@ -46,6 +46,7 @@ from typing import Literal
 
 from ortools.sat.python import cp_model
 
+from gpusolve.optimize.fabric import FabricVars, add_fabric
 from gpusolve.optimize.guard import check_scale
 from gpusolve.optimize.ir import (
     SLOTS_COVERED,
@@ -163,6 +164,10 @@ class Built:
     servers_total: Expr
     rank: Expr
     stats: dict[str, int] = field(default_factory=dict)
+    # The cluster network (`fabric.py`): its capex is inside `capex`, shown apart.
+    network: Expr | int = 0
+    fabric: dict[tuple[str, str], FabricVars] = field(default_factory=dict)  # (site, class)
+    switch_racks: dict[str, Var] = field(default_factory=dict)  # racks for switches alone
 
     @property
     def tco(self) -> Expr:
@@ -182,6 +187,9 @@ class Built:
         """Every decision variable, for complete hints."""
         out = self.choice_vars()
         out += list(self.servers.values()) + list(self.used.values())
+        for fv in self.fabric.values():
+            out += fv.variables()
+        out += list(self.switch_racks.values())
         for pack in self.packing.values():
             out += list(pack.pattern_racks)
             for rack in pack.bins:
@@ -198,6 +206,10 @@ class Built:
         for o in self.owned:
             out[o.placement.site].append(o.var)
         for (_, site), var in self.servers.items():
+            out[site].append(var)
+        for (site, _), fv in self.fabric.items():
+            out[site] += fv.variables()
+        for site, var in self.switch_racks.items():
             out[site].append(var)
         for site, pack in self.packing.items():
             out[site] += list(pack.pattern_racks)
@@ -366,9 +378,19 @@ def build(instance: Instance, options: BuildOptions | None = None) -> Built:
     packing = _packing(b, owned, servers, servers_ub, used, len(owned) + len(cloud))
 
     h = instance.horizon_months
-    capex = _wsum([(instance.skus[k].capex, v) for (k, _), v in servers.items()])
+    racks_at = {site: pack.total for site, pack in packing.items()}
+    available = {
+        s: instance.sites[s].racks_available
+        for s in racks_at
+        if b.mode == "normal" and b.enforced(f"racks:{s}")
+    }
+    net = add_fabric(b.model, instance, owned, servers, racks_at, available)
+    network = net.network
+    # Capex is servers plus their network: budgets, min-capex and the TCO all see both.
+    capex = _wsum([(instance.skus[k].capex, v) for (k, _), v in servers.items()]) + network
     energy = _wsum([(h * instance.sites[s].energy_month[k], v) for (k, s), v in servers.items()])
     rent = _wsum_expr([(h * p.site.rack_rent_month, p.total) for p in packing.values()])
+    rent = rent + _wsum([(h * instance.sites[s].rack_rent_month, v) for s, v in net.racks.items()])
     bandwidth = _wsum([(h * instance.sites[s].bandwidth_month, v) for s, v in used.items()])
     cloud_cost = _wsum([(c.option.cost_total, c.var) for c in cloud])
     penalties = _wsum(
@@ -387,6 +409,7 @@ def build(instance: Instance, options: BuildOptions | None = None) -> Built:
         + [(c.option.headroom_permille, c.var) for c in cloud]
     )
     racks_total = _wsum_expr([(1, p.total) for p in packing.values()])
+    racks_total = racks_total + _wsum([(1, v) for v in net.racks.values()])
     servers_total = _wsum([(1, v) for v in servers.values()])
     rank = _rank_expr(owned, cloud, packing)
 
@@ -414,6 +437,9 @@ def build(instance: Instance, options: BuildOptions | None = None) -> Built:
         racks_total=racks_total,
         servers_total=servers_total,
         rank=rank,
+        network=network,
+        fabric=net.fabric,
+        switch_racks=net.racks,
     )
     built.stats = {
         "owned_options_in": len(instance.owned),

@@ -63,6 +63,7 @@ def work(d: Deployment) -> str:
 
 COST_LABELS = {
     "servers_capex": "servers (capex)",
+    "network": "network (capex)",
     "rack_rent": "rack rent",
     "energy": "energy",
     "bandwidth": "bandwidth",

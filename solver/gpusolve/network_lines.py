@@ -1,0 +1,121 @@
+"""The network's cost lines: what the optimiser bought for the cluster network, as
+purchase-order lines (quantity, unit, unit price, source, illustrative) whose amounts add
+up to the model's own network figure (`optimize/fabric.py`)."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+from gpusolve.candidates.money import to_money
+from gpusolve.candidates.network import nic_for, rack_network
+from gpusolve.models.catalog import Catalog, NetworkLink, NetworkNic, NetworkSwitch
+from gpusolve.models.plan import CostItem
+from gpusolve.optimize import ir
+
+
+def _line(
+    subject: str,
+    detail: str,
+    quantity: int,
+    unit: str,
+    unit_price: int,
+    item: NetworkSwitch | NetworkLink | NetworkNic | None,
+) -> CostItem:
+    return CostItem(
+        kind="network",
+        subject=subject,
+        detail=detail,
+        amount=quantity * unit_price,
+        quantity=quantity,
+        unit=unit,
+        unit_price=unit_price,
+        source=item.pricing.source if item is not None else "",
+        illustrative=item.pricing.illustrative if item is not None else False,
+    )
+
+
+def topology(count: ir.FabricCount, fabric: ir.FabricClass) -> str:
+    """In words: 'one 64-port switch' / '4 leaves (32 down, 32 up) + 2 spines'."""
+    if count.single:
+        return f"one {fabric.radix}-port switch"
+    return (
+        f"two-tier fat tree: {count.leaves} leaves ({fabric.down_ports} ports down, "
+        f"{fabric.up_ports} up) + {count.spines} spines"
+    )
+
+
+def network_items(solution: ir.Solution, instance: ir.Instance, catalog: Catalog) -> list[CostItem]:
+    """Per site: fabric switches and links, fabric NICs, and each rack's ToR and uplinks."""
+    out: list[CostItem] = []
+    for (site, cls), count in sorted(solution.fabric.items()):
+        fabric = instance.fabrics[cls]
+        switch = catalog.switches.get(fabric.switch)
+        link = catalog.links.get(fabric.link)
+        where = f"at {site}, {topology(count, fabric)}"
+        if count.switches:
+            detail = f"{count.switches} x {fabric.switch} {where}"
+            out.append(
+                _line(fabric.switch, detail, count.switches, "switch", fabric.switch_price, switch)
+            )
+        up = fabric.up_ports * count.leaves
+        links = count.ports + up
+        if links:
+            detail = f"{count.ports} server-to-switch + {up} leaf-to-spine links at {site}"
+            out.append(_line(fabric.link, detail, links, "link", fabric.link_price, link))
+    out += _nics(solution, instance, catalog)
+    out += _tors(solution, instance, catalog)
+    return out
+
+
+def _nics(solution: ir.Solution, instance: ir.Instance, catalog: Catalog) -> list[CostItem]:
+    """Fabric NICs of the servers on a fabric: bought apart, or inside the server price."""
+    on_fabric = {(site, cls) for site, cls in solution.fabric}
+    out: list[CostItem] = []
+    for (sku_id, site), n in sorted(solution.servers.items()):
+        sku = instance.skus[sku_id]
+        if sku.fabric is None or (site, sku.fabric) not in on_fabric or sku.nics == 0:
+            continue
+        quantity = n * sku.nics
+        server = catalog.servers.get(sku_id)
+        if sku.nic_capex:
+            nic = nic_for(catalog, server) if server is not None else None
+            unit_price = sku.nic_capex // sku.nics
+            detail = f"{n} x {sku_id} x {sku.nics} NICs at {site}, bought apart"
+            out.append(_line(nic.id if nic else "nic", detail, quantity, "NIC", unit_price, nic))
+        else:
+            detail = f"{n} x {sku_id} x {sku.nics} NICs at {site}, included in the server price"
+            item = CostItem(
+                kind="network",
+                subject=f"{sku_id} fabric NIC",
+                detail=detail,
+                amount=0,
+                quantity=quantity,
+                unit="NIC",
+                unit_price=0,
+                source=server.pricing.source if server is not None else "",
+                illustrative=server.pricing.illustrative if server is not None else False,
+            )
+            out.append(item)
+    return out
+
+
+def _tors(solution: ir.Solution, instance: ir.Instance, catalog: Catalog) -> list[CostItem]:
+    racks: dict[str, int] = defaultdict(int)
+    for (site, _), count in solution.racks.items():
+        racks[site] += count
+    tor = rack_network(catalog)
+    out: list[CostItem] = []
+    if tor is None:
+        return out
+    for site, count in sorted(racks.items()):
+        if not count or not instance.sites[site].rack_network_capex:
+            continue
+        price = to_money(tor.switch.price)
+        detail = f"one top-of-rack switch per rack: {count} rack(s) at {site}"
+        out.append(_line(tor.switch.id, detail, count, "switch", price, tor.switch))
+        if tor.uplink is not None and tor.switch.uplinks:
+            per = tor.switch.uplinks
+            link_price = to_money(tor.uplink.price)
+            detail = f"{per} uplinks per top-of-rack switch x {count} rack(s) at {site}"
+            out.append(_line(tor.uplink.id, detail, per * count, "link", link_price, tor.uplink))
+    return out

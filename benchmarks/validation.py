@@ -1,4 +1,4 @@
-"""Print the physics' residuals against published results (tests/validation_cases.py).
+"""Print the physics' residuals against published results (tests/support/validation_cases.py).
 
     python benchmarks/validation.py            # the residual table, one row per case
     python benchmarks/validation.py --fit      # sweep FIT_GEMM_SHAPES over the fitted cases
@@ -16,10 +16,10 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "solver"))
 
-from validation_cases import Case, all_cases  # noqa: E402
+from tests.support.validation_cases import Case, all_cases  # noqa: E402
 
 
 def _rows(cases: list[Case]) -> list[tuple[Case, float, float]]:

@@ -57,3 +57,12 @@ def gpusolve(capsys: pytest.CaptureFixture[str]) -> Callable[..., CliResult]:
         return CliResult(code, captured.out, captured.err)
 
     return run
+
+
+@pytest.fixture
+def parallel_always(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two workers even on the tiny models of these tests (the solve gives models below
+    `_PARALLEL_MIN_CHOICES` one)."""
+    from gpusolve.optimize import solve as solve_module
+
+    monkeypatch.setattr(solve_module, "_PARALLEL_MIN_CHOICES", 0)

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.factories.hardware import A100_80, H20, H100, hgx
 
 from gpusolve.estimate import Layout, evaluate, resolve_arch, search_layouts
 from gpusolve.estimate.calibration import calibration_for, measured_layout
@@ -15,7 +16,6 @@ from gpusolve.estimate.training import training_activations_for, training_states
 from gpusolve.estimate.units import GB
 from gpusolve.models.requirements import Measured, ModelShape, Workload
 from gpusolve.params import Params
-from test_estimate_cards import A100_80, H20, H100, hgx
 
 BASE = {
     "name": "pt",

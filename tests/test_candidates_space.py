@@ -16,6 +16,7 @@ from typing import Any
 
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
+from tests.support.shipped import ROOT
 
 from gpusolve.candidates.generate import Candidates, build_candidates
 from gpusolve.candidates.money import to_money
@@ -28,7 +29,6 @@ from gpusolve.optimize.solve import solve
 from gpusolve.render.markdown import plan_markdown
 from gpusolve.render.text import plan_text
 from gpusolve.rules.policy import evaluate_policies
-from plan_support import ROOT
 
 CONFIG = ir.SolveConfig(time_limit_s=30, workers=1, seed=1)
 # Each example builds candidates (the layout search on every server and offer): a few

@@ -13,19 +13,15 @@ from typing import Any
 
 import pytest
 import yaml
+from tests.factories.files import write_catalog, write_file
+from tests.support.shipped import ROOT, shipped
 
 from gpusolve.load import load_catalog
 from gpusolve.load.catalog import deep_merge
 from gpusolve.load.data import data_dir
-from plan_support import ROOT, shipped
+from gpusolve.optimize import finance
 
 CHAT = ROOT / "examples" / "chat-day-lora-night.yaml"
-
-
-def _write(tmp: Path, name: str, text: str) -> Path:
-    path = tmp / name
-    path.write_text(text, encoding="utf-8")
-    return path
 
 
 def _plan(gpusolve: Any, *args: str) -> dict[str, Any]:
@@ -48,21 +44,28 @@ def test_one_field_patch_changes_that_price_and_nothing_else(gpusolve, tmp_path:
     base = _plan(gpusolve, str(CHAT))
     server, count = _owned_server(base)
     old_price = next(s["price"] for s in shipped("servers") if s["id"] == server)
-    quote = _write(
+    quote = write_file(
         tmp_path,
-        "quote.yaml",
         f"currency: CNY\npatch:\n  - id: {server}\n    price: {old_price - 10_000:.0f}\n",
+        "quote.yaml",
     )
     patched = _plan(gpusolve, str(CHAT), "--catalog", str(quote))
 
     saving = 10_000 * count
     assert patched["cost"]["capex"] == pytest.approx(base["cost"]["capex"] - saving)
-    assert patched["cost"]["tco"] == pytest.approx(base["cost"]["tco"] - saving)
     parts, old_parts = patched["cost"]["breakdown"], base["cost"]["breakdown"]
+    # The residual value at the horizon falls with the price (issue 24): its credit shrinks
+    # by the residual share of the saving.
+    share = finance.residual_fraction(base["cost"]["horizon_months"])
+    credit_lost = parts["residual_value"] - old_parts["residual_value"]
+    assert credit_lost == pytest.approx(share * saving, abs=count)
+    assert patched["cost"]["tco"] == pytest.approx(base["cost"]["tco"] - saving + credit_lost)
     assert parts["servers_capex"] == pytest.approx(old_parts["servers_capex"] - saving)
-    # Everything but the money and the provenance of the patched server is the same.
-    same = {k: v for k, v in patched.items() if k not in ("cost", "sources", "solver")}
-    assert same == {k: v for k, v in base.items() if k not in ("cost", "sources", "solver")}
+    # Everything but the money (the cost and the bill of materials that lists it) and the
+    # provenance of the patched server is the same.
+    money = ("cost", "bom", "sources", "solver")
+    same = {k: v for k, v in patched.items() if k not in money}
+    assert same == {k: v for k, v in base.items() if k not in money}
     sources = {s["id"]: s for s in patched["sources"]}
     assert sources[server]["patched_at"] == [{"at": f"{quote}:3", "fields": ["price"]}]
     assert sources[server]["defined_at"].startswith("catalog/servers.yaml:")
@@ -72,15 +75,15 @@ def test_one_field_patch_changes_that_price_and_nothing_else(gpusolve, tmp_path:
 
 
 def test_a_nested_patch_keeps_the_sibling_fields(tmp_path: Path) -> None:
-    quote = _write(
+    quote = write_file(
         tmp_path,
-        "quote.yaml",
         "patch:\n"
         "  - id: hgx-h100-8gpu\n"
         "    price: 2000000\n"
         "    pricing: {illustrative: false, source: quote from ACME of 2026-11-28}\n"
         "  - id: b200\n"
         "    export_cn: {status: not-restricted, source: our legal memo 2026-12}\n",
+        "quote.yaml",
     )
     shipped_cat = load_catalog([data_dir("catalog")])
     loaded = load_catalog([data_dir("catalog"), quote])
@@ -106,8 +109,7 @@ def test_catalog_adds_a_server_for_a_shipped_card(gpusolve, tmp_path: Path) -> N
     # Before, --catalog replaced the shipped catalogue: "known cards: (none)".
     server = next(s for s in shipped("servers") if s["id"] == "atlas-800t-a2")
     mine = dict(server, id="my-atlas", price=server["price"] * 0.9)
-    path = tmp_path / "mine.yaml"
-    path.write_text(yaml.safe_dump({"currency": "CNY", "servers": [mine]}, allow_unicode=True))
+    path = write_catalog(tmp_path, "mine.yaml", servers=[mine])
     result = gpusolve("catalog", "show", "my-atlas", "--catalog", str(path))
     assert result.code == 0, result.err
     assert f"defined at {path}:" in result.out
@@ -147,7 +149,7 @@ def test_plain_duplicate_is_an_input_error_and_replace_restates(gpusolve, tmp_pa
 def test_bad_patches_name_file_and_line(
     gpusolve, tmp_path: Path, body: str, line: int, words: str
 ) -> None:
-    path = _write(tmp_path, "bad.yaml", "patch:\n" + body)
+    path = write_file(tmp_path, "patch:\n" + body, "bad.yaml")
     result = gpusolve("plan", "-q", str(CHAT), "--catalog", str(path))
     assert result.code == 2
     assert f"{path}:{line}:" in result.err and words in result.err, result.err
@@ -174,7 +176,7 @@ def test_readme_says_what_catalog_does(gpusolve, tmp_path: Path) -> None:
     assert "read after the shipped catalogue" in readme and "--no-default-catalog" in readme
     # The README's patch: example is a working catalogue file.
     block = readme.split("```yaml\npatch:", 1)[1].split("```", 1)[0]
-    quote = _write(tmp_path, "readme-quote.yaml", "patch:" + block)
+    quote = write_file(tmp_path, "patch:" + block, "readme-quote.yaml")
     result = gpusolve("catalog", "show", "h20-96gb", "--catalog", str(quote))
     assert result.code == 0, result.err
     assert f"patched at {quote}:" in result.out and "status: not-restricted" in result.out

@@ -7,8 +7,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+from tests.support.shipped import ROOT
+
 from gpusolve import __version__
-from plan_support import ROOT
 
 EXAMPLE = str(ROOT / "examples" / "south-latency-north-batch.yaml")
 

@@ -8,8 +8,7 @@ from typing import Any
 
 import jsonschema
 import yaml
-
-from plan_support import ROOT
+from tests.support.shipped import ROOT
 
 FLEET = ROOT / "examples" / "fleets" / "h100-training-cluster.yaml"
 SCHEMA = json.loads((ROOT / "schemas" / "colo.schema.json").read_text())

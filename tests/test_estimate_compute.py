@@ -8,29 +8,30 @@ from dataclasses import replace
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from tests.factories.hardware import A100_80, H20, H100, L40S, hgx, pcie_box
+from tests.factories.requirements import preset_workload
 
 from gpusolve.estimate import Hardware, Layout, evaluate, resolve_arch
 from gpusolve.estimate.checkpoint import checkpoint_stall, training_checkpoint
 from gpusolve.estimate.steptime import allreduce_s, gather_s
 from gpusolve.models.requirements import Measured, ModelShape, Workload
 from gpusolve.params import Params
-from test_estimate_cards import A100_80, H20, H100, L40S, hgx, pcie_box
 
 GB = 1e9
 
 
 def _llama70_pretrain(**over: object) -> Workload:
-    base: dict[str, object] = {
-        "name": "llama2-70b",
-        "kind": "pretrain",
-        "model": ModelShape(preset="llama-2-70b"),
-        "tokens": 2e12,
-        "seq_len": 4096,
-        "global_batch": 1024,
-        "micro_batch": 1,
-    }
-    base.update(over)
-    return Workload.model_validate(base)
+    return preset_workload(
+        "llama-2-70b",
+        **{
+            "name": "llama2-70b",
+            "tokens": 2e12,
+            "seq_len": 4096,
+            "global_batch": 1024,
+            "micro_batch": 1,
+            **over,
+        },
+    )
 
 
 def test_llama2_70b_gpu_hours_cross_check() -> None:
@@ -157,17 +158,18 @@ def test_bottleneck_training_is_compute_and_decode_is_memory_bandwidth() -> None
 
 
 def _chat(**over: object) -> Workload:
-    base: dict[str, object] = {
-        "name": "chat",
-        "kind": "inference",
-        "precision": "fp16",
-        "model": ModelShape(preset="llama-2-13b"),
-        "prompt_tokens": 512,
-        "output_tokens": 256,
-        "concurrency": 1,
-    }
-    base.update(over)
-    return Workload.model_validate(base)
+    return preset_workload(
+        "llama-2-13b",
+        **{
+            "name": "chat",
+            "kind": "inference",
+            "precision": "fp16",
+            "prompt_tokens": 512,
+            "output_tokens": 256,
+            "concurrency": 1,
+            **over,
+        },
+    )
 
 
 def test_single_stream_decode_is_bandwidth_over_bytes() -> None:

@@ -5,6 +5,9 @@ from __future__ import annotations
 from dataclasses import replace
 
 import pytest
+from tests.factories.catalog import colo_offer, server
+from tests.factories.hardware import A100_80, H100, hgx
+from tests.factories.requirements import preset_workload
 
 from gpusolve.candidates.generate import node_limit
 from gpusolve.estimate import Layout, evaluate, resolve_arch, search_layouts
@@ -12,22 +15,12 @@ from gpusolve.estimate.memory import kv_cache_bytes_per_token
 from gpusolve.models.catalog import Card, ColoOffer, Server
 from gpusolve.models.requirements import ModelShape, Workload
 from gpusolve.params import Params, check_value
-from rules_support import offer, server
-from test_estimate_cards import A100_80, H100, hgx
 
 GB = 1e9
 
 
 def _pretrain(preset: str, **over: object) -> Workload:
-    base: dict[str, object] = {
-        "name": "w",
-        "kind": "pretrain",
-        "model": ModelShape(preset=preset),
-        "tokens": 1e10,
-        "micro_batch": 1,
-    }
-    base.update(over)
-    return Workload.model_validate(base)
+    return preset_workload(preset, **{"tokens": 1e10, "micro_batch": 1, **over})
 
 
 # --------------------------------------------------------------------------- MoE and MLA
@@ -165,7 +158,7 @@ def _server() -> Server:
 
 
 def _site(**over: object) -> ColoOffer:
-    return offer(cooling="liquid", rack_kw=40, rack_units=48, racks_available=300, **over)
+    return colo_offer(cooling="liquid", rack_kw=40, rack_units=48, racks_available=300, **over)
 
 
 def test_a_site_s_room_bounds_how_far_a_job_spans() -> None:

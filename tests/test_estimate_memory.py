@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from tests.factories.hardware import A100_80, H100, hgx
 
 from gpusolve.estimate import Layout, evaluate, resolve_arch
 from gpusolve.estimate.memory import (
@@ -18,7 +19,6 @@ from gpusolve.estimate.memory import (
 from gpusolve.estimate.presets import PRESETS
 from gpusolve.models.requirements import Lora, ModelShape, Workload
 from gpusolve.params import Params
-from test_estimate_cards import A100_80, H100, hgx
 
 GB = 1e9
 

@@ -7,11 +7,11 @@ import math
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from tests.factories.hardware import A100_80, H100, L40S, hgx
 
 from gpusolve.estimate import Hardware, Layout, evaluate, search_layouts
 from gpusolve.models.requirements import ModelShape, Workload
 from gpusolve.params import Params
-from test_estimate_cards import A100_80, H100, L40S, hgx
 
 FEW = settings(max_examples=30, deadline=None)
 

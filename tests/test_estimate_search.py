@@ -6,23 +6,26 @@ import statistics
 import time
 
 import pytest
+from tests.factories.hardware import A100_80, H100, L40S, RTX4090, hgx, pcie_box
+from tests.factories.requirements import preset_workload
 
 from gpusolve.estimate import search_layouts
 from gpusolve.models.requirements import ModelShape, Workload
 from gpusolve.params import Params
-from test_estimate_cards import A100_80, H100, L40S, RTX4090, hgx, pcie_box
 
 
 def _ft(**over: object) -> Workload:
-    base: dict[str, object] = {
-        "name": "ft-7b",
-        "kind": "full_finetune",
-        "model": ModelShape(preset="llama-2-7b"),
-        "tokens": 2e9,
-        "seq_len": 2048,
-        "global_batch": 64,
-    }
-    return Workload.model_validate({**base, **over})
+    return preset_workload(
+        "llama-2-7b",
+        **{
+            "name": "ft-7b",
+            "kind": "full_finetune",
+            "tokens": 2e9,
+            "seq_len": 2048,
+            "global_batch": 64,
+            **over,
+        },
+    )
 
 
 def test_h14_7b_full_finetune_needs_more_than_one_80gb_card() -> None:

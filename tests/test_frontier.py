@@ -7,10 +7,10 @@ import json
 from pathlib import Path
 
 import jsonschema
+from tests.support.shipped import ROOT
 
 from gpusolve.frontier import factors, non_dominated
 from gpusolve.models.frontier import FrontierPoint
-from plan_support import ROOT
 
 SCHEMA = json.loads((ROOT / "schemas" / "frontier.schema.json").read_text())
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from tests.factories.files import write_file
 
 from gpusolve.errors import InputError
 from gpusolve.load import load_catalog, load_requirements
@@ -56,12 +57,6 @@ def catalog_text(card: str = CARD, server_card: str = "test-card", price: str = 
     )
 
 
-def write(tmp_path: Path, text: str, name: str = "cat.yaml") -> Path:
-    path = tmp_path / name
-    path.write_text(text, encoding="utf-8")
-    return path
-
-
 def line_of(text: str, needle: str) -> int:
     return next(i for i, line in enumerate(text.splitlines(), 1) if needle in line)
 
@@ -76,7 +71,7 @@ def assert_user_error(result, path: Path, line: int | None) -> None:  # type: ig
 
 
 def test_valid_catalog_passes(gpusolve, tmp_path: Path) -> None:
-    path = write(tmp_path, catalog_text())
+    path = write_file(tmp_path, catalog_text(), "cat.yaml")
     result = gpusolve("catalog", "validate", str(path))
     assert result.code == 0, result.err
     assert "cards" in result.out and "1" in result.out
@@ -142,7 +137,7 @@ def test_single_file_mistake(  # type: ignore[no-untyped-def]
     text = catalog_text()
     assert old in text
     text = text.replace(old, new, 1)
-    path = write(tmp_path, text)
+    path = write_file(tmp_path, text, "cat.yaml")
     result = gpusolve("catalog", "validate", str(path))
     assert_user_error(result, path, line_of(text, needle))
     assert message in result.err, result.err
@@ -150,16 +145,16 @@ def test_single_file_mistake(  # type: ignore[no-untyped-def]
 
 def test_yaml_syntax_error(gpusolve, tmp_path: Path) -> None:
     text = catalog_text().replace("memory_gb: 80\n", "memory_gb: [80\n")
-    path = write(tmp_path, text)
+    path = write_file(tmp_path, text, "cat.yaml")
     result = gpusolve("catalog", "validate", str(path))
     assert_user_error(result, path, None)
     assert "YAML syntax error" in result.err
 
 
 def test_duplicate_id_across_files(gpusolve, tmp_path: Path) -> None:
-    first = write(tmp_path, catalog_text(), "a.yaml")
+    first = write_file(tmp_path, catalog_text(), "a.yaml")
     second_text = "currency: CNY\ncards:\n" + CARD
-    second = write(tmp_path, second_text, "b.yaml")
+    second = write_file(tmp_path, second_text, "b.yaml")
     result = gpusolve("catalog", "validate", str(first), str(second))
     assert_user_error(result, second, line_of(second_text, "id: test-card"))
     assert "duplicate id 'test-card'" in result.err
@@ -168,8 +163,8 @@ def test_duplicate_id_across_files(gpusolve, tmp_path: Path) -> None:
 
 
 def test_replace_true_allows_override(tmp_path: Path) -> None:
-    first = write(tmp_path, catalog_text(), "a.yaml")
-    second = write(
+    first = write_file(tmp_path, catalog_text(), "a.yaml")
+    second = write_file(
         tmp_path,
         "currency: CNY\nreplace: true\ncards:\n" + CARD.replace("memory_gb: 80", "memory_gb: 96"),
         "b.yaml",
@@ -184,7 +179,7 @@ def test_alias_bomb(gpusolve, tmp_path: Path) -> None:
         refs = ",".join([f"*a{i - 1}"] * 9)
         lines.append(f"a{i}: &a{i} [{refs}]")
     text = "\n".join(lines) + "\n"
-    path = write(tmp_path, text)
+    path = write_file(tmp_path, text, "cat.yaml")
     result = gpusolve("catalog", "validate", str(path))
     assert_user_error(result, path, None)
     assert "alias" in result.err
@@ -220,9 +215,9 @@ def test_missing_file(gpusolve, tmp_path: Path) -> None:
 
 
 def test_currency_mismatch_between_files(gpusolve, tmp_path: Path) -> None:
-    first = write(tmp_path, catalog_text(), "a.yaml")
+    first = write_file(tmp_path, catalog_text(), "a.yaml")
     other = "currency: USD\ncards:\n" + CARD.replace("test-card", "other-card")
-    second = write(tmp_path, other, "b.yaml")
+    second = write_file(tmp_path, other, "b.yaml")
     result = gpusolve("catalog", "validate", str(first), str(second))
     assert_user_error(result, second, 1)
     assert "currency USD differs from CNY" in result.err
@@ -236,7 +231,7 @@ def test_requirements_region_alias_and_unknown_region(tmp_path: Path) -> None:
         "  - name: chat\n    kind: inference\n    model: {params_b: 13}\n"
         "    target_tokens_per_s: 500\n    regions: [苏南, Sozhou]\n"
     )
-    path = write(tmp_path, text, "reqs.yaml")
+    path = write_file(tmp_path, text, "reqs.yaml")
     reqs, doc = load_requirements_doc(path)
     catalog = load_catalog().catalog
     with pytest.raises(InputError) as info:

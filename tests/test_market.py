@@ -12,6 +12,9 @@ from typing import Any
 
 import pytest
 import yaml
+from tests.factories.files import write_reqs
+from tests.factories.policy import NoRules
+from tests.support.shipped import ROOT, example, owned_only, shipped
 
 from gpusolve.candidates.market import (
     MarketPolicy,
@@ -21,11 +24,9 @@ from gpusolve.candidates.market import (
     purchase_block,
     resolve_market,
 )
-from gpusolve.candidates.policy import PlainPolicy
 from gpusolve.load import load_catalog
 from gpusolve.models.catalog import Catalog
 from gpusolve.models.requirements import Requirements
-from plan_support import ROOT, example, owned_only, shipped, write_reqs
 
 PRETRAIN = "pretrain-70b-infiniband.yaml"
 # Every shipped card the US rules restrict for sale into China, as the catalogue says.
@@ -85,7 +86,7 @@ def test_only_purchases_of_restricted_cards_are_blocked(catalog: Catalog) -> Non
     still = {e.item for e in exclusions(catalog, allowed)}
     assert still == expected - {"hgx-b200-8gpu", "hgx-h100-8gpu"}
     # The policy fails the server, never the card: renting the same card stays possible.
-    policy = MarketPolicy(PlainPolicy(), catalog, cn)
+    policy = MarketPolicy(NoRules(), catalog, cn)
     server = catalog.servers["hgx-b200-8gpu"]
     (hit,) = policy.failed("server", server, {})
     assert hit.rule == "export-cn" and "b200 is restricted for China" in hit.detail
@@ -93,9 +94,7 @@ def test_only_purchases_of_restricted_cards_are_blocked(catalog: Catalog) -> Non
     cloud = next(o for o in catalog.cloud_offers.values() if o.card in RESTRICTED)
     assert policy.failed("cloud", cloud, {}) == []
     assert purchase_block(catalog.cards["l20"], catalog.servers["pcie8-l20"], cn) is None
-    assert apply_market({"w": PlainPolicy()}, catalog, MarketView("global", "t"))["w"] == (
-        PlainPolicy()
-    )
+    assert apply_market({"w": NoRules()}, catalog, MarketView("global", "t"))["w"] == (NoRules())
 
 
 def test_70b_in_market_cn_buys_no_restricted_card_and_says_why(gpusolve) -> None:

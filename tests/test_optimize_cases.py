@@ -6,81 +6,23 @@ import dataclasses
 
 import pytest
 from ortools.sat.python import cp_model
+from tests.factories.instances import ONE, TWO, instance, owned, rented, site
+from tests.support.solutions import plan
 
 from gpusolve.optimize.alternatives import alternatives
 from gpusolve.optimize.explain import explain, relaxation
 from gpusolve.optimize.ir import (
-    CloudOption,
     Instance,
     ObjectiveKind,
     OwnedOption,
     Placement,
     Requirement,
-    Site,
-    Sku,
-    Slot,
     Solution,
-    SolveConfig,
 )
 from gpusolve.optimize.model import BuildOptions, build
 from gpusolve.optimize.relaxation import translate
 from gpusolve.optimize.solve import criteria, fold, group, relative_gap, solve
 from gpusolve.optimize.validate import check
-
-ONE = SolveConfig(time_limit_s=20, workers=1, seed=1)
-TWO = SolveConfig(time_limit_s=20, workers=2, seed=1)
-
-# A 10 kW / 8 U server for 1000 (energy 10 per month) and a 20 kW one.
-H100 = Sku("h100", capex=1000, power_w=10_000, rack_units=8, cooling=frozenset({"air"}))
-HOT = Sku("hot", capex=800, power_w=20_000, rack_units=8, cooling=frozenset({"air"}))
-
-
-def site(
-    id_: str = "sz",
-    rack_w: int = 20_000,
-    racks: int = 10,
-    rent: int = 5,
-    bandwidth: int = 0,
-    energy: int = 10,
-) -> Site:
-    return Site(
-        id_, "east", "air", rack_w, 42, racks, rent, bandwidth, {"h100": energy, "hot": energy}
-    )
-
-
-def owned(
-    key: str,
-    workload: str,
-    servers: int,
-    slot: Slot = "always",
-    sku: str = "h100",
-    sites: tuple[str, ...] = ("sz",),
-    **kw: object,
-) -> OwnedOption:
-    placements = tuple(Placement(s) for s in sites)
-    return OwnedOption(key, workload, sku, servers, slot, placements, **kw)  # type: ignore[arg-type]
-
-
-def instance(
-    workloads: tuple[str, ...],
-    opts: tuple[OwnedOption, ...],
-    cloud: tuple[CloudOption, ...] = (),
-    sites: tuple[Site, ...] = (site(),),
-    **kw: object,
-) -> Instance:
-    return Instance(
-        workloads=workloads,
-        skus={"h100": H100, "hot": HOT},
-        sites={s.id: s for s in sites},
-        owned=opts,
-        cloud=cloud,
-        horizon_months=12,
-        **kw,  # type: ignore[arg-type]
-    )
-
-
-def plan(solution: Solution) -> dict[str, tuple[str, str | None]]:
-    return {c.workload: (c.option, c.site) for c in solution.choices}
 
 
 def test_day_and_night_work_share_servers() -> None:
@@ -119,7 +61,7 @@ def test_a_20_kw_server_does_not_go_into_10_kw_racks() -> None:
     # The only owned option is a 20 kW server at a site of 10 kW racks: it can never be
     # placed, so the workload rents (12000) or, without a cloud offer, has no plan at all.
     small = (site(rack_w=10_000),)
-    rent = CloudOption("c", "w", "cloud-a100", "cloud", 8, cost_total=12_000)
+    rent = rented("c", "w", 8, 12_000, offer="cloud-a100")
     inst = instance(("w",), (owned("o", "w", 1, sku="hot"),), (rent,), small)
     solution = solve(inst, ONE)
     assert plan(solution) == {"w": ("c", None)}
@@ -133,7 +75,7 @@ def test_a_20_kw_server_does_not_go_into_10_kw_racks() -> None:
 def test_a_budget_cap_forces_cloud() -> None:
     # Owning: 2 servers = capex 2000 (+ energy 240 + rent 60 = 2300 TCO) beats renting at
     # 5000, but a 1500 capex cap leaves only the rental.
-    rent = CloudOption("c", "w", "cloud", "cloud", 2, cost_total=5000)
+    rent = rented("c", "w", 2, 5000)
     free = instance(("w",), (owned("o", "w", 2),), (rent,))
     assert plan(solve(free, ONE)) == {"w": ("o", "sz")}
     capped = dataclasses.replace(free, capex_max=1500)
@@ -196,7 +138,7 @@ def test_monthly_cap_is_compared_over_the_horizon() -> None:
     # 1 server: energy 10 + rent 5 = 15 per month = 180 over 12 months. A cap of 15/month
     # allows it (180 <= 12 x 15); 14/month does not (180 > 168), and the rental at 120
     # (10/month) is taken instead.
-    rent = CloudOption("c", "w", "cloud", "cloud", 1, cost_total=1200)
+    rent = rented("c", "w", 1, 1200)
     base = instance(("w",), (owned("o", "w", 1),), (rent,))
     ok = solve(dataclasses.replace(base, monthly_max=15), ONE)
     assert plan(ok) == {"w": ("o", "sz")}
@@ -255,7 +197,7 @@ def test_min_capex_counts_cloud_rental_as_spend() -> None:
     # min-capex: owning costs capex 2000, renting 1500 of rental (no capex). Rental is
     # spend too, so it wins at 1500; if it were free of charge in the objective, any
     # rental at any price would.
-    rent = CloudOption("c", "w", "cloud", "cloud", 2, cost_total=1500)
+    rent = rented("c", "w", 2, 1500)
     inst = instance(("w",), (owned("o", "w", 2),), (rent,), objective="min-capex")
     solution = solve(inst, ONE)
     assert plan(solution) == {"w": ("c", None)} and solution.objective_value == 1500
@@ -288,7 +230,7 @@ def test_top_k_plans_are_distinct_and_ordered() -> None:
     # rent (2000 + 240 + 2 x... = 2360), rent (5000). Two variants at sz are one plan.
     sites = (site("sz"), site("wx", rent=10))
     opts = (owned("a", "w", 2, sites=("sz", "wx")), owned("a2", "w", 2, sites=("sz",)))
-    rent = CloudOption("c", "w", "cloud", "cloud", 2, cost_total=5000)
+    rent = rented("c", "w", 2, 5000)
     inst = instance(("w",), opts, (rent,), sites=sites)
     found = alternatives(inst, 5, ONE)
     assert [(plan(p.solution)["w"][1], p.cost_delta) for p in found] == [
@@ -342,15 +284,6 @@ def _tie_heavy() -> Instance:
         for i in range(3)
     )
     return instance(("x", "y"), opts, sites=sites)
-
-
-@pytest.fixture
-def parallel_always(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Two workers even on the tiny models of these tests (the solve gives models below
-    `_PARALLEL_MIN_CHOICES` one)."""
-    from gpusolve.optimize import solve as solve_module
-
-    monkeypatch.setattr(solve_module, "_PARALLEL_MIN_CHOICES", 0)
 
 
 @pytest.mark.usefixtures("parallel_always")

@@ -5,11 +5,9 @@ force in `test_optimize_differential.py`."""
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 
 import pytest
-from tests.test_optimize_dichotomy import leading_lp, normalised
-from tests.test_optimize_differential import SEEDS, case
+from tests.support.differential import SEEDS, case, checked_on, leading_lp, normalised
 
 from gpusolve.optimize import core, opening
 from gpusolve.optimize.model import BuildOptions
@@ -66,19 +64,6 @@ def test_a_core_always_grows_even_when_the_kept_choices_fill_the_count(
     crowded = core.core(ORDER, 0.0, keep={13, 14, 15})
     assert core.next_threshold(ORDER, crowded, exact=None) == 2.0
     assert core.core(ORDER, 2.0, keep={13, 14, 15}).least_out is None
-
-
-def checked_on(
-    check: Callable[[int, BuildOptions], tuple[int, int] | None], options: BuildOptions
-) -> list[int]:
-    """The enumerated seeds on which `check` (returning (choices lifted, plans checked),
-    None without an LP optimum) lifted some choice and checked some plan."""
-    out = []
-    for seed in SEEDS:
-        result = check(seed, options)
-        if result is not None and result[0] and result[1]:
-            out.append(seed)
-    return out
 
 
 def _ranked_against_plans(

@@ -5,12 +5,11 @@ split between places."""
 from __future__ import annotations
 
 import pytest
-from tests.optimize_reference import optimum
-from tests.test_optimize_differential import SEEDS, case
+from tests.support.differential import SEEDS, case, leading_lp, normalised
+from tests.support.optimize_reference import optimum
 
-from gpusolve.optimize import dichotomy, relaxation
-from gpusolve.optimize.model import BuildOptions, Built, build
-from gpusolve.optimize.solve import Criterion, criteria
+from gpusolve.optimize import dichotomy
+from gpusolve.optimize.model import Built, build
 
 
 def _built_with_cloud_and_owned(others: int = 0) -> tuple[Built, str]:
@@ -86,22 +85,6 @@ def test_the_most_evenly_split_workload_is_chosen() -> None:
     halves = dichotomy.split(built, values)
     assert halves is not None
     assert sorted(halves[0]) == sorted(by_workload[other][first])
-
-
-def leading_lp(
-    seed: int, options: BuildOptions | None = None
-) -> tuple[Built, Criterion, relaxation.Relaxation, relaxation.LpSolution | None]:
-    """An enumerated instance's model, its leading criterion, and the LP minimising that
-    criterion normalised (None when the LP has no optimum)."""
-    built = build(case(seed)[0], options)
-    head = criteria(built)[0]
-    translated = relaxation.translate(built.model, head.normalised())
-    return built, head, translated, translated.solve(10.0)
-
-
-def normalised(head: Criterion, value: int) -> int:
-    """A plan's value of the criterion as `Criterion.normalised` counts it."""
-    return head.hi - value if head.maximise else value - head.lo
 
 
 def _bounds(seed: int) -> tuple[float, float | None, float | None]:

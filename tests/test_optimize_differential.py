@@ -17,18 +17,15 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import random
-from functools import cache
 from typing import Any, Literal
 
 import pytest
-from tests.optimize_reference import (
-    Evaluated,
+from tests.support.differential import SEEDS, case
+from tests.support.optimize_reference import (
     business_key,
     choices_of,
-    evaluate_all,
     feasible_under,
     optimum,
-    random_instance,
 )
 
 from gpusolve.optimize import core, lazy, neighbourhood, warmstart
@@ -40,14 +37,7 @@ from gpusolve.optimize.model import BuildOptions, Built, build
 from gpusolve.optimize.solve import solve
 from gpusolve.optimize.validate import check
 
-SEEDS = range(300)
 CONFIG = SolveConfig(time_limit_s=20, workers=1, seed=1)
-
-
-@cache
-def case(seed: int) -> tuple[Instance, list[Evaluated]]:
-    instance = random_instance(seed)
-    return instance, evaluate_all(instance)
 
 
 def _assert_matches(

@@ -10,12 +10,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from ortools.sat.python import cp_model
-from tests.optimize_reference import min_racks
-from tests.test_optimize_cases import ONE, instance, owned
+from tests.factories.instances import ONE, instance, owned, rented
+from tests.support.optimize_reference import min_racks
 
 from gpusolve.optimize import lazy
 from gpusolve.optimize import solve as solve_module
-from gpusolve.optimize.ir import CloudOption, Instance, OwnedOption, Placement, Site, Sku
+from gpusolve.optimize.ir import Instance, OwnedOption, Placement, Site, Sku
 from gpusolve.optimize.model import BuildOptions, build
 from gpusolve.optimize.patterns import Shape, maximal_fills
 from gpusolve.optimize.solve import solve
@@ -72,7 +72,7 @@ def tight_instance() -> Instance:
             OwnedOption("a", "a", "hot", 3, "always", (Placement("sz"),)),
             OwnedOption("b", "b", "warm", 1, "always", (Placement("sz"),)),
         ),
-        cloud=(CloudOption("b-cloud", "b", "rent", "east", 1, 10_000_000),),
+        cloud=(rented("b-cloud", "b", 1, 10_000_000, offer="rent", region="east"),),
         horizon_months=12,
     )
 

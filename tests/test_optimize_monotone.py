@@ -14,7 +14,7 @@ import dataclasses
 
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
-from tests.optimize_reference import evaluate_all, optimum, random_instance
+from tests.support.optimize_reference import evaluate_all, optimum, random_instance
 
 from gpusolve.optimize.ir import Instance, Requirement, SolveConfig
 from gpusolve.optimize.solve import solve

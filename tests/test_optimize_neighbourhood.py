@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tests.test_optimize_differential import SEEDS, case
+from tests.support.differential import SEEDS, case
 
 from gpusolve.optimize import neighbourhood
 from gpusolve.optimize.model import Built, build

@@ -5,9 +5,7 @@ bound."""
 from __future__ import annotations
 
 import pytest
-from tests.test_optimize_core import checked_on
-from tests.test_optimize_dichotomy import leading_lp, normalised
-from tests.test_optimize_differential import SEEDS, case
+from tests.support.differential import SEEDS, case, checked_on, leading_lp, normalised
 
 from gpusolve.optimize import core, opening
 from gpusolve.optimize.model import BuildOptions

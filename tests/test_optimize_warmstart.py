@@ -7,18 +7,11 @@ import dataclasses
 
 import pytest
 from ortools.sat.python import cp_model
-from tests.test_optimize_cases import (  # noqa: F401 (fixture)
-    ONE,
-    TWO,
-    instance,
-    owned,
-    parallel_always,
-    plan,
-    site,
-)
+from tests.factories.instances import ONE, TWO, instance, owned, rented, site
+from tests.support.solutions import plan
 
 from gpusolve.optimize import relaxation, warmstart
-from gpusolve.optimize.ir import CloudOption, Instance
+from gpusolve.optimize.ir import Instance
 from gpusolve.optimize.model import build
 from gpusolve.optimize.solve import criteria, fold, solve
 
@@ -31,8 +24,8 @@ def day_and_night() -> Instance:
         ("train", "infer"),
         (owned("t", "train", 4, "day"), owned("i", "infer", 4, "night")),
         (
-            CloudOption("ct", "train", "cloud", "cloud", 4, cost_total=3000),
-            CloudOption("ci", "infer", "cloud", "cloud", 4, cost_total=3000),
+            rented("ct", "train", 4, 3000),
+            rented("ci", "infer", 4, 3000),
         ),
     )
 
@@ -112,8 +105,8 @@ def two_purchases_one_budget(cloud: bool = True) -> Instance:
     # Each workload alone buys 2 servers (capex 2000, TCO 2300 < renting at 5000), but a
     # 3000 capex cap allows only one purchase: the standalone plan (4000) breaks it.
     rentals = (
-        CloudOption("ca", "a", "cloud", "cloud", 2, cost_total=5000),
-        CloudOption("cb", "b", "cloud", "cloud", 2, cost_total=5000),
+        rented("ca", "a", 2, 5000),
+        rented("cb", "b", 2, 5000),
     )
     return instance(
         ("a", "b"),
@@ -150,7 +143,7 @@ def test_the_fallback_keeps_the_cheapest_choices_and_every_rental(
     inst = instance(
         ("w",),
         (owned("o", "w", 1, sites=("c", "a", "b")),),
-        (CloudOption("r", "w", "cloud", "cloud", 1, cost_total=9000),),
+        (rented("r", "w", 1, 9000),),
         sites,
     )
     built = build(inst)

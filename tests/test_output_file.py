@@ -13,10 +13,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.support.shipped import ROOT
 
 from gpusolve.atomic import write_text_atomic
 from gpusolve.errors import InputError
-from plan_support import ROOT
 
 EXAMPLE = ROOT / "examples" / "finetune-7b-deadline.yaml"
 FLEET = ROOT / "examples" / "fleets" / "h100-training-cluster.yaml"

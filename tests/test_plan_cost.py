@@ -10,13 +10,30 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.support.shipped import EXAMPLES, ROOT
 
 from gpusolve.cli import main
 from gpusolve.models.plan import Cost, Plan
 from gpusolve.render import render_plan
-from plan_support import EXAMPLES, ROOT
 
-KINDS = ("servers_capex", "rack_rent", "energy", "bandwidth", "cloud_rental", "network")
+KINDS = (
+    "servers_capex",
+    "rack_rent",
+    "energy",
+    "bandwidth",
+    "cloud_rental",
+    "residual_value",
+    "network",
+)
+MONEY_LABELS = {
+    "servers (capex)",
+    "network (capex)",
+    "rack rent",
+    "energy",
+    "bandwidth",
+    "cloud rental",
+    "residual value (credit)",
+}
 WORDED = re.compile(r"\b(dearer|cheaper|higher|lower) by (\S+)")
 
 
@@ -50,15 +67,19 @@ def _check_cost_adds_up(cost: Cost) -> None:
     for kind in KINDS:
         lines = [i.amount for i in b.items if i.kind == kind]
         assert sum(lines) == getattr(b, kind), kind
-        # whole units, printed exactly; a network line may cost nothing (NICs inside a
-        # server's price are still listed as parts)
-        assert all(a == int(a) >= (0 if kind == "network" else 1) for a in lines)
+        # whole units, printed exactly; the residual value is a credit; a network line
+        # may cost nothing (NICs inside a server's price are still listed as parts)
+        if kind == "network":
+            assert all(a == int(a) >= 0 for a in lines)
+            continue
+        assert all(a == int(a) != 0 and (a < 0) == (kind == "residual_value") for a in lines)
     assert sum(getattr(b, k) for k in KINDS) == cost.tco
     assert cost.capex == b.servers_capex + b.network
     assert sum(p.amount for p in b.penalty_items) == b.penalties == cost.penalties
     assert all(p.rule and p.reason and p.deployment for p in b.penalty_items)
     assert cost.objective_value == cost.tco + cost.penalties
-    assert cost.monthly_opex == round((cost.tco - cost.capex) / cost.horizon_months, 2)
+    opex = cost.tco - cost.capex - b.residual_value
+    assert cost.monthly_opex == round(opex / cost.horizon_months, 2)
 
 
 def _figures(text: str) -> list[int]:
@@ -77,8 +98,8 @@ def _check_text_adds_up(text: str, cost: Cost) -> None:
     the TCO, the penalties to theirs, and TCO + penalties to the objective."""
     groups: list[tuple[str, int, list[int]]] = []
     for line in _text_cost_section(text):
-        total = re.match(r"^  (\S.*?)\s+([\d,]+) " + cost.currency, line)
-        item = re.match(r"^      \s*([\d,]+)  \S", line)
+        total = re.match(r"^  (\S.*?)\s+(-?[\d,]+) " + cost.currency, line)
+        item = re.match(r"^      \s*(-?[\d,]+)  \S", line)
         if total:
             groups.append((total.group(1), _figures(total.group(2))[0], []))
         elif item:
@@ -87,14 +108,7 @@ def _check_text_adds_up(text: str, cost: Cost) -> None:
     for label, value, items in groups:
         if items:
             assert sum(items) == value, label
-    money = [
-        "servers (capex)",
-        "network (capex)",
-        "rack rent",
-        "energy",
-        "bandwidth",
-        "cloud rental",
-    ]
+    money = [*MONEY_LABELS]
     assert sum(printed.get(k, 0) for k in money) == printed["TCO"] == cost.tco
     if cost.penalties:
         assert printed["soft-rule penalties"] == cost.penalties
@@ -108,18 +122,7 @@ def _check_markdown_adds_up(markdown: str, cost: Cost) -> None:
     rows = [r for r in markdown.splitlines() if r.startswith("| ")]
     amount = {r.split("|")[1].strip(): _figures(r.split("|")[-2])[0] for r in rows if "**" in r}
     items = [
-        r
-        for r in rows
-        if "**" not in r
-        and r.split("|")[1].strip().split(":")[0]
-        in {
-            "servers (capex)",
-            "network (capex)",
-            "rack rent",
-            "energy",
-            "bandwidth",
-            "cloud rental",
-        }
+        r for r in rows if "**" not in r and r.split("|")[1].strip().split(":")[0] in MONEY_LABELS
     ]
     assert sum(_figures(r.split("|")[-2])[0] for r in items) == amount["**TCO**"] == cost.tco
     rules = [r for r in rows if r.startswith("| `")]
@@ -215,9 +218,11 @@ def test_min_tco_top_k_never_looks_cheaper_than_the_plan() -> None:
 def test_rule_charges_sum_to_the_penalties_the_optimiser_sees(tmp_path: Path) -> None:
     """Each option's per-rule charges (and its placement's, per site) add up to the IR's
     penalty, so the itemised penalties are the optimiser's; weights reach the instance."""
+    from tests.factories.files import write_reqs
+    from tests.support.shipped import example
+
     from gpusolve.candidates.generate import build_candidates
     from gpusolve.pipeline import prepare_run
-    from plan_support import example, write_reqs
 
     data = example("chat-day-lora-night.yaml")
     data["workloads"][0]["throughput_weight"] = 2.5

@@ -7,8 +7,7 @@ from pathlib import Path
 
 import jsonschema
 import pytest
-
-from plan_support import EXAMPLES, ROOT
+from tests.support.shipped import EXAMPLES, ROOT
 
 SCHEMA = json.loads((ROOT / "schemas" / "plan.schema.json").read_text())
 
@@ -31,7 +30,15 @@ def test_example_plans_and_validates(gpusolve, path: Path) -> None:
     parts = cost["breakdown"]
     total = sum(
         parts[k]
-        for k in ("servers_capex", "rack_rent", "energy", "bandwidth", "cloud_rental", "network")
+        for k in (
+            "servers_capex",
+            "rack_rent",
+            "energy",
+            "bandwidth",
+            "cloud_rental",
+            "residual_value",
+            "network",
+        )
     )
     assert abs(total - cost["tco"]) < 1.0
     assert all(r["source"].startswith("H") for r in plan["rules_fired"])

@@ -2,79 +2,12 @@
 
 from __future__ import annotations
 
-import copy
 import json
 from pathlib import Path
 from typing import Any
 
-from plan_support import example, shipped, write_catalog, write_reqs
-
-H100 = next(c for c in shipped("cards") if c["id"] == "h100-sxm")
-
-
-def card(card_id: str, memory_gb: float) -> dict[str, Any]:
-    """An H100 with another memory size; the device then reports memory_gb GiB."""
-    c = copy.deepcopy(H100)
-    c.pop("memory_reported_mib", None)
-    c.pop("memory_source", None)
-    c.pop("export_cn", None)  # a hypothetical card: no export status, so market cn may buy it
-    c.update(id=card_id, name=f"Test {memory_gb:g} GB", memory_gb=memory_gb)
-    return c
-
-
-def box(server_id: str, card_id: str, gpus: int, power_kw: float, price: float) -> dict[str, Any]:
-    return {
-        "id": server_id,
-        "name": f"Test box {server_id}",
-        "card": card_id,
-        "gpus": gpus,
-        "topology": "nvswitch" if gpus > 1 else "pcie",
-        "peer_bandwidth_gbs": 900 if gpus > 1 else 0,
-        "cpu": {
-            "model": "test",
-            "sockets": 2,
-            "cores_total": 64,
-            "pcie_lanes": 128,
-            "base_ghz": 2.6,
-        },
-        "ram_gb": 1024,
-        "fabric": {"kind": "ethernet", "nics": 1, "nic_gbps": 25},
-        "storage_write_gbs": 3,
-        "power_kw": power_kw,
-        "rack_units": 4,
-        "cooling": ["air", "enhanced_air", "liquid"],
-        "price": price,
-        "pricing": {"illustrative": True, "as_of": "2026-11", "source": "test"},
-        "confidence": "E",
-        "source": "test",
-    }
-
-
-def site(site_id: str, rack_kw: float, racks: int = 10, cooling: str = "air") -> dict[str, Any]:
-    return {
-        "id": site_id,
-        "provider": "Test IDC",
-        "region": "jiangsu-south",
-        "city": "Suzhou",
-        "cooling": cooling,
-        "rack_kw": rack_kw,
-        "rack_units": 42,
-        "racks_available": racks,
-        "rack_price_per_month": 5000,
-        "power_price_per_kwh": 0.7,
-        "pue": 1.4,
-        "bandwidth_mbps": 100,
-        "bandwidth_price_per_mbps_month": 50,
-        "bgp": True,
-        "bgp_lines": 3,
-        "fabric": "ethernet",
-        "ops_24h": True,
-        "dual_power": True,
-        "certifications": ["ISO9001", "ISO27001"],
-        "licences": ["IDC", "ISP"],
-        "pricing": {"illustrative": True, "as_of": "2026-11", "source": "test"},
-        "source": "test",
-    }
+from tests.factories.files import card_entry, colo_entry, server_entry, write_catalog, write_reqs
+from tests.support.shipped import example
 
 
 def plan_json(gpusolve, *args: str) -> dict[str, Any]:  # type: ignore[no-untyped-def]
@@ -94,9 +27,12 @@ def test_fits_80gb_except_for_headroom_goes_to_next_card(gpusolve, tmp_path: Pat
     cat = write_catalog(
         tmp_path,
         "cat.yaml",
-        cards=[card("t80", 76), card("t96", 96)],
-        servers=[box("box-80", "t80", 1, 1.2, 100_000), box("box-96", "t96", 1, 1.2, 150_000)],
-        colo_offers=[site("suzhou-10kw", 10)],
+        cards=[card_entry("t80", 76), card_entry("t96", 96)],
+        servers=[
+            server_entry("box-80", "t80", 1, 1.2, 100_000),
+            server_entry("box-96", "t96", 1, 1.2, 150_000),
+        ],
+        colo_offers=[colo_entry("suzhou-10kw", 10)],
     )
     reqs = {
         "workloads": [
@@ -132,10 +68,10 @@ def test_fits_80gb_except_for_headroom_goes_to_next_card(gpusolve, tmp_path: Pat
 def test_twenty_kw_server_is_refused_by_ten_kw_racks(gpusolve, tmp_path: Path) -> None:
     # One 8-GPU server drawing 20 kW; the only racks are 10 kW: it cannot be hosted
     # (20 > 10), and with no cloud offer there is no plan at all.
-    servers = [box("hot-20kw", "t80", 8, 20.0, 2_000_000)]
-    cards = [card("t80", 80)]
+    servers = [server_entry("hot-20kw", "t80", 8, 20.0, 2_000_000)]
+    cards = [card_entry("t80", 80)]
     only_10kw = write_catalog(
-        tmp_path, "a.yaml", cards=cards, servers=servers, colo_offers=[site("rack-10kw", 10)]
+        tmp_path, "a.yaml", cards=cards, servers=servers, colo_offers=[colo_entry("rack-10kw", 10)]
     )
     reqs = write_reqs(
         tmp_path,
@@ -162,7 +98,7 @@ def test_twenty_kw_server_is_refused_by_ten_kw_racks(gpusolve, tmp_path: Path) -
         "b.yaml",
         cards=cards,
         servers=servers,
-        colo_offers=[site("rack-10kw", 10), site("rack-25kw", 25)],
+        colo_offers=[colo_entry("rack-10kw", 10), colo_entry("rack-25kw", 25)],
     )
     plan = plan_json(gpusolve, str(reqs), "--no-default-catalog", "--catalog", str(with_25kw))
     assert plan["deployments"][0]["site"] == "rack-25kw"
@@ -181,9 +117,9 @@ def test_day_night_sharing_halves_servers(gpusolve, tmp_path: Path) -> None:
     cat = write_catalog(
         tmp_path,
         "cat.yaml",
-        cards=[card("t80", 80)],
-        servers=[box("box-2x80", "t80", 2, 2.0, 200_000)],
-        colo_offers=[site("suzhou-10kw", 10, racks=20)],
+        cards=[card_entry("t80", 80)],
+        servers=[server_entry("box-2x80", "t80", 2, 2.0, 200_000)],
+        colo_offers=[colo_entry("suzhou-10kw", 10, racks=20)],
     )
     service = {
         "kind": "inference",

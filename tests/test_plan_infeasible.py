@@ -5,7 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from plan_support import owned_only, shipped, write_catalog, write_reqs
+from tests.factories.files import write_catalog, write_reqs
+from tests.support.shipped import owned_only, shipped
 
 
 def test_deadline_too_short_for_the_biggest_catalogue(gpusolve, tmp_path: Path) -> None:

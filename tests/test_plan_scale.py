@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from plan_support import ROOT
+from tests.support.shipped import ROOT
 
 SCALE = ROOT / "examples" / "scale"
 

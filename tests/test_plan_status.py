@@ -15,7 +15,9 @@ from typing import Any
 
 import pytest
 import yaml
-from tests.optimize_reference import evaluate_all, optimum, random_instance
+from tests.factories.files import rule_file, write_reqs
+from tests.support.optimize_reference import evaluate_all, optimum, random_instance
+from tests.support.shipped import CLOUD, COLO, ROOT, SERVERS, owned_only
 
 import gpusolve.explain as explain_module
 from gpusolve.frontier import frontier_status
@@ -23,7 +25,6 @@ from gpusolve.models.frontier import FrontierPoint
 from gpusolve.optimize import explain as optimize_explain
 from gpusolve.optimize import solve as solve_module
 from gpusolve.optimize.ir import Instance, Solution, SolveConfig
-from plan_support import CLOUD, COLO, ROOT, SERVERS, owned_only, write_reqs
 
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
@@ -199,21 +200,15 @@ def test_conflict_is_minimal_and_its_moves_are_enough(gpusolve: Any, tmp_path: P
 
 
 def test_a_rule_in_the_conflict_is_named_by_its_id(gpusolve: Any, tmp_path: Path) -> None:
-    rules = tmp_path / "mine.yaml"
-    rules.write_text(
-        yaml.safe_dump(
-            {
-                "rules": [
-                    {
-                        "id": "big-cards-only",
-                        "source": "H29",
-                        "title": "Only cards of 140 GB or more",
-                        "when": "true",
-                        "require": {"card": "card.memory_gb >= 140"},
-                    }
-                ]
-            }
-        )
+    rules = rule_file(
+        tmp_path,
+        {
+            "id": "big-cards-only",
+            "source": "H29",
+            "title": "Only cards of 140 GB or more",
+            "when": "true",
+            "require": {"card": "card.memory_gb >= 140"},
+        },
     )
     reqs = write_reqs(tmp_path, _with(CAPPED_DEADLINE, 1_000_000, 1000))
     code, data = _plan_json(gpusolve, str(reqs), *owned_only(), "--rules", str(rules))

@@ -8,11 +8,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.factories.hardware import H100
 
 from gpusolve.errors import InputError
 from gpusolve.params import Params
 from gpusolve.profile import profile, read_log
-from test_estimate_cards import H100
 
 DATA = Path(__file__).parent / "data" / "dmon"
 H100_DT = DATA / "h100_pucvmet_dt.log"  # driver 525+, -s pucvmet -o DT, 2 GPUs, repeated header

@@ -14,12 +14,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.factories.files import write_reqs
+from tests.support.shipped import CARDS, COLO, EXAMPLES, ROOT, SERVERS, example, shipped
 
 from gpusolve.candidates.reserve import rack_reserve
 from gpusolve.load import load_catalog
 from gpusolve.models.catalog import ColoOffer
 from gpusolve.params import Params
-from plan_support import CARDS, COLO, EXAMPLES, ROOT, SERVERS, example, shipped, write_reqs
 
 NETWORK = ROOT / "catalog" / "network.yaml"
 SCALE = ROOT / "examples" / "scale"

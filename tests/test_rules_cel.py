@@ -8,17 +8,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gpusolve.rules.cel import (
-    MAX_EXPR_CHARS,
-    Bindings,
-    CelError,
-    EvalFailure,
-    Program,
-    _celpy,
-    compile_predicate,
-    compile_template,
-)
-from gpusolve.rules.environment import DYN, Facts, variables_for
+from gpusolve.rules.compile import compile_predicate
+from gpusolve.rules.declarations import DYN, variables_for
+from gpusolve.rules.environment import Facts
+from gpusolve.rules.evaluate import Bindings, EvalFailure, Program
+from gpusolve.rules.parse import MAX_EXPR_CHARS, CelError
+from gpusolve.rules.parse import environment as _celpy
+from gpusolve.rules.templates import compile_template
 
 # cel-python raises the recursion limit to 2500 when its parser is first built; build it
 # now so that no hypothesis test sees the limit change under it.

@@ -9,9 +9,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.factories.files import write_file
 
 from gpusolve.load import load_catalog
-from rules_support import write
 
 EXAMPLE = """\
 # yaml-language-server: $schema=../schemas/rules.schema.json
@@ -49,8 +49,8 @@ def by_name(data: dict[str, Any]) -> dict[str, dict[str, Any]]:
 
 
 def test_example_rule_from_a_user_file(tmp_path: Path, gpusolve: Callable[..., Any]) -> None:
-    rules = write(tmp_path, EXAMPLE, "mine.yaml")
-    reqs = write(tmp_path, REQS, "reqs.yaml")
+    rules = write_file(tmp_path, EXAMPLE, "mine.yaml")
+    reqs = write_file(tmp_path, REQS, "reqs.yaml")
     data = by_name(explain_json(gpusolve, str(reqs), "--rules", str(rules)))
     small = {c.id for c in load_catalog().catalog.cards.values() if c.memory_gb < 80}
 
@@ -76,11 +76,11 @@ def test_example_rule_from_a_user_file(tmp_path: Path, gpusolve: Callable[..., A
 def test_headroom_for_every_workload_and_disable(
     tmp_path: Path, gpusolve: Callable[..., Any]
 ) -> None:
-    reqs = write(tmp_path, REQS, "reqs.yaml")
+    reqs = write_file(tmp_path, REQS, "reqs.yaml")
     plain = by_name(explain_json(gpusolve, str(reqs)))
     assert plain["ft-7b"]["params"]["headroom"] == 0.2
     assert "h05-model-state-bytes" in [t["rule"] for t in plain["ft-7b"]["trace"]]
-    mine = write(
+    mine = write_file(
         tmp_path,
         "disable: [h05-model-state-bytes]\n"
         "rules:\n"
@@ -206,7 +206,7 @@ BAD_FILES: list[tuple[str, str, str, str]] = [
 def test_malformed_rule_files_exit_2_with_location_and_rule(
     tmp_path: Path, gpusolve: Callable[..., Any], name: str, text: str, rule_id: str, needle: str
 ) -> None:
-    path = write(tmp_path, text, f"{name}.yaml")
+    path = write_file(tmp_path, text, f"{name}.yaml")
     commands = [("rules", "check", str(path))]
     if name in ("bad-cel", "duplicate"):  # the same loader behind every command's --rules
         commands.append(("rules", "list", "--rules", str(path)))
@@ -221,7 +221,7 @@ def test_malformed_rule_files_exit_2_with_location_and_rule(
 
 
 def test_check_ok(tmp_path: Path, gpusolve: Callable[..., Any]) -> None:
-    path = write(tmp_path, EXAMPLE, "mine.yaml")
+    path = write_file(tmp_path, EXAMPLE, "mine.yaml")
     result = gpusolve("rules", "check", str(path))
     assert result.code == 0, result.err
     assert "ok:" in result.out and "1 rule(s) (1 new, 0 replacing shipped)" in result.out

@@ -5,6 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from tests.factories.catalog import card, cloud_offer, colo_offer, server
+from tests.factories.files import write_file
+from tests.factories.requirements import layout, requirements, workload
 
 from gpusolve.errors import InputError
 from gpusolve.rules import (
@@ -13,7 +16,6 @@ from gpusolve.rules import (
     evaluate_workload,
     load_ruleset,
 )
-from rules_support import card, cloud, layout, offer, requirements, server, workload, write
 
 EXAMPLE = """\
 rules:
@@ -27,7 +29,7 @@ rules:
 
 
 def only(tmp_path: Path, text: str, name: str = "r.yaml"):
-    return load_ruleset([write(tmp_path, text, name)], shipped=False)
+    return load_ruleset([write_file(tmp_path, text, name)], shipped=False)
 
 
 def test_require_filters_cards_and_trace_names_rule(tmp_path: Path) -> None:
@@ -48,12 +50,12 @@ def test_require_filters_cards_and_trace_names_rule(tmp_path: Path) -> None:
 
 
 def test_later_set_overrides_earlier_and_trace_says_so(tmp_path: Path) -> None:
-    first = write(
+    first = write_file(
         tmp_path,
         "rules:\n  - {id: a, source: H29, title: first, set: {headroom: 0.25}}\n",
         "1.yaml",
     )
-    second = write(
+    second = write_file(
         tmp_path,
         "rules:\n  - {id: b, source: H29, title: second, when: workload.training,"
         " set: {headroom: 0.3}}\n",
@@ -118,7 +120,7 @@ rules:
 
 
 def test_disable_and_override(tmp_path: Path) -> None:
-    base = write(
+    base = write_file(
         tmp_path,
         "rules:\n"
         "  - {id: a, source: H29, title: first rule, set: {headroom: 0.25}}\n"
@@ -126,7 +128,7 @@ def test_disable_and_override(tmp_path: Path) -> None:
         "  - {id: c, source: H11, title: third rule, set: {comm_threshold: 0.2}}\n",
         "1.yaml",
     )
-    user = write(
+    user = write_file(
         tmp_path,
         "disable: [c]\n"
         "rules:\n"
@@ -165,8 +167,10 @@ def test_disable_and_override(tmp_path: Path) -> None:
     ],
 )
 def test_merge_errors(tmp_path: Path, text: str, needle: str) -> None:
-    base = write(tmp_path, "rules:\n  - {id: a, source: H29, title: first, advise: hi}\n", "1.yaml")
-    user = write(tmp_path, text, "2.yaml")
+    base = write_file(
+        tmp_path, "rules:\n  - {id: a, source: H29, title: first, advise: hi}\n", "1.yaml"
+    )
+    user = write_file(tmp_path, text, "2.yaml")
     with pytest.raises(InputError) as info:
         load_ruleset([base, user], shipped=False)
     assert needle in str(info.value)
@@ -197,16 +201,16 @@ rules:
     wr = evaluate_workload(rs, w, requirements(w))
     c, s = card(), server(power_kw=10.2)
     cache = ActivationCache({c.id: c})
-    assert wr.penalty("offer", cache.offer(offer(licences=[]))) == (1000.0, ["lic"])
-    assert wr.penalty("offer", cache.offer(offer("o2", licences=["IDC"]))) == (0.0, [])
-    weak = offer("weak", rack_kw=8)
+    assert wr.penalty("offer", cache.offer(colo_offer(licences=[]))) == (1000.0, ["lic"])
+    assert wr.penalty("offer", cache.offer(colo_offer("o2", licences=["IDC"]))) == (0.0, [])
+    weak = colo_offer("weak", rack_kw=8)
     facts = cache.deployment(layout(), card=c, server=s, offer=weak)
     assert [v.rule for v in wr.check("deployment", facts)] == ["power"]
     assert wr.check("deployment", cache.deployment(layout(), card=c, server=s)) == []
     # site=False: only rules that do not read the offer; site=True: only those that do.
     assert wr.check("deployment", facts, site=False) == []
     assert [v.rule for v in wr.check("deployment", facts, site=True)] == ["power"]
-    multi = deployment_facts(layout(nodes=2, gpus=16), card=c, cloud=cloud())
+    multi = deployment_facts(layout(nodes=2, gpus=16), card=c, cloud=cloud_offer())
     assert wr.penalty("deployment", multi) == (500.0, ["one-node"])
     assert wr.check("deployment", multi) == []
 

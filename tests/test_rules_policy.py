@@ -5,10 +5,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from tests.factories.catalog import card, cloud_offer, colo_offer, server
+from tests.factories.files import write_file
+from tests.factories.requirements import layout, requirements, workload
+
 from gpusolve.models.catalog import Catalog
 from gpusolve.rules import load_ruleset
 from gpusolve.rules.policy import RulesPolicy, evaluate_policies, model_sizes
-from rules_support import card, cloud, layout, offer, requirements, server, workload, write
 
 RULES = """\
 rules:
@@ -45,12 +48,12 @@ def setup(tmp_path: Path) -> tuple[dict[str, Any], Catalog]:
     catalog = Catalog(
         cards={c.id: c for c in (big, small)},
         servers={"s8": server("s8", "c80")},
-        colo_offers={"o1": offer("o1"), "weak": offer("weak", rack_kw=8, licences=[])},
-        cloud_offers={"cl": cloud("cl", "c80")},
+        colo_offers={"o1": colo_offer("o1"), "weak": colo_offer("weak", rack_kw=8, licences=[])},
+        cloud_offers={"cl": cloud_offer("cl", "c80")},
     )
     a, b = workload("a", params_b=13), workload("b", params_b=13)
     reqs = requirements(a, b, workload("c", params_b=7))
-    ruleset = load_ruleset([write(tmp_path, RULES)], shipped=False)
+    ruleset = load_ruleset([write_file(tmp_path, RULES)], shipped=False)
     policies, summary = evaluate_policies(reqs, catalog, ruleset=ruleset)
     assert [f.rule for f in summary.fired if f.rule == "big-cards"] == ["big-cards"]
     fired = {f.rule: f.workloads for f in summary.fired}

@@ -7,6 +7,8 @@ from functools import cache
 from typing import Any
 
 import pytest
+from tests.factories.catalog import card, cloud_offer, colo_offer, server
+from tests.factories.requirements import layout, requirements, workload
 
 from gpusolve.load import load_catalog
 from gpusolve.load.data import data_dir
@@ -20,7 +22,6 @@ from gpusolve.rules import (
     evaluate_workload,
     load_ruleset,
 )
-from rules_support import card, cloud, layout, offer, requirements, server, workload
 
 
 @cache
@@ -206,9 +207,9 @@ def test_h29_sets_headroom_and_user_headroom_wins() -> None:
 
 def test_h19_h40_h37_offer_penalties() -> None:
     cache = ActivationCache({})
-    south = cache.offer(offer("south"))
+    south = cache.offer(colo_offer("south"))
     north_unlicensed = cache.offer(
-        offer("north", region="苏北", city="Xuzhou", licences=[], ops_24h=False)
+        colo_offer("north", region="苏北", city="Xuzhou", licences=[], ops_24h=False)
     )
     chat = run(W("inference", 13, latency_sensitive=True))
     assert chat.penalty("offer", south) == (0.0, [])
@@ -224,8 +225,8 @@ def test_h19_h40_h37_offer_penalties() -> None:
 def test_h41_long_training_requires_ops_and_dual_power() -> None:
     cache = ActivationCache({})
     wr = run(W(deadline_hours=400))
-    assert wr.check("offer", cache.offer(offer("good"))) == []
-    bad = cache.offer(offer("bad", ops_24h=False))
+    assert wr.check("offer", cache.offer(colo_offer("good"))) == []
+    bad = cache.offer(colo_offer("bad", ops_24h=False))
     assert [v.rule for v in wr.check("offer", bad)] == ["h41-long-training-site"]
 
 
@@ -246,8 +247,8 @@ def test_deployment_rules_h34_h35_h36_h37_h18() -> None:
     wr = run(W("pretrain", 70))
     hgx = server("hgx", power_kw=10.2)
     box = server("box", card_id="pcie48", topology="pcie", peer_bandwidth_gbs=64)
-    good_site = offer("ib")
-    air_eth = offer("air", cooling="air", rack_kw=8, fabric="ethernet", bgp=False)
+    good_site = colo_offer("ib")
+    air_eth = colo_offer("air", cooling="air", rack_kw=8, fabric="ethernet", bgp=False)
 
     def failures(s: Any, o: Any, **kw: Any) -> list[str]:
         card_ = c if s is hgx else pcie
@@ -268,7 +269,7 @@ def test_deployment_rules_h34_h35_h36_h37_h18() -> None:
     )
     assert "h18-dense-servers-need-enhanced-cooling" in rules
     cloud_eth = cache.deployment(
-        layout(nodes=2, gpus=16), card=c, cloud=cloud("eth", fabric="ethernet")
+        layout(nodes=2, gpus=16), card=c, cloud=cloud_offer("eth", fabric="ethernet")
     )
     assert [v.rule for v in wr.check("deployment", cloud_eth)] == ["h36-multi-node-fabric-and-bgp"]
 
@@ -278,7 +279,7 @@ def test_h42_mode_preferences() -> None:
     cache = ActivationCache({c.id: c})
     one_off = run(W(runs=1, deadline_hours=48))
     owned = cache.deployment(layout(), card=c, server=server())
-    rented = cache.deployment(layout(), card=c, cloud=cloud())
+    rented = cache.deployment(layout(), card=c, cloud=cloud_offer())
     assert "h42-one-off-job-rent-cloud" in one_off.penalty("deployment", owned)[1]
     assert "h42-one-off-job-rent-cloud" not in one_off.penalty("deployment", rented)[1]
     steady = run(W(runs=36))

@@ -19,9 +19,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.support.shipped import ROOT
 
 from gpusolve.optimize import interrupt
-from plan_support import ROOT
 
 CHILD = Path(__file__).with_name("signal_child.py")
 EXAMPLE = str(ROOT / "examples" / "finetune-7b-deadline.yaml")

@@ -1,14 +1,13 @@
 """The physics against published results: every case within its tolerance.
 
-The cases, their citations and tolerances are in validation_cases.py; the residual table is
-printed by `python benchmarks/validation.py` (recorded in benchmarks/README.md).
+The cases, their citations and tolerances are in tests/support/validation_cases.py; the
+residual table is printed by `python benchmarks/validation.py` (recorded in benchmarks/README.md).
 """
 
 from __future__ import annotations
 
 import pytest
-
-from validation_cases import Case, all_cases
+from tests.support.validation_cases import Case, all_cases
 
 CASES = all_cases()
 GATED = [c for c in CASES if c.gated]

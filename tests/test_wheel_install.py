@@ -85,3 +85,27 @@ def test_installed_wheel_finds_its_data(installed: Path, tmp_path: Path) -> None
 def test_console_script_is_declared(installed: Path) -> None:
     entry = next(installed.glob("gpusolve-*.dist-info")) / "entry_points.txt"
     assert "gpusolve = gpusolve.cli:main" in entry.read_text()
+
+
+def test_installed_wheel_renders_an_html_report(installed: Path, tmp_path: Path) -> None:
+    # The report's templates are package data: an installed gpusolve must find them.
+    probe = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import gpusolve.report.html as h; from gpusolve.models.frontier import Frontier; "
+            "print(h.__file__); "
+            "print('<table id=\"frontier\">' in h.frontier_html("
+            "Frontier(currency='CNY', horizon_months=12, points=[])))",
+        ],
+        cwd=tmp_path,
+        env={
+            **{k: v for k, v in os.environ.items() if k != "PYTHONPATH"},
+            "PYTHONPATH": str(installed),
+        },
+        capture_output=True,
+        text=True,
+    )
+    assert probe.returncode == 0, probe.stderr
+    where, found = probe.stdout.split()
+    assert str(installed) in where and found == "True"

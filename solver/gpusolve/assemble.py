@@ -63,6 +63,9 @@ def _deployment(meta: OptionMeta, site: str | None, schedule: str) -> Deployment
         site=site,
         schedule=schedule,
         memory_per_gpu_gb=round(est.memory_total_bytes / 1e9, 2),
+        memory_parts_gb={
+            part: round(gb, 2) for part, gb in est.memory.as_gb().items() if part != "total"
+        },
         card_memory_gb=round(est.card_memory_bytes / 1e9, 2),
         usable_memory_gb=round(est.usable_memory_bytes / 1e9, 2),
         headroom=est.headroom,  # the workload's parameters travel with its estimate

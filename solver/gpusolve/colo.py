@@ -3,36 +3,91 @@ racks, what it costs per month and over the horizon, and why not.
 
 The packing of each offer is solved exactly with the planner's own optimiser (one site,
 one fixed option per fleet line), so racks and fills match what `plan` would produce.
+Each fleet line at each offer is judged by the placement rules `plan` applies
+(colo_rules.py): a failed `require` refuses the offer, a missed `prefer` adds its penalty,
+and offers are ranked like plans, by TCO + penalties.
 """
 
 from __future__ import annotations
 
 from gpusolve.candidates.money import energy_per_server_month, to_money
 from gpusolve.candidates.reserve import rack_reserve
+from gpusolve.colo_rules import PlacementRules, judge, line_layout, placement_rules
 from gpusolve.models.catalog import Catalog, ColoOffer, Server
-from gpusolve.models.colo import ColoReport, ColoRow
+from gpusolve.models.colo import ColoReport, ColoRow, ColoRuleHit, RuleNotJudged
 from gpusolve.models.fleet import Fleet
 from gpusolve.optimize import ir
 from gpusolve.regions import resolve
+from gpusolve.rules.loader import RuleSet
 
 RDMA = frozenset({"infiniband", "roce"})
 
 
-def compare_offers(fleet: Fleet, catalog: Catalog, config: ir.SolveConfig) -> ColoReport:
+def compare_offers(
+    fleet: Fleet, catalog: Catalog, config: ir.SolveConfig, ruleset: RuleSet | None = None
+) -> ColoReport:
+    """Every colo offer for `fleet`, ranked by TCO + penalties; `ruleset` defaults to the
+    shipped rules (the command passes the shipped ones plus `--rules`)."""
+    if ruleset is None:
+        from gpusolve.rules.loader import load_ruleset
+
+        ruleset = load_ruleset([])
+    rules = placement_rules(ruleset, catalog)
     servers = {item.server: catalog.servers[item.server] for item in fleet.servers}
     counts: dict[str, int] = {}
     for item in fleet.servers:
         counts[item.server] = counts.get(item.server, 0) + item.count
     power_kw = sum(servers[s].power_kw * n for s, n in counts.items())
-    rows = [_row(fleet, catalog, servers, offer, config) for offer in catalog.colo_offers.values()]
-    rows.sort(key=lambda r: (not r.feasible, r.tco if r.tco is not None else 0.0, r.offer))
+    rows = [
+        _row(fleet, catalog, servers, offer, config, rules)
+        for offer in catalog.colo_offers.values()
+    ]
+    rows.sort(key=lambda r: (not r.feasible, r.objective or 0.0, r.offer))
     return ColoReport(
         currency=fleet.currency,
         horizon_months=fleet.horizon_months,
         fleet=counts,
         fleet_power_kw=round(power_kw, 2),
         offers=rows,
+        rules_judged=list(rules.judged),
+        rules_not_judged=[
+            RuleNotJudged(rule=k.rule, source=k.source, why=k.why) for k in rules.skipped
+        ],
     )
+
+
+def rule_hits(
+    fleet: Fleet, servers: dict[str, Server], offer: ColoOffer, rules: PlacementRules
+) -> list[ColoRuleHit]:
+    """The placement rules that fire on each fleet line at `offer`, as `plan` judges them."""
+    out: list[ColoRuleHit] = []
+    for item in fleet.servers:
+        server = servers[item.server]
+        verdict = judge(rules, server, offer, line_layout(server, item.count, item.multi_node))
+        out += [
+            ColoRuleHit(
+                rule=h.rule,
+                source=h.source,
+                effect="refused",
+                server=server.id,
+                judged="offer",
+                reason=h.detail or h.title,
+            )
+            for h in verdict.failed
+        ]
+        out += [
+            ColoRuleHit(
+                rule=c.rule,
+                source=c.source,
+                effect="penalty",
+                server=server.id,
+                judged=c.judged,
+                reason=c.reason,
+                amount=float(c.amount),
+            )
+            for c in verdict.charged
+        ]
+    return out
 
 
 def _reasons(fleet: Fleet, servers: dict[str, Server], offer: ColoOffer) -> list[str]:
@@ -141,6 +196,7 @@ def _row(
     servers: dict[str, Server],
     offer: ColoOffer,
     config: ir.SolveConfig,
+    rules: PlacementRules,
 ) -> ColoRow:
     from gpusolve.optimize.solve import solve
 
@@ -159,7 +215,15 @@ def _row(
         power_price_per_kwh=offer.power_price_per_kwh,
         latency_ms_to_shanghai=offer.latency_ms_to_shanghai,
     )
-    reasons = _reasons(fleet, servers, offer)
+    hits = rule_hits(fleet, servers, offer, rules)
+    penalties = sum(h.amount for h in hits)
+    base = base.model_copy(update={"rules": hits, "penalties": penalties})
+    refused = [
+        f"{h.server}: rule {h.rule} ({h.source}) refuses it: {h.reason}"
+        for h in hits
+        if h.effect == "refused"
+    ]
+    reasons = _reasons(fleet, servers, offer) + list(dict.fromkeys(refused))
     if reasons:
         return base.model_copy(update={"reasons": reasons})
     instance, energy_month, bandwidth_month = _instance(fleet, servers, offer)
@@ -191,5 +255,6 @@ def _row(
             "bandwidth_month": float(bandwidth_month),
             "monthly": round(monthly, 2),
             "tco": round(monthly * fleet.horizon_months, 2),
+            "objective": round(monthly * fleet.horizon_months + penalties, 2),
         }
     )

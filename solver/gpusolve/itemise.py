@@ -14,6 +14,7 @@ from collections import defaultdict
 
 from gpusolve.candidates.generate import Candidates
 from gpusolve.models.catalog import Catalog
+from gpusolve.models.common import PriceNote
 from gpusolve.models.plan import (
     Cost,
     CostBreakdown,
@@ -25,7 +26,8 @@ from gpusolve.models.plan import (
     ThroughputDelta,
 )
 from gpusolve.network_lines import network_items
-from gpusolve.optimize import ir
+from gpusolve.optimize import finance, ir
+from gpusolve.optimize.validate import Placed, extra_mbps
 
 KINDS: tuple[CostKind, ...] = (
     "servers_capex",
@@ -33,6 +35,7 @@ KINDS: tuple[CostKind, ...] = (
     "energy",
     "bandwidth",
     "cloud_rental",
+    "residual_value",
     "network",
 )
 CAPEX_KINDS: tuple[CostKind, ...] = ("servers_capex", "network")
@@ -41,13 +44,17 @@ CAPEX_KINDS: tuple[CostKind, ...] = ("servers_capex", "network")
 def cost_items(
     solution: ir.Solution, instance: ir.Instance, cand: Candidates, catalog: Catalog
 ) -> list[CostItem]:
-    """Capex per (SKU, site), rent, energy and bandwidth per site, rental per cloud option."""
+    """Capex per (SKU, site), rent, energy and bandwidth per site, rental per cloud option,
+    then the owned servers' residual value (a credit)."""
     h = instance.horizon_months
     items: list[CostItem] = []
     for (sku, site), n in sorted(solution.servers.items()):
         price = instance.skus[sku].capex
         detail = f"{n} at {site} x {price:,}"
-        items.append(CostItem(kind="servers_capex", subject=sku, detail=detail, amount=n * price))
+        line = CostItem(kind="servers_capex", subject=sku, detail=detail, amount=n * price)
+        server = catalog.servers.get(sku)
+        note = server.pricing if server is not None else None
+        items.append(priced(line, n, "server", price, note, site=site))
     racks: dict[str, int] = defaultdict(int)
     for (site, _fill), count in solution.racks.items():
         racks[site] += count
@@ -55,13 +62,11 @@ def cost_items(
         rent = instance.sites[site_id].rack_rent_month
         amount = h * rent * racks[site_id]
         detail = f"{racks[site_id]} rack(s) x {rent:,}/month x {h} months"
-        items.append(CostItem(kind="rack_rent", subject=site_id, detail=detail, amount=amount))
-    items += _energy(solution, instance)
-    used = sorted({c.site for c in solution.choices if c.site is not None})
-    for site_id in used:
-        month = instance.sites[site_id].bandwidth_month
-        detail = f"{month:,}/month x {h} months"
-        items.append(CostItem(kind="bandwidth", subject=site_id, detail=detail, amount=h * month))
+        line = CostItem(kind="rack_rent", subject=site_id, detail=detail, amount=amount)
+        note = colo_pricing(catalog, site_id)
+        items.append(priced(line, h * racks[site_id], "rack-month", rent, note, site=site_id))
+    items += _energy(solution, instance, cand, catalog)
+    items += _bandwidth(solution, instance, catalog)
     cloud = {c.key: c for c in instance.cloud}
     for choice in solution.choices:
         option = cloud.get(choice.option)
@@ -72,28 +77,164 @@ def cost_items(
         per_hour = f" x {offer.price_per_hour:,.2f}/h" if offer is not None else ""
         hours = f"{meta.rental_hours:,.1f} h{per_hour}"
         detail = f"{choice.workload}: {option.instances} instance(s) x {hours}"
-        items.append(
-            CostItem(
-                kind="cloud_rental", subject=option.offer, detail=detail, amount=option.cost_total
-            )
+        line = CostItem(
+            kind="cloud_rental", subject=option.offer, detail=detail, amount=option.cost_total
         )
+        if offer is not None:
+            # The amount is the instance-hours at the hourly price, rounded once to whole
+            # units (what the optimiser charged), so quantity x unit price is within 0.5.
+            instance_hours = option.instances * meta.rental_hours
+            hourly = offer.price_per_hour
+            line = priced(line, instance_hours, "instance-hour", hourly, offer.pricing)
+        items.append(line)
+    items += _residual(solution, instance, cand, catalog)
     items = [i for i in items if i.amount]
     # Network lines stay even at no cost: NICs inside a server's price are still parts.
     return items + network_items(solution, instance, catalog)
 
 
-def _energy(solution: ir.Solution, instance: ir.Instance) -> list[CostItem]:
-    h = instance.horizon_months
-    per_site: dict[str, list[tuple[str, int, int]]] = defaultdict(list)
+def price_source(note: PriceNote | None) -> tuple[str, bool]:
+    """(source, illustrative) of a catalogue price: its source string and date, as the
+    catalogue states them; an unknown price is flagged illustrative, never a quote."""
+    if note is None:
+        return "not in the catalogue", True
+    return f"{note.source} (as of {note.as_of})", note.illustrative
+
+
+def priced(
+    line: CostItem,
+    quantity: float,
+    unit: str,
+    unit_price: float,
+    note: PriceNote | None,
+    *,
+    site: str | None = None,
+) -> CostItem:
+    """`line` with its purchase-order view filled in: how many, of what, at what price,
+    from which catalogue source. Callers adding cost lines (network, storage, spares)
+    use it so that the bill of materials reads every line the same way."""
+    source, illustrative = price_source(note)
+    update: dict[str, object] = {
+        "quantity": quantity,
+        "unit": unit,
+        "unit_price": unit_price,
+        "source": source,
+        "illustrative": illustrative,
+    }
+    if site is not None:
+        update["site"] = site
+    return line.model_copy(update=update)
+
+
+def colo_pricing(catalog: Catalog, offer_id: str) -> PriceNote | None:
+    offer = catalog.colo_offers.get(offer_id)
+    return offer.pricing if offer is not None else None
+
+
+def _residual(
+    solution: ir.Solution, instance: ir.Instance, cand: Candidates, catalog: Catalog
+) -> list[CostItem]:
+    """Each owned server model's value at the end of the horizon, as a negative line."""
+    out: list[CostItem] = []
     for (sku, site), n in sorted(solution.servers.items()):
-        per_site[site].append((sku, n, instance.sites[site].energy_month.get(sku, 0)))
-    out = []
-    for site_id, rows in sorted(per_site.items()):
-        amount = sum(h * n * month for _, n, month in rows)
-        parts = " + ".join(f"{n} x {sku} x {month:,}/month" for sku, n, month in rows)
-        detail = f"({parts}) x {h} months" if len(rows) > 1 else f"{parts} x {h} months"
-        out.append(CostItem(kind="energy", subject=site_id, detail=detail, amount=amount))
+        value = instance.skus[sku].residual
+        server = catalog.servers.get(sku)
+        if not value or server is None:
+            continue
+        detail = (
+            f"{n} at {site} x {value:,} ({cand.residual_share:.1%} of {server.price:,.0f} "
+            f"after {instance.horizon_months} months: straight-line over "
+            f"{cand.useful_life_months} months to {cand.salvage_fraction:.0%})"
+        )
+        line = CostItem(kind="residual_value", subject=sku, detail=detail, amount=-n * value)
+        line = priced(line, n, "server", -value, server.pricing, site=site)
+        source = "book value: optimize/finance.py USEFUL_LIFE_MONTHS, SALVAGE_FRACTION"
+        out.append(line.model_copy(update={"source": f"{source}; price {line.source}"}))
     return out
+
+
+def _bandwidth(solution: ir.Solution, instance: ir.Instance, catalog: Catalog) -> list[CostItem]:
+    """Each used site's included bandwidth, then the Mbps its workloads need beyond it."""
+    h = instance.horizon_months
+    owned = {o.key: o for o in instance.owned}
+    placed: Placed = [
+        (owned[c.option], next(p for p in owned[c.option].placements if p.site == c.site))
+        for c in solution.choices
+        if c.option in owned
+    ]
+    extra = extra_mbps(instance, placed)
+    out: list[CostItem] = []
+    for site_id in sorted({c.site for c in solution.choices if c.site is not None}):
+        site = instance.sites[site_id]
+        offer = catalog.colo_offers.get(site_id)
+        note = colo_pricing(catalog, site_id)
+        month = site.bandwidth_month
+        detail = f"{site.bandwidth_mbps:,} Mbps included: {month:,}/month x {h} months"
+        line = CostItem(kind="bandwidth", subject=site_id, detail=detail, amount=h * month)
+        out.append(priced(line, h, "month", month, note, site=site_id))
+        more = extra.get(site_id, 0)
+        if more:
+            price = offer.bandwidth_price_per_mbps_month if offer is not None else 0.0
+            detail = (
+                f"{more:,} Mbps beyond the included {site.bandwidth_mbps:,} (the workloads there "
+                f"need {site.bandwidth_mbps + more:,}) x {price:g}/Mbps-month x {h} months"
+            )
+            amount = more * site.extra_mbps_cost
+            line = CostItem(kind="bandwidth", subject=site_id, detail=detail, amount=amount)
+            out.append(priced(line, more * h, "Mbps-month", price, note, site=site_id))
+    return out
+
+
+def _energy(
+    solution: ir.Solution, instance: ir.Instance, cand: Candidates, catalog: Catalog
+) -> list[CostItem]:
+    """Idle power of every owned server for the whole horizon, per (SKU, site); then what
+    each chosen option's servers draw above idle for the hours its workload runs."""
+    h = instance.horizon_months
+    out: list[CostItem] = []
+    for (sku, site_id), n in sorted(solution.servers.items()):
+        month = instance.sites[site_id].energy_month.get(sku, 0)
+        server = catalog.servers.get(sku)
+        idle = ""
+        if server is not None:
+            idle_kw = finance.idle_power_kw(server.power_kw, server.idle_power_kw)
+            idle = f" ({idle_kw:,.2f} kW idle)"
+        detail = f"idle: {n} x {sku}{idle} x {month:,}/month x {h} months"
+        line = CostItem(kind="energy", subject=site_id, detail=detail, amount=h * n * month)
+        note = colo_pricing(catalog, site_id)
+        out.append(priced(line, n * h, "server-month idle", month, note, site=site_id))
+    owned = {o.key: o for o in instance.owned}
+    for choice in solution.choices:
+        option = owned.get(choice.option)
+        if option is None or choice.site is None:
+            continue
+        placement = next(p for p in option.placements if p.site == choice.site)
+        if placement.busy_energy:
+            out.append(_busy_line(choice, option, placement, cand, catalog))
+    return out
+
+
+def _busy_line(
+    choice: ir.Choice,
+    option: ir.OwnedOption,
+    placement: ir.Placement,
+    cand: Candidates,
+    catalog: Catalog,
+) -> CostItem:
+    offer = catalog.colo_offers[placement.site]
+    meta = cand.meta[option.key]
+    hours, idle_kw, busy_kw = meta.busy_hours, meta.idle_kw, meta.busy_kw
+    kwh = option.servers * (busy_kw - idle_kw) * hours * offer.pue
+    detail = (
+        f"{choice.workload} running: {option.servers} x {option.sku} x "
+        f"({busy_kw:,.2f} - {idle_kw:,.2f}) kW above idle x {hours:,.1f} h x PUE {offer.pue:g} "
+        f"x {offer.power_price_per_kwh:g}/kWh"
+    )
+    line = CostItem(
+        kind="energy", subject=placement.site, detail=detail, amount=placement.busy_energy
+    )
+    price = offer.power_price_per_kwh
+    return priced(line, round(kwh, 1), "kWh", price, offer.pricing, site=placement.site)
 
 
 def penalty_items(solution: ir.Solution, cand: Candidates) -> list[PenaltyItem]:
@@ -138,7 +279,7 @@ def cost(solution: ir.Solution, cand: Candidates, currency: str, catalog: Catalo
     penalty_total = sum(p.amount for p in penalties)
     months = instance.horizon_months
     capex = sum(total[k] for k in CAPEX_KINDS)
-    opex = tco - capex
+    opex = tco - capex - total["residual_value"]
     return Cost(
         capex=capex,
         monthly_opex=round(opex / months, 2),
@@ -152,6 +293,7 @@ def cost(solution: ir.Solution, cand: Candidates, currency: str, catalog: Catalo
             bandwidth=total["bandwidth"],
             cloud_rental=total["cloud_rental"],
             network=total["network"],
+            residual_value=total["residual_value"],
             penalties=penalty_total,
             items=items,
             penalty_items=penalties,

@@ -9,11 +9,13 @@ from collections import defaultdict
 from gpusolve.candidates.money import to_money
 from gpusolve.candidates.network import nic_for, rack_network
 from gpusolve.models.catalog import Catalog, NetworkLink, NetworkNic, NetworkSwitch
+from gpusolve.models.common import PriceNote
 from gpusolve.models.plan import CostItem
 from gpusolve.optimize import ir
 
 
 def _line(
+    site: str,
     subject: str,
     detail: str,
     quantity: int,
@@ -29,9 +31,17 @@ def _line(
         quantity=quantity,
         unit=unit,
         unit_price=unit_price,
-        source=item.pricing.source if item is not None else "",
-        illustrative=item.pricing.illustrative if item is not None else False,
+        source=_source(item.pricing if item is not None else None),
+        illustrative=item.pricing.illustrative if item is not None else True,
+        site=site,
     )
+
+
+def _source(note: PriceNote | None) -> str:
+    """As every cost line states it (`itemise.price_source`): the source and its date."""
+    if note is None:
+        return "not in the catalogue"
+    return f"{note.source} (as of {note.as_of})"
 
 
 def topology(count: ir.FabricCount, fabric: ir.FabricClass) -> str:
@@ -55,13 +65,21 @@ def network_items(solution: ir.Solution, instance: ir.Instance, catalog: Catalog
         if count.switches:
             detail = f"{count.switches} x {fabric.switch} {where}"
             out.append(
-                _line(fabric.switch, detail, count.switches, "switch", fabric.switch_price, switch)
+                _line(
+                    site,
+                    fabric.switch,
+                    detail,
+                    count.switches,
+                    "switch",
+                    fabric.switch_price,
+                    switch,
+                )
             )
         up = fabric.up_ports * count.leaves
         links = count.ports + up
         if links:
             detail = f"{count.ports} server-to-switch + {up} leaf-to-spine links at {site}"
-            out.append(_line(fabric.link, detail, links, "link", fabric.link_price, link))
+            out.append(_line(site, fabric.link, detail, links, "link", fabric.link_price, link))
     out += _nics(solution, instance, catalog)
     out += _tors(solution, instance, catalog)
     return out
@@ -81,7 +99,9 @@ def _nics(solution: ir.Solution, instance: ir.Instance, catalog: Catalog) -> lis
             nic = nic_for(catalog, server) if server is not None else None
             unit_price = sku.nic_capex // sku.nics
             detail = f"{n} x {sku_id} x {sku.nics} NICs at {site}, bought apart"
-            out.append(_line(nic.id if nic else "nic", detail, quantity, "NIC", unit_price, nic))
+            out.append(
+                _line(site, nic.id if nic else "nic", detail, quantity, "NIC", unit_price, nic)
+            )
         else:
             detail = f"{n} x {sku_id} x {sku.nics} NICs at {site}, included in the server price"
             item = CostItem(
@@ -92,8 +112,9 @@ def _nics(solution: ir.Solution, instance: ir.Instance, catalog: Catalog) -> lis
                 quantity=quantity,
                 unit="NIC",
                 unit_price=0,
-                source=server.pricing.source if server is not None else "",
-                illustrative=server.pricing.illustrative if server is not None else False,
+                source=_source(server.pricing if server is not None else None),
+                illustrative=server.pricing.illustrative if server is not None else True,
+                site=site,
             )
             out.append(item)
     return out
@@ -101,8 +122,9 @@ def _nics(solution: ir.Solution, instance: ir.Instance, catalog: Catalog) -> lis
 
 def _tors(solution: ir.Solution, instance: ir.Instance, catalog: Catalog) -> list[CostItem]:
     racks: dict[str, int] = defaultdict(int)
-    for (site, _), count in solution.racks.items():
-        racks[site] += count
+    for (site, fill), count in solution.racks.items():
+        if fill:  # racks of switches alone have no servers to connect
+            racks[site] += count
     tor = rack_network(catalog)
     out: list[CostItem] = []
     if tor is None:
@@ -112,10 +134,12 @@ def _tors(solution: ir.Solution, instance: ir.Instance, catalog: Catalog) -> lis
             continue
         price = to_money(tor.switch.price)
         detail = f"one top-of-rack switch per rack: {count} rack(s) at {site}"
-        out.append(_line(tor.switch.id, detail, count, "switch", price, tor.switch))
+        out.append(_line(site, tor.switch.id, detail, count, "switch", price, tor.switch))
         if tor.uplink is not None and tor.switch.uplinks:
             per = tor.switch.uplinks
             link_price = to_money(tor.uplink.price)
             detail = f"{per} uplinks per top-of-rack switch x {count} rack(s) at {site}"
-            out.append(_line(tor.uplink.id, detail, per * count, "link", link_price, tor.uplink))
+            out.append(
+                _line(site, tor.uplink.id, detail, per * count, "link", link_price, tor.uplink)
+            )
     return out

@@ -9,6 +9,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from gpusolve import assemble
+from gpusolve.bom import bill_of_materials
 from gpusolve.candidates.generate import Candidates, build_candidates
 from gpusolve.candidates.policy import WorkloadPolicy
 from gpusolve.models.catalog import Catalog
@@ -17,12 +18,12 @@ from gpusolve.models.plan import (
     Alternative,
     Infeasibility,
     Plan,
-    RuleFired,
     SolverInfo,
     TimedOut,
 )
 from gpusolve.models.requirements import Requirements
 from gpusolve.optimize import ir
+from gpusolve.rules.summary import RulesSummary as RulesSummary  # re-exported for pipeline
 from gpusolve.smalljobs import beyond_horizon, rent_only, small_jobs
 
 Progress = Callable[[str], None]
@@ -38,12 +39,7 @@ class PlanOptions:
     top_k: int = 0
     why_not: str | None = None
     timings: bool = False
-
-
-@dataclass(frozen=True)
-class RulesSummary:
-    fired: list[RuleFired]
-    advice: list[str]
+    robust: str = "expected"  # with a scenarios: block: "expected" or "worst" TCO
 
 
 def make_plan(
@@ -57,6 +53,11 @@ def make_plan(
     from gpusolve.optimize import interrupt
     from gpusolve.optimize.solve import solve  # ortools only on this path
 
+    if reqs.scenarios:  # a two-stage plan over the scenarios (scenarioplan.py)
+        from gpusolve.scenarioplan import ScenarioRun, make_scenario_plan
+
+        run = ScenarioRun(options.robust, options.config, options.timings)
+        return make_scenario_plan(reqs, catalog, policies, rules, run, progress)
     progress("building candidates")
     cand = build_candidates(reqs, catalog, policies)
     progress(
@@ -114,7 +115,12 @@ def make_plan(
         solver=_solver_info(solution, options).model_copy(update=cand.scope()),
         warnings=warnings,
     )
-    plan = plan.model_copy(update={"illustrative_prices": illustrative_prices(plan, catalog)})
+    plan = plan.model_copy(
+        update={
+            "illustrative_prices": illustrative_prices(plan, catalog),
+            "bom": bill_of_materials(plan, catalog),
+        }
+    )
     if options.top_k:
         progress(f"finding {options.top_k} alternative plan(s)")
         plan = plan.model_copy(

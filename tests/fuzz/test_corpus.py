@@ -1,7 +1,7 @@
 """The hand-written corpus (tests/corpus/): one file per hostile input, each a regression
 case for a defect of issue 22 or a class of broken input. Every case states the exit code
 it must end with and a phrase its message must contain; all of them also keep the
-contract of `fuzz_support.check_outcome` (no traceback, a documented exit code).
+contract of `tests.support.fuzz.check_outcome` (no traceback, a documented exit code).
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from fuzz_support import EXAMPLES, ROOT, check_outcome, run_cli
+from tests.support.fuzz import EXAMPLES, ROOT, check_outcome, run_cli
 
 CORPUS = ROOT / "tests" / "corpus"
 REQS = str(EXAMPLES / "finetune-7b-deadline.yaml")

@@ -9,7 +9,7 @@ Each case mutates a valid shipped document, either as data (a value replaced by 
 one, a key deleted, an unknown key added, an item duplicated) or as text (a control
 character or NUL inserted, a BOM, a truncation, a duplicated line), and runs the kind's
 cheap command; `test_fuzz_full_commands` runs fewer cases through every command,
-solving included. The contract is `fuzz_support.check_outcome`.
+solving included. The contract is `tests.support.fuzz.check_outcome`.
 """
 
 from __future__ import annotations
@@ -21,7 +21,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fuzz_support import (
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from tests.support.fuzz import (
     KINDS,
     InputKind,
     check_outcome,
@@ -36,8 +38,6 @@ from fuzz_support import (
     set_at,
     write_case,
 )
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 
 SCALE = float(os.environ.get("GPUSOLVE_FUZZ_SCALE", "1"))
 LONG = SCALE > 1
@@ -82,7 +82,7 @@ values = st.one_of(
 def fuzz_settings(max_examples: int) -> settings:
     return settings(
         max_examples=max(1, max_examples),
-        deadline=None,  # the harness has its own per-case limit (fuzz_support.CASE_LIMIT_S)
+        deadline=None,  # the harness has its own per-case limit (tests.support.fuzz.CASE_LIMIT_S)
         derandomize=not LONG,
         database=None,
         suppress_health_check=list(HealthCheck),

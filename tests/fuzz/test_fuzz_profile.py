@@ -3,7 +3,7 @@
 The logs are not YAML, so they get their own mutations: a field replaced by a hostile token
 (a huge or negative number, NaN, a word), a header line dropped, duplicated or moved below
 the data, a line cut short, control characters and NUL bytes, a BOM, a truncated file. Every
-case keeps `fuzz_support.check_outcome`'s contract. A log that is only ever read (never
+case keeps `tests.support.fuzz.check_outcome`'s contract. A log that is only ever read (never
 solved) must also answer quickly: the per-case limit is that of every other kind.
 """
 
@@ -13,9 +13,9 @@ import os
 import tempfile
 from pathlib import Path
 
-from fuzz_support import ROOT, check_outcome, run_cli, write_case
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from tests.support.fuzz import ROOT, check_outcome, run_cli, write_case
 
 SCALE = float(os.environ.get("GPUSOLVE_FUZZ_SCALE", "1"))
 CASES = 300

@@ -6,7 +6,8 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
-from fuzz_support import Outcome, check_outcome, is_nonsense
+from tests.support.fuzz import Outcome, check_outcome, is_nonsense
+from tests.support.optimize_reference import random_instance
 
 from gpusolve.errors import InputError
 from gpusolve.optimize import guard
@@ -14,7 +15,6 @@ from gpusolve.optimize.ir import SolveConfig
 from gpusolve.optimize.model import build
 from gpusolve.optimize.solve import solve
 from gpusolve.optimize.validate import check
-from optimize_reference import random_instance
 
 
 def _with_capex(capex: int) -> object:

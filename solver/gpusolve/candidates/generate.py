@@ -7,11 +7,13 @@ optimiser can say which requirements conflict.
 
 from __future__ import annotations
 
+import dataclasses
+import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from gpusolve.candidates.money import energy_per_server_month, slot_hours_per_month, to_money
+from gpusolve.candidates.money import slot_hours_per_month, to_money
 from gpusolve.candidates.network import fabric_class, nic_capex, rack_network
 from gpusolve.candidates.policy import Charge, WorkloadPolicy, charges
 from gpusolve.candidates.reserve import RackReserve, rack_reserve
@@ -19,7 +21,7 @@ from gpusolve.estimate import ConfigEstimate, Hardware, search_layouts
 from gpusolve.estimate.search import SearchResult
 from gpusolve.models.catalog import Card, Catalog, CloudOffer, ColoOffer, Server
 from gpusolve.models.requirements import Requirements, Workload
-from gpusolve.optimize import ir
+from gpusolve.optimize import finance, ir
 from gpusolve.regions import Place, resolve
 
 MULTI_NODE_FABRICS = frozenset({"infiniband", "roce"})
@@ -42,6 +44,11 @@ class OptionMeta:
     # there; they sum to the IR's `penalty` (+ `Placement.penalty`).
     charges: tuple[Charge, ...] = ()
     site_charges: dict[str, tuple[Charge, ...]] = field(default_factory=dict)
+    # Owned: hours the workload runs over the horizon, and the power each server draws then
+    # and when idle (`finance.py`).
+    busy_hours: float = 0.0
+    busy_kw: float = 0.0
+    idle_kw: float = 0.0
 
 
 @dataclass
@@ -57,6 +64,10 @@ class Candidates:
     meta: dict[str, OptionMeta]
     rejections: dict[str, list[Rejection]]
     explain: bool
+    # The residual value's terms, for the cost lines (`finance.py`).
+    residual_share: float = 0.0
+    useful_life_months: int = finance.USEFUL_LIFE_MONTHS
+    salvage_fraction: float = finance.SALVAGE_FRACTION
 
     def workloads_without_options(self) -> list[str]:
         have = {o.workload for o in self.instance.owned} | {o.workload for o in self.instance.cloud}
@@ -130,6 +141,7 @@ def build_candidates(
             fabric=fabric.id if fabric is not None else None,
             nics=s.fabric.nics if fabric is not None else 0,
             nic_capex=nic_capex(catalog, s),
+            residual=finance.residual_value(s.price, residual_share(reqs)),
         )
     for site in sites.values():
         b.require(f"racks:{site.id}", f"{site.racks_available} racks available at {site.id}", 8)
@@ -154,7 +166,31 @@ def build_candidates(
         throughput_weights={w.name: w.throughput_weight for w in reqs.workloads},
         fabrics=fabrics,
     )
-    return Candidates(instance, b.meta, b.rejections, explain)
+    f = reqs.finance
+    return Candidates(
+        instance,
+        b.meta,
+        b.rejections,
+        explain,
+        residual_share=residual_share(reqs),
+        useful_life_months=f.useful_life_months or finance.USEFUL_LIFE_MONTHS,
+        salvage_fraction=(
+            finance.SALVAGE_FRACTION if f.salvage_fraction is None else f.salvage_fraction
+        ),
+    )
+
+
+def residual_share(reqs: Requirements) -> float:
+    """Share of its price an owned server is worth at the end of the horizon (0 when the
+    requirements leave residual value out)."""
+    f = reqs.finance
+    if not f.residual_value:
+        return 0.0
+    return finance.residual_fraction(
+        reqs.horizon_months,
+        f.useful_life_months or finance.USEFUL_LIFE_MONTHS,
+        finance.SALVAGE_FRACTION if f.salvage_fraction is None else f.salvage_fraction,
+    )
 
 
 # --- owned servers ---------------------------------------------------------------
@@ -251,6 +287,10 @@ def _add_owned(
     if not placements:
         return
     estimate = sized.estimate
+    hours = owned_busy_hours(w, estimate, b.reqs.horizon_months)
+    idle_kw = finance.idle_power_kw(server.power_kw, server.idle_power_kw)
+    busy_kw = finance.busy_power_kw(server.power_kw, b.reqs.utilisation, idle_kw)
+    placements = _with_busy_energy(b, estimate.nodes * (busy_kw - idle_kw) * hours, placements)
     key = f"{w.name}|{server.id}|{estimate.nodes}n"
     if ratio != 1.0:
         key += f"|os{ratio:g}"
@@ -268,6 +308,7 @@ def _add_owned(
             penalty=to_money(sized.penalty),
             violates=sized.violates,
             spans=sized.spans_servers,
+            bandwidth_mbps=math.ceil(w.bandwidth_mbps or 0),
         )
     )
     b.meta[key] = OptionMeta(
@@ -281,7 +322,25 @@ def _add_owned(
         estimate,
         charges=sized.charges,
         site_charges=site_charges,
+        busy_hours=hours,
+        busy_kw=busy_kw,
+        idle_kw=idle_kw,
     )
+
+
+def _with_busy_energy(
+    b: _Builder, busy_kwh: float, placements: list[ir.Placement]
+) -> list[ir.Placement]:
+    """Each placement with what the option's servers draw above idle there while the
+    workload runs (`busy_kwh` at the servers, before the site's PUE and tariff)."""
+    out = []
+    for p in placements:
+        offer = b.catalog.colo_offers[p.site]
+        price = finance.energy_price_per_kwh(
+            offer.pue, offer.power_price_per_kwh, offer.power_included
+        )
+        out.append(dataclasses.replace(p, busy_energy=finance.busy_energy(busy_kwh, price)))
+    return out
 
 
 def _unique_key(b: _Builder, key: str) -> str:
@@ -586,24 +645,32 @@ def rental_hours(w: Workload, estimate: ConfigEstimate, horizon_months: int) -> 
     return float(estimate.time_to_train_s / 3600 * w.runs)
 
 
+def owned_busy_hours(w: Workload, estimate: ConfigEstimate, horizon_months: int) -> float:
+    """Hours owned servers run this workload over the horizon, within its slot's hours."""
+    return finance.busy_hours(
+        rental_hours(w, estimate, horizon_months), slot_hours_per_month(w.schedule), horizon_months
+    )
+
+
 # --- sites ------------------------------------------------------------------------
 
 
 def _sites(b: _Builder) -> dict[str, ir.Site]:
     used = {p.site for o in b.owned for p in o.placements}
-    util = b.reqs.utilisation
     tor = rack_network(b.catalog)
     sites: dict[str, ir.Site] = {}
     for offer in b.catalog.colo_offers.values():
         if offer.id not in used:
             continue
-        energy = {
-            s.id: energy_per_server_month(
-                s.power_kw, util, offer.pue, offer.power_price_per_kwh, offer.power_included
-            )
+        price = finance.energy_price_per_kwh(
+            offer.pue, offer.power_price_per_kwh, offer.power_included
+        )
+        idle_kw = {
+            s.id: finance.idle_power_kw(s.power_kw, s.idle_power_kw)
             for s in b.catalog.servers.values()
         }
         reserve = b.reserves[offer.id]
+        energy = {k: finance.idle_energy_month(kw, price) for k, kw in idle_kw.items()}
         sites[offer.id] = ir.Site(
             id=offer.id,
             region=offer.region,
@@ -619,9 +686,7 @@ def _sites(b: _Builder) -> dict[str, ir.Site]:
             rack_network_capex=tor.capex if tor is not None else 0,
             rack_network_w=tor.power_w if tor is not None else 0,
             rack_network_units=tor.switch.rack_units if tor is not None else 0,
+            bandwidth_mbps=math.ceil(offer.bandwidth_mbps),
+            extra_mbps_cost=to_money(b.reqs.horizon_months * offer.bandwidth_price_per_mbps_month),
         )
     return sites
-
-
-def offer_by_id(catalog: Catalog, offer_id: str) -> ColoOffer | CloudOffer | None:
-    return catalog.colo_offers.get(offer_id) or catalog.cloud_offers.get(offer_id)

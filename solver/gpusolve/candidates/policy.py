@@ -6,7 +6,7 @@ the CEL engine out of the candidates code.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from gpusolve.params import Params
@@ -79,19 +79,3 @@ class WorkloadPolicy(Protocol):
     def param_origin(self, name: str) -> str | None:
         """Who set parameter `name`: a rule id, "default" or "user"; None when untracked."""
         ...
-
-
-@dataclass
-class PlainPolicy:
-    """No rules at all: defaults only. Used by tests and by `--no-rules`."""
-
-    params: Params = field(default_factory=Params)
-
-    def failed(self, kind: str, subject: Any, context: dict[str, Any]) -> list[RuleHit]:
-        return []
-
-    def penalty(self, kind: str, subject: Any, context: dict[str, Any]) -> Penalty:
-        return Penalty()
-
-    def param_origin(self, name: str) -> str | None:
-        return None

@@ -8,13 +8,20 @@ from pathlib import Path
 
 import click
 
-from gpusolve.commands.options import catalog_option, check_output, format_option
+from gpusolve.commands.options import (
+    catalog_option,
+    check_output,
+    format_option,
+    require_output_for_html,
+    rules_option,
+)
 
 
 @click.command("colo")
 @click.argument("fleet_path", metavar="FLEET.yaml", type=click.Path(path_type=Path))
 @catalog_option
-@format_option("text", "json", "markdown")
+@rules_option
+@format_option("text", "json", "markdown", "html")
 @click.option(
     "-o",
     "--output",
@@ -30,6 +37,7 @@ from gpusolve.commands.options import catalog_option, check_output, format_optio
 def colo(
     fleet_path: Path,
     catalog_paths: tuple[Path, ...],
+    rules_paths: tuple[Path, ...],
     fmt: str,
     output: Path | None,
     top: int | None,
@@ -43,6 +51,11 @@ def colo(
     the monthly bill (rack rent + energy at kW x utilisation x PUE x hours x price +
     bandwidth) and the total over the horizon. Offers that cannot host it say why.
     Soft concerns (no IDC licence H19, no 24-hour operations H37, no BGP H36) are noted.
+    Each fleet line at each offer is judged by the placement rules `plan` applies (the
+    shipped rules and --rules files): a failed require refuses the offer, a missed prefer
+    adds its penalty, each named per offer; offers rank by TCO + penalties, like plans.
+    Rules that depend on the workload (training only, long runs ...) are listed as not
+    judged: a fleet does not say what runs on it; `plan` applies them.
 
     \b
     Example:
@@ -58,23 +71,30 @@ def colo(
     from gpusolve.load import check_fleet, load_catalog, load_fleet
     from gpusolve.optimize.ir import SolveConfig
     from gpusolve.render.colo import colo_markdown, colo_text
+    from gpusolve.rules.loader import load_ruleset
 
-    check_output(output, [fleet_path, *catalog_paths])
+    require_output_for_html(fmt, output)
+    check_output(output, [fleet_path, *catalog_paths, *rules_paths])
     fleet, doc = load_fleet(fleet_path)
     catalog = load_catalog(list(catalog_paths) or None).catalog
     check_fleet(fleet, doc, catalog)
-    report = compare_offers(fleet, catalog, SolveConfig(time_limit_s=10, workers=1))
+    ruleset = load_ruleset(list(rules_paths))
+    report = compare_offers(fleet, catalog, SolveConfig(time_limit_s=10, workers=1), ruleset)
     if fmt == "json":
         text = json.dumps(report.model_dump(mode="json"), indent=2, ensure_ascii=False) + "\n"
     elif fmt == "markdown":
         text = colo_markdown(report, top)
+    elif fmt == "html":
+        from gpusolve.report.html import colo_html, context_for
+
+        text = colo_html(report, top, context_for(catalog, list(catalog_paths), [fleet_path]))
     else:
         text = colo_text(report, top)
     hosts = any(row.feasible for row in report.offers)
     if output is not None and hosts:
         write_text_atomic(output, text)
     else:
-        click.echo(text, nl=False)
+        click.echo(colo_text(report, top) if fmt == "html" else text, nl=False)
     if not any(row.feasible for row in report.offers) and any(r.timed_out for r in report.offers):
         sys.exit(3)
     if not hosts:  # like `plan`: no offer can host the fleet is exit 1, not a success

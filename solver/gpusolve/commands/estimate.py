@@ -93,7 +93,7 @@ Examples:
 )
 @catalog_option
 @rules_option
-@format_option("text", "json")
+@format_option("text", "json", "html")
 @click.option(
     "-o",
     "--output",
@@ -119,11 +119,12 @@ def estimate(
     fmt: str,
     output: Path | None,
 ) -> None:
-    from gpusolve.commands.options import check_output
+    from gpusolve.commands.options import check_output, require_output_for_html
     from gpusolve.estimate_report import LayoutChoice, LayoutError, build_report
     from gpusolve.pipeline import prepare_run
     from gpusolve.render.estimate import estimate_text
 
+    require_output_for_html(fmt, output)
     check_output(output, [reqs_path, *catalog_paths, *rules_paths])
     run = prepare_run(reqs_path, catalog_paths, rules_paths)
     # The parameters `plan` uses: defaults, then the rules, then the user's headroom.
@@ -149,6 +150,10 @@ def estimate(
         raise click.BadParameter(str(exc), param_hint=exc.option) from None
     if fmt == "json":
         text = json.dumps(report.model_dump(mode="json"), indent=2, ensure_ascii=False) + "\n"
+    elif fmt == "html":
+        from gpusolve.report.html import ReportContext, estimate_html
+
+        text = estimate_html(report, ReportContext(inputs=[str(reqs_path)]))
     else:
         text = estimate_text(report)
     if output is not None:

@@ -11,8 +11,11 @@ import click
 from gpusolve.commands.options import (
     FiniteFloatRange,
     catalog_option,
+    check_output,
     format_option,
+    output_option,
     progress_printer,
+    require_output_for_html,
     rules_option,
 )
 
@@ -21,7 +24,8 @@ from gpusolve.commands.options import (
 @click.argument("requirements", metavar="REQS.yaml", type=click.Path(path_type=Path))
 @catalog_option
 @rules_option
-@format_option("text", "json")
+@format_option("text", "json", "html")
+@output_option
 @click.option(
     "--points",
     type=click.IntRange(2, 40),
@@ -50,16 +54,32 @@ from gpusolve.commands.options import (
     show_default=True,
     help="Seconds per solve.",
 )
+@click.option(
+    "--plot",
+    metavar="FILE.svg|png",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Also draw the frontier to this SVG or PNG file (needs gpusolve[report]).",
+)
+@click.option(
+    "--axis-from-data",
+    is_flag=True,
+    help="Start the chart's axes at the smallest time and cost instead of zero "
+    "(zooms in; small differences then look large).",
+)
 @click.option("-q", "--quiet", is_flag=True, help="No progress messages on stderr.")
 def frontier(
     requirements: Path,
     catalog_paths: tuple[Path, ...],
     rules_paths: tuple[Path, ...],
     fmt: str,
+    output: Path | None,
     points: int,
     low: float,
     high: float,
     time_limit: float,
+    plot: Path | None,
+    axis_from_data: bool,
     quiet: bool,
 ) -> None:
     """How much finishing sooner costs: the cost <-> time frontier for REQS.yaml.
@@ -71,8 +91,14 @@ def frontier(
     hardware each buys or rents. Workloads need a deadline_hours to take part.
 
     \b
-    Example:
+    Examples:
       gpusolve frontier examples/pretrain-70b-infiniband.yaml --points 7
+      gpusolve frontier examples/pretrain-70b-infiniband.yaml --plot frontier.svg
+      gpusolve frontier examples/pretrain-70b-infiniband.yaml --format html -o frontier.html
+
+    \b
+    Charts (text, --plot, html) start both axes at zero, so a small difference in cost
+    looks small; --axis-from-data zooms in on the points.
 
     \b
     Exit codes: 0 at least one point has a plan (status "optimal" when every point is
@@ -80,6 +106,7 @@ def frontier(
     "infeasible"); 2 invalid input; 3 no plan found within --time-limit at any factor
     and some were not proven impossible (status "timeout").
     """
+    from gpusolve.atomic import write_text_atomic
     from gpusolve.frontier import factors, sweep
     from gpusolve.optimize.ir import SolveConfig
     from gpusolve.pipeline import prepare_run
@@ -87,6 +114,11 @@ def frontier(
 
     if low >= high:
         raise click.BadParameter("--low must be below --high", param_hint="--low")
+    require_output_for_html(fmt, output)
+    if plot is not None:
+        _check_plot(plot)
+    check_output(output, [requirements, *catalog_paths, *rules_paths])
+    check_output(plot, [requirements, *catalog_paths, *rules_paths])
 
     progress = progress_printer(quiet)
 
@@ -103,10 +135,42 @@ def frontier(
         SolveConfig(time_limit_s=time_limit, workers=1),
         progress,
     )
+    from_zero = not axis_from_data
     if fmt == "json":
-        click.echo(json.dumps(result.model_dump(mode="json"), indent=2, ensure_ascii=False))
+        text = json.dumps(result.model_dump(mode="json"), indent=2, ensure_ascii=False) + "\n"
+    elif fmt == "html":
+        from gpusolve.report.html import context_for, frontier_html
+
+        ctx = context_for(run.catalog, list(catalog_paths), [requirements])
+        text = frontier_html(result, from_zero, ctx)
     else:
-        click.echo(frontier_text(result), nl=False)
+        text = frontier_text(result, from_zero)
+    if output is not None and result.points:
+        write_text_atomic(output, text)
+        progress(f"wrote {output}")
+    elif fmt == "html":  # no point to draw: say why on the terminal, as text
+        click.echo(frontier_text(result, from_zero), nl=False)
+    else:
+        click.echo(text, nl=False)
+    if plot is not None and result.points:
+        from gpusolve.atomic import write_bytes_atomic
+        from gpusolve.report.charts import write_frontier_plot
+
+        write_bytes_atomic(plot, write_frontier_plot(result, plot, from_zero), private=False)
+        progress(f"wrote {plot}")
     code = {"infeasible": 1, "timeout": 3}.get(result.status, 0)
     if code:
         sys.exit(code)
+
+
+def _check_plot(plot: Path) -> None:
+    """--plot names an SVG or PNG file and the charting extra is installed, before any work."""
+    from gpusolve.report.charts import INSTALL_HINT, PLOT_SUFFIXES, available
+
+    if plot.suffix.lower() not in PLOT_SUFFIXES:
+        raise click.BadParameter(
+            f"{plot}: the file must end in .svg or .png (the format is read from it)",
+            param_hint="--plot",
+        )
+    if not available():
+        raise click.UsageError(f"--plot draws with matplotlib: {INSTALL_HINT}")

@@ -82,6 +82,12 @@ def format_option(*choices: str) -> Callable[[F], F]:
     return decorate
 
 
+def require_output_for_html(fmt: str, output: Path | None) -> None:
+    """An HTML report is a file to open in a browser, never a page of markup on a terminal."""
+    if fmt == "html" and output is None:
+        raise click.UsageError("--format html writes a file: add -o REPORT.html")
+
+
 def progress_printer(quiet: bool) -> Callable[[str], None]:
     """Progress messages on stderr (stdout stays clean for the output), unless quiet."""
 

@@ -15,6 +15,7 @@ from gpusolve.commands.options import (
     check_output,
     format_option,
     progress_printer,
+    require_output_for_html,
     rules_option,
 )
 from gpusolve.models.plan import Plan
@@ -32,7 +33,7 @@ EXIT_CODES = {"optimal": 0, "feasible": 0, "infeasible": 1, "timeout": 3, "unkno
 @click.argument("requirements", type=click.Path(path_type=Path))
 @catalog_option
 @rules_option
-@format_option(*FORMATS)
+@format_option(*FORMATS, "html", "csv")
 @click.option(
     "-o",
     "--output",
@@ -85,9 +86,26 @@ EXIT_CODES = {"optimal": 0, "feasible": 0, "infeasible": 1, "timeout": 3, "unkno
     show_default=True,
     help="CP-SAT workers; 1 is deterministic.",
 )
+@click.option(
+    "--robust",
+    type=click.Choice(["expected", "worst"]),
+    default=None,
+    help="With a scenarios: block: minimise the expected TCO (default) or the worst case.",
+)
 @click.option("--seed", type=SEED_RANGE, default=1, show_default=True, help="Solver random seed.")
 @click.option("--timings", is_flag=True, help="Include solve wall time in the output.")
+@click.option(
+    "--sensitivity",
+    is_flag=True,
+    help="For each price and card efficiency in the plan, the range over which the plan "
+    "stays optimal and the plan beyond each end (re-solves over a process pool).",
+)
 @click.option("-q", "--quiet", is_flag=True, help="No progress messages on stderr.")
+@click.option(
+    "--bom",
+    is_flag=True,
+    help="Print only the bill of materials (--format csv: one row per item, for a spreadsheet).",
+)
 def plan(
     requirements: Path,
     catalog_paths: tuple[Path, ...],
@@ -101,9 +119,12 @@ def plan(
     why_not: str | None,
     time_limit: float,
     workers: int,
+    robust: str | None,
     seed: int,
     timings: bool,
+    sensitivity: bool,
     quiet: bool,
+    bom: bool,
 ) -> None:
     """Find the cheapest plan for the workloads in REQUIREMENTS (a YAML file).
 
@@ -118,8 +139,10 @@ def plan(
     Examples:
       gpusolve plan examples/finetune-7b-deadline.yaml
       gpusolve plan reqs.yaml --catalog my-quotes.yaml --format markdown -o memo.md
+      gpusolve plan reqs.yaml --format html -o report.html
       gpusolve plan reqs.yaml --top-k 3 --why-not h100-sxm
       gpusolve plan reqs.yaml --objective max-throughput --capex-max 5000000
+      gpusolve plan reqs.yaml --sensitivity
 
     \b
     Cost: TCO itemised (capex per server SKU, rent, energy and bandwidth per site, cloud
@@ -138,14 +161,21 @@ def plan(
     GB means 10^9 bytes; money is in the run's currency.
     """
     from gpusolve.atomic import write_text_atomic
+    from gpusolve.bom import locate
     from gpusolve.optimize.interrupt import requested as interrupt_requested
     from gpusolve.optimize.interrupt import run_interruptibly
     from gpusolve.optimize.ir import SolveConfig
     from gpusolve.pipeline import prepare_run
     from gpusolve.planner import PlanOptions, make_plan
     from gpusolve.render import render_plan
+    from gpusolve.render.bom import render_bom
 
     progress = progress_printer(quiet)
+    if fmt == "csv" and not bom:
+        raise click.UsageError("--format csv writes the bill of materials: add --bom")
+    if fmt == "html" and bom:
+        raise click.UsageError("the HTML report holds the bill of materials: drop --bom")
+    require_output_for_html(fmt, output)
     check_output(output, [requirements, *catalog_paths, *rules_paths])
 
     run = prepare_run(
@@ -159,21 +189,50 @@ def plan(
     )
     if why_not is not None:
         run.check_known_id(why_not)
+    _check_robust(run.reqs.scenarios is not None, robust, top_k, why_not)
     options = PlanOptions(
         config=SolveConfig(time_limit_s=time_limit, workers=workers, seed=seed),
         top_k=top_k,
         why_not=why_not,
         timings=timings,
+        robust=robust or "expected",
     )
     result = run_interruptibly(
         lambda: make_plan(run.reqs, run.catalog, run.policies, run.rules, options, progress),
         on_search=lambda: progress("searching (Ctrl-C stops and prints the best plan so far)"),
     )
     result = run.finish(result)  # market, compliance, exclusions, sources
+    result = result.model_copy(update={"bom": locate(result.bom, result.sources)})
     if interrupt_requested():
-        _stop_interrupted(result, fmt, output, progress)
-    text = render_plan(result, fmt)
-    if output is not None and result.status in ("optimal", "feasible"):  # a plan, finished
+        _stop_interrupted(result, "text" if fmt in ("html", "csv") else fmt, output, progress)
+    finished = result.status in ("optimal", "feasible")  # a plan, finished
+    if sensitivity and finished and not bom:  # ranges need a plan
+        from gpusolve.sensitivity import with_sensitivity
+
+        progress("sensitivity: re-solving with each price and card efficiency moved")
+        try:
+            result = with_sensitivity(
+                result,
+                run.reqs,
+                run.catalog,
+                run.policies,
+                options.config,
+                bar=not quiet,
+                timings=timings,
+            )
+        except KeyboardInterrupt:  # the plan itself is finished: print it, without ranges
+            click.echo(render_plan(result, "text" if fmt == "html" else fmt), nl=False)
+            progress("interrupted during the sensitivity analysis: the plan above has none")
+            sys.exit(INTERRUPTED_EXIT)
+    if fmt == "html" and finished:
+        from gpusolve.report.html import context_for, plan_html
+
+        text = plan_html(result, context_for(run.catalog, list(catalog_paths), [requirements]))
+    elif bom:
+        text = render_bom(result, fmt)
+    else:  # html without a plan: the explanation as text on the terminal, never markup
+        text = render_plan(result, "text" if fmt == "html" else fmt)
+    if output is not None and finished:
         write_text_atomic(output, text)
         progress(f"wrote {output}")
     else:
@@ -183,6 +242,20 @@ def plan(
     code = EXIT_CODES.get(result.status, 0)
     if code:
         sys.exit(code)
+
+
+def _check_robust(has_scenarios: bool, robust: str | None, top_k: int, why_not: str | None) -> None:
+    """--robust needs scenarios; a two-stage plan has no --top-k or --why-not yet."""
+    if robust is not None and not has_scenarios:
+        raise click.UsageError(
+            "--robust needs a scenarios: block in the requirements (see "
+            "examples/scenarios-demand-growth.yaml); drop --robust"
+        )
+    if has_scenarios and (top_k or why_not is not None):
+        raise click.UsageError(
+            "--top-k and --why-not do not apply to a plan with scenarios: drop them, or "
+            "remove the scenarios: block"
+        )
 
 
 INTERRUPTED_EXIT = 130  # 128 + SIGINT, as a shell reports a Ctrl-C

@@ -430,10 +430,6 @@ def _coarse(model: ModelShape, params: float) -> Arch:
     )
 
 
-def round_up_div(a: int, b: int) -> int:
-    return -(-a // b)
-
-
 def layers_per_stage(arch: Arch, pp: int) -> int:
     """Layers on the fullest pipeline stage (uneven splits put the remainder somewhere)."""
     return math.ceil(arch.layers / max(1, pp))

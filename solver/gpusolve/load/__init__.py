@@ -126,6 +126,10 @@ def check_against_catalog(reqs: Requirements, doc: Document, catalog: Catalog) -
                     Problem(doc.name, loc[0], loc[1], f"unknown region or city {term!r}", hint)
                 )
     problems += preset_problems(reqs, doc)
+    if reqs.scenarios:
+        from gpusolve.scenarioplan import scenario_problems
+
+        problems += scenario_problems(reqs, catalog, doc)
     for i, w in enumerate(reqs.workloads):
         if w.measured is not None and w.measured.card not in catalog.cards:
             loc = doc.locate(("workloads", i, "measured", "card")) or (None, None)

@@ -217,6 +217,12 @@ class Server(StrictModel):
         le=MAX_BANDWIDTH_GBS, description="Local checkpoint storage write, GB/s."
     )
     power_kw: PositiveFloat = Field(le=MAX_POWER_KW, description="Peak wall power, kW.")
+    idle_power_kw: NonNegativeFloat | None = Field(
+        default=None,
+        le=MAX_POWER_KW,
+        description="Wall power with no work running, kW (source in `source`); default: a "
+        "documented fraction of peak (optimize/finance.py).",
+    )
     rack_units: int = Field(ge=1, le=20)
     cooling: list[Cooling] = Field(
         min_length=1, description="Rack cooling types this server can live in."
@@ -464,6 +470,3 @@ class Catalog(StrictModel):
     switches: dict[str, NetworkSwitch] = Field(default_factory=dict)
     nics: dict[str, NetworkNic] = Field(default_factory=dict)
     links: dict[str, NetworkLink] = Field(default_factory=dict)
-
-    def card_of(self, server_or_offer: Server | CloudOffer) -> Card:
-        return self.cards[server_or_offer.card]

@@ -7,6 +7,25 @@ from pydantic import Field
 from gpusolve.models.plan import OutModel
 
 
+class ColoRuleHit(OutModel):
+    """A rule that fired on one fleet line at this offer: the same rule, on the same
+    placement, that `plan` charges (prefer) or refuses (require)."""
+
+    rule: str
+    source: str = Field(description="Heuristic the rule comes from (H01-H44), when known.")
+    effect: str = Field(description="'penalty' (prefer: steers, not spent) or 'refused' (require).")
+    server: str = Field(description="The fleet line's server.")
+    judged: str = Field(description="What the rule judged: offer or deployment (at the offer).")
+    reason: str
+    amount: float = Field(default=0.0, description="Penalty, run currency (0 for 'refused').")
+
+
+class RuleNotJudged(OutModel):
+    rule: str
+    source: str
+    why: str
+
+
 class ColoRow(OutModel):
     offer: str
     provider: str
@@ -35,6 +54,13 @@ class ColoRow(OutModel):
     pue: float
     power_price_per_kwh: float
     latency_ms_to_shanghai: float | None = None
+    rules: list[ColoRuleHit] = Field(
+        default_factory=list, description="The placement rules that fired, per fleet line."
+    )
+    penalties: float = Field(default=0.0, description="Soft-rule penalties: steer, not spent.")
+    objective: float | None = Field(
+        default=None, description="tco + penalties: what the ranking (like `plan`) minimises."
+    )
 
 
 class ColoReport(OutModel):
@@ -43,3 +69,10 @@ class ColoReport(OutModel):
     fleet: dict[str, int]
     fleet_power_kw: float
     offers: list[ColoRow]
+    rules_judged: list[str] = Field(
+        default_factory=list, description="Placement rules applied to every offer, as `plan`."
+    )
+    rules_not_judged: list[RuleNotJudged] = Field(
+        default_factory=list,
+        description="Placement rules that depend on the workload: `plan` applies them.",
+    )

@@ -15,7 +15,15 @@ class OutModel(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
-CostKind = Literal["servers_capex", "rack_rent", "energy", "bandwidth", "cloud_rental", "network"]
+CostKind = Literal[
+    "servers_capex",
+    "rack_rent",
+    "energy",
+    "bandwidth",
+    "cloud_rental",
+    "residual_value",
+    "network",
+]
 
 
 class CostItem(OutModel):
@@ -33,6 +41,9 @@ class CostItem(OutModel):
     unit_price: float | None = Field(default=None, description="Price of one unit.")
     source: str = Field(default="", description="Where the price comes from (catalogue file).")
     illustrative: bool = Field(default=False, description="True when the price is not a quote.")
+    site: str | None = Field(
+        default=None, description="Colo site the line is for (None: cloud or plan-wide)."
+    )
 
 
 class PenaltyItem(OutModel):
@@ -59,6 +70,10 @@ class CostBreakdown(OutModel):
         "apart from servers, each rack's top-of-rack switch and uplinks.",
     )
     penalties: float = 0.0
+    residual_value: float = Field(
+        default=0.0,
+        description="Owned servers' value at the end of the horizon: a credit (<= 0) in the TCO.",
+    )
     items: list[CostItem] = Field(
         default_factory=list, description="The TCO line by line; sums to `Cost.tco`."
     )
@@ -122,6 +137,11 @@ class Deployment(OutModel):
     site: str | None
     schedule: str
     memory_per_gpu_gb: float
+    memory_parts_gb: dict[str, float] = Field(
+        default_factory=dict,
+        description="memory_per_gpu_gb by part (weights, gathered_weights, gradients, "
+        "optimizer, activations, kv_cache, overhead), GB; the parts sum to it.",
+    )
     card_memory_gb: float = Field(description="Memory the device reports, GB.")
     usable_memory_gb: float = Field(description="card_memory_gb × (1 − headroom), GB.")
     headroom: float

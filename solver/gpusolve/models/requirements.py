@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field, PrivateAttr, model_validator
+from pydantic import Field, PrivateAttr, field_validator, model_validator
 
 from gpusolve.models.catalog import Card
 from gpusolve.models.common import (
@@ -47,6 +47,7 @@ MIN_DEADLINE_HOURS = 1 / 3600  # one second: shorter is a typo, not a deadline
 MAX_HOURS = 120 * 730.5  # the longest horizon (120 months) in hours
 MIN_LATENCY_MS = 1e-3
 MAX_LATENCY_MS = 3.6e6  # an hour per token is no longer a latency target
+MAX_BANDWIDTH_MBPS = 1e8  # 100 Tbit/s: far beyond any one site's internet uplink
 MAX_MONEY = 1e15  # budgets, in the run's currency: ~1,000x a frontier cluster's capex
 
 
@@ -319,6 +320,14 @@ class Workload(StrictModel):
         "default 128).",
     )
     measured: Measured | None = None
+    bandwidth_mbps: PositiveFloat | None = Field(
+        default=None,
+        le=MAX_BANDWIDTH_MBPS,
+        description="Internet bandwidth the workload needs at its colocation site while it "
+        "runs, Mbps (users, data ingest). A site's bandwidth is the larger of its offer's "
+        "included Mbps and the sum of the demands placed there; each Mbps beyond the included "
+        "is priced at the offer's bandwidth_price_per_mbps_month.",
+    )
     throughput_weight: PositiveFloat = Field(
         default=1.0,
         le=1000,
@@ -361,6 +370,105 @@ class Network(StrictModel):
     )
 
 
+# A scenario's multipliers: far outside any plausible band, small enough that every scaled
+# figure stays inside the ranges the catalogue and the workloads already enforce.
+MAX_SCENARIO_FACTOR = 100.0
+# Probabilities are read as written; their sum may miss 1 by rounding only.
+PROBABILITY_TOLERANCE = 1e-6
+
+
+class ScenarioPrices(StrictModel):
+    """Multipliers on the catalogue's prices in one scenario."""
+
+    servers: PositiveFloat = Field(
+        default=1.0, le=MAX_SCENARIO_FACTOR, description="Server purchase prices."
+    )
+    cloud: PositiveFloat = Field(
+        default=1.0, le=MAX_SCENARIO_FACTOR, description="Cloud prices per instance-hour."
+    )
+    power: PositiveFloat = Field(
+        default=1.0, le=MAX_SCENARIO_FACTOR, description="Colocation power price per kWh."
+    )
+
+
+class Scenario(StrictModel):
+    """One way the future may turn out (issue 26): the purchase is decided once for all
+    scenarios; rentals and layouts may differ per scenario."""
+
+    name: Identifier
+    probability: Fraction
+    efficiency: dict[Identifier, PositiveFloat] = Field(
+        default_factory=dict,
+        description="Achieved compute and memory bandwidth as a multiple of the model's, per "
+        "card id, or `all` for every card (e.g. {all: 0.8}: 20 % below the estimate).",
+    )
+    prices: ScenarioPrices = Field(default_factory=ScenarioPrices)
+    demand: PositiveFloat | dict[Identifier, PositiveFloat] = Field(
+        default=1.0,
+        description="Multiplier on each workload's demand: tokens per run (training), "
+        "target_tokens_per_s or concurrency (inference); one number or per workload name.",
+    )
+    unavailable: list[Identifier] = Field(
+        default_factory=list,
+        description="Card ids that can be neither bought nor rented in this scenario (since "
+        "the purchase serves every scenario, the plan then buys none of them).",
+    )
+
+    @field_validator("efficiency", "demand")
+    @classmethod
+    def _factors_in_range(cls, value: float | dict[str, float]) -> float | dict[str, float]:
+        factors = value.values() if isinstance(value, dict) else [value]
+        if any(f > MAX_SCENARIO_FACTOR for f in factors):
+            raise ValueError(f"multipliers must be at most {MAX_SCENARIO_FACTOR:g}")
+        return value
+
+
+class VatRates(StrictModel):
+    """Value-added tax added to the catalogue's prices (taken as net of VAT). Defaults are
+    China's general rates: 13% on goods (servers, electricity) and 6% on modern services
+    (colocation, bandwidth, cloud rental) (财政部 税务总局 海关总署公告2019年第39号; 财税
+    〔2016〕36号)."""
+
+    goods: Fraction = Field(default=0.13, description="On purchases and energy.")
+    services: Fraction = Field(
+        default=0.06, description="On rack rent, set-up fees, bandwidth and cloud rental."
+    )
+
+
+class Finance(StrictModel):
+    """How the TCO treats money beyond the purchase and running prices."""
+
+    residual_value: bool = Field(
+        default=True,
+        description="Subtract the owned hardware's value at the end of the horizon (straight-"
+        "line book value, see useful_life_months) from the TCO; the capex budget still counts "
+        "the full price.",
+    )
+    useful_life_months: int | None = Field(
+        default=None,
+        ge=1,
+        le=240,
+        description="Months over which a server's value falls to the salvage fraction; "
+        "default 60 (optimize/finance.py, with its source).",
+    )
+    salvage_fraction: Fraction | None = Field(
+        default=None,
+        lt=1,
+        description="Share of the price a server keeps at the end of its useful life; default "
+        "0.05 (optimize/finance.py).",
+    )
+    vat: VatRates | None = Field(
+        default=None,
+        description="Add VAT to every price (catalogue prices are taken as net); `vat: {}` "
+        "uses China's 13% / 6%.",
+    )
+    spares: Literal["none", "n+1"] = Field(
+        default="none",
+        description="n+1: buy one spare server per (server model, site) used, hosted and "
+        "powered (idle) with the others.",
+    )
+
+
 class Requirements(StrictModel):
     schema_: str | None = Field(default=None, alias="$schema")
     currency: Currency = "CNY"
@@ -391,6 +499,32 @@ class Requirements(StrictModel):
         "stock already owned, or a compliant channel your legal team approved.",
     )
     workloads: list[Workload] = Field(min_length=1)
+    finance: Finance = Field(default_factory=Finance)
+    scenarios: list[Scenario] | None = Field(
+        default=None,
+        min_length=1,
+        description="Plans that hold under uncertainty: named scenarios with probabilities "
+        "summing to 1. What is bought is decided once for all; rentals per scenario. A "
+        "scenario named `nominal` is the plan's reference; else the requirements as written.",
+    )
+
+    @field_validator("scenarios")
+    @classmethod
+    def _scenarios_sum_to_one(cls, value: list[Scenario] | None) -> list[Scenario] | None:
+        if value is None:
+            return value
+        names = [s.name for s in value]
+        twice = sorted({n for n in names if names.count(n) > 1})
+        if twice:
+            raise ValueError(f"scenario name {twice[0]!r} is used twice")
+        total = sum(s.probability for s in value)
+        if abs(total - 1.0) > PROBABILITY_TOLERANCE:
+            listed = " + ".join(f"{s.probability:g}" for s in value)
+            raise ValueError(
+                f"scenario probabilities must sum to 1, these sum to {total:g} ({listed}); "
+                "adjust them"
+            )
+        return value
 
     @model_validator(mode="after")
     def _unique_names(self) -> Requirements:

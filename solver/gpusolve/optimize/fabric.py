@@ -154,12 +154,16 @@ def add_fabric(
                 model.add(cp_model.LinearExpr.weighted_sum([n.var for n in row], ports) <= fv.ports)
         fabrics[(site, class_id)] = fv
         terms.append(fv.cost)
-    nics = [(instance.skus[k].nic_capex, v) for (k, _), v in servers.items()]
+    # Servers of SKUs this instance does not know (a scenario's view of a shared purchase)
+    # carry no NIC price here.
+    nics = [(instance.skus[k].nic_capex, v) for (k, _), v in servers.items() if k in instance.skus]
     nics = [(c, v) for c, v in nics if c]
     if nics:
         terms.append(cp_model.LinearExpr.weighted_sum([v for _, v in nics], [c for c, _ in nics]))
     extra: dict[str, Var] = {}
     for site_id, total in sorted(racks.items()):
+        if site_id not in instance.sites:
+            continue
         per_rack = instance.sites[site_id].rack_network_capex
         if per_rack:
             terms.append(per_rack * total)

@@ -69,6 +69,12 @@ def terms(instance: Instance) -> list[Term]:
         found.append(Term(o.throughput, f"workload {o.workload}'s throughput on {o.sku}"))
         worst = max((p.penalty for p in o.placements), default=0)
         found.append(Term(o.penalty + worst, f"rule penalties on workload {o.workload}"))
+        busy = max((p.busy_energy for p in o.placements), default=0)
+        found.append(Term(busy, f"energy of workload {o.workload} on {o.sku} while it runs"))
+        mbps = o.bandwidth_mbps * max(
+            (instance.sites[p.site].extra_mbps_cost for p in o.placements), default=0
+        )
+        found.append(Term(mbps, f"workload {o.workload}'s bandwidth_mbps"))
     if instance.capex_max is not None:
         found.append(Term(instance.capex_max, "budget.capex_max"))
     if instance.monthly_max is not None:
@@ -93,7 +99,12 @@ def _total(instance: Instance) -> int:
         total += sum(h * e * servers_ub.get(k, 0) for k, e in site.energy_month.items())
     total += sum(c.cost_total + c.throughput + c.penalty for c in instance.cloud)
     total += sum(
-        o.throughput + o.penalty + max((p.penalty for p in o.placements), default=0)
+        o.throughput
+        + o.penalty
+        + max((p.penalty for p in o.placements), default=0)
+        + max((p.busy_energy for p in o.placements), default=0)
+        + o.bandwidth_mbps
+        * max((instance.sites[p.site].extra_mbps_cost for p in o.placements), default=0)
         for o in instance.owned
     )
     total += (instance.capex_max or 0) + (instance.monthly_max or 0) * h

@@ -40,6 +40,7 @@ class Sku:
     fabric: str | None = None  # FabricClass id its NICs join when a job spans servers
     nics: int = 0  # compute-fabric NICs (ports) per server
     nic_capex: int = 0  # fabric NICs bought apart from the server, per server
+    residual: int = 0  # value per server at the end of the horizon (`finance.py`), <= capex
 
 
 @dataclass(frozen=True)
@@ -54,7 +55,13 @@ class Site:
     racks_available: int
     rack_rent_month: int  # per rack
     bandwidth_month: int  # fixed monthly cost once the site is used at all
-    energy_month: dict[str, int] = field(default_factory=dict)  # sku id -> per server-month
+    # sku id -> per server-month at idle power (every owned server draws it all the time);
+    # what a workload draws above idle is its placement's `busy_energy` (`finance.py`).
+    energy_month: dict[str, int] = field(default_factory=dict)
+    # Bandwidth by duty (`finance.py`): the offer's included (minimum) Mbps, paid by
+    # `bandwidth_month`, and what each Mbps beyond it costs over the whole horizon.
+    bandwidth_mbps: int = 0
+    extra_mbps_cost: int = 0
     # What each rack keeps from servers (rack_w/rack_units above are what servers may use):
     # the compute-fabric switches must fit in it after the rack's own ToR (`fabric.py`).
     reserved_w: int = 0
@@ -71,6 +78,9 @@ class Placement:
     site: str
     penalty: int = 0  # soft-rule penalties (money-equivalent, whole horizon)
     violates: frozenset[str] = frozenset()
+    # Energy the option's servers draw above idle here while the workload runs, whole
+    # horizon (`finance.busy_energy`): real money, unlike `penalty`.
+    busy_energy: int = 0
 
 
 @dataclass(frozen=True)
@@ -87,6 +97,7 @@ class OwnedOption:
     headroom_permille: int = 0  # free memory per GPU, for tie-breaks
     penalty: int = 0  # soft-rule penalties independent of the site
     violates: frozenset[str] = frozenset()
+    bandwidth_mbps: int = 0  # internet bandwidth the workload needs at its site while it runs
     spans: bool = False  # one job across servers: they join the site's compute fabric
 
 
@@ -187,11 +198,13 @@ class Costs:
     bandwidth: int  # whole horizon
     cloud: int  # whole horizon
     penalties: int
+    residual: int = 0  # owned servers' value at the end of the horizon: a credit
     network: int = 0  # of capex: switches, links, NICs (already inside `capex`)
 
     @property
     def tco(self) -> int:
-        return self.capex + self.rack_rent + self.energy + self.bandwidth + self.cloud
+        spend = self.capex + self.rack_rent + self.energy + self.bandwidth + self.cloud
+        return spend - self.residual
 
     @property
     def objective_tco(self) -> int:

@@ -46,6 +46,7 @@ from typing import Literal
 
 from ortools.sat.python import cp_model
 
+from gpusolve.optimize import finance
 from gpusolve.optimize.fabric import FabricVars, add_fabric
 from gpusolve.optimize.guard import check_scale
 from gpusolve.optimize.ir import (
@@ -168,10 +169,13 @@ class Built:
     network: Expr | int = 0
     fabric: dict[tuple[str, str], FabricVars] = field(default_factory=dict)  # (site, class)
     switch_racks: dict[str, Var] = field(default_factory=dict)  # racks for switches alone
+    # Owned servers' value at the end of the horizon (`finance.py`): a credit in the TCO.
+    residual: Expr = field(default_factory=lambda: cp_model.LinearExpr.weighted_sum([], []))
 
     @property
     def tco(self) -> Expr:
-        return self.capex + self.rent + self.energy + self.bandwidth + self.cloud_cost
+        spend = self.capex + self.rent + self.energy + self.bandwidth + self.cloud_cost
+        return spend - self.residual
 
     @property
     def opex(self) -> Expr:
@@ -246,6 +250,8 @@ def instance_errors(instance: Instance) -> list[str]:
     for sku in instance.skus.values():
         if sku.rack_units < 1 or sku.power_w < 0 or sku.capex < 0:
             errors.append(f"sku {sku.id}: needs rack_units >= 1, power_w >= 0, capex >= 0")
+        if not 0 <= sku.residual <= sku.capex:
+            errors.append(f"sku {sku.id}: residual value must be within 0..capex")
     for option in instance.owned:
         if option.workload not in workloads:
             errors.append(f"option {option.key}: unknown workload {option.workload}")
@@ -280,6 +286,7 @@ def _negative_numbers(instance: Instance) -> list[str]:
         numbers = [option.penalty, option.throughput, option.headroom_permille]
         if isinstance(option, OwnedOption):
             numbers += [p.penalty for p in option.placements]
+            numbers += [p.busy_energy for p in option.placements]
         else:
             numbers.append(option.cost_total)
         if min(numbers) < 0:
@@ -388,10 +395,15 @@ def build(instance: Instance, options: BuildOptions | None = None) -> Built:
     network = net.network
     # Capex is servers plus their network: budgets, min-capex and the TCO all see both.
     capex = _wsum([(instance.skus[k].capex, v) for (k, _), v in servers.items()]) + network
-    energy = _wsum([(h * instance.sites[s].energy_month[k], v) for (k, s), v in servers.items()])
+    residual = _wsum([(instance.skus[k].residual, v) for (k, _), v in servers.items()])
+    energy = _wsum(
+        [(h * instance.sites[s].energy_month[k], v) for (k, s), v in servers.items()]
+        + [(o.placement.busy_energy, o.var) for o in owned]
+    )
     rent = _wsum_expr([(h * p.site.rack_rent_month, p.total) for p in packing.values()])
     rent = rent + _wsum([(h * instance.sites[s].rack_rent_month, v) for s, v in net.racks.items()])
     bandwidth = _wsum([(h * instance.sites[s].bandwidth_month, v) for s, v in used.items()])
+    bandwidth += _bandwidth_by_duty(b, owned, used)
     cloud_cost = _wsum([(c.option.cost_total, c.var) for c in cloud])
     penalties = _wsum(
         [(o.option.penalty + o.placement.penalty, o.var) for o in owned]
@@ -440,6 +452,7 @@ def build(instance: Instance, options: BuildOptions | None = None) -> Built:
         network=network,
         fabric=net.fabric,
         switch_racks=net.racks,
+        residual=residual,
     )
     built.stats = {
         "owned_options_in": len(instance.owned),
@@ -644,6 +657,27 @@ def _packing(
         # by the site's own rack bound, not an arbitrary constant.
         b.model.add(pack.total <= pack.total_ub * used[site_id])
     return out
+
+
+def _bandwidth_by_duty(b: _Builder, owned: Sequence[OwnedVar], used: dict[str, Var]) -> Expr:
+    """Mbps beyond each used site's included bandwidth, where workloads there need more
+    (`finance.extra_bandwidth_cost`); nothing at sites where none states a demand."""
+    demands: dict[str, list[tuple[str, int, Var]]] = defaultdict(list)
+    for o in owned:
+        if o.option.bandwidth_mbps > 0:
+            demands[o.placement.site].append((o.option.slot, o.option.bandwidth_mbps, o.var))
+    total: Expr = cp_model.LinearExpr.weighted_sum([], [])
+    for site_id in sorted(demands):
+        site = b.instance.sites[site_id]
+        total += finance.extra_bandwidth_cost(
+            b.model,
+            site_id,
+            site.bandwidth_mbps,
+            site.extra_mbps_cost,
+            used[site_id],
+            demands[site_id],
+        )
+    return total
 
 
 def _racks_bound(b: _Builder, site: Site, pats: SitePatterns, demand_ub: dict[str, int]) -> int:

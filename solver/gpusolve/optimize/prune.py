@@ -30,10 +30,10 @@ its extra servers would sit idle anyway (the other shift of a day/night pair nee
 so dropping it would change the plan. With the candidates now holding every layout size
 that meets a deadline (`candidates/generate.py`), the dominance test is exact: an option is
 dropped only when another is at least as good on every attribute the model reads (slot,
-servers, placements and their penalties and violations, option penalty and violations,
-headroom; cost for a rental; throughput under max-throughput). Between variants equal in
-all of them the first listed is kept. Dominance is checked within (workload, SKU) and
-(workload, offer) groups: quadratic in a group only.
+servers, bandwidth, placements and their penalties, busy energy and violations, option
+penalty and violations, headroom; cost for a rental; throughput under max-throughput).
+Between variants equal in all of them the first listed is kept. Dominance is checked
+within (workload, SKU) and (workload, offer) groups: quadratic in a group only.
 """
 
 from __future__ import annotations
@@ -65,6 +65,8 @@ def _placements_cover(better: OwnedOption, worse: OwnedOption) -> bool:
         q = by_site.get(p.site)
         if q is None or q.penalty > p.penalty or not q.violates <= p.violates:
             return False
+        if q.busy_energy > p.busy_energy:
+            return False
     return True
 
 
@@ -75,6 +77,7 @@ def owned_dominates(a: OwnedOption, b: OwnedOption, by_throughput: bool = False)
         and a.sku == b.sku
         and set(SLOTS_COVERED[a.slot]) <= set(SLOTS_COVERED[b.slot])
         and a.servers <= b.servers
+        and a.bandwidth_mbps <= b.bandwidth_mbps
         and a.penalty <= b.penalty
         and a.violates <= b.violates
         and a.headroom_permille >= b.headroom_permille

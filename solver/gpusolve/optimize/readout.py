@@ -42,6 +42,7 @@ def read_solution(
         cloud=solver.value(built.cloud_cost),
         penalties=solver.value(built.penalties),
         network=solver.value(built.network),
+        residual=solver.value(built.residual),
     )
     solution = Solution(
         status=status,

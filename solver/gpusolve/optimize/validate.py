@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 
+from gpusolve.optimize import finance
 from gpusolve.optimize.fabric import fabric_cost
 from gpusolve.optimize.ir import (
     SLOTS_COVERED,
@@ -154,23 +155,29 @@ def _check_racks(instance: Instance, solution: Solution, problems: list[str]) ->
 
 def recompute_costs(instance: Instance, solution: Solution, placed: Placed) -> Costs:
     h = instance.horizon_months
-    capex = energy = 0
+    capex = energy = residual = 0
     for (sku, site), count in solution.servers.items():
         capex += instance.skus[sku].capex * count
+        residual += instance.skus[sku].residual * count
         energy += h * instance.sites[site].energy_month.get(sku, 0) * count
     rent = sum(
         h * instance.sites[site].rack_rent_month * count
         for (site, _), count in solution.racks.items()
     )
+    energy += sum(item[1].busy_energy for item in placed if isinstance(item, tuple))
     sites_used = {item[1].site for item in placed if isinstance(item, tuple)}
     bandwidth = sum(h * instance.sites[s].bandwidth_month for s in sites_used)
+    bandwidth += sum(
+        extra * instance.sites[s].extra_mbps_cost
+        for s, extra in extra_mbps(instance, placed).items()
+    )
     cloud = sum(item.cost_total for item in placed if isinstance(item, CloudOption))
     penalties = sum(
         item[0].penalty + item[1].penalty if isinstance(item, tuple) else item.penalty
         for item in placed
     )
     network = recompute_network(instance, solution)
-    return Costs(capex + network, rent, energy, bandwidth, cloud, penalties, network)
+    return Costs(capex + network, rent, energy, bandwidth, cloud, penalties, residual, network)
 
 
 def recompute_network(instance: Instance, solution: Solution) -> int:
@@ -180,9 +187,10 @@ def recompute_network(instance: Instance, solution: Solution) -> int:
         for (_, cls), c in solution.fabric.items()
     )
     total += sum(instance.skus[k].nic_capex * n for (k, _), n in solution.servers.items())
-    total += sum(
+    total += sum(  # a ToR per rack of servers (racks of switches alone need none)
         instance.sites[site].rack_network_capex * count
-        for (site, _), count in solution.racks.items()
+        for (site, fill), count in solution.racks.items()
+        if fill
     )
     return total
 
@@ -235,6 +243,21 @@ def _check_switch_room(instance: Instance, solution: Solution, problems: list[st
             problems.append(f"{site_id}: fabric switches need {units} U of rack reserve")
         if power > free_w * server_racks + site.rack_w * alone:
             problems.append(f"{site_id}: fabric switches need {power} W of rack reserve")
+
+
+def extra_mbps(instance: Instance, placed: Placed) -> dict[str, int]:
+    """Per used site with a bandwidth demand, the Mbps bought beyond what is included."""
+    need: dict[tuple[str, str], int] = defaultdict(int)  # (site, slot) -> Mbps
+    for item in placed:
+        if isinstance(item, tuple) and item[0].bandwidth_mbps > 0:
+            for slot in SLOTS_COVERED[item[0].slot]:
+                need[(item[1].site, slot)] += item[0].bandwidth_mbps
+    out: dict[str, int] = {}
+    for site_id in sorted({s for s, _ in need}):
+        slots = {t: n for (s, t), n in need.items() if s == site_id}
+        included = instance.sites[site_id].bandwidth_mbps
+        out[site_id] = finance.site_bandwidth_mbps(included, slots) - included
+    return out
 
 
 def _check_budgets(instance: Instance, costs: Costs, problems: list[str]) -> None:

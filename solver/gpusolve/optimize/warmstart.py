@@ -57,7 +57,9 @@ def standalone_owned(instance: Instance, option: OwnedOption, placement: Placeme
         return None
     monthly = option.servers * site.energy_month[sku.id] + racks * site.rack_rent_month
     monthly += site.bandwidth_month
-    total = option.servers * sku.capex + instance.horizon_months * monthly
+    extra_mbps = max(0, option.bandwidth_mbps - site.bandwidth_mbps) * site.extra_mbps_cost
+    total = option.servers * (sku.capex - sku.residual) + instance.horizon_months * monthly
+    total += extra_mbps + placement.busy_energy
     return total + option.penalty + placement.penalty
 
 

@@ -33,12 +33,40 @@ def colo_text(report: ColoReport, top: int | None = None) -> str:
             lines.append(f"      ... {len(r.fill) - 3} more racks")
         for note in r.notes:
             lines.append(f"      note: {note}")
+        lines += _rule_lines(r, cur)
     refused = [r for r in report.offers if not r.feasible]
     if refused:
         lines += ["", f"Cannot host this fleet ({len(refused)}):"]
         for r in refused:
             lines.append(f"  {r.offer} ({r.city}, {r.cooling} {r.rack_kw:g} kW): {r.reasons[0]}")
+    lines += _not_judged(report)
     return "\n".join(lines) + "\n"
+
+
+def _rule_lines(r: ColoRow, cur: str) -> list[str]:
+    """The soft-rule penalties of one offer, the same ones `plan` charges there."""
+    hits = [h for h in r.rules if h.effect == "penalty"]
+    if not hits:
+        return []
+    out = [
+        f"      rule {h.rule} ({h.source}) on {h.server}: {h.amount:,.0f} {cur} penalty; {h.reason}"
+        for h in hits
+    ]
+    out.append(
+        f"      ranked at TCO + penalties = {r.objective or 0:,.0f} {cur} "
+        "(penalties steer, they are not spent)"
+    )
+    return out
+
+
+def _not_judged(report: ColoReport) -> list[str]:
+    if not report.rules_not_judged:
+        return []
+    rules = ", ".join(f"{k.rule} ({k.source})" for k in report.rules_not_judged)
+    return [
+        "",
+        f"Rules not judged here, they depend on the workload (`plan` applies them): {rules}",
+    ]
 
 
 def colo_markdown(report: ColoReport, top: int | None = None) -> str:
@@ -48,17 +76,23 @@ def colo_markdown(report: ColoReport, top: int | None = None) -> str:
         "",
         f"Fleet: {_fleet(report)}; horizon {report.horizon_months} months.",
         "",
-        f"| rank | offer | city | cooling | rack kW | racks | {cur}/month | {cur} total | notes |",
-        "|---:|---|---|---|---:|---:|---:|---:|---|",
+        f"| rank | offer | city | cooling | rack kW | racks | {cur}/month | {cur} total "
+        "| rules (penalty) | notes |",
+        "|---:|---|---|---|---:|---:|---:|---:|---|---|",
     ]
     for i, r in enumerate(_shown(report, top), 1):
+        fired = [h for h in r.rules if h.effect == "penalty"]
+        rules = "; ".join(f"`{h.rule}` ({h.source}) {h.amount:,.0f}" for h in fired) or "-"
         out.append(
             f"| {i} | {r.offer} | {r.city} ({r.region}) | {r.cooling} | {r.rack_kw:g} | "
-            f"{r.racks} | {r.monthly:,.0f} | {r.tco:,.0f} | {'; '.join(r.notes) or '-'} |"
+            f"{r.racks} | {r.monthly:,.0f} | {r.tco:,.0f} | {rules} | "
+            f"{'; '.join(r.notes) or '-'} |"
         )
     refused = [r for r in report.offers if not r.feasible]
     if refused:
         out += ["", "## Offers that cannot host it", ""]
         out += [f"- **{r.offer}**: {'; '.join(r.reasons)}" for r in refused]
+    out += [line for line in _not_judged(report)]
+    out += ["", "_Offers rank by TCO + soft-rule penalties (steer, not spent), like plans._"]
     out += ["", "_Prices marked illustrative in the catalogue are not quotes._"]
     return "\n".join(out) + "\n"

@@ -68,6 +68,7 @@ COST_LABELS = {
     "energy": "energy",
     "bandwidth": "bandwidth",
     "cloud_rental": "cloud rental",
+    "residual_value": "residual value (credit)",
 }
 
 

@@ -8,7 +8,7 @@ CHART_WIDTH = 50
 CHART_HEIGHT = 10
 
 
-def frontier_text(f: Frontier) -> str:
+def frontier_text(f: Frontier, from_zero: bool = True) -> str:
     cur = f.currency
     lines = [f"Cost <-> time frontier ({len(f.points)} non-dominated plans)", ""]
     lines.append(f"  {'deadline x':>10}  {'longest run':>12}  {'TCO ' + cur:>16}  hardware")
@@ -32,15 +32,18 @@ def frontier_text(f: Frontier) -> str:
         listed = ", ".join(f"{x:g}" for x in unproven)
         lines += ["", f"  best found, optimality not proven, at deadline factors: {listed}"]
     if len(f.points) >= 2:
-        lines += ["", *chart(f)]
+        lines += ["", *chart(f, from_zero)]
     return "\n".join(lines) + "\n"
 
 
-def chart(f: Frontier) -> list[str]:
+def chart(f: Frontier, from_zero: bool = True) -> list[str]:
+    """Time across, cost up. Both axes start at zero unless `from_zero` is False: a chart
+    whose cost axis starts at the cheapest point draws a 2% difference as the full height."""
     times = [p.makespan_h for p in f.points]
     costs = [p.tco for p in f.points]
-    t0, t1 = min(times), max(times)
-    c0, c1 = min(costs), max(costs)
+    t1, c1 = max(times), max(costs)
+    t0 = min(0.0, *times) if from_zero else min(times)
+    c0 = min(0.0, *costs) if from_zero else min(costs)
     grid = [[" "] * CHART_WIDTH for _ in range(CHART_HEIGHT)]
     for t, c in zip(times, costs, strict=True):
         x = round((t - t0) / (t1 - t0 or 1) * (CHART_WIDTH - 1))

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 from gpusolve.models.plan import Cost, Plan
+from gpusolve.render.bom import bom_markdown
 from gpusolve.render.compliance import compliance_markdown, sources_markdown
 from gpusolve.render.fmt import COST_LABELS, hardware, layout, memory, money, proof_scope, work
+from gpusolve.render.scenarios import scenarios_markdown
+from gpusolve.render.sensitivity import sensitivity_markdown
 
 
 def _status(plan: Plan) -> str:
@@ -71,6 +74,9 @@ def plan_markdown(plan: Plan) -> str:
             )
     add("")
     out.extend(_cost_table(c))
+    if plan.bom:
+        out += ["", *bom_markdown(plan)]
+    out.extend(scenarios_markdown(plan))
     if plan.binding:
         add("")
         add("## What limits this plan")
@@ -103,6 +109,7 @@ def plan_markdown(plan: Plan) -> str:
         add("## Why not")
         add("")
         out.extend(f"- **{w}**: {r}" for w, reasons in plan.why_not.items() for r in reasons)
+    out += sensitivity_markdown(plan.sensitivity, cur)
     out += compliance_markdown(plan) + sources_markdown(plan)
     if plan.warnings:
         add("")

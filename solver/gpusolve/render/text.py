@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from gpusolve.models.plan import Plan
+from gpusolve.render.bom import bom_text
 from gpusolve.render.compliance import compliance_text, sources_text
 from gpusolve.render.fmt import (
     cost_lines,
@@ -17,6 +18,8 @@ from gpusolve.render.fmt import (
     rack_use,
     work,
 )
+from gpusolve.render.scenarios import scenarios_text
+from gpusolve.render.sensitivity import sensitivity_text
 
 INTERRUPTED = "interrupted, not proven optimal"
 
@@ -77,11 +80,15 @@ def plan_text(plan: Plan) -> str:
     if plan.cost:
         add("")
         lines += cost_lines(plan.cost)
+    if plan.bom:
+        add("")
+        lines += bom_text(plan)
     if plan.binding:
         add("")
         add("Binding constraints")
         for bound in plan.binding:
             add(f"  {bound.detail}")
+    lines += scenarios_text(plan)
     _rules_and_advice(plan, add)
     if plan.alternatives:
         add("")
@@ -92,6 +99,7 @@ def plan_text(plan: Plan) -> str:
             if alt.compared is not None:
                 add(f"      {alt.compared.summary}")
     _why_not(plan, add)
+    lines += sensitivity_text(plan.sensitivity, cur)
     lines += compliance_text(plan) + sources_text(plan)
     _warnings_and_prices(plan, add)
     add("")

@@ -16,12 +16,22 @@ Typical use by the planner::
         wr.advice, wr.trace, wr.fired
 
 `gpusolve.rules.policy.evaluate_policies` wraps this behind the candidates stage's
-`WorkloadPolicy` protocol. See `environment.py` for the variables and fields expressions
-may use, `cel.py` for the expression language and its limits, `loader.py` for merging
-files, `engine.py` for precedence and the trace.
+`WorkloadPolicy` protocol and returns the plan's `RulesSummary` (`summary.py`).
+
+The modules, bottom up:
+
+- `declarations.py`: the declared types of the variables and fields expressions may use;
+  `environment.py`: the values they see (`Facts`, `ActivationCache`).
+- `tables.py`: cel-python's parser with Lark's table cache; `parse.py`: parsing with bounds
+  and helpers on the tree.
+- `scope.py` + `check.py`: the static checker (names, null narrowing, types).
+- `operators.py`: CEL's mixed int/double comparisons and `== null` for cel-python;
+  `evaluate.py`: memoised term-by-term evaluation; `fastpath.py`: simple terms directly.
+- `compile.py`: parse + check + split into units; `templates.py`: advice messages.
+- `loader.py`: reading and merging rule files; `engine.py`: precedence and the trace;
+  `policy.py`: the candidates stage's view.
 """
 
-from gpusolve.rules.cel import CelError, EvalFailure
 from gpusolve.rules.engine import (
     Removal,
     TraceEntry,
@@ -34,6 +44,7 @@ from gpusolve.rules.engine import (
     resolve_model_sizes,
 )
 from gpusolve.rules.environment import ActivationCache, Facts, deployment_facts
+from gpusolve.rules.evaluate import EvalFailure
 from gpusolve.rules.loader import (
     CompiledPredicate,
     CompiledRule,
@@ -42,6 +53,7 @@ from gpusolve.rules.loader import (
     read_rule_file,
     shipped_rule_files,
 )
+from gpusolve.rules.parse import CelError
 
 __all__ = [
     "ActivationCache",

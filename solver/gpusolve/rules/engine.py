@@ -28,7 +28,6 @@ from gpusolve.errors import InputError
 from gpusolve.models.catalog import Catalog
 from gpusolve.models.requirements import Requirements, Workload
 from gpusolve.params import Params
-from gpusolve.rules.cel import Bindings, EvalFailure
 from gpusolve.rules.environment import (
     ActivationCache,
     Facts,
@@ -37,6 +36,7 @@ from gpusolve.rules.environment import (
     reqs_facts,
     workload_facts,
 )
+from gpusolve.rules.evaluate import Bindings, EvalFailure
 from gpusolve.rules.loader import CompiledPredicate, CompiledRule, RuleSet
 
 MAX_PASSES = 4

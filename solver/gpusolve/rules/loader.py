@@ -27,14 +27,11 @@ from gpusolve.load.validate import parse_model
 from gpusolve.load.yamlio import Document, read_yaml
 from gpusolve.models.rules import Rule, RuleFile
 from gpusolve.params import check_value
-from gpusolve.rules.cel import (
-    CelError,
-    Program,
-    Template,
-    compile_predicate,
-    compile_template,
-)
-from gpusolve.rules.environment import KINDS, variables_for
+from gpusolve.rules.compile import compile_predicate
+from gpusolve.rules.declarations import KINDS, variables_for
+from gpusolve.rules.evaluate import Program
+from gpusolve.rules.parse import CelError
+from gpusolve.rules.templates import Template, compile_template
 
 HEURISTICS_FILE = "heuristics.yaml"
 

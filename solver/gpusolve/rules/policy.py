@@ -33,10 +33,10 @@ from gpusolve.models.catalog import Card, Catalog, CloudOffer, ColoOffer, Server
 from gpusolve.models.plan import RuleFired
 from gpusolve.models.requirements import Requirements
 from gpusolve.params import Params
-from gpusolve.planner import RulesSummary
 from gpusolve.rules.engine import Violation, WorkloadRules, evaluate_workload
 from gpusolve.rules.environment import ActivationCache, Facts, estimate_params_b
 from gpusolve.rules.loader import RuleSet, load_ruleset
+from gpusolve.rules.summary import RulesSummary
 
 
 def model_sizes(reqs: Requirements) -> dict[str, float]:

@@ -1,4 +1,6 @@
-"""Helpers for planner tests: shipped data paths and small catalogues built from them."""
+"""Where the shipped data lives, and readers of it: the examples, the catalogue files and
+the `--catalog` arguments of an owned-only run. Builders of new inputs are in
+tests/factories/."""
 
 from __future__ import annotations
 
@@ -7,7 +9,7 @@ from typing import Any
 
 import yaml
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = sorted((ROOT / "examples").glob("*.yaml"))
 CARDS = ROOT / "catalog" / "cards.yaml"
 SERVERS = ROOT / "catalog" / "servers.yaml"
@@ -16,21 +18,10 @@ CLOUD = ROOT / "catalog" / "cloud.yaml"
 
 
 def shipped(kind: str) -> list[dict[str, Any]]:
+    """The entries of one kind (cards, servers, colo_offers, cloud_offers) as written."""
     path = {"cards": CARDS, "servers": SERVERS, "colo_offers": COLO, "cloud_offers": CLOUD}[kind]
     items: list[dict[str, Any]] = yaml.safe_load(path.read_text(encoding="utf-8"))[kind]
     return items
-
-
-def write_catalog(tmp: Path, name: str, **kinds: list[dict[str, Any]]) -> Path:
-    path = tmp / name
-    path.write_text(yaml.safe_dump({"currency": "CNY", **kinds}, allow_unicode=True))
-    return path
-
-
-def write_reqs(tmp: Path, data: dict[str, Any], name: str = "reqs.yaml") -> Path:
-    path = tmp / name
-    path.write_text(yaml.safe_dump(data, allow_unicode=True, sort_keys=False))
-    return path
 
 
 def example(name: str) -> dict[str, Any]:

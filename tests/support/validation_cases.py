@@ -59,7 +59,7 @@ from gpusolve.models.catalog import Card
 from gpusolve.models.requirements import ModelShape, Workload
 from gpusolve.params import Params
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 GB = 1e9
 GIB = 2**30
 

@@ -1,35 +1,15 @@
-"""Small factories for the rules tests: valid models with overridable fields."""
+"""Catalogue entries as validated models: a card, a server, a colocation offer and a cloud
+offer, each valid as it stands, with any field overridable by keyword. The defaults are a
+generic 80 GB SXM card in an 8-GPU NVSwitch server, a 21 kW air-cooled rack offer in
+southern Jiangsu and an 8-GPU cloud instance; every price is `illustrative`."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 from gpusolve.models.catalog import Card, CloudOffer, ColoOffer, Server
-from gpusolve.models.requirements import Requirements, Workload
 
 PRICE = {"illustrative": True, "as_of": "2026-11", "source": "test"}
-
-
-def workload(
-    name: str = "w", kind: str = "full_finetune", params_b: float = 7.0, **kw: Any
-) -> Workload:
-    data: dict[str, Any] = {"name": name, "kind": kind, "model": {"params_b": params_b}}
-    if kind == "inference":
-        data["target_tokens_per_s"] = 1000
-    else:
-        data["tokens"] = 1e9
-    model = kw.pop("model", None)
-    if model:
-        data["model"].update(model)
-    data.update(kw)
-    return Workload.model_validate(data)
-
-
-def requirements(*workloads: Workload, **kw: Any) -> Requirements:
-    data: dict[str, Any] = {"workloads": [w.model_dump(exclude_none=True) for w in workloads]}
-    data.update(kw)
-    return Requirements.model_validate(data)
 
 
 def card(card_id: str = "c80", memory_gb: float = 80, **kw: Any) -> Card:
@@ -80,7 +60,7 @@ def server(server_id: str = "s8", card_id: str = "c80", **kw: Any) -> Server:
     return Server.model_validate(data)
 
 
-def offer(offer_id: str = "o1", **kw: Any) -> ColoOffer:
+def colo_offer(offer_id: str = "o1", **kw: Any) -> ColoOffer:
     data: dict[str, Any] = {
         "id": offer_id,
         "provider": "test",
@@ -108,7 +88,7 @@ def offer(offer_id: str = "o1", **kw: Any) -> ColoOffer:
     return ColoOffer.model_validate(data)
 
 
-def cloud(cloud_id: str = "cl1", card_id: str = "c80", **kw: Any) -> CloudOffer:
+def cloud_offer(cloud_id: str = "cl1", card_id: str = "c80", **kw: Any) -> CloudOffer:
     data: dict[str, Any] = {
         "id": cloud_id,
         "provider": "test",
@@ -125,26 +105,3 @@ def cloud(cloud_id: str = "cl1", card_id: str = "c80", **kw: Any) -> CloudOffer:
     }
     data.update(kw)
     return CloudOffer.model_validate(data)
-
-
-LAYOUT: dict[str, Any] = {
-    "nodes": 1,
-    "gpus": 8,
-    "tp": 1,
-    "pp": 1,
-    "dp": 8,
-    "memory_per_gpu_gb": 50,
-    "card_memory_gb": 85.5,
-    "usable_memory_gb": 68.4,
-    "comm_fraction": 0.05,
-}
-
-
-def layout(**kw: Any) -> dict[str, Any]:
-    return {**LAYOUT, **kw}
-
-
-def write(tmp_path: Path, text: str, name: str = "mine.yaml") -> Path:
-    path = tmp_path / name
-    path.write_text(text, encoding="utf-8")
-    return path

@@ -1,0 +1,535 @@
+"""Two-stage plans over scenarios: buy once, rent and lay out per scenario.
+
+Each scenario is its own `Instance` (its prices, its options: the candidates stage run on
+the scenario's requirements and catalogue). One CP-SAT model holds them all:
+
+* first stage, shared: servers per (SKU, site), the racks that hold them and the sites
+  in use (bandwidth), built with `model.py`'s own pieces (`_packing`), so a two-stage
+  plan packs racks exactly as a single plan does;
+* second stage, per scenario: one choice per workload among that scenario's options
+  (`model._choice_vars`, `model._exactly_one`); a scenario's owned choices, slot by slot,
+  use no more servers of a (SKU, site) than the first stage bought. Day and night share
+  servers as in the single model; different scenarios never run at the same time, so
+  each scenario is bounded by the servers alone (a max over scenarios, not a sum).
+
+A SKU missing from a scenario's `skus` cannot be bought in it (a card that is not
+available), and since the purchase is one decision for every scenario, the first stage
+buys none of it. Every scenario's own prices (capex, energy, rent, bandwidth, cloud) price
+the shared purchase in that scenario. Objective: the expected TCO plus penalties
+(probabilities as integer weights, `PROBABILITY_SCALE`) or the worst scenario's, then,
+among worst-case optima, the expected. With a fixed first stage (`fixed`) the model is
+the second stage alone: how a given purchase fares in a scenario, its rentals re-chosen.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from typing import Literal
+
+from ortools.sat.python import cp_model
+
+from gpusolve.optimize.fabric import add_fabric
+from gpusolve.optimize.guard import check_scale
+from gpusolve.optimize.ir import (
+    SLOTS_COVERED,
+    Instance,
+    OwnedOption,
+    Placement,
+    Site,
+    Sku,
+    Solution,
+    SolveConfig,
+    Status,
+)
+from gpusolve.optimize.model import (
+    SLOTS,
+    BuildOptions,
+    Built,
+    CloudVar,
+    Expr,
+    OwnedVar,
+    SitePacking,
+    Var,
+    _budgets,
+    _Builder,
+    _choice_vars,
+    _exactly_one,
+    _max_demand,
+    _packing,
+    _rank_expr,
+    _wsum,
+    _wsum_expr,
+    instance_errors,
+    throughput_scores,
+)
+from gpusolve.optimize.prune import usable_cloud, usable_owned
+from gpusolve.optimize.readout import read_solution
+from gpusolve.optimize.solve import _STATUS, expr_range, var_bounds
+from gpusolve.optimize.validate import assert_consistent
+
+Robust = Literal["expected", "worst"]
+# Probabilities become integer weights out of this many (the objective stays integral).
+PROBABILITY_SCALE = 10_000
+# Per-rack variables where a site has too many fills: exact in one solve (the lazy
+# relaxation's cuts are the single-plan solve loop's, which this model does not run).
+TWO_STAGE_BUILD = BuildOptions(fallback="bins")
+
+
+@dataclass(frozen=True)
+class Scenario:
+    name: str
+    probability: float
+    instance: Instance
+
+
+@dataclass(frozen=True)
+class FirstStage:
+    """What is bought and where: servers per (SKU, site)."""
+
+    servers: dict[tuple[str, str], int]
+
+
+@dataclass(frozen=True)
+class TwoStageResult:
+    status: Status
+    first: FirstStage | None = None
+    outcomes: dict[str, Solution] = field(default_factory=dict)  # per scenario name
+    objective_value: int | None = None  # weighted (x PROBABILITY_SCALE) or worst case
+    best_bound: int | None = None
+    wall_s: float = 0.0
+
+
+@dataclass(frozen=True)
+class TwoStage:
+    """A built two-stage model: one `Built` view per scenario over the shared model."""
+
+    model: cp_model.CpModel
+    scenarios: tuple[Scenario, ...]
+    built: tuple[Built, ...]
+    servers: dict[tuple[str, str], Var]
+    used: dict[str, Var]
+
+
+def probability_weights(probabilities: Sequence[float]) -> list[int]:
+    """Integer weights summing to PROBABILITY_SCALE (largest remainder), in order."""
+    total = sum(probabilities) or 1.0
+    raw = [p / total * PROBABILITY_SCALE for p in probabilities]
+    weights = [int(r) for r in raw]
+    rest = PROBABILITY_SCALE - sum(weights)
+    by_remainder = sorted(range(len(raw)), key=lambda i: (weights[i] - raw[i], i))
+    for i in by_remainder[:rest]:
+        weights[i] += 1
+    return weights
+
+
+# --------------------------------------------------------------------------- build
+
+
+def scenario_errors(scenarios: Sequence[Scenario]) -> list[str]:
+    """Contract violations: scenarios must share workloads, horizon and physical items."""
+    errors: list[str] = []
+    if not scenarios:
+        return ["no scenarios"]
+    first = scenarios[0].instance
+    for s in scenarios:
+        errors += [f"scenario {s.name}: {e}" for e in instance_errors(s.instance)]
+        inst = s.instance
+        if inst.workloads != first.workloads or inst.horizon_months != first.horizon_months:
+            errors.append(
+                f"scenario {s.name}: workloads or horizon differ from {scenarios[0].name}"
+            )
+    sites = _union_sites(scenarios)
+    for s in scenarios:
+        missing = sorted(set(sites) - set(s.instance.sites))
+        if missing:
+            errors.append(f"scenario {s.name}: no prices for sites {', '.join(missing)}")
+        for sku in s.instance.skus.values():
+            other = _physical_skus(scenarios)[sku.id]
+            if (sku.power_w, sku.rack_units, sku.cooling) != other:
+                errors.append(f"scenario {s.name}: sku {sku.id} differs physically")
+    return errors
+
+
+def _physical_skus(scenarios: Sequence[Scenario]) -> dict[str, tuple[int, int, frozenset[str]]]:
+    out: dict[str, tuple[int, int, frozenset[str]]] = {}
+    for s in scenarios:
+        for sku in s.instance.skus.values():
+            out.setdefault(sku.id, (sku.power_w, sku.rack_units, sku.cooling))
+    return out
+
+
+def _union_sites(scenarios: Sequence[Scenario]) -> set[str]:
+    return {site for s in scenarios for site in s.instance.sites}
+
+
+def _union_instance(scenarios: Sequence[Scenario]) -> Instance:
+    """The physical frame the shared packing is built on: every SKU and site."""
+    skus: dict[str, Sku] = {}
+    sites: dict[str, Site] = {}
+    for s in scenarios:
+        for k, sku in s.instance.skus.items():
+            skus.setdefault(k, sku)
+        for k, site in s.instance.sites.items():
+            sites.setdefault(k, site)
+    first = scenarios[0].instance
+    return replace(first, skus=skus, sites=sites, owned=(), cloud=())
+
+
+@dataclass
+class _Part:
+    """One scenario's second-stage variables while the shared ones are built."""
+
+    b: _Builder
+    owned: list[OwnedVar]
+    cloud: list[CloudVar]
+    unplaceable: tuple[str, ...]
+
+
+def build_two_stage(
+    scenarios: Sequence[Scenario],
+    fixed: FirstStage | None = None,
+    options: BuildOptions = TWO_STAGE_BUILD,
+) -> TwoStage:
+    """Build the model. Raises ValueError on malformed scenarios (a bug upstream)."""
+    errors = scenario_errors(scenarios)
+    if errors:
+        raise ValueError("; ".join(errors))
+    for s in scenarios:
+        check_scale(s.instance)
+    union = _union_instance(scenarios)
+    b = _Builder(union, options)
+    parts: list[_Part] = []
+    for s in scenarios:
+        part_b = _Builder(s.instance, options)
+        part_b.model = b.model  # every scenario's variables live in the one model
+        owned_opts = usable_owned(s.instance, "normal", frozenset(), options.prune_dominated)
+        cloud_opts = usable_cloud(s.instance, "normal", frozenset(), options.prune_dominated)
+        owned, cloud = _choice_vars(part_b, owned_opts, cloud_opts)
+        parts.append(_Part(part_b, owned, cloud, _exactly_one(part_b, owned, cloud)))
+    servers, servers_ub = _shared_servers(b, parts, scenarios, fixed)
+    idle = _idle_servers(b, parts, fixed)
+    used = _shared_used(b, parts, servers, fixed)
+    owned_all = [o for part in parts for o in part.owned] + idle
+    choices = sum(len(p.owned) + len(p.cloud) for p in parts)
+    packing = _packing(b, owned_all, servers, servers_ub, used, choices)
+    built = tuple(
+        _scenario_view(part, s.instance, servers, packing, used)
+        for part, s in zip(parts, scenarios, strict=True)
+    )
+    return TwoStage(b.model, tuple(scenarios), built, servers, used)
+
+
+def _shared_servers(
+    b: _Builder,
+    parts: Sequence[_Part],
+    scenarios: Sequence[Scenario],
+    fixed: FirstStage | None,
+) -> tuple[dict[tuple[str, str], Var], dict[tuple[str, str], int]]:
+    """Servers per (SKU, site) cover every scenario's demand in every slot; the bound is
+    the largest demand any one scenario can put there (`model._server_vars`, per part)."""
+    groups: dict[tuple[str, str], list[list[OwnedVar]]] = defaultdict(lambda: [[] for _ in parts])
+    for i, part in enumerate(parts):
+        for o in part.owned:
+            groups[(o.option.sku, o.placement.site)][i].append(o)
+    buyable = set.intersection(*(set(s.instance.skus) for s in scenarios))
+    keys = set(groups) | (set(fixed.servers) if fixed else set())
+    servers: dict[tuple[str, str], Var] = {}
+    bounds: dict[tuple[str, str], int] = {}
+    for key in sorted(keys):
+        per_part = groups.get(key, [[] for _ in parts])
+        ub = 0
+        for terms in per_part:
+            for t in SLOTS:
+                ub = max(ub, _max_demand([o for o in terms if t in SLOTS_COVERED[o.option.slot]]))
+        if fixed is not None:
+            ub = max(ub, fixed.servers.get(key, 0))
+        if key[0] not in buyable:
+            ub = 0  # not available in some scenario: bought in none
+        n = b.model.new_int_var(0, ub, f"n[{key[0]}@{key[1]}]")
+        servers[key] = n
+        bounds[key] = ub
+        if fixed is not None:
+            b.model.add(n == fixed.servers.get(key, 0))
+        for terms in per_part:
+            seen: set[tuple[int, ...]] = set()
+            for t in SLOTS:
+                slot_terms = [o for o in terms if t in SLOTS_COVERED[o.option.slot]]
+                signature = tuple(o.var.index for o in slot_terms)
+                if slot_terms and signature not in seen:
+                    seen.add(signature)
+                    b.model.add(_wsum([(o.option.servers, o.var) for o in slot_terms]) <= n)
+    return servers, bounds
+
+
+def _idle_servers(b: _Builder, parts: Sequence[_Part], fixed: FirstStage | None) -> list[OwnedVar]:
+    """A fixed purchase may hold servers no option of these scenarios can place: they
+    still take rack space, so the packing is told about them (a placeholder choice that
+    is never part of any scenario's rows)."""
+    if fixed is None:
+        return []
+    placeable = {(o.option.sku, o.placement.site) for p in parts for o in p.owned}
+    out: list[OwnedVar] = []
+    for sku, site in sorted(fixed.servers):
+        if (sku, site) in placeable or not fixed.servers[(sku, site)]:
+            continue
+        option = OwnedOption(f"idle:{sku}@{site}", "(idle)", sku, 1, "always", (Placement(site),))
+        var = b.model.new_bool_var(f"idle[{sku}@{site}]")
+        out.append(OwnedVar(option, option.placements[0], var, 0))
+    return out
+
+
+def _shared_used(
+    b: _Builder,
+    parts: Sequence[_Part],
+    servers: dict[tuple[str, str], Var],
+    fixed: FirstStage | None,
+) -> dict[str, Var]:
+    """used[site]: bandwidth is paid where anything is placed in any scenario. Each
+    scenario's choices at a site imply it (`model._site_used`, per part); with a fixed
+    purchase it is simply "servers are there"."""
+    sites = sorted({site for _, site in servers})
+    used = {site: b.model.new_bool_var(f"used[{site}]") for site in sites}
+    if fixed is not None:
+        for site in sites:
+            there = any(n for (_, s), n in fixed.servers.items() if s == site)
+            b.model.add(used[site] == int(there))
+    else:
+        anywhere: dict[str, list[Var]] = defaultdict(list)
+        for part in parts:
+            for o in part.owned:
+                anywhere[o.placement.site].append(o.var)
+        for site in sites:
+            b.model.add_bool_or([~used[site], *anywhere[site]])
+    for part in parts:
+        by_pair: dict[tuple[str, str], list[Var]] = defaultdict(list)
+        for o in part.owned:
+            by_pair[(o.placement.site, o.option.workload)].append(o.var)
+        for (site, _), vars_ in sorted(by_pair.items()):
+            b.model.add(sum(vars_) <= used[site])
+    return used
+
+
+def _scenario_view(
+    part: _Part,
+    instance: Instance,
+    servers: dict[tuple[str, str], Var],
+    packing: dict[str, SitePacking],
+    used: dict[str, Var],
+) -> Built:
+    """One scenario's costs over the shared purchase, as a `Built` so that the single
+    model's readout (`readout.read_solution`) reads it unchanged."""
+    h = instance.horizon_months
+    skus, sites = instance.skus, instance.sites
+    # The cluster network (`fabric.py`) this scenario's jobs need, inside its capex.
+    net = add_fabric(
+        part.b.model, instance, part.owned, servers, {s: p.total for s, p in packing.items()}
+    )
+    capex = _wsum([(skus[k].capex, v) for (k, _), v in servers.items() if k in skus])
+    capex = capex + net.network
+    energy = _wsum([(h * sites[s].energy_month.get(k, 0), v) for (k, s), v in servers.items()])
+    rent = _wsum_expr([(h * sites[s].rack_rent_month, p.total) for s, p in packing.items()])
+    rent = rent + _wsum([(h * sites[s].rack_rent_month, v) for s, v in net.racks.items()])
+    bandwidth = _wsum([(h * sites[s].bandwidth_month, v) for s, v in used.items()])
+    owned, cloud = part.owned, part.cloud
+    cloud_cost = _wsum([(c.option.cost_total, c.var) for c in cloud])
+    penalties = _wsum(
+        [(o.option.penalty + o.placement.penalty, o.var) for o in owned]
+        + [(c.option.penalty, c.var) for c in cloud]
+    )
+    _budgets(part.b, capex, rent + energy + bandwidth + cloud_cost)
+    scores = throughput_scores(instance)
+    return Built(
+        model=part.b.model,
+        instance=instance,
+        mode="normal",
+        relax=frozenset(),
+        owned=owned,
+        cloud=cloud,
+        servers=servers,
+        packing=packing,
+        used=used,
+        literals={},
+        requirements={},
+        unplaceable=part.unplaceable,
+        capex=capex,
+        rent=rent,
+        energy=energy,
+        bandwidth=bandwidth,
+        cloud_cost=cloud_cost,
+        penalties=penalties,
+        throughput=_wsum(
+            [(scores[o.option.key], o.var) for o in owned]
+            + [(scores[c.option.key], c.var) for c in cloud]
+        ),
+        headroom=_wsum(
+            [(o.option.headroom_permille, o.var) for o in owned]
+            + [(c.option.headroom_permille, c.var) for c in cloud]
+        ),
+        racks_total=_wsum_expr([(1, p.total) for p in packing.values()]),
+        servers_total=_wsum([(1, v) for v in servers.values()]),
+        rank=_rank_expr(owned, cloud, packing),
+        network=net.network,
+        fabric=net.fabric,
+        switch_racks=net.racks,
+    )
+
+
+# --------------------------------------------------------------------------- solve
+
+
+def solve_two_stage(
+    scenarios: Sequence[Scenario],
+    config: SolveConfig,
+    robust: Robust = "expected",
+    *,
+    fixed: FirstStage | None = None,
+    hint: TwoStageResult | None = None,
+    start_from: FirstStage | None = None,
+) -> TwoStageResult:
+    """The best first stage for the scenarios, each scenario's second stage with it.
+
+    With `fixed`, the first stage is given and each scenario's second stage is simply
+    its cheapest (the objective is their plain sum: scenarios are independent then).
+    `start_from` is a purchase to begin from (the nominal plan's): the same model with it fixed
+    is solved first, and its complete solution hints the free solve (a partial `hint`
+    leaves CP-SAT to complete the racks, which it often fails to do).
+    """
+    start = time.perf_counter()
+    if fixed is not None and not _deliverable(fixed, scenarios):
+        return TwoStageResult("infeasible", wall_s=time.perf_counter() - start)
+    ts = build_two_stage(scenarios, fixed)
+    if any(b.unplaceable for b in ts.built):
+        return TwoStageResult("infeasible", wall_s=time.perf_counter() - start)
+    costs = [b.tco + b.penalties for b in ts.built]
+    weights = probability_weights([s.probability for s in scenarios])
+    if hint is not None:
+        _add_hint(ts, hint)
+    if start_from is not None and fixed is None:
+        _hint_start(ts, start_from, costs, config)
+    if fixed is not None:
+        objective: Expr = _wsum_expr([(1, c) for c in costs])
+    elif robust == "expected":
+        objective = _wsum_expr(list(zip(weights, costs, strict=True)))
+    else:
+        objective = _worst(ts.model, costs)
+    ts.model.minimize(objective)
+    solver = _solver(config, time.perf_counter() - start)
+    status = _STATUS[solver.solve(ts.model)]
+    if status not in ("optimal", "feasible"):
+        return TwoStageResult(status, wall_s=time.perf_counter() - start)
+    value, bound = int(solver.objective_value), int(solver.best_objective_bound)
+    if fixed is None and robust == "worst":
+        # Among the plans with the least worst case, the one with the least expectation.
+        for cost in costs:
+            ts.model.add(cost <= value)
+        _hint_from(ts.model, solver)
+        ts.model.minimize(_wsum_expr(list(zip(weights, costs, strict=True))))
+        second = _solver(config, time.perf_counter() - start)
+        second_status = second.solve(ts.model)
+        if second_status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+            solver = second
+    wall = time.perf_counter() - start
+    outcomes = {
+        s.name: _read(b, solver, status, wall) for s, b in zip(scenarios, ts.built, strict=True)
+    }
+    first = FirstStage({k: int(solver.value(v)) for k, v in ts.servers.items()})
+    first = FirstStage({k: n for k, n in first.servers.items() if n})
+    return TwoStageResult(status, first, outcomes, value, bound, wall)
+
+
+def _deliverable(fixed: FirstStage, scenarios: Sequence[Scenario]) -> bool:
+    """A purchase holding a SKU some scenario cannot buy cannot meet that scenario."""
+    return all(
+        sku in s.instance.skus for s in scenarios for (sku, _), n in fixed.servers.items() if n
+    )
+
+
+def _worst(model: cp_model.CpModel, costs: Sequence[Expr]) -> Var:
+    domains = var_bounds(model)
+    hi = max((expr_range(c, domains)[1] for c in costs), default=0)
+    worst = model.new_int_var(0, max(hi, 0), "worst")
+    for cost in costs:
+        model.add(worst >= cost)
+    return worst
+
+
+def _solver(config: SolveConfig, spent_s: float) -> cp_model.CpSolver:
+    solver = cp_model.CpSolver()
+    solver.parameters.max_time_in_seconds = max(0.1, config.time_limit_s - spent_s)
+    solver.parameters.num_workers = config.workers
+    solver.parameters.random_seed = config.seed
+    solver.parameters.relative_gap_limit = config.relative_gap
+    return solver
+
+
+# Share of the time limit the solve from `start` may take.
+_START_SHARE = 0.2
+
+
+def _hint_start(
+    ts: TwoStage, start: FirstStage, costs: Sequence[Expr], config: SolveConfig
+) -> None:
+    """Hint the model with the cheapest second stages on the `start` purchase, when it
+    meets every scenario (the clone shares the model's variable indices)."""
+    if any(n and key not in ts.servers for key, n in start.servers.items()):
+        return
+    clone = ts.model.clone()
+    for key, var in ts.servers.items():
+        clone.add(var == start.servers.get(key, 0))
+    clone.minimize(_wsum_expr([(1, c) for c in costs]))
+    share = dataclasses.replace(config, time_limit_s=_START_SHARE * config.time_limit_s)
+    solver = _solver(share, 0.0)
+    if solver.solve(clone) in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+        _hint_from(ts.model, solver)
+
+
+def _hint_from(model: cp_model.CpModel, solver: cp_model.CpSolver) -> None:
+    model.clear_hints()  # type: ignore[no-untyped-call]
+    for index in range(len(model.proto.variables)):
+        var = model.get_int_var_from_proto_index(index)
+        model.add_hint(var, solver.value(var))
+
+
+def _add_hint(ts: TwoStage, hint: TwoStageResult) -> None:
+    """Start from a known plan: its purchase and each scenario's choices (partial: the
+    racks are left to the solver's own completion)."""
+    if hint.first is None:
+        return
+    for key, var in ts.servers.items():
+        ts.model.add_hint(var, hint.first.servers.get(key, 0))
+    for s, built in zip(ts.scenarios, ts.built, strict=True):
+        outcome = hint.outcomes.get(s.name)
+        if outcome is None:
+            continue
+        chosen = {(c.option, c.site) for c in outcome.choices}
+        for o in built.owned:
+            ts.model.add_hint(o.var, int((o.option.key, o.placement.site) in chosen))
+        for c in built.cloud:
+            ts.model.add_hint(c.var, int((c.option.key, None) in chosen))
+
+
+def _read(built: Built, solver: cp_model.CpSolver, status: Status, wall: float) -> Solution:
+    """One scenario's plan, checked against its own instance like any single plan."""
+    tco = int(solver.value(built.tco + built.penalties))
+    solution = read_solution(built, solver, status, tco, tco, wall)
+    assert_consistent(built.instance, solution)
+    return solution
+
+
+def evaluate(
+    first: FirstStage, scenarios: Sequence[Scenario], config: SolveConfig
+) -> dict[str, Solution | None]:
+    """How a purchase fares in each scenario, its rentals and layouts re-chosen there;
+    None where it cannot meet the scenario at all."""
+    together = solve_two_stage(scenarios, config, fixed=first)
+    if together.status in ("optimal", "feasible"):  # one model for all: the usual case
+        return dict(together.outcomes)
+    out: dict[str, Solution | None] = {}
+    for s in scenarios:
+        result = solve_two_stage([s], config, fixed=first)
+        out[s.name] = result.outcomes.get(s.name) if result.status != "infeasible" else None
+    return out

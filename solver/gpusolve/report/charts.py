@@ -1,0 +1,221 @@
+"""Charts drawn with matplotlib (the optional `gpusolve[report]` extra), as inline SVG.
+
+matplotlib is imported inside each function: `gpusolve --help` and every command that
+draws nothing never pay for it. Figures are built with the object API (no pyplot, so no
+global backend state and no display), text is written as paths (the SVG needs no font)
+and every figure has its own id salt, so several can sit in one HTML page.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import io
+import re
+import textwrap
+import warnings
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from gpusolve.models.frontier import Frontier
+from gpusolve.models.plan import Cost, Sensitivity, SensitivityRange
+from gpusolve.render.fmt import COST_LABELS
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+INSTALL_HINT = "pip install 'gpusolve[report]'"
+# One hue per cost kind, readable in greyscale print (light to dark).
+_KIND_COLOURS = ("#9ecae1", "#6baed6", "#4292c6", "#2171b5", "#084594")
+
+
+def available() -> bool:
+    """True when matplotlib can be imported (the `report` extra is installed)."""
+    return importlib.util.find_spec("matplotlib") is not None
+
+
+def _figure(width_in: float, height_in: float) -> Figure:
+    from matplotlib.figure import Figure
+
+    return Figure(figsize=(width_in, height_in), layout="constrained")
+
+
+def _svg(fig: Figure, salt: str) -> str:
+    """The figure as an <svg> element for inlining: no XML prolog, no DOCTYPE (which would
+    name a DTD on the network), no date, ids unique to this chart."""
+    import matplotlib
+
+    buf = io.StringIO()
+    with _quiet_glyphs(), matplotlib.rc_context(_rc(salt)):
+        fig.savefig(buf, format="svg", metadata={"Date": None, "Creator": None})
+    text = buf.getvalue()
+    start = text.index("<svg")
+    svg = text[start:]
+    # ids such as "figure_1" and "patch_1" repeat in every figure: prefix them per chart.
+    svg = re.sub(r'id="([^"]+)"', rf'id="{salt}-\1"', svg)
+    svg = re.sub(r'(href|xlink:href)="#([^"]+)"', rf'\1="#{salt}-\2"', svg)
+    svg = re.sub(r"url\(#([^)]+)\)", rf"url(#{salt}-\1)", svg)
+    return svg.replace("<svg ", f'<svg id="{salt}-chart" role="img" ', 1)
+
+
+def _rc(salt: str) -> Any:
+    """Text as paths (the SVG needs no font where it is opened); ids salted per chart."""
+    return {"svg.fonttype": "path", "svg.hashsalt": salt}
+
+
+@contextlib.contextmanager
+def _quiet_glyphs() -> Iterator[None]:
+    """A name in a script the chart font lacks (中文 workload names) is drawn as boxes; the
+    tables beside the chart carry it in full, so matplotlib's warning is only noise."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=r"Glyph \d+ .* missing from font")
+        warnings.filterwarnings("ignore", message=r"Matplotlib currently does not support")
+        yield
+
+
+def _money(value: float) -> str:
+    return f"{value:,.0f}"
+
+
+def cost_chart(cost: Cost) -> str | None:
+    """The TCO by kind (servers, rent, energy, bandwidth, cloud) as horizontal bars, each
+    labelled with its amount and share; None without matplotlib or with nothing to draw."""
+    if not available():
+        return None
+    kinds = [(label, getattr(cost.breakdown, kind)) for kind, label in COST_LABELS.items()]
+    kinds = [(label, amount) for label, amount in kinds if amount > 0]
+    if not kinds:
+        return None
+    fig = _figure(7.0, 0.5 + 0.45 * len(kinds))
+    ax = fig.subplots()
+    labels = [label for label, _ in kinds][::-1]
+    amounts = [amount for _, amount in kinds][::-1]
+    colours = list(_KIND_COLOURS[: len(kinds)])[::-1]
+    bars = ax.barh(labels, amounts, color=colours, edgecolor="#333333", linewidth=0.5)
+    total = sum(amounts)
+    ax.bar_label(
+        bars, labels=[f"{_money(a)} ({a / total:.0%})" for a in amounts], padding=3, fontsize=8
+    )
+    ax.set_xlim(0, max(amounts) * 1.35)
+    ax.set_xlabel(f"{cost.currency} over {cost.horizon_months} months")
+    ax.xaxis.set_major_formatter(_thousands())
+    ax.xaxis.set_major_locator(_few_ticks())
+    ax.spines[["top", "right"]].set_visible(False)
+    return _svg(fig, "cost")
+
+
+def _few_ticks() -> Any:
+    """Four or so ticks: money labels are wide and must not overlap."""
+    from matplotlib.ticker import MaxNLocator
+
+    return MaxNLocator(nbins=4)
+
+
+def _thousands() -> Any:
+    from matplotlib.ticker import FuncFormatter
+
+    return FuncFormatter(lambda x, _pos: f"{x:,.0f}")
+
+
+def _relative(value: float | None, fallback: float, current: float) -> tuple[float, bool]:
+    """A range end as % change from the current value; the searched bound when the plan did
+    not change within the search (flagged, drawn lighter)."""
+    end, open_ended = (fallback, True) if value is None else (value, False)
+    if current == 0:
+        return 0.0, open_ended
+    return (end / current - 1) * 100, open_ended
+
+
+def tornado_rows(s: Sensitivity) -> list[tuple[SensitivityRange, float, float, bool, bool]]:
+    """Per range: (range, low %, high %, low open, high open), narrowest first — the
+    assumption the plan is most sensitive to at the top of the tornado."""
+    rows = []
+    for r in s.ranges:
+        low, low_open = _relative(r.low, r.searched_low, r.current)
+        high, high_open = _relative(r.high, r.searched_high, r.current)
+        rows.append((r, low, high, low_open, high_open))
+    return sorted(rows, key=lambda row: (row[2] - row[1], row[0].parameter))
+
+
+def tornado_chart(s: Sensitivity) -> str | None:
+    """How far each price or assumption may move (as % of its current value) with the plan
+    unchanged; solid where the plan switches just beyond, pale where the search ended first."""
+    if not available() or not s.ranges:
+        return None
+    rows = tornado_rows(s)[::-1]  # matplotlib draws the first bar at the bottom
+    fig = _figure(7.5, 0.6 + 0.35 * len(rows))
+    ax = fig.subplots()
+    names = [textwrap.shorten(r.parameter, 48, placeholder="…") for r, *_ in rows]
+    for y, (_r, low, high, low_open, high_open) in enumerate(rows):
+        ax.barh(y, -low if low < 0 else 0, left=low, color="#fdae6b" if low_open else "#e6550d")
+        ax.barh(y, high, left=0, color="#9ecae1" if high_open else "#3182bd")
+    ax.set_yticks(range(len(rows)), names, fontsize=8)
+    ax.axvline(0, color="#333333", linewidth=0.8)
+    ax.set_xlabel("change from the current value with the same plan optimal (%)")
+    ax.spines[["top", "right"]].set_visible(False)
+    return _svg(fig, "tornado")
+
+
+def frontier_figure(f: Frontier, from_zero: bool = True) -> Figure:
+    """TCO against the longest time to train, one marker per non-dominated plan, each
+    labelled with what it buys. Axes start at zero unless `from_zero` is False, so a 2%
+    difference in cost looks like one."""
+    fig = _figure(8.0, 5.0)
+    ax = fig.subplots()
+    points = sorted(f.points, key=lambda p: p.makespan_h)
+    times = [p.makespan_h for p in points]
+    costs = [p.tco for p in points]
+    ax.plot(times, costs, color="#3182bd", marker="o", linewidth=1.0, linestyle=":")
+    for i, p in enumerate(points):
+        label = textwrap.fill("; ".join(p.hardware), 38)
+        if not p.proven_optimal:
+            label += "\n(not proven optimal)"
+        ax.annotate(
+            f"×{p.deadline_factor:g}: {label}",
+            (p.makespan_h, p.tco),
+            xytext=(8, 10 if i % 2 == 0 else -22),
+            textcoords="offset points",
+            fontsize=7,
+            va="bottom" if i % 2 == 0 else "top",
+        )
+    if from_zero:
+        ax.set_xlim(left=0, right=max(times) * 1.3 if times else 1)
+        ax.set_ylim(bottom=0, top=max(costs) * 1.15 if costs else 1)
+    else:
+        ax.margins(x=0.3, y=0.2)
+    ax.set_xlabel("longest time to train (h)")
+    ax.set_ylabel(f"TCO over {f.horizon_months} months ({f.currency})")
+    ax.yaxis.set_major_formatter(_thousands())
+    ax.xaxis.set_major_formatter(_thousands())
+    ax.set_title("Cost ↔ time frontier (deadline factor: what it buys)", fontsize=10)
+    ax.grid(True, color="#dddddd", linewidth=0.5)
+    ax.spines[["top", "right"]].set_visible(False)
+    return fig
+
+
+def frontier_chart(f: Frontier, from_zero: bool = True) -> str | None:
+    if not available() or not f.points:
+        return None
+    return _svg(frontier_figure(f, from_zero), "frontier")
+
+
+PLOT_SUFFIXES = (".svg", ".png")
+
+
+def write_frontier_plot(f: Frontier, path: Path, from_zero: bool = True) -> bytes:
+    """The frontier chart as SVG or PNG bytes, by the file's suffix (the caller writes them
+    atomically)."""
+    import matplotlib
+
+    fig = frontier_figure(f, from_zero)
+    buf = io.BytesIO()
+    fmt = path.suffix.lower().lstrip(".")
+    with _quiet_glyphs(), matplotlib.rc_context(_rc("frontier")):
+        fig.savefig(
+            buf,
+            format=fmt,
+            dpi=150,
+            metadata={"Date": None} if fmt == "svg" else {"Software": None},
+        )
+    return buf.getvalue()

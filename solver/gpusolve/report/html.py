@@ -1,0 +1,248 @@
+"""Render a plan, frontier, colocation ranking or estimate as one self-contained HTML page.
+
+Everything the page shows is inline: styles, SVG charts and pictures; it has no script and
+a Content-Security-Policy that forbids any fetch, so the file reads the same offline, in a
+mail attachment or printed. Templates are jinja2 with autoescaping on: a workload or
+catalogue name cannot inject markup.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from gpusolve.models.colo import ColoReport
+from gpusolve.models.estimate import EstimateReport
+from gpusolve.models.frontier import Frontier
+from gpusolve.models.plan import Deployment, Plan
+from gpusolve.render.fmt import COST_LABELS, hardware, hours, layout, proof_scope, work
+from gpusolve.report import charts, racks
+
+# Order and words of the memory parts (estimate's MemoryGB fields).
+MEMORY_PARTS = {
+    "weights": "weights",
+    "gathered_weights": "gathered ZeRO-3 layers",
+    "gradients": "gradients",
+    "optimizer": "optimizer states",
+    "activations": "activations",
+    "kv_cache": "KV cache",
+    "overhead": "runtime overhead",
+}
+STEP_PARTS = {
+    "compute_s": "compute",
+    "recompute_s": "recomputation",
+    "tp_comm_s": "TP communication",
+    "cp_comm_s": "CP communication",
+    "ep_comm_s": "EP communication",
+    "pp_comm_s": "PP sends",
+    "bubble_s": "pipeline bubble",
+    "dp_comm_s": "DP communication",
+    "optimizer_s": "optimizer",
+}
+
+
+@dataclass(frozen=True)
+class ReportContext:
+    """What the page needs beyond the command's output model: catalogue facts for the rack
+    pictures, the heuristics' text for the rules that fired, and which files were read."""
+
+    inputs: list[str] = field(default_factory=list)
+    catalog_paths: list[str] = field(default_factory=list)
+    server_units: dict[str, int] = field(default_factory=dict)
+    server_kw: dict[str, float] = field(default_factory=dict)
+    offer_units: dict[str, int] = field(default_factory=dict)
+    heuristics: dict[str, str] = field(default_factory=dict)
+
+
+def context_for(catalog: Any, catalog_paths: list[Path], inputs: list[Path]) -> ReportContext:
+    """The report context of a run: its catalogue (a `Catalog`) and the files it read."""
+    return ReportContext(
+        inputs=[str(p) for p in inputs],
+        catalog_paths=[str(p) for p in catalog_paths],
+        server_units={k: s.rack_units for k, s in catalog.servers.items()},
+        server_kw={k: s.power_kw for k, s in catalog.servers.items()},
+        offer_units={k: o.rack_units for k, o in catalog.colo_offers.items()},
+        heuristics=heuristic_texts(),
+    )
+
+
+def heuristic_texts() -> dict[str, str]:
+    """H01-H44 -> the project's summary of it (rules/heuristics.yaml); {} if unreadable."""
+    from gpusolve.errors import InputError
+    from gpusolve.load import data_dir, parse_model, read_yaml
+    from gpusolve.models.rules import HeuristicsFile
+
+    try:
+        parsed = parse_model(
+            read_yaml(data_dir("rules") / "heuristics.yaml"), HeuristicsFile, "heuristics"
+        )
+    except (InputError, FileNotFoundError):
+        return {}
+    return {h.id: " ".join(h.summary.split()) for h in parsed.heuristics}
+
+
+def _environment() -> Any:
+    import jinja2
+
+    env = jinja2.Environment(
+        loader=jinja2.PackageLoader("gpusolve.report", "templates"),
+        autoescape=True,
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+    )
+    env.filters["num"] = num
+    env.filters["exact"] = exact
+    env.filters["names"] = lambda keys: {k: k.replace("_", " ") for k in keys}
+    env.filters["pct"] = lambda x, digits=0: "-" if x is None else f"{x:.{digits}%}"
+    env.filters["hours"] = hours
+    env.globals.update(
+        hardware=hardware,
+        layout=layout,
+        work=work,
+        COST_LABELS=COST_LABELS,
+        MEMORY_PARTS=MEMORY_PARTS,
+        STEP_PARTS=STEP_PARTS,
+        charts_missing=None if charts.available() else charts.INSTALL_HINT,
+    )
+    return env
+
+
+def num(value: float | None, digits: int = 0) -> str:
+    """A figure as the report prints it: thousands separated, `digits` decimals; '-' none."""
+    if value is None:
+        return "-"
+    return f"{value:,.{digits}f}"
+
+
+def exact(value: float | None) -> str:
+    """A figure of the output model printed whole: thousands separated, no rounding, so a
+    reader (and the tests) can check it against the JSON."""
+    if value is None:
+        return "-"
+    if float(value).is_integer():
+        return f"{int(value):,}"
+    return f"{value:,}"
+
+
+def _render(template: str, **values: Any) -> str:
+    return str(_environment().get_template(template).render(**values))
+
+
+def plan_html(plan: Plan, ctx: ReportContext | None = None) -> str:
+    ctx = ctx or ReportContext()
+    rack_pictures = [
+        picture
+        for site in plan.sites
+        for picture in racks.site_racks(
+            site, ctx.server_units, ctx.server_kw, ctx.offer_units.get(site.offer)
+        )
+    ]
+    cost = plan.cost
+    return _render(
+        "plan.html.j2",
+        plan=plan,
+        ctx=ctx,
+        cost=cost,
+        scope=proof_scope(plan.solver),
+        racks=rack_pictures,
+        catalogue_files=catalogue_files(plan),
+        cost_chart=charts.cost_chart(cost) if cost is not None else None,
+        tornado=charts.tornado_chart(plan.sensitivity) if plan.sensitivity else None,
+        memory_bars=[memory_bar(d) for d in plan.deployments],
+    )
+
+
+def catalogue_files(plan: Plan) -> list[str]:
+    """The catalogue files the plan's items were defined or patched in, first use first."""
+    files: dict[str, None] = {}
+    for ref in plan.sources:
+        for at in [ref.defined_at, *(p.at for p in ref.patched_at)]:
+            files[at.rsplit(":", 1)[0] if ":" in at else at] = None
+    return list(files)
+
+
+@dataclass(frozen=True)
+class Segment:
+    label: str
+    value: float
+    start: float  # share of the bar's width where it begins, 0-1
+    width: float  # share of the bar's width, 0-1
+    css: str
+
+
+def memory_bar(d: Deployment) -> list[Segment]:
+    """One deployment's GPU memory as a bar over the card's memory: what is used, by part
+    when the plan gives the parts, what is still free within the usable part, and the
+    headroom the rules keep free."""
+    card = max(d.card_memory_gb, d.memory_per_gpu_gb, 1e-9)
+    used = d.memory_per_gpu_gb
+    parts = [
+        (name, d.memory_parts_gb[key], f"p{i}")
+        for i, (key, name) in enumerate(MEMORY_PARTS.items())
+        if d.memory_parts_gb.get(key, 0.0) > 0
+    ] or [("used", used, "used")]
+    free = max(d.usable_memory_gb - used, 0.0)
+    reserve = max(card - max(used, d.usable_memory_gb), 0.0)
+    return _segments([*parts, ("free", free, "free"), ("headroom", reserve, "reserve")], card)
+
+
+def _segments(parts: list[tuple[str, float, str]], whole: float) -> list[Segment]:
+    out, at = [], 0.0
+    for label, value, css in parts:
+        width = value / whole if whole > 0 else 0.0
+        out.append(Segment(label, value, at, width, css))
+        at += width
+    return out
+
+
+def frontier_html(f: Frontier, from_zero: bool = True, ctx: ReportContext | None = None) -> str:
+    return _render(
+        "frontier.html.j2",
+        f=f,
+        ctx=ctx or ReportContext(),
+        chart=charts.frontier_chart(f, from_zero),
+    )
+
+
+def colo_html(report: ColoReport, top: int | None, ctx: ReportContext | None = None) -> str:
+    ctx = ctx or ReportContext()
+    feasible = [r for r in report.offers if r.feasible]
+    shown = feasible[:top] if top else feasible
+    best = shown[0] if shown else None
+    pictures = (
+        racks.colo_racks(best, ctx.server_units, ctx.server_kw, ctx.offer_units.get(best.offer))
+        if best is not None
+        else []
+    )
+    return _render(
+        "colo.html.j2",
+        report=report,
+        ctx=ctx,
+        shown=shown,
+        refused=[r for r in report.offers if not r.feasible],
+        best=best,
+        racks=pictures,
+    )
+
+
+def estimate_html(report: EstimateReport, ctx: ReportContext | None = None) -> str:
+    return _render(
+        "estimate.html.j2",
+        report=report,
+        ctx=ctx or ReportContext(),
+        parts_of=parts_of,
+    )
+
+
+def parts_of(values: dict[str, float], names: dict[str, str]) -> list[Segment]:
+    """The named parts of a whole (memory by kind, step time by cause) as bar segments,
+    the parts that are zero left out."""
+    parts = [
+        (name, values.get(key, 0.0), f"p{i}")  # a part keeps its colour across bars
+        for i, (key, name) in enumerate(names.items())
+        if values.get(key, 0.0) > 0
+    ]
+    return _segments(parts, sum(v for _, v, _ in parts))

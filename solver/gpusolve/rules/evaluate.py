@@ -1,0 +1,213 @@
+"""Evaluate compiled expressions: term by term, memoised, with a direct path for simple terms.
+
+Evaluation is cel-python's tree-walking `Evaluator` (nothing is handed to Python's
+`eval`/`exec`), with the operators of `operators.py`. On top of it:
+
+- A top-level conjunction `a && b && c` (of disjunctions) is evaluated term by term: false
+  stops, an error is kept only if no term is false, as CEL's `&&` does.
+- Each term's result is memoised on the values of the fields it reads (`Bindings.key`):
+  rules mostly read a handful of fields, so a whole catalogue is checked with few real
+  evaluations.
+- Terms of the shapes `field`, `!field`, `field OP literal` and `field in [literals]` are
+  computed directly from the plain data (`fastpath.py`), with the same semantics; a
+  property test checks the two agree.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Mapping, Sequence
+from dataclasses import dataclass
+from functools import cache
+from typing import TYPE_CHECKING
+
+import lark
+
+from gpusolve.rules.environment import Facts, Value
+from gpusolve.rules.parse import Node, Tree, environment
+from gpusolve.rules.scope import Path, ReadMode
+
+if TYPE_CHECKING:
+    from celpy.evaluation import Activation
+
+MAX_MEMO = 50_000
+
+Read = tuple[Path, ReadMode]
+
+
+@dataclass(frozen=True)
+class EvalFailure:
+    """An evaluation error (rare after the static check: e.g. division by zero)."""
+
+    message: str
+
+    def __bool__(self) -> bool:  # never mistaken for true
+        return False
+
+
+Outcome = bool | EvalFailure
+
+
+@cache
+def base_activation() -> Activation:
+    """cel-python's activation with the operator overrides (built once per process)."""
+    from gpusolve.rules.operators import overrides
+
+    env = environment()
+    return env.program(env.compile("true"), functions=overrides()).new_activation()
+
+
+class Bindings:
+    """The variables of one evaluation, drawn from several Facts (by root variable)."""
+
+    __slots__ = ("_by_root",)
+
+    def __init__(self, *facts: Facts, base: Mapping[str, Facts] | None = None) -> None:
+        self._by_root: dict[str, Facts] = dict(base) if base else {}
+        for f in facts:
+            self._by_root.update(f.owners)
+
+    def key(self, path: Path, mode: ReadMode) -> Hashable:
+        owner = self._by_root[path[0]]
+        return owner.key(path) if mode == "v" else owner.is_null(path)
+
+    def plain(self, path: Path) -> object:
+        return self._by_root[path[0]].walk(path)
+
+    def context(self) -> dict[str, Value]:
+        return {name: f.variables[name] for name, f in self._by_root.items()}
+
+
+_MISS = object()
+
+_PASS_THROUGH = frozenset(
+    {"expr", "conditionalor", "conditionaland", "relation", "addition", "multiplication"}
+    | {"unary"}
+)
+
+
+def _collapsed(node: Node) -> Node:
+    """A copy without single-child pass-through levels (`relation` holding one `addition`
+    holding one `multiplication`...): cel-python's methods for those just return their
+    child's value, so skipping them changes nothing but the number of visits (about half)."""
+    if not isinstance(node, lark.Tree):
+        return node
+    while node.data in _PASS_THROUGH and len(node.children) == 1:
+        child = node.children[0]
+        if not isinstance(child, lark.Tree):
+            break
+        node = child
+    return lark.Tree(node.data, [_collapsed(c) for c in node.children], node.meta)
+
+
+class Unit:
+    """One independently evaluated (sub)expression with its memo table."""
+
+    __slots__ = ("fast", "memo", "reads", "tree", "want_bool")
+
+    def __init__(self, tree: Node, reads: Sequence[Read], want_bool: bool) -> None:
+        from gpusolve.rules.fastpath import fast_plan
+
+        self.reads = tuple(reads)
+        self.want_bool = want_bool
+        self.fast = fast_plan(tree, self.reads, want_bool)
+        self.tree = _collapsed(tree)
+        self.memo: dict[tuple[Hashable, ...], object] = {}
+
+    @property
+    def paths(self) -> tuple[Path, ...]:
+        return tuple(p for p, _ in self.reads)
+
+    def run(self, bindings: Bindings) -> object:
+        """A bool or an EvalFailure when `want_bool`; else any value (CEL or plain)."""
+        if self.fast is not None:
+            return self.fast(bindings)
+        key = tuple([bindings.key(p, m) for p, m in self.reads])
+        hit = self.memo.get(key, _MISS)
+        if hit is not _MISS:
+            return hit
+        result = self._evaluate(bindings.context())
+        if len(self.memo) >= MAX_MEMO:
+            self.memo.clear()
+        self.memo[key] = result
+        return result
+
+    def _evaluate(self, context: dict[str, Value]) -> object:
+        from celpy import celtypes as ct
+        from celpy.evaluation import CELEvalError, Evaluator
+
+        tree = self.tree
+        assert isinstance(tree, lark.Tree)
+        try:
+            value = Evaluator(tree, activation=base_activation()).evaluate(context)
+        except CELEvalError as exc:
+            return EvalFailure(_eval_message(exc))
+        except Exception as exc:  # cel-python internals: never a traceback for a rule
+            return EvalFailure(f"{type(exc).__name__}: {exc}")
+        if not self.want_bool:
+            return value
+        if isinstance(value, ct.BoolType):
+            return bool(value)
+        return EvalFailure(f"expected true or false, got {value!r}")
+
+
+def _eval_message(exc: Exception) -> str:
+    args = exc.args
+    if len(args) >= 3 and isinstance(args[2], tuple) and args[2]:
+        return str(args[2][0])
+    return str(args[0]) if args else str(exc)
+
+
+class Program:
+    """A compiled predicate: bool-valued, statically checked, evaluated term by term.
+
+    `terms` is a conjunction of disjunctions of units (`a && (b || c) && d` at top
+    level): each unit is evaluated separately, memoised on the fields it reads, with
+    CEL's commutative error semantics (`false && error` is false, `true || error` true).
+    """
+
+    def __init__(
+        self,
+        text: str,
+        tree: Tree,
+        terms: list[list[Unit]],
+        nonnull_if_true: frozenset[Path] = frozenset(),
+    ) -> None:
+        self.text = text
+        self.tree = tree
+        self.terms = terms
+        self.units = [u for term in terms for u in term]
+        self.paths: frozenset[Path] = frozenset(p for u in self.units for p in u.paths)
+        self._roots = frozenset(p[0] for p in self.paths)
+        # Fields this predicate proves non-null when true (`x != null && ...`): expressions
+        # that only run after it (a rule's require/prefer/advise) may use them unguarded.
+        self.nonnull_if_true = nonnull_if_true
+
+    def params_read(self) -> frozenset[str]:
+        return frozenset(p[1] for p in self.paths if p[0] == "params" and len(p) > 1)
+
+    def variables_read(self) -> frozenset[str]:
+        return self._roots
+
+    def evaluate(self, bindings: Bindings) -> Outcome:
+        failure: EvalFailure | None = None
+        for term in self.terms:
+            outcome = _any(term, bindings)
+            if outcome is False:
+                return False
+            if isinstance(outcome, EvalFailure):
+                failure = failure or outcome
+        return failure if failure is not None else True
+
+    def __repr__(self) -> str:
+        return f"Program({self.text!r})"
+
+
+def _any(units: list[Unit], bindings: Bindings) -> Outcome:
+    failure: EvalFailure | None = None
+    for unit in units:
+        result = unit.run(bindings)
+        if result is True:
+            return True
+        if isinstance(result, EvalFailure):
+            failure = failure or result
+    return failure if failure is not None else False

@@ -1,0 +1,436 @@
+"""`plan` with a `scenarios:` block: the two-stage plan against the nominal one.
+
+Each scenario is the requirements and the catalogue with its changes applied (demand,
+efficiency, prices, cards unavailable), run through the ordinary candidates stage into its
+own `ir.Instance`; `optimize/scenarios.py` then decides one purchase for all of them. The
+nominal plan (the scenario named `nominal`, else the requirements as written) is solved
+alone, as `plan` would, and its purchase is evaluated in every scenario with the rentals
+re-chosen there; so is the hedged plan's. The plan printed is the hedged plan as it runs
+in the nominal scenario; `Plan.scenarios` compares the two.
+
+Rules are evaluated once, on the requirements as written: what they decide (sharding,
+headroom, the layouts allowed) does not depend on the figures a scenario changes.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from gpusolve import assemble
+from gpusolve.candidates.generate import Candidates, build_candidates
+from gpusolve.candidates.money import energy_per_server_month, to_money
+from gpusolve.candidates.policy import WorkloadPolicy
+from gpusolve.errors import Problem
+from gpusolve.load.yamlio import Document
+from gpusolve.models.catalog import Card, Catalog
+from gpusolve.models.plan import (
+    Infeasibility,
+    Plan,
+    ScenarioOutcome,
+    Scenarios,
+    SolverInfo,
+)
+from gpusolve.models.requirements import Requirements, Scenario, Workload
+from gpusolve.optimize import ir
+from gpusolve.smalljobs import beyond_horizon, rent_only, small_jobs
+
+if TYPE_CHECKING:
+    from gpusolve.planner import RulesSummary
+
+Progress = Callable[[str], None]
+NOMINAL = "nominal"
+ALL_CARDS = "all"
+
+
+# --------------------------------------------------------------------------- checks
+
+
+def scenario_problems(reqs: Requirements, catalog: Catalog, doc: Document) -> list[Problem]:
+    """Card ids and workload names in the scenarios that the run does not know."""
+    problems: list[Problem] = []
+    cards = set(catalog.cards)
+    workloads = {w.name for w in reqs.workloads}
+
+    def problem(path: tuple[str | int, ...], what: str, hint: str) -> None:
+        loc = doc.locate(path) or (None, None)
+        problems.append(Problem(doc.name, loc[0], loc[1], what, hint))
+
+    card_hint = "use a card id from `gpusolve catalog list --kind cards`"
+    for i, s in enumerate(reqs.scenarios or []):
+        base: tuple[str | int, ...] = ("scenarios", i)
+        for card in s.efficiency:
+            if card != ALL_CARDS and card not in cards:
+                problem((*base, "efficiency", card), f"unknown card {card!r}", card_hint)
+        for j, card in enumerate(s.unavailable):
+            if card not in cards:
+                problem((*base, "unavailable", j), f"unknown card {card!r}", card_hint)
+        if isinstance(s.demand, dict):
+            for name in s.demand:
+                if name != ALL_CARDS and name not in workloads:
+                    hint = f"use a workload name: {', '.join(sorted(workloads))}, or all"
+                    problem((*base, "demand", name), f"unknown workload {name!r}", hint)
+    return problems
+
+
+# --------------------------------------------------------------------------- scenario
+
+
+def scenario_requirements(reqs: Requirements, s: Scenario) -> Requirements:
+    """The requirements with the scenario's demand: tokens per run for training,
+    target tokens/s (or concurrency) for serving."""
+    workloads = [_grown(w, _demand_factor(s, w.name)) for w in reqs.workloads]
+    return reqs.model_copy(update={"workloads": workloads, "scenarios": None})
+
+
+def _demand_factor(s: Scenario, workload: str) -> float:
+    if isinstance(s.demand, dict):
+        return s.demand.get(workload, s.demand.get(ALL_CARDS, 1.0))
+    return s.demand
+
+
+def _grown(w: Workload, factor: float) -> Workload:
+    if factor == 1.0:
+        return w
+    if w.kind != "inference":
+        assert w.tokens is not None  # the model requires tokens for training
+        return w.model_copy(update={"tokens": w.tokens * factor})
+    if w.target_tokens_per_s is not None:
+        return w.model_copy(update={"target_tokens_per_s": w.target_tokens_per_s * factor})
+    assert w.concurrency is not None  # the model requires one of the two
+    return w.model_copy(update={"concurrency": max(1, math.ceil(w.concurrency * factor))})
+
+
+def scenario_catalog(catalog: Catalog, s: Scenario) -> Catalog:
+    """The catalogue as the scenario has it: cards' achieved rates, prices, and no
+    server or cloud offer of an unavailable card."""
+    gone = set(s.unavailable)
+    cards = {
+        k: _efficient(c, s.efficiency.get(k, s.efficiency.get(ALL_CARDS, 1.0)))
+        for k, c in catalog.cards.items()
+    }
+    servers = {
+        k: v.model_copy(update={"price": v.price * s.prices.servers})
+        for k, v in catalog.servers.items()
+        if v.card not in gone
+    }
+    cloud = {
+        k: v.model_copy(update={"price_per_hour": v.price_per_hour * s.prices.cloud})
+        for k, v in catalog.cloud_offers.items()
+        if v.card not in gone
+    }
+    colo = {
+        k: v.model_copy(update={"power_price_per_kwh": v.power_price_per_kwh * s.prices.power})
+        for k, v in catalog.colo_offers.items()
+    }
+    return catalog.model_copy(
+        update={"cards": cards, "servers": servers, "cloud_offers": cloud, "colo_offers": colo}
+    )
+
+
+def _efficient(card: Card, factor: float) -> Card:
+    """A card that achieves `factor` x what the model assumes on its kernels: its compute
+    peaks (and measured MAMF) and its memory bandwidth scaled alike, so the estimate's
+    GEMM, attention and streaming times all move by the factor."""
+    if factor == 1.0:
+        return card
+    tflops = card.tflops.model_copy(
+        update={k: v * factor for k, v in card.tflops.model_dump().items() if v is not None}
+    )
+    update: dict[str, object] = {
+        "tflops": tflops,
+        "memory_bandwidth_gbs": card.memory_bandwidth_gbs * factor,
+    }
+    if card.mamf_tflops is not None:
+        mamf = card.mamf_tflops
+        update["mamf_tflops"] = mamf.model_copy(
+            update={
+                "bf16": None if mamf.bf16 is None else mamf.bf16 * factor,
+                "fp8": None if mamf.fp8 is None else mamf.fp8 * factor,
+            }
+        )
+    return card.model_copy(update=update)
+
+
+@dataclasses.dataclass(frozen=True)
+class Prepared:
+    """One scenario ready to optimise: its requirements, catalogue and candidates."""
+
+    name: str
+    probability: float
+    reqs: Requirements
+    catalog: Catalog
+    cand: Candidates
+    small: dict[str, str]
+
+
+def prepare(
+    name: str,
+    probability: float,
+    reqs: Requirements,
+    catalog: Catalog,
+    policies: dict[str, WorkloadPolicy],
+) -> Prepared:
+    """The candidates stage on one scenario, with `plan`'s own pre-solve filters."""
+    cand = build_candidates(reqs, catalog, policies)
+    small = small_jobs(reqs, catalog)
+    if small:
+        cand = rent_only(cand, small)
+    cand = beyond_horizon(cand, reqs)
+    return Prepared(name, probability, reqs, catalog, cand, small)
+
+
+def harmonise(prepared: list[Prepared]) -> list[Prepared]:
+    """Every scenario's instance prices every site any scenario uses and every SKU any
+    scenario uses that it can buy: the shared purchase is priced in each scenario."""
+    site_ids = sorted({s for p in prepared for s in p.cand.instance.sites})
+    sku_ids = sorted({k for p in prepared for k in p.cand.instance.skus})
+    out: list[Prepared] = []
+    for p in prepared:
+        inst = p.cand.instance
+        sites = {i: _site(p, i) for i in site_ids}
+        skus = {i: _sku(p.catalog, i) for i in sku_ids if i in p.catalog.servers}
+        instance = dataclasses.replace(inst, sites=sites, skus=skus)
+        out.append(dataclasses.replace(p, cand=dataclasses.replace(p.cand, instance=instance)))
+    return out
+
+
+def _sku(catalog: Catalog, sku_id: str) -> ir.Sku:
+    # As `candidates.generate.build_candidates` prices a SKU.
+    s = catalog.servers[sku_id]
+    return ir.Sku(
+        id=s.id,
+        capex=to_money(s.price),
+        power_w=round(s.power_kw * 1000),
+        rack_units=s.rack_units,
+        cooling=frozenset(s.cooling),
+    )
+
+
+def _site(p: Prepared, site_id: str) -> ir.Site:
+    # As `candidates.generate._sites` prices an offer, on this scenario's catalogue.
+    known = p.cand.instance.sites.get(site_id)
+    offer = p.catalog.colo_offers[site_id]
+    energy = {
+        s.id: energy_per_server_month(
+            s.power_kw,
+            p.reqs.utilisation,
+            offer.pue,
+            offer.power_price_per_kwh,
+            offer.power_included,
+        )
+        for s in p.catalog.servers.values()
+    }
+    if known is not None:
+        return dataclasses.replace(known, energy_month=energy)
+    return ir.Site(
+        id=offer.id,
+        region=offer.region,
+        cooling=offer.cooling,
+        rack_w=round(offer.rack_kw * 1000),
+        rack_units=offer.rack_units,
+        racks_available=offer.racks_available,
+        rack_rent_month=to_money(offer.rack_price_per_month),
+        bandwidth_month=to_money(offer.bandwidth_mbps * offer.bandwidth_price_per_mbps_month),
+        energy_month=energy,
+    )
+
+
+# --------------------------------------------------------------------------- plan
+
+
+@dataclasses.dataclass(frozen=True)
+class ScenarioRun:
+    robust: str
+    config: ir.SolveConfig
+    timings: bool = False
+
+
+def make_scenario_plan(
+    reqs: Requirements,
+    catalog: Catalog,
+    policies: dict[str, WorkloadPolicy],
+    rules: RulesSummary,
+    run: ScenarioRun,
+    progress: Progress,
+) -> Plan:
+    """The hedged plan for every scenario, compared with the nominal plan."""
+    from gpusolve.optimize import scenarios as two
+    from gpusolve.optimize.solve import solve
+
+    declared = reqs.scenarios or []
+    progress(f"building candidates for {len(declared)} scenario(s)")
+    prepared = [
+        prepare(
+            s.name,
+            s.probability,
+            scenario_requirements(reqs, s),
+            scenario_catalog(catalog, s),
+            policies,
+        )
+        for s in declared
+    ]
+    if not any(s.name == NOMINAL for s in declared):
+        bare = reqs.model_copy(update={"scenarios": None})
+        prepared.append(prepare(NOMINAL, 0.0, bare, catalog, policies))
+    prepared = harmonise(prepared)
+    nominal = next(p for p in prepared if p.name == NOMINAL)
+    lacking = {p.name: p.cand.workloads_without_options() for p in prepared}
+    lacking = {k: v for k, v in lacking.items() if v}
+    if lacking:
+        return _infeasible(rules, run, _lacking_reason(lacking))
+    scenarios = [
+        two.Scenario(p.name, p.probability, p.cand.instance)
+        for p in prepared
+        if p.name in {s.name for s in declared}
+    ]
+    everywhere = [two.Scenario(p.name, p.probability, p.cand.instance) for p in prepared]
+
+    progress("solving the nominal plan")
+    nominal_solution = solve(nominal.cand.instance, run.config)
+    nominal_first = two.FirstStage(nominal_solution.servers) if nominal_solution.choices else None
+    nominal_eval = two.evaluate(nominal_first, everywhere, run.config) if nominal_first else {}
+    hint = None
+    if nominal_first and all(nominal_eval.get(s.name) for s in scenarios):
+        hint = two.TwoStageResult(
+            "feasible",
+            nominal_first,
+            {k: v for k, v in nominal_eval.items() if v is not None},
+        )
+    progress(f"solving the two-stage plan over {len(scenarios)} scenario(s) ({run.robust})")
+    robust: two.Robust = "worst" if run.robust == "worst" else "expected"
+    hedged = two.solve_two_stage(
+        scenarios, run.config, robust, start_from=nominal_first if hint else None
+    )
+    if hedged.first is None:
+        if hedged.status == "infeasible":
+            return _infeasible(
+                rules,
+                run,
+                "no single purchase meets every scenario: relax the hardest scenario "
+                "(its demand or its unavailable cards) or drop it",
+            )
+        return _infeasible(
+            rules, run, "no plan found within --time-limit; try a longer --time-limit"
+        ).model_copy(update={"status": "timeout"})
+    hedged_eval = two.evaluate(hedged.first, everywhere, run.config)
+    comparison = _compare(robust, prepared, declared_names(reqs), hedged_eval, nominal_eval)
+    shown = hedged_eval.get(NOMINAL)
+    where = nominal
+    if shown is None:  # the hedged purchase cannot meet the requirements as written
+        where = max(
+            (p for p in prepared if p.name in declared_names(reqs)), key=lambda p: p.probability
+        )
+        shown = hedged_eval[where.name]
+    assert shown is not None
+    status = "optimal" if hedged.status == "optimal" else "feasible"
+    shown = dataclasses.replace(
+        shown,
+        status=hedged.status,
+        objective_value=hedged.objective_value,
+        best_bound=hedged.best_bound,
+        wall_s=hedged.wall_s,
+    )
+    info = assemble.solver_info(shown, run.config).model_copy(update=where.cand.scope())
+    if not run.timings:
+        info = info.model_copy(update={"wall_s": None})
+    return Plan(
+        status=status,
+        objective=f"two-stage {robust} TCO",
+        cost=assemble.cost(shown, where.cand, where.reqs, where.catalog),
+        deployments=assemble.deployments(shown, where.cand, where.reqs),
+        sites=assemble.sites(shown, where.cand.instance, where.catalog),
+        binding=assemble.binding(shown, where.cand.instance, where.catalog, where.reqs),
+        rules_fired=rules.fired,
+        advice=[*where.small.values(), *rules.advice],
+        solver=info,
+        scenarios=comparison,
+    )
+
+
+def declared_names(reqs: Requirements) -> set[str]:
+    return {s.name for s in reqs.scenarios or []}
+
+
+def _compare(
+    robust: str,
+    prepared: list[Prepared],
+    declared: set[str],
+    hedged: dict[str, ir.Solution | None],
+    nominal: dict[str, ir.Solution | None],
+) -> Scenarios:
+    outcomes: list[ScenarioOutcome] = []
+    for p in prepared:
+        if p.name not in declared:
+            continue
+        mine = hedged[p.name]
+        theirs = nominal.get(p.name)
+        assert mine is not None and mine.costs is not None  # the hedged plan meets them all
+        outcomes.append(
+            ScenarioOutcome(
+                name=p.name,
+                probability=p.probability,
+                tco=float(mine.costs.tco),
+                nominal_tco=None
+                if theirs is None or theirs.costs is None
+                else float(theirs.costs.tco),
+                rented=_rented(mine, p.cand),
+            )
+        )
+    tco = _aggregate(robust, [(o.probability, o.tco) for o in outcomes])
+    nominal_figures = [(o.probability, o.nominal_tco) for o in outcomes]
+    nominal_tco = (
+        None
+        if any(v is None for _, v in nominal_figures)
+        else _aggregate(robust, [(p, v) for p, v in nominal_figures if v is not None])
+    )
+    mine_nominal = hedged.get(NOMINAL)
+    theirs_nominal = nominal.get(NOMINAL)
+    hedge_cost = None
+    if mine_nominal and theirs_nominal and mine_nominal.costs and theirs_nominal.costs:
+        hedge_cost = float(mine_nominal.costs.tco - theirs_nominal.costs.tco)
+    return Scenarios(
+        robust="worst" if robust == "worst" else "expected",
+        tco=tco,
+        nominal_tco=nominal_tco,
+        hedge_cost=hedge_cost,
+        outcomes=outcomes,
+    )
+
+
+def _aggregate(robust: str, figures: list[tuple[float, float]]) -> float:
+    if robust == "worst":
+        return max(v for _, v in figures)
+    return round(sum(p * v for p, v in figures), 2)
+
+
+def _rented(solution: ir.Solution, cand: Candidates) -> list[str]:
+    out: list[str] = []
+    for c in solution.choices:
+        if c.site is None:
+            meta = cand.meta[c.option]
+            out.append(f"{c.workload}: {meta.nodes} x {meta.cloud_offer}")
+    return out
+
+
+def _lacking_reason(lacking: dict[str, list[str]]) -> str:
+    parts = [f"scenario {name}: {', '.join(ws)}" for name, ws in sorted(lacking.items())]
+    return (
+        "some workloads have no hardware or rental that meets them in a scenario ("
+        + "; ".join(parts)
+        + "): change that scenario, or run `gpusolve plan` on its requirements to see why"
+    )
+
+
+def _infeasible(rules: RulesSummary, run: ScenarioRun, reason: str) -> Plan:
+    return Plan(
+        rules_fired=rules.fired,
+        advice=rules.advice,
+        status="infeasible",
+        objective=f"two-stage {run.robust} TCO",
+        cost=None,
+        infeasibility=Infeasibility(reason=reason),
+        solver=SolverInfo(status="infeasible", workers=run.config.workers, seed=run.config.seed),
+    )

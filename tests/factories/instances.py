@@ -1,0 +1,81 @@
+"""Optimiser instances (`ir.Instance`) built by hand, and the solve settings the optimiser
+tests use. The default instance: two server kinds (a 10 kW / 8 U server for 1000 and a
+20 kW one for 800), one site `sz` of ten 20 kW racks at 5 a month with energy 10 per server
+per month, and a 12-month horizon."""
+
+from __future__ import annotations
+
+from gpusolve.optimize.ir import (
+    CloudOption,
+    Instance,
+    OwnedOption,
+    Placement,
+    Site,
+    Sku,
+    Slot,
+    SolveConfig,
+)
+
+ONE = SolveConfig(time_limit_s=20, workers=1, seed=1)
+TWO = SolveConfig(time_limit_s=20, workers=2, seed=1)
+
+# A 10 kW / 8 U server for 1000 (energy 10 per month) and a 20 kW one.
+H100 = Sku("h100", capex=1000, power_w=10_000, rack_units=8, cooling=frozenset({"air"}))
+HOT = Sku("hot", capex=800, power_w=20_000, rack_units=8, cooling=frozenset({"air"}))
+
+
+def site(
+    id_: str = "sz",
+    rack_w: int = 20_000,
+    racks: int = 10,
+    rent: int = 5,
+    bandwidth: int = 0,
+    energy: int = 10,
+) -> Site:
+    return Site(
+        id_, "east", "air", rack_w, 42, racks, rent, bandwidth, {"h100": energy, "hot": energy}
+    )
+
+
+def owned(
+    key: str,
+    workload: str,
+    servers: int,
+    slot: Slot = "always",
+    sku: str = "h100",
+    sites: tuple[str, ...] = ("sz",),
+    **kw: object,
+) -> OwnedOption:
+    placements = tuple(Placement(s) for s in sites)
+    return OwnedOption(key, workload, sku, servers, slot, placements, **kw)  # type: ignore[arg-type]
+
+
+def instance(
+    workloads: tuple[str, ...],
+    opts: tuple[OwnedOption, ...],
+    cloud: tuple[CloudOption, ...] = (),
+    sites: tuple[Site, ...] = (site(),),
+    **kw: object,
+) -> Instance:
+    return Instance(
+        workloads=workloads,
+        skus={"h100": H100, "hot": HOT},
+        sites={s.id: s for s in sites},
+        owned=opts,
+        cloud=cloud,
+        horizon_months=12,
+        **kw,  # type: ignore[arg-type]
+    )
+
+
+def rented(
+    key: str,
+    workload: str,
+    instances: int,
+    cost_total: int,
+    offer: str = "cloud",
+    region: str = "cloud",
+    **kw: object,
+) -> CloudOption:
+    """Renting `instances` of a cloud offer for `cost_total` over the horizon."""
+    return CloudOption(key, workload, offer, region, instances, cost_total, **kw)  # type: ignore[arg-type]

@@ -1,0 +1,55 @@
+"""Requirements as validated models: a workload (training by default; inference gets a
+throughput target instead of tokens), a workload of a named model, the requirements
+holding some, and a layout dict as the rules see it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gpusolve.models.requirements import ModelShape, Requirements, Workload
+
+
+def workload(
+    name: str = "w", kind: str = "full_finetune", params_b: float = 7.0, **kw: Any
+) -> Workload:
+    data: dict[str, Any] = {"name": name, "kind": kind, "model": {"params_b": params_b}}
+    if kind == "inference":
+        data["target_tokens_per_s"] = 1000
+    else:
+        data["tokens"] = 1e9
+    model = kw.pop("model", None)
+    if model:
+        data["model"].update(model)
+    data.update(kw)
+    return Workload.model_validate(data)
+
+
+def preset_workload(preset: str, **fields: Any) -> Workload:
+    """A workload of a named model (`model: {preset: ...}`), pretraining unless `kind` says
+    otherwise; `fields` as in the requirements file, `model` included."""
+    data: dict[str, Any] = {"name": "w", "kind": "pretrain", "model": ModelShape(preset=preset)}
+    data.update(fields)
+    return Workload.model_validate(data)
+
+
+def requirements(*workloads: Workload, **kw: Any) -> Requirements:
+    data: dict[str, Any] = {"workloads": [w.model_dump(exclude_none=True) for w in workloads]}
+    data.update(kw)
+    return Requirements.model_validate(data)
+
+
+LAYOUT: dict[str, Any] = {
+    "nodes": 1,
+    "gpus": 8,
+    "tp": 1,
+    "pp": 1,
+    "dp": 8,
+    "memory_per_gpu_gb": 50,
+    "card_memory_gb": 85.5,
+    "usable_memory_gb": 68.4,
+    "comm_fraction": 0.05,
+}
+
+
+def layout(**kw: Any) -> dict[str, Any]:
+    return {**LAYOUT, **kw}

@@ -1,0 +1,352 @@
+"""Two-stage plans over scenarios (`optimize/scenarios.py`), checked by enumeration.
+
+The reference below shares no code with the model: it enumerates one assignment per
+scenario, buys the most servers any scenario needs per (SKU, site) and slot, packs them
+into the fewest racks (`optimize_reference.min_racks`, exhaustive) and prices each
+scenario with its own prices.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import math
+from collections import defaultdict
+from pathlib import Path
+
+import pytest
+from tests.support.optimize_reference import choices_of, min_racks, random_instance
+
+from gpusolve.models.plan import Plan
+from gpusolve.optimize.ir import (
+    SLOTS_COVERED,
+    CloudOption,
+    Instance,
+    OwnedOption,
+    Placement,
+    Site,
+    Sku,
+    SolveConfig,
+)
+from gpusolve.optimize.scenarios import (
+    FirstStage,
+    Scenario,
+    evaluate,
+    probability_weights,
+    solve_two_stage,
+)
+from gpusolve.optimize.solve import solve
+
+CONFIG = SolveConfig(time_limit_s=30, workers=1, seed=1)
+
+Combo = tuple[tuple[OwnedOption | CloudOption, Placement | None], ...]
+
+
+# --------------------------------------------------------------------------- reference
+
+
+def _demand(combo: Combo) -> dict[tuple[str, str], int]:
+    """Servers per (SKU, site) one assignment needs: its busiest slot."""
+    per_slot: dict[tuple[str, str, str], int] = defaultdict(int)
+    for option, placement in combo:
+        if isinstance(option, OwnedOption):
+            assert placement is not None
+            for slot in SLOTS_COVERED[option.slot]:
+                per_slot[(option.sku, placement.site, slot)] += option.servers
+    out: dict[tuple[str, str], int] = defaultdict(int)
+    for (sku, site, _), n in per_slot.items():
+        out[(sku, site)] = max(out[(sku, site)], n)
+    return dict(out)
+
+
+def _price(inst: Instance, servers: dict[tuple[str, str], int], combo: Combo) -> int | None:
+    """TCO + penalties of an assignment in a scenario on a purchase; None when the
+    purchase cannot be racked."""
+    h = inst.horizon_months
+    cost = sum(
+        inst.skus[k].capex * n + h * inst.sites[s].energy_month[k] * n
+        for (k, s), n in servers.items()
+    )
+    for site_id in sorted({s for (_, s), n in servers.items() if n}):
+        site = inst.sites[site_id]
+        items = tuple(
+            sorted(
+                (inst.skus[k].power_w, inst.skus[k].rack_units)
+                for (k, s), n in servers.items()
+                if s == site_id
+                for _ in range(n)
+            )
+        )
+        racks = min_racks(items, site.rack_w, site.rack_units)
+        if racks > site.racks_available:
+            return None
+        cost += h * (site.rack_rent_month * racks + site.bandwidth_month)
+    for option, placement in combo:
+        cost += option.penalty
+        if isinstance(option, CloudOption):
+            cost += option.cost_total
+        else:
+            assert placement is not None
+            cost += placement.penalty
+    return cost
+
+
+Choice = tuple[OwnedOption | CloudOption, Placement | None]
+
+
+def _allowed(inst: Instance, workload: str) -> list[Choice]:
+    """A workload's choices that break no requirement (every requirement is hard)."""
+    return [
+        (o, p)
+        for o, p in choices_of(inst, workload)
+        if not o.violates and (p is None or not p.violates)
+    ]
+
+
+def reference(scenarios: list[Scenario], robust: str) -> int | None:
+    """The best expected (x weights) or worst-case TCO + penalties, by enumeration."""
+    weights = probability_weights([s.probability for s in scenarios])
+    per = [[_allowed(s.instance, w) for w in s.instance.workloads] for s in scenarios]
+    assignments = [list(itertools.product(*choices)) for choices in per]
+    best: int | None = None
+    for combos in itertools.product(*assignments):
+        servers: dict[tuple[str, str], int] = defaultdict(int)
+        for combo in combos:
+            for key, n in _demand(combo).items():
+                servers[key] = max(servers[key], n)
+        pairs = zip(scenarios, combos, strict=True)
+        costs = [_price(s.instance, dict(servers), c) for s, c in pairs]
+        if any(c is None for c in costs):
+            continue
+        known = [c for c in costs if c is not None]
+        weighted = sum(w * c for w, c in zip(weights, known, strict=True))
+        value = max(known) if robust == "worst" else weighted
+        best = value if best is None else min(best, value)
+    return best
+
+
+def reference_fixed(inst: Instance, servers: dict[tuple[str, str], int]) -> int | None:
+    """The cheapest second stage in one scenario on a given purchase."""
+    best: int | None = None
+    choices = [_allowed(inst, w) for w in inst.workloads]
+    for combo in itertools.product(*choices):
+        need = _demand(combo)
+        if any(n > servers.get(key, 0) for key, n in need.items()):
+            continue
+        cost = _price(inst, servers, combo)
+        if cost is not None:
+            best = cost if best is None else min(best, cost)
+    return best
+
+
+# --------------------------------------------------------------------------- instances
+
+
+def _growth_pair() -> list[Scenario]:
+    """One workload: nominal needs 1 server (or 1,500 of cloud), growth needs 2 (or 3,000).
+    Buying 1 (the nominal optimum) rents 3,000 when demand grows: 0.5 x 1,000 + 0.5 x
+    4,000 = 2,500 expected; buying 2 costs 2,000 in both."""
+    sku = Sku("k", capex=1000, power_w=1000, rack_units=1, cooling=frozenset({"air"}))
+    site = Site("s", "r", "air", 10_000, 42, 2, 0, 0, {"k": 0})
+
+    def instance(servers: int, cloud: int) -> Instance:
+        return Instance(
+            workloads=("w",),
+            skus={"k": sku},
+            sites={"s": site},
+            owned=(OwnedOption("w.o", "w", "k", servers, "always", (Placement("s"),)),),
+            cloud=(CloudOption("w.c", "w", "offer", "r", 1, cloud),),
+            horizon_months=1,
+        )
+
+    return [
+        Scenario("nominal", 0.5, instance(1, 1500)),
+        Scenario("growth", 0.5, instance(2, 3000)),
+    ]
+
+
+def test_two_stage_beats_the_nominal_plan_in_expectation() -> None:
+    scenarios = _growth_pair()
+    hedged = solve_two_stage(scenarios, CONFIG)
+    assert hedged.status == "optimal" and hedged.first is not None
+    assert hedged.objective_value == reference(scenarios, "expected")
+    assert hedged.first.servers == {("k", "s"): 2}
+    nominal = solve(scenarios[0].instance, CONFIG)
+    assert nominal.servers == {("k", "s"): 1}
+    outcome = evaluate(FirstStage(nominal.servers), scenarios, CONFIG)
+    weights = probability_weights([0.5, 0.5])
+    nominal_expected = 0
+    for w, s in zip(weights, scenarios, strict=True):
+        solution = outcome[s.name]
+        assert solution is not None and solution.costs is not None
+        assert solution.costs.objective_tco == reference_fixed(s.instance, nominal.servers)
+        nominal_expected += w * solution.costs.objective_tco
+    assert hedged.objective_value is not None
+    assert hedged.objective_value < nominal_expected
+    # The growth scenario rents on the nominal purchase.
+    growth = outcome["growth"]
+    assert growth is not None and [c.site for c in growth.choices] == [None]
+
+
+def test_worst_case_matches_enumeration() -> None:
+    scenarios = _growth_pair()
+    worst = solve_two_stage(scenarios, CONFIG, "worst")
+    assert worst.status == "optimal"
+    assert worst.objective_value == reference(scenarios, "worst") == 2000
+
+
+def _derived(seed: int) -> list[Scenario] | None:
+    """Three scenarios from one random instance: as drawn, demand x2 (twice the servers,
+    twice the rental) and dearer servers (capex x1.5, cloud x0.8). Small enough to
+    enumerate; no budgets (the reference does not price them)."""
+    base = random_instance(seed)
+    base = dataclasses.replace(base, capex_max=None, monthly_max=None, objective="min-tco")
+    grown = dataclasses.replace(
+        base,
+        owned=tuple(dataclasses.replace(o, servers=2 * o.servers) for o in base.owned),
+        cloud=tuple(dataclasses.replace(c, cost_total=2 * c.cost_total) for c in base.cloud),
+    )
+    dear = dataclasses.replace(
+        base,
+        skus={
+            k: dataclasses.replace(s, capex=math.ceil(1.5 * s.capex)) for k, s in base.skus.items()
+        },
+        cloud=tuple(dataclasses.replace(c, cost_total=int(0.8 * c.cost_total)) for c in base.cloud),
+    )
+    scenarios = [
+        Scenario("nominal", 0.5, base),
+        Scenario("growth", 0.3, grown),
+        Scenario("dear", 0.2, dear),
+    ]
+    size = 1
+    for s in scenarios:
+        for w in s.instance.workloads:
+            size *= max(1, len(_allowed(s.instance, w)))
+    return scenarios if size <= 30_000 else None
+
+
+@pytest.mark.parametrize("seed", range(12))
+@pytest.mark.parametrize("robust", ["expected", "worst"])
+def test_random_scenarios_match_enumeration(seed: int, robust: str) -> None:
+    scenarios = _derived(seed)
+    if scenarios is None:
+        pytest.skip("too many assignments to enumerate")
+    expected = reference(scenarios, robust)
+    result = solve_two_stage(scenarios, CONFIG, robust)  # type: ignore[arg-type]
+    if expected is None:
+        assert result.status == "infeasible"
+        return
+    assert result.status == "optimal"
+    assert result.objective_value == expected
+    assert result.first is not None
+    # Each scenario's reported plan is the cheapest on the purchase made.
+    for s in scenarios:
+        solution = evaluate(result.first, [s], CONFIG)[s.name]
+        assert solution is not None and solution.costs is not None
+        assert solution.costs.objective_tco == reference_fixed(s.instance, result.first.servers)
+
+
+def test_a_card_unavailable_in_one_scenario_is_bought_in_none() -> None:
+    nominal, growth = _growth_pair()
+    inst = growth.instance
+    other = Sku("k2", capex=1600, power_w=1000, rack_units=1, cooling=frozenset({"air"}))
+    site = dataclasses.replace(inst.sites["s"], energy_month={"k": 0, "k2": 0})
+    with_k2 = dataclasses.replace(
+        nominal.instance,
+        skus={"k": inst.skus["k"], "k2": other},
+        sites={"s": site},
+        owned=(
+            *nominal.instance.owned,
+            OwnedOption("w.o2", "w", "k2", 1, "always", (Placement("s"),)),
+        ),
+    )
+    without_k = dataclasses.replace(
+        with_k2,
+        skus={"k2": other},
+        owned=(with_k2.owned[1],),
+        cloud=(dataclasses.replace(with_k2.cloud[0], cost_total=5000),),
+    )
+    scenarios = [Scenario("nominal", 0.8, with_k2), Scenario("no-k", 0.2, without_k)]
+    result = solve_two_stage(scenarios, CONFIG)
+    assert result.first is not None and result.first.servers == {("k2", "s"): 1}
+    nominal_plan = solve(with_k2, CONFIG)
+    assert nominal_plan.servers == {("k", "s"): 1}
+    assert evaluate(FirstStage(nominal_plan.servers), scenarios, CONFIG)["no-k"] is None
+
+
+def test_probability_weights_sum_to_the_scale() -> None:
+    assert sum(probability_weights([1 / 3, 1 / 3, 1 / 3])) == 10_000
+    assert probability_weights([0.5, 0.3, 0.2]) == [5000, 3000, 2000]
+
+
+# --------------------------------------------------------------------------- the CLI
+
+EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "scenarios-demand-growth.yaml"
+
+
+def _with_scenarios(tmp_path: Path, block: str) -> Path:
+    """The shipped example with its scenarios: block replaced."""
+    text = EXAMPLE.read_text(encoding="utf-8")
+    head = text[: text.index("scenarios:\n")]
+    path = tmp_path / "reqs.yaml"
+    path.write_text(head + block, encoding="utf-8")
+    return path
+
+
+def test_probabilities_must_sum_to_one(gpusolve, tmp_path: Path) -> None:
+    path = _with_scenarios(
+        tmp_path,
+        "scenarios:\n  - name: nominal\n    probability: 0.5\n"
+        "  - name: growth\n    probability: 0.4\n    demand: 2\n",
+    )
+    result = gpusolve("plan", "-q", str(path))
+    assert result.code == 2
+    line = path.read_text().splitlines().index("scenarios:") + 1
+    # Located at the block (its key or its first item), with what to do.
+    assert f"{path}:{line}:" in result.err or f"{path}:{line + 1}:" in result.err
+    assert "sum to 1" in result.err and "0.9" in result.err
+    assert "Traceback" not in result.err
+
+
+def test_unknown_card_in_a_scenario_is_located(gpusolve, tmp_path: Path) -> None:
+    path = _with_scenarios(
+        tmp_path,
+        "scenarios:\n  - name: nominal\n    probability: 0.5\n"
+        "  - name: shortage\n    probability: 0.5\n    unavailable: [h100-typo]\n",
+    )
+    result = gpusolve("plan", "-q", str(path))
+    assert result.code == 2
+    line = path.read_text().splitlines().index("    unavailable: [h100-typo]") + 1
+    assert f"{path}:{line}:" in result.err and "h100-typo" in result.err
+
+
+def test_robust_needs_scenarios(gpusolve) -> None:
+    plain = EXAMPLE.parent / "finetune-7b-deadline.yaml"
+    result = gpusolve("plan", "-q", str(plain), "--robust", "worst")
+    assert result.code == 2 and "scenarios:" in result.err
+
+
+def test_scenario_plan_compares_with_the_nominal_plan(gpusolve) -> None:
+    result = gpusolve("plan", "-q", str(EXAMPLE), "--format", "json")
+    assert result.code == 0, result.err
+    plan = Plan.model_validate_json(result.out)
+    s = plan.scenarios
+    assert s is not None and s.robust == "expected" and plan.cost is not None
+    by_name = {o.name: o for o in s.outcomes}
+    assert set(by_name) == {"nominal", "growth", "slow-cards"}
+    # The figures agree with each other: the expectation, the hedge cost, the plan shown.
+    assert s.tco == pytest.approx(sum(o.probability * o.tco for o in s.outcomes), abs=0.01)
+    assert plan.cost.tco == by_name["nominal"].tco
+    nominal_tco = by_name["nominal"].nominal_tco
+    assert nominal_tco is not None and s.hedge_cost == by_name["nominal"].tco - nominal_tco
+    # The nominal plan is the plain plan of the requirements without the block.
+    plain = gpusolve(
+        "plan", "-q", str(EXAMPLE.parent / "chat-day-lora-night.yaml"), "--format", "json"
+    )
+    assert Plan.model_validate_json(plain.out).cost.tco == nominal_tco  # type: ignore[union-attr]
+    text = gpusolve("plan", "-q", str(EXAMPLE))
+    assert "Scenarios (bought once for all" in text.out and "slow-cards" in text.out
+    worst = gpusolve("plan", "-q", str(EXAMPLE), "--format", "json", "--robust", "worst")
+    worst_plan = Plan.model_validate_json(worst.out)
+    assert worst_plan.scenarios is not None and worst_plan.scenarios.robust == "worst"
+    assert worst_plan.scenarios.tco == max(o.tco for o in worst_plan.scenarios.outcomes)

@@ -1,0 +1,363 @@
+"""`plan --sensitivity`: the bisection, the scaling, the acceptance test on a small instance
+(just inside each reported end the plan is the same, just beyond it differs) and the CLI."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from tests.support.shipped import ROOT
+
+from gpusolve.optimize.ir import (
+    CloudOption,
+    Instance,
+    OwnedOption,
+    Placement,
+    Site,
+    Sku,
+    SolveConfig,
+)
+from gpusolve.sensitivity import (
+    NO_PLAN,
+    REL_TOL,
+    Parameter,
+    Probe,
+    Task,
+    analyse_one,
+    describe,
+    find_edge,
+    plan_key,
+    probe_solve,
+    scale_instance,
+    to_range,
+)
+
+CONFIG = SolveConfig(time_limit_s=10, workers=1, seed=1)
+
+
+# --------------------------------------------------------------------------- bisection
+
+
+def fake(switches: dict[str, tuple[float, float]]) -> tuple[list[float], object]:
+    """A solve function whose plan is "base" for factors in [lo, hi], "below"/"above"
+    outside: records every factor it is asked about."""
+    lo, hi = switches["base"]
+    asked: list[float] = []
+
+    def solve_at(factor: float) -> Probe:
+        asked.append(factor)
+        key = (
+            (("base",),) if lo <= factor <= hi else (("below",),) if factor < lo else (("above",),)
+        )
+        return Probe(factor, key, key[0][0], None)
+
+    return asked, solve_at
+
+
+@pytest.mark.parametrize("hi", [1.05, 1.7, 3.3, 9.99])
+def test_find_edge_upwards_brackets_the_switch_within_the_tolerance(hi: float) -> None:
+    asked, solve_at = fake({"base": (0.0, hi)})
+    edge, solves = find_edge(solve_at, (("base",),), 10.0)  # type: ignore[arg-type]
+    assert edge.outside is not None and edge.outside.key == (("above",),)
+    assert edge.inside <= hi < edge.outside.factor
+    assert edge.outside.factor / edge.inside - 1 <= REL_TOL
+    assert solves == len(asked)
+    assert solves <= 4 + math.ceil(math.log2(math.log(2) / math.log(1 + REL_TOL))) + 1
+
+
+@pytest.mark.parametrize("lo", [0.11, 0.5, 0.93])
+def test_find_edge_downwards(lo: float) -> None:
+    _, solve_at = fake({"base": (lo, 100.0)})
+    edge, _ = find_edge(solve_at, (("base",),), 0.1)  # type: ignore[arg-type]
+    assert edge.outside is not None and edge.outside.key == (("below",),)
+    assert edge.outside.factor < lo <= edge.inside
+    assert edge.inside / edge.outside.factor - 1 <= REL_TOL
+
+
+def test_find_edge_without_a_switch_reaches_the_limit_and_stops() -> None:
+    asked, solve_at = fake({"base": (0.0, 100.0)})
+    edge, solves = find_edge(solve_at, (("base",),), 10.0)  # type: ignore[arg-type]
+    assert edge.outside is None and edge.inside == 10.0
+    assert asked == [2.0, 4.0, 8.0, 10.0] and solves == 4
+
+
+# --------------------------------------------------------------------------- a small instance
+
+# One workload, own or rent. Owning: 1 server of 1000 + 12 months x (energy 10 + rent 5)
+# = 1180; renting: 1500 over the horizon. The plan owns; it rents once the server costs
+# more than 1500 - 180 = 1320 (x1.32), or the rental less than 1180 (x0.787), or the rack
+# rent more than (1500 - 1120) / 12 = 31.7 a month (x6.33).
+SKU = Sku("srv", capex=1000, power_w=10_000, rack_units=8, cooling=frozenset({"air"}))
+SITE = Site("dc", "east", "air", 20_000, 42, 10, 5, 0, {"srv": 10})
+OWN = OwnedOption("w|own", "w", "srv", 1, "always", (Placement("dc"),))
+RENT = CloudOption("w|rent", "w", "cloud-x", "east", 1, cost_total=1500)
+SMALL = Instance(
+    workloads=("w",),
+    skus={"srv": SKU},
+    sites={"dc": SITE},
+    owned=(OWN,),
+    cloud=(RENT,),
+    horizon_months=12,
+)
+PARAMS = [
+    Parameter("server_price", "srv", "price of srv", "CNY/server", 1000.0),
+    Parameter("cloud_price", "cloud-x", "price of cloud-x", "CNY/instance-hour", 1500.0),
+    Parameter("rack_rent", "dc", "rack rent at dc", "CNY/rack-month", 5.0),
+    Parameter("power_price", "dc", "power price at dc", "CNY/kWh", 10.0),
+]
+
+
+def test_scale_instance_moves_one_coefficient_only() -> None:
+    assert scale_instance(SMALL, "server_price", "srv", 2).skus["srv"].capex == 2000
+    assert scale_instance(SMALL, "cloud_price", "cloud-x", 0.5).cloud[0].cost_total == 750
+    assert scale_instance(SMALL, "rack_rent", "dc", 3).sites["dc"].rack_rent_month == 15
+    assert scale_instance(SMALL, "power_price", "dc", 0.5).sites["dc"].energy_month == {"srv": 5}
+    same = scale_instance(SMALL, "server_price", "srv", 2)
+    assert same.sites == SMALL.sites and same.cloud == SMALL.cloud
+
+
+def test_plan_key_compares_choices_not_cost() -> None:
+    base = probe_solve(SMALL, CONFIG, None)
+    dearer = scale_instance(SMALL, "server_price", "srv", 1.2)
+    moved = probe_solve(dearer, CONFIG, base)
+    assert moved.costs is not None and base.costs is not None
+    assert moved.costs.tco != base.costs.tco
+    assert plan_key(moved, dearer) == plan_key(base, SMALL)
+    rented = scale_instance(SMALL, "server_price", "srv", 2)
+    key = plan_key(probe_solve(rented, CONFIG, base), rented)
+    assert key != plan_key(base, SMALL)
+    assert describe(key, plan_key(base, SMALL)) == "w: rent 1 x cloud-x"
+    assert describe(NO_PLAN, key) == "no feasible plan"
+
+
+def _same(instance: Instance, base_key: object) -> bool:
+    return plan_key(probe_solve(instance, CONFIG, None), instance) == base_key
+
+
+@pytest.mark.parametrize("param", PARAMS, ids=lambda p: p.kind)
+def test_acceptance_each_reported_end_is_a_switch_point(param: Parameter) -> None:
+    """At each reported end the plan is the same; just beyond it (by twice the tolerance),
+    a re-solve from scratch gives a different plan."""
+    base = probe_solve(SMALL, CONFIG, None)
+    base_key = plan_key(base, SMALL)
+    outcome = analyse_one(Task(param, SMALL, base, base_key, CONFIG))
+    r = to_range(outcome)
+    ends = [(r.low, 1 / (1 + 2 * REL_TOL), r.below), (r.high, 1 + 2 * REL_TOL, r.above)]
+    checked = 0
+    for end, beyond, switched in ends:
+        if end is None:
+            continue
+        factor = end / param.current
+        assert _same(scale_instance(SMALL, param.kind, param.subject, factor), base_key)
+        past = scale_instance(SMALL, param.kind, param.subject, factor * beyond)
+        assert not _same(past, base_key)
+        assert switched == "w: rent 1 x cloud-x" or switched == "w: 1 x srv at dc"
+        checked += 1
+    assert checked >= 1
+
+
+def test_a_rival_card_is_searched_upwards_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A card the plan does not use, made slower, only makes its own options dearer: no
+    probe below 1 is spent on it."""
+    from gpusolve import sensitivity
+
+    base = probe_solve(SMALL, CONFIG, None)
+    key = plan_key(base, SMALL)
+    asked: list[float] = []
+
+    def unchanged(task: Task, inputs: object, factor: float) -> Instance:
+        asked.append(factor)
+        return SMALL
+
+    monkeypatch.setattr(sensitivity, "_scaled", unchanged)
+    rival = Parameter("efficiency", "gpu", "efficiency of gpu", "x", 1.0, rival=True)
+    r = to_range(analyse_one(Task(rival, SMALL, base, key, CONFIG)))
+    assert asked and min(asked) > 1.0
+    assert r.low is None and r.searched_low == 0.5 and r.high is None
+
+
+def test_the_ranges_match_the_hand_computed_switch_points() -> None:
+    base = probe_solve(SMALL, CONFIG, None)
+    key = plan_key(base, SMALL)
+    got = {p.kind: to_range(analyse_one(Task(p, SMALL, base, key, CONFIG))) for p in PARAMS}
+    server = got["server_price"]
+    assert server.low is None and server.searched_low == pytest.approx(100.0)
+    assert server.high == pytest.approx(1320, rel=REL_TOL)
+    assert server.above == "w: rent 1 x cloud-x" and server.above_tco == 1500
+    cloud = got["cloud_price"]
+    assert cloud.high is None and cloud.low == pytest.approx(1180, rel=REL_TOL)
+    assert cloud.below == "w: rent 1 x cloud-x"
+    assert got["rack_rent"].high == pytest.approx(31.67, rel=2 * REL_TOL)
+    # Energy 10 a month: renting wins above (1500 - 1000 - 60) / 12 = 36.7 (x3.67).
+    assert got["power_price"].high == pytest.approx(36.67, rel=2 * REL_TOL)
+
+
+def test_a_rental_that_becomes_unaffordable_switches_to_no_plan() -> None:
+    budget = dataclasses.replace(SMALL, owned=(), capex_max=None, monthly_max=200)
+    base = probe_solve(budget, CONFIG, None)
+    key = plan_key(base, budget)
+    p = Parameter("cloud_price", "cloud-x", "price of cloud-x", "CNY/instance-hour", 1500.0)
+    r = to_range(analyse_one(Task(p, budget, base, key, CONFIG)))
+    # 200 a month x 12 = 2400 of rental allowed: x1.6.
+    assert r.high == pytest.approx(2400, rel=REL_TOL) and r.above == "no feasible plan"
+
+
+# --------------------------------------------------------------------------- the command
+
+
+def test_cli_sensitivity_on_a_shipped_example(gpusolve: Callable[..., Any]) -> None:
+    example = str(ROOT / "examples" / "pretrain-70b-infiniband.yaml")
+    result = gpusolve("plan", example, "--sensitivity", "--format", "json", "--time-limit", "5")
+    assert result.code == 0, result.err
+    assert "sensitivity" in result.err  # the progress line; no bar off a terminal
+    plan = json.loads(result.out)
+    ranges = plan["sensitivity"]["ranges"]
+    assert {r["kind"] for r in ranges} >= {"cloud_price", "efficiency"}
+    for r in ranges:
+        assert r["searched_low"] < r["current"] < r["searched_high"]
+        for end in (r["low"], r["high"]):
+            assert end is None or r["searched_low"] <= end <= r["searched_high"]
+    # The text and markdown renderers show the same analysis (no second run needed).
+    from gpusolve.models.plan import Plan
+    from gpusolve.render import render_plan
+
+    parsed = Plan.model_validate(plan)
+    text = render_plan(parsed, "text")
+    assert "Sensitivity" in text and "price of cloud-8x-h800-shanghai" in text
+    markdown = render_plan(parsed, "markdown")
+    assert "## Sensitivity" in markdown and "| price of cloud-8x-h800-shanghai" in markdown
+
+
+# --------------------------------------------------------------------------- a shipped example
+
+CATALOG_FIELD: dict[str, tuple[str, str]] = {
+    "server_price": ("servers", "price"),
+    "rack_rent": ("colo_offers", "rack_price_per_month"),
+    "power_price": ("colo_offers", "power_price_per_kwh"),
+    "bandwidth_price": ("colo_offers", "bandwidth_price_per_mbps_month"),
+    "cloud_price": ("cloud_offers", "price_per_hour"),
+}
+
+
+def test_acceptance_on_a_shipped_example_through_the_catalogue() -> None:
+    """The ranges come from scaled optimiser coefficients; here each end is checked by
+    re-pricing the catalogue itself and generating the candidates again: the plan is the
+    same at the reported end and differs just beyond it."""
+    from gpusolve.pipeline import prepare_run
+    from gpusolve.sensitivity import analyse, plan_instance
+
+    run = prepare_run(ROOT / "examples" / "chat-day-lora-night.yaml", [], [])
+    result = analyse(run.reqs, run.catalog, run.policies, CONFIG, 1, efficiency=False)
+    assert {r.kind for r in result.ranges} >= {"server_price", "rack_rent", "power_price"}
+    base_instance = plan_instance(run.reqs, run.catalog, run.policies)
+    base_key = plan_key(probe_solve(base_instance, CONFIG, None), base_instance)
+
+    def key_at(kind: str, subject: str, value: float) -> object:
+        kinds, field = CATALOG_FIELD[kind]
+        items = getattr(run.catalog, kinds)
+        item = items[subject].model_copy(update={field: value})
+        catalog = run.catalog.model_copy(update={kinds: {**items, subject: item}})
+        instance = plan_instance(run.reqs, catalog, run.policies)
+        return plan_key(probe_solve(instance, CONFIG, None), instance)
+
+    ends = 0
+    for r in result.ranges:
+        for end, beyond in ((r.low, 1 / (1 + 2 * REL_TOL)), (r.high, 1 + 2 * REL_TOL)):
+            if end is None:
+                continue
+            assert key_at(r.kind, r.subject, end) == base_key, (r.parameter, end)
+            assert key_at(r.kind, r.subject, end * beyond) != base_key, (r.parameter, end)
+            ends += 1
+    assert ends >= 2
+
+
+def test_ctrl_c_during_the_analysis_prints_the_plan_and_exits_130() -> None:
+    """The plan is finished before the analysis starts: a Ctrl-C there keeps it, ends the
+    pool's workers and exits 130."""
+    example = str(ROOT / "examples" / "chat-day-lora-night.yaml")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "gpusolve", "plan", example, "--sensitivity"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stderr is not None
+    seen = ""
+    end = time.monotonic() + 120
+    while "sensitivity" not in seen and time.monotonic() < end:
+        seen += proc.stderr.readline()
+    time.sleep(0.5)  # the pool is running
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, seen + err
+    assert out.startswith("Plan (min-tco, proven optimal)") and "Sensitivity" not in out
+    assert "interrupted during the sensitivity analysis" in err
+
+
+# --------------------------------------------------------------------------- rendering
+
+
+def test_the_table_marks_open_ends_and_names_the_switched_plans() -> None:
+    from gpusolve.models.plan import Sensitivity, SensitivityRange
+    from gpusolve.render.sensitivity import sensitivity_markdown, sensitivity_text
+
+    held = SensitivityRange(
+        kind="server_price",
+        subject="srv",
+        parameter="price of srv",
+        unit="CNY/server",
+        current=1000.0,
+        low=None,
+        high=1320.0,
+        searched_low=100.0,
+        searched_high=10_000.0,
+        above="w: rent 1 x cloud-x",
+        above_tco=1500,
+    )
+    s = Sensitivity(ranges=[held], solves=12)
+    text = "\n".join(sensitivity_text(s, "CNY"))
+    assert "price of srv (CNY/server)" in text
+    assert "100 (-90%)*" in text and "1,320 (+32%)" in text and "1,320 (+32%)*" not in text
+    assert "above: w: rent 1 x cloud-x (TCO 1,500 CNY)" in text and "below:" not in text
+    assert "12 re-solves\n" in text + "\n" and " s\n" not in text + "\n"  # no wall time
+    timed = "\n".join(sensitivity_text(s.model_copy(update={"wall_s": 2.5}), "CNY"))
+    assert "12 re-solves in 2.5 s" in timed
+    md = "\n".join(sensitivity_markdown(s, "CNY"))
+    assert "| price of srv (CNY/server) | 1,000 | 100 (-90%)* | 1,320 (+32%) | - |" in md
+    assert sensitivity_text(None, "CNY") == [] == sensitivity_markdown(None, "CNY")
+
+
+@pytest.mark.parametrize(
+    ("example", "card", "factor"),
+    [
+        ("finetune-7b-deadline.yaml", "h100-sxm", 1.2),
+        ("chat-day-lora-night.yaml", "ascend-910b", 1.05),
+    ],
+)
+def test_one_card_generated_again_equals_generating_everything(
+    example: str, card: str, factor: float
+) -> None:
+    """An efficiency probe generates only the scaled card's options and merges them into
+    the plan's instance: the options, in the same order, and the plan must be those of a
+    generation from the whole re-scaled catalogue."""
+    from gpusolve.pipeline import prepare_run
+    from gpusolve.sensitivity import Inputs, card_instance, plan_instance, scale_card
+
+    run = prepare_run(ROOT / "examples" / example, [], [])
+    base = plan_instance(run.reqs, run.catalog, run.policies)
+    merged = card_instance(base, Inputs(run.reqs, run.catalog, run.policies), card, factor)
+    cards = {**run.catalog.cards, card: scale_card(run.catalog.cards[card], factor)}
+    full = plan_instance(run.reqs, run.catalog.model_copy(update={"cards": cards}), run.policies)
+    assert merged.owned == full.owned and merged.cloud == full.cloud
+    assert merged.owned != base.owned or merged.cloud != base.cloud  # the card did move
+    assert plan_key(probe_solve(merged, CONFIG, None), merged) == plan_key(
+        probe_solve(full, CONFIG, None), full
+    )

@@ -57,6 +57,8 @@ def _pricing_of(line_section: str, item: str, site: str | None) -> Any:
         return cat.servers[item].pricing
     if line_section == "cloud":
         return cat.cloud_offers[item].pricing
+    if line_section == "storage":
+        return cat.storage[item].pricing
     if line_section == "network":  # a switch, link or NIC; NICs inside a server: the server's
         parts = {**cat.switches, **cat.links, **cat.nics}
         return parts[item].pricing if item in parts else cat.servers[item.split()[0]].pricing
@@ -74,8 +76,8 @@ def test_priced_lines_add_up_to_the_tco(path: Path) -> None:
         assert abs(ln.quantity * ln.unit_price - ln.amount) <= 0.5, ln
         assert ln.source, ln
     assert sum(ln.amount for ln in priced) == plan.cost.tco
-    capex = sum(ln.amount for ln in plan.bom if ln.section in ("server", "network"))
-    assert capex == plan.cost.capex  # servers and their network
+    capex = sum(ln.amount for ln in plan.bom if ln.section in ("server", "network", "storage"))
+    assert capex == plan.cost.capex  # servers, their network and storage
     unpriced = [ln for ln in plan.bom if ln.unit_price is None]
     assert all(ln.amount == 0 for ln in unpriced)
 

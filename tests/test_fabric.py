@@ -49,8 +49,10 @@ NODE = Sku(
 )
 
 
-def _instance(servers: int, fabric: FabricClass = IB, **site: Any) -> Instance:
-    hall = Site("hall", "east", "air", 100_000, 100, 50, 5, 0, {"node": 1}, **site)
+def _instance(
+    servers: int, fabric: FabricClass = IB, rack_units: int = 100, **site: Any
+) -> Instance:
+    hall = Site("hall", "east", "air", 100_000, rack_units, 50, 5, 0, {"node": 1}, **site)
     job = OwnedOption(
         "job", "job", "node", servers, "always", (Placement("hall"),), spans=servers > 1
     )
@@ -104,15 +106,17 @@ def test_oversubscription_buys_fewer_spines_and_links() -> None:
 
 
 def test_switches_that_do_not_fit_the_reserve_rent_more_racks() -> None:
-    # Nine 1 U servers fit one rack, but each rack keeps 2 U, 1 U of it for its own ToR:
-    # of the fabric's 5 switches (3 leaves + 2 spines, 1 U each) one fits there, the other
-    # four take a rack of their own (rented like any other: the empty fill).
-    instance = _instance(9, reserved_units=2, reserved_w=10_000, rack_network_units=1)
+    # Nine 1 U servers fill a rack of 10 usable U, which keeps 2 U more, 1 U of them for
+    # its own ToR: 10 + 2 - 1 - 9 = 2 U are left for the fabric's 5 switches (3 leaves +
+    # 2 spines, 1 U each); the other three take a rack of their own (rented like any
+    # other: the empty fill).
+    tight = dict(rack_units=10, reserved_units=2, reserved_w=10_000, rack_network_units=1)
+    instance = _instance(9, **tight)  # type: ignore[arg-type]
     solution = solve(instance, CONFIG)
     assert check(instance, solution) == []
     assert solution.racks == {("hall", (("node", 9),)): 1, ("hall", ()): 1}
     assert solution.costs is not None and solution.costs.rack_rent == 2 * 5
-    roomy = _instance(9, reserved_units=6, reserved_w=10_000, rack_network_units=1)
+    roomy = _instance(9, rack_units=14, reserved_units=2, reserved_w=10_000, rack_network_units=1)
     assert sum(solve(roomy, CONFIG).racks.values()) == 1
 
 
@@ -176,7 +180,7 @@ def test_the_70b_example_bought_lists_its_network_by_hand(gpusolve: Any, tmp_pat
     assert network > 0 and cost["breakdown"]["network"] == network
     assert cost["capex"] == cost["breakdown"]["servers_capex"] + network
     parts = ("servers_capex", "network", "rack_rent", "energy", "bandwidth", "cloud_rental")
-    parts += ("residual_value",)  # a credit: the servers' value at the horizon
+    parts += ("residual_value", "storage")  # a credit: the servers' value at the horizon
     assert cost["tco"] == sum(cost["breakdown"][k] for k in parts)
 
 

@@ -24,10 +24,12 @@ KINDS = (
     "cloud_rental",
     "residual_value",
     "network",
+    "storage",
 )
 MONEY_LABELS = {
     "servers (capex)",
     "network (capex)",
+    "storage (capex)",
     "rack rent",
     "energy",
     "bandwidth",
@@ -74,7 +76,7 @@ def _check_cost_adds_up(cost: Cost) -> None:
             continue
         assert all(a == int(a) != 0 and (a < 0) == (kind == "residual_value") for a in lines)
     assert sum(getattr(b, k) for k in KINDS) == cost.tco
-    assert cost.capex == b.servers_capex + b.network
+    assert cost.capex == b.servers_capex + b.network + b.storage
     assert sum(p.amount for p in b.penalty_items) == b.penalties == cost.penalties
     assert all(p.rule and p.reason and p.deployment for p in b.penalty_items)
     assert cost.objective_value == cost.tco + cost.penalties

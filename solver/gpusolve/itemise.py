@@ -25,7 +25,7 @@ from gpusolve.models.plan import (
     PlanDelta,
     ThroughputDelta,
 )
-from gpusolve.network_lines import network_items
+from gpusolve.network_lines import network_items, storage_items
 from gpusolve.optimize import finance, ir
 from gpusolve.optimize.validate import Placed, extra_mbps
 
@@ -37,8 +37,9 @@ KINDS: tuple[CostKind, ...] = (
     "cloud_rental",
     "residual_value",
     "network",
+    "storage",
 )
-CAPEX_KINDS: tuple[CostKind, ...] = ("servers_capex", "network")
+CAPEX_KINDS: tuple[CostKind, ...] = ("servers_capex", "network", "storage")
 
 
 def cost_items(
@@ -90,7 +91,11 @@ def cost_items(
     items += _residual(solution, instance, cand, catalog)
     items = [i for i in items if i.amount]
     # Network lines stay even at no cost: NICs inside a server's price are still parts.
-    return items + network_items(solution, instance, catalog)
+    return (
+        items
+        + network_items(solution, instance, catalog)
+        + storage_items(solution, instance, catalog)
+    )
 
 
 def price_source(note: PriceNote | None) -> tuple[str, bool]:
@@ -293,6 +298,7 @@ def cost(solution: ir.Solution, cand: Candidates, currency: str, catalog: Catalo
             bandwidth=total["bandwidth"],
             cloud_rental=total["cloud_rental"],
             network=total["network"],
+            storage=total["storage"],
             residual_value=total["residual_value"],
             penalties=penalty_total,
             items=items,

@@ -143,3 +143,39 @@ def _tors(solution: ir.Solution, instance: ir.Instance, catalog: Catalog) -> lis
                 _line(site, tor.uplink.id, detail, per * count, "link", link_price, tor.uplink)
             )
     return out
+
+
+def storage_items(solution: ir.Solution, instance: ir.Instance, catalog: Catalog) -> list[CostItem]:
+    """Per site: the shared-storage nodes holding checkpoints and datasets (H16)."""
+    need: dict[str, int] = defaultdict(int)
+    owned = {o.key: o for o in instance.owned}
+    for choice in solution.choices:
+        option = owned.get(choice.option)
+        if option is not None and choice.site is not None:
+            need[choice.site] += option.storage_gb
+    out: list[CostItem] = []
+    for (site_id, kind_id), nodes in sorted(solution.storage.items()):
+        kind = next((k for k in instance.sites[site_id].storage if k.id == kind_id), None)
+        if kind is None or nodes == 0:
+            continue
+        node = catalog.storage.get(kind.id)
+        detail = (
+            f"{nodes} x {kind.id} ({kind.capacity_gb:,} GB usable each) at {site_id} for "
+            f"{need[site_id]:,} GB of checkpoints and datasets"
+        )
+        note = node.pricing if node is not None else None
+        out.append(
+            CostItem(
+                kind="storage",
+                subject=kind.id,
+                detail=detail,
+                amount=nodes * kind.price,
+                quantity=nodes,
+                unit="storage node",
+                unit_price=kind.price,
+                source=_source(note),
+                illustrative=note.illustrative if note is not None else True,
+                site=site_id,
+            )
+        )
+    return out

@@ -14,7 +14,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gpusolve.candidates.money import slot_hours_per_month, to_money
-from gpusolve.candidates.network import fabric_class, nic_capex, rack_network
+from gpusolve.candidates.network import (
+    fabric_class,
+    nic_capex,
+    rack_network,
+    storage_kinds,
+    storage_need_gb,
+)
 from gpusolve.candidates.policy import Charge, WorkloadPolicy, charges
 from gpusolve.candidates.reserve import RackReserve, rack_reserve
 from gpusolve.estimate import ConfigEstimate, Hardware, search_layouts
@@ -308,6 +314,16 @@ def _add_owned(
             penalty=to_money(sized.penalty),
             violates=sized.violates,
             spans=sized.spans_servers,
+            # One server keeps its checkpoints on its own NVMe (H16); a job across servers
+            # needs a filesystem they all reach.
+            storage_gb=storage_need_gb(
+                w.kind,
+                estimate.checkpoint_bytes,
+                b.policies[w.name].params.checkpoint_copies_kept,
+                w.dataset_gb,
+            )
+            if sized.spans_servers
+            else 0,
             bandwidth_mbps=math.ceil(w.bandwidth_mbps or 0),
         )
     )
@@ -658,6 +674,7 @@ def owned_busy_hours(w: Workload, estimate: ConfigEstimate, horizon_months: int)
 def _sites(b: _Builder) -> dict[str, ir.Site]:
     used = {p.site for o in b.owned for p in o.placements}
     tor = rack_network(b.catalog)
+    storage = storage_kinds(b.catalog)
     sites: dict[str, ir.Site] = {}
     for offer in b.catalog.colo_offers.values():
         if offer.id not in used:
@@ -686,6 +703,7 @@ def _sites(b: _Builder) -> dict[str, ir.Site]:
             rack_network_capex=tor.capex if tor is not None else 0,
             rack_network_w=tor.power_w if tor is not None else 0,
             rack_network_units=tor.switch.rack_units if tor is not None else 0,
+            storage=storage,
             bandwidth_mbps=math.ceil(offer.bandwidth_mbps),
             extra_mbps_cost=to_money(b.reqs.horizon_months * offer.bandwidth_price_per_mbps_month),
         )

@@ -125,3 +125,26 @@ def nic_for(catalog: Catalog, server: Server) -> NetworkNic | None:
         n for n in catalog.nics.values() if kind in n.fabric and n.gbps >= server.fabric.nic_gbps
     ]
     return min(fits, key=lambda n: (n.price, n.id), default=None)
+
+
+def storage_kinds(catalog: Catalog) -> tuple[ir.StorageKind, ...]:
+    """Every storage node of the catalogue: the model mixes them to fit each site's need."""
+    return tuple(
+        ir.StorageKind(
+            id=node.id,
+            capacity_gb=int(node.capacity_tb * 1000),
+            price=to_money(node.price),
+            power_w=round(node.power_w),
+            rack_units=node.rack_units,
+        )
+        for node in sorted(catalog.storage.values(), key=lambda n: n.id)
+    )
+
+
+def storage_need_gb(
+    kind: str, checkpoint_bytes: float, copies: int, dataset_gb: float | None
+) -> int:
+    """What a workload keeps on its site's storage (H16): training keeps `copies` full
+    checkpoints (weights + optimizer state) and its dataset; a service keeps its weights."""
+    kept = 1 if kind == "inference" else copies
+    return math.ceil(checkpoint_bytes * kept / 1e9 + (dataset_gb or 0.0))

@@ -340,6 +340,23 @@ class CloudOffer(StrictModel):
     notes: str | None = None
 
 
+class StorageNode(StrictModel):
+    """A building block of a site's shared checkpoint and dataset storage (an all-flash
+    parallel-filesystem node): bought by the node, sized by usable capacity."""
+
+    id: Identifier
+    name: str
+    vendor: str
+    capacity_tb: PositiveFloat = Field(le=1e6, description="Usable capacity, TB (10^12 B).")
+    write_gbs: PositiveFloat = Field(le=MAX_BANDWIDTH_GBS, description="Sustained write, GB/s.")
+    power_w: PositiveFloat = Field(le=MAX_POWER_W)
+    rack_units: int = Field(ge=1, le=20)
+    price: PositiveFloat = Field(le=MAX_PRICE)
+    pricing: PriceNote
+    source: str = Field(min_length=3)
+    notes: str | None = None
+
+
 NetworkFabric = Literal["infiniband", "ethernet"]
 SwitchRole = Literal["fabric", "tor"]
 
@@ -440,6 +457,7 @@ class CatalogFile(StrictModel):
     switches: list[NetworkSwitch] = Field(default_factory=list)
     nics: list[NetworkNic] = Field(default_factory=list)
     links: list[NetworkLink] = Field(default_factory=list)
+    storage: list[StorageNode] = Field(default_factory=list)
     patch: list[ItemPatch] = Field(
         default_factory=list,
         description="Field changes to items defined earlier, by id (e.g. a quoted price).",
@@ -447,14 +465,14 @@ class CatalogFile(StrictModel):
 
     @model_validator(mode="after")
     def _not_empty(self) -> CatalogFile:
-        network = self.switches or self.nics or self.links
+        network = self.switches or self.nics or self.links or self.storage
         if (
             not (self.cards or self.servers or self.colo_offers or self.cloud_offers or network)
             and not self.patch
         ):
             raise ValueError(
                 "a catalogue file needs at least one of cards, servers, colo_offers, "
-                "cloud_offers, switches, nics, links, patch"
+                "cloud_offers, switches, nics, links, storage, patch"
             )
         return self
 
@@ -470,3 +488,4 @@ class Catalog(StrictModel):
     switches: dict[str, NetworkSwitch] = Field(default_factory=dict)
     nics: dict[str, NetworkNic] = Field(default_factory=dict)
     links: dict[str, NetworkLink] = Field(default_factory=dict)
+    storage: dict[str, StorageNode] = Field(default_factory=dict)

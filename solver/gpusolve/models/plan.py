@@ -23,6 +23,7 @@ CostKind = Literal[
     "cloud_rental",
     "residual_value",
     "network",
+    "storage",
 ]
 
 
@@ -70,6 +71,10 @@ class CostBreakdown(OutModel):
         "apart from servers, each rack's top-of-rack switch and uplinks.",
     )
     penalties: float = 0.0
+    storage: float = Field(
+        default=0.0,
+        description="Capex of shared checkpoint and dataset storage (H16): storage nodes.",
+    )
     residual_value: float = Field(
         default=0.0,
         description="Owned servers' value at the end of the horizon: a credit (<= 0) in the TCO.",

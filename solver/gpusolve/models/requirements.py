@@ -266,6 +266,12 @@ class Workload(StrictModel):
     runs: PositiveFloat = Field(
         default=1, ge=MIN_RUNS, le=MAX_RUNS, description="Runs over the planning horizon."
     )
+    dataset_gb: float | None = Field(
+        default=None,
+        ge=0,
+        le=1e9,
+        description="Training data kept on the site's storage, GB (with the checkpoints).",
+    )
     deadline_hours: PositiveFloat | None = Field(default=None, ge=MIN_DEADLINE_HOURS, le=MAX_HOURS)
     schedule: Schedule = "always"
     latency_sensitive: bool = False

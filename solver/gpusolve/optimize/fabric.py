@@ -19,10 +19,12 @@ figure otherwise. Beyond `radix` leaves a real non-blocking fabric needs a third
 count here stays the two-tier one (a lower bound on what such a fabric costs).
 
 Each rack also gets its front-end top-of-rack switch and uplinks (`Site.rack_network_*`),
-and servers whose NICs are not in their price buy them (`Sku.nic_capex`). The switches live
-in the racks' reserve (`candidates/reserve.py`): what the fabric switches and ToRs draw and
-occupy must fit in the reserved kW and U of the racks rented at the site, so a site short of
-reserve rents more racks rather than overfilling them.
+and servers whose NICs are not in their price buy them (`Sku.nic_capex`). A site whose
+jobs span servers keeps their checkpoints and datasets on shared storage nodes (H16):
+nodes x capacity >= what the workloads there keep. Switches and storage nodes live in the
+racks' reserve (`candidates/reserve.py`) and whatever room the servers leave: with the
+servers they must fit the site's racks (less each rack's ToR), else the site rents racks
+for them alone rather than overfilling any.
 """
 
 from __future__ import annotations
@@ -35,7 +37,15 @@ from typing import Protocol
 
 from ortools.sat.python import cp_model
 
-from gpusolve.optimize.ir import SLOTS_COVERED, FabricClass, Instance, OwnedOption, Placement
+from gpusolve.optimize.ir import (
+    SLOTS_COVERED,
+    FabricClass,
+    Instance,
+    OwnedOption,
+    Placement,
+    Site,
+    StorageKind,
+)
 
 Var = cp_model.IntVar
 Expr = cp_model.LinearExpr
@@ -92,6 +102,8 @@ class FabricModel:
     network: Expr
     fabric: dict[tuple[str, str], FabricVars]
     racks: dict[str, Var]
+    storage: Expr  # shared-storage capex (checkpoints and datasets)
+    storage_nodes: dict[tuple[str, str], Var]  # (site, storage kind)
 
 
 @dataclass(frozen=True)
@@ -160,6 +172,7 @@ def add_fabric(
     nics = [(c, v) for c, v in nics if c]
     if nics:
         terms.append(cp_model.LinearExpr.weighted_sum([v for _, v in nics], [c for c, _ in nics]))
+    nodes = _storage(model, instance, owned)
     extra: dict[str, Var] = {}
     for site_id, total in sorted(racks.items()):
         if site_id not in instance.sites:
@@ -167,7 +180,9 @@ def add_fabric(
         per_rack = instance.sites[site_id].rack_network_capex
         if per_rack:
             terms.append(per_rack * total)
-        more = _fits_reserve(model, instance, site_id, total, fabrics)
+        here = {k: v for (k, s), v in servers.items() if s == site_id and k in instance.skus}
+        mine = {kind: v for (s, kind), v in nodes.items() if s == site_id}
+        more = _fits_reserve(model, instance, site_id, total, fabrics, mine, here)
         if more is not None:
             extra[site_id] = more
             if available is not None and site_id in available:
@@ -175,7 +190,39 @@ def add_fabric(
     network: Expr = cp_model.LinearExpr.weighted_sum([], [])
     for term in terms:
         network = network + term
-    return FabricModel(network, fabrics, extra)
+    storage: Expr = cp_model.LinearExpr.weighted_sum([], [])
+    for (site_id, kind_id), var in nodes.items():
+        storage = storage + storage_kinds(instance.sites[site_id])[kind_id].price * var
+    return FabricModel(network, fabrics, extra, storage, nodes)
+
+
+def storage_kinds(site: Site) -> dict[str, StorageKind]:
+    return {k.id: k for k in site.storage}
+
+
+def _storage(
+    model: cp_model.CpModel, instance: Instance, owned: Sequence[_Choice]
+) -> dict[tuple[str, str], Var]:
+    """Storage nodes per site and kind: their usable capacity together holds what every
+    workload placed there keeps (checkpoints and datasets persist whatever the slot, so no
+    day/night sharing). Several kinds mix: a small need buys a small node."""
+    need: dict[str, list[tuple[int, Var]]] = defaultdict(list)
+    for o in owned:
+        site = instance.sites.get(o.placement.site)
+        if o.option.storage_gb > 0 and site is not None and site.storage:
+            need[site.id].append((o.option.storage_gb, o.var))
+    nodes: dict[tuple[str, str], Var] = {}
+    for site_id, terms in sorted(need.items()):
+        total_gb = sum(gb for gb, _ in terms)  # a bound: every choice at once
+        capacity: Expr = cp_model.LinearExpr.weighted_sum([], [])
+        for kind in instance.sites[site_id].storage:
+            ub = max(1, -(-total_gb // kind.capacity_gb))
+            var = model.new_int_var(0, ub, f"storage_nodes[{site_id}/{kind.id}]")
+            capacity = capacity + kind.capacity_gb * var
+            nodes[(site_id, kind.id)] = var
+        demand = cp_model.LinearExpr.weighted_sum([v for _, v in terms], [gb for gb, _ in terms])
+        model.add(demand <= capacity)
+    return nodes
 
 
 def _fabric_vars(model: cp_model.CpModel, site: str, fabric: FabricClass, ub: int) -> FabricVars:
@@ -202,27 +249,49 @@ def _fits_reserve(
     site_id: str,
     racks: Expr,
     fabrics: Mapping[tuple[str, str], FabricVars],
+    storage_nodes: Mapping[str, Var] | None = None,
+    servers: Mapping[str, Var] | None = None,
 ) -> Var | None:
-    """Fabric switches within what the servers' racks keep after their own ToR, or in
-    racks rented for switches alone (loaded like any rack: to its usable kW and U).
-    Returns those racks' variable; None when the site has no fabric."""
+    """Fabric switches and storage nodes fit, with the servers, in the site's racks (each
+    rack's usable capacity and its reserve, less its own ToR), or in racks rented for them
+    alone (loaded like any rack: to its usable kW and U). Counted over the site's racks
+    together: a 1-2U switch or storage node fits whatever rack has the room, so the
+    aggregate is what decides. Returns those racks' variable; None when the site has
+    neither."""
     site = instance.sites[site_id]
     mine = [fv for (s, _), fv in fabrics.items() if s == site_id]
-    if not mine:
+    if not mine and not storage_nodes:
         return None
     units: Expr = cp_model.LinearExpr.weighted_sum([], [])
     power: Expr = cp_model.LinearExpr.weighted_sum([], [])
-    most = 0  # switches the site could ever need: each extra rack holds at least one
+    most = 0  # items the site could ever need: each extra rack holds at least one
     for fv in mine:
         units = units + fv.fabric.switch_units * fv.switches
         power = power + fv.fabric.switch_power_w * fv.switches
         most += 1 + _ub(fv.leaves) + _ub(fv.spines)
+    kinds = storage_kinds(site)
+    for kind_id, var in sorted((storage_nodes or {}).items()):
+        units = units + kinds[kind_id].rack_units * var
+        power = power + kinds[kind_id].power_w * var
+        most += _ub(var)
+    for sku_id, n in sorted((servers or {}).items()):
+        units = units + instance.skus[sku_id].rack_units * n
+        power = power + instance.skus[sku_id].power_w * n
     extra = model.new_int_var(0, most, f"switch_racks[{site_id}]")
-    free_units = max(0, site.reserved_units - site.rack_network_units)
-    free_w = max(0, site.reserved_w - site.rack_network_w)
-    model.add(units <= free_units * racks + site.rack_units * extra)
-    model.add(power <= free_w * racks + site.rack_w * extra)
+    model.add(units <= rack_room_units(site) * racks + site.rack_units * extra)
+    model.add(power <= rack_room_w(site) * racks + site.rack_w * extra)
     return extra
+
+
+def rack_room_units(site: Site) -> int:
+    """U of one rack of servers for servers, switches and storage: all of it but its ToR."""
+    return max(0, site.rack_units + site.reserved_units - site.rack_network_units)
+
+
+def rack_room_w(site: Site) -> int:
+    """W of one rack of servers for servers, switches and storage: its usable draw plus the
+    reserve the switches and storage live in, less its ToR."""
+    return max(0, site.rack_w + site.reserved_w - site.rack_network_w)
 
 
 def _ub(var: Var) -> int:

@@ -169,6 +169,8 @@ class Built:
     network: Expr | int = 0
     fabric: dict[tuple[str, str], FabricVars] = field(default_factory=dict)  # (site, class)
     switch_racks: dict[str, Var] = field(default_factory=dict)  # racks for switches alone
+    storage: Expr | int = 0  # shared-storage capex, inside `capex`
+    storage_nodes: dict[tuple[str, str], Var] = field(default_factory=dict)  # (site, kind)
     # Owned servers' value at the end of the horizon (`finance.py`): a credit in the TCO.
     residual: Expr = field(default_factory=lambda: cp_model.LinearExpr.weighted_sum([], []))
 
@@ -194,6 +196,7 @@ class Built:
         for fv in self.fabric.values():
             out += fv.variables()
         out += list(self.switch_racks.values())
+        out += list(self.storage_nodes.values())
         for pack in self.packing.values():
             out += list(pack.pattern_racks)
             for rack in pack.bins:
@@ -214,6 +217,8 @@ class Built:
         for (site, _), fv in self.fabric.items():
             out[site] += fv.variables()
         for site, var in self.switch_racks.items():
+            out[site].append(var)
+        for (site, _), var in self.storage_nodes.items():
             out[site].append(var)
         for site, pack in self.packing.items():
             out[site] += list(pack.pattern_racks)
@@ -393,8 +398,9 @@ def build(instance: Instance, options: BuildOptions | None = None) -> Built:
     }
     net = add_fabric(b.model, instance, owned, servers, racks_at, available)
     network = net.network
-    # Capex is servers plus their network: budgets, min-capex and the TCO all see both.
-    capex = _wsum([(instance.skus[k].capex, v) for (k, _), v in servers.items()]) + network
+    # Capex is servers, their network and storage: budgets, min-capex and the TCO see all.
+    capex = _wsum([(instance.skus[k].capex, v) for (k, _), v in servers.items()])
+    capex = capex + network + net.storage
     residual = _wsum([(instance.skus[k].residual, v) for (k, _), v in servers.items()])
     energy = _wsum(
         [(h * instance.sites[s].energy_month[k], v) for (k, s), v in servers.items()]
@@ -452,6 +458,8 @@ def build(instance: Instance, options: BuildOptions | None = None) -> Built:
         network=network,
         fabric=net.fabric,
         switch_racks=net.racks,
+        storage=net.storage,
+        storage_nodes=net.storage_nodes,
         residual=residual,
     )
     built.stats = {

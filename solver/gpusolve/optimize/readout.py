@@ -42,6 +42,7 @@ def read_solution(
         cloud=solver.value(built.cloud_cost),
         penalties=solver.value(built.penalties),
         network=solver.value(built.network),
+        storage=solver.value(built.storage),
         residual=solver.value(built.residual),
     )
     solution = Solution(
@@ -54,6 +55,9 @@ def read_solution(
         best_bound=bound,
         wall_s=wall,
         fabric=_fabric(built, solver),
+        storage={
+            key: int(solver.value(v)) for key, v in built.storage_nodes.items() if solver.value(v)
+        },
     )
     return dataclasses.replace(solution, binding=binding(built.instance, solution))
 

@@ -329,7 +329,7 @@ def _scenario_view(
         part.b.model, instance, part.owned, servers, {s: p.total for s, p in packing.items()}
     )
     capex = _wsum([(skus[k].capex, v) for (k, _), v in servers.items() if k in skus])
-    capex = capex + net.network
+    capex = capex + net.network + net.storage
     energy = _wsum([(h * sites[s].energy_month.get(k, 0), v) for (k, s), v in servers.items()])
     rent = _wsum_expr([(h * sites[s].rack_rent_month, p.total) for s, p in packing.items()])
     rent = rent + _wsum([(h * sites[s].rack_rent_month, v) for s, v in net.racks.items()])
@@ -375,6 +375,8 @@ def _scenario_view(
         network=net.network,
         fabric=net.fabric,
         switch_racks=net.racks,
+        storage=net.storage,
+        storage_nodes=net.storage_nodes,
     )
 
 

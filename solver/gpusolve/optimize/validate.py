@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections import defaultdict
 
 from gpusolve.optimize import finance
-from gpusolve.optimize.fabric import fabric_cost
+from gpusolve.optimize.fabric import fabric_cost, rack_room_units, rack_room_w, storage_kinds
 from gpusolve.optimize.ir import (
     SLOTS_COVERED,
     CloudOption,
@@ -34,6 +34,7 @@ def check(instance: Instance, solution: Solution) -> list[str]:
     _check_servers(instance, solution, placed, problems)
     _check_racks(instance, solution, problems)
     _check_fabric(instance, solution, placed, problems)
+    _check_storage(instance, solution, placed, problems)
     costs = recompute_costs(instance, solution, placed)
     _check_budgets(instance, costs, problems)
     if solution.costs != costs:
@@ -177,7 +178,35 @@ def recompute_costs(instance: Instance, solution: Solution, placed: Placed) -> C
         for item in placed
     )
     network = recompute_network(instance, solution)
-    return Costs(capex + network, rent, energy, bandwidth, cloud, penalties, residual, network)
+    storage = recompute_storage(instance, solution)
+    capex += network + storage
+    return Costs(capex, rent, energy, bandwidth, cloud, penalties, residual, network, storage)
+
+
+def recompute_storage(instance: Instance, solution: Solution) -> int:
+    return sum(
+        storage_kinds(instance.sites[site])[kind].price * nodes
+        for (site, kind), nodes in solution.storage.items()
+    )
+
+
+def _check_storage(
+    instance: Instance, solution: Solution, placed: Placed, problems: list[str]
+) -> None:
+    """Each site's storage nodes hold what the workloads placed there keep."""
+    need: dict[str, int] = defaultdict(int)
+    for item in placed:
+        if isinstance(item, tuple) and item[0].storage_gb > 0:
+            site = instance.sites[item[1].site]
+            if site.storage:
+                need[site.id] += item[0].storage_gb
+    for site_id, gb in sorted(need.items()):
+        kinds = storage_kinds(instance.sites[site_id])
+        have = sum(
+            kinds[kind].capacity_gb * n for (s, kind), n in solution.storage.items() if s == site_id
+        )
+        if have < gb:
+            problems.append(f"{site_id}: storage for {gb} GB, nodes hold {have} GB")
 
 
 def recompute_network(instance: Instance, solution: Solution) -> int:
@@ -228,7 +257,7 @@ def _check_fabric(
 def _check_switch_room(instance: Instance, solution: Solution, problems: list[str]) -> None:
     """Fabric switches fit in the servers' racks' reserve (after each rack's ToR) plus the
     racks rented for switches alone (the empty fill)."""
-    for site_id in sorted({site for site, _ in solution.fabric}):
+    for site_id in sorted({s for s, _ in solution.fabric} | {s for s, _ in solution.storage}):
         site = instance.sites[site_id]
         server_racks = sum(n for (s, fill), n in solution.racks.items() if s == site_id and fill)
         alone = solution.racks.get((site_id, ()), 0)
@@ -237,12 +266,19 @@ def _check_switch_room(instance: Instance, solution: Solution, problems: list[st
             if s == site_id:
                 units += instance.fabrics[cls].switch_units * c.switches
                 power += instance.fabrics[cls].switch_power_w * c.switches
-        free_u = max(0, site.reserved_units - site.rack_network_units)
-        free_w = max(0, site.reserved_w - site.rack_network_w)
-        if units > free_u * server_racks + site.rack_units * alone:
-            problems.append(f"{site_id}: fabric switches need {units} U of rack reserve")
-        if power > free_w * server_racks + site.rack_w * alone:
-            problems.append(f"{site_id}: fabric switches need {power} W of rack reserve")
+        kinds = storage_kinds(site)
+        for (s, kind), n in solution.storage.items():
+            if s == site_id:
+                units += kinds[kind].rack_units * n
+                power += kinds[kind].power_w * n
+        for (sku_id, s), n in solution.servers.items():
+            if s == site_id:
+                units += instance.skus[sku_id].rack_units * n
+                power += instance.skus[sku_id].power_w * n
+        if units > rack_room_units(site) * server_racks + site.rack_units * alone:
+            problems.append(f"{site_id}: servers, switches and storage need {units} U")
+        if power > rack_room_w(site) * server_racks + site.rack_w * alone:
+            problems.append(f"{site_id}: servers, switches and storage need {power} W")
 
 
 def extra_mbps(instance: Instance, placed: Placed) -> dict[str, int]:

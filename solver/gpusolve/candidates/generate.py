@@ -686,8 +686,8 @@ def _sites(b: _Builder) -> dict[str, ir.Site]:
             s.id: finance.idle_power_kw(s.power_kw, s.idle_power_kw)
             for s in b.catalog.servers.values()
         }
-        reserve = b.reserves[offer.id]
         energy = {k: finance.idle_energy_month(kw, price) for k, kw in idle_kw.items()}
+        reserve = b.reserves[offer.id]
         sites[offer.id] = ir.Site(
             id=offer.id,
             region=offer.region,

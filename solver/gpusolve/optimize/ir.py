@@ -37,10 +37,10 @@ class Sku:
     power_w: int  # peak wall power per server
     rack_units: int
     cooling: frozenset[str]  # rack cooling kinds it can live in
+    residual: int = 0  # value per server at the end of the horizon (`finance.py`), <= capex
     fabric: str | None = None  # FabricClass id its NICs join when a job spans servers
     nics: int = 0  # compute-fabric NICs (ports) per server
     nic_capex: int = 0  # fabric NICs bought apart from the server, per server
-    residual: int = 0  # value per server at the end of the horizon (`finance.py`), <= capex
 
 
 @dataclass(frozen=True)

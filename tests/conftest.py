@@ -61,8 +61,9 @@ def gpusolve(capsys: pytest.CaptureFixture[str]) -> Callable[..., CliResult]:
 
 @pytest.fixture
 def parallel_always(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Two workers even on the tiny models of these tests (the solve gives models below
-    `_PARALLEL_MIN_CHOICES` one)."""
+    """Two workers even on the tiny models of the optimiser tests that ask for it (the solve
+    gives models below `_PARALLEL_MIN_CHOICES` one). A fixture here, not in a test module,
+    so that two test modules can share it without importing each other."""
     from gpusolve.optimize import solve as solve_module
 
     monkeypatch.setattr(solve_module, "_PARALLEL_MIN_CHOICES", 0)

@@ -102,10 +102,15 @@ def _colo(gpusolve: Any, fleet: Path, *extra: str) -> dict[str, Any]:
 def test_h20_in_an_air_rack_is_penalised_as_plan_does(gpusolve, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     fleet = tmp_path / "fleet.yaml"
     fleet.write_text(yaml.safe_dump({"servers": [{"server": "hgx-h20-8gpu", "count": 1}]}))
-    data = _colo(gpusolve, fleet)
+    # An air rack with the power for one H20 board within its continuous-load margin: the
+    # placement plan penalises (H18), which colo ranked first before the rules were shared.
+    air = tmp_path / "air.yaml"
+    air.write_text("currency: CNY\npatch:\n  - id: huaian-6.6kw-air\n    rack_kw: 12\n")
+    data = _colo(gpusolve, fleet, "--catalog", str(air))
     feasible = [r for r in data["offers"] if r["feasible"]]
     objectives = [r["objective"] for r in feasible]
     assert objectives == sorted(objectives)
+    assert "huaian-6.6kw-air" in {r["offer"] for r in feasible}
     for row in feasible:
         h18 = [h for h in row["rules"] if h["rule"] == "h18-dense-servers-need-enhanced-cooling"]
         offer = _catalog().colo_offers[row["offer"]]
@@ -114,7 +119,7 @@ def test_h20_in_an_air_rack_is_penalised_as_plan_does(gpusolve, tmp_path: Path) 
         assert row["objective"] == row["tco"] + row["penalties"]
     not_judged = {k["rule"] for k in data["rules_not_judged"]}
     assert "h37-on-site-operations" in not_judged
-    text = gpusolve("colo", str(fleet)).out
+    text = gpusolve("colo", str(fleet), "--catalog", str(air)).out
     assert "rule h18-dense-servers-need-enhanced-cooling (H18) on hgx-h20-8gpu" in text
     assert "Rules not judged here" in text
 
@@ -141,3 +146,37 @@ def test_a_user_require_rule_refuses_offers_in_colo(gpusolve, tmp_path: Path) ->
         if not dual:
             assert not row["feasible"]
             assert any("my-dual-power" in r for r in row["reasons"])
+
+
+def test_rules_a_fleet_cannot_decide_are_listed_with_why(tmp_path: Path) -> None:
+    rules = tmp_path / "mine.yaml"
+    rules.write_text(
+        "rules:\n"
+        "  - id: my-tp-needs-ib\n"
+        "    source: H34\n"
+        "    title: Wide TP at an InfiniBand site\n"
+        '    when: "true"\n'
+        "    prefer:\n"
+        "      deployment:\n"
+        '        expr: offer == null || deployment.tp < 8 || offer.fabric == "infiniband"\n'
+        "        penalty: 1000\n"
+        "  - id: my-big-jobs-north\n"
+        "    source: H40\n"
+        "    title: Big jobs north\n"
+        '    when: "true"\n'
+        "    prefer:\n"
+        "      deployment:\n"
+        '        expr: offer == null || deployment.nodes < 4 || offer.region == "jiangsu-north"\n'
+        "        penalty: 1000\n"
+    )
+    placed = placement_rules(load_ruleset([rules]), _catalog())
+    why = {k.rule: k.why for k in placed.skipped}
+    assert "deployment.tp" in why["my-tp-needs-ib"]  # needs a sized layout: plan's
+    assert "my-big-jobs-north" in placed.judged  # nodes is what a fleet line states
+    catalog = _catalog()
+    south = next(o for o in catalog.colo_offers.values() if o.region == "jiangsu-south")
+    server = catalog.servers["r760xa-4gpu-l40s"]
+    for count, fired in ((4, True), (3, False)):
+        fleet = Fleet(servers=[FleetItem(server=server.id, count=count, multi_node=True)])
+        hits = rule_hits(fleet, {server.id: server}, south, placed)
+        assert any(h.rule == "my-big-jobs-north" for h in hits) == fired

@@ -7,7 +7,14 @@ import json
 from pathlib import Path
 from typing import Any
 
-from tests.factories.files import card_entry, colo_entry, server_entry, write_catalog, write_reqs
+from tests.factories.files import (
+    card_entry,
+    colo_entry,
+    rule_file,
+    server_entry,
+    write_catalog,
+    write_reqs,
+)
 
 HORIZON_MONTHS = 36
 HORIZON_H = 730 * HORIZON_MONTHS  # 26,280 h
@@ -152,3 +159,37 @@ def test_day_and_night_demands_share_the_line(gpusolve, tmp_path: Path) -> None:
     workloads = [_service("day-chat", "day", 250), _service("day-chat-2", "day", 180)]
     plan = _plan_many(gpusolve, tmp_path, workloads)
     assert plan["cost"]["breakdown"]["bandwidth"] == 180_000 + 330 * 50 * 36
+
+
+def test_a_rule_sets_the_idle_share_of_servers_without_a_figure(gpusolve, tmp_path: Path) -> None:
+    # Without idle_power_kw the idle draw is the rule parameter idle_power_fraction x peak.
+    # A rule setting it to 0.1 for a day service: idle 1 kW x 730 h x 0.98 = 715.4 -> 715 a
+    # month, x 36 = 25,740; and 7 - 1 kW above idle for 13,140 h x 0.98 = 77,263 CNY.
+    server = server_entry("box", "t80", 8, PEAK_KW, 2_000_000)
+    cards, offers = [card_entry("t80", 80)], [colo_entry("s", 20)]
+    cat = write_catalog(tmp_path, "c.yaml", cards=cards, servers=[server], colo_offers=offers)
+    rule = {
+        "id": "low-idle",
+        "source": "H42",
+        "title": "Servers idle at a tenth of peak",
+        "when": "true",
+        "set": {"idle_power_fraction": 0.1},
+    }
+    service = {
+        "name": "chat",
+        "kind": "inference",
+        "model": {"preset": "llama-2-7b"},
+        "precision": "fp16",
+        "context_len": 2048,
+        "concurrency": 4,
+        "target_tokens_per_s": 100,
+        "schedule": "day",
+    }
+    reqs = write_reqs(tmp_path, {"horizon_months": HORIZON_MONTHS, "workloads": [service]})
+    result = gpusolve(
+        "plan", "-q", "--format", "json", str(reqs), "--no-default-catalog", "--catalog",
+        str(cat), "--rules", str(rule_file(tmp_path, rule)),
+    )  # fmt: skip
+    assert result.code == 0, result.err + result.out
+    plan = json.loads(result.out)
+    assert plan["cost"]["breakdown"]["energy"] == 25_740 + 77_263

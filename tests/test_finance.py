@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.factories.files import card_entry, colo_entry, server_entry, write_catalog, write_reqs
+from tests.support.shipped import ROOT
 
 from gpusolve.optimize import finance
 
@@ -27,16 +28,21 @@ def cloud(offer_id: str, per_hour: float, **terms: Any) -> dict[str, Any]:
     }
 
 
-def _catalog(tmp: Path, per_hour: float = 80, **colo: Any) -> Path:
-    offer = colo_entry("s", 20, cooling="enhanced_air")
+def _catalog(tmp: Path, per_hour: float | None = 80, **colo: Any) -> Path:
+    """One 10 kW 8-GPU box at 2,000,000 (idle 2.5 kW by the default fraction), one 25 kW
+    site (20 kW usable under the default 80% rack reserve; 5,000/rack-month, 100 Mbps at 50,
+    PUE 1.4 x 0.7/kWh) and, unless `per_hour` is None, one 8-GPU cloud instance of the same
+    card."""
+    offer = colo_entry("s", 25, cooling="enhanced_air")
     offer.update(colo)
+    clouds = [cloud("rent", per_hour)] if per_hour is not None else []
     return write_catalog(
         tmp,
         "cat.yaml",
         cards=[card_entry("t80", 80)],
         servers=[server_entry("box", "t80", 8, 10.0, 2_000_000)],
         colo_offers=[offer],
-        cloud_offers=[cloud("rent", per_hour)],
+        cloud_offers=clouds,
     )
 
 
@@ -91,3 +97,118 @@ def test_residual_value_flips_rent_to_buy(gpusolve, tmp_path: Path) -> None:
     (line,) = [i for i in parts["items"] if i["kind"] == "residual_value"]
     assert (line["quantity"], line["unit_price"]) == (1, -860_000)
     assert "43.0% of 2,000,000" in line["detail"]
+
+
+# Owned, no residual value, 36 months, one box: capex 2,000,000; one rack 5,000 x 36 =
+# 180,000; bandwidth 180,000; energy 1,788 x 36 = 64,368 idle + 115,895 busy = 180,263.
+NO_RESIDUAL = {"residual_value": False}
+
+
+def test_n_plus_1_buys_racks_and_powers_one_spare(gpusolve, tmp_path: Path) -> None:
+    # A second box: 2,000,000 more, and 1,788 x 36 = 64,368 more idle energy (it never
+    # runs); both fit the one rack (2 x 10 kW of its 20 usable, 8 U). 2,540,263 + 2,064,368
+    # = 4,604,631.
+    finance_terms = {**NO_RESIDUAL, "spares": "n+1"}
+    plan = _plan(gpusolve, tmp_path, {"finance": finance_terms}, _catalog(tmp_path, None))
+    assert plan["deployments"][0]["servers"] == 1
+    assert plan["sites"][0]["servers"] == {"box": 2} and plan["sites"][0]["racks"] == 1
+    assert plan["cost"]["tco"] == 4_604_631
+    capex = [i for i in plan["cost"]["breakdown"]["items"] if i["kind"] == "servers_capex"]
+    assert sorted((i["unit"], i["quantity"], i["amount"]) for i in capex) == [
+        ("server", 1, 2_000_000),
+        ("spare server", 1, 2_000_000),
+    ]
+
+
+def test_colocation_minimum_term_and_set_up_fee(gpusolve, tmp_path: Path) -> None:
+    # A 48-month minimum term over a 36-month horizon: 5,000 x 48 = 240,000 rent, plus a
+    # 20,000 set-up fee once: rack_rent 260,000, TCO 2,540,263 + 60,000 + 20,000.
+    cat = _catalog(tmp_path, None, min_term_months=48, setup_fee=20_000)
+    plan = _plan(gpusolve, tmp_path, {"finance": NO_RESIDUAL}, cat)
+    parts = plan["cost"]["breakdown"]
+    assert parts["rack_rent"] == 260_000
+    assert plan["cost"]["tco"] == 2_620_263
+    units = sorted((i["unit"], i["quantity"]) for i in parts["items"] if i["kind"] == "rack_rent")
+    assert units == [("rack-month", 48), ("set-up fee", 1)]
+
+
+def test_vat_adds_13_percent_to_goods_and_6_to_services(gpusolve, tmp_path: Path) -> None:
+    # Goods x 1.13: capex 2,260,000; idle energy 2.5 kW x 730 h x 0.98 x 1.13 = 2,021/month
+    # x 36 = 72,756; busy 4.5 kW x 26,280 h x 0.98 x 1.13 = 130,961. Services x 1.06: rent
+    # 5,300 x 36 = 190,800; bandwidth 5,300 x 36 = 190,800. TCO 2,845,317.
+    terms = {**NO_RESIDUAL, "vat": {}}
+    plan = _plan(gpusolve, tmp_path, {"finance": terms}, _catalog(tmp_path, None))
+    parts = plan["cost"]["breakdown"]
+    assert (parts["servers_capex"], parts["rack_rent"], parts["bandwidth"]) == (
+        2_260_000,
+        190_800,
+        190_800,
+    )
+    assert parts["energy"] == 72_756 + 130_961
+    assert plan["cost"]["tco"] == 2_845_317
+    # The cloud rental is a service: 80 x 1.06 x 26,280 h = 2,228,544, now cheaper.
+    plan = _plan(gpusolve, tmp_path, {"finance": terms}, _catalog(tmp_path))
+    assert plan["deployments"][0]["mode"] == "cloud"
+    assert plan["cost"]["tco"] == 2_228_544
+    (line,) = plan["cost"]["breakdown"]["items"]
+    assert abs(line["unit_price"] - 84.8) < 1e-9 and "incl. VAT 6%" in line["detail"]
+
+
+def _cloud_only(tmp: Path, **terms: Any) -> Path:
+    return write_catalog(
+        tmp, "cloud.yaml", cards=[card_entry("t80", 80)], cloud_offers=[cloud("rent", 80, **terms)]
+    )
+
+
+TIERS = {
+    "price_per_month": 50_000,
+    "reserved": [
+        {"term_months": 12, "price_per_month": 45_000},
+        {"term_months": 36, "price_per_month": 40_000},
+    ],
+}
+
+
+def test_a_rental_takes_the_cheapest_tier_its_use_allows(gpusolve, tmp_path: Path) -> None:
+    # A service up all 36 months on one instance: on demand 80 x 26,280 h = 2,102,400;
+    # monthly 50,000 x 36 = 1,800,000; reserved 1 year 45,000 x 36 = 1,620,000; reserved 3
+    # years 40,000 x 36 = 1,440,000: the 3-year term.
+    plan = _plan(gpusolve, tmp_path, {}, _cloud_only(tmp_path, **TIERS))
+    assert plan["cost"]["tco"] == 1_440_000
+    (line,) = plan["cost"]["breakdown"]["items"]
+    assert (line["quantity"], line["unit"], line["unit_price"]) == (36, "instance-month", 40_000)
+    assert "reserved 36 months" in line["detail"]
+    # Over 24 months a 3-year commitment is still paid in full (1,440,000), the 1-year one
+    # twice: 45,000 x 24 = 1,080,000, below monthly 1,200,000 and on demand 1,401,600.
+    path = write_reqs(tmp_path, {"horizon_months": 24, "workloads": [SERVICE]}, "r24.yaml")
+    result = gpusolve(
+        "plan", "-q", "--format", "json", str(path), "--no-default-catalog", "--catalog",
+        str(_cloud_only(tmp_path, **TIERS)),
+    )  # fmt: skip
+    assert result.code == 0, result.err
+    assert json.loads(result.out)["cost"]["tco"] == 1_080_000
+    # Without tiers, on demand: 2,102,400.
+    plan = _plan(gpusolve, tmp_path, {}, _cloud_only(tmp_path))
+    assert plan["cost"]["tco"] == 2_102_400
+
+
+def test_rental_months_for_runs() -> None:
+    # One 1,000 h run holds an instance 2 months (730 h each) and a term spans those 2; twelve
+    # 100 h runs hold 12 single months and a term must span the whole 36-month horizon.
+    assert finance.rental_months(False, 1, 1000, 36) == (2, 2)
+    assert finance.rental_months(False, 12, 100, 36) == (12, 36)
+    assert finance.rental_months(False, 100, 100, 36) == (36, 36)
+    assert finance.rental_months(True, 1, 0, 24) == (24, 24)
+
+
+def test_spares_hold_in_the_two_stage_scenario_plan(gpusolve, tmp_path: Path) -> None:
+    # The scenario model buys servers for every scenario at once: N+1 adds one per (SKU,
+    # site) there too, and the plan passes the independent check (exit 0, not 70).
+    text = (ROOT / "examples" / "scenarios-demand-growth.yaml").read_text(encoding="utf-8")
+    path = tmp_path / "scen.yaml"
+    path.write_text(text + "\nfinance:\n  spares: n+1\n", encoding="utf-8")
+    result = gpusolve("plan", "-q", "--format", "json", str(path))
+    assert result.code == 0, result.err
+    plan = json.loads(result.out)
+    spares = [i for i in plan["cost"]["breakdown"]["items"] if i["unit"] == "spare server"]
+    assert len(spares) == len(plan["sites"]) >= 1

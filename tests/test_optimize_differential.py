@@ -20,6 +20,7 @@ import random
 from typing import Any, Literal
 
 import pytest
+from tests.factories.instances import ONE
 from tests.support.differential import SEEDS, case
 from tests.support.optimize_reference import (
     business_key,
@@ -32,12 +33,10 @@ from gpusolve.optimize import core, lazy, neighbourhood, warmstart
 from gpusolve.optimize import solve as solve_module
 from gpusolve.optimize.alternatives import alternatives
 from gpusolve.optimize.explain import explain, relaxation
-from gpusolve.optimize.ir import Instance, Solution, SolveConfig
+from gpusolve.optimize.ir import Instance, Solution
 from gpusolve.optimize.model import BuildOptions, Built, build
 from gpusolve.optimize.solve import solve
 from gpusolve.optimize.validate import check
-
-CONFIG = SolveConfig(time_limit_s=20, workers=1, seed=1)
 
 
 def _assert_matches(
@@ -57,7 +56,7 @@ def _assert_matches(
 def test_model_matches_enumeration(seed: int) -> None:
     instance, evaluated = case(seed)
     ref = optimum(instance, evaluated)
-    _assert_matches(seed, solve(instance, CONFIG), instance, ref)
+    _assert_matches(seed, solve(instance, ONE), instance, ref)
 
 
 @pytest.mark.parametrize("seed", SEEDS[::5])
@@ -68,7 +67,7 @@ def test_warm_start_matches_enumeration(seed: int, monkeypatch: pytest.MonkeyPat
     monkeypatch.setattr(warmstart, "MIN_CHOICES", 0)
     instance, evaluated = case(seed)
     ref = optimum(instance, evaluated)
-    _assert_matches(seed, solve(instance, CONFIG), instance, ref)
+    _assert_matches(seed, solve(instance, ONE), instance, ref)
 
 
 @pytest.mark.parametrize("seed", SEEDS[::10])
@@ -79,7 +78,7 @@ def test_large_model_settings_match_enumeration(seed: int, monkeypatch: pytest.M
     monkeypatch.setattr(solve_module, "_PARALLEL_MIN_CHOICES", 0)
     instance, evaluated = case(seed)
     ref = optimum(instance, evaluated)
-    _assert_matches(seed, solve(instance, dataclasses.replace(CONFIG, workers=2)), instance, ref)
+    _assert_matches(seed, solve(instance, dataclasses.replace(ONE, workers=2)), instance, ref)
 
 
 @pytest.mark.parametrize("fallback", ["lazy", "bins"])
@@ -89,7 +88,7 @@ def test_pattern_fallbacks_match_enumeration(seed: int, fallback: Literal["lazy"
     lazy exact cuts, or one integer vector per rack."""
     instance, evaluated = case(seed)
     ref = optimum(instance, evaluated)
-    solution = solve(instance, CONFIG, BuildOptions(pattern_limit=0, fallback=fallback))
+    solution = solve(instance, ONE, BuildOptions(pattern_limit=0, fallback=fallback))
     _assert_matches(seed, solution, instance, ref)
 
 
@@ -101,7 +100,7 @@ def test_cuts_at_any_hint_keep_the_optimum(seed: int) -> None:
     instance, evaluated = case(seed)
     ref = optimum(instance, evaluated)
     built = build(instance, BuildOptions(pattern_limit=0))
-    solution = solve_module.solve_built(built, CONFIG, hint=_random_hint(built, seed)).solution
+    solution = solve_module.solve_built(built, ONE, hint=_random_hint(built, seed)).solution
     _assert_matches(seed, solution, instance, ref)
 
 
@@ -168,7 +167,7 @@ def _weight(instance: Instance, names: frozenset[str]) -> int:
 @pytest.mark.parametrize("seed", SEEDS)
 def test_explanation_is_a_minimal_conflict(seed: int) -> None:
     instance, evaluated = case(seed)
-    found = explain(instance, CONFIG)
+    found = explain(instance, ONE)
     if optimum(instance, evaluated) is not None:
         assert found is None
         return
@@ -210,14 +209,14 @@ def test_relaxation_amounts_are_exact(seed: int) -> None:
             expected = min(-(-e.opex // instance.horizon_months) for e in pool)
         elif pool and name in names and name.startswith("racks:"):
             expected = min(dict(e.racks).get(name.removeprefix("racks:"), 0) for e in pool)
-        found = relaxation(instance, name, CONFIG)
+        found = relaxation(instance, name, ONE)
         assert (found.needed if found else None) == expected, f"seed {seed} {name}"
 
 
 @pytest.mark.parametrize("seed", SEEDS[::3])
 def test_top_k_are_the_next_best_distinct_plans(seed: int) -> None:
     instance, evaluated = case(seed)
-    plans = alternatives(instance, 4, CONFIG)
+    plans = alternatives(instance, 4, ONE)
     feasible = [e for e in evaluated if not e.violated]
     if not feasible:
         assert plans == []
@@ -251,7 +250,7 @@ def test_core_search_matches_enumeration(seed: int, monkeypatch: pytest.MonkeyPa
     monkeypatch.setattr(core, "MIN_CHOICES", 0)
     instance, evaluated = case(seed)
     ref = optimum(instance, evaluated)
-    _assert_matches(seed, solve(instance, CONFIG), instance, ref)
+    _assert_matches(seed, solve(instance, ONE), instance, ref)
 
 
 def test_core_search_from_the_lp_face_alone_matches_enumeration(
@@ -283,7 +282,7 @@ def test_core_search_from_the_lp_face_alone_matches_enumeration(
 
     monkeypatch.setattr(core, "next_threshold", counted)
     monkeypatch.setattr(neighbourhood, "sites", picked)
-    config = dataclasses.replace(CONFIG, warm_start=False)
+    config = dataclasses.replace(ONE, warm_start=False)
     for seed in SEEDS[::4]:
         instance, evaluated = case(seed)
         ref = optimum(instance, evaluated)

@@ -14,19 +14,19 @@ import dataclasses
 
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
+from tests.factories.instances import ONE
 from tests.support.optimize_reference import evaluate_all, optimum, random_instance
 
-from gpusolve.optimize.ir import Instance, Requirement, SolveConfig
+from gpusolve.optimize.ir import Instance, Requirement
 from gpusolve.optimize.solve import solve
 
-CONFIG = SolveConfig(time_limit_s=20, workers=1, seed=1)
 SOME = settings(max_examples=25, deadline=None, derandomize=True)
 SEEDS = st.integers(0, 100_000)
 
 
 def best(instance: Instance) -> int | None:
     """The proven optimum (the objective, lexicographic first stage), or None."""
-    solution = solve(instance, CONFIG)
+    solution = solve(instance, ONE)
     if solution.status == "infeasible":
         return None
     assert solution.status == "optimal", solution.status

@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 import yaml
 from tests.factories.files import rule_file, write_reqs
+from tests.factories.instances import ONE
 from tests.support.optimize_reference import evaluate_all, optimum, random_instance
 from tests.support.shipped import CLOUD, COLO, ROOT, SERVERS, owned_only
 
@@ -32,7 +33,6 @@ from generator import generate
 
 CHAT = ROOT / "examples" / "chat-day-lora-night.yaml"
 FINETUNE = ROOT / "examples" / "finetune-7b-deadline.yaml"
-CONFIG = SolveConfig(time_limit_s=20, workers=1, seed=1)
 
 
 def _plan_json(gpusolve: Any, *args: str) -> tuple[int, dict[str, Any]]:
@@ -268,7 +268,7 @@ def test_a_move_is_printed_only_upwards(
 ) -> None:
     monkeypatch.setattr(optimize_explain, "relaxation", lambda *a: found)
     relaxed, reqs = SimpleNamespace(instance=None), SimpleNamespace(currency="CNY")
-    said = explain_module._move("racks:s", relaxed, reqs, CONFIG)  # type: ignore[arg-type]
+    said = explain_module._move("racks:s", relaxed, reqs, ONE)  # type: ignore[arg-type]
     assert expected in said and "-" not in said
 
 
@@ -281,10 +281,10 @@ def test_relaxations_of_a_proven_conflict_move_up(seed: int) -> None:
     evaluated = evaluate_all(instance)
     if optimum(instance, evaluated) is not None:
         return
-    found = optimize_explain.explain(instance, CONFIG)
+    found = optimize_explain.explain(instance, ONE)
     assert found is not None
     for name in found.conflict:
-        moved = optimize_explain.relaxation(instance, name, CONFIG)
+        moved = optimize_explain.relaxation(instance, name, ONE)
         if moved is None:  # not numeric
             continue
         assert moved.outcome in ("least", "not_enough"), (seed, name)

@@ -8,7 +8,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from gpusolve.rules import tables as cel
+from gpusolve.rules import cache as cel
+from gpusolve.rules.parse import _parse
 
 EXPRESSIONS = [
     'workload.kind == "full_finetune" && workload.model.params_b >= 13.0',
@@ -67,3 +68,54 @@ def test_unwritable_cache_dir_falls_back(tmp_path: Path, monkeypatch) -> None:  
     blocker.write_text("not a directory")
     monkeypatch.setenv("XDG_CACHE_HOME", str(blocker))
     assert cel.parser_cache_file() is None
+
+
+def test_parsed_trees_persist_across_processes(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    writer = cel._TreeCache()
+    trees = {e: _parse(e) for e in EXPRESSIONS}
+    for text, tree in trees.items():
+        writer.remember(text, tree)
+    writer.save()
+    path = writer.path()
+    assert path is not None and path.is_file()
+    assert path.stat().st_mode & 0o077 == 0, "the pickle must be private to the user"
+    loaded = cel._TreeCache().load()
+    assert {t: norm(v) for t, v in loaded.items()} == {t: norm(v) for t, v in trees.items()}
+    # A truncated or foreign file is ignored, never fatal, and rewritten on the next save.
+    path.write_bytes(b"\x80\x05 not a pickle")
+    assert cel._TreeCache().load() == {}
+    path.write_bytes(b"\x80\x04\x95\x05\x00\x00\x00\x00\x00\x00\x00]\x94.")  # a pickled list
+    assert cel._TreeCache().load() == {}
+
+
+def _trees(count: int) -> dict[str, Any]:
+    return {f"{i} + 1": _parse(f"{i} + 1") for i in range(count)}
+
+
+def test_the_tree_cache_keeps_the_most_recently_used(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    monkeypatch.setattr(cel, "_CACHE_MAX", 3)
+    first = cel._TreeCache()
+    for text, tree in _trees(3).items():  # "0 + 1", "1 + 1", "2 + 1"
+        first.remember(text, tree)
+    first.save()
+    second = cel._TreeCache()
+    assert second.lookup("0 + 1") is not None  # read from disk: now the most recent
+    second.remember("9 + 1", _parse("9 + 1"))
+    second.save()
+    # Least recently used first out: "1 + 1" was neither read nor written by the second run.
+    assert list(cel._TreeCache().load()) == ["2 + 1", "0 + 1", "9 + 1"]
+
+
+def test_an_oversized_tree_cache_shrinks_without_new_trees(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    writer = cel._TreeCache()
+    for text, tree in _trees(5).items():
+        writer.remember(text, tree)
+    writer.save()
+    monkeypatch.setattr(cel, "_CACHE_MAX", 2)
+    reader = cel._TreeCache()
+    assert len(reader.known) == 5
+    reader.save()
+    assert list(cel._TreeCache().load()) == ["3 + 1", "4 + 1"]

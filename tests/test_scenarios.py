@@ -2,7 +2,7 @@
 
 The reference below shares no code with the model: it enumerates one assignment per
 scenario, buys the most servers any scenario needs per (SKU, site) and slot, packs them
-into the fewest racks (`optimize_reference.min_racks`, exhaustive) and prices each
+into the fewest racks (`tests/support/optimize_reference.min_racks`, exhaustive) and prices each
 scenario with its own prices.
 """
 
@@ -15,9 +15,13 @@ from collections import defaultdict
 from pathlib import Path
 
 import pytest
+from tests.factories import catalog as factory_catalog
+from tests.factories import requirements as factory_reqs
 from tests.support.optimize_reference import choices_of, min_racks, random_instance
 
+from gpusolve.models.catalog import Catalog
 from gpusolve.models.plan import Plan
+from gpusolve.models.requirements import Scenario as ScenarioSpec
 from gpusolve.optimize.ir import (
     SLOTS_COVERED,
     CloudOption,
@@ -36,6 +40,7 @@ from gpusolve.optimize.scenarios import (
     solve_two_stage,
 )
 from gpusolve.optimize.solve import solve
+from gpusolve.scenarioplan import scenario_catalog, scenario_requirements
 
 CONFIG = SolveConfig(time_limit_s=30, workers=1, seed=1)
 
@@ -350,3 +355,71 @@ def test_scenario_plan_compares_with_the_nominal_plan(gpusolve) -> None:
     worst_plan = Plan.model_validate_json(worst.out)
     assert worst_plan.scenarios is not None and worst_plan.scenarios.robust == "worst"
     assert worst_plan.scenarios.tco == max(o.tco for o in worst_plan.scenarios.outcomes)
+
+
+# --------------------------------------------------------------------------- a scenario
+
+
+def _scenario(**fields: object) -> ScenarioSpec:
+    return ScenarioSpec.model_validate({"name": "s", "probability": 1.0, **fields})
+
+
+def test_a_scenario_changes_the_catalogue_it_names() -> None:
+    cat = Catalog(
+        cards={"c80": factory_catalog.card(), "c48": factory_catalog.card("c48", 48)},
+        servers={
+            "s8": factory_catalog.server(),
+            "s48": factory_catalog.server("s48", "c48"),
+        },
+        colo_offers={"o1": factory_catalog.colo_offer()},
+        cloud_offers={
+            "cl1": factory_catalog.cloud_offer(),
+            "cl48": factory_catalog.cloud_offer("cl48", "c48"),
+        },
+    )
+    s = _scenario(
+        efficiency={"c80": 0.8},
+        prices={"servers": 1.5, "cloud": 2, "power": 1.25},
+        unavailable=["c48"],
+    )
+    changed = scenario_catalog(cat, s)
+    assert set(changed.servers) == {"s8"} and set(changed.cloud_offers) == {"cl1"}
+    assert changed.servers["s8"].price == pytest.approx(1.5 * cat.servers["s8"].price)
+    assert changed.cloud_offers["cl1"].price_per_hour == pytest.approx(
+        2 * cat.cloud_offers["cl1"].price_per_hour
+    )
+    assert changed.colo_offers["o1"].power_price_per_kwh == pytest.approx(
+        1.25 * cat.colo_offers["o1"].power_price_per_kwh
+    )
+    card = changed.cards["c80"]
+    assert card.tflops.bf16 == pytest.approx(0.8 * 900)
+    assert card.memory_bandwidth_gbs == pytest.approx(0.8 * 3000)
+    assert changed.cards["c48"] == cat.cards["c48"]  # no factor for it: as it was
+    assert cat.servers["s48"].card == "c48"  # the catalogue itself is unchanged
+
+
+def test_demand_scales_tokens_and_throughput_targets() -> None:
+    reqs = factory_reqs.requirements(
+        factory_reqs.workload("train"),
+        factory_reqs.workload("serve", kind="inference"),
+    )
+    grown = scenario_requirements(reqs, _scenario(demand={"train": 2, "all": 3}))
+    by_name = {w.name: w for w in grown.workloads}
+    assert by_name["train"].tokens == pytest.approx(2e9)
+    assert by_name["serve"].target_tokens_per_s == pytest.approx(3000)
+    assert grown.scenarios is None
+
+
+def test_a_scenario_no_hardware_can_meet_is_named(gpusolve, tmp_path: Path) -> None:
+    # Rentals are out (regions: northern Jiangsu only) and the one card bought there is
+    # gone in this scenario: nothing can run the workloads in it.
+    path = _with_scenarios(
+        tmp_path,
+        "scenarios:\n  - name: nominal\n    probability: 0.5\n"
+        "  - name: no-ascend\n    probability: 0.5\n    unavailable: [ascend-910b]\n",
+    )
+    result = gpusolve("plan", "-q", str(path), "--format", "json")
+    assert result.code == 1
+    plan = Plan.model_validate_json(result.out)
+    assert plan.status == "infeasible" and plan.infeasibility is not None
+    assert "scenario no-ascend" in plan.infeasibility.reason

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import dataclasses
+import io
 import json
 import math
 import signal
@@ -122,6 +123,23 @@ def test_scale_instance_moves_one_coefficient_only() -> None:
     assert scale_instance(SMALL, "power_price", "dc", 0.5).sites["dc"].energy_month == {"srv": 5}
     same = scale_instance(SMALL, "server_price", "srv", 2)
     assert same.sites == SMALL.sites and same.cloud == SMALL.cloud
+
+
+def test_every_coefficient_proportional_to_a_price_moves_with_it() -> None:
+    """A server's residual value is a share of its price; energy above idle is paid at the
+    site's power price; bandwidth beyond the included line at its bandwidth price."""
+    sku = dataclasses.replace(SKU, residual=400)
+    site = dataclasses.replace(SITE, bandwidth_month=50, extra_mbps_cost=7)
+    busy = dataclasses.replace(OWN, placements=(Placement("dc", busy_energy=30),))
+    inst = dataclasses.replace(SMALL, skus={"srv": sku}, sites={"dc": site}, owned=(busy,))
+    priced = scale_instance(inst, "server_price", "srv", 0.5).skus["srv"]
+    assert (priced.capex, priced.residual) == (500, 200)
+    power = scale_instance(inst, "power_price", "dc", 2)
+    assert power.owned[0].placements[0].busy_energy == 60
+    assert power.sites["dc"].energy_month == {"srv": 20}
+    line = scale_instance(inst, "bandwidth_price", "dc", 3).sites["dc"]
+    assert (line.bandwidth_month, line.extra_mbps_cost) == (150, 21)
+    assert scale_instance(inst, "rack_rent", "dc", 3).owned == inst.owned
 
 
 def test_plan_key_compares_choices_not_cost() -> None:
@@ -279,9 +297,10 @@ def test_acceptance_on_a_shipped_example_through_the_catalogue() -> None:
     assert ends >= 2
 
 
-def test_ctrl_c_during_the_analysis_prints_the_plan_and_exits_130() -> None:
-    """The plan is finished before the analysis starts: a Ctrl-C there keeps it, ends the
-    pool's workers and exits 130."""
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_ctrl_c_during_the_analysis_prints_the_plan_and_exits_130(signum: int) -> None:
+    """The plan is finished before the analysis starts: a Ctrl-C (or SIGTERM) there keeps
+    it, ends the pool's workers and exits 130."""
     example = str(ROOT / "examples" / "chat-day-lora-night.yaml")
     proc = subprocess.Popen(
         [sys.executable, "-m", "gpusolve", "plan", example, "--sensitivity"],
@@ -295,7 +314,7 @@ def test_ctrl_c_during_the_analysis_prints_the_plan_and_exits_130() -> None:
     while "sensitivity" not in seen and time.monotonic() < end:
         seen += proc.stderr.readline()
     time.sleep(0.5)  # the pool is running
-    proc.send_signal(signal.SIGINT)
+    proc.send_signal(signum)
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, seen + err
     assert out.startswith("Plan (min-tco, proven optimal)") and "Sensitivity" not in out
@@ -361,3 +380,75 @@ def test_one_card_generated_again_equals_generating_everything(
     assert plan_key(probe_solve(merged, CONFIG, None), merged) == plan_key(
         probe_solve(full, CONFIG, None), full
     )
+
+
+def test_a_plan_hedged_over_scenarios_gets_a_warning_not_the_nominal_ranges() -> None:
+    from gpusolve.load import load_requirements
+    from gpusolve.models.catalog import Catalog
+    from gpusolve.models.plan import Plan, SolverInfo
+    from gpusolve.sensitivity import with_sensitivity
+
+    reqs = load_requirements(ROOT / "examples" / "scenarios-demand-growth.yaml")
+    assert reqs.scenarios
+    plan = Plan(
+        status="optimal",
+        objective="min-tco",
+        cost=None,
+        solver=SolverInfo(status="optimal", workers=1, seed=1),
+    )
+    out = with_sensitivity(plan, reqs, Catalog(), {}, CONFIG, bar=False)
+    assert out.sensitivity is None
+    assert "scenarios:" in out.warnings[-1] and "--sensitivity" in out.warnings[-1]
+
+
+def test_a_stopped_analysis_starts_no_further_task() -> None:
+    from gpusolve.optimize import interrupt
+    from gpusolve.sensitivity import Stop, Stopped, run_tasks
+
+    base = probe_solve(SMALL, CONFIG, None)
+    key = plan_key(base, SMALL)
+    tasks = [Task(p, SMALL, base, key, CONFIG) for p in PARAMS]
+    stop = Stop()
+    done: list[object] = []
+
+    def after_first(outcome: object) -> None:
+        done.append(outcome)
+        stop.stop()
+
+    try:
+        with pytest.raises(Stopped):
+            run_tasks(tasks, 1, None, after_first, stop)
+    finally:
+        interrupt.reset()  # stop() asked every search in this process to end
+    assert len(done) == 1
+
+
+def test_ranges_are_only_given_around_the_plan_shown() -> None:
+    """A plan shown that is not the reference re-solve's (a time-limited one) gets no
+    ranges: they would describe another plan."""
+    from gpusolve.pipeline import prepare_run
+    from gpusolve.sensitivity import OtherPlan, analyse
+
+    run = prepare_run(ROOT / "examples" / "pretrain-70b-infiniband.yaml", [], [])
+    with pytest.raises(OtherPlan, match="rent"):
+        analyse(run.reqs, run.catalog, run.policies, CONFIG, 1, expected=(("other",),))
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_the_progress_bar_is_drawn_on_a_terminal_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    from gpusolve.sensitivity import progress_bar
+
+    for stream, enabled, drawn in (
+        (_Terminal(), True, True),
+        (_Terminal(), False, False),  # -q
+        (io.StringIO(), True, False),  # a pipe or a log file
+    ):
+        monkeypatch.setattr(sys, "stderr", stream)
+        bar = progress_bar(4, enabled)
+        bar.update(2)
+        bar.close()
+        assert ("0/4" in stream.getvalue()) is drawn, stream.getvalue()

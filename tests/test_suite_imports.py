@@ -11,6 +11,17 @@ from pathlib import Path
 
 TESTS = Path(__file__).resolve().parent
 HELPERS = ("support", "factories")
+# Where the helpers that test files used to import by a bare name went.
+MOVED = {
+    "plan_support": "tests.support.shipped (paths, shipped, example, owned_only) and "
+    "tests.factories.files (write_catalog, write_reqs)",
+    "rules_support": "tests.factories.catalog (card, server, colo_offer, cloud_offer), "
+    "tests.factories.requirements (workload, requirements, layout) and "
+    "tests.factories.files (write_file)",
+    "optimize_reference": "tests.support.optimize_reference",
+    "validation_cases": "tests.support.validation_cases",
+    "fuzz_support": "tests.support.fuzz",
+}
 
 
 def _imported(tree: ast.AST) -> Iterator[tuple[int, list[str]]]:
@@ -35,6 +46,10 @@ def _problem(name: str) -> str | None:
         return f"relative import {name}; write tests.support/tests.factories"
     if _is_test_module(name):
         return f"imports the test module {name}"
+    parts = name.split(".")
+    for old, new in MOVED.items():
+        if old in (parts[0], parts[1] if parts[0] == "tests" and len(parts) > 1 else None):
+            return f"imports {name}; it moved to {new}"
     if name.split(".")[0] in HELPERS:
         return f"imports {name}; write tests.{name}"
     return None
@@ -77,6 +92,8 @@ def test_the_check_catches_each_kind_of_bad_import() -> None:
     assert violations("from factories import catalog\n") != []
     assert violations("from .factories import catalog\n") != []
     assert violations("from conftest import CliResult\n") != []
+    assert "tests.support.shipped" in violations("from plan_support import ROOT\n")[0]
+    assert "moved to" in violations("from tests.optimize_reference import optimum\n")[0]
     fine = "from tests.factories.catalog import card\nfrom tests.support import shipped\n"
     assert violations(fine) == []
 

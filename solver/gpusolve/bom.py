@@ -22,6 +22,8 @@ SECTION_OF_KIND: dict[str, BomSection] = {
     "energy": "site",
     "bandwidth": "site",
     "cloud_rental": "cloud",
+    # The servers' book value at the horizon: a credit on the server line it follows.
+    "residual_value": "server",
 }
 SECTION_OF_PREFIX: tuple[tuple[str, BomSection], ...] = (
     ("network", "network"),
@@ -31,6 +33,10 @@ SECTION_OF_PREFIX: tuple[tuple[str, BomSection], ...] = (
     ("optic", "network"),
     ("cable", "network"),
     ("transceiver", "network"),
+    ("link", "network"),
+    ("leaf", "network"),
+    ("spine", "network"),
+    ("tor", "network"),
     ("storage", "storage"),
     ("spare", "spare"),
     ("cloud", "cloud"),
@@ -112,14 +118,16 @@ def bill_of_materials(plan: Plan, catalog: Catalog) -> list[BomLine]:
     """The plan's bill of materials (empty when the plan has no cost)."""
     if plan.cost is None:
         return []
-    lines = [bom_line(i) for i in plan.cost.breakdown.items if i.amount]
+    items = [i for i in plan.cost.breakdown.items if i.amount]
+    lines = [bom_line(i) for i in items]
+    bought = [ln for i, ln in zip(items, lines, strict=True) if i.kind == "servers_capex"]
     order = [s.offer for s in plan.sites]
     order += sorted({ln.site for ln in lines if ln.site is not None} - set(order))
     out: list[BomLine] = []
     for site in order:
         here = [ln for ln in lines if ln.site == site and ln.section in SITE_SECTIONS]
-        for ln in here:
-            if ln.section == "server":
+        for ln in bought:
+            if ln.site == site:
                 out += card_lines(ln, catalog)
         for section in SITE_SECTIONS:
             out += [ln for ln in here if ln.section == section]

@@ -51,43 +51,44 @@ def cost_items(
     items: list[CostItem] = []
     for (sku, site), n in sorted(solution.servers.items()):
         price = instance.skus[sku].capex
-        detail = f"{n} at {site} x {price:,}"
-        line = CostItem(kind="servers_capex", subject=sku, detail=detail, amount=n * price)
         server = catalog.servers.get(sku)
         note = server.pricing if server is not None else None
-        items.append(priced(line, n, "server", price, note, site=site))
+        spare = int(instance.spares)  # N+1: its own line, still capex
+        detail = f"{n - spare} at {site} x {price:,}"
+        amount = (n - spare) * price
+        line = CostItem(kind="servers_capex", subject=sku, detail=detail, amount=amount)
+        items.append(priced(line, n - spare, "server", price, note, site=site))
+        if spare:
+            detail = f"1 spare (N+1) at {site} x {price:,}, racked and idle with the others"
+            line = CostItem(kind="servers_capex", subject=sku, detail=detail, amount=price)
+            items.append(priced(line, 1, "spare server", price, note, site=site))
     racks: dict[str, int] = defaultdict(int)
     for (site, _fill), count in solution.racks.items():
         racks[site] += count
     for site_id in sorted(racks):
         rent = instance.sites[site_id].rack_rent_month
-        amount = h * rent * racks[site_id]
-        detail = f"{racks[site_id]} rack(s) x {rent:,}/month x {h} months"
+        months = finance.rent_months(h, instance.sites[site_id].rent_months)
+        amount = months * rent * racks[site_id]
+        term = f" (the offer's minimum term; horizon {h})" if months > h else ""
+        detail = f"{racks[site_id]} rack(s) x {rent:,}/month x {months} months{term}"
         line = CostItem(kind="rack_rent", subject=site_id, detail=detail, amount=amount)
         note = colo_pricing(catalog, site_id)
-        items.append(priced(line, h * racks[site_id], "rack-month", rent, note, site=site_id))
+        quantity = months * racks[site_id]
+        items.append(priced(line, quantity, "rack-month", rent, note, site=site_id))
+    for site_id in sorted({c.site for c in solution.choices if c.site is not None}):
+        fee = instance.sites[site_id].setup_fee
+        if fee:
+            detail = f"one-off set-up fee {fee:,}"
+            line = CostItem(kind="rack_rent", subject=site_id, detail=detail, amount=fee)
+            note = colo_pricing(catalog, site_id)
+            items.append(priced(line, 1, "set-up fee", fee, note, site=site_id))
     items += _energy(solution, instance, cand, catalog)
-    items += _bandwidth(solution, instance, catalog)
+    items += _bandwidth(solution, instance, cand, catalog)
     cloud = {c.key: c for c in instance.cloud}
     for choice in solution.choices:
         option = cloud.get(choice.option)
-        if option is None:
-            continue
-        meta = cand.meta[choice.option]
-        offer = catalog.cloud_offers.get(option.offer)
-        per_hour = f" x {offer.price_per_hour:,.2f}/h" if offer is not None else ""
-        hours = f"{meta.rental_hours:,.1f} h{per_hour}"
-        detail = f"{choice.workload}: {option.instances} instance(s) x {hours}"
-        line = CostItem(
-            kind="cloud_rental", subject=option.offer, detail=detail, amount=option.cost_total
-        )
-        if offer is not None:
-            # The amount is the instance-hours at the hourly price, rounded once to whole
-            # units (what the optimiser charged), so quantity x unit price is within 0.5.
-            instance_hours = option.instances * meta.rental_hours
-            hourly = offer.price_per_hour
-            line = priced(line, instance_hours, "instance-hour", hourly, offer.pricing)
-        items.append(line)
+        if option is not None:
+            items.append(_cloud_line(choice, option, cand, catalog))
     items += _residual(solution, instance, cand, catalog)
     items = [i for i in items if i.amount]
     # Network lines stay even at no cost: NICs inside a server's price are still parts.
@@ -96,6 +97,36 @@ def cost_items(
         + network_items(solution, instance, catalog)
         + storage_items(solution, instance, catalog)
     )
+
+
+def _cloud_line(
+    choice: ir.Choice, option: ir.CloudOption, cand: Candidates, catalog: Catalog
+) -> CostItem:
+    """A rental at the tier it is charged at: instance-hours on demand, or instance-months
+    of a monthly or reserved term (the amount is rounded once, as the optimiser charged it,
+    so quantity x unit price is within 0.5)."""
+    meta = cand.meta[choice.option]
+    offer = catalog.cloud_offers.get(option.offer)
+    tier = meta.rental_tier
+    vat = _vat_note(cand.vat_services)
+    detail = f"{choice.workload}: {option.instances} instance(s)"
+    if tier is None or offer is None:
+        return CostItem(
+            kind="cloud_rental", subject=option.offer, detail=detail, amount=option.cost_total
+        )
+    price = tier.unit_price * cand.vat_services
+    if tier.unit == "instance-hour":
+        detail += f" x {tier.quantity:,.1f} h x {price:,.2f}/h{vat}"
+    else:
+        detail += (
+            f" x {tier.quantity:,.0f} months x {price:,.2f}/month{vat} ({tier.name}; "
+            f"{meta.rental_hours:,.1f} h of use)"
+        )
+    line = CostItem(
+        kind="cloud_rental", subject=option.offer, detail=detail, amount=option.cost_total
+    )
+    quantity = option.instances * tier.quantity
+    return priced(line, quantity, tier.unit, price, offer.pricing)
 
 
 def price_source(note: PriceNote | None) -> tuple[str, bool]:
@@ -147,18 +178,26 @@ def _residual(
         if not value or server is None:
             continue
         detail = (
-            f"{n} at {site} x {value:,} ({cand.residual_share:.1%} of {server.price:,.0f} "
+            f"{n} at {site} x {value:,} ({cand.residual_share:.1%} of "
+            f"{instance.skus[sku].capex:,} "
             f"after {instance.horizon_months} months: straight-line over "
-            f"{cand.useful_life_months} months to {cand.salvage_fraction:.0%})"
+            f"{cand.finance_terms.useful_life_months} months to "
+            f"{cand.finance_terms.salvage_fraction:.0%})"
         )
         line = CostItem(kind="residual_value", subject=sku, detail=detail, amount=-n * value)
         line = priced(line, n, "server", -value, server.pricing, site=site)
-        source = "book value: optimize/finance.py USEFUL_LIFE_MONTHS, SALVAGE_FRACTION"
+        source = "book value: rule parameters server_useful_life_months, server_salvage_fraction"
         out.append(line.model_copy(update={"source": f"{source}; price {line.source}"}))
     return out
 
 
-def _bandwidth(solution: ir.Solution, instance: ir.Instance, catalog: Catalog) -> list[CostItem]:
+def _vat_note(factor: float) -> str:
+    return f" incl. VAT {factor - 1:.0%}" if factor != 1.0 else ""
+
+
+def _bandwidth(
+    solution: ir.Solution, instance: ir.Instance, cand: Candidates, catalog: Catalog
+) -> list[CostItem]:
     """Each used site's included bandwidth, then the Mbps its workloads need beyond it."""
     h = instance.horizon_months
     owned = {o.key: o for o in instance.owned}
@@ -180,9 +219,11 @@ def _bandwidth(solution: ir.Solution, instance: ir.Instance, catalog: Catalog) -
         more = extra.get(site_id, 0)
         if more:
             price = offer.bandwidth_price_per_mbps_month if offer is not None else 0.0
+            price *= cand.vat_services
             detail = (
                 f"{more:,} Mbps beyond the included {site.bandwidth_mbps:,} (the workloads there "
-                f"need {site.bandwidth_mbps + more:,}) x {price:g}/Mbps-month x {h} months"
+                f"need {site.bandwidth_mbps + more:,}) x {price:g}/Mbps-month"
+                f"{_vat_note(cand.vat_services)} x {h} months"
             )
             amount = more * site.extra_mbps_cost
             line = CostItem(kind="bandwidth", subject=site_id, detail=detail, amount=amount)
@@ -202,7 +243,8 @@ def _energy(
         server = catalog.servers.get(sku)
         idle = ""
         if server is not None:
-            idle_kw = finance.idle_power_kw(server.power_kw, server.idle_power_kw)
+            fraction = cand.finance_terms.idle_power_fraction
+            idle_kw = finance.idle_power_kw(server.power_kw, server.idle_power_kw, fraction)
             idle = f" ({idle_kw:,.2f} kW idle)"
         detail = f"idle: {n} x {sku}{idle} x {month:,}/month x {h} months"
         line = CostItem(kind="energy", subject=site_id, detail=detail, amount=h * n * month)
@@ -229,16 +271,16 @@ def _busy_line(
     offer = catalog.colo_offers[placement.site]
     meta = cand.meta[option.key]
     hours, idle_kw, busy_kw = meta.busy_hours, meta.idle_kw, meta.busy_kw
+    price = offer.power_price_per_kwh * cand.vat_goods
     kwh = option.servers * (busy_kw - idle_kw) * hours * offer.pue
     detail = (
         f"{choice.workload} running: {option.servers} x {option.sku} x "
         f"({busy_kw:,.2f} - {idle_kw:,.2f}) kW above idle x {hours:,.1f} h x PUE {offer.pue:g} "
-        f"x {offer.power_price_per_kwh:g}/kWh"
+        f"x {price:g}/kWh{_vat_note(cand.vat_goods)}"
     )
     line = CostItem(
         kind="energy", subject=placement.site, detail=detail, amount=placement.busy_energy
     )
-    price = offer.power_price_per_kwh
     return priced(line, round(kwh, 1), "kWh", price, offer.pricing, site=placement.site)
 
 

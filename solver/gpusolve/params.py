@@ -215,6 +215,33 @@ class Params:
         minimum=0,
         maximum=20,
     )
+    idle_power_fraction: float = _param(
+        0.25,
+        "Wall power of an owned server with no work running, as a share of its peak, where "
+        "the catalogue gives no idle_power_kw (energy by duty). Assumption, confidence D: an "
+        "idle Hopper SXM GPU reads ~60-75 W of its 700 W in nvidia-smi and the host keeps "
+        "~1.5-2 kW of a 10.2 kW DGX H100 on (catalog-facts §2b gives the peaks).",
+        "H42",
+        minimum=0,
+        maximum=1,
+    )
+    server_useful_life_months: int = _param(
+        60,
+        "Months over which an owned server's value falls straight-line to its salvage share "
+        "(residual value at the horizon). Amazon shortened servers' useful life from six to "
+        "five years from 2025 for the pace of AI hardware (Amazon.com 10-K for 2024, note 1).",
+        "H42",
+        minimum=1,
+        maximum=240,
+    )
+    server_salvage_fraction: float = _param(
+        0.05,
+        "Share of its price an owned server keeps at the end of its useful life: the "
+        "customary 3-5% 预计净残值率 of Chinese fixed-asset accounting, at its top.",
+        "H42",
+        minimum=0,
+        maximum=0.99,
+    )
 
     def with_values(self, **values: Any) -> Params:
         return replace(self, **values)

@@ -20,8 +20,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from gpusolve import assemble
-from gpusolve.candidates.generate import Candidates, build_candidates
-from gpusolve.candidates.money import energy_per_server_month, to_money
+from gpusolve.candidates.generate import Candidates, build_candidates, price_site, price_sku
 from gpusolve.candidates.policy import WorkloadPolicy
 from gpusolve.errors import Problem
 from gpusolve.load.yamlio import Document
@@ -32,6 +31,7 @@ from gpusolve.models.plan import (
     ScenarioOutcome,
     Scenarios,
     SolverInfo,
+    TimedOut,
 )
 from gpusolve.models.requirements import Requirements, Scenario, Workload
 from gpusolve.optimize import ir
@@ -184,58 +184,32 @@ def prepare(
 
 def harmonise(prepared: list[Prepared]) -> list[Prepared]:
     """Every scenario's instance prices every site any scenario uses and every SKU any
-    scenario uses that it can buy: the shared purchase is priced in each scenario."""
-    site_ids = sorted({s for p in prepared for s in p.cand.instance.sites})
-    sku_ids = sorted({k for p in prepared for k in p.cand.instance.skus})
+    scenario uses that it can buy: the shared purchase is priced in each scenario. A
+    scenario's own items are kept as its candidates stage built them; an item only another
+    scenario uses takes that scenario's physical figures (racks, reserves, bandwidth) and
+    this scenario's prices."""
+    site_from = {k: v for p in reversed(prepared) for k, v in p.cand.instance.sites.items()}
+    sku_from = {k: v for p in reversed(prepared) for k, v in p.cand.instance.skus.items()}
     out: list[Prepared] = []
     for p in prepared:
         inst = p.cand.instance
-        sites = {i: _site(p, i) for i in site_ids}
-        skus = {i: _sku(p.catalog, i) for i in sku_ids if i in p.catalog.servers}
+        sites = {i: inst.sites.get(i) or _site(p, other) for i, other in site_from.items()}
+        skus = {i: inst.skus.get(i) or _sku(p, i) for i in sku_from if i in p.catalog.servers}
         instance = dataclasses.replace(inst, sites=sites, skus=skus)
         out.append(dataclasses.replace(p, cand=dataclasses.replace(p.cand, instance=instance)))
     return out
 
 
-def _sku(catalog: Catalog, sku_id: str) -> ir.Sku:
-    # As `candidates.generate.build_candidates` prices a SKU.
-    s = catalog.servers[sku_id]
-    return ir.Sku(
-        id=s.id,
-        capex=to_money(s.price),
-        power_w=round(s.power_kw * 1000),
-        rack_units=s.rack_units,
-        cooling=frozenset(s.cooling),
-    )
+def _sku(p: Prepared, sku_id: str) -> ir.Sku:
+    return price_sku(p.catalog.servers[sku_id], p.reqs, p.cand.finance_terms)
 
 
-def _site(p: Prepared, site_id: str) -> ir.Site:
-    # As `candidates.generate._sites` prices an offer, on this scenario's catalogue.
-    known = p.cand.instance.sites.get(site_id)
-    offer = p.catalog.colo_offers[site_id]
-    energy = {
-        s.id: energy_per_server_month(
-            s.power_kw,
-            p.reqs.utilisation,
-            offer.pue,
-            offer.power_price_per_kwh,
-            offer.power_included,
-        )
-        for s in p.catalog.servers.values()
-    }
-    if known is not None:
-        return dataclasses.replace(known, energy_month=energy)
-    return ir.Site(
-        id=offer.id,
-        region=offer.region,
-        cooling=offer.cooling,
-        rack_w=round(offer.rack_kw * 1000),
-        rack_units=offer.rack_units,
-        racks_available=offer.racks_available,
-        rack_rent_month=to_money(offer.rack_price_per_month),
-        bandwidth_month=to_money(offer.bandwidth_mbps * offer.bandwidth_price_per_mbps_month),
-        energy_month=energy,
-    )
+def _site(p: Prepared, other: ir.Site) -> ir.Site:
+    # Priced on this scenario's catalogue and requirements as the candidates stage prices
+    # it, with the room its rack reserve leaves as the scenario that uses it built it.
+    offer = p.catalog.colo_offers[other.id]
+    priced = price_site(offer, p.catalog, p.reqs, terms=p.cand.finance_terms)
+    return dataclasses.replace(priced, rack_w=other.rack_w, rack_units=other.rack_units)
 
 
 # --------------------------------------------------------------------------- plan
@@ -312,9 +286,22 @@ def make_scenario_plan(
                 "no single purchase meets every scenario: relax the hardest scenario "
                 "(its demand or its unavailable cards) or drop it",
             )
-        return _infeasible(
-            rules, run, "no plan found within --time-limit; try a longer --time-limit"
-        ).model_copy(update={"status": "timeout"})
+        limit = run.config.time_limit_s
+        timed_out = TimedOut(
+            reason=f"no two-stage plan found in {limit:g} s, and none proven impossible; "
+            f"try a longer --time-limit (e.g. {max(60.0, 10 * limit):g})",
+            time_limit_s=limit,
+            bound_of=f"{robust} TCO plus soft-rule penalties",
+        )
+        return Plan(
+            status="timeout",
+            objective=f"two-stage {robust} TCO",
+            cost=None,
+            timed_out=timed_out,
+            rules_fired=rules.fired,
+            advice=rules.advice,
+            solver=SolverInfo(status="timeout", workers=run.config.workers, seed=run.config.seed),
+        )
     hedged_eval = two.evaluate(hedged.first, everywhere, run.config)
     comparison = _compare(robust, prepared, declared_names(reqs), hedged_eval, nominal_eval)
     shown = hedged_eval.get(NOMINAL)
@@ -334,9 +321,20 @@ def make_scenario_plan(
         wall_s=hedged.wall_s,
     )
     info = assemble.solver_info(shown, run.config).model_copy(update=where.cand.scope())
+    if robust == "expected":  # the model weighs each scenario by probability x SCALE
+        scale = two.PROBABILITY_SCALE
+        info = info.model_copy(
+            update={
+                "objective_value": _per_unit(info.objective_value, scale),
+                "best_bound": _per_unit(info.best_bound, scale),
+            }
+        )
     if not run.timings:
         info = info.model_copy(update={"wall_s": None})
-    return Plan(
+    from gpusolve.bom import bill_of_materials
+    from gpusolve.planner import headroom_warnings, illustrative_prices
+
+    plan = Plan(
         status=status,
         objective=f"two-stage {robust} TCO",
         cost=assemble.cost(shown, where.cand, where.reqs, where.catalog),
@@ -347,7 +345,18 @@ def make_scenario_plan(
         advice=[*where.small.values(), *rules.advice],
         solver=info,
         scenarios=comparison,
+        warnings=headroom_warnings(reqs, policies),
     )
+    return plan.model_copy(
+        update={
+            "illustrative_prices": illustrative_prices(plan, where.catalog),
+            "bom": bill_of_materials(plan, where.catalog),
+        }
+    )
+
+
+def _per_unit(value: float | None, scale: int) -> float | None:
+    return None if value is None else round(value / scale, 2)
 
 
 def declared_names(reqs: Requirements) -> set[str]:

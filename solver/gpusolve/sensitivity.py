@@ -2,8 +2,8 @@
 
 For every parameter that enters the chosen plan's cost (each bought server's price, each
 used colocation offer's rack rent, power price and bandwidth price, each rented cloud
-offer's hourly price) and the efficiency of each card the plan runs on, the plan is
-re-solved with that one parameter multiplied by a factor, hinted with the chosen plan:
+offer's hourly price) and the efficiency of each card the candidates considered, the plan
+is re-solved with that one parameter multiplied by a factor, hinted with the chosen plan:
 geometric steps away from 1 (x2 per step, out to `PRICE_LIMITS`), then bisection between
 the last factor that keeps the plan and the first that changes it, to `REL_TOL`.
 
@@ -15,9 +15,13 @@ Prices scale the optimiser's integral coefficients directly (rounded half-even, 
 candidates stage rounds them), so no candidate is re-generated. Efficiency is a property
 of the physics: the card's catalogue entry is replaced by one whose compute peaks, measured
 matmul rate and memory bandwidth are multiplied by the factor (every kernel runs that much
-faster or slower; links are unchanged), and the candidates are generated again from that
-catalogue copy. The FP32 peak is left alone: rule h13 prefers cards by their FP32 datasheet
-figure, which is not an efficiency.
+faster or slower; links are unchanged), and that card's options are generated again from
+the catalogue copy (`card_instance`; every other option is untouched). The FP32 peak is
+left alone: rule h13 prefers cards by their FP32 datasheet figure, which is not an
+efficiency. A card the plan does not use is searched upwards only: slower, it cannot win.
+
+The parameters run over a pool of forked processes, one parameter a task; the command's
+main thread only waits, so Ctrl-C and SIGTERM end the analysis at once (`stoppable`).
 
 The optimal set of one parameter's factor is an interval when the parameter is a cost
 coefficient (each plan's objective is linear in it), which is what makes bisection sound;
@@ -31,14 +35,24 @@ import multiprocessing
 import os
 import signal
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any
+from types import FrameType
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from gpusolve.models.plan import Plan, Sensitivity, SensitivityKind, SensitivityRange
-from gpusolve.optimize.ir import CloudOption, Instance, Site, Sku, Solution, SolveConfig
+from gpusolve.optimize.ir import (
+    CloudOption,
+    Instance,
+    OwnedOption,
+    Site,
+    Sku,
+    Solution,
+    SolveConfig,
+)
 
 if TYPE_CHECKING:
     from gpusolve.candidates.policy import WorkloadPolicy
@@ -60,6 +74,7 @@ PROBE_TIME_S = 10.0
 
 PlanKey = tuple[tuple[Any, ...], ...]
 NO_PLAN: PlanKey = (("no plan",),)
+NOT_FOUND: PlanKey = (("no plan found in time",),)
 
 
 @dataclass(frozen=True)
@@ -114,7 +129,7 @@ def plan_key(solution: Solution, instance: Instance) -> PlanKey:
     """What a plan buys, places and rents: per workload its SKU and server count at its site
     or its cloud offer and instance count, servers per (SKU, site), racks per site."""
     if not solution.choices:
-        return NO_PLAN
+        return NO_PLAN if solution.status == "infeasible" else NOT_FOUND
     owned = {o.key: o for o in instance.owned}
     cloud = {o.key: o for o in instance.cloud}
     choices: list[tuple[Any, ...]] = []
@@ -140,7 +155,9 @@ def describe(key: PlanKey, base: PlanKey) -> str:
     """The plan `key` in words, naming only the deployments that differ from `base`."""
     if key == NO_PLAN:
         return "no feasible plan"
-    mine = {c[0]: c for c in base[0]} if base != NO_PLAN else {}
+    if key == NOT_FOUND:
+        return "no plan found within the time limit (none proven impossible)"
+    mine = {c[0]: c for c in base[0]} if base not in (NO_PLAN, NOT_FOUND) else {}
     parts = []
     for w, mode, what, count, site in key[0]:
         if mine.get(w) == (w, mode, what, count, site):
@@ -179,8 +196,7 @@ def parameters(
     sites = sorted({site for (_, site), n in solution.servers.items() if n})
     for site_id in sites:
         offer = catalog.colo_offers[site_id]
-        site = instance.sites[site_id]
-        if site.rack_rent_month:
+        if offer.rack_price_per_month > 0:
             out.append(
                 Parameter(
                     "rack_rent",
@@ -190,7 +206,7 @@ def parameters(
                     offer.rack_price_per_month,
                 )
             )
-        if any(site.energy_month.values()) and not offer.power_included:
+        if offer.power_price_per_kwh > 0 and not offer.power_included:
             out.append(
                 Parameter(
                     "power_price",
@@ -200,7 +216,7 @@ def parameters(
                     offer.power_price_per_kwh,
                 )
             )
-        if site.bandwidth_month:
+        if offer.bandwidth_price_per_mbps_month > 0:
             out.append(
                 Parameter(
                     "bandwidth_price",
@@ -233,14 +249,19 @@ def _money(value: int, factor: float) -> int:
 def scale_instance(
     instance: Instance, kind: SensitivityKind, subject: str, factor: float
 ) -> Instance:
-    """`instance` with one price multiplied by `factor` (efficiency is not a price: see
-    `scale_card`)."""
+    """`instance` with one price multiplied by `factor`: every coefficient proportional to
+    it (efficiency is not a price: see `scale_card`).
+
+    A server's price sets its capex and its residual value (a share of the price,
+    `finance.residual_value`); a site's power price its idle energy per server-month and
+    each placement's energy above idle there (`busy_energy`); its bandwidth price the
+    included line and each Mbps beyond it."""
     if kind == "server_price":
         sku = instance.skus[subject]
-        skus: dict[str, Sku] = {
-            **instance.skus,
-            subject: replace(sku, capex=_money(sku.capex, factor)),
-        }
+        scaled = replace(
+            sku, capex=_money(sku.capex, factor), residual=_money(sku.residual, factor)
+        )
+        skus: dict[str, Sku] = {**instance.skus, subject: scaled}
         return replace(instance, skus=skus)
     if kind == "cloud_price":
         cloud: tuple[CloudOption, ...] = tuple(
@@ -249,16 +270,32 @@ def scale_instance(
         )
         return replace(instance, cloud=cloud)
     site = instance.sites[subject]
+    owned = instance.owned
     if kind == "rack_rent":
         new: Site = replace(site, rack_rent_month=_money(site.rack_rent_month, factor))
     elif kind == "power_price":
         energy = {sku: _money(v, factor) for sku, v in site.energy_month.items()}
         new = replace(site, energy_month=energy)
+        owned = tuple(_busy_energy_scaled(o, subject, factor) for o in owned)
     elif kind == "bandwidth_price":
-        new = replace(site, bandwidth_month=_money(site.bandwidth_month, factor))
+        new = replace(
+            site,
+            bandwidth_month=_money(site.bandwidth_month, factor),
+            extra_mbps_cost=_money(site.extra_mbps_cost, factor),
+        )
     else:
         raise ValueError(f"{kind} is not a price of the instance")
-    return replace(instance, sites={**instance.sites, subject: new})
+    return replace(instance, sites={**instance.sites, subject: new}, owned=owned)
+
+
+def _busy_energy_scaled(option: OwnedOption, site: str, factor: float) -> OwnedOption:
+    if not any(p.site == site and p.busy_energy for p in option.placements):
+        return option
+    placements = tuple(
+        replace(p, busy_energy=_money(p.busy_energy, factor)) if p.site == site else p
+        for p in option.placements
+    )
+    return replace(option, placements=placements)
 
 
 def scale_card(card: Card, factor: float) -> Card:
@@ -346,6 +383,7 @@ def card_instance(base: Instance, inputs: Inputs, card_id: str, factor: float) -
         sites=sites,
         skus=skus,
         requirements={**base.requirements, **part.requirements},
+        fabrics={**base.fabrics, **part.fabrics},
     )
 
 
@@ -452,6 +490,12 @@ def analyse_one(task: Task, inputs: Inputs | None = None) -> Outcome:
     return Outcome(task.parameter, low, high, n_low + n_high)
 
 
+def _value(current: float, factor: float) -> float:
+    """A factor as a value, to 6 significant digits: the bisection's 1 % is far coarser,
+    and 9.600000000000001 reads as noise."""
+    return float(f"{current * factor:.6g}")
+
+
 def to_range(outcome: Outcome) -> SensitivityRange:
     p = outcome.parameter
     lo_limit, hi_limit = p.limits
@@ -462,10 +506,10 @@ def to_range(outcome: Outcome) -> SensitivityRange:
         parameter=p.words,
         unit=p.unit,
         current=p.current,
-        low=None if low.outside is None else p.current * low.inside,
-        high=None if high.outside is None else p.current * high.inside,
-        searched_low=p.current * lo_limit,
-        searched_high=p.current * hi_limit,
+        low=None if low.outside is None else _value(p.current, low.inside),
+        high=None if high.outside is None else _value(p.current, high.inside),
+        searched_low=_value(p.current, lo_limit),
+        searched_high=_value(p.current, hi_limit),
         below=None if low.outside is None else low.outside.description,
         above=None if high.outside is None else high.outside.description,
         below_tco=None if low.outside is None else low.outside.tco,
@@ -489,19 +533,53 @@ def _pooled(task: Task) -> Outcome:
     return analyse_one(task, _WORKER_INPUTS[0])
 
 
+class Stop:
+    """Ends an analysis from another thread: no task starts after `stop`, the searches
+    running in this process end (`interrupt.request_stop`), the pool's workers are
+    terminated."""
+
+    def __init__(self) -> None:
+        self.requested = threading.Event()
+        self.pool: ProcessPoolExecutor | None = None
+
+    def stop(self) -> None:
+        from gpusolve.optimize import interrupt
+
+        self.requested.set()
+        interrupt.request_stop()
+        if self.pool is not None:
+            _terminate(self.pool)
+
+
+def _terminate(pool: ProcessPoolExecutor) -> None:
+    # The executor's public API only cancels tasks not yet started; a parameter's task
+    # can run for seconds.
+    for process in list(getattr(pool, "_processes", {}).values()):
+        process.terminate()
+    pool.shutdown(wait=False, cancel_futures=True)
+
+
+class Stopped(Exception):
+    """The analysis was stopped (`Stop`) before it finished."""
+
+
 def run_tasks(
     tasks: Sequence[Task],
     workers: int,
     inputs: Inputs | None = None,
     on_done: OnDone = lambda _: None,
+    stop: Stop | None = None,
 ) -> list[Outcome]:
     """Every task's outcome, in the tasks' order: over a process pool of `workers` (one
     task per parameter), in this process when one worker or one task is enough or where
     processes cannot fork (the inputs reach the workers through the fork, not a pickle)."""
+    stop = stop or Stop()
     forks = "fork" in multiprocessing.get_all_start_methods()
     if workers <= 1 or len(tasks) <= 1 or not forks:
         results = []
         for task in tasks:
+            if stop.requested.is_set():
+                raise Stopped
             results.append(analyse_one(task, inputs))
             on_done(results[-1])
         return results
@@ -512,6 +590,7 @@ def run_tasks(
         initializer=_adopt,
         initargs=(inputs,),
     )
+    stop.pool = pool
     try:
         # The longest first: an efficiency parameter generates the candidates at every
         # probe and takes several times a price's time, so it must not start last.
@@ -520,12 +599,10 @@ def run_tasks(
         for future in as_completed(futures):
             found[futures[future]] = future.result()
             on_done(found[futures[future]])
-    except BaseException:
-        # Ctrl-C or a failed task: end the workers now rather than after their current
-        # parameter (the executor's public API only cancels tasks not yet started).
-        for process in list(getattr(pool, "_processes", {}).values()):
-            process.terminate()
-        pool.shutdown(wait=False, cancel_futures=True)
+    except BaseException as exc:
+        _terminate(pool)  # a failed task or a stop: end the others now
+        if stop.requested.is_set():
+            raise Stopped from exc
         raise
     pool.shutdown()
     return [found[i] for i in range(len(tasks))]
@@ -546,27 +623,52 @@ def analyse(
     on_done: OnDone = lambda _: None,
     on_start: Callable[[int], None] = lambda _: None,
     efficiency: bool = True,
+    stop: Stop | None = None,
+    expected: tuple[tuple[Any, ...], ...] | None = None,
 ) -> Sensitivity:
     """The sensitivity of the plan for `reqs`: its instance solved again (the reference
     every probe is compared with), then every parameter's range over the pool (prices
-    only unless `efficiency`)."""
+    only unless `efficiency`). `expected`: the deployments of the plan shown
+    (`shown_choices`); a reference that differs raises `OtherPlan`. The reference gets the
+    whole of `config`'s time limit, each probe at most `PROBE_TIME_S` of it."""
     started = time.perf_counter()
-    probe_config = replace(config, workers=1)  # the pool is the parallelism
     instance = plan_instance(reqs, catalog, policies)
-    base = probe_solve(instance, probe_config, None)
+    base = probe_solve(instance, replace(config, workers=1), None)
     base_key = plan_key(base, instance)
-    if base_key == NO_PLAN:
+    found = base_key not in (NO_PLAN, NOT_FOUND)
+    if expected is not None and (not found or base_key[0] != expected):
+        raise OtherPlan(describe(base_key, NO_PLAN))
+    if not found:
         return Sensitivity(wall_s=time.perf_counter() - started, solves=1)
+    # The pool is the parallelism; a probe starts from the plan (the hint) and is small.
+    probe_config = replace(config, workers=1, time_limit_s=min(config.time_limit_s, PROBE_TIME_S))
     cards = _plan_cards(base, instance, catalog) if efficiency else []
     rivals = _considered_cards(instance, catalog) if efficiency else []
     params = parameters(base, instance, catalog, reqs.currency, cards, rivals)
     tasks = [Task(p, instance, base, base_key, probe_config) for p in params]
     on_start(len(tasks))
-    outcomes = run_tasks(tasks, workers, Inputs(reqs, catalog, policies), on_done)
+    outcomes = run_tasks(tasks, workers, Inputs(reqs, catalog, policies), on_done, stop)
     return Sensitivity(
         ranges=[to_range(o) for o in outcomes],
         solves=1 + sum(o.solves for o in outcomes),
         wall_s=round(time.perf_counter() - started, 3),
+    )
+
+
+class OtherPlan(Exception):
+    """The reference re-solve found another plan than the one shown (which was then not
+    proven optimal): ranges around it would describe a plan the user does not see."""
+
+
+def shown_choices(plan: Plan) -> tuple[tuple[Any, ...], ...]:
+    """The plan's deployments as `plan_key` writes a plan's choices."""
+    return tuple(
+        sorted(
+            (d.workload, "own", d.server, d.servers, d.site or "")
+            if d.mode == "owned"
+            else (d.workload, "rent", d.cloud_offer, d.servers, "")
+            for d in plan.deployments
+        )
     )
 
 
@@ -603,6 +705,51 @@ def progress_bar(total: int, enabled: bool) -> Any:
     )
 
 
+T = TypeVar("T")
+# After a stop, how long the analysis may take to notice before the command exits anyway.
+STOP_GRACE_S = 5.0
+
+
+def stoppable(work: Callable[[], T], stop: Stop) -> T:
+    """`work` in a thread while this (main) thread answers Ctrl-C and SIGTERM: `stop`, then
+    KeyboardInterrupt here. The main thread only waits, so the signal is handled at once
+    and never inside a CP-SAT search, whose own handling of SIGINT ends that search and
+    carries on (a solve that catches SIGINT itself even resets the handler; it is put
+    back every 50 ms, as `interrupt.run_interruptibly` does). Off the main thread (no
+    signals there) `work` simply runs."""
+    if threading.current_thread() is not threading.main_thread():
+        return work()
+    box: dict[str, Any] = {}
+
+    def target() -> None:
+        try:
+            box["value"] = work()
+        except BaseException as exc:  # handed to the main thread
+            box["error"] = exc
+
+    def on_signal(signum: int, frame: FrameType | None) -> None:
+        raise KeyboardInterrupt
+
+    signals = (signal.SIGINT, signal.SIGTERM)
+    previous = {s: signal.signal(s, on_signal) for s in signals}
+    worker = threading.Thread(target=target, name="gpusolve-sensitivity", daemon=True)
+    try:
+        worker.start()
+        while worker.is_alive():
+            worker.join(0.05)
+            signal.signal(signal.SIGINT, on_signal)
+    except KeyboardInterrupt:
+        stop.stop()
+        worker.join(STOP_GRACE_S)  # out of CP-SAT before the interpreter exits
+        raise
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+    if "error" in box:
+        raise box["error"]
+    return box["value"]  # type: ignore[no-any-return]
+
+
 def with_sensitivity(
     plan: Plan,
     reqs: Requirements,
@@ -619,7 +766,13 @@ def with_sensitivity(
     is kept only with `timings`, as the plan's own: the same input gives the same output."""
     if plan.status not in ("optimal", "feasible"):
         return plan
-    config = replace(config, time_limit_s=min(config.time_limit_s, PROBE_TIME_S))
+    if reqs.scenarios:  # the ranges would be the nominal plan's, not the hedged one shown
+        note = (
+            "--sensitivity analyses a single-scenario plan; this one hedges over the "
+            "scenarios: block, so no ranges are given (remove scenarios: to see the nominal "
+            "plan's)"
+        )
+        return plan.model_copy(update={"warnings": [*plan.warnings, note]})
     progress: list[Any] = []
 
     def start(total: int) -> None:
@@ -628,16 +781,28 @@ def with_sensitivity(
     def done(_: Outcome) -> None:
         progress[0].update(1)
 
+    stop = Stop()
     try:
-        result = analyse(
-            reqs,
-            catalog,
-            policies,
-            config,
-            workers or default_workers(),
-            on_done=done,
-            on_start=start,
+        result = stoppable(
+            lambda: analyse(
+                reqs,
+                catalog,
+                policies,
+                config,
+                workers or default_workers(),
+                on_done=done,
+                on_start=start,
+                stop=stop,
+                expected=shown_choices(plan),
+            ),
+            stop,
         )
+    except OtherPlan as other:
+        note = (
+            f"--sensitivity: solved again, the plan is not the one shown ({other}): the plan "
+            "shown is not proven optimal, so no ranges are given (try a longer --time-limit)"
+        )
+        return plan.model_copy(update={"warnings": [*plan.warnings, note]})
     finally:
         for shown in progress:
             shown.close()

@@ -1,6 +1,6 @@
 """Catalogue entries as validated models: a card, a server, a colocation offer and a cloud
 offer, each valid as it stands, with any field overridable by keyword. The defaults are a
-generic 80 GB SXM card in an 8-GPU NVSwitch server, a 21 kW air-cooled rack offer in
+generic 80 GB SXM card in an 8-GPU NVSwitch server, a 21 kW enhanced-air rack offer in
 southern Jiangsu and an 8-GPU cloud instance; every price is `illustrative`."""
 
 from __future__ import annotations

@@ -16,6 +16,8 @@ from gpusolve.optimize.ir import (
     SolveConfig,
 )
 
+# Solve settings: one (or two) workers, a fixed seed, and time enough that a small model is
+# always proven optimal.
 ONE = SolveConfig(time_limit_s=20, workers=1, seed=1)
 TWO = SolveConfig(time_limit_s=20, workers=2, seed=1)
 

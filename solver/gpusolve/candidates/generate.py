@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -28,6 +28,7 @@ from gpusolve.estimate.search import SearchResult
 from gpusolve.models.catalog import Card, Catalog, CloudOffer, ColoOffer, Server
 from gpusolve.models.requirements import Requirements, Workload
 from gpusolve.optimize import finance, ir
+from gpusolve.params import Params
 from gpusolve.regions import Place, resolve
 
 MULTI_NODE_FABRICS = frozenset({"infiniband", "roce"})
@@ -55,6 +56,8 @@ class OptionMeta:
     busy_hours: float = 0.0
     busy_kw: float = 0.0
     idle_kw: float = 0.0
+    # Cloud: the price tier the rental is charged at, per instance.
+    rental_tier: finance.Tier | None = None
 
 
 @dataclass
@@ -70,10 +73,12 @@ class Candidates:
     meta: dict[str, OptionMeta]
     rejections: dict[str, list[Rejection]]
     explain: bool
-    # The residual value's terms, for the cost lines (`finance.py`).
+    # The residual value's share and the plan-level finance parameters (`finance.py`).
     residual_share: float = 0.0
-    useful_life_months: int = finance.USEFUL_LIFE_MONTHS
-    salvage_fraction: float = finance.SALVAGE_FRACTION
+    finance_terms: finance.Terms = field(default_factory=finance.Terms)
+    # Price multipliers for VAT on goods and on services (1.0 without VAT).
+    vat_goods: float = 1.0
+    vat_services: float = 1.0
 
     def workloads_without_options(self) -> list[str]:
         have = {o.workload for o in self.instance.owned} | {o.workload for o in self.instance.cloud}
@@ -100,6 +105,7 @@ class _Builder:
     cloud: list[ir.CloudOption] = field(default_factory=list)
     meta: dict[str, OptionMeta] = field(default_factory=dict)
     rejections: dict[str, list[Rejection]] = field(default_factory=dict)
+    terms: finance.Terms = field(default_factory=finance.Terms)
     requirements: dict[str, ir.Requirement] = field(default_factory=dict)
     reserves: dict[str, RackReserve] = field(default_factory=dict)  # colo offer id -> rack
 
@@ -122,6 +128,7 @@ def build_candidates(
     explain: bool = False,
 ) -> Candidates:
     b = _Builder(reqs, catalog, policies, explain)
+    b.terms = finance_terms(reqs, policies)
     chosen = [p.params for p in policies.values()]
     b.reserves = {o.id: rack_reserve(o, chosen) for o in catalog.colo_offers.values()}
     for workload in reqs.workloads:
@@ -129,26 +136,12 @@ def build_candidates(
         _cloud_options(b, workload)
     sites = _sites(b)
     used_skus = {o.sku for o in b.owned}
-    oversubscription = reqs.network.oversubscription
-    fabrics: dict[str, ir.FabricClass] = {}
-    skus: dict[str, ir.Sku] = {}
-    for s in catalog.servers.values():
-        if s.id not in used_skus:
-            continue
-        fabric = fabric_class(catalog, s, oversubscription)
-        if fabric is not None:
-            fabrics.setdefault(fabric.id, fabric)
-        skus[s.id] = ir.Sku(
-            id=s.id,
-            capex=to_money(s.price),
-            power_w=round(s.power_kw * 1000),
-            rack_units=s.rack_units,
-            cooling=frozenset(s.cooling),
-            fabric=fabric.id if fabric is not None else None,
-            nics=s.fabric.nics if fabric is not None else 0,
-            nic_capex=nic_capex(catalog, s),
-            residual=finance.residual_value(s.price, residual_share(reqs)),
-        )
+    skus = {
+        s.id: price_sku(s, reqs, b.terms, catalog)
+        for s in catalog.servers.values()
+        if s.id in used_skus
+    }
+    fabrics = fabric_classes(catalog, [catalog.servers[k] for k in skus], reqs)
     for site in sites.values():
         b.require(f"racks:{site.id}", f"{site.racks_available} racks available at {site.id}", 8)
     capex_max = reqs.budget.capex_max
@@ -170,32 +163,54 @@ def build_candidates(
         monthly_max=to_money(monthly_max) if monthly_max is not None else None,
         objective=reqs.objective,
         throughput_weights={w.name: w.throughput_weight for w in reqs.workloads},
+        spares=reqs.finance.spares == "n+1",
         fabrics=fabrics,
     )
-    f = reqs.finance
+    vat_goods, vat_services = vat_factors(reqs)
     return Candidates(
         instance,
         b.meta,
         b.rejections,
         explain,
-        residual_share=residual_share(reqs),
-        useful_life_months=f.useful_life_months or finance.USEFUL_LIFE_MONTHS,
-        salvage_fraction=(
-            finance.SALVAGE_FRACTION if f.salvage_fraction is None else f.salvage_fraction
-        ),
+        residual_share=residual_share(reqs, b.terms),
+        finance_terms=b.terms,
+        vat_goods=vat_goods,
+        vat_services=vat_services,
     )
 
 
-def residual_share(reqs: Requirements) -> float:
+def vat_factors(reqs: Requirements) -> tuple[float, float]:
+    """(goods, services) price multipliers: 1 + VAT when the requirements add it."""
+    vat = reqs.finance.vat
+    if vat is None:
+        return 1.0, 1.0
+    return 1.0 + vat.goods, 1.0 + vat.services
+
+
+def finance_terms(
+    reqs: Requirements, policies: Mapping[str, WorkloadPolicy] | None = None
+) -> finance.Terms:
+    """The plan-level finance parameters: the requirements' `finance:` where it sets them,
+    else the rules' parameters, the most cautious over the workloads when rules set them
+    differently (the most idle power, the shortest life, the least salvage)."""
+    params = [p.params for p in (policies or {}).values()] or [Params()]
+    f = reqs.finance
+    salvage = min(p.server_salvage_fraction for p in params)
+    return finance.Terms(
+        idle_power_fraction=max(p.idle_power_fraction for p in params),
+        useful_life_months=f.useful_life_months or min(p.server_useful_life_months for p in params),
+        salvage_fraction=salvage if f.salvage_fraction is None else f.salvage_fraction,
+        residual_value=f.residual_value,
+    )
+
+
+def residual_share(reqs: Requirements, terms: finance.Terms) -> float:
     """Share of its price an owned server is worth at the end of the horizon (0 when the
     requirements leave residual value out)."""
-    f = reqs.finance
-    if not f.residual_value:
+    if not terms.residual_value:
         return 0.0
     return finance.residual_fraction(
-        reqs.horizon_months,
-        f.useful_life_months or finance.USEFUL_LIFE_MONTHS,
-        finance.SALVAGE_FRACTION if f.salvage_fraction is None else f.salvage_fraction,
+        reqs.horizon_months, terms.useful_life_months, terms.salvage_fraction
     )
 
 
@@ -294,7 +309,9 @@ def _add_owned(
         return
     estimate = sized.estimate
     hours = owned_busy_hours(w, estimate, b.reqs.horizon_months)
-    idle_kw = finance.idle_power_kw(server.power_kw, server.idle_power_kw)
+    idle_kw = finance.idle_power_kw(
+        server.power_kw, server.idle_power_kw, b.terms.idle_power_fraction
+    )
     busy_kw = finance.busy_power_kw(server.power_kw, b.reqs.utilisation, idle_kw)
     placements = _with_busy_energy(b, estimate.nodes * (busy_kw - idle_kw) * hours, placements)
     key = f"{w.name}|{server.id}|{estimate.nodes}n"
@@ -349,10 +366,11 @@ def _with_busy_energy(
 ) -> list[ir.Placement]:
     """Each placement with what the option's servers draw above idle there while the
     workload runs (`busy_kwh` at the servers, before the site's PUE and tariff)."""
+    goods, _ = vat_factors(b.reqs)
     out = []
     for p in placements:
         offer = b.catalog.colo_offers[p.site]
-        price = finance.energy_price_per_kwh(
+        price = goods * finance.energy_price_per_kwh(
             offer.pue, offer.power_price_per_kwh, offer.power_included
         )
         out.append(dataclasses.replace(p, busy_energy=finance.busy_energy(busy_kwh, price)))
@@ -625,6 +643,8 @@ def _add_cloud(b: _Builder, w: Workload, offer: CloudOffer, card: Card, sized: _
         tags.add(_region_requirement(b, w))
     estimate = sized.estimate
     hours = rental_hours(w, estimate, b.reqs.horizon_months)
+    _, services = vat_factors(b.reqs)
+    tier = rental_tier(w, estimate, offer, hours, b.reqs.horizon_months)
     key = _unique_key(b, f"{w.name}|cloud:{offer.id}|{estimate.nodes}i")
     b.cloud.append(
         ir.CloudOption(
@@ -633,7 +653,7 @@ def _add_cloud(b: _Builder, w: Workload, offer: CloudOffer, card: Card, sized: _
             offer=offer.id,
             region=offer.region,
             instances=estimate.nodes,
-            cost_total=to_money(estimate.nodes * offer.price_per_hour * hours),
+            cost_total=to_money(estimate.nodes * tier.cost * services),
             throughput=max(0, round(estimate.tokens_per_s)),
             headroom_permille=_headroom_permille(estimate),
             penalty=to_money(sized.penalty),
@@ -651,7 +671,22 @@ def _add_cloud(b: _Builder, w: Workload, offer: CloudOffer, card: Card, sized: _
         estimate,
         hours,
         charges=sized.charges,
+        rental_tier=tier,
     )
+
+
+def rental_tier(
+    w: Workload, estimate: ConfigEstimate, offer: CloudOffer, hours: float, horizon_months: int
+) -> finance.Tier:
+    """The cheapest price tier this rental's use allows, per instance (`finance.py`)."""
+    continuous = w.kind == "inference" or not estimate.time_to_train_s
+    per_run = (estimate.time_to_train_s or 0) / 3600
+    held, span = finance.rental_months(continuous, w.runs, per_run, horizon_months)
+    reserved = [(r.term_months, r.price_per_month) for r in offer.reserved]
+    tiers = finance.cloud_tiers(
+        hours, offer.price_per_hour, offer.price_per_month, reserved, held, span
+    )
+    return finance.cheapest_tier(tiers)
 
 
 def rental_hours(w: Workload, estimate: ConfigEstimate, horizon_months: int) -> float:
@@ -673,38 +708,95 @@ def owned_busy_hours(w: Workload, estimate: ConfigEstimate, horizon_months: int)
 
 def _sites(b: _Builder) -> dict[str, ir.Site]:
     used = {p.site for o in b.owned for p in o.placements}
-    tor = rack_network(b.catalog)
-    storage = storage_kinds(b.catalog)
-    sites: dict[str, ir.Site] = {}
-    for offer in b.catalog.colo_offers.values():
-        if offer.id not in used:
-            continue
-        price = finance.energy_price_per_kwh(
-            offer.pue, offer.power_price_per_kwh, offer.power_included
+    return {
+        offer.id: price_site(offer, b.catalog, b.reqs, b.reserves.get(offer.id), b.terms)
+        for offer in b.catalog.colo_offers.values()
+        if offer.id in used
+    }
+
+
+def fabric_classes(
+    catalog: Catalog, servers: Iterable[Server], reqs: Requirements
+) -> dict[str, ir.FabricClass]:
+    """The compute fabrics these servers' NICs join (`candidates/network.py`), by id."""
+    out: dict[str, ir.FabricClass] = {}
+    for server in servers:
+        fabric = fabric_class(catalog, server, reqs.network.oversubscription)
+        if fabric is not None:
+            out.setdefault(fabric.id, fabric)
+    return out
+
+
+def price_sku(
+    server: Server,
+    reqs: Requirements,
+    terms: finance.Terms | None = None,
+    catalog: Catalog | None = None,
+) -> ir.Sku:
+    """A server model as the optimiser prices it (VAT, residual value; with the catalogue,
+    the fabric its NICs join and the NICs it lacks): one place, so that every stage
+    building an instance (scenarios, sensitivity) prices it the same way."""
+    goods, _ = vat_factors(reqs)
+    terms = terms or finance_terms(reqs)
+    fabric = fabric_class(catalog, server, reqs.network.oversubscription) if catalog else None
+    return ir.Sku(
+        id=server.id,
+        capex=to_money(server.price * goods),
+        power_w=round(server.power_kw * 1000),
+        rack_units=server.rack_units,
+        cooling=frozenset(server.cooling),
+        residual=finance.residual_value(server.price * goods, residual_share(reqs, terms)),
+        fabric=fabric.id if fabric is not None else None,
+        nics=server.fabric.nics if fabric is not None else 0,
+        # Network and storage prices stay net of VAT (not yet taxed: see the issue 24 notes).
+        nic_capex=nic_capex(catalog, server) if catalog else 0,
+    )
+
+
+def price_site(
+    offer: ColoOffer,
+    catalog: Catalog,
+    reqs: Requirements,
+    reserve: RackReserve | None = None,
+    terms: finance.Terms | None = None,
+) -> ir.Site:
+    """A colo offer as the optimiser prices it: idle energy per server model (what each
+    workload draws above idle is its placement's `busy_energy`), bandwidth, terms, VAT;
+    racks hold servers within what the rack reserve leaves (`reserve.py`)."""
+    goods, services = vat_factors(reqs)
+    fraction = (terms or finance_terms(reqs)).idle_power_fraction
+    tor = rack_network(catalog)
+    h = reqs.horizon_months
+    price = goods * finance.energy_price_per_kwh(
+        offer.pue, offer.power_price_per_kwh, offer.power_included
+    )
+    energy = {
+        s.id: finance.idle_energy_month(
+            finance.idle_power_kw(s.power_kw, s.idle_power_kw, fraction), price
         )
-        idle_kw = {
-            s.id: finance.idle_power_kw(s.power_kw, s.idle_power_kw)
-            for s in b.catalog.servers.values()
-        }
-        energy = {k: finance.idle_energy_month(kw, price) for k, kw in idle_kw.items()}
-        reserve = b.reserves[offer.id]
-        sites[offer.id] = ir.Site(
-            id=offer.id,
-            region=offer.region,
-            cooling=offer.cooling,
-            rack_w=reserve.usable_w,  # servers pack into what the reserve leaves
-            rack_units=reserve.usable_units,
-            racks_available=offer.racks_available,
-            rack_rent_month=to_money(offer.rack_price_per_month),
-            bandwidth_month=to_money(offer.bandwidth_mbps * offer.bandwidth_price_per_mbps_month),
-            energy_month=energy,
-            reserved_w=reserve.reserved_w,
-            reserved_units=reserve.reserved_units,
-            rack_network_capex=tor.capex if tor is not None else 0,
-            rack_network_w=tor.power_w if tor is not None else 0,
-            rack_network_units=tor.switch.rack_units if tor is not None else 0,
-            storage=storage,
-            bandwidth_mbps=math.ceil(offer.bandwidth_mbps),
-            extra_mbps_cost=to_money(b.reqs.horizon_months * offer.bandwidth_price_per_mbps_month),
-        )
-    return sites
+        for s in catalog.servers.values()
+    }
+    return ir.Site(
+        id=offer.id,
+        region=offer.region,
+        cooling=offer.cooling,
+        rack_w=reserve.usable_w if reserve else round(offer.rack_kw * 1000),
+        rack_units=reserve.usable_units if reserve else offer.rack_units,
+        racks_available=offer.racks_available,
+        rack_rent_month=to_money(offer.rack_price_per_month * services),
+        bandwidth_month=to_money(
+            offer.bandwidth_mbps * offer.bandwidth_price_per_mbps_month * services
+        ),
+        energy_month=energy,
+        bandwidth_mbps=math.ceil(offer.bandwidth_mbps),
+        extra_mbps_cost=to_money(h * offer.bandwidth_price_per_mbps_month * services),
+        rent_months=max(h, offer.min_term_months or 0),
+        setup_fee=to_money(offer.setup_fee * services),
+        # The rack's reserve holds its ToR, the fabric switches and storage (`fabric.py`).
+        reserved_w=reserve.reserved_w if reserve else 0,
+        reserved_units=reserve.reserved_units if reserve else 0,
+        rack_network_capex=tor.capex if tor is not None else 0,
+        rack_network_w=tor.power_w if tor is not None else 0,
+        rack_network_units=tor.switch.rack_units if tor is not None else 0,
+        storage=storage_kinds(catalog),
+    )

@@ -97,8 +97,9 @@ EXIT_CODES = {"optimal": 0, "feasible": 0, "infeasible": 1, "timeout": 3, "unkno
 @click.option(
     "--sensitivity",
     is_flag=True,
-    help="For each price and card efficiency in the plan, the range over which the plan "
-    "stays optimal and the plan beyond each end (re-solves over a process pool).",
+    help="For each price in the plan and each candidate card's efficiency, the range over "
+    "which the plan stays optimal and the plan beyond each end (re-solves over a process "
+    "pool, one per core).",
 )
 @click.option("-q", "--quiet", is_flag=True, help="No progress messages on stderr.")
 @click.option(
@@ -142,6 +143,7 @@ def plan(
       gpusolve plan reqs.yaml --format html -o report.html
       gpusolve plan reqs.yaml --top-k 3 --why-not h100-sxm
       gpusolve plan reqs.yaml --objective max-throughput --capex-max 5000000
+      gpusolve plan reqs.yaml --bom --format csv -o bom.csv
       gpusolve plan reqs.yaml --sensitivity
 
     \b
@@ -189,7 +191,7 @@ def plan(
     )
     if why_not is not None:
         run.check_known_id(why_not)
-    _check_robust(run.reqs.scenarios is not None, robust, top_k, why_not)
+    _check_robust(run.reqs.scenarios is not None, robust, top_k or sensitivity, why_not)
     options = PlanOptions(
         config=SolveConfig(time_limit_s=time_limit, workers=workers, seed=seed),
         top_k=top_k,
@@ -244,17 +246,20 @@ def plan(
         sys.exit(code)
 
 
-def _check_robust(has_scenarios: bool, robust: str | None, top_k: int, why_not: str | None) -> None:
-    """--robust needs scenarios; a two-stage plan has no --top-k or --why-not yet."""
+def _check_robust(
+    has_scenarios: bool, robust: str | None, other_plans: int | bool, why_not: str | None
+) -> None:
+    """--robust needs scenarios; a two-stage plan has no --top-k, --sensitivity or
+    --why-not yet."""
     if robust is not None and not has_scenarios:
         raise click.UsageError(
             "--robust needs a scenarios: block in the requirements (see "
             "examples/scenarios-demand-growth.yaml); drop --robust"
         )
-    if has_scenarios and (top_k or why_not is not None):
+    if has_scenarios and (other_plans or why_not is not None):
         raise click.UsageError(
-            "--top-k and --why-not do not apply to a plan with scenarios: drop them, or "
-            "remove the scenarios: block"
+            "--top-k, --sensitivity and --why-not do not apply to a plan with scenarios: "
+            "drop them, or remove the scenarios: block"
         )
 
 

@@ -293,6 +293,16 @@ class ColoOffer(StrictModel):
     pricing: PriceNote
     source: str = Field(min_length=3)
     notes: str | None = None
+    min_term_months: int | None = Field(
+        default=None,
+        ge=1,
+        le=240,
+        description="Shortest contract: racks are rented for at least this many months even "
+        "when the horizon is shorter.",
+    )
+    setup_fee: NonNegativeFloat = Field(
+        default=0.0, le=MAX_PRICE, description="One-off fee when the site is used at all."
+    )
 
     @model_validator(mode="after")
     def _reserve_inside_rack(self) -> ColoOffer:
@@ -307,6 +317,15 @@ class ColoOffer(StrictModel):
                 f"{self.rack_units}U rack; give the units kept free of servers"
             )
         return self
+
+
+class ReservedPrice(StrictModel):
+    """A reserved (committed) rental term: paid per month for whole terms."""
+
+    term_months: int = Field(ge=1, le=120, description="Commitment, months (12, 36, ...).")
+    price_per_month: PositiveFloat = Field(
+        le=MAX_PRICE, description="Per instance-month over the term, catalogue currency."
+    )
 
 
 class CloudOffer(StrictModel):
@@ -337,6 +356,16 @@ class CloudOffer(StrictModel):
     storage_write_gbs: PositiveFloat = Field(default=1.0, le=MAX_BANDWIDTH_GBS)
     pricing: PriceNote
     source: str = Field(min_length=3)
+    price_per_month: PositiveFloat | None = Field(
+        default=None,
+        le=MAX_PRICE,
+        description="Monthly rental per instance (held whole months), catalogue currency.",
+    )
+    reserved: list[ReservedPrice] = Field(
+        default_factory=list,
+        description="Reserved terms (1-, 3-year ...): each option takes the cheapest tier "
+        "its use allows.",
+    )
     notes: str | None = None
 
 

@@ -37,6 +37,7 @@ from typing import Protocol
 
 from ortools.sat.python import cp_model
 
+from gpusolve.optimize import finance
 from gpusolve.optimize.ir import (
     SLOTS_COVERED,
     FabricClass,
@@ -194,6 +195,19 @@ def add_fabric(
     for (site_id, kind_id), var in nodes.items():
         storage = storage + storage_kinds(instance.sites[site_id])[kind_id].price * var
     return FabricModel(network, fabrics, extra, storage, nodes)
+
+
+def with_infrastructure(
+    instance: Instance, net: FabricModel, capex: Expr, rent: Expr
+) -> tuple[Expr, Expr]:
+    """`capex` with the network and storage, `rent` with the racks rented for them alone
+    (charged as every rack is, for the contract's months)."""
+    h = instance.horizon_months
+    extra: Expr = cp_model.LinearExpr.weighted_sum([], [])
+    for site_id, var in sorted(net.racks.items()):
+        site = instance.sites[site_id]
+        extra = extra + finance.rent_months(h, site.rent_months) * site.rack_rent_month * var
+    return capex + net.network + net.storage, rent + extra
 
 
 def storage_kinds(site: Site) -> dict[str, StorageKind]:

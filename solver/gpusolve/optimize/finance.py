@@ -4,8 +4,8 @@ Energy: every owned server draws its idle power for the whole horizon (a coeffic
 (SKU, site) server, as `Site.energy_month`), and each chosen option adds what its servers
 draw above idle for the hours its workload runs (`Placement.busy_energy`, a coefficient per
 (option, site) choice). Busy power is the requirements' `utilisation` x peak (the rule the
-plan always used for energy); idle power is the server's catalogue figure or
-`IDLE_POWER_FRACTION` x peak.
+plan always used for energy); idle power is the server's catalogue figure or the rule
+parameter `idle_power_fraction` x peak (params.py, with its source).
 
 The candidates stage calls the coefficient functions with catalogue figures (plain floats
 in, whole money units out); the model calls the `*_cost` builders to add their terms.
@@ -17,25 +17,38 @@ busiest slot's sum), each Mbps beyond it at the offer's price per Mbps-month.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 from ortools.sat.python import cp_model
 
 from gpusolve.candidates.money import HOURS_PER_MONTH, to_money
 from gpusolve.optimize.ir import SLOTS_COVERED
+from gpusolve.params import Params
 
-# Idle wall power of a GPU server as a fraction of its peak, when the catalogue gives no
-# figure. An idle Hopper SXM GPU reads ~60-75 W of its 700 W TDP in nvidia-smi (P0, no
-# work), and the host (two CPUs, DRAM, NVSwitches, NICs, fans at minimum speed, PSU losses)
-# keeps ~1.5-2 kW of a 10.2 kW DGX H100 on: ~0.2-0.25 of peak. Assumption (confidence D):
-# no vendor publishes an idle figure for the 8-GPU boards; catalog-facts §2b gives the
-# peak figures it is a fraction of. Servers with a measured figure set `idle_power_kw`.
-IDLE_POWER_FRACTION = 0.25
+# Defaults of the rule parameters (params.py documents each with its source): the idle
+# share of peak power, and the straight-line book value of a server (useful life, salvage).
+IDLE_POWER_FRACTION: float = Params().idle_power_fraction
+USEFUL_LIFE_MONTHS: int = Params().server_useful_life_months
+SALVAGE_FRACTION: float = Params().server_salvage_fraction
 
 
-def idle_power_kw(peak_kw: float, catalogue_idle_kw: float | None) -> float:
-    """The catalogue's idle figure, else the documented fraction of peak (never above peak)."""
-    idle = catalogue_idle_kw if catalogue_idle_kw is not None else IDLE_POWER_FRACTION * peak_kw
+@dataclass(frozen=True)
+class Terms:
+    """The plan-level finance parameters, resolved once from the rules and requirements."""
+
+    idle_power_fraction: float = IDLE_POWER_FRACTION
+    useful_life_months: int = USEFUL_LIFE_MONTHS
+    salvage_fraction: float = SALVAGE_FRACTION
+    residual_value: bool = True
+
+
+def idle_power_kw(
+    peak_kw: float, catalogue_idle_kw: float | None, fraction: float = IDLE_POWER_FRACTION
+) -> float:
+    """The catalogue's idle figure, else the rule's fraction of peak (never above peak)."""
+    idle = catalogue_idle_kw if catalogue_idle_kw is not None else fraction * peak_kw
     return min(idle, peak_kw)
 
 
@@ -71,16 +84,12 @@ def busy_energy(busy_kwh: float, price_per_server_kwh: float) -> int:
 
 # A server's value falls straight-line from its price to a salvage fraction over its useful
 # life; what is left at the end of the horizon is credited to the TCO (the capex budget still
-# counts the full price). Book value, not a resale quote (assumption, confidence C):
-# - useful life 60 months: Amazon shortened the useful life of a subset of its servers and
-#   networking equipment from six to five years from 2025-01-01, citing the faster pace of
-#   AI/ML technology (Amazon.com 10-K for 2024, note 1 "Use of Estimates"); Chinese tax law
-#   lets electronic equipment be depreciated over no less than 3 years (企业所得税法实施条例
-#   第六十条), and Chinese IDC operators commonly book servers over 5 years.
-# - salvage 5% of the price: the customary 预计净残值率 of 3-5% of Chinese fixed-asset
-#   accounting (the former 《工业企业财务制度》 range), at its top.
-USEFUL_LIFE_MONTHS = 60
-SALVAGE_FRACTION = 0.05
+# counts the full price). Book value, not a resale quote (assumption, confidence C): the rule
+# parameters server_useful_life_months (60: Amazon shortened servers' useful life from six
+# to five years from 2025-01-01, Amazon.com 10-K for 2024, note 1; Chinese tax law allows no
+# less than 3 years for electronic equipment, 企业所得税法实施条例 第六十条) and
+# server_salvage_fraction (0.05: the customary 3-5% 预计净残值率 of Chinese fixed-asset
+# accounting, at its top).
 
 
 def residual_fraction(
@@ -131,3 +140,86 @@ def extra_bandwidth_cost(
             demand = cp_model.LinearExpr.weighted_sum([v for _, v in terms], [m for m, _ in terms])
             model.add(extra >= demand - included_mbps * used)
     return extra_mbps_cost * extra
+
+
+# --- colocation terms and spares ---------------------------------------------------------
+
+
+def rent_months(horizon_months: int, site_rent_months: int) -> int:
+    """Months a site's racks are paid for: its minimum term when longer than the horizon."""
+    return max(horizon_months, site_rent_months)
+
+
+def spare_flags(
+    model: cp_model.CpModel,
+    servers: dict[tuple[str, str], cp_model.IntVar],
+    users: Mapping[tuple[str, str], Sequence[cp_model.IntVar]],
+    demand: Mapping[tuple[str, str], Sequence[cp_model.LinearExpr]],
+) -> dict[tuple[str, str], cp_model.IntVar]:
+    """N+1: a Bool per (SKU, site), on when any choice there is (spare >= each choice), and
+    the servers cover every slot's demand plus it. Linear; the objective keeps a spare off
+    where nothing is placed (it costs a server)."""
+    out: dict[tuple[str, str], cp_model.IntVar] = {}
+    for key in sorted(servers):
+        spare = model.new_bool_var(f"spare[{key[0]}@{key[1]}]")
+        out[key] = spare
+        for var in users.get(key, ()):
+            model.add_implication(var, spare)
+        for need in demand.get(key, ()):
+            model.add(need + spare <= servers[key])
+    return out
+
+
+# --- cloud price tiers -----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Tier:
+    """One way to pay for a rental, per instance: `quantity` units at `unit_price`."""
+
+    name: str  # "on-demand", "monthly", "reserved 12 months"
+    quantity: float
+    unit: str  # "instance-hour" or "instance-month"
+    unit_price: float
+
+    @property
+    def cost(self) -> float:
+        return self.quantity * self.unit_price
+
+
+def cloud_tiers(
+    hours: float,
+    per_hour: float,
+    per_month: float | None,
+    reserved: Sequence[tuple[int, float]],
+    months_rented: int,
+    span_months: int,
+) -> list[Tier]:
+    """Every tier a rental may use: hourly for the hours it runs; monthly for the months it
+    holds an instance (`months_rented`); each reserved term for whole terms covering the
+    months the commitment must span (`span_months`: the whole horizon when use recurs)."""
+    tiers = [Tier("on-demand", hours, "instance-hour", per_hour)]
+    if per_month is not None:
+        tiers.append(Tier("monthly", months_rented, "instance-month", per_month))
+    for term, price in reserved:
+        months = term * math.ceil(span_months / term)
+        tiers.append(Tier(f"reserved {term} months", months, "instance-month", price))
+    return tiers
+
+
+def cheapest_tier(tiers: Sequence[Tier]) -> Tier:
+    """The cheapest tier (the first listed on a tie: on-demand before monthly ...)."""
+    return min(tiers, key=lambda t: t.cost)
+
+
+def rental_months(
+    continuous: bool, runs: float, hours_per_run: float, horizon_months: int
+) -> tuple[int, int]:
+    """(months an instance is held, months a commitment must span): a service holds it every
+    month of the horizon; training holds whole months for each run, and a commitment spans
+    the whole horizon unless there is a single run."""
+    if continuous:
+        return horizon_months, horizon_months
+    per_run = max(1, math.ceil(hours_per_run / HOURS_PER_MONTH))
+    held = min(horizon_months, math.ceil(runs) * per_run)
+    return held, held if runs <= 1 else horizon_months

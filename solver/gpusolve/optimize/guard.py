@@ -44,8 +44,12 @@ def terms(instance: Instance) -> list[Term]:
         found.append(Term(instance.skus[sku].capex * n, f"servers[{sku}].price"))
     for site in instance.sites.values():
         racks = min(site.racks_available, total_servers)
+        months = max(h, site.rent_months)
         found.append(
-            Term(h * site.rack_rent_month * racks, f"colo_offers[{site.id}].rack_price_per_month")
+            Term(
+                months * site.rack_rent_month * racks + site.setup_fee,
+                f"colo_offers[{site.id}].rack_price_per_month (and setup_fee)",
+            )
         )
         found.append(
             Term(h * site.bandwidth_month, f"colo_offers[{site.id}].bandwidth_price_per_mbps_month")
@@ -94,7 +98,8 @@ def _total(instance: Instance) -> int:
     total_servers = sum(servers_ub.values())
     total = sum(instance.skus[sku].capex * n for sku, n in servers_ub.items())
     for site in instance.sites.values():
-        total += h * site.rack_rent_month * min(site.racks_available, total_servers)
+        racks = min(site.racks_available, total_servers)
+        total += max(h, site.rent_months) * site.rack_rent_month * racks + site.setup_fee
         total += h * site.bandwidth_month
         total += sum(h * e * servers_ub.get(k, 0) for k, e in site.energy_month.items())
     total += sum(c.cost_total + c.throughput + c.penalty for c in instance.cloud)

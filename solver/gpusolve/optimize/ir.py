@@ -62,6 +62,10 @@ class Site:
     # `bandwidth_month`, and what each Mbps beyond it costs over the whole horizon.
     bandwidth_mbps: int = 0
     extra_mbps_cost: int = 0
+    # Colocation terms (`finance.py`): months each rack is paid for (the horizon, or the
+    # offer's minimum term when longer; 0 = the horizon) and a one-off fee once used.
+    rent_months: int = 0
+    setup_fee: int = 0
     # What each rack keeps from servers (rack_w/rack_units above are what servers may use):
     # the compute-fabric switches must fit in it after the rack's own ToR (`fabric.py`).
     reserved_w: int = 0
@@ -180,6 +184,8 @@ class Instance:
     # among this instance's own options: an instance cut down from a larger one (why-not)
     # keeps the larger one's scale, so its plans score as they did there.
     throughput_best: dict[str, int] = field(default_factory=dict)
+    # N+1: one spare server per (SKU, site) in use, bought, racked and idle (`finance.py`).
+    spares: bool = False
     fabrics: dict[str, FabricClass] = field(default_factory=dict)  # by id (Sku.fabric)
     # Site-level requirements: racks at a site may not exceed what is available
     # (requirement name "racks:<site>"); explain mode may relax it.

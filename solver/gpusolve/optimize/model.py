@@ -47,7 +47,7 @@ from typing import Literal
 from ortools.sat.python import cp_model
 
 from gpusolve.optimize import finance
-from gpusolve.optimize.fabric import FabricVars, add_fabric
+from gpusolve.optimize.fabric import FabricVars, add_fabric, with_infrastructure
 from gpusolve.optimize.guard import check_scale
 from gpusolve.optimize.ir import (
     SLOTS_COVERED,
@@ -389,7 +389,6 @@ def build(instance: Instance, options: BuildOptions | None = None) -> Built:
     used = _site_used(b, owned)
     packing = _packing(b, owned, servers, servers_ub, used, len(owned) + len(cloud))
 
-    h = instance.horizon_months
     racks_at = {site: pack.total for site, pack in packing.items()}
     available = {
         s: instance.sites[s].racks_available
@@ -397,20 +396,11 @@ def build(instance: Instance, options: BuildOptions | None = None) -> Built:
         if b.mode == "normal" and b.enforced(f"racks:{s}")
     }
     net = add_fabric(b.model, instance, owned, servers, racks_at, available)
-    network = net.network
+    money = money_terms(b, instance, servers, packing, used, owned, cloud)
+    capex, rent, energy, bandwidth, cloud_cost, residual = money
     # Capex is servers, their network and storage: budgets, min-capex and the TCO see all.
-    capex = _wsum([(instance.skus[k].capex, v) for (k, _), v in servers.items()])
-    capex = capex + network + net.storage
-    residual = _wsum([(instance.skus[k].residual, v) for (k, _), v in servers.items()])
-    energy = _wsum(
-        [(h * instance.sites[s].energy_month[k], v) for (k, s), v in servers.items()]
-        + [(o.placement.busy_energy, o.var) for o in owned]
-    )
-    rent = _wsum_expr([(h * p.site.rack_rent_month, p.total) for p in packing.values()])
-    rent = rent + _wsum([(h * instance.sites[s].rack_rent_month, v) for s, v in net.racks.items()])
-    bandwidth = _wsum([(h * instance.sites[s].bandwidth_month, v) for s, v in used.items()])
-    bandwidth += _bandwidth_by_duty(b, owned, used)
-    cloud_cost = _wsum([(c.option.cost_total, c.var) for c in cloud])
+    capex, rent = with_infrastructure(instance, net, capex, rent)
+    network = net.network
     penalties = _wsum(
         [(o.option.penalty + o.placement.penalty, o.var) for o in owned]
         + [(c.option.penalty, c.var) for c in cloud]
@@ -475,6 +465,38 @@ def build(instance: Instance, options: BuildOptions | None = None) -> Built:
         "relaxed_sites": sum(1 for p in packing.values() if p.relaxed is not None),
     }
     return built
+
+
+def money_terms(
+    b: _Builder,
+    instance: Instance,
+    servers: dict[tuple[str, str], Var],
+    packing: dict[str, SitePacking],
+    used: dict[str, Var],
+    owned: Sequence[OwnedVar],
+    cloud: Sequence[CloudVar],
+) -> tuple[Expr, Expr, Expr, Expr, Expr, Expr]:
+    """(capex, rent, energy, bandwidth, cloud, residual) over the whole horizon: one place
+    for every model that prices a plan (this one, the two-stage scenario model)."""
+    h = instance.horizon_months
+    skus, sites = instance.skus, instance.sites
+    capex = _wsum([(skus[k].capex, v) for (k, _), v in servers.items() if k in skus])
+    residual = _wsum([(skus[k].residual, v) for (k, _), v in servers.items() if k in skus])
+    energy = _wsum(
+        [(h * sites[s].energy_month.get(k, 0), v) for (k, s), v in servers.items()]
+        + [(o.placement.busy_energy, o.var) for o in owned]
+    )
+    rent = _wsum_expr(
+        [
+            (finance.rent_months(h, sites[s].rent_months) * sites[s].rack_rent_month, p.total)
+            for s, p in packing.items()
+        ]
+    )
+    rent += _wsum([(sites[s].setup_fee, v) for s, v in used.items()])
+    bandwidth = _wsum([(h * sites[s].bandwidth_month, v) for s, v in used.items()])
+    bandwidth += _bandwidth_by_duty(b, owned, used)
+    cloud_cost = _wsum([(c.option.cost_total, c.var) for c in cloud])
+    return capex, rent, energy, bandwidth, cloud_cost, residual
 
 
 # What one workload at the best throughput it can reach scores, at weight 1: shares are
@@ -574,10 +596,11 @@ def _server_vars(
         by_key[(o.option.sku, o.placement.site)].append(o)
     servers: dict[tuple[str, str], Var] = {}
     bounds: dict[tuple[str, str], int] = {}
+    demand: dict[tuple[str, str], list[Expr]] = defaultdict(list)
     for key in sorted(by_key):
         group = by_key[key]
         slot_terms = {t: [o for o in group if t in SLOTS_COVERED[o.option.slot]] for t in SLOTS}
-        ub = max(_max_demand(terms) for terms in slot_terms.values())
+        ub = max(_max_demand(terms) for terms in slot_terms.values()) + int(b.instance.spares)
         n = b.model.new_int_var(0, ub, f"n[{key[0]}@{key[1]}]")
         servers[key] = n
         bounds[key] = ub
@@ -588,7 +611,12 @@ def _server_vars(
             if not terms or signature in seen:
                 continue  # all-"always" groups give the same row twice
             seen.add(signature)
-            b.model.add(_wsum([(o.option.servers, o.var) for o in terms]) <= n)
+            need = _wsum([(o.option.servers, o.var) for o in terms])
+            b.model.add(need <= n)
+            demand[key].append(need)
+    if b.instance.spares:
+        users = {key: [o.var for o in group] for key, group in by_key.items()}
+        finance.spare_flags(b.model, servers, users, demand)
     return servers, bounds
 
 

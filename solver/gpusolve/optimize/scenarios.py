@@ -32,7 +32,8 @@ from typing import Literal
 
 from ortools.sat.python import cp_model
 
-from gpusolve.optimize.fabric import add_fabric
+from gpusolve.optimize import finance
+from gpusolve.optimize.fabric import add_fabric, with_infrastructure
 from gpusolve.optimize.guard import check_scale
 from gpusolve.optimize.ir import (
     SLOTS_COVERED,
@@ -64,6 +65,7 @@ from gpusolve.optimize.model import (
     _wsum,
     _wsum_expr,
     instance_errors,
+    money_terms,
     throughput_scores,
 )
 from gpusolve.optimize.prune import usable_cloud, usable_owned
@@ -239,6 +241,8 @@ def _shared_servers(
     keys = set(groups) | (set(fixed.servers) if fixed else set())
     servers: dict[tuple[str, str], Var] = {}
     bounds: dict[tuple[str, str], int] = {}
+    demand: dict[tuple[str, str], list[Expr]] = defaultdict(list)
+    users: dict[tuple[str, str], list[Var]] = defaultdict(list)
     for key in sorted(keys):
         per_part = groups.get(key, [[] for _ in parts])
         ub = 0
@@ -247,6 +251,8 @@ def _shared_servers(
                 ub = max(ub, _max_demand([o for o in terms if t in SLOTS_COVERED[o.option.slot]]))
         if fixed is not None:
             ub = max(ub, fixed.servers.get(key, 0))
+        spare = int(any(s.instance.spares for s in scenarios))  # N+1 (`finance.py`)
+        ub += spare
         if key[0] not in buyable:
             ub = 0  # not available in some scenario: bought in none
         n = b.model.new_int_var(0, ub, f"n[{key[0]}@{key[1]}]")
@@ -261,7 +267,12 @@ def _shared_servers(
                 signature = tuple(o.var.index for o in slot_terms)
                 if slot_terms and signature not in seen:
                     seen.add(signature)
-                    b.model.add(_wsum([(o.option.servers, o.var) for o in slot_terms]) <= n)
+                    need = _wsum([(o.option.servers, o.var) for o in slot_terms])
+                    b.model.add(need <= n)
+                    demand[key].append(need)
+            users[key] += [o.var for o in terms]
+    if any(s.instance.spares for s in scenarios):
+        finance.spare_flags(b.model, servers, users, demand)
     return servers, bounds
 
 
@@ -322,20 +333,14 @@ def _scenario_view(
 ) -> Built:
     """One scenario's costs over the shared purchase, as a `Built` so that the single
     model's readout (`readout.read_solution`) reads it unchanged."""
-    h = instance.horizon_months
-    skus, sites = instance.skus, instance.sites
-    # The cluster network (`fabric.py`) this scenario's jobs need, inside its capex.
+    # The cluster network and storage (`fabric.py`) this scenario's jobs need.
     net = add_fabric(
         part.b.model, instance, part.owned, servers, {s: p.total for s, p in packing.items()}
     )
-    capex = _wsum([(skus[k].capex, v) for (k, _), v in servers.items() if k in skus])
-    capex = capex + net.network + net.storage
-    energy = _wsum([(h * sites[s].energy_month.get(k, 0), v) for (k, s), v in servers.items()])
-    rent = _wsum_expr([(h * sites[s].rack_rent_month, p.total) for s, p in packing.items()])
-    rent = rent + _wsum([(h * sites[s].rack_rent_month, v) for s, v in net.racks.items()])
-    bandwidth = _wsum([(h * sites[s].bandwidth_month, v) for s, v in used.items()])
     owned, cloud = part.owned, part.cloud
-    cloud_cost = _wsum([(c.option.cost_total, c.var) for c in cloud])
+    money = money_terms(part.b, instance, servers, packing, used, owned, cloud)
+    capex, rent, energy, bandwidth, cloud_cost, residual = money
+    capex, rent = with_infrastructure(instance, net, capex, rent)
     penalties = _wsum(
         [(o.option.penalty + o.placement.penalty, o.var) for o in owned]
         + [(c.option.penalty, c.var) for c in cloud]
@@ -377,6 +382,7 @@ def _scenario_view(
         switch_racks=net.racks,
         storage=net.storage,
         storage_nodes=net.storage_nodes,
+        residual=residual,
     )
 
 

@@ -116,7 +116,9 @@ def slot_demand(placed: Placed) -> dict[tuple[str, str, str], int]:
 def _check_servers(
     instance: Instance, solution: Solution, placed: Placed, problems: list[str]
 ) -> None:
+    spare = int(instance.spares)  # N+1: one more than any slot needs where used
     for (sku, site, slot), need in sorted(slot_demand(placed).items()):
+        need += spare
         have = solution.servers.get((sku, site), 0)
         if have < need:
             problems.append(f"{sku}@{site} {slot}: {have} servers < {need} needed")
@@ -162,11 +164,14 @@ def recompute_costs(instance: Instance, solution: Solution, placed: Placed) -> C
         residual += instance.skus[sku].residual * count
         energy += h * instance.sites[site].energy_month.get(sku, 0) * count
     rent = sum(
-        h * instance.sites[site].rack_rent_month * count
+        finance.rent_months(h, instance.sites[site].rent_months)
+        * instance.sites[site].rack_rent_month
+        * count
         for (site, _), count in solution.racks.items()
     )
     energy += sum(item[1].busy_energy for item in placed if isinstance(item, tuple))
     sites_used = {item[1].site for item in placed if isinstance(item, tuple)}
+    rent += sum(instance.sites[s].setup_fee for s in sites_used)
     bandwidth = sum(h * instance.sites[s].bandwidth_month for s in sites_used)
     bandwidth += sum(
         extra * instance.sites[s].extra_mbps_cost

@@ -59,7 +59,8 @@ def standalone_owned(instance: Instance, option: OwnedOption, placement: Placeme
     monthly += site.bandwidth_month
     extra_mbps = max(0, option.bandwidth_mbps - site.bandwidth_mbps) * site.extra_mbps_cost
     total = option.servers * (sku.capex - sku.residual) + instance.horizon_months * monthly
-    total += extra_mbps + placement.busy_energy
+    total += extra_mbps + placement.busy_energy + site.setup_fee
+    total += racks * site.rack_rent_month * max(0, site.rent_months - instance.horizon_months)
     return total + option.penalty + placement.penalty
 
 

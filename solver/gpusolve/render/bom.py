@@ -70,7 +70,9 @@ def bom_text(plan: Plan) -> list[str]:
     rows = [_cells(ln) for ln in plan.bom]
     sources = list(dict.fromkeys(ln.source for ln in plan.bom if ln.source))
     for row, ln in zip(rows, plan.bom, strict=True):
-        row.append(f"[{sources.index(ln.source) + 1}]" if ln.source else ln.note)
+        what = ln.note.split(":")[0]  # the cost line's kind ("residual value"), or "inside X"
+        ref = f"[{sources.index(ln.source) + 1}] " if ln.source else ""
+        row.append(ref + what)
     widths = [max(len(r[i]) for r in [head, *rows]) for i in range(len(head))]
     right = {3, 5, 6}
 
@@ -85,7 +87,7 @@ def bom_text(plan: Plan) -> list[str]:
     total = sum(ln.amount for ln in plan.bom if ln.unit_price is not None)
     out = [f"Bill of materials ({currency}; * illustrative price, not a quote)", fmt(head)]
     out += [fmt(r) for r in rows]
-    out.append(f"  total (capex + opex over the horizon): {total:,.0f} {currency}")
+    out.append(f"  total = TCO over the horizon: {total:,.0f} {currency}")
     out += [f"  [{i}] {s}" for i, s in enumerate(sources, 1)]
     return out
 
@@ -104,7 +106,7 @@ def bom_markdown(plan: Plan) -> list[str]:
         source = ln.source or ln.note
         out.append("| " + " | ".join([*cells, source.replace("|", "/")]) + " |")
     total = sum(ln.amount for ln in plan.bom if ln.unit_price is not None)
-    out += ["", f"Total (capex + opex over the horizon): {total:,.0f} {currency}."]
+    out += ["", f"Total = TCO over the horizon: {total:,.0f} {currency}."]
     return out
 
 

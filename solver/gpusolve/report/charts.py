@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 
 INSTALL_HINT = "pip install 'gpusolve[report]'"
 # One hue per cost kind, readable in greyscale print (light to dark).
-_KIND_COLOURS = ("#9ecae1", "#6baed6", "#4292c6", "#2171b5", "#084594")
+_KIND_COLOURS = ("#9ecae1", "#6baed6", "#4292c6", "#2171b5", "#084594", "#74c476")
 
 
 def available() -> bool:
@@ -80,24 +80,30 @@ def _money(value: float) -> str:
 
 def cost_chart(cost: Cost) -> str | None:
     """The TCO by kind (servers, rent, energy, bandwidth, cloud) as horizontal bars, each
-    labelled with its amount and share; None without matplotlib or with nothing to draw."""
+    labelled with its amount and its share of the spend; a credit (the servers' residual
+    value) runs left of zero. None without matplotlib or with nothing to draw."""
     if not available():
         return None
-    kinds = [(label, getattr(cost.breakdown, kind)) for kind, label in COST_LABELS.items()]
-    kinds = [(label, amount) for label, amount in kinds if amount > 0]
+    kinds = [
+        (label, getattr(cost.breakdown, kind), _KIND_COLOURS[i % len(_KIND_COLOURS)])
+        for i, (kind, label) in enumerate(COST_LABELS.items())
+    ]
+    kinds = [row for row in kinds if row[1] != 0][::-1]  # matplotlib draws bottom-up
     if not kinds:
         return None
     fig = _figure(7.0, 0.5 + 0.45 * len(kinds))
     ax = fig.subplots()
-    labels = [label for label, _ in kinds][::-1]
-    amounts = [amount for _, amount in kinds][::-1]
-    colours = list(_KIND_COLOURS[: len(kinds)])[::-1]
-    bars = ax.barh(labels, amounts, color=colours, edgecolor="#333333", linewidth=0.5)
-    total = sum(amounts)
-    ax.bar_label(
-        bars, labels=[f"{_money(a)} ({a / total:.0%})" for a in amounts], padding=3, fontsize=8
-    )
-    ax.set_xlim(0, max(amounts) * 1.35)
+    amounts = [amount for _, amount, _ in kinds]
+    spend = sum(a for a in amounts if a > 0) or 1.0
+    for y, (_label, amount, colour) in enumerate(kinds):
+        bar = ax.barh(y, amount, color=colour, edgecolor="#333333", linewidth=0.5)
+        if amount > 0:  # the spend: amount and share beyond the bar's end
+            ax.bar_label(bar, [f"{_money(amount)} ({amount / spend:.0%})"], padding=3, fontsize=8)
+        else:  # a credit: written inside its bar, clear of the kind's name
+            ax.bar_label(bar, [f"{_money(amount)} credit"], label_type="center", fontsize=8)
+    ax.set_yticks(range(len(kinds)), [label for label, _, _ in kinds])
+    ax.set_xlim(min(0.0, min(amounts) * 1.6), max(0.0, max(amounts)) * 1.35 or 1.0)
+    ax.axvline(0, color="#333333", linewidth=0.8)
     ax.set_xlabel(f"{cost.currency} over {cost.horizon_months} months")
     ax.xaxis.set_major_formatter(_thousands())
     ax.xaxis.set_major_locator(_few_ticks())
@@ -105,17 +111,17 @@ def cost_chart(cost: Cost) -> str | None:
     return _svg(fig, "cost")
 
 
+def _thousands() -> Any:
+    from matplotlib.ticker import FuncFormatter
+
+    return FuncFormatter(lambda x, _pos: f"{x:,.0f}")
+
+
 def _few_ticks() -> Any:
     """Four or so ticks: money labels are wide and must not overlap."""
     from matplotlib.ticker import MaxNLocator
 
     return MaxNLocator(nbins=4)
-
-
-def _thousands() -> Any:
-    from matplotlib.ticker import FuncFormatter
-
-    return FuncFormatter(lambda x, _pos: f"{x:,.0f}")
 
 
 def _relative(value: float | None, fallback: float, current: float) -> tuple[float, bool]:
@@ -138,6 +144,11 @@ def tornado_rows(s: Sensitivity) -> list[tuple[SensitivityRange, float, float, b
     return sorted(rows, key=lambda row: (row[2] - row[1], row[0].parameter))
 
 
+# A search up to 10x the current price would flatten every other bar: ends beyond ±200%
+# are drawn at the cap (the table gives them in full).
+TORNADO_CAP_PCT = 200.0
+
+
 def tornado_chart(s: Sensitivity) -> str | None:
     """How far each price or assumption may move (as % of its current value) with the plan
     unchanged; solid where the plan switches just beyond, pale where the search ended first."""
@@ -148,11 +159,12 @@ def tornado_chart(s: Sensitivity) -> str | None:
     ax = fig.subplots()
     names = [textwrap.shorten(r.parameter, 48, placeholder="…") for r, *_ in rows]
     for y, (_r, low, high, low_open, high_open) in enumerate(rows):
+        low, high = max(low, -TORNADO_CAP_PCT), min(high, TORNADO_CAP_PCT)
         ax.barh(y, -low if low < 0 else 0, left=low, color="#fdae6b" if low_open else "#e6550d")
         ax.barh(y, high, left=0, color="#9ecae1" if high_open else "#3182bd")
     ax.set_yticks(range(len(rows)), names, fontsize=8)
     ax.axvline(0, color="#333333", linewidth=0.8)
-    ax.set_xlabel("change from the current value with the same plan optimal (%)")
+    ax.set_xlabel(f"% change with the plan unchanged (cut at ±{TORNADO_CAP_PCT:g}%)")
     ax.spines[["top", "right"]].set_visible(False)
     return _svg(fig, "tornado")
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from gpusolve.models.colo import ColoReport
+from gpusolve.models.colo import ColoReport, ColoRow
 from gpusolve.models.estimate import EstimateReport
 from gpusolve.models.frontier import Frontier
 from gpusolve.models.plan import Deployment, Plan
@@ -95,6 +95,7 @@ def _environment() -> Any:
     )
     env.filters["num"] = num
     env.filters["exact"] = exact
+    env.filters["sig"] = sig
     env.filters["names"] = lambda keys: {k: k.replace("_", " ") for k in keys}
     env.filters["pct"] = lambda x, digits=0: "-" if x is None else f"{x:.{digits}%}"
     env.filters["hours"] = hours
@@ -125,6 +126,16 @@ def exact(value: float | None) -> str:
     if float(value).is_integer():
         return f"{int(value):,}"
     return f"{value:,}"
+
+
+def sig(value: float | None) -> str:
+    """A searched figure (a range end found by bisection) to four significant digits, whole
+    units with separators from 1,000 up: the search's precision, not the float's."""
+    if value is None:
+        return "-"
+    if abs(value) >= 1000:
+        return f"{value:,.0f}"
+    return f"{value:.4g}"
 
 
 def _render(template: str, **values: Any) -> str:
@@ -222,10 +233,28 @@ def colo_html(report: ColoReport, top: int | None, ctx: ReportContext | None = N
         report=report,
         ctx=ctx,
         shown=shown,
+        bills=monthly_bills(shown),
         refused=[r for r in report.offers if not r.feasible],
         best=best,
         racks=pictures,
     )
+
+
+def monthly_bills(rows: list[ColoRow]) -> list[list[Segment]]:
+    """Each offer's monthly bill (rent, energy, bandwidth) as a bar on one common scale,
+    so the offers compare by length."""
+    largest = max((r.monthly or 0.0 for r in rows), default=0.0)
+    return [
+        _segments(
+            [
+                ("rack rent", r.rack_rent_month or 0.0, "p1"),
+                ("energy", r.energy_month or 0.0, "p4"),
+                ("bandwidth", r.bandwidth_month or 0.0, "p6"),
+            ],
+            largest,
+        )
+        for r in rows
+    ]
 
 
 def estimate_html(report: EstimateReport, ctx: ReportContext | None = None) -> str:

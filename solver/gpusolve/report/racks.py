@@ -30,6 +30,12 @@ class RackPicture:
     used_kw: float
     boxes: list[Box]
     contents: str = ""  # "3 x hgx-h100-8gpu, 2 x r760xa-4gpu-l40s"
+    reserved_units: int = 0  # kept free of servers at the top (switches, PDUs)
+    reserved_kw: float = 0.0  # kept from servers: continuous-load margin, switches
+
+    @property
+    def usable_kw(self) -> float:
+        return max(self.rack_kw - self.reserved_kw, 0.0)
 
     @property
     def height_units(self) -> int:
@@ -77,6 +83,8 @@ def site_racks(
                 used_kw=kw,
                 boxes=boxes,
                 contents=_contents(fill),
+                reserved_units=site.reserved_units,
+                reserved_kw=site.reserved_kw,
             )
         )
     return pictures

@@ -22,8 +22,8 @@ The modules, bottom up:
 
 - `declarations.py`: the declared types of the variables and fields expressions may use;
   `environment.py`: the values they see (`Facts`, `ActivationCache`).
-- `tables.py`: cel-python's parser with Lark's table cache; `parse.py`: parsing with bounds
-  and helpers on the tree.
+- `cache.py`: cel-python's parser with Lark's table cache, and parsed trees kept on disk;
+  `parse.py`: parsing with bounds and helpers on the tree.
 - `scope.py` + `check.py`: the static checker (names, null narrowing, types).
 - `operators.py`: CEL's mixed int/double comparisons and `== null` for cel-python;
   `evaluate.py`: memoised term-by-term evaluation; `fastpath.py`: simple terms directly.

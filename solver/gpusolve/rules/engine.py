@@ -25,7 +25,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, NamedTuple
 
 from gpusolve.errors import InputError
-from gpusolve.models.catalog import Catalog
+from gpusolve.models.catalog import Card, Catalog, CloudOffer, ColoOffer, Server
 from gpusolve.models.requirements import Requirements, Workload
 from gpusolve.params import Params
 from gpusolve.rules.environment import (
@@ -37,7 +37,7 @@ from gpusolve.rules.environment import (
     workload_facts,
 )
 from gpusolve.rules.evaluate import Bindings, EvalFailure
-from gpusolve.rules.loader import CompiledPredicate, CompiledRule, RuleSet
+from gpusolve.rules.loader import CompiledPredicate, CompiledRule, ParamValue, RuleSet
 
 MAX_PASSES = 4
 CATALOG_KINDS = {
@@ -64,8 +64,8 @@ class TraceEntry:
     source: str
     title: str
     where: str
-    set: dict[str, Any] = field(default_factory=dict)
-    previous: dict[str, tuple[Any, str]] = field(default_factory=dict)  # name -> (value, by)
+    set: dict[str, ParamValue] = field(default_factory=dict)
+    previous: dict[str, tuple[ParamValue, str]] = field(default_factory=dict)  # name -> (value, by)
     overridden_by: dict[str, str] = field(default_factory=dict)  # name -> later rule / "user"
     require: dict[str, str] = field(default_factory=dict)  # kind -> expression
     prefer: dict[str, tuple[str, float]] = field(default_factory=dict)  # kind -> (expr, penalty)
@@ -104,7 +104,7 @@ class TraceEntry:
         return out
 
 
-def _show(value: Any) -> str:
+def _show(value: object) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, float) and value.is_integer():
@@ -221,8 +221,7 @@ def _reqs_facts(ruleset: RuleSet, reqs: Requirements, sizes: dict[str, float]) -
     key = ("reqs", id(reqs), tuple(sorted(sizes.items())))
     cached = ruleset._cache.get("reqs")
     if cached is not None and cached[0] == key and cached[1] is reqs:
-        facts: Facts = cached[2]
-        return facts
+        return cached[2]
     facts = reqs_facts(reqs, sizes)
     ruleset._cache["reqs"] = (key, reqs, facts)
     return facts
@@ -364,7 +363,7 @@ def catalogue_removals(
         for pred in wr.requires.get(kind, []):
             removal = Removal(pred.rule, pred.source, pred.title, kind, [])
             for item in items:
-                facts = _facts(cache, kind, item)
+                facts = _facts(cache, item)
                 result = pred.program.evaluate(wr.bindings(facts))
                 if result is True:
                     continue
@@ -375,18 +374,21 @@ def catalogue_removals(
     return out
 
 
-def _facts(cache: ActivationCache, kind: str, item: Any) -> Facts:
-    if kind == "card":
+CatalogItem = Card | Server | ColoOffer | CloudOffer
+
+
+def _facts(cache: ActivationCache, item: CatalogItem) -> Facts:
+    if isinstance(item, Card):
         return cache.card(item)
-    if kind == "server":
+    if isinstance(item, Server):
         return cache.server(item)
-    if kind == "offer":
+    if isinstance(item, ColoOffer):
         return cache.offer(item)
     return cache.cloud(item)
 
 
 def allowed(
-    wr: WorkloadRules, kind: str, items: Iterable[Any], cache: ActivationCache
+    wr: WorkloadRules, kind: str, items: Iterable[CatalogItem], cache: ActivationCache
 ) -> list[str]:
     """Ids of the catalogue items of `kind` that pass every require-rule."""
-    return [item.id for item in items if not wr.check(kind, _facts(cache, kind, item))]
+    return [item.id for item in items if not wr.check(kind, _facts(cache, item))]

@@ -17,7 +17,7 @@ types live in `declarations.py`; the names other modules read here are re-export
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Hashable, Mapping
 from typing import Any
 
 from celpy import celtypes as ct
@@ -36,7 +36,7 @@ from gpusolve.rules.declarations import variables_for as variables_for
 
 # --------------------------------------------------------------------------- values
 
-Value = Any  # a celpy value (celtypes) or None
+Value = ct.Value  # a celpy value (celtypes) or None
 
 
 def to_cel(value: Any, t: CelType) -> Value:
@@ -55,7 +55,7 @@ def to_cel(value: Any, t: CelType) -> Value:
         return ct.ListType([to_cel(v, elem) for v in value])
     if kind == "obj":
         assert t.fields is not None
-        out: dict[Any, Value] = {}
+        out: dict[ct.Value, Value] = {}
         if isinstance(value, Mapping):
             for name, ft in t.fields.items():
                 out[ct.StringType(name)] = to_cel(value.get(name), ft)
@@ -180,7 +180,7 @@ def deployment_plain(fields: Mapping[str, Any], mode: str | None = None) -> dict
 # --------------------------------------------------------------------------- facts
 
 
-def freeze(value: Any) -> Any:
+def freeze(value: object) -> Hashable:
     """A hashable stand-in for plain data (memo keys)."""
     if isinstance(value, Mapping):
         return tuple(sorted((str(k), freeze(v)) for k, v in value.items()))
@@ -219,8 +219,8 @@ class Facts:
         self.types = types
         self.parts = parts
         self._cel: dict[str, Value] | None = None
-        self._keys: dict[tuple[str, ...], Any] = {}
-        self._values: dict[tuple[str, ...], Any] = {}
+        self._keys: dict[tuple[str, ...], Hashable] = {}
+        self._values: dict[tuple[str, ...], object] = {}
         self._owners: dict[str, Facts] | None = None
 
     @property
@@ -245,12 +245,12 @@ class Facts:
             self._cel = {name: to_cel(v, self.types[name]) for name, v in self.plain.items()}
         return self._cel
 
-    def walk(self, path: tuple[str, ...]) -> Any:
+    def walk(self, path: tuple[str, ...]) -> object:
         """The plain value at a path (None past a null); cached per path."""
         cached = self._values.get(path, _MISSING)
         if cached is not _MISSING:
             return cached
-        value: Any = self.plain.get(path[0])
+        value: object = self.plain.get(path[0])
         for part in path[1:]:
             if not isinstance(value, Mapping):
                 value = None
@@ -259,7 +259,7 @@ class Facts:
         self._values[path] = value
         return value
 
-    def key(self, path: tuple[str, ...]) -> Any:
+    def key(self, path: tuple[str, ...]) -> Hashable:
         cached = self._keys.get(path, _MISSING)
         if cached is _MISSING:
             cached = self._keys[path] = freeze(self.walk(path))

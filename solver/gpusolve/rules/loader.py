@@ -14,26 +14,28 @@ from __future__ import annotations
 
 import bisect
 import difflib
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Any
 
 from gpusolve.errors import InputError, Problem
 from gpusolve.load.catalog import expand_paths
 from gpusolve.load.data import data_dir
 from gpusolve.load.validate import parse_model
 from gpusolve.load.yamlio import Document, read_yaml
+from gpusolve.models.requirements import Requirements
 from gpusolve.models.rules import Rule, RuleFile
 from gpusolve.params import check_value
 from gpusolve.rules.compile import compile_predicate
 from gpusolve.rules.declarations import KINDS, variables_for
+from gpusolve.rules.environment import Facts
 from gpusolve.rules.evaluate import Program
 from gpusolve.rules.parse import CelError
 from gpusolve.rules.templates import Template, compile_template
 
 HEURISTICS_FILE = "heuristics.yaml"
+ParamValue = bool | int | float | str  # a parameter's value (`gpusolve.params`)
 
 
 @dataclass(frozen=True)
@@ -62,7 +64,7 @@ class CompiledRule:
     line: int | None
     shipped: bool
     when: Program
-    sets: dict[str, Any]
+    sets: dict[str, ParamValue]
     requires: dict[str, CompiledPredicate]
     prefers: dict[str, CompiledPredicate]
     advise: Template | None
@@ -93,7 +95,10 @@ class RuleSet:
     files: tuple[Path, ...]
     disabled: dict[str, str] = field(default_factory=dict)  # id -> "file:line" that disabled it
     _by_id: dict[str, CompiledRule] = field(default_factory=dict, repr=False)
-    _cache: dict[str, Any] = field(default_factory=dict, repr=False)
+    # The `reqs` facts of the last evaluation (engine._reqs_facts): key, reqs, facts.
+    _cache: dict[str, tuple[Hashable, Requirements, Facts]] = field(
+        default_factory=dict, repr=False
+    )
 
     def __post_init__(self) -> None:
         self._by_id = {r.id: r for r in self.rules}
@@ -308,7 +313,7 @@ def _compile_rule(
     when = predicate(rule.when, "when", ("when",), "when")
     if when is not None:  # effects run only when `when` held: its null guards carry over
         guarded = when.nonnull_if_true
-    sets: dict[str, Any] = {}
+    sets: dict[str, ParamValue] = {}
     for name, value in rule.set.items():
         try:
             sets[name] = check_value(name, value)

@@ -1,11 +1,12 @@
 """Parse a CEL expression, with bounds, into cel-python's lark tree; helpers on that tree.
 
-Parsing is cel-python's (`celpy`): its lark parser (`tables.py`) builds the tree. Bounds
+Parsing is cel-python's (`celpy`): its lark parser (`cache.py`) builds the tree. Bounds
 come before and after it: at most `MAX_EXPR_CHARS` characters, bracket nesting at most
 `MAX_NESTING`, runs of unary operators at most `MAX_UNARY_RUN`; then tree depth at most
 `MAX_TREE_DEPTH` and at most `MAX_TREE_NODES` nodes. A pathologically deep expression is an
 input error (`CelError`), never a RecursionError or a hang. Trees are never modified, so
-each text is parsed once per process.
+each text is parsed once per process, and across processes the trees of the texts a run
+used are kept on disk (`cache.py`).
 """
 
 from __future__ import annotations
@@ -55,7 +56,7 @@ def environment() -> celpy.Environment:
     """cel-python's environment on the seeded parser (built once per process)."""
     import celpy
 
-    from gpusolve.rules.tables import seed_parser
+    from gpusolve.rules.cache import seed_parser
 
     before = sys.getrecursionlimit()
     seed_parser()
@@ -69,12 +70,17 @@ _PARSED: dict[str, Tree] = {}
 
 def parse(text: str) -> Tree:
     """Parse with bounds; raise CelError for syntax errors and oversize expressions."""
+    from gpusolve.rules.cache import TREES
+
     tree = _PARSED.get(text)
+    if tree is None:
+        tree = TREES.lookup(text)
     if tree is None:
         tree = _parse(text)
         if len(_PARSED) >= _PARSED_MAX:
             _PARSED.clear()
         _PARSED[text] = tree
+        TREES.remember(text, tree)
     return tree
 
 

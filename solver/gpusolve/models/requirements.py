@@ -326,6 +326,13 @@ class Workload(StrictModel):
         "default 128).",
     )
     measured: Measured | None = None
+    utilisation: Fraction | None = Field(
+        default=None,
+        gt=0,
+        description="Average power draw of owned servers while this workload runs, as a "
+        "fraction of peak (a lightly loaded service draws less); default: the requirements' "
+        "utilisation. Idle hours draw idle power either way.",
+    )
     bandwidth_mbps: PositiveFloat | None = Field(
         default=None,
         le=MAX_BANDWIDTH_MBPS,

@@ -664,3 +664,15 @@ def test_searched_figures_print_to_the_search_precision() -> None:
         "0.8547",
     ]
     assert sig(1_500_000.4) == "1,500,000" and sig(None) == "-"
+
+
+def test_the_scenarios_example_reports_each_scenario_as_the_json(
+    reports: list[Rendered],
+) -> None:
+    with_scenarios = [r for r in reports if r.json.get("scenarios")]
+    assert with_scenarios, "an example has a scenarios: block"
+    for r in with_scenarios:
+        outcomes = r.json["scenarios"]["outcomes"]
+        rows = parse(r.html).find("table", id="scenarios")[0].find("tr")[1:]
+        assert [row.find("td")[0].all_text() for row in rows] == [o["name"] for o in outcomes]
+        assert [number(row.find("td")[2]) for row in rows] == [o["tco"] for o in outcomes]

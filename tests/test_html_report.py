@@ -676,3 +676,13 @@ def test_the_scenarios_example_reports_each_scenario_as_the_json(
         rows = parse(r.html).find("table", id="scenarios")[0].find("tr")[1:]
         assert [row.find("td")[0].all_text() for row in rows] == [o["name"] for o in outcomes]
         assert [number(row.find("td")[2]) for row in rows] == [o["tco"] for o in outcomes]
+
+
+def test_plot_without_the_charting_extra_says_what_to_install(
+    gpusolve, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(charts, "available", lambda: False)
+    example = str(EXAMPLES_BY_NAME["startup-tight-capex"])
+    result = gpusolve("frontier", "-q", example, "--plot", str(tmp_path / "f.svg"))
+    assert result.code == 2 and "gpusolve[report]" in result.err
+    assert not (tmp_path / "f.svg").exists()

@@ -72,7 +72,8 @@ def test_a_bad_or_missing_kind_names_the_kinds(tmp_path: Path) -> None:
         "  - name: b\n    model: {params_b: 7}\n",
     )
     assert ':3:11: workloads.0.kind: "infrence" is not allowed' in message
-    assert "'inference'" in message and "'qlora'" in message
+    kinds = "'pretrain', 'full_finetune', 'lora', 'qlora', 'inference'"  # as WorkloadKind
+    assert f"expected one of: {kinds}" in message
     assert ":5:5: workloads.1: missing required field 'kind'" in message
 
 

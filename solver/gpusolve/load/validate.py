@@ -43,7 +43,8 @@ def _validator(schema_name: str, model: type[BaseModel]) -> jsonschema.Draft2020
 
 def parse_model(doc: Document, model: type[M], schema_name: str) -> M:
     validator = _validator(schema_name, model)
-    problems = [_schema_problem(doc, e) for e in _leaf_errors(validator.iter_errors(doc.data))]
+    errors = _leaf_errors(validator.iter_errors(doc.data), validator.schema)
+    problems = [_schema_problem(doc, e) for e in errors]
     if problems:
         raise InputError(_sorted_unique(problems))
     try:
@@ -53,13 +54,13 @@ def parse_model(doc: Document, model: type[M], schema_name: str) -> M:
 
 
 def _leaf_errors(
-    errors: Iterable[jsonschema.ValidationError],
+    errors: Iterable[jsonschema.ValidationError], root: Any
 ) -> Iterable[jsonschema.ValidationError]:
     """For anyOf/oneOf failures, report the most specific branch instead of 'not valid'."""
     for error in errors:
-        tagged = _tagged_errors(error)
+        tagged = _tagged_errors(error, root)
         if tagged is not None:
-            yield from _leaf_errors(tagged)
+            yield from _leaf_errors(tagged, root)
         elif error.context:
             best = jsonschema.exceptions.best_match(error.context)
             yield best if best is not None else error
@@ -68,7 +69,7 @@ def _leaf_errors(
 
 
 def _tagged_errors(
-    error: jsonschema.ValidationError,
+    error: jsonschema.ValidationError, root: Any
 ) -> list[jsonschema.ValidationError] | None:
     """A union chosen by a tag (pydantic's `discriminator`, e.g. a workload's `kind`): the
     errors of the branch the tag names, else one error about the tag itself; None for any
@@ -89,19 +90,30 @@ def _tagged_errors(
                 f"{key!r} is a required property", validator="required", path=where
             )
         ]
+    refs = [branch.get("$ref") for branch in schema.get("oneOf", [])]
     if not isinstance(tag, str) or tag not in mapping:
+        tags = _tags_in_order(root, refs, key) or list(mapping)
         return [
             jsonschema.ValidationError(
-                f"{tag!r} is not one of {list(mapping)}",
+                f"{tag!r} is not one of {tags}",
                 validator="enum",
-                validator_value=list(mapping),
+                validator_value=tags,
                 instance=tag,
                 path=[*where, key],
             )
         ]
-    refs = [branch.get("$ref") for branch in schema.get("oneOf", [])]
     index = refs.index(mapping[tag]) if mapping[tag] in refs else None
     return [e for e in error.context or [] if e.relative_schema_path[0] == index]
+
+
+def _tags_in_order(root: Any, refs: list[Any], key: str) -> list[str]:
+    """The tags as the branches declare them (the schema's mapping is sorted by name)."""
+    defs = root.get("$defs", {}) if isinstance(root, dict) else {}
+    tags: list[str] = []
+    for ref in refs:
+        prop = defs.get(str(ref).rsplit("/", 1)[-1], {}).get("properties", {}).get(key, {})
+        tags += prop.get("enum", [prop["const"]] if "const" in prop else [])
+    return tags
 
 
 def _schema_problem(doc: Document, error: jsonschema.ValidationError) -> Problem:

@@ -225,9 +225,13 @@ def _bandwidth(
                 f"need {site.bandwidth_mbps + more:,}) x {price:g}/Mbps-month"
                 f"{_vat_note(cand.vat_services)} x {h} months"
             )
-            amount = more * site.extra_mbps_cost
+            # Priced per Mbps over the horizon, the coefficient the optimiser charges (rounded
+            # once), so that quantity x unit price is the amount exactly.
+            per_mbps = site.extra_mbps_cost
+            amount = more * per_mbps
             line = CostItem(kind="bandwidth", subject=site_id, detail=detail, amount=amount)
-            out.append(priced(line, more * h, "Mbps-month", price, note, site=site_id))
+            unit = f"Mbps for {h} months"
+            out.append(priced(line, more, unit, per_mbps, note, site=site_id))
     return out
 
 
@@ -281,7 +285,7 @@ def _busy_line(
     line = CostItem(
         kind="energy", subject=placement.site, detail=detail, amount=placement.busy_energy
     )
-    return priced(line, round(kwh, 1), "kWh", price, offer.pricing, site=placement.site)
+    return priced(line, round(kwh, 3), "kWh", price, offer.pricing, site=placement.site)
 
 
 def penalty_items(solution: ir.Solution, cand: Candidates) -> list[PenaltyItem]:

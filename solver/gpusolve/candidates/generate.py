@@ -312,7 +312,8 @@ def _add_owned(
     idle_kw = finance.idle_power_kw(
         server.power_kw, server.idle_power_kw, b.terms.idle_power_fraction
     )
-    busy_kw = finance.busy_power_kw(server.power_kw, b.reqs.utilisation, idle_kw)
+    utilisation = w.utilisation if w.utilisation is not None else b.reqs.utilisation
+    busy_kw = finance.busy_power_kw(server.power_kw, utilisation, idle_kw)
     placements = _with_busy_energy(b, estimate.nodes * (busy_kw - idle_kw) * hours, placements)
     key = f"{w.name}|{server.id}|{estimate.nodes}n"
     if ratio != 1.0:

@@ -275,6 +275,13 @@ class WorkloadBase(StrictModel):
         "included Mbps and the sum of the demands placed there; each Mbps beyond the included "
         "is priced at the offer's bandwidth_price_per_mbps_month.",
     )
+    utilisation: Fraction | None = Field(
+        default=None,
+        gt=0,
+        description="Average power draw of owned servers while this workload runs, as a "
+        "fraction of peak (a lightly loaded service draws less); default: the requirements' "
+        "utilisation. Idle hours draw idle power either way.",
+    )
     throughput_weight: PositiveFloat = Field(
         default=1.0,
         le=1000,

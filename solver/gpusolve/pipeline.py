@@ -24,7 +24,7 @@ from gpusolve.load.catalog import KINDS, LoadedCatalog, sources_of
 from gpusolve.models.catalog import Catalog
 from gpusolve.models.plan import Plan
 from gpusolve.models.requirements import Budget, Requirements
-from gpusolve.planner import RulesSummary
+from gpusolve.rules.summary import RulesSummary
 
 Progress = Callable[[str], None]
 

@@ -11,7 +11,7 @@ from typing import Any
 import click
 
 from gpusolve.commands.options import catalog_option, format_option, rules_option
-from gpusolve.errors import InputError, Problem
+from gpusolve.errors import InputError
 from gpusolve.params import SPECS, Params
 from gpusolve.rules.environment import (
     BASE_VARIABLES,
@@ -256,182 +256,12 @@ def explain(
 ) -> None:
     """Show which rules fire for each workload, what they set, which catalogue items
     their require-rules remove, and their advice — without solving."""
-    from gpusolve.load import check_against_catalog, load_catalog, load_requirements_doc
-    from gpusolve.rules.engine import catalogue_removals, evaluate_workload
-    from gpusolve.rules.environment import ActivationCache
-    from gpusolve.rules.policy import model_sizes
-
-    reqs, doc = load_requirements_doc(requirements)
-    catalog = load_catalog(list(catalog_paths) or None).catalog
-    check_against_catalog(reqs, doc, catalog)
-    ruleset = _load(rules_paths)
-    sizes = model_sizes(reqs)
-    unsized = [(i, w) for i, w in enumerate(reqs.workloads) if w.name not in sizes]
-    if unsized:
-        problems = []
-        for i, w in unsized:
-            line, col = doc.locate(("workloads", i, "model")) or (None, None)
-            problems.append(
-                Problem(
-                    doc.name,
-                    line,
-                    col,
-                    f"workload {w.name}: unknown model preset {w.model.preset!r}",
-                    "give model.params_b, or a preset from `gpusolve estimate --help`",
-                )
-            )
-        raise InputError(problems)
-    cache = ActivationCache(catalog.cards)
-    report: list[dict[str, Any]] = []
-    for w in reqs.workloads:
-        wr = evaluate_workload(ruleset, w, reqs, model_sizes=sizes)
-        removals = catalogue_removals(wr, catalog, cache)
-        layout_rules = [
-            {"rule": p.rule, "source": p.source, "kind": "require", "expr": p.expr}
-            for p in wr.requires.get("deployment", [])
-        ] + [
-            {"rule": p.rule, "source": p.source, "kind": "prefer", "expr": p.expr}
-            for p in wr.prefers.get("deployment", [])
-        ]
-        removed_cards = {i for r in removals if r.kind == "card" for i in r.removed}
-        report.append(
-            {
-                "workload": w.name,
-                "kind": w.kind,
-                "params_b": sizes.get(w.name),
-                "params": {s.name: getattr(wr.params, s.name) for s in SPECS},
-                "param_origin": wr.param_origin,
-                "trace": [t.to_dict() for t in wr.trace],
-                "removed": [
-                    {
-                        "rule": r.rule,
-                        "source": r.source,
-                        "title": r.title,
-                        "kind": r.kind,
-                        "removed": r.removed,
-                        "errors": r.errors,
-                    }
-                    for r in removals
-                ],
-                "via_removed_cards": {
-                    "servers": sorted(
-                        s.id for s in catalog.servers.values() if s.card in removed_cards
-                    ),
-                    "cloud_offers": sorted(
-                        o.id for o in catalog.cloud_offers.values() if o.card in removed_cards
-                    ),
-                },
-                "not_checked_without_layouts": layout_rules,
-                "prefers": {
-                    kind: [{"rule": p.rule, "expr": p.expr, "penalty": p.penalty} for p in preds]
-                    for kind, preds in wr.prefers.items()
-                },
-                "advice": wr.advice,
-            }
-        )
-    if fmt == "json":
-        payload = {
-            "rules": {
-                "files": [str(f) for f in ruleset.files],
-                "in_effect": len(ruleset.rules),
-                "disabled": ruleset.disabled,
-            },
-            "workloads": report,
-        }
-        click.echo(json.dumps(payload, indent=2, ensure_ascii=False, default=str))
-        return
-    user_files = [str(f) for f in ruleset.files if not _is_shipped(f, ruleset)]
-    click.echo(
-        f"{len(ruleset.rules)} rules in effect"
-        + (f" (user files: {', '.join(user_files)})" if user_files else " (shipped set)")
-        + (f"; disabled: {', '.join(ruleset.disabled)}" if ruleset.disabled else "")
-    )
-    for item in report:
-        _print_workload(item)
-
-
-def _is_shipped(path: Path, ruleset: RuleSet) -> bool:
+    from gpusolve.render.rules import explain_text
     from gpusolve.rules.loader import shipped_rule_files
+    from gpusolve.rules_report import explain_rules
 
-    return path in shipped_rule_files()
-
-
-def _print_workload(item: dict[str, Any]) -> None:
-    click.echo("")
-    size = item["params_b"]
-    size_text = f", {size:.3g}B parameters" if size is not None else ""
-    click.echo(f"workload {item['workload']} ({item['kind']}{size_text})")
-    defaults = Params()
-    changed = [
-        f"{name} = {value} ({item['param_origin'][name]})"
-        for name, value in item["params"].items()
-        if item["param_origin"][name] != "default" or value != getattr(defaults, name)
-    ]
-    click.echo("  parameters set: " + ("; ".join(changed) if changed else "defaults only"))
-    click.echo("  rules fired, in order:")
-    for entry in item["trace"]:
-        if entry["rule"] == "user":
-            click.echo(f"    {entry['order']:>2}. user requirements.headroom")
-        else:
-            click.echo(
-                f"    {entry['order']:>2}. {entry['rule']} ({entry['source']}) {entry['title']}"
-                f"  [{_short(entry['where'])}]"
-            )
-        for line in _entry_lines(entry):
-            click.echo(f"          {line}")
-    click.echo("  removed from the catalogue by require-rules:")
-    removals = item["removed"]
-    if not removals:
-        click.echo("    (no require-rule on cards, servers, colo or cloud offers fired)")
-    for r in removals:
-        what = {
-            "card": "cards",
-            "server": "servers",
-            "offer": "colo offers",
-            "cloud": "cloud offers",
-        }[r["kind"]]
-        ids = ", ".join(r["removed"]) if r["removed"] else "none"
-        click.echo(f"    {r['rule']} ({r['source']}) {what}: {ids}")
-        for item_id, error in r["errors"].items():
-            click.echo(f"      {item_id}: could not be evaluated ({error})")
-    via = item["via_removed_cards"]
-    if via["servers"] or via["cloud_offers"]:
-        click.echo(
-            "    built on removed cards: " + ", ".join([*via["servers"], *via["cloud_offers"]])
-        )
-    if item["not_checked_without_layouts"]:
-        click.echo("  deployment-level rules (need a layout; checked when planning, not here):")
-        for r in item["not_checked_without_layouts"]:
-            click.echo(f"    {r['kind']} {r['rule']} ({r['source']}): {_one_line(r['expr'])}")
-    if item["advice"]:
-        click.echo("  advice:")
-        for text in item["advice"]:
-            click.echo(f"    - {text}")
-
-
-def _short(where: str) -> str:
-    """Shipped rule files as rules/NAME:LINE; user files as given."""
-    from gpusolve.load.data import data_dir
-
-    shipped = str(data_dir("rules")) + "/"
-    return "rules/" + where[len(shipped) :] if where.startswith(shipped) else where
-
-
-def _entry_lines(entry: dict[str, Any]) -> list[str]:
-    if entry.get("error"):
-        return [f"did not fire: `when` could not be evaluated ({entry['error']})"]
-    lines: list[str] = []
-    for name, value in entry["set"].items():
-        previous = entry["previous"].get(name, {})
-        text = f"set {name} = {value} (was {previous.get('value')} from {previous.get('by')})"
-        later = entry["overridden_by"].get(name)
-        if later:
-            text += f"; overridden later by {later}"
-        lines.append(text)
-    for kind, expr in entry["require"].items():
-        lines.append(f"require {kind}: {_one_line(expr)}")
-    for kind, pref in entry["prefer"].items():
-        lines.append(f"prefer {kind}: {_one_line(pref['expr'])} (penalty {pref['penalty']:,.0f})")
-    if entry.get("advice"):
-        lines.append("advise (see advice below)")
-    return lines
+    report = explain_rules(requirements, catalog_paths, rules_paths)
+    if fmt == "json":
+        click.echo(json.dumps(report.model_dump(mode="json"), indent=2, ensure_ascii=False))
+        return
+    click.echo(explain_text(report, shipped_rule_files()), nl=False)

@@ -30,12 +30,14 @@ from typing import Literal
 
 from gpusolve.optimize.ir import (
     CloudOption,
+    FabricClass,
     Instance,
     OwnedOption,
     Placement,
     Site,
     Sku,
     Slot,
+    StorageKind,
 )
 
 Kind = Literal["pretrain", "full_finetune", "lora", "inference"]
@@ -46,6 +48,40 @@ REGIONS = ("jiangsu-south", "jiangsu-north", "shanghai", "zhejiang")
 LATENCY_REGIONS = frozenset({"jiangsu-south", "shanghai"})
 MAX_SERVERS = 64  # a candidate needing more servers than this is not offered
 HEADROOM = 0.8  # usable share of card memory (20% headroom, H29)
+
+# The network and storage of the shipped catalogue (catalog/network.yaml, storage.yaml),
+# as the candidates stage turns them into the IR: a fabric class per NIC kind and rate,
+# one ToR + 2 uplinks per rack, storage nodes; racks keep 20% of their kW and 4U in reserve
+# (rules rack_load_fraction, rack_reserved_units).
+FABRICS: dict[str, FabricClass] = {
+    "infiniband-400g": FabricClass(
+        "infiniband-400g", "qm9700-ndr-64x400g", "osfp-400g-optical", 64, 32, 300_000, 1100, 1, 9000
+    ),
+    "infiniband-200g": FabricClass(
+        "infiniband-200g",
+        "qm8700-hdr-40x200g",
+        "qsfp56-200g-optical",
+        40,
+        20,
+        130_000,
+        600,
+        1,
+        4000,
+    ),
+    "roce-400g": FabricClass(
+        "roce-400g", "sn5600-800g-64p", "osfp-400g-optical", 128, 64, 450_000, 2000, 2, 9000
+    ),
+    "roce-200g": FabricClass(
+        "roce-200g", "sn5600-800g-64p", "qsfp56-200g-optical", 256, 128, 450_000, 2000, 2, 4000
+    ),
+}
+STORAGE = (
+    StorageKind("nvme-allflash-node-120tb", 120_000, 860_000, 1200, 2),
+    StorageKind("nvme-storage-server-15tb", 15_000, 90_000, 500, 1),
+)
+TOR_CAPEX, TOR_W, TOR_UNITS = 60_000 + 2 * 600, 250, 1
+LOAD_FRACTION, RESERVED_UNITS = 0.8, 4
+CHECKPOINT_BYTES_PER_PARAM, CHECKPOINTS_KEPT = 14, 3  # bf16 AdamW (H16), 3 kept
 
 
 @dataclass(frozen=True)
@@ -163,14 +199,19 @@ def make_server(rng: random.Random, index: int, card: Card) -> ServerSpec:
     chassis = rng.uniform(40_000, 150_000)
     capex = gpus * card.price * rng.uniform(0.9, 1.15) + chassis
     capex = min(max(capex, 100_000), 3_000_000)
+    fabric = _server_fabric(rng, card)
+    # One NIC per GPU (rail-optimised reference designs); 400G on SXM/OAM, else 200G.
+    rate = "400g" if card.form in ("sxm", "oam") else "200g"
     sku = Sku(
         id=f"sku{index:03d}-{card.id}-{gpus}g",
         capex=int(round(capex, -3)),
         power_w=power_w,
         rack_units=units,
         cooling=cooling,
+        fabric=f"{fabric}-{rate}" if fabric != "ethernet" else None,
+        nics=gpus if fabric != "ethernet" else 0,
     )
-    return ServerSpec(sku, card, gpus, _server_fabric(rng, card))
+    return ServerSpec(sku, card, gpus, fabric)
 
 
 # --------------------------------------------------------------------------- sites
@@ -218,16 +259,24 @@ def make_site(rng: random.Random, index: int, skus: list[Sku]) -> SiteSpec:
     bandwidth = rng.choice((50, 100, 200, 500)) * rng.uniform(25, 80)
     site_id = f"site{index:02d}-{region}-{rack_kw:g}kw-{cooling}"
     energy = {s.id: round(s.power_w / 1000 * 0.7 * pue * HOURS_PER_MONTH * price_kwh) for s in skus}
+    contracted_w = int(rack_kw * 1000)
+    usable_w = int(contracted_w * LOAD_FRACTION)
     site = Site(
         id=site_id,
         region=region,
         cooling=cooling,
-        rack_w=int(rack_kw * 1000),
-        rack_units=42,
+        rack_w=usable_w,
+        rack_units=42 - RESERVED_UNITS,
         racks_available=rng.randint(*_COOLING_RACKS[cooling]),
         rack_rent_month=int(round(rent, -2)),
         bandwidth_month=int(round(bandwidth, -2)),
         energy_month=energy,
+        reserved_w=contracted_w - usable_w,
+        reserved_units=RESERVED_UNITS,
+        rack_network_capex=TOR_CAPEX,
+        rack_network_w=TOR_W,
+        rack_network_units=TOR_UNITS,
+        storage=STORAGE,
     )
     return SiteSpec(site, _site_fabric(rng, cooling))
 
@@ -452,6 +501,11 @@ def placements_for(
     return tuple(out)
 
 
+def _kept_gb(w: WorkloadSpec) -> int:
+    """Checkpoints kept by a job across servers (H16): 3 x 14 B/param."""
+    return math.ceil(CHECKPOINTS_KEPT * CHECKPOINT_BYTES_PER_PARAM * w.params_b)
+
+
 def owned_options(
     rng: random.Random,
     workloads: list[WorkloadSpec],
@@ -479,6 +533,8 @@ def owned_options(
                         throughput=sizing.throughput,
                         headroom_permille=sizing.headroom_permille,
                         penalty=penalty * sizing.units,
+                        spans=sizing.multi_node,
+                        storage_gb=_kept_gb(w) if sizing.multi_node else 0,
                     )
                 )
     return options
@@ -645,6 +701,7 @@ def generate(scale: Scale | str, seed: int) -> Instance:
         capex_max=capex_max,
         monthly_max=monthly_max,
         objective="min-tco",
+        fabrics=dict(FABRICS),
     )
 
 

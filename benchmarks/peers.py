@@ -13,7 +13,12 @@ IR's contract and the CP-SAT model's documented semantics, not from its code obj
   `pattern_limit` gets the same per-rack fallback as the optimiser (open flag and counts
   per shape, open racks first with non-increasing power);
 * racks <= available, budgets on capex and on spend over the horizon;
-* objective: capex + horizon x (rent + energy + bandwidth) + cloud + penalties.
+* objective: capex + horizon x (rent + energy + bandwidth) + cloud + penalties;
+* the cluster network and storage (issue 24): per site and fabric class, one switch or a
+  two-tier fat tree sized from the ports of jobs across servers (leaves x down >= ports,
+  spines x radix >= leaves x up, links = ports + leaves x up); storage nodes whose capacity
+  holds what the workloads there keep; a ToR per rack; switches and storage fit with the
+  servers in the racks (usable + reserve, less the ToR) or in racks of their own.
 
 The same options are dropped as dominated (for min-tco: same workload and SKU, a subset
 of the slots, no more servers, no more penalty, placements at least as good), fills are
@@ -25,6 +30,7 @@ read back into an `ir.Solution` and checked by `gpusolve.optimize.validate.check
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 import warnings
@@ -38,6 +44,7 @@ from gpusolve.optimize.ir import (
     Choice,
     CloudOption,
     Costs,
+    FabricCount,
     Instance,
     OwnedOption,
     Placement,
@@ -45,6 +52,7 @@ from gpusolve.optimize.ir import (
     Sku,
     Solution,
 )
+from gpusolve.optimize.validate import recompute_network, recompute_storage
 
 PATTERN_LIMIT = 2000  # the optimiser's default per-site pattern budget (BuildOptions)
 SLOTS = ("day", "night")
@@ -207,6 +215,11 @@ class Translation:
     servers: dict[tuple[str, str], int]
     used: dict[str, int]
     sites: dict[str, SiteCols]
+    # (site, class) -> (ports, single, two, leaves, spines); (site, kind) -> nodes; site ->
+    # racks for switches and storage alone
+    fabric: dict[tuple[str, str], tuple[int, int, int, int, int]] = field(default_factory=dict)
+    storage: dict[tuple[str, str], int] = field(default_factory=dict)
+    infra_racks: dict[str, int] = field(default_factory=dict)
 
     @property
     def bin_sites(self) -> int:
@@ -234,15 +247,13 @@ def translate(instance: Instance, pattern_limit: int = PATTERN_LIMIT) -> Transla
     _used(t)
     for site_id in sorted(t.used):
         _packing(t, site_id, ubs, pattern_limit)
-    _costs_and_budgets(t)
+    infra = _infrastructure(t)
+    _costs_and_budgets(t, infra)
     return t
 
 
 def _with(o: OwnedOption, placements: tuple[Placement, ...]) -> OwnedOption:
-    return OwnedOption(
-        o.key, o.workload, o.sku, o.servers, o.slot, placements,
-        o.throughput, o.headroom_permille, o.penalty, o.violates,
-    )  # fmt: skip
+    return dataclasses.replace(o, placements=placements)
 
 
 def _choices(t: Translation) -> None:
@@ -380,10 +391,106 @@ def _bin_cols(t: Translation, cols: SiteCols, total_ub: int) -> list[list[tuple[
     return slots
 
 
-def _costs_and_budgets(t: Translation) -> None:
+def _site_racks(t: Translation, site_id: str) -> list[int]:
+    cols = t.sites[site_id]
+    return cols.racks + [o for o, _ in cols.bins]
+
+
+def _infrastructure(t: Translation) -> list[tuple[int, int]]:
+    """Fabric, storage and ToR columns and rows; returns their capex terms (col, price)."""
+    inst, m = t.instance, t.milp
+    capex: list[tuple[int, int]] = []
+    need: dict[tuple[str, str], list[tuple[OwnedOption, int, int]]] = defaultdict(list)
+    keep: dict[str, list[tuple[int, int]]] = defaultdict(list)
+    for o, p, j in t.owned:
+        sku = inst.skus[o.sku]
+        if o.spans and sku.fabric in inst.fabrics:
+            need[(p.site, str(sku.fabric))].append((o, o.servers * sku.nics, j))
+        if o.storage_gb and inst.sites[p.site].storage:
+            keep[p.site].append((j, o.storage_gb))
+    room_units: dict[str, list[tuple[int, int]]] = defaultdict(list)
+    room_w: dict[str, list[tuple[int, int]]] = defaultdict(list)
+    for (site, cls), terms in sorted(need.items()):
+        f = inst.fabrics[cls]
+        ub = 0
+        for slot in SLOTS:
+            most: dict[str, int] = defaultdict(int)
+            for o, ports, _ in terms:
+                if slot in SLOTS_COVERED[o.slot]:
+                    most[o.workload] = max(most[o.workload], ports)
+            ub = max(ub, sum(most.values()))
+        if ub == 0:
+            continue
+        leaves_ub = max(2, math.ceil(ub / f.down_ports))
+        spines_ub = max(1, math.ceil(f.up_ports * leaves_ub / f.radix))
+        name = f"{site}/{cls}"
+        ports = m.col(f"ports[{name}]", 0, ub)
+        single = m.col(f"single[{name}]", 0, 1)
+        two = m.col(f"two[{name}]", 0, 1)
+        leaves = m.col(f"leaves[{name}]", 0, leaves_ub)
+        spines = m.col(f"spines[{name}]", 0, spines_ub)
+        for slot in SLOTS:
+            row = [(j, n) for o, n, j in terms if slot in SLOTS_COVERED[o.slot]]
+            if row:
+                m.row([*row, (ports, -1)], -INF, 0)
+        m.row([(single, 1), (two, 1)], -INF, 1)
+        m.row([(ports, 1), (single, -f.radix), (leaves, -f.down_ports)], -INF, 0)
+        m.row([(leaves, 1), (two, -leaves_ub)], -INF, 0)
+        m.row([(leaves, 1), (two, -2)], 0, INF)
+        m.row([(spines, f.radix), (leaves, -f.up_ports)], 0, INF)
+        m.row([(spines, 1), (two, -spines_ub)], -INF, 0)
+        t.fabric[(site, cls)] = (ports, single, two, leaves, spines)
+        for j in (single, leaves, spines):
+            capex.append((j, f.switch_price))
+            room_units[site].append((j, f.switch_units))
+            room_w[site].append((j, f.switch_power_w))
+        capex += [(ports, f.link_price), (leaves, f.link_price * f.up_ports)]
+    for site, terms in sorted(keep.items()):
+        total = sum(gb for _, gb in terms)
+        capacity = []
+        for kind in inst.sites[site].storage:
+            n = m.col(f"storage[{site}/{kind.id}]", 0, max(1, math.ceil(total / kind.capacity_gb)))
+            t.storage[(site, kind.id)] = n
+            capacity.append((n, -kind.capacity_gb))
+            capex.append((n, kind.price))
+            room_units[site].append((n, kind.rack_units))
+            room_w[site].append((n, kind.power_w))
+        m.row([*terms, *capacity], -INF, 0)
+    for (k, _), n in t.servers.items():
+        capex.append((n, inst.skus[k].nic_capex))
+    for site_id in sorted(t.sites):
+        site = inst.sites[site_id]
+        racks = _site_racks(t, site_id)
+        capex += [(j, site.rack_network_capex) for j in racks]
+        if site_id not in room_units:
+            continue
+        most = sum(int(m.upper[j]) for j, _ in room_units[site_id])
+        extra = m.col(f"infra_racks[{site_id}]", 0, most)
+        t.infra_racks[site_id] = extra
+        units = [(n, inst.skus[k].rack_units) for (k, s), n in t.servers.items() if s == site_id]
+        power = [(n, inst.skus[k].power_w) for (k, s), n in t.servers.items() if s == site_id]
+        room_u = max(0, site.rack_units + site.reserved_units - site.rack_network_units)
+        room_p = max(0, site.rack_w + site.reserved_w - site.rack_network_w)
+        m.row(
+            [*units, *room_units[site_id], *[(j, -room_u) for j in racks],
+             (extra, -site.rack_units)], -INF, 0,
+        )  # fmt: skip
+        m.row(
+            [*power, *room_w[site_id], *[(j, -room_p) for j in racks], (extra, -site.rack_w)],
+            -INF,
+            0,
+        )
+        m.row([*[(j, 1) for j in racks], (extra, 1)], -INF, site.racks_available)
+        m.add_cost(extra, inst.horizon_months * site.rack_rent_month)
+    for j, c in capex:
+        m.add_cost(j, c)
+    return capex
+
+
+def _costs_and_budgets(t: Translation, infra: Sequence[tuple[int, int]] = ()) -> None:
     inst = t.instance
     h = inst.horizon_months
-    capex: list[tuple[int, int]] = []
+    capex: list[tuple[int, int]] = list(infra)
     spend: list[tuple[int, int]] = []
     for (k, s), n in t.servers.items():
         capex.append((n, inst.skus[k].capex))
@@ -393,6 +500,7 @@ def _costs_and_budgets(t: Translation) -> None:
     for s, cols in t.sites.items():
         rent = h * inst.sites[s].rack_rent_month
         spend += [(j, rent) for j in cols.racks] + [(o, rent) for o, _ in cols.bins]
+    spend += [(j, h * inst.sites[s].rack_rent_month) for s, j in t.infra_racks.items()]
     spend += [(j, c.cost_total) for c, j in t.cloud]
     for (k, s), n in t.servers.items():  # rent is costed in _packing, cloud in _choices
         t.milp.add_cost(n, inst.skus[k].capex + h * inst.sites[s].energy_month[k])
@@ -422,7 +530,23 @@ def to_solution(t: Translation, values: Sequence[int], status: str, wall: float)
         left = {k: servers.get((k, site_id), 0) for group in cols.members for k in group}
         for vector in vectors:
             racks[(site_id, _deal(vector, cols.members, left))] += 1
+    for site_id, j in t.infra_racks.items():
+        if values[j]:
+            racks[(site_id, ())] += values[j]
+    fabric = {
+        key: FabricCount(values[p], values[s], values[lv], values[sp])
+        for key, (p, s, _, lv, sp) in t.fabric.items()
+        if values[p] or values[s] or values[lv] or values[sp]
+    }
+    storage = {key: values[j] for key, j in t.storage.items() if values[j]}
     costs = _costs(inst, choices, servers, racks)
+    shell = Solution(status="feasible", servers=servers, racks=dict(racks), fabric=fabric)
+    shell = dataclasses.replace(shell, storage=storage)
+    network = recompute_network(inst, shell)
+    stored = recompute_storage(inst, shell)
+    costs = dataclasses.replace(
+        costs, capex=costs.capex + network + stored, network=network, storage=stored
+    )
     objective = t.milp.objective(values)
     return Solution(
         status="optimal" if status == "optimal" else "feasible",
@@ -432,6 +556,8 @@ def to_solution(t: Translation, values: Sequence[int], status: str, wall: float)
         costs=costs,
         objective_value=objective,
         wall_s=wall,
+        fabric=fabric,
+        storage=storage,
     )
 
 

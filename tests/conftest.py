@@ -14,14 +14,14 @@ from gpusolve.optimize import interrupt
 
 def pytest_configure(config: pytest.Config) -> None:
     """A private cache directory for the whole run: the suite parses thousands of generated
-    CEL expressions, which must not land in the developer's own cache (`rules/cel.py`)."""
+    CEL expressions, which must not land in the developer's own cache (`rules/cache.py`)."""
     os.environ["XDG_CACHE_HOME"] = tempfile.mkdtemp(prefix="gpusolve-tests-")
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
     folder = os.environ["XDG_CACHE_HOME"]
     # Tree caches save at exit, after this hook; under a path that cannot be a directory
-    # they find no cache dir and write nothing (`cel.parser_cache_file`).
+    # they find no cache dir and write nothing (`cache.parser_cache_file`).
     os.environ["XDG_CACHE_HOME"] = os.devnull
     shutil.rmtree(folder, ignore_errors=True)
 

@@ -46,7 +46,9 @@ def test_instance_is_well_formed(instance: Instance) -> None:
         assert 100_000 <= sku.capex <= 3_000_000
         assert 1_000 <= sku.power_w <= 14_000 and 2 <= sku.rack_units <= 10
     for site in instance.sites.values():
-        assert 4_400 <= site.rack_w <= 50_000 and site.rack_units == 42
+        # Contracted rack = what servers may use + the reserve (issue 24: rack margins).
+        contracted_w = site.rack_w + site.reserved_w
+        assert 4_400 <= contracted_w <= 50_000 and site.rack_units + site.reserved_units == 42
         assert 2 <= site.racks_available <= 40
 
 

@@ -58,6 +58,11 @@ def _pricing_of(line_section: str, item: str, site: str | None) -> Any:
         return cat.servers[item].pricing
     if line_section == "cloud":
         return cat.cloud_offers[item].pricing
+    if line_section == "storage":
+        return cat.storage[item].pricing
+    if line_section == "network":  # a switch, link or NIC; NICs inside a server: the server's
+        parts = {**cat.switches, **cat.links, **cat.nics}
+        return parts[item].pricing if item in parts else cat.servers[item.split()[0]].pricing
     assert site is not None
     return cat.colo_offers[site].pricing  # rack rent, energy and bandwidth: the colo offer
 
@@ -72,7 +77,9 @@ def test_priced_lines_add_up_to_the_tco(path: Path) -> None:
         assert abs(ln.quantity * ln.unit_price - ln.amount) <= 0.5, ln
         assert ln.source, ln
     assert sum(ln.amount for ln in priced) == plan.cost.tco
-    bought = [ln for ln in plan.bom if ln.section == "server" and ln.amount > 0]
+    # Capex: the servers, their network and storage (issue 24).
+    sections = ("server", "network", "storage")
+    bought = [ln for ln in plan.bom if ln.section in sections and ln.amount > 0]
     assert sum(ln.amount for ln in bought) == plan.cost.capex
     # The residual value (a credit, its own cost kind) follows the servers it values.
     credits = [ln for ln in plan.bom if ln.section == "server" and ln.amount < 0]

@@ -139,9 +139,9 @@ def test_bandwidth_is_the_larger_of_included_and_demand(gpusolve, tmp_path: Path
     # A service needing 250 Mbps buys 150 more: 150 x 50 x 36 = 270,000 on top.
     plan = _plan_many(gpusolve, tmp_path, [_service("chat", "always", 250)])
     assert plan["cost"]["breakdown"]["bandwidth"] == 180_000 + 270_000
-    extra = [i for i in plan["cost"]["breakdown"]["items"] if i["unit"] == "Mbps-month"]
+    extra = [i for i in plan["cost"]["breakdown"]["items"] if i["unit"] == "Mbps for 36 months"]
     assert [(i["quantity"], i["unit_price"], i["amount"]) for i in extra] == [
-        (150 * 36, 50, 270_000)
+        (150, 50 * 36, 270_000)
     ]
     # A demand below what is included costs nothing more.
     plan = _plan_many(gpusolve, tmp_path, [_service("chat", "always", 80)])
@@ -193,3 +193,22 @@ def test_a_rule_sets_the_idle_share_of_servers_without_a_figure(gpusolve, tmp_pa
     assert result.code == 0, result.err + result.out
     plan = json.loads(result.out)
     assert plan["cost"]["breakdown"]["energy"] == 25_740 + 77_263
+
+
+def test_a_workload_may_state_its_own_draw_while_it_runs(gpusolve, tmp_path: Path) -> None:
+    # The day service at utilisation 0.4: 4 kW while up, 2 kW idle: 4 - 2 kW above idle for
+    # 13,140 h x 0.98 = 25,754 CNY; idle 2 kW x 730 h x 0.98 = 1,430.8 -> 1,431 a month,
+    # x 36 = 51,516 CNY.
+    service = {
+        "name": "chat",
+        "kind": "inference",
+        "model": {"preset": "llama-2-7b"},
+        "precision": "fp16",
+        "context_len": 2048,
+        "concurrency": 4,
+        "target_tokens_per_s": 100,
+        "schedule": "day",
+        "utilisation": 0.4,
+    }
+    plan = _plan(gpusolve, tmp_path, service, "u.yaml")
+    assert plan["cost"]["breakdown"]["energy"] == 51_516 + 25_754

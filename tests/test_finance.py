@@ -212,3 +212,22 @@ def test_spares_hold_in_the_two_stage_scenario_plan(gpusolve, tmp_path: Path) ->
     plan = json.loads(result.out)
     spares = [i for i in plan["cost"]["breakdown"]["items"] if i["unit"] == "spare server"]
     assert len(spares) == len(plan["sites"]) >= 1
+
+
+def test_every_line_reads_as_quantity_times_unit_price(gpusolve, tmp_path: Path) -> None:
+    # Day/night example with every finance term on, a bandwidth demand and colo terms: each
+    # cost line is its quantity x its unit price (whole units, rounded once) with a source.
+    text = (ROOT / "examples" / "chat-day-lora-night.yaml").read_text(encoding="utf-8")
+    text = text.replace("  - name: chat-13b\n", "  - name: chat-13b\n    bandwidth_mbps: 300\n")
+    assert "bandwidth_mbps: 300" in text
+    path = tmp_path / "all.yaml"
+    path.write_text(text + "\nfinance:\n  spares: n+1\n  vat: {}\n", encoding="utf-8")
+    result = gpusolve("plan", "-q", "--format", "json", str(path))
+    assert result.code == 0, result.err
+    items = json.loads(result.out)["cost"]["breakdown"]["items"]
+    units = {i["unit"] for i in items}
+    assert {"spare server", "kWh", "server-month idle"} <= units
+    assert any(u.startswith("Mbps for") for u in units)
+    for i in items:
+        assert i["quantity"] is not None and i["unit_price"] is not None and i["source"], i
+        assert abs(i["quantity"] * i["unit_price"] - i["amount"]) <= 0.5, i

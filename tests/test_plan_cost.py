@@ -16,9 +16,20 @@ from gpusolve.cli import main
 from gpusolve.models.plan import Cost, Plan
 from gpusolve.render import render_plan
 
-KINDS = ("servers_capex", "rack_rent", "energy", "bandwidth", "cloud_rental", "residual_value")
+KINDS = (
+    "servers_capex",
+    "rack_rent",
+    "energy",
+    "bandwidth",
+    "cloud_rental",
+    "residual_value",
+    "network",
+    "storage",
+)
 MONEY_LABELS = {
     "servers (capex)",
+    "network (capex)",
+    "storage (capex)",
     "rack rent",
     "energy",
     "bandwidth",
@@ -58,10 +69,14 @@ def _check_cost_adds_up(cost: Cost) -> None:
     for kind in KINDS:
         lines = [i.amount for i in b.items if i.kind == kind]
         assert sum(lines) == getattr(b, kind), kind
-        # whole units, printed exactly; the residual value is a credit
+        # whole units, printed exactly; the residual value is a credit; a network line
+        # may cost nothing (NICs inside a server's price are still listed as parts)
+        if kind == "network":
+            assert all(a == int(a) >= 0 for a in lines)
+            continue
         assert all(a == int(a) != 0 and (a < 0) == (kind == "residual_value") for a in lines)
     assert sum(getattr(b, k) for k in KINDS) == cost.tco
-    assert cost.capex == b.servers_capex
+    assert cost.capex == b.servers_capex + b.network + b.storage
     assert sum(p.amount for p in b.penalty_items) == b.penalties == cost.penalties
     assert all(p.rule and p.reason and p.deployment for p in b.penalty_items)
     assert cost.objective_value == cost.tco + cost.penalties

@@ -37,6 +37,8 @@ def test_example_plans_and_validates(gpusolve, path: Path) -> None:
             "bandwidth",
             "cloud_rental",
             "residual_value",
+            "network",
+            "storage",
         )
     )
     assert abs(total - cost["tco"]) < 1.0

@@ -265,24 +265,49 @@ CATALOG_FIELD: dict[str, tuple[str, str]] = {
 }
 
 
-def test_acceptance_on_a_shipped_example_through_the_catalogue() -> None:
+def _repriced(item: Any, kind: str, value: float) -> Any:
+    """The catalogue item at `value` of the parameter; a cloud offer's tiers (hourly,
+    monthly, reserved) move together."""
+    field = CATALOG_FIELD[kind][1]
+    if kind != "cloud_price":
+        return item.model_copy(update={field: value})
+    factor = value / item.price_per_hour
+    reserved = [
+        r.model_copy(update={"price_per_month": r.price_per_month * factor}) for r in item.reserved
+    ]
+    monthly = None if item.price_per_month is None else item.price_per_month * factor
+    return item.model_copy(
+        update={"price_per_hour": value, "price_per_month": monthly, "reserved": reserved}
+    )
+
+
+@pytest.mark.parametrize(
+    ("example", "kinds"),
+    [
+        ("chat-day-lora-night.yaml", {"server_price", "rack_rent", "power_price"}),
+        ("south-latency-north-batch.yaml", {"cloud_price"}),
+    ],
+)
+def test_acceptance_on_a_shipped_example_through_the_catalogue(
+    example: str, kinds: set[str]
+) -> None:
     """The ranges come from scaled optimiser coefficients; here each end is checked by
     re-pricing the catalogue itself and generating the candidates again: the plan is the
     same at the reported end and differs just beyond it."""
     from gpusolve.pipeline import prepare_run
     from gpusolve.sensitivity import analyse, plan_instance
 
-    run = prepare_run(ROOT / "examples" / "chat-day-lora-night.yaml", [], [])
+    run = prepare_run(ROOT / "examples" / example, [], [])
     result = analyse(run.reqs, run.catalog, run.policies, CONFIG, 1, efficiency=False)
-    assert {r.kind for r in result.ranges} >= {"server_price", "rack_rent", "power_price"}
+    assert {r.kind for r in result.ranges} >= kinds
     base_instance = plan_instance(run.reqs, run.catalog, run.policies)
     base_key = plan_key(probe_solve(base_instance, CONFIG, None), base_instance)
 
     def key_at(kind: str, subject: str, value: float) -> object:
-        kinds, field = CATALOG_FIELD[kind]
-        items = getattr(run.catalog, kinds)
-        item = items[subject].model_copy(update={field: value})
-        catalog = run.catalog.model_copy(update={kinds: {**items, subject: item}})
+        group = CATALOG_FIELD[kind][0]
+        items = getattr(run.catalog, group)
+        item = _repriced(items[subject], kind, value)
+        catalog = run.catalog.model_copy(update={group: {**items, subject: item}})
         instance = plan_instance(run.reqs, catalog, run.policies)
         return plan_key(probe_solve(instance, CONFIG, None), instance)
 
@@ -294,7 +319,7 @@ def test_acceptance_on_a_shipped_example_through_the_catalogue() -> None:
             assert key_at(r.kind, r.subject, end) == base_key, (r.parameter, end)
             assert key_at(r.kind, r.subject, end * beyond) != base_key, (r.parameter, end)
             ends += 1
-    assert ends >= 2
+    assert ends >= 1
 
 
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])

@@ -14,6 +14,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -168,3 +169,32 @@ def test_ctrl_c_while_the_command_is_still_solving_keeps_the_plan(
     plan = json.loads(result.out)
     assert plan["status"] == "interrupted" and plan["deployments"]
     assert plan["solver"]["proven_optimal"] is False
+
+
+def test_a_stop_request_reaches_the_scenario_solver() -> None:
+    """The two-stage (scenarios:) solves watch the stop request like the plan's own: after a
+    Ctrl-C a search that would run its whole limit returns at once."""
+    import random
+
+    from ortools.sat.python import cp_model
+
+    from gpusolve.optimize import scenarios
+    from gpusolve.optimize.ir import SolveConfig
+
+    rng = random.Random(7)  # a 60-item knapsack with a tight parity side: slow to prove
+    model = cp_model.CpModel()
+    xs = [model.new_bool_var(f"x{i}") for i in range(60)]
+    weights = [rng.randint(10_000, 99_999) for _ in xs]
+    model.add(sum(w * x for w, x in zip(weights, xs, strict=True)) <= sum(weights) // 2)
+    model.maximize(sum((w + rng.randint(0, 9)) * x for w, x in zip(weights, xs, strict=True)))
+    solver = scenarios._solver(SolveConfig(time_limit_s=20, workers=1), 0.0)
+    threading.Timer(0.5, interrupt.request_stop).start()  # Ctrl-C half a second in
+    began = time.monotonic()
+    solver.solve(model)
+    assert time.monotonic() - began < 5
+    # A search that starts after the stop request (the next stage) gets no time at all.
+    later = scenarios._solver(SolveConfig(time_limit_s=20, workers=1), 0.0)
+    began = time.monotonic()
+    later.solve(model)
+    assert time.monotonic() - began < 2
+    interrupt.reset()

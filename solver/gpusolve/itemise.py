@@ -25,6 +25,7 @@ from gpusolve.models.plan import (
     PlanDelta,
     ThroughputDelta,
 )
+from gpusolve.network_lines import network_items, storage_items
 from gpusolve.optimize import finance, ir
 from gpusolve.optimize.validate import Placed, extra_mbps
 
@@ -35,7 +36,10 @@ KINDS: tuple[CostKind, ...] = (
     "bandwidth",
     "cloud_rental",
     "residual_value",
+    "network",
+    "storage",
 )
+CAPEX_KINDS: tuple[CostKind, ...] = ("servers_capex", "network", "storage")
 
 
 def cost_items(
@@ -86,7 +90,13 @@ def cost_items(
         if option is not None:
             items.append(_cloud_line(choice, option, cand, catalog))
     items += _residual(solution, instance, cand, catalog)
-    return [i for i in items if i.amount]
+    items = [i for i in items if i.amount]
+    # Network lines stay even at no cost: NICs inside a server's price are still parts.
+    return (
+        items
+        + network_items(solution, instance, catalog)
+        + storage_items(solution, instance, catalog)
+    )
 
 
 def _cloud_line(
@@ -215,9 +225,13 @@ def _bandwidth(
                 f"need {site.bandwidth_mbps + more:,}) x {price:g}/Mbps-month"
                 f"{_vat_note(cand.vat_services)} x {h} months"
             )
-            amount = more * site.extra_mbps_cost
+            # Priced per Mbps over the horizon, the coefficient the optimiser charges (rounded
+            # once), so that quantity x unit price is the amount exactly.
+            per_mbps = site.extra_mbps_cost
+            amount = more * per_mbps
             line = CostItem(kind="bandwidth", subject=site_id, detail=detail, amount=amount)
-            out.append(priced(line, more * h, "Mbps-month", price, note, site=site_id))
+            unit = f"Mbps for {h} months"
+            out.append(priced(line, more, unit, per_mbps, note, site=site_id))
     return out
 
 
@@ -271,7 +285,7 @@ def _busy_line(
     line = CostItem(
         kind="energy", subject=placement.site, detail=detail, amount=placement.busy_energy
     )
-    return priced(line, round(kwh, 1), "kWh", price, offer.pricing, site=placement.site)
+    return priced(line, round(kwh, 3), "kWh", price, offer.pricing, site=placement.site)
 
 
 def penalty_items(solution: ir.Solution, cand: Candidates) -> list[PenaltyItem]:
@@ -315,9 +329,10 @@ def cost(solution: ir.Solution, cand: Candidates, currency: str, catalog: Catalo
     tco = sum(total.values())
     penalty_total = sum(p.amount for p in penalties)
     months = instance.horizon_months
-    opex = tco - total["servers_capex"] - total["residual_value"]
+    capex = sum(total[k] for k in CAPEX_KINDS)
+    opex = tco - capex - total["residual_value"]
     return Cost(
-        capex=total["servers_capex"],
+        capex=capex,
         monthly_opex=round(opex / months, 2),
         tco=tco,
         currency=currency,
@@ -328,6 +343,8 @@ def cost(solution: ir.Solution, cand: Candidates, currency: str, catalog: Catalo
             energy=total["energy"],
             bandwidth=total["bandwidth"],
             cloud_rental=total["cloud_rental"],
+            network=total["network"],
+            storage=total["storage"],
             residual_value=total["residual_value"],
             penalties=penalty_total,
             items=items,

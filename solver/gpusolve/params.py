@@ -177,6 +177,15 @@ class Params:
         minimum=0,
         maximum=1,
     )
+    checkpoint_copies_kept: int = _param(
+        3,
+        "Checkpoints kept on the site's storage per training workload (the latest ones to "
+        "resume from; a stated assumption, as NeMo's ModelCheckpoint save_top_k: 3). Storage "
+        "is sized as this many full checkpoints plus the dataset.",
+        "H16",
+        minimum=1,
+        maximum=1000,
+    )
     max_nodes: int = _param(
         100000,
         "Largest number of servers one job may span; by default what the sites can hold.",

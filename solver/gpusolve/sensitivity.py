@@ -2,8 +2,9 @@
 
 For every parameter that enters the chosen plan's cost (each bought server's price, each
 used colocation offer's rack rent, power price and bandwidth price, each rented cloud
-offer's hourly price) and the efficiency of each card the candidates considered, the plan
-is re-solved with that one parameter multiplied by a factor, hinted with the chosen plan:
+offer's price, its hourly, monthly and reserved tiers together) and the efficiency of each
+card the candidates considered, the plan is re-solved with that one parameter multiplied by
+a factor, hinted with the chosen plan:
 geometric steps away from 1 (x2 per step, out to `PRICE_LIMITS`), then bisection between
 the last factor that keeps the plan and the first that changes it, to `REL_TOL`.
 

@@ -14,6 +14,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gpusolve.candidates.money import slot_hours_per_month, to_money
+from gpusolve.candidates.network import (
+    fabric_class,
+    nic_capex,
+    rack_network,
+    storage_kinds,
+    storage_need_gb,
+)
 from gpusolve.candidates.policy import Charge, WorkloadPolicy, charges
 from gpusolve.candidates.reserve import RackReserve, rack_reserve
 from gpusolve.estimate import ConfigEstimate, Hardware, search_layouts
@@ -130,8 +137,11 @@ def build_candidates(
     sites = _sites(b)
     used_skus = {o.sku for o in b.owned}
     skus = {
-        s.id: price_sku(s, reqs, b.terms) for s in catalog.servers.values() if s.id in used_skus
+        s.id: price_sku(s, reqs, b.terms, catalog)
+        for s in catalog.servers.values()
+        if s.id in used_skus
     }
+    fabrics = fabric_classes(catalog, [catalog.servers[k] for k in skus], reqs)
     for site in sites.values():
         b.require(f"racks:{site.id}", f"{site.racks_available} racks available at {site.id}", 8)
     capex_max = reqs.budget.capex_max
@@ -154,6 +164,7 @@ def build_candidates(
         objective=reqs.objective,
         throughput_weights={w.name: w.throughput_weight for w in reqs.workloads},
         spares=reqs.finance.spares == "n+1",
+        fabrics=fabrics,
     )
     vat_goods, vat_services = vat_factors(reqs)
     return Candidates(
@@ -270,7 +281,8 @@ def _owned_options(b: _Builder, w: Workload) -> None:
     params = b.policies[w.name].params
     for server in b.catalog.servers.values():
         card = b.catalog.cards[server.card]
-        for ratio, offers in _fabric_groups(b.catalog, server):
+        groups = _fabric_groups(b.catalog, server, b.reqs.network.oversubscription)
+        for ratio, offers in groups:
             hw = Hardware.from_server(server, card).with_oversubscription(ratio)
             spans = w.kind != "inference"  # replicas behind a load balancer need no fabric
             limit = node_limit(server, offers, needs_fabric=spans, reserves=b.reserves)
@@ -300,7 +312,8 @@ def _add_owned(
     idle_kw = finance.idle_power_kw(
         server.power_kw, server.idle_power_kw, b.terms.idle_power_fraction
     )
-    busy_kw = finance.busy_power_kw(server.power_kw, b.reqs.utilisation, idle_kw)
+    utilisation = w.utilisation if w.utilisation is not None else b.reqs.utilisation
+    busy_kw = finance.busy_power_kw(server.power_kw, utilisation, idle_kw)
     placements = _with_busy_energy(b, estimate.nodes * (busy_kw - idle_kw) * hours, placements)
     key = f"{w.name}|{server.id}|{estimate.nodes}n"
     if ratio != 1.0:
@@ -318,6 +331,17 @@ def _add_owned(
             headroom_permille=_headroom_permille(estimate),
             penalty=to_money(sized.penalty),
             violates=sized.violates,
+            spans=sized.spans_servers,
+            # One server keeps its checkpoints on its own NVMe (H16); a job across servers
+            # needs a filesystem they all reach.
+            storage_gb=storage_need_gb(
+                w.kind,
+                estimate.checkpoint_bytes,
+                b.policies[w.name].params.checkpoint_copies_kept,
+                w.dataset_gb,
+            )
+            if sized.spans_servers
+            else 0,
             bandwidth_mbps=math.ceil(w.bandwidth_mbps or 0),
         )
     )
@@ -365,13 +389,19 @@ def _unique_key(b: _Builder, key: str) -> str:
     return f"{key}|v{n}"
 
 
-def _fabric_groups(catalog: Catalog, server: Server) -> list[tuple[float, list[ColoOffer]]]:
+def _fabric_groups(
+    catalog: Catalog, server: Server, oversubscription: float = 1.0
+) -> list[tuple[float, list[ColoOffer]]]:
     """Colo offers grouped by their fabric's oversubscription: the physics of a multi-node
     job differs between them, so each group is sized on its own (sites without an RDMA
-    fabric host single-server layouts only and join the non-blocking group)."""
+    fabric host single-server layouts only and join the non-blocking group). The fabric
+    the plan buys (`requirements.network.oversubscription`) is never better than the
+    site's own."""
     groups: dict[float, list[ColoOffer]] = {}
     for offer in catalog.colo_offers.values():
-        ratio = offer.fabric_oversubscription if offer.fabric in MULTI_NODE_FABRICS else 1.0
+        ratio = 1.0
+        if offer.fabric in MULTI_NODE_FABRICS:
+            ratio = max(offer.fabric_oversubscription, oversubscription)
         groups.setdefault(ratio, []).append(offer)
     return sorted(groups.items()) or [(1.0, [])]
 
@@ -686,11 +716,30 @@ def _sites(b: _Builder) -> dict[str, ir.Site]:
     }
 
 
-def price_sku(server: Server, reqs: Requirements, terms: finance.Terms | None = None) -> ir.Sku:
-    """A server model as the optimiser prices it (VAT, residual value): one place, so that
-    every stage building an instance (scenarios, sensitivity) prices it the same way."""
+def fabric_classes(
+    catalog: Catalog, servers: Iterable[Server], reqs: Requirements
+) -> dict[str, ir.FabricClass]:
+    """The compute fabrics these servers' NICs join (`candidates/network.py`), by id."""
+    out: dict[str, ir.FabricClass] = {}
+    for server in servers:
+        fabric = fabric_class(catalog, server, reqs.network.oversubscription)
+        if fabric is not None:
+            out.setdefault(fabric.id, fabric)
+    return out
+
+
+def price_sku(
+    server: Server,
+    reqs: Requirements,
+    terms: finance.Terms | None = None,
+    catalog: Catalog | None = None,
+) -> ir.Sku:
+    """A server model as the optimiser prices it (VAT, residual value; with the catalogue,
+    the fabric its NICs join and the NICs it lacks): one place, so that every stage
+    building an instance (scenarios, sensitivity) prices it the same way."""
     goods, _ = vat_factors(reqs)
     terms = terms or finance_terms(reqs)
+    fabric = fabric_class(catalog, server, reqs.network.oversubscription) if catalog else None
     return ir.Sku(
         id=server.id,
         capex=to_money(server.price * goods),
@@ -698,6 +747,10 @@ def price_sku(server: Server, reqs: Requirements, terms: finance.Terms | None = 
         rack_units=server.rack_units,
         cooling=frozenset(server.cooling),
         residual=finance.residual_value(server.price * goods, residual_share(reqs, terms)),
+        fabric=fabric.id if fabric is not None else None,
+        nics=server.fabric.nics if fabric is not None else 0,
+        # Network and storage prices stay net of VAT (not yet taxed: see the issue 24 notes).
+        nic_capex=nic_capex(catalog, server) if catalog else 0,
     )
 
 
@@ -713,6 +766,7 @@ def price_site(
     racks hold servers within what the rack reserve leaves (`reserve.py`)."""
     goods, services = vat_factors(reqs)
     fraction = (terms or finance_terms(reqs)).idle_power_fraction
+    tor = rack_network(catalog)
     h = reqs.horizon_months
     price = goods * finance.energy_price_per_kwh(
         offer.pue, offer.power_price_per_kwh, offer.power_included
@@ -739,4 +793,11 @@ def price_site(
         extra_mbps_cost=to_money(h * offer.bandwidth_price_per_mbps_month * services),
         rent_months=max(h, offer.min_term_months or 0),
         setup_fee=to_money(offer.setup_fee * services),
+        # The rack's reserve holds its ToR, the fabric switches and storage (`fabric.py`).
+        reserved_w=reserve.reserved_w if reserve else 0,
+        reserved_units=reserve.reserved_units if reserve else 0,
+        rack_network_capex=tor.capex if tor is not None else 0,
+        rack_network_w=tor.power_w if tor is not None else 0,
+        rack_network_units=tor.switch.rack_units if tor is not None else 0,
+        storage=storage_kinds(catalog),
     )

@@ -20,6 +20,7 @@ KIND_ALIASES = {
     "switches": "switches",
     "nics": "nics",
     "links": "links",
+    "storage": "storage",
 }
 
 
@@ -100,7 +101,7 @@ def _summary(kind: str, item: Any, currency: str) -> str:
             f"{item.rack_kw:>5.1f} kW x{item.racks_available:<3} "
             f"{item.rack_price_per_month:>8,.0f} {currency}/rack/mo PUE {item.pue}"
         )
-    if kind in ("switches", "nics", "links"):
+    if kind in ("switches", "nics", "links", "storage"):
         return f"{item.id:<26} {item.name:<60} {item.price:>12,.0f} {currency}"
     return (
         f"{item.id:<26} {item.gpus_per_instance}x {item.card:<18} "

@@ -125,7 +125,7 @@ UNKNOWN_FAMILY = "ascend"
 
 FIT_GEMM_SHAPES = 0.8
 """Fraction of MAMF the GEMMs of a transformer step reach. Fitted on the validation set
-only (A100 rows of tests/validation_cases.py); see benchmarks/README.md for the table."""
+only (A100 rows of tests/support/validation_cases.py); see benchmarks/README.md for the table."""
 
 
 def family_of(card: Card) -> str:

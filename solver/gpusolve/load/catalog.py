@@ -25,10 +25,20 @@ from gpusolve.models.catalog import (
     NetworkNic,
     NetworkSwitch,
     Server,
+    StorageNode,
 )
 from gpusolve.models.plan import PatchRef, SourceRef
 
-KINDS = ("cards", "servers", "colo_offers", "cloud_offers", "switches", "nics", "links")
+KINDS = (
+    "cards",
+    "servers",
+    "colo_offers",
+    "cloud_offers",
+    "switches",
+    "nics",
+    "links",
+    "storage",
+)
 # No single server draws more: the densest 8-GPU boards are ~15 kW, a whole GB200 NVL72
 # rack ~130 kW. A "server" above this is a typo (W written as kW, a rack entered as a node).
 MAX_SERVER_KW = 40.0
@@ -41,6 +51,7 @@ _MODELS: dict[str, type[BaseModel]] = {
     "switches": NetworkSwitch,
     "nics": NetworkNic,
     "links": NetworkLink,
+    "storage": StorageNode,
 }
 
 

@@ -189,6 +189,11 @@ class Fabric(StrictModel):
     kind: FabricKind
     nics: int = Field(ge=0, le=MAX_COUNT, description="Compute-fabric NICs per server.")
     nic_gbps: NonNegativeFloat = Field(le=MAX_NIC_GBPS, description="Line rate per NIC, Gbit/s.")
+    nics_included: bool = Field(
+        default=True,
+        description="The server's price includes these NICs; false: the plan buys them "
+        "(catalogue `nics`).",
+    )
 
     @property
     def total_gbps(self) -> float:
@@ -364,6 +369,23 @@ class CloudOffer(StrictModel):
     notes: str | None = None
 
 
+class StorageNode(StrictModel):
+    """A building block of a site's shared checkpoint and dataset storage (an all-flash
+    parallel-filesystem node): bought by the node, sized by usable capacity."""
+
+    id: Identifier
+    name: str
+    vendor: str
+    capacity_tb: PositiveFloat = Field(le=1e6, description="Usable capacity, TB (10^12 B).")
+    write_gbs: PositiveFloat = Field(le=MAX_BANDWIDTH_GBS, description="Sustained write, GB/s.")
+    power_w: PositiveFloat = Field(le=MAX_POWER_W)
+    rack_units: int = Field(ge=1, le=20)
+    price: PositiveFloat = Field(le=MAX_PRICE)
+    pricing: PriceNote
+    source: str = Field(min_length=3)
+    notes: str | None = None
+
+
 NetworkFabric = Literal["infiniband", "ethernet"]
 SwitchRole = Literal["fabric", "tor"]
 
@@ -464,6 +486,7 @@ class CatalogFile(StrictModel):
     switches: list[NetworkSwitch] = Field(default_factory=list)
     nics: list[NetworkNic] = Field(default_factory=list)
     links: list[NetworkLink] = Field(default_factory=list)
+    storage: list[StorageNode] = Field(default_factory=list)
     patch: list[ItemPatch] = Field(
         default_factory=list,
         description="Field changes to items defined earlier, by id (e.g. a quoted price).",
@@ -471,14 +494,14 @@ class CatalogFile(StrictModel):
 
     @model_validator(mode="after")
     def _not_empty(self) -> CatalogFile:
-        network = self.switches or self.nics or self.links
+        network = self.switches or self.nics or self.links or self.storage
         if (
             not (self.cards or self.servers or self.colo_offers or self.cloud_offers or network)
             and not self.patch
         ):
             raise ValueError(
                 "a catalogue file needs at least one of cards, servers, colo_offers, "
-                "cloud_offers, switches, nics, links, patch"
+                "cloud_offers, switches, nics, links, storage, patch"
             )
         return self
 
@@ -494,3 +517,4 @@ class Catalog(StrictModel):
     switches: dict[str, NetworkSwitch] = Field(default_factory=dict)
     nics: dict[str, NetworkNic] = Field(default_factory=dict)
     links: dict[str, NetworkLink] = Field(default_factory=dict)
+    storage: dict[str, StorageNode] = Field(default_factory=dict)

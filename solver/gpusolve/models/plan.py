@@ -16,7 +16,14 @@ class OutModel(BaseModel):
 
 
 CostKind = Literal[
-    "servers_capex", "rack_rent", "energy", "bandwidth", "cloud_rental", "residual_value"
+    "servers_capex",
+    "rack_rent",
+    "energy",
+    "bandwidth",
+    "cloud_rental",
+    "residual_value",
+    "network",
+    "storage",
 ]
 
 
@@ -58,7 +65,16 @@ class CostBreakdown(OutModel):
     energy: float = 0.0
     bandwidth: float = 0.0
     cloud_rental: float = 0.0
+    network: float = Field(
+        default=0.0,
+        description="Capex of the cluster network: fabric switches and links, NICs bought "
+        "apart from servers, each rack's top-of-rack switch and uplinks.",
+    )
     penalties: float = 0.0
+    storage: float = Field(
+        default=0.0,
+        description="Capex of shared checkpoint and dataset storage (H16): storage nodes.",
+    )
     residual_value: float = Field(
         default=0.0,
         description="Owned servers' value at the end of the horizon: a credit (<= 0) in the TCO.",

@@ -266,6 +266,12 @@ class Workload(StrictModel):
     runs: PositiveFloat = Field(
         default=1, ge=MIN_RUNS, le=MAX_RUNS, description="Runs over the planning horizon."
     )
+    dataset_gb: float | None = Field(
+        default=None,
+        ge=0,
+        le=1e9,
+        description="Training data kept on the site's storage, GB (with the checkpoints).",
+    )
     deadline_hours: PositiveFloat | None = Field(default=None, ge=MIN_DEADLINE_HOURS, le=MAX_HOURS)
     schedule: Schedule = "always"
     latency_sensitive: bool = False
@@ -320,6 +326,13 @@ class Workload(StrictModel):
         "default 128).",
     )
     measured: Measured | None = None
+    utilisation: Fraction | None = Field(
+        default=None,
+        gt=0,
+        description="Average power draw of owned servers while this workload runs, as a "
+        "fraction of peak (a lightly loaded service draws less); default: the requirements' "
+        "utilisation. Idle hours draw idle power either way.",
+    )
     bandwidth_mbps: PositiveFloat | None = Field(
         default=None,
         le=MAX_BANDWIDTH_MBPS,
@@ -354,6 +367,20 @@ class Budget(StrictModel):
 class Regions(StrictModel):
     allowed: list[str] | None = None
     preferred: list[str] | None = None
+
+
+class Network(StrictModel):
+    """The compute fabric the plan buys for jobs across servers."""
+
+    oversubscription: float = Field(
+        default=1.0,
+        ge=1.0,
+        le=64.0,
+        description="Leaf oversubscription of the fabric the plan sizes: 1 = non-blocking "
+        "(as many leaf ports up to the spines as down to servers), 2 = twice as many down. "
+        "Fewer spines and links; what crosses the spine gets 1/oversubscription of the "
+        "bandwidth.",
+    )
 
 
 # A scenario's multipliers: far outside any plausible band, small enough that every scaled
@@ -472,6 +499,7 @@ class Requirements(StrictModel):
         description="Average power draw as a fraction of peak, for energy cost.",
     )
     regions: Regions = Field(default_factory=Regions)
+    network: Network = Field(default_factory=Network)
     market: Literal["cn", "global"] | None = Field(
         default=None,
         description="Where the hardware is bought and used. cn: cards restricted for export "

@@ -13,6 +13,13 @@ in, whole money units out); the model calls the `*_cost` builders to add their t
 Bandwidth: a used site pays its offer's included bandwidth (`Site.bandwidth_month`, as
 before) and, when the workloads placed there need more (`OwnedOption.bandwidth_mbps`, the
 busiest slot's sum), each Mbps beyond it at the offer's price per Mbps-month.
+
+Finance: owned servers' book value at the horizon is a credit (`Sku.residual`, the model's
+`residual`; the capex budget still counts the full price); VAT scales every coefficient
+once in the candidates stage; racks are paid for the offer's minimum term when longer than
+the horizon and a set-up fee once per site used (`Site.rent_months`, `Site.setup_fee`); N+1
+adds a Bool per (SKU, site) (`spare_flags`); each cloud option is priced at the cheapest
+tier its use allows (`cloud_tiers`), precomputed, so the model stays exact and linear.
 """
 
 from __future__ import annotations

@@ -64,6 +64,9 @@ def watch(solver: Any, *, announce: bool = True) -> None:
         if announce:
             _announce.clear()
     if _requested.is_set():
+        # stop_search() on a solver that has not started is forgotten when it starts: a
+        # search begun after the stop request gets no time instead.
+        solver.parameters.max_time_in_seconds = 0.0
         solver.stop_search()
     for call in tell:
         call()

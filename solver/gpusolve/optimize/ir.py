@@ -73,6 +73,7 @@ class Site:
     rack_network_capex: int = 0  # per rack: top-of-rack switch and its uplinks
     rack_network_w: int = 0
     rack_network_units: int = 0
+    storage: tuple[StorageKind, ...] = ()  # shared-storage nodes the site may buy
 
 
 @dataclass(frozen=True)
@@ -103,6 +104,18 @@ class OwnedOption:
     violates: frozenset[str] = frozenset()
     bandwidth_mbps: int = 0  # internet bandwidth the workload needs at its site while it runs
     spans: bool = False  # one job across servers: they join the site's compute fabric
+    storage_gb: int = 0  # checkpoints kept + dataset on the site's shared storage
+
+
+@dataclass(frozen=True)
+class StorageKind:
+    """A shared-storage node: usable capacity, price, and what it takes of the reserve."""
+
+    id: str
+    capacity_gb: int
+    price: int
+    power_w: int
+    rack_units: int
 
 
 @dataclass(frozen=True)
@@ -206,6 +219,7 @@ class Costs:
     penalties: int
     residual: int = 0  # owned servers' value at the end of the horizon: a credit
     network: int = 0  # of capex: switches, links, NICs (already inside `capex`)
+    storage: int = 0  # of capex: shared-storage nodes (already inside `capex`)
 
     @property
     def tco(self) -> int:
@@ -231,6 +245,7 @@ class Solution:
     wall_s: float = 0.0
     binding: tuple[str, ...] = ()  # names of requirements/capacities that are tight
     fabric: dict[tuple[str, str], FabricCount] = field(default_factory=dict)  # (site, class)
+    storage: dict[tuple[str, str], int] = field(default_factory=dict)  # (site, kind) -> nodes
 
 
 @dataclass(frozen=True)

@@ -47,6 +47,7 @@ from typing import Literal
 from ortools.sat.python import cp_model
 
 from gpusolve.optimize import finance
+from gpusolve.optimize.fabric import FabricVars, add_fabric, with_infrastructure
 from gpusolve.optimize.guard import check_scale
 from gpusolve.optimize.ir import (
     SLOTS_COVERED,
@@ -164,6 +165,12 @@ class Built:
     servers_total: Expr
     rank: Expr
     stats: dict[str, int] = field(default_factory=dict)
+    # The cluster network (`fabric.py`): its capex is inside `capex`, shown apart.
+    network: Expr | int = 0
+    fabric: dict[tuple[str, str], FabricVars] = field(default_factory=dict)  # (site, class)
+    switch_racks: dict[str, Var] = field(default_factory=dict)  # racks for switches alone
+    storage: Expr | int = 0  # shared-storage capex, inside `capex`
+    storage_nodes: dict[tuple[str, str], Var] = field(default_factory=dict)  # (site, kind)
     # Owned servers' value at the end of the horizon (`finance.py`): a credit in the TCO.
     residual: Expr = field(default_factory=lambda: cp_model.LinearExpr.weighted_sum([], []))
 
@@ -186,6 +193,10 @@ class Built:
         """Every decision variable, for complete hints."""
         out = self.choice_vars()
         out += list(self.servers.values()) + list(self.used.values())
+        for fv in self.fabric.values():
+            out += fv.variables()
+        out += list(self.switch_racks.values())
+        out += list(self.storage_nodes.values())
         for pack in self.packing.values():
             out += list(pack.pattern_racks)
             for rack in pack.bins:
@@ -202,6 +213,12 @@ class Built:
         for o in self.owned:
             out[o.placement.site].append(o.var)
         for (_, site), var in self.servers.items():
+            out[site].append(var)
+        for (site, _), fv in self.fabric.items():
+            out[site] += fv.variables()
+        for site, var in self.switch_racks.items():
+            out[site].append(var)
+        for (site, _), var in self.storage_nodes.items():
             out[site].append(var)
         for site, pack in self.packing.items():
             out[site] += list(pack.pattern_racks)
@@ -372,8 +389,18 @@ def build(instance: Instance, options: BuildOptions | None = None) -> Built:
     used = _site_used(b, owned)
     packing = _packing(b, owned, servers, servers_ub, used, len(owned) + len(cloud))
 
+    racks_at = {site: pack.total for site, pack in packing.items()}
+    available = {
+        s: instance.sites[s].racks_available
+        for s in racks_at
+        if b.mode == "normal" and b.enforced(f"racks:{s}")
+    }
+    net = add_fabric(b.model, instance, owned, servers, racks_at, available)
     money = money_terms(b, instance, servers, packing, used, owned, cloud)
     capex, rent, energy, bandwidth, cloud_cost, residual = money
+    # Capex is servers, their network and storage: budgets, min-capex and the TCO see all.
+    capex, rent = with_infrastructure(instance, net, capex, rent)
+    network = net.network
     penalties = _wsum(
         [(o.option.penalty + o.placement.penalty, o.var) for o in owned]
         + [(c.option.penalty, c.var) for c in cloud]
@@ -390,6 +417,7 @@ def build(instance: Instance, options: BuildOptions | None = None) -> Built:
         + [(c.option.headroom_permille, c.var) for c in cloud]
     )
     racks_total = _wsum_expr([(1, p.total) for p in packing.values()])
+    racks_total = racks_total + _wsum([(1, v) for v in net.racks.values()])
     servers_total = _wsum([(1, v) for v in servers.values()])
     rank = _rank_expr(owned, cloud, packing)
 
@@ -417,6 +445,11 @@ def build(instance: Instance, options: BuildOptions | None = None) -> Built:
         racks_total=racks_total,
         servers_total=servers_total,
         rank=rank,
+        network=network,
+        fabric=net.fabric,
+        switch_racks=net.racks,
+        storage=net.storage,
+        storage_nodes=net.storage_nodes,
         residual=residual,
     )
     built.stats = {

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from ortools.sat.python import cp_model
 
 from gpusolve.optimize import lazy
-from gpusolve.optimize.ir import Choice, Costs, Instance, Solution, Status
+from gpusolve.optimize.ir import Choice, Costs, FabricCount, Instance, Solution, Status
 from gpusolve.optimize.model import Built
 from gpusolve.optimize.patterns import Shape
 
@@ -31,6 +31,9 @@ def read_solution(
     servers = {key: int(solver.value(v)) for key, v in built.servers.items()}
     servers = {k: v for k, v in servers.items() if v > 0}
     racks = _racks(built, solver, servers)
+    for site, var in built.switch_racks.items():
+        if solver.value(var) > 0:  # racks that hold network switches and no server
+            racks[(site, ())] = int(solver.value(var))
     costs = Costs(
         capex=solver.value(built.capex),
         rack_rent=solver.value(built.rent),
@@ -38,6 +41,8 @@ def read_solution(
         bandwidth=solver.value(built.bandwidth),
         cloud=solver.value(built.cloud_cost),
         penalties=solver.value(built.penalties),
+        network=solver.value(built.network),
+        storage=solver.value(built.storage),
         residual=solver.value(built.residual),
     )
     solution = Solution(
@@ -49,8 +54,26 @@ def read_solution(
         objective_value=objective,
         best_bound=bound,
         wall_s=wall,
+        fabric=_fabric(built, solver),
+        storage={
+            key: int(solver.value(v)) for key, v in built.storage_nodes.items() if solver.value(v)
+        },
     )
     return dataclasses.replace(solution, binding=binding(built.instance, solution))
+
+
+def _fabric(built: Built, solver: cp_model.CpSolver) -> dict[tuple[str, str], FabricCount]:
+    out = {}
+    for key, fv in built.fabric.items():
+        count = FabricCount(
+            ports=int(solver.value(fv.ports)),
+            single=int(solver.value(fv.single)),
+            leaves=int(solver.value(fv.leaves)),
+            spines=int(solver.value(fv.spines)),
+        )
+        if count.ports or count.switches:
+            out[key] = count
+    return out
 
 
 def _choices(built: Built, solver: cp_model.CpSolver) -> tuple[Choice, ...]:

@@ -32,7 +32,8 @@ from typing import Literal
 
 from ortools.sat.python import cp_model
 
-from gpusolve.optimize import finance
+from gpusolve.optimize import finance, interrupt
+from gpusolve.optimize.fabric import add_fabric, with_infrastructure
 from gpusolve.optimize.guard import check_scale
 from gpusolve.optimize.ir import (
     SLOTS_COVERED,
@@ -332,9 +333,14 @@ def _scenario_view(
 ) -> Built:
     """One scenario's costs over the shared purchase, as a `Built` so that the single
     model's readout (`readout.read_solution`) reads it unchanged."""
+    # The cluster network and storage (`fabric.py`) this scenario's jobs need.
+    net = add_fabric(
+        part.b.model, instance, part.owned, servers, {s: p.total for s, p in packing.items()}
+    )
     owned, cloud = part.owned, part.cloud
     money = money_terms(part.b, instance, servers, packing, used, owned, cloud)
     capex, rent, energy, bandwidth, cloud_cost, residual = money
+    capex, rent = with_infrastructure(instance, net, capex, rent)
     penalties = _wsum(
         [(o.option.penalty + o.placement.penalty, o.var) for o in owned]
         + [(c.option.penalty, c.var) for c in cloud]
@@ -371,6 +377,11 @@ def _scenario_view(
         racks_total=_wsum_expr([(1, p.total) for p in packing.values()]),
         servers_total=_wsum([(1, v) for v in servers.values()]),
         rank=_rank_expr(owned, cloud, packing),
+        network=net.network,
+        fabric=net.fabric,
+        switch_racks=net.racks,
+        storage=net.storage,
+        storage_nodes=net.storage_nodes,
         residual=residual,
     )
 
@@ -460,6 +471,7 @@ def _solver(config: SolveConfig, spent_s: float) -> cp_model.CpSolver:
     solver.parameters.num_workers = config.workers
     solver.parameters.random_seed = config.seed
     solver.parameters.relative_gap_limit = config.relative_gap
+    interrupt.watch(solver)  # Ctrl-C / SIGTERM stops this search at once
     return solver
 
 

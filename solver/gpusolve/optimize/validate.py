@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections import defaultdict
 
 from gpusolve.optimize import finance
+from gpusolve.optimize.fabric import fabric_cost, rack_room_units, rack_room_w, storage_kinds
 from gpusolve.optimize.ir import (
     SLOTS_COVERED,
     CloudOption,
@@ -32,6 +33,8 @@ def check(instance: Instance, solution: Solution) -> list[str]:
     placed = _resolve_choices(instance, solution, problems)
     _check_servers(instance, solution, placed, problems)
     _check_racks(instance, solution, problems)
+    _check_fabric(instance, solution, placed, problems)
+    _check_storage(instance, solution, placed, problems)
     costs = recompute_costs(instance, solution, placed)
     _check_budgets(instance, costs, problems)
     if solution.costs != costs:
@@ -179,7 +182,108 @@ def recompute_costs(instance: Instance, solution: Solution, placed: Placed) -> C
         item[0].penalty + item[1].penalty if isinstance(item, tuple) else item.penalty
         for item in placed
     )
-    return Costs(capex, rent, energy, bandwidth, cloud, penalties, residual)
+    network = recompute_network(instance, solution)
+    storage = recompute_storage(instance, solution)
+    capex += network + storage
+    return Costs(capex, rent, energy, bandwidth, cloud, penalties, residual, network, storage)
+
+
+def recompute_storage(instance: Instance, solution: Solution) -> int:
+    return sum(
+        storage_kinds(instance.sites[site])[kind].price * nodes
+        for (site, kind), nodes in solution.storage.items()
+    )
+
+
+def _check_storage(
+    instance: Instance, solution: Solution, placed: Placed, problems: list[str]
+) -> None:
+    """Each site's storage nodes hold what the workloads placed there keep."""
+    need: dict[str, int] = defaultdict(int)
+    for item in placed:
+        if isinstance(item, tuple) and item[0].storage_gb > 0:
+            site = instance.sites[item[1].site]
+            if site.storage:
+                need[site.id] += item[0].storage_gb
+    for site_id, gb in sorted(need.items()):
+        kinds = storage_kinds(instance.sites[site_id])
+        have = sum(
+            kinds[kind].capacity_gb * n for (s, kind), n in solution.storage.items() if s == site_id
+        )
+        if have < gb:
+            problems.append(f"{site_id}: storage for {gb} GB, nodes hold {have} GB")
+
+
+def recompute_network(instance: Instance, solution: Solution) -> int:
+    """Fabric switches and links, NICs bought apart, and each rack's ToR and uplinks."""
+    total = sum(
+        fabric_cost(instance.fabrics[cls], c.ports, c.single, c.leaves, c.spines)
+        for (_, cls), c in solution.fabric.items()
+    )
+    total += sum(instance.skus[k].nic_capex * n for (k, _), n in solution.servers.items())
+    total += sum(  # a ToR per rack of servers (racks of switches alone need none)
+        instance.sites[site].rack_network_capex * count
+        for (site, fill), count in solution.racks.items()
+        if fill
+    )
+    return total
+
+
+def _check_fabric(
+    instance: Instance, solution: Solution, placed: Placed, problems: list[str]
+) -> None:
+    """Every NIC of a job across servers has a switch port, and the tiers connect."""
+    need: dict[tuple[str, str, str], int] = defaultdict(int)
+    for item in placed:
+        if not isinstance(item, tuple) or not item[0].spans:
+            continue
+        option, placement = item
+        sku = instance.skus[option.sku]
+        if sku.fabric is None or sku.fabric not in instance.fabrics:
+            continue
+        for slot in SLOTS_COVERED[option.slot]:
+            need[(placement.site, sku.fabric, slot)] += option.servers * sku.nics
+    for (site, cls, slot), ports in sorted(need.items()):
+        count = solution.fabric.get((site, cls))
+        if count is None or count.ports < ports:
+            problems.append(f"fabric {cls}@{site} {slot}: {ports} ports needed")
+    for (site, cls), c in solution.fabric.items():
+        f = instance.fabrics[cls]
+        two_tier = c.leaves > 0 or c.spines > 0
+        if c.single + (1 if two_tier else 0) > 1 or (two_tier and c.leaves < 2):
+            problems.append(f"fabric {cls}@{site}: not one switch nor a two-tier tree")
+        if c.ports > f.radix * c.single + f.down_ports * c.leaves:
+            problems.append(f"fabric {cls}@{site}: {c.ports} ports on too few switches")
+        if f.radix * c.spines < f.up_ports * c.leaves:
+            problems.append(f"fabric {cls}@{site}: too few spines for the leaves' uplinks")
+    _check_switch_room(instance, solution, problems)
+
+
+def _check_switch_room(instance: Instance, solution: Solution, problems: list[str]) -> None:
+    """Fabric switches fit in the servers' racks' reserve (after each rack's ToR) plus the
+    racks rented for switches alone (the empty fill)."""
+    for site_id in sorted({s for s, _ in solution.fabric} | {s for s, _ in solution.storage}):
+        site = instance.sites[site_id]
+        server_racks = sum(n for (s, fill), n in solution.racks.items() if s == site_id and fill)
+        alone = solution.racks.get((site_id, ()), 0)
+        units = power = 0
+        for (s, cls), c in solution.fabric.items():
+            if s == site_id:
+                units += instance.fabrics[cls].switch_units * c.switches
+                power += instance.fabrics[cls].switch_power_w * c.switches
+        kinds = storage_kinds(site)
+        for (s, kind), n in solution.storage.items():
+            if s == site_id:
+                units += kinds[kind].rack_units * n
+                power += kinds[kind].power_w * n
+        for (sku_id, s), n in solution.servers.items():
+            if s == site_id:
+                units += instance.skus[sku_id].rack_units * n
+                power += instance.skus[sku_id].power_w * n
+        if units > rack_room_units(site) * server_racks + site.rack_units * alone:
+            problems.append(f"{site_id}: servers, switches and storage need {units} U")
+        if power > rack_room_w(site) * server_racks + site.rack_w * alone:
+            problems.append(f"{site_id}: servers, switches and storage need {power} W")
 
 
 def extra_mbps(instance: Instance, placed: Placed) -> dict[str, int]:

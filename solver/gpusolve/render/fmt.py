@@ -63,6 +63,8 @@ def work(d: Deployment) -> str:
 
 COST_LABELS = {
     "servers_capex": "servers (capex)",
+    "network": "network (capex)",
+    "storage": "storage (capex)",
     "rack_rent": "rack rent",
     "energy": "energy",
     "bandwidth": "bandwidth",

@@ -72,7 +72,7 @@ def plan_text(plan: Plan) -> str:
                 f"{s.rack_kw:g} kW; {servers}; {s.power_kw:g} kW peak"
             )
             for i, fill in enumerate(s.fill, 1):
-                content = ", ".join(f"{n} x {k}" for k, n in fill.items())
+                content = ", ".join(f"{n} x {k}" for k, n in fill.items()) or "network switches"
                 used = ""
                 if s.fill_kw:
                     used = f" ({rack_use(s.fill_kw[i - 1], s.rack_kw, s.reserved_kw)})"

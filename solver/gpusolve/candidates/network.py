@@ -1,0 +1,150 @@
+"""The network a plan buys, from the catalogue: which switch and link serve each server's
+NICs, what one rack's top-of-rack switch costs, and which NICs a server lacks.
+
+The optimiser sizes the fabric (`optimize/fabric.py`); this module only turns catalogue
+items into the integer figures it needs. A server's NICs join a compute fabric of their
+kind (InfiniBand on InfiniBand switches; RoCE and Ethernet on Ethernet switches) at their
+rate; the switch is the catalogue's cheapest per port at that rate, the link the cheapest
+optical or AOC link at least that fast (fabric links cross racks, beyond a DAC's reach).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from gpusolve.candidates.money import to_money
+from gpusolve.models.catalog import Catalog, NetworkLink, NetworkNic, NetworkSwitch, Server
+from gpusolve.optimize import ir
+
+RDMA_SWITCH_FABRIC = {"infiniband": "infiniband", "roce": "ethernet"}
+
+
+@dataclass(frozen=True)
+class RackNetwork:
+    """One rack's front-end network: a top-of-rack switch and its uplinks."""
+
+    switch: NetworkSwitch
+    uplink: NetworkLink | None
+
+    @property
+    def capex(self) -> int:
+        link = to_money(self.uplink.price) * self.switch.uplinks if self.uplink else 0
+        return to_money(self.switch.price) + link
+
+    @property
+    def power_w(self) -> int:
+        link = self.uplink.power_w * self.switch.uplinks if self.uplink else 0.0
+        return round(self.switch.power_w + link)
+
+
+def down_ports(radix: int, oversubscription: float) -> int:
+    """Leaf ports towards servers at an oversubscription (down / up <= ratio): half the
+    radix when non-blocking. At least one port stays up so two tiers can connect."""
+    down = math.floor(radix * oversubscription / (1 + oversubscription))
+    return max(1, min(down, radix - 1))
+
+
+def fabric_class_id(server: Server) -> str | None:
+    """The fabric a server's NICs join across servers; None when it has no RDMA NICs."""
+    fabric = server.fabric
+    if fabric.kind not in RDMA_SWITCH_FABRIC or fabric.nics < 1 or fabric.nic_gbps <= 0:
+        return None
+    return f"{fabric.kind}-{fabric.nic_gbps:g}g"
+
+
+def _switch_for(catalog: Catalog, fabric: str, gbps: float) -> NetworkSwitch | None:
+    fits = [
+        s
+        for s in catalog.switches.values()
+        if s.role == "fabric" and s.fabric == fabric and s.ports_at(gbps) > 0
+    ]
+    return min(fits, key=lambda s: (s.price / s.ports_at(gbps), s.id), default=None)
+
+
+def _link_for(catalog: Catalog, gbps: float, kinds: tuple[str, ...]) -> NetworkLink | None:
+    fits = [x for x in catalog.links.values() if x.gbps >= gbps and x.kind in kinds]
+    return min(fits, key=lambda x: (x.price, x.id), default=None)
+
+
+def fabric_class(
+    catalog: Catalog, server: Server, oversubscription: float
+) -> ir.FabricClass | None:
+    """The switch and link for this server's fabric, or None when the catalogue has none
+    (the fabric then costs nothing in the plan: say so rather than invent a price)."""
+    class_id = fabric_class_id(server)
+    if class_id is None:
+        return None
+    gbps = server.fabric.nic_gbps
+    switch = _switch_for(catalog, RDMA_SWITCH_FABRIC[server.fabric.kind], gbps)
+    link = _link_for(catalog, gbps, ("optical", "aoc"))
+    if switch is None or link is None:
+        return None
+    radix = switch.ports_at(gbps)
+    return ir.FabricClass(
+        id=class_id,
+        switch=switch.id,
+        link=link.id,
+        radix=radix,
+        down_ports=down_ports(radix, oversubscription),
+        switch_price=to_money(switch.price),
+        switch_power_w=round(switch.power_w),
+        switch_units=switch.rack_units,
+        link_price=to_money(link.price),
+    )
+
+
+def rack_network(catalog: Catalog) -> RackNetwork | None:
+    """The cheapest top-of-rack switch and the link for its uplinks."""
+    tor = min(
+        (s for s in catalog.switches.values() if s.role == "tor"),
+        key=lambda s: (s.price, s.id),
+        default=None,
+    )
+    if tor is None:
+        return None
+    uplink = _link_for(catalog, 0.0, ("dac", "aoc", "optical")) if tor.uplinks else None
+    return RackNetwork(tor, uplink)
+
+
+def nic_capex(catalog: Catalog, server: Server) -> int:
+    """Fabric NICs a server does not ship with, per server (the shipped servers' prices
+    include theirs)."""
+    if server.fabric.nics_included:
+        return 0
+    nic = nic_for(catalog, server)
+    return server.fabric.nics * to_money(nic.price) if nic is not None else 0
+
+
+def nic_for(catalog: Catalog, server: Server) -> NetworkNic | None:
+    """The cheapest catalogue NIC of the server's fabric kind and at least its rate."""
+    if fabric_class_id(server) is None:
+        return None
+    kind = RDMA_SWITCH_FABRIC[server.fabric.kind]
+    fits = [
+        n for n in catalog.nics.values() if kind in n.fabric and n.gbps >= server.fabric.nic_gbps
+    ]
+    return min(fits, key=lambda n: (n.price, n.id), default=None)
+
+
+def storage_kinds(catalog: Catalog) -> tuple[ir.StorageKind, ...]:
+    """Every storage node of the catalogue: the model mixes them to fit each site's need."""
+    return tuple(
+        ir.StorageKind(
+            id=node.id,
+            capacity_gb=int(node.capacity_tb * 1000),
+            price=to_money(node.price),
+            power_w=round(node.power_w),
+            rack_units=node.rack_units,
+        )
+        for node in sorted(catalog.storage.values(), key=lambda n: n.id)
+    )
+
+
+def storage_need_gb(
+    kind: str, checkpoint_bytes: float, copies: int, dataset_gb: float | None
+) -> int:
+    """What a workload keeps on its site's storage (H16): training keeps `copies` full
+    checkpoints (weights + optimizer state) and its dataset; a service keeps its weights."""
+    kept = 1 if kind == "inference" else copies
+    return math.ceil(checkpoint_bytes * kept / 1e9 + (dataset_gb or 0.0))

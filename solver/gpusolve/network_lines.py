@@ -1,0 +1,181 @@
+"""The network's cost lines: what the optimiser bought for the cluster network, as
+purchase-order lines (quantity, unit, unit price, source, illustrative) whose amounts add
+up to the model's own network figure (`optimize/fabric.py`)."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+from gpusolve.candidates.money import to_money
+from gpusolve.candidates.network import nic_for, rack_network
+from gpusolve.models.catalog import Catalog, NetworkLink, NetworkNic, NetworkSwitch
+from gpusolve.models.common import PriceNote
+from gpusolve.models.plan import CostItem
+from gpusolve.optimize import ir
+
+
+def _line(
+    site: str,
+    subject: str,
+    detail: str,
+    quantity: int,
+    unit: str,
+    unit_price: int,
+    item: NetworkSwitch | NetworkLink | NetworkNic | None,
+) -> CostItem:
+    return CostItem(
+        kind="network",
+        subject=subject,
+        detail=detail,
+        amount=quantity * unit_price,
+        quantity=quantity,
+        unit=unit,
+        unit_price=unit_price,
+        source=_source(item.pricing if item is not None else None),
+        illustrative=item.pricing.illustrative if item is not None else True,
+        site=site,
+    )
+
+
+def _source(note: PriceNote | None) -> str:
+    """As every cost line states it (`itemise.price_source`): the source and its date."""
+    if note is None:
+        return "not in the catalogue"
+    return f"{note.source} (as of {note.as_of})"
+
+
+def topology(count: ir.FabricCount, fabric: ir.FabricClass) -> str:
+    """In words: 'one 64-port switch' / '4 leaves (32 down, 32 up) + 2 spines'."""
+    if count.single:
+        return f"one {fabric.radix}-port switch"
+    return (
+        f"two-tier fat tree: {count.leaves} leaves ({fabric.down_ports} ports down, "
+        f"{fabric.up_ports} up) + {count.spines} spines"
+    )
+
+
+def network_items(solution: ir.Solution, instance: ir.Instance, catalog: Catalog) -> list[CostItem]:
+    """Per site: fabric switches and links, fabric NICs, and each rack's ToR and uplinks."""
+    out: list[CostItem] = []
+    for (site, cls), count in sorted(solution.fabric.items()):
+        fabric = instance.fabrics[cls]
+        switch = catalog.switches.get(fabric.switch)
+        link = catalog.links.get(fabric.link)
+        where = f"at {site}, {topology(count, fabric)}"
+        if count.switches:
+            detail = f"{count.switches} x {fabric.switch} {where}"
+            out.append(
+                _line(
+                    site,
+                    fabric.switch,
+                    detail,
+                    count.switches,
+                    "switch",
+                    fabric.switch_price,
+                    switch,
+                )
+            )
+        up = fabric.up_ports * count.leaves
+        links = count.ports + up
+        if links:
+            detail = f"{count.ports} server-to-switch + {up} leaf-to-spine links at {site}"
+            out.append(_line(site, fabric.link, detail, links, "link", fabric.link_price, link))
+    out += _nics(solution, instance, catalog)
+    out += _tors(solution, instance, catalog)
+    return out
+
+
+def _nics(solution: ir.Solution, instance: ir.Instance, catalog: Catalog) -> list[CostItem]:
+    """Fabric NICs of the servers on a fabric: bought apart, or inside the server price."""
+    on_fabric = {(site, cls) for site, cls in solution.fabric}
+    out: list[CostItem] = []
+    for (sku_id, site), n in sorted(solution.servers.items()):
+        sku = instance.skus[sku_id]
+        if sku.fabric is None or (site, sku.fabric) not in on_fabric or sku.nics == 0:
+            continue
+        quantity = n * sku.nics
+        server = catalog.servers.get(sku_id)
+        if sku.nic_capex:
+            nic = nic_for(catalog, server) if server is not None else None
+            unit_price = sku.nic_capex // sku.nics
+            detail = f"{n} x {sku_id} x {sku.nics} NICs at {site}, bought apart"
+            out.append(
+                _line(site, nic.id if nic else "nic", detail, quantity, "NIC", unit_price, nic)
+            )
+        else:
+            detail = f"{n} x {sku_id} x {sku.nics} NICs at {site}, included in the server price"
+            item = CostItem(
+                kind="network",
+                subject=f"{sku_id} fabric NIC",
+                detail=detail,
+                amount=0,
+                quantity=quantity,
+                unit="NIC",
+                unit_price=0,
+                source=_source(server.pricing if server is not None else None),
+                illustrative=server.pricing.illustrative if server is not None else True,
+                site=site,
+            )
+            out.append(item)
+    return out
+
+
+def _tors(solution: ir.Solution, instance: ir.Instance, catalog: Catalog) -> list[CostItem]:
+    racks: dict[str, int] = defaultdict(int)
+    for (site, fill), count in solution.racks.items():
+        if fill:  # racks of switches alone have no servers to connect
+            racks[site] += count
+    tor = rack_network(catalog)
+    out: list[CostItem] = []
+    if tor is None:
+        return out
+    for site, count in sorted(racks.items()):
+        if not count or not instance.sites[site].rack_network_capex:
+            continue
+        price = to_money(tor.switch.price)
+        detail = f"one top-of-rack switch per rack: {count} rack(s) at {site}"
+        out.append(_line(site, tor.switch.id, detail, count, "switch", price, tor.switch))
+        if tor.uplink is not None and tor.switch.uplinks:
+            per = tor.switch.uplinks
+            link_price = to_money(tor.uplink.price)
+            detail = f"{per} uplinks per top-of-rack switch x {count} rack(s) at {site}"
+            out.append(
+                _line(site, tor.uplink.id, detail, per * count, "link", link_price, tor.uplink)
+            )
+    return out
+
+
+def storage_items(solution: ir.Solution, instance: ir.Instance, catalog: Catalog) -> list[CostItem]:
+    """Per site: the shared-storage nodes holding checkpoints and datasets (H16)."""
+    need: dict[str, int] = defaultdict(int)
+    owned = {o.key: o for o in instance.owned}
+    for choice in solution.choices:
+        option = owned.get(choice.option)
+        if option is not None and choice.site is not None:
+            need[choice.site] += option.storage_gb
+    out: list[CostItem] = []
+    for (site_id, kind_id), nodes in sorted(solution.storage.items()):
+        kind = next((k for k in instance.sites[site_id].storage if k.id == kind_id), None)
+        if kind is None or nodes == 0:
+            continue
+        node = catalog.storage.get(kind.id)
+        detail = (
+            f"{nodes} x {kind.id} ({kind.capacity_gb:,} GB usable each) at {site_id} for "
+            f"{need[site_id]:,} GB of checkpoints and datasets"
+        )
+        note = node.pricing if node is not None else None
+        out.append(
+            CostItem(
+                kind="storage",
+                subject=kind.id,
+                detail=detail,
+                amount=nodes * kind.price,
+                quantity=nodes,
+                unit="storage node",
+                unit_price=kind.price,
+                source=_source(note),
+                illustrative=note.illustrative if note is not None else True,
+                site=site_id,
+            )
+        )
+    return out

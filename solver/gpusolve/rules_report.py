@@ -1,10 +1,14 @@
-"""`gpusolve rules explain`: which rules fire for each workload, what they set, which
-catalogue items their require-rules remove, and their advice, without solving."""
+"""What `gpusolve rules` reports: the rules in effect, one rule, a check of rule files, and
+(`explain`) which rules fire for each workload, what they set, which catalogue items their
+require-rules remove, and their advice, without solving."""
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from gpusolve.errors import InputError, Problem
 from gpusolve.load.yamlio import Document
@@ -24,7 +28,7 @@ from gpusolve.params import SPECS
 from gpusolve.pipeline import load_inputs
 from gpusolve.rules.engine import Removal, WorkloadRules, catalogue_removals, evaluate_workload
 from gpusolve.rules.environment import ActivationCache
-from gpusolve.rules.loader import load_ruleset
+from gpusolve.rules.loader import CompiledRule, RuleSet, load_ruleset, read_rule_file
 from gpusolve.rules.policy import model_sizes
 
 
@@ -118,3 +122,89 @@ def _layout_rules(wr: WorkloadRules) -> list[LayoutRule]:
         LayoutRule(rule=p.rule, source=p.source, kind="prefer", expr=p.expr)
         for p in wr.prefers.get("deployment", [])
     ]
+
+
+def select_rules(ruleset: RuleSet, source: str | None) -> list[CompiledRule]:
+    """The rules in effect, in evaluation order; only those citing `source` (HNN) if given."""
+    return [r for r in ruleset.rules if source is None or r.source == source]
+
+
+def rule_json(rule: CompiledRule) -> dict[str, Any]:
+    r = rule.rule
+    return {
+        "id": r.id,
+        "source": r.source,
+        "title": r.title,
+        "when": r.when,
+        "set": rule.sets,
+        "require": dict(r.require),
+        "prefer": {k: p.model_dump() for k, p in r.prefer.items()},
+        "advise": r.advise,
+        "notes": r.notes,
+        "file": rule.file,
+        "line": rule.line,
+        "shipped": rule.shipped,
+        "replaced": rule.replaced,
+    }
+
+
+def list_json(ruleset: RuleSet, selected: list[CompiledRule]) -> dict[str, Any]:
+    return {
+        "rules": [rule_json(r) for r in selected],
+        "disabled": ruleset.disabled,
+        "files": [str(f) for f in ruleset.files],
+    }
+
+
+def find_rule(ruleset: RuleSet, rule_id: str) -> CompiledRule:
+    """The rule with this id; LookupError says why not (disabled, or the closest ids)."""
+    rule = ruleset.get(rule_id)
+    if rule is not None:
+        return rule
+    if rule_id in ruleset.disabled:
+        raise LookupError(f"rule {rule_id!r} is disabled by {ruleset.disabled[rule_id]}")
+    close = difflib.get_close_matches(rule_id, ruleset.ids(), n=3)
+    hint = f" Did you mean: {', '.join(close)}?" if close else " See `gpusolve rules list`."
+    raise LookupError(f"no rule with id {rule_id!r}.{hint}")
+
+
+def heuristic(source: str) -> dict[str, Any] | None:
+    """The heuristic's summary from rules/heuristics.yaml (None if it cannot be read)."""
+    from gpusolve.load import data_dir, parse_model, read_yaml
+    from gpusolve.models.rules import HeuristicsFile
+
+    path = data_dir("rules") / "heuristics.yaml"
+    try:
+        heuristics = parse_model(read_yaml(path), HeuristicsFile, "heuristics")
+    except InputError:
+        return None
+    for h in heuristics.heuristics:
+        if h.id == source:
+            return h.model_dump()
+    return None
+
+
+@dataclass(frozen=True)
+class CheckedFile:
+    path: Path
+    rules: int
+    replacing_shipped: int
+    disabled: int
+
+
+def check_rule_files(paths: Sequence[Path]) -> tuple[list[CheckedFile], int]:
+    """Each rule file as it loads after the shipped rules, and the rules then in effect;
+    raises InputError (file:line, rule id) on any problem."""
+    ruleset = load_ruleset(list(paths))
+    shipped_ids = {r.id for r in load_ruleset().rules}
+    checked = []
+    for path in paths:
+        files = sorted(path.glob("*.y*ml")) if path.is_dir() else [path]
+        for file in files:
+            if file.name == "heuristics.yaml":
+                continue
+            rule_file, _ = read_rule_file(file)
+            ids = [r.id for r in rule_file.rules]
+            overrides = sum(1 for i in ids if i in shipped_ids)
+            checked.append(CheckedFile(file, len(ids), overrides, len(rule_file.disable)))
+    return checked, len(ruleset.rules)

@@ -664,3 +664,25 @@ def test_searched_figures_print_to_the_search_precision() -> None:
         "0.8547",
     ]
     assert sig(1_500_000.4) == "1,500,000" and sig(None) == "-"
+
+
+def test_the_scenarios_example_reports_each_scenario_as_the_json(
+    reports: list[Rendered],
+) -> None:
+    with_scenarios = [r for r in reports if r.json.get("scenarios")]
+    assert with_scenarios, "an example has a scenarios: block"
+    for r in with_scenarios:
+        outcomes = r.json["scenarios"]["outcomes"]
+        rows = parse(r.html).find("table", id="scenarios")[0].find("tr")[1:]
+        assert [row.find("td")[0].all_text() for row in rows] == [o["name"] for o in outcomes]
+        assert [number(row.find("td")[2]) for row in rows] == [o["tco"] for o in outcomes]
+
+
+def test_plot_without_the_charting_extra_says_what_to_install(
+    gpusolve, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(charts, "available", lambda: False)
+    example = str(EXAMPLES_BY_NAME["startup-tight-capex"])
+    result = gpusolve("frontier", "-q", example, "--plot", str(tmp_path / "f.svg"))
+    assert result.code == 2 and "gpusolve[report]" in result.err
+    assert not (tmp_path / "f.svg").exists()

@@ -21,7 +21,7 @@ import time
 from gpusolve.estimate import Hardware, Layout, evaluate
 from gpusolve.load.catalog import load_catalog
 from gpusolve.measure.session import Options, measure
-from gpusolve.models.requirements import ModelShape, Workload
+from gpusolve.models.requirements import ModelShape, make_workload
 from gpusolve.params import Params
 
 # (label, layers, hidden, heads, kv_heads, ffn): Llama-style widths (vocab 32,000).
@@ -37,7 +37,7 @@ GB = 1e9
 
 
 def row(label: str, shape: ModelShape, ckpt: str, card_id: str, args: argparse.Namespace) -> str:
-    w = Workload(
+    w = make_workload(
         name=label,
         kind="pretrain",
         model=shape,

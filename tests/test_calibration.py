@@ -14,7 +14,7 @@ from gpusolve.estimate import Layout, evaluate, resolve_arch, search_layouts
 from gpusolve.estimate.calibration import calibration_for, measured_layout
 from gpusolve.estimate.training import training_activations_for, training_states_for
 from gpusolve.estimate.units import GB
-from gpusolve.models.requirements import Measured, ModelShape, Workload
+from gpusolve.models.requirements import Measured, ModelShape, make_workload
 from gpusolve.params import Params
 
 BASE = {
@@ -36,7 +36,7 @@ def measured_on(card_id: str, **fields: object) -> Measured:
 
 def test_the_measured_run_is_reproduced_on_its_own_card_and_layout() -> None:
     m = measured_on("h100-sxm", gpus=8, tokens_per_s=8 * 2500.0)
-    w = Workload(**BASE, measured=m)
+    w = make_workload(**BASE, measured=m)
     lay = measured_layout(w)
     # the workload's global batch of 1,024 sequences: 128 micro-batches of 1 on 8 GPUs
     assert (lay.tp, lay.pp, lay.dp, lay.micro_batch, lay.grad_accum) == (1, 1, 8, 1, 128)
@@ -51,8 +51,8 @@ def test_the_measured_run_is_reproduced_on_its_own_card_and_layout() -> None:
 
 @pytest.mark.parametrize("target", [H100, H20], ids=["same card", "same family"])
 def test_mfu_025_plans_proportionally_more_gpus(target: object) -> None:
-    default = search_layouts(Workload(**BASE), hgx(target), Params(), max_nodes=64).best  # type: ignore[arg-type]
-    w = Workload(**BASE, measured=measured_on("h100-sxm", gpus=8, mfu=0.25))
+    default = search_layouts(make_workload(**BASE), hgx(target), Params(), max_nodes=64).best  # type: ignore[arg-type]
+    w = make_workload(**BASE, measured=measured_on("h100-sxm", gpus=8, mfu=0.25))
     cal = calibration_for(w, resolve_arch(w.model), Params(), H100)
     assert cal is not None and cal.compute_factor < 0.75
     slow = search_layouts(w, hgx(target), Params(), max_nodes=64).best  # type: ignore[arg-type]
@@ -67,9 +67,9 @@ def test_mfu_025_plans_proportionally_more_gpus(target: object) -> None:
 
 
 def test_another_family_moves_by_the_ratio_of_parameters() -> None:
-    w = Workload(**BASE, measured=measured_on("h100-sxm", gpus=8, mfu=0.25))
+    w = make_workload(**BASE, measured=measured_on("h100-sxm", gpus=8, mfu=0.25))
     lay = Layout(1, 1, 1, 8, "zero1", micro_batch=1, grad_accum=16)
-    plain = evaluate(Workload(**BASE), hgx(A100_80), lay, Params())
+    plain = evaluate(make_workload(**BASE), hgx(A100_80), lay, Params())
     moved = evaluate(w, hgx(A100_80), lay, Params())
     cal = calibration_for(w, resolve_arch(w.model), Params(), H100)
     assert cal is not None
@@ -81,8 +81,8 @@ def test_another_family_moves_by_the_ratio_of_parameters() -> None:
 
 
 def test_a_higher_measured_mfu_plans_fewer_gpus_than_a_lower_one() -> None:
-    fast = Workload(**BASE, measured=measured_on("h100-sxm", gpus=8, mfu=0.55))
-    slow = Workload(**BASE, measured=measured_on("h100-sxm", gpus=8, mfu=0.25))
+    fast = make_workload(**BASE, measured=measured_on("h100-sxm", gpus=8, mfu=0.55))
+    slow = make_workload(**BASE, measured=measured_on("h100-sxm", gpus=8, mfu=0.25))
     a = search_layouts(fast, hgx(H100), Params(), max_nodes=64).best
     b = search_layouts(slow, hgx(H100), Params(), max_nodes=64).best
     assert a is not None and b is not None and a.gpus < b.gpus
@@ -91,27 +91,27 @@ def test_a_higher_measured_mfu_plans_fewer_gpus_than_a_lower_one() -> None:
 def test_h12_warns_below_30_and_above_60_percent() -> None:
     arch = resolve_arch(BASE["model"])  # type: ignore[arg-type]
     for mfu, word in ((0.25, "below H12's 30%"), (0.7, "above H12's healthy 60%")):
-        w = Workload(**BASE, measured=measured_on("h100-sxm", gpus=8, mfu=mfu))
+        w = make_workload(**BASE, measured=measured_on("h100-sxm", gpus=8, mfu=mfu))
         cal = calibration_for(w, arch, Params(), H100)
         assert cal is not None and any(word in n for n in cal.notes), cal.notes
-    ok = Workload(**BASE, measured=measured_on("h100-sxm", gpus=8, mfu=0.45))
+    ok = make_workload(**BASE, measured=measured_on("h100-sxm", gpus=8, mfu=0.45))
     cal = calibration_for(ok, arch, Params(), H100)
     assert cal is not None and not any("H12's" in n for n in cal.notes)
 
 
 def test_measured_peak_calibrates_the_activation_estimate() -> None:
     arch = resolve_arch(BASE["model"])  # type: ignore[arg-type]
-    probe = Workload(**BASE, measured=measured_on("h100-sxm", gpus=8, mfu=0.45))
+    probe = make_workload(**BASE, measured=measured_on("h100-sxm", gpus=8, mfu=0.45))
     lay = measured_layout(probe)
     states = training_states_for(probe, arch, 8, lay, Params()).total_bytes
     acts = training_activations_for(probe, arch, 8, lay)
     peak_gb = (states + 1.5 * acts) / GB
     m = measured_on("h100-sxm", gpus=8, mfu=0.45, peak_memory_gb=peak_gb)
-    w = Workload(**BASE, measured=m)
+    w = make_workload(**BASE, measured=m)
     cal = calibration_for(w, arch, Params(), H100)
     assert cal is not None and cal.activation_factor == pytest.approx(1.5)
     other = Layout(1, 2, 1, 4, "zero1", micro_batch=2, grad_accum=32)
-    plain = evaluate(Workload(**BASE), hgx(A100_80), other, Params())
+    plain = evaluate(make_workload(**BASE), hgx(A100_80), other, Params())
     calibrated = evaluate(w, hgx(A100_80), other, Params())
     assert calibrated.memory.activations_bytes == pytest.approx(
         1.5 * plain.memory.activations_bytes
@@ -119,7 +119,7 @@ def test_measured_peak_calibrates_the_activation_estimate() -> None:
 
 
 def test_a_peak_below_the_states_is_refused_with_a_reason() -> None:
-    w = Workload(**BASE, measured=measured_on("h100-sxm", gpus=8, mfu=0.45, peak_memory_gb=10))
+    w = make_workload(**BASE, measured=measured_on("h100-sxm", gpus=8, mfu=0.45, peak_memory_gb=10))
     cal = calibration_for(w, resolve_arch(w.model), Params(), H100)
     assert cal is not None and cal.activation_factor == 1.0
     assert any("below the" in n and "model states" in n for n in cal.notes)

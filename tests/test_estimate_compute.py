@@ -14,7 +14,7 @@ from tests.factories.requirements import preset_workload
 from gpusolve.estimate import Hardware, Layout, evaluate, resolve_arch
 from gpusolve.estimate.checkpoint import checkpoint_stall, training_checkpoint
 from gpusolve.estimate.steptime import allreduce_s, gather_s
-from gpusolve.models.requirements import Measured, ModelShape, Workload
+from gpusolve.models.requirements import Measured, ModelShape, Workload, make_workload
 from gpusolve.params import Params
 
 GB = 1e9
@@ -78,7 +78,7 @@ def test_pipeline_bubble_follows_1f1b_and_interleaving() -> None:
 
 
 def test_full_recompute_reruns_the_forward() -> None:
-    w = Workload(name="ft", kind="full_finetune", model=ModelShape(params_b=7), tokens=1e9)
+    w = make_workload(name="ft", kind="full_finetune", model=ModelShape(params_b=7), tokens=1e9)
     hw, p = hgx(H100), Params()
     none = evaluate(w, hw, Layout(1, 1, 1, 8, "zero3", "none"), p)
     full = evaluate(w, hw, Layout(1, 1, 1, 8, "zero3", "full"), p)
@@ -93,7 +93,9 @@ def test_full_recompute_reruns_the_forward() -> None:
 
 def test_selective_recompute_is_free_with_flash_attention() -> None:
     # FlashAttention's backward recomputes the attention core anyway (Dao 2022).
-    w = Workload(name="ft", kind="full_finetune", model=ModelShape(preset="llama-2-7b"), tokens=1e9)
+    w = make_workload(
+        name="ft", kind="full_finetune", model=ModelShape(preset="llama-2-7b"), tokens=1e9
+    )
     sel = evaluate(w, hgx(H100), Layout(1, 2, 1, 4, "zero1", "selective"), Params())
     assert sel.step is not None and sel.step.recompute_s == 0
     no_flash = w.model_copy(update={"flash_attention": False})
@@ -139,13 +141,13 @@ def test_gpu_hours_move_only_through_named_terms_from_8_to_2048_gpus(dp: int) ->
 def test_bottleneck_training_is_compute_and_decode_is_memory_bandwidth() -> None:
     # H03: dense transformer training is limited by tensor throughput; H07: decoding moves
     # every weight per token, so its intensity sits far below the ridge point.
-    train = Workload(
+    train = make_workload(
         name="ft", kind="full_finetune", model=ModelShape(preset="llama-2-7b"), tokens=1e9
     )
     est = evaluate(train, hgx(H100), Layout(1, 1, 1, 8, "zero1", micro_batch=2), Params())
     assert est.bottleneck == "compute"
     assert est.ridge_point is not None and est.arithmetic_intensity > est.ridge_point
-    serve = Workload(
+    serve = make_workload(
         name="chat",
         kind="inference",
         model=ModelShape(preset="llama-2-13b"),
@@ -285,7 +287,7 @@ def test_slow_fabric_is_classified_communication_bound_not_rejected() -> None:
     # H08/H09/H11: DDP gradients over NVLink are cheap; over a 25 Gbit/s-per-GPU fabric
     # they dominate. Above H11's 15% the layout is charged the time and classified, not
     # rejected (a rule can still forbid it).
-    w = Workload(
+    w = make_workload(
         name="ft",
         kind="full_finetune",
         model=ModelShape(preset="llama-2-7b"),
@@ -305,14 +307,16 @@ def test_slow_fabric_is_classified_communication_bound_not_rejected() -> None:
 
 
 def test_no_fabric_means_no_multi_node_job() -> None:
-    w = Workload(name="ft", kind="full_finetune", model=ModelShape(params_b=7), tokens=1e9)
+    w = make_workload(name="ft", kind="full_finetune", model=ModelShape(params_b=7), tokens=1e9)
     hw = Hardware(A100_80, 8, 600, 0.0, 20)
     est = evaluate(w, hw, Layout(2, 1, 1, 16, "zero3"), Params())
     assert any("no inter-node fabric" in r for r in est.reasons)
 
 
 def test_expert_parallel_across_nodes_crosses_the_nic() -> None:
-    w = Workload(name="moe", kind="pretrain", model=ModelShape(preset="mixtral-8x7b"), tokens=1e9)
+    w = make_workload(
+        name="moe", kind="pretrain", model=ModelShape(preset="mixtral-8x7b"), tokens=1e9
+    )
     hw = hgx(H100)
     inside = evaluate(w, hw, Layout(2, 1, 1, 16, "zero1", ep=8), Params())
     across = replace(hw, gpus_per_node=4)
@@ -344,7 +348,7 @@ def test_checkpoint_stall_at_hdd_speed_blocks_the_layout() -> None:
     )
     assert stall.save_time_s == pytest.approx(1960)
     assert stall.saves == 10
-    w = Workload(
+    w = make_workload(
         name="ft",
         kind="full_finetune",
         model=ModelShape(params_b=7),
@@ -366,7 +370,7 @@ def test_memory_is_what_the_device_reports() -> None:
     assert H100.reported_memory_bytes == pytest.approx(80 * 2**30)  # no MiB given: 80 GiB
     h100 = H100.model_copy(update={"memory_reported_mib": 81559})
     assert h100.reported_memory_bytes == pytest.approx(85.52e9, rel=1e-3)
-    w = Workload(name="ft", kind="full_finetune", model=ModelShape(params_b=7), tokens=1e9)
+    w = make_workload(name="ft", kind="full_finetune", model=ModelShape(params_b=7), tokens=1e9)
     est = evaluate(w, hgx(H20), Layout(1, 1, 1, 1), Params(headroom=0.3))
     usable = H20.reported_memory_bytes * 0.7
     assert est.usable_memory_bytes == pytest.approx(usable)
@@ -384,17 +388,17 @@ def test_measured_run_calibrates_the_compute_h12() -> None:
         "tokens": 1e9,
     }
     lay, hw = Layout(1, 1, 1, 8, "zero1", micro_batch=2, grad_accum=4), hgx(H100)
-    modelled = evaluate(Workload(**base), hw, lay, Params())
+    modelled = evaluate(make_workload(**base), hw, lay, Params())
     # A measured MFU on another family's card calibrates this one by the families' ratio
     # (estimate/calibration.py; tests/test_calibration.py checks the mechanism).
     measured = Measured(card="a100-80gb-sxm", gpus=8, mfu=0.2)
     measured.bind_card(A100_80)
-    low = evaluate(Workload(**base, measured=measured), hw, lay, Params())
+    low = evaluate(make_workload(**base, measured=measured), hw, lay, Params())
     assert low.time_to_train_s and modelled.time_to_train_s and modelled.mfu
     assert low.time_to_train_s > 1.5 * modelled.time_to_train_s
     assert low.measured
     # A measured tokens/s on this card is reproduced at the measured layout.
-    rate = Workload(**base, measured=Measured(card="h100-sxm", gpus=8, tokens_per_s=24_000))
+    rate = make_workload(**base, measured=Measured(card="h100-sxm", gpus=8, tokens_per_s=24_000))
     est = evaluate(rate, hw, Layout(1, 1, 1, 8, micro_batch=1, grad_accum=1), Params())
     assert est.measured
     assert est.tokens_per_s == pytest.approx(24_000, rel=0.15)

@@ -17,7 +17,7 @@ from gpusolve.estimate.memory import (
     model_states_bytes,
 )
 from gpusolve.estimate.presets import PRESETS
-from gpusolve.models.requirements import Lora, ModelShape, Workload
+from gpusolve.models.requirements import Lora, ModelShape, make_workload
 from gpusolve.params import Params
 
 GB = 1e9
@@ -65,7 +65,7 @@ def test_7b_mixed_precision_adamw_is_112_gb_and_126_with_18_byte_convention() ->
 
 
 def test_convention_parameter_reaches_evaluate() -> None:
-    w = Workload(name="ft", kind="full_finetune", model=ModelShape(params_b=7), tokens=1e9)
+    w = make_workload(name="ft", kind="full_finetune", model=ModelShape(params_b=7), tokens=1e9)
     lay = Layout(nodes=1, tp=1, pp=1, dp=1)
     m16 = evaluate(w, hgx(A100_80), lay, Params(bytes_per_param_convention=16)).memory
     m18 = evaluate(w, hgx(A100_80), lay, Params()).memory  # default: fp32 gradient buffer
@@ -91,7 +91,7 @@ def test_optimizer_state_per_parameter() -> None:
 
 def test_13b_fp16_inference_weights_are_26_gb() -> None:
     # H27: "13B in FP16 is ≈ 26 GB of weights".
-    w = Workload(
+    w = make_workload(
         name="chat",
         kind="inference",
         precision="fp16",
@@ -160,7 +160,9 @@ def test_korthikanti_tensor_and_sequence_parallel_forms() -> None:
 
 
 def test_micro_batch_scales_activations_and_accumulation_does_not() -> None:
-    w = Workload(name="ft", kind="full_finetune", model=ModelShape(preset="llama-2-7b"), tokens=1e9)
+    w = make_workload(
+        name="ft", kind="full_finetune", model=ModelShape(preset="llama-2-7b"), tokens=1e9
+    )
     hw, p = hgx(H100), Params()
     one = evaluate(w, hw, Layout(1, 1, 1, 8, "zero3", micro_batch=1, grad_accum=1), p)
     two = evaluate(w, hw, Layout(1, 1, 1, 8, "zero3", micro_batch=2, grad_accum=1), p)
@@ -177,7 +179,7 @@ def test_lora_keeps_a_frozen_base_and_trains_small_fp32_adapters() -> None:
     adapters = lora_params(arch, 16)
     # H14: LoRA cuts trainable parameters to about 1% or 0.1%.
     assert 0.001 < adapters / arch.params < 0.01
-    w = Workload(
+    w = make_workload(
         name="lora",
         kind="lora",
         model=ModelShape(preset="llama-2-7b"),
@@ -199,7 +201,7 @@ def test_qlora_base_is_4_bit_with_quantisation_constants() -> None:
     # 8/64 + 32/(64·256) = 0.127 bit per parameter on top of the 4 bits.
     assert QUANT_CONSTANT_BITS["nf4"] == pytest.approx(0.127, abs=0.0005)
     arch = resolve_arch(ModelShape(preset="llama-2-7b"))
-    w = Workload(name="q", kind="qlora", model=ModelShape(preset="llama-2-7b"), tokens=1e8)
+    w = make_workload(name="q", kind="qlora", model=ModelShape(preset="llama-2-7b"), tokens=1e8)
     est = evaluate(w, hgx(A100_80), Layout(1, 1, 1, 1), Params())
     adapters = lora_params(arch, 16)
     linear = arch.params - arch.embedding_params
@@ -216,7 +218,9 @@ def test_moe_total_versus_active_parameters_and_expert_parallel() -> None:
     arch = resolve_arch(ModelShape(preset="mixtral-8x7b"))
     assert arch.params / 1e9 == pytest.approx(46.7, rel=0.01)
     assert arch.active_params / 1e9 == pytest.approx(12.9, rel=0.01)
-    w = Workload(name="moe", kind="pretrain", model=ModelShape(preset="mixtral-8x7b"), tokens=1e9)
+    w = make_workload(
+        name="moe", kind="pretrain", model=ModelShape(preset="mixtral-8x7b"), tokens=1e9
+    )
     p, hw = Params(), hgx(H100)
     no_ep = evaluate(w, hw, Layout(1, 1, 1, 8, "zero1"), p)
     ep8 = evaluate(w, hw, Layout(1, 1, 1, 8, "zero1", ep=8), p)

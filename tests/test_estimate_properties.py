@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from tests.factories.hardware import A100_80, H100, L40S, hgx
 
 from gpusolve.estimate import Hardware, Layout, evaluate, search_layouts
-from gpusolve.models.requirements import ModelShape, Workload
+from gpusolve.models.requirements import ModelShape, Workload, make_workload
 from gpusolve.params import Params
 
 FEW = settings(max_examples=30, deadline=None)
@@ -33,7 +33,7 @@ PRECISIONS = st.sampled_from(["bf16", "fp16", "fp8", "fp32"])
 
 @st.composite
 def training_case(draw: st.DrawFn) -> tuple[Workload, Layout]:
-    w = Workload(
+    w = make_workload(
         name="w",
         kind=draw(KINDS),
         model=draw(MODELS),
@@ -117,7 +117,9 @@ def test_totals_equal_the_sum_of_the_breakdown(case: tuple[Workload, Layout]) ->
 def test_inference_memory_sums_and_tp_never_increases_it(
     model: ModelShape, tp: int, batch: int, context: int
 ) -> None:
-    w = Workload(name="i", kind="inference", model=model, context_len=context, concurrency=batch)
+    w = make_workload(
+        name="i", kind="inference", model=model, context_len=context, concurrency=batch
+    )
     totals = []
     for t in (tp, tp * 2):
         m = evaluate(w, hgx(H100), Layout(1, t, 1, 1, micro_batch=batch), Params()).memory
@@ -157,7 +159,7 @@ def test_more_data_parallel_gpus_never_increase_time_on_ample_links(
 @settings(max_examples=8, deadline=None)
 @given(st.sampled_from([ModelShape(preset="llama-2-13b"), ModelShape(params_b=30)]))
 def test_allowing_more_nodes_never_increases_the_best_time(model: ModelShape) -> None:
-    w = Workload(
+    w = make_workload(
         name="w",
         kind="full_finetune",
         model=model,
@@ -174,7 +176,9 @@ def test_allowing_more_nodes_never_increases_the_best_time(model: ModelShape) ->
 
 
 def test_search_never_returns_an_infeasible_layout() -> None:
-    w = Workload(name="w", kind="full_finetune", model=ModelShape(preset="llama-2-13b"), tokens=1e9)
+    w = make_workload(
+        name="w", kind="full_finetune", model=ModelShape(preset="llama-2-13b"), tokens=1e9
+    )
     for hw in (hgx(A100_80), hgx(L40S)):
         for e in search_layouts(w, hw, Params(), max_nodes=4).feasible:
             assert e.feasible and e.fits and not e.reasons

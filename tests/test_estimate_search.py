@@ -10,7 +10,7 @@ from tests.factories.hardware import A100_80, H100, L40S, RTX4090, hgx, pcie_box
 from tests.factories.requirements import preset_workload
 
 from gpusolve.estimate import search_layouts
-from gpusolve.models.requirements import ModelShape, Workload
+from gpusolve.models.requirements import ModelShape, Workload, make_workload
 from gpusolve.params import Params
 
 
@@ -74,7 +74,7 @@ def test_multi_node_can_be_disabled() -> None:
 
 def test_lora_fits_one_gpu_when_partial_nodes_are_allowed() -> None:
     # H38: LoRA 7B ≈ 42 GB → one 80 GB card.
-    w = Workload(name="lora", kind="lora", model=ModelShape(params_b=7), tokens=1e8)
+    w = make_workload(name="lora", kind="lora", model=ModelShape(params_b=7), tokens=1e8)
     res = search_layouts(w, hgx(A100_80), Params(), max_nodes=1, whole_nodes=False)
     assert res.feasible[0].gpus == 1
     whole = search_layouts(w, hgx(A100_80), Params(), max_nodes=1)
@@ -92,7 +92,7 @@ def test_fixed_workload_choices_are_respected() -> None:
 
 
 def test_inference_replicas_reach_the_target() -> None:
-    w = Workload(
+    w = make_workload(
         name="chat",
         kind="inference",
         model=ModelShape(preset="llama-2-13b"),
@@ -109,7 +109,7 @@ def test_inference_replicas_reach_the_target() -> None:
 
 def test_inference_concurrency_sets_kv_memory_and_replicas() -> None:
     # H27: with concurrency the KV cache, not the weights, decides the card.
-    w = Workload(
+    w = make_workload(
         name="chat",
         kind="inference",
         model=ModelShape(preset="llama-2-13b"),
@@ -123,7 +123,7 @@ def test_inference_concurrency_sets_kv_memory_and_replicas() -> None:
 
 
 def test_inference_on_cards_too_small_is_rejected() -> None:
-    w = Workload(
+    w = make_workload(
         name="big",
         kind="inference",
         model=ModelShape(preset="llama-3.1-405b"),
@@ -142,8 +142,8 @@ def test_search_is_fast_on_typical_inputs(hw: object) -> None:
     work = [
         _ft(deadline_hours=24),
         _ft(model=ModelShape(preset="llama-2-13b"), name="ft-13b"),
-        Workload(name="lora", kind="lora", model=ModelShape(params_b=7), tokens=1e8),
-        Workload(
+        make_workload(name="lora", kind="lora", model=ModelShape(params_b=7), tokens=1e8),
+        make_workload(
             name="chat",
             kind="inference",
             model=ModelShape(preset="llama-2-13b"),

@@ -6,7 +6,7 @@ import pytest
 
 from gpusolve.estimate import thumb_figures, whole_model_memory
 from gpusolve.estimate.thumb import h05_range_bytes, h30_bytes
-from gpusolve.models.requirements import ModelShape, Workload
+from gpusolve.models.requirements import ModelShape, make_workload
 from gpusolve.params import Params
 
 GB = 1e9
@@ -46,12 +46,12 @@ def test_formula_figure_next_to_the_rule_of_thumb() -> None:
     # With 16-bit gradients the formula's model states for 7B full fine-tuning equal H05's
     # low end (112 GB); the default fp32 gradient buffer adds 2 B/param (126 GB); activations
     # and runtime overhead come on top, so the whole job exceeds both.
-    w = Workload(name="ft", kind="full_finetune", model=ModelShape(params_b=7), tokens=1e9)
+    w = make_workload(name="ft", kind="full_finetune", model=ModelShape(params_b=7), tokens=1e9)
     m16 = whole_model_memory(w, Params(bytes_per_param_convention=16))
     assert (m16.weights + m16.gradients + m16.optimizer) / GB == pytest.approx(112)
     m = whole_model_memory(w, Params())
     assert (m.weights + m.gradients + m.optimizer) / GB == pytest.approx(126)
     assert m.total / GB > 112
-    lora = Workload(name="l", kind="lora", model=ModelShape(params_b=7), tokens=1e9)
+    lora = make_workload(name="l", kind="lora", model=ModelShape(params_b=7), tokens=1e9)
     ml = whole_model_memory(lora, Params())
     assert 14 < ml.total / GB < 42  # below the rule of thumb's 42 GB at micro-batch 1

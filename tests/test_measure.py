@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from gpusolve.measure import scaled_peak_bytes, scaled_tokens_per_s
-from gpusolve.models.requirements import ModelShape, Workload
+from gpusolve.models.requirements import ModelShape, Workload, make_workload
 from gpusolve.params import Params
 
 # Bytes autograd saves for backward in one micro-batch's forward (incl. the fp32 loss) against
@@ -36,7 +36,7 @@ def tiny(**over: Any) -> Workload:
         "seq_len": 64,
         "micro_batch": 2,
     }
-    return Workload(**{**base, **over})
+    return make_workload(**{**base, **over})
 
 
 def run(w: Workload, params: Params | None = None, **opts: Any) -> Any:

@@ -36,7 +36,12 @@ from gpusolve.models.estimate import (
     ThumbOut,
     WorkloadEstimate,
 )
-from gpusolve.models.requirements import Requirements, Workload
+from gpusolve.models.requirements import (
+    DEFAULT_OPTIMIZER,
+    InferenceWorkload,
+    Requirements,
+    Workload,
+)
 from gpusolve.params import Params
 
 ZERO_SHARDING = {0: "ddp", 1: "zero1", 2: "zero2", 3: "zero3"}
@@ -94,7 +99,7 @@ def explicit_layout(w: Workload, hw: Hardware, params: Params, choice: LayoutCho
             "--gpus", f"--gpus {total} is not a multiple of TP × CP × PP = {t * p * c}"
         )
     dp = total // (t * p * c)
-    if w.kind == "inference":
+    if isinstance(w, InferenceWorkload):
         b_max = max(1, max_decode_batch(w, hw, params, t, p))
         batch = choice.micro_batch or (
             b_max if w.concurrency is None else min(b_max, math.ceil(w.concurrency / dp))
@@ -165,8 +170,8 @@ def build_report(
                 kind=w.kind,
                 headroom=params.headroom,
                 precision=w.precision,
-                optimizer=w.optimizer,
-                tokens=w.tokens,
+                optimizer=DEFAULT_OPTIMIZER if isinstance(w, InferenceWorkload) else w.optimizer,
+                tokens=None if isinstance(w, InferenceWorkload) else w.tokens,
                 deadline_h=w.deadline_hours,
                 arch=arch_out(arch),
                 thumb=thumb_out(arch, w, params),

@@ -33,7 +33,7 @@ from gpusolve.models.plan import (
     SolverInfo,
     TimedOut,
 )
-from gpusolve.models.requirements import Requirements, Scenario, Workload
+from gpusolve.models.requirements import InferenceWorkload, Requirements, Scenario, Workload
 from gpusolve.optimize import ir
 from gpusolve.smalljobs import beyond_horizon, rent_only, small_jobs
 
@@ -94,9 +94,8 @@ def _demand_factor(s: Scenario, workload: str) -> float:
 def _grown(w: Workload, factor: float) -> Workload:
     if factor == 1.0:
         return w
-    if w.kind != "inference":
-        assert w.tokens is not None  # the model requires tokens for training
-        return w.model_copy(update={"tokens": w.tokens * factor})
+    if not isinstance(w, InferenceWorkload):
+        return w.model_copy(update={"tokens": w.tokens_per_run * factor})
     if w.target_tokens_per_s is not None:
         return w.model_copy(update={"target_tokens_per_s": w.target_tokens_per_s * factor})
     assert w.concurrency is not None  # the model requires one of the two

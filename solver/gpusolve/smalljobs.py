@@ -17,7 +17,7 @@ from dataclasses import replace
 from gpusolve.candidates.generate import Candidates, Rejection
 from gpusolve.candidates.money import slot_hours_per_month
 from gpusolve.models.catalog import Catalog
-from gpusolve.models.requirements import Requirements, Workload
+from gpusolve.models.requirements import InferenceWorkload, Requirements, Workload
 
 # One GPU-hour over the whole horizon: "a single GPU finishes it in minutes" with a wide
 # margin either side of any real purchase decision (the smallest purchase, one 8-GPU
@@ -31,7 +31,7 @@ MFU = 0.5
 
 def gpu_hours(workload: Workload, catalog: Catalog) -> float | None:
     """Hours the fastest catalogue card needs for all runs; None for serving or unknown."""
-    if workload.kind == "inference" or workload.tokens is None or not catalog.cards:
+    if isinstance(workload, InferenceWorkload) or not catalog.cards:
         return None
     from gpusolve.estimate import UnknownPreset, resolve_arch
 
@@ -40,7 +40,7 @@ def gpu_hours(workload: Workload, catalog: Catalog) -> float | None:
     except (UnknownPreset, ValueError):
         return None
     peak = max((c.tflops_at("bf16") or c.tflops.fp32) for c in catalog.cards.values())
-    flops = FLOPS_PER_PARAM_TOKEN * params * workload.tokens * workload.runs
+    flops = FLOPS_PER_PARAM_TOKEN * params * workload.tokens_per_run * workload.runs
     return flops / (peak * 1e12 * MFU) / 3600
 
 
@@ -49,10 +49,10 @@ def small_jobs(reqs: Requirements, catalog: Catalog) -> dict[str, str]:
     found: dict[str, str] = {}
     for w in reqs.workloads:
         hours = gpu_hours(w, catalog)
-        if hours is not None and hours < TINY_GPU_HOURS:
+        if hours is not None and hours < TINY_GPU_HOURS and not isinstance(w, InferenceWorkload):
             found[w.name] = (
                 f"{w.name} is about {hours * 60:.2g} GPU-minutes of work in all "
-                f"({w.tokens:g} tokens x {w.runs:g} runs): too small to buy servers for; "
+                f"({w.tokens_per_run:g} tokens x {w.runs:g} runs): too small to buy servers for; "
                 "rent by the hour or use any GPU you have"
             )
     return found

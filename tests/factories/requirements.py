@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from gpusolve.models.requirements import ModelShape, Requirements, Workload
+from gpusolve.models.requirements import ModelShape, Requirements, Workload, make_workload
 
 
 def workload(
@@ -21,7 +21,7 @@ def workload(
     if model:
         data["model"].update(model)
     data.update(kw)
-    return Workload.model_validate(data)
+    return make_workload(data)
 
 
 def preset_workload(preset: str, **fields: Any) -> Workload:
@@ -29,7 +29,7 @@ def preset_workload(preset: str, **fields: Any) -> Workload:
     otherwise; `fields` as in the requirements file, `model` included."""
     data: dict[str, Any] = {"name": "w", "kind": "pretrain", "model": ModelShape(preset=preset)}
     data.update(fields)
-    return Workload.model_validate(data)
+    return make_workload(data)
 
 
 def requirements(*workloads: Workload, **kw: Any) -> Requirements:

@@ -56,7 +56,7 @@ from gpusolve.estimate import Hardware, Layout, evaluate, resolve_arch
 from gpusolve.estimate.memory import kv_cache_bytes, kv_cache_bytes_per_token, weights_bytes
 from gpusolve.estimate.search import max_decode_batch
 from gpusolve.models.catalog import Card
-from gpusolve.models.requirements import ModelShape, Workload
+from gpusolve.models.requirements import ModelShape, Workload, make_workload
 from gpusolve.params import Params
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -147,7 +147,7 @@ NARAYANAN_ROWS = (
 def _narayanan(row: tuple[Any, ...]) -> Case:
     size, heads, hidden, layers, tp, pp, gpus, batch, tflops, mb, vp, torch_ddp = row
     dp = gpus // (tp * pp)
-    w = Workload(
+    w = make_workload(
         name=f"gpt-{size}b",
         kind="pretrain",
         model=_gpt(hidden, heads, layers),
@@ -201,7 +201,7 @@ KORTHIKANTI_ROWS = (
 def _korthikanti_workload(
     name: str, heads: int, hidden: int, layers: int, mb: int, batch: int, ckpt: str
 ) -> Workload:
-    return Workload(
+    return make_workload(
         name=f"gpt-{name.lower()}",
         kind="pretrain",
         model=_gpt(hidden, heads, layers),
@@ -316,7 +316,7 @@ ZERO_TABLE1 = {
 
 def _zero(size: float, dp: int, stage: int) -> Case:
     published = ZERO_TABLE1[size][dp][stage - 1]
-    w = Workload(
+    w = make_workload(
         name=f"zero-{size}b",
         kind="pretrain",
         model=ModelShape(params_b=size),
@@ -429,7 +429,7 @@ GPTFAST_ROWS = (
 
 
 def _gpt_fast(preset: str, precision: str, tp: int, published: float) -> Case:
-    w = Workload(
+    w = make_workload(
         name=f"{preset}-decode",
         kind="inference",
         model=ModelShape(preset=preset),
@@ -478,7 +478,7 @@ def _megatron_h100(row: tuple[Any, ...]) -> Case:
     size, heads, hidden, layers, tp, pp, dp, batch, tflops = row
     gpus = tp * pp * dp
     m = batch // dp
-    w = Workload(
+    w = make_workload(
         name=f"gpt-{size}b",
         kind="pretrain",
         model=_gpt(hidden, heads, layers, vocab=131072).model_copy(
@@ -516,7 +516,7 @@ def _megatron_h100(row: tuple[Any, ...]) -> Case:
 
 
 def _llama3(gpus: int, dp: int, per_dp: int, tflops: float) -> Case:
-    w = Workload(
+    w = make_workload(
         name="llama3-405b",
         kind="pretrain",
         model=ModelShape(preset="llama-3.1-405b"),
@@ -561,7 +561,7 @@ def _llama3(gpus: int, dp: int, per_dp: int, tflops: float) -> Case:
 
 
 def _llama65() -> Case:
-    w = Workload(
+    w = make_workload(
         name="llama-65b",
         kind="pretrain",
         model=ModelShape(preset="llama-65b"),
@@ -591,7 +591,7 @@ def _llama65() -> Case:
 
 
 def _deepseek() -> Case:
-    w = Workload(
+    w = make_workload(
         name="deepseek-v3",
         kind="pretrain",
         model=ModelShape(preset="deepseek-v3"),
@@ -636,7 +636,7 @@ TRTLLM_ROWS = (
 
 def _trtllm(row: tuple[Any, ...]) -> Case:
     preset, card_id, nvlink, tp, isl, osl, published = row
-    w = Workload(
+    w = make_workload(
         name="serve",
         kind="inference",
         model=ModelShape(preset=preset),
@@ -686,7 +686,7 @@ NEMO_ROWS = (
 def _nemo(row: tuple[Any, ...]) -> Case:
     preset, kind, gpus, gbs, mb, seq, tp, pp, cp, vp, published = row
     dp = gpus // (tp * pp * cp)
-    w = Workload(
+    w = make_workload(
         name="nemo",
         kind=kind,
         model=ModelShape(preset=preset),

@@ -284,7 +284,7 @@ def _owned_options(b: _Builder, w: Workload) -> None:
         groups = _fabric_groups(b.catalog, server, b.reqs.network.oversubscription)
         for ratio, offers in groups:
             hw = Hardware.from_server(server, card).with_oversubscription(ratio)
-            spans = w.kind != "inference"  # replicas behind a load balancer need no fabric
+            spans = w.is_training  # replicas behind a load balancer need no fabric
             limit = node_limit(server, offers, needs_fabric=spans, reserves=b.reserves)
             if not params.allow_multi_node:
                 limit = 1
@@ -514,7 +514,7 @@ def _headroom_permille(estimate: ConfigEstimate) -> int:
 def _needs_fabric(w: Workload, estimate: ConfigEstimate, gpus_per_node: int) -> bool:
     """Training across servers needs RDMA; inference only when one replica spans servers
     (independent replicas behind a load balancer need no fabric, H27)."""
-    if w.kind == "inference":
+    if not w.is_training:
         return bool(estimate.layout.tp * estimate.layout.pp > gpus_per_node)
     return bool(estimate.nodes > 1)
 
@@ -680,7 +680,7 @@ def rental_tier(
     w: Workload, estimate: ConfigEstimate, offer: CloudOffer, hours: float, horizon_months: int
 ) -> finance.Tier:
     """The cheapest price tier this rental's use allows, per instance (`finance.py`)."""
-    continuous = w.kind == "inference" or not estimate.time_to_train_s
+    continuous = not w.is_training or not estimate.time_to_train_s
     per_run = (estimate.time_to_train_s or 0) / 3600
     held, span = finance.rental_months(continuous, w.runs, per_run, horizon_months)
     reserved = [(r.term_months, r.price_per_month) for r in offer.reserved]
@@ -692,7 +692,7 @@ def rental_tier(
 
 def rental_hours(w: Workload, estimate: ConfigEstimate, horizon_months: int) -> float:
     """Training rents for the runs' duration; a service rents for every hour it is up."""
-    if w.kind == "inference" or not estimate.time_to_train_s:
+    if not w.is_training or not estimate.time_to_train_s:
         return slot_hours_per_month(w.schedule) * horizon_months
     return float(estimate.time_to_train_s / 3600 * w.runs)
 

@@ -46,7 +46,7 @@ from gpusolve.estimate.shapes import Arch
 from gpusolve.estimate.steptime import StepBreakdown
 from gpusolve.estimate.units import GB
 from gpusolve.models.catalog import Card
-from gpusolve.models.requirements import Workload
+from gpusolve.models.requirements import InferenceWorkload, Training, Workload
 from gpusolve.params import Params
 
 # A measured activation peak is taken between these multiples of the formula's (outside them
@@ -71,7 +71,7 @@ class Calibration:
     notes: tuple[str, ...]
 
 
-def measured_layout(workload: Workload) -> Layout:
+def measured_layout(workload: Training) -> Layout:
     """The measured run's layout: its tp x pp x dp on `gpus`, micro-batch, sharding and
     recomputation (each defaulting to the workload's); gradient accumulation up to the
     workload's global batch (the run is assumed to use it), else one micro-batch per step."""
@@ -92,7 +92,7 @@ def measured_layout(workload: Workload) -> Layout:
     )
 
 
-def measured_workload(workload: Workload) -> Workload:
+def measured_workload(workload: Training) -> Training:
     """The workload as it ran when measured (its own sequence length), without `measured`."""
     m = workload.measured
     assert m is not None
@@ -102,7 +102,7 @@ def measured_workload(workload: Workload) -> Workload:
     return workload.model_copy(update=update)
 
 
-def measured_mfu_of(workload: Workload, card: Card, model_flops_per_token: float) -> float | None:
+def measured_mfu_of(workload: Training, card: Card, model_flops_per_token: float) -> float | None:
     """H12's MFU of the run: the reported one, else tokens/s (or samples/s x seq_len) per GPU
     x model FLOPs per token over the card's dense peak in the workload's GEMM format."""
     m = workload.measured
@@ -126,7 +126,7 @@ def compute_phase_s(step: StepBreakdown) -> float:
     return step.compute_s + step.recompute_s + step.bubble_s + step.optimizer_s
 
 
-def calibrate(workload: Workload, arch: Arch, card: Card, params: Params) -> Calibration:
+def calibrate(workload: Training, arch: Arch, card: Card, params: Params) -> Calibration:
     """The calibration one measured run gives (pure; training workloads)."""
     # Imported here: training.py applies the calibration this module computes.
     from gpusolve.estimate.efficiency import efficiency_of
@@ -222,9 +222,9 @@ def calibration_for(
     """The workload's calibration, memoised on its `measured` block per parameter set. The
     measured card is the one the loader bound, else `fallback` when the ids match; None for
     inference, without a measured block, or with a card that cannot be resolved."""
-    m = workload.measured
-    if m is None or workload.kind == "inference":
+    if isinstance(workload, InferenceWorkload) or workload.measured is None:
         return None
+    m = workload.measured
     card = m.bound_card
     if card is None and fallback.id == m.card:
         card = fallback

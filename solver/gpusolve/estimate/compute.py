@@ -20,7 +20,7 @@ def attention_precision(fmt: str) -> str:
     return "bf16" if fmt in EIGHT_BIT else fmt
 
 
-def compute_precision(kind: str, precision: str, optimizer: str) -> str:
+def compute_precision(kind: str, precision: str, optimizer: str | None = None) -> str:
     """The tensor-core format the GEMMs run in.
 
     fp32 training and serving use TF32 tensor cores (PyTorch `allow_tf32`, the usual

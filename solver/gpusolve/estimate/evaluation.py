@@ -10,7 +10,7 @@ from gpusolve.estimate.memory import MemoryBreakdown
 from gpusolve.estimate.serving import evaluate_serving, serving_memory
 from gpusolve.estimate.shapes import resolve_arch
 from gpusolve.estimate.training import evaluate_training, training_memory
-from gpusolve.models.requirements import Workload
+from gpusolve.models.requirements import InferenceWorkload, Workload
 from gpusolve.params import Params
 
 
@@ -25,12 +25,13 @@ def evaluate(workload: Workload, hw: Hardware, layout: Layout, params: Params) -
         raise ValueError(f"micro_batch, grad_accum and ep must be at least 1: {layout}")
     if layout.sharding not in SHARDINGS or layout.checkpointing not in CHECKPOINTINGS:
         raise ValueError(f"unknown sharding or checkpointing: {layout}")
-    if workload.kind == "inference" and layout.dp != 1:
+    serving = isinstance(workload, InferenceWorkload)
+    if serving and layout.dp != 1:
         raise ValueError(f"inference layouts scale with replicas, dp must be 1: {layout}")
-    if workload.kind != "inference" and layout.replicas != 1:
+    if not serving and layout.replicas != 1:
         raise ValueError(f"training layouts scale with dp, replicas must be 1: {layout}")
     arch = resolve_arch(workload.model)
-    if workload.kind == "inference":
+    if isinstance(workload, InferenceWorkload):
         return evaluate_serving(workload, arch, hw, layout, params)
     return evaluate_training(workload, arch, hw, layout, params)
 
@@ -41,7 +42,7 @@ def whole_model_memory(workload: Workload, params: Params) -> MemoryBreakdown:
     holds `concurrency` (else 1) sequences at the mean live context. This is the figure
     printed next to the rules of thumb (H05, H30), which are whole-model figures too."""
     arch = resolve_arch(workload.model)
-    if workload.kind == "inference":
+    if isinstance(workload, InferenceWorkload):
         one = Layout(nodes=1, tp=1, pp=1, dp=1, micro_batch=workload.concurrency or 1)
         return serving_memory(workload, arch, one, params)
     layout = Layout(

@@ -246,7 +246,7 @@ def structure_reasons(
         out.append(f"the job spans {layout.nodes} nodes but multi-node jobs are disabled (H21)")
     if layout.nodes > params.max_nodes:
         out.append(f"{layout.nodes} nodes exceed the limit of {params.max_nodes} (H21)")
-    spans = layout.nodes > 1 and (workload.kind != "inference" or layout.tp * layout.pp > gpn)
+    spans = layout.nodes > 1 and (workload.is_training or layout.tp * layout.pp > gpn)
     if spans and hw.inter_node_gbps_per_gpu <= 0:
         out.append(f"{hw.label or hw.card.id} has no inter-node fabric; a job cannot span nodes")
     return out
@@ -263,7 +263,7 @@ def peak_flops(card: Card, precision: str, reasons: list[str]) -> float:
 
 def measured_rate_per_gpu(workload: Workload, card: Card) -> float | None:
     """Tokens/s per GPU from a measured run on this card (samples × seq_len if needed)."""
-    m = workload.measured
+    m = workload.measured_run
     if m is None or m.card != card.id:
         return None
     if m.tokens_per_s is not None:
@@ -278,7 +278,7 @@ def measured_memory(
 ) -> MemoryBreakdown:
     """H12: a measured peak on this card and GPU count replaces a lower formula figure (the
     difference is booked as overhead, so the breakdown still sums to the total)."""
-    m = workload.measured
+    m = workload.measured_run
     if m is None or m.peak_memory_gb is None or m.card != hw.card.id or m.gpus != gpus:
         return memory
     measured = m.peak_memory_gb * GB

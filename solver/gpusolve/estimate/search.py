@@ -51,7 +51,7 @@ from gpusolve.estimate.serving import batch_limit, replica_tokens_per_s, serving
 from gpusolve.estimate.shapes import Arch, resolve_arch
 from gpusolve.estimate.training import training_activations_for, training_states_for
 from gpusolve.estimate.units import SECONDS_PER_HOUR
-from gpusolve.models.requirements import Workload
+from gpusolve.models.requirements import InferenceWorkload, Training, Workload
 from gpusolve.params import Params
 
 MICRO_BATCHES = (1, 2, 4, 8, 16, 32, 64)
@@ -123,7 +123,7 @@ def search_layouts(
     if limit < 1:
         return SearchResult([], ["no nodes allowed (max_nodes < 1)"])
     arch = resolve_arch(workload.model)
-    if workload.kind == "inference":
+    if isinstance(workload, InferenceWorkload):
         return _search_inference(workload, arch, hw, params, limit, whole_nodes, every_size)
     return _search_training(workload, arch, hw, params, limit, whole_nodes, every_size)
 
@@ -164,7 +164,7 @@ def _mp_splits(workload: Workload, arch: Arch, gpus: int, gpn: int) -> list[tupl
     return out
 
 
-def _accum(workload: Workload, dp: int, micro_batch: int, pp: int) -> int | None:
+def _accum(workload: Training, dp: int, micro_batch: int, pp: int) -> int | None:
     """Micro-steps per optimizer step. A given global batch is kept exactly (it is part of
     the training recipe): None when micro_batch × dp does not divide it. Without one,
     enough micro-batches to keep a pipeline's bubble small (4 per stage)."""
@@ -175,7 +175,7 @@ def _accum(workload: Workload, dp: int, micro_batch: int, pp: int) -> int | None
     return 4 * pp if pp > 1 else 1
 
 
-def _shardings(workload: Workload, nodes: int) -> tuple[str, ...]:
+def _shardings(workload: Training, nodes: int) -> tuple[str, ...]:
     if workload.sharding is not None:
         return (workload.sharding,)
     if nodes > 1:
@@ -183,7 +183,7 @@ def _shardings(workload: Workload, nodes: int) -> tuple[str, ...]:
     return ("ddp", "zero1", "zero2", "zero3")
 
 
-def _checkpointings(workload: Workload) -> tuple[str, ...]:
+def _checkpointings(workload: Training) -> tuple[str, ...]:
     if workload.gradient_checkpointing is not None:
         return (workload.gradient_checkpointing,)
     # With flash attention, selective recomputation stores and costs what no recomputation
@@ -225,7 +225,7 @@ def _faster(a: ConfigEstimate, b: ConfigEstimate | None) -> bool:
 
 
 def _time_lower_bound(
-    workload: Workload,
+    workload: Training,
     arch: Arch,
     hw: Hardware,
     gpus: int,
@@ -252,7 +252,7 @@ class _Fit:
     """Memory-fit checks with the states and activations memoised: the search asks about
     the same pieces many times."""
 
-    def __init__(self, workload: Workload, arch: Arch, hw: Hardware, params: Params) -> None:
+    def __init__(self, workload: Training, arch: Arch, hw: Hardware, params: Params) -> None:
         self.w, self.arch, self.gpn, self.params = workload, arch, hw.gpus_per_node, params
         self.usable = usable_memory_bytes(hw.card, params.headroom)
         self.states: dict[tuple[int, int, int, int, int, str], float] = {}
@@ -279,7 +279,7 @@ class _Fit:
 
 
 def _candidates_for(
-    workload: Workload,
+    workload: Training,
     arch: Arch,
     nodes: int,
     split: tuple[int, int, int],
@@ -331,7 +331,7 @@ def _interleaved(arch: Arch, lay: Layout, fit: _Fit) -> list[Layout]:
 
 
 def _best_for_gpus(
-    workload: Workload,
+    workload: Training,
     arch: Arch,
     hw: Hardware,
     params: Params,
@@ -416,7 +416,7 @@ def _refine(lo: int, hi: int) -> list[int]:
 
 
 def _search_training(
-    workload: Workload,
+    workload: Training,
     arch: Arch,
     hw: Hardware,
     params: Params,
@@ -518,18 +518,15 @@ def _bisect_deadline(
 
 
 def _tokens_per_s(
-    workload: Workload, hw: Hardware, params: Params, tp: int, pp: int, batch: int
+    workload: InferenceWorkload, hw: Hardware, params: Params, tp: int, pp: int, batch: int
 ) -> float:
     """Generated tokens/s of one replica decoding `batch` sequences (the same figure
     `evaluate` reports, without building the whole estimate)."""
-    if workload.measured is not None and workload.measured.card == hw.card.id:
-        lay = serving_layout(tp, pp, hw.gpus_per_node, micro_batch=batch)
-        return evaluate(workload, hw, lay, params).tokens_per_s
     return replica_tokens_per_s(workload, hw, tp, pp, batch)
 
 
 def _smallest_batch(
-    workload: Workload,
+    workload: InferenceWorkload,
     hw: Hardware,
     params: Params,
     tp: int,
@@ -549,7 +546,7 @@ def _smallest_batch(
 
 
 def _replicas_and_batch(
-    workload: Workload,
+    workload: InferenceWorkload,
     hw: Hardware,
     params: Params,
     tp: int,
@@ -585,7 +582,9 @@ def _replicas_and_batch(
     return replicas, _smallest_batch(workload, hw, params, tp, pp, replicas, b_max, target)
 
 
-def max_decode_batch(workload: Workload, hw: Hardware, params: Params, tp: int, pp: int) -> int:
+def max_decode_batch(
+    workload: InferenceWorkload, hw: Hardware, params: Params, tp: int, pp: int
+) -> int:
     """Sequences one replica of tp × pp GPUs holds at the mean live context within the TPOT
     target (0 = not even one)."""
     arch = resolve_arch(workload.model)
@@ -593,7 +592,7 @@ def max_decode_batch(workload: Workload, hw: Hardware, params: Params, tp: int, 
 
 
 def _search_inference(
-    workload: Workload,
+    workload: InferenceWorkload,
     arch: Arch,
     hw: Hardware,
     params: Params,

@@ -57,7 +57,7 @@ from gpusolve.estimate.memory import (
 )
 from gpusolve.estimate.shapes import Arch, layers_per_stage, resolve_arch
 from gpusolve.estimate.steptime import allreduce_s
-from gpusolve.models.requirements import Workload
+from gpusolve.models.requirements import InferenceWorkload
 from gpusolve.params import Params
 
 PAGED_ATTENTION_SLOWDOWN = 1.23  # vLLM §7.3: 20-26% higher attention kernel latency
@@ -80,7 +80,7 @@ DEQUANT_BANDWIDTH_SHARE = {
 MAX_BATCH_SEARCH = 65536  # search bound only; memory and latency set the real limit
 
 
-def request_shape(workload: Workload) -> tuple[float, float, str | None]:
+def request_shape(workload: InferenceWorkload) -> tuple[float, float, str | None]:
     """(mean prompt P, mean output O, a note when a default was used)."""
     p, o, ctx = workload.prompt_tokens, workload.output_tokens, workload.context_len
     if p is not None and o is not None:
@@ -99,13 +99,17 @@ def request_shape(workload: Workload) -> tuple[float, float, str | None]:
     )
 
 
-def mean_live_context(workload: Workload) -> float:
+def mean_live_context(workload: InferenceWorkload) -> float:
     prompt, output, _ = request_shape(workload)
     return prompt + output / 2
 
 
 def serving_memory(
-    workload: Workload, arch: Arch, layout: Layout, params: Params, batch: float | None = None
+    workload: InferenceWorkload,
+    arch: Arch,
+    layout: Layout,
+    params: Params,
+    batch: float | None = None,
 ) -> MemoryBreakdown:
     """Memory per GPU of one replica holding `batch` sequences (default: micro_batch) at the
     mean live context."""
@@ -155,10 +159,12 @@ def serving_layout(
 class Rates:
     """The achievable rates of one replica's GPUs for this workload."""
 
-    def __init__(self, workload: Workload, arch: Arch, hw: Hardware, layout: Layout) -> None:
+    def __init__(
+        self, workload: InferenceWorkload, arch: Arch, hw: Hardware, layout: Layout
+    ) -> None:
         card = hw.card
         eff = efficiency_of(card)
-        fmt = compute_precision("inference", workload.precision, workload.optimizer)
+        fmt = compute_precision("inference", workload.precision)
         self.fmt = fmt
         self.peak = (card.tflops_at(fmt) or card.tflops.fp32) * 1e12
         self.gemm = self.peak * mamf_fraction(card, eff, fmt) * FIT_GEMM_SHAPES
@@ -243,10 +249,10 @@ class Rates:
         return batch / total, prefill / total
 
 
-_RATES: dict[tuple[int, Hardware, int, int], tuple[Workload, Rates]] = {}
+_RATES: dict[tuple[int, Hardware, int, int], tuple[InferenceWorkload, Rates]] = {}
 
 
-def _rates(workload: Workload, hw: Hardware, tp: int, pp: int) -> Rates:
+def _rates(workload: InferenceWorkload, hw: Hardware, tp: int, pp: int) -> Rates:
     """Rates per (workload, hardware, TP, PP), memoised for the search. Workloads hold
     lists (unhashable), so the key is the object's identity, and the entry keeps the object
     alive so the identity cannot be reused."""
@@ -262,14 +268,16 @@ def _rates(workload: Workload, hw: Hardware, tp: int, pp: int) -> Rates:
     return rates
 
 
-def replica_tokens_per_s(workload: Workload, hw: Hardware, tp: int, pp: int, batch: int) -> float:
+def replica_tokens_per_s(
+    workload: InferenceWorkload, hw: Hardware, tp: int, pp: int, batch: int
+) -> float:
     """Generated tokens/s of one replica of tp × pp GPUs decoding `batch` sequences."""
     prompt, output, _ = request_shape(workload)
     return _rates(workload, hw, tp, pp).throughput(batch, prompt, output)[0]
 
 
 def max_batch_by_memory(
-    workload: Workload, arch: Arch, layout: Layout, usable: float, params: Params
+    workload: InferenceWorkload, arch: Arch, layout: Layout, usable: float, params: Params
 ) -> int:
     empty = serving_memory(workload, arch, layout, params, batch=0).total_bytes
     per_seq = serving_memory(workload, arch, layout, params, batch=1).total_bytes - empty
@@ -280,7 +288,7 @@ def max_batch_by_memory(
     return max(0, min(MAX_BATCH_SEARCH, int((usable - empty) // per_seq)))
 
 
-def max_batch_by_latency(rates: Rates, workload: Workload, limit: int) -> int:
+def max_batch_by_latency(rates: Rates, workload: InferenceWorkload, limit: int) -> int:
     """The largest batch whose TPOT (decode slowed by interleaved prefill) meets tpot_ms."""
     if workload.tpot_ms is None or limit < 1:
         return limit
@@ -304,7 +312,12 @@ def max_batch_by_latency(rates: Rates, workload: Workload, limit: int) -> int:
 
 
 def _bounded_batch(
-    workload: Workload, arch: Arch, layout: Layout, rates: Rates, usable: float, params: Params
+    workload: InferenceWorkload,
+    arch: Arch,
+    layout: Layout,
+    rates: Rates,
+    usable: float,
+    params: Params,
 ) -> tuple[int, str]:
     by_memory = max_batch_by_memory(workload, arch, layout, usable, params)
     by_latency = max_batch_by_latency(rates, workload, by_memory)
@@ -314,7 +327,7 @@ def _bounded_batch(
 
 
 def batch_limit(
-    workload: Workload, arch: Arch, hw: Hardware, layout: Layout, params: Params
+    workload: InferenceWorkload, arch: Arch, hw: Hardware, layout: Layout, params: Params
 ) -> tuple[int, str]:
     """(the largest batch one replica can run, what bounds it: memory or the TPOT target)."""
     usable = usable_memory_bytes(hw.card, params.headroom)
@@ -325,7 +338,7 @@ def batch_limit(
 
 
 def evaluate_serving(
-    workload: Workload, arch: Arch, hw: Hardware, layout: Layout, params: Params
+    workload: InferenceWorkload, arch: Arch, hw: Hardware, layout: Layout, params: Params
 ) -> ConfigEstimate:
     card = hw.card
     mp = layout.tp * layout.pp
@@ -352,7 +365,7 @@ def evaluate_serving(
     if not fits:
         reasons.insert(0, memory_reason(memory.total_bytes, usable, card, params.headroom))
 
-    fmt = compute_precision("inference", workload.precision, workload.optimizer)
+    fmt = compute_precision("inference", workload.precision)
     peak = peak_flops(card, fmt, reasons)
     rates = Rates(workload, arch, hw, layout)
     per_replica, prefill_share = rates.throughput(batch, prompt, output)

@@ -52,7 +52,7 @@ from gpusolve.estimate.memory import (
 from gpusolve.estimate.shapes import Arch
 from gpusolve.estimate.steptime import Framework, StepBreakdown, StepShape, training_step
 from gpusolve.estimate.units import GB, SECONDS_PER_HOUR
-from gpusolve.models.requirements import Workload
+from gpusolve.models.requirements import FineTuneWorkload, Training
 from gpusolve.params import Params
 
 # H10: "gradient checkpointing ... adds 20-30% time"; H15: a ZeRO-3 loss within 10% is
@@ -61,7 +61,7 @@ H10_RECOMPUTE_BAND = (0.20, 0.30)
 H15_ZERO3_LOSS = 0.10
 
 
-def lora_rank(workload: Workload) -> tuple[int, float | None]:
+def lora_rank(workload: FineTuneWorkload) -> tuple[int, float | None]:
     if workload.lora is None:
         return 16, None
     return workload.lora.rank, workload.lora.target_fraction
@@ -82,10 +82,10 @@ def parallel(layout: Layout, gpus_per_node: int) -> Parallel:
 
 
 def training_states_for(
-    workload: Workload, arch: Arch, gpus_per_node: int, layout: Layout, params: Params
+    workload: Training, arch: Arch, gpus_per_node: int, layout: Layout, params: Params
 ) -> ModelStates:
     """Model states per GPU of a training layout."""
-    rank, fraction = lora_rank(workload)
+    rank, fraction = lora_rank(workload) if isinstance(workload, FineTuneWorkload) else (16, None)
     return training_states(
         arch,
         kind=workload.kind,
@@ -98,12 +98,12 @@ def training_states_for(
     )
 
 
-def act_bytes(workload: Workload) -> float:
+def act_bytes(workload: Training) -> float:
     return 4.0 if is_fp32_training(workload.precision, workload.optimizer) else 2.0
 
 
 def training_activations_for(
-    workload: Workload, arch: Arch, gpus_per_node: int, layout: Layout
+    workload: Training, arch: Arch, gpus_per_node: int, layout: Layout
 ) -> float:
     """Activation bytes on the fullest GPU of a training layout."""
     return training_activations_bytes(
@@ -119,7 +119,7 @@ def training_activations_for(
 
 
 def training_memory(
-    workload: Workload, arch: Arch, gpus_per_node: int, layout: Layout, params: Params
+    workload: Training, arch: Arch, gpus_per_node: int, layout: Layout, params: Params
 ) -> MemoryBreakdown:
     """Memory per GPU of a training layout (the fullest GPU)."""
     states = training_states_for(workload, arch, gpus_per_node, layout, params)
@@ -143,13 +143,13 @@ def framework(params: Params) -> Framework:
 
 
 def step_shape(
-    workload: Workload, arch: Arch, hw: Hardware, layout: Layout, params: Params
+    workload: Training, arch: Arch, hw: Hardware, layout: Layout, params: Params
 ) -> StepShape:
     """The flat description of one step that steptime.py times."""
     card = hw.card
     fmt = compute_precision(workload.kind, workload.precision, workload.optimizer)
-    frozen = workload.kind in ("lora", "qlora")
-    if frozen:
+    frozen = isinstance(workload, FineTuneWorkload)
+    if isinstance(workload, FineTuneWorkload):
         rank, fraction = lora_rank(workload)
         adapters = lora_params(arch, rank, fraction)
         ad = adapter_state_bytes(workload.optimizer)
@@ -197,7 +197,7 @@ def step_shape(
     )
 
 
-def model_flops_per_token(arch: Arch, workload: Workload) -> float:
+def model_flops_per_token(arch: Arch, workload: Training) -> float:
     """PaLM's MFU numerator (Chowdhery et al. 2022, App. B): 6·N (4·N for a frozen LoRA base:
     no weight gradients) over the parameters a token touches, the input embedding excluded,
     plus attention's 6·L·s·heads·(d_qk + d_v) (12·L·s·h for ordinary heads)."""
@@ -208,7 +208,7 @@ def model_flops_per_token(arch: Arch, workload: Workload) -> float:
 
 
 def evaluate_training(
-    workload: Workload, arch: Arch, hw: Hardware, layout: Layout, params: Params
+    workload: Training, arch: Arch, hw: Hardware, layout: Layout, params: Params
 ) -> ConfigEstimate:
     card = hw.card
     gpus = layout.gpus
@@ -270,7 +270,7 @@ def evaluate_training(
         optimizer=workload.optimizer,
     )
     stage = SHARDING_STAGE[layout.sharding]
-    if stage >= 1 or workload.kind in ("lora", "qlora"):
+    if stage >= 1 or isinstance(workload, FineTuneWorkload):
         writers = layout.nodes
     else:
         writers = math.ceil(layout.tp * layout.pp / hw.gpus_per_node)

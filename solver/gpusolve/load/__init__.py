@@ -131,14 +131,14 @@ def check_against_catalog(reqs: Requirements, doc: Document, catalog: Catalog) -
 
         problems += scenario_problems(reqs, catalog, doc)
     for i, w in enumerate(reqs.workloads):
-        if w.measured is not None and w.measured.card not in catalog.cards:
+        if w.measured_run is not None and w.measured_run.card not in catalog.cards:
             loc = doc.locate(("workloads", i, "measured", "card")) or (None, None)
             problems.append(
                 Problem(
                     doc.name,
                     loc[0],
                     loc[1],
-                    f"measured.card {w.measured.card!r} is not in the catalogue",
+                    f"measured.card {w.measured_run.card!r} is not in the catalogue",
                     "use a card id from `gpusolve catalog list --kind cards`",
                 )
             )
@@ -158,10 +158,10 @@ def check_against_catalog(reqs: Requirements, doc: Document, catalog: Catalog) -
     if problems:
         raise InputError(problems)
     for i, w in enumerate(reqs.workloads):
-        if w.measured is not None:
-            w.measured.bind_card(catalog.cards[w.measured.card])
-            if w.measured.profile is not None:
-                w.measured.attach_profile(measured_profile(w.measured, doc, i))
+        if w.measured_run is not None:
+            w.measured_run.bind_card(catalog.cards[w.measured_run.card])
+            if w.measured_run.profile is not None:
+                w.measured_run.attach_profile(measured_profile(w.measured_run, doc, i))
 
 
 def measured_profile(m: Measured, doc: Document, index: int) -> tuple[str, ...]:

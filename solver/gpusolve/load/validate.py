@@ -43,7 +43,8 @@ def _validator(schema_name: str, model: type[BaseModel]) -> jsonschema.Draft2020
 
 def parse_model(doc: Document, model: type[M], schema_name: str) -> M:
     validator = _validator(schema_name, model)
-    problems = [_schema_problem(doc, e) for e in _leaf_errors(validator.iter_errors(doc.data))]
+    errors = _leaf_errors(validator.iter_errors(doc.data), validator.schema)
+    problems = [_schema_problem(doc, e) for e in errors]
     if problems:
         raise InputError(_sorted_unique(problems))
     try:
@@ -53,15 +54,66 @@ def parse_model(doc: Document, model: type[M], schema_name: str) -> M:
 
 
 def _leaf_errors(
-    errors: Iterable[jsonschema.ValidationError],
+    errors: Iterable[jsonschema.ValidationError], root: Any
 ) -> Iterable[jsonschema.ValidationError]:
     """For anyOf/oneOf failures, report the most specific branch instead of 'not valid'."""
     for error in errors:
-        if error.context:
+        tagged = _tagged_errors(error, root)
+        if tagged is not None:
+            yield from _leaf_errors(tagged, root)
+        elif error.context:
             best = jsonschema.exceptions.best_match(error.context)
             yield best if best is not None else error
         else:
             yield error
+
+
+def _tagged_errors(
+    error: jsonschema.ValidationError, root: Any
+) -> list[jsonschema.ValidationError] | None:
+    """A union chosen by a tag (pydantic's `discriminator`, e.g. a workload's `kind`): the
+    errors of the branch the tag names, else one error about the tag itself; None for any
+    other error."""
+    schema = error.schema if isinstance(error.schema, dict) else {}
+    tag_spec = schema.get("discriminator")
+    if error.validator != "oneOf" or not isinstance(tag_spec, dict):
+        return None
+    if not isinstance(error.instance, dict):
+        return None
+    key = str(tag_spec["propertyName"])
+    mapping: dict[str, str] = tag_spec.get("mapping", {})
+    tag = error.instance.get(key)
+    where = list(error.absolute_path)
+    if key not in error.instance:
+        return [
+            jsonschema.ValidationError(
+                f"{key!r} is a required property", validator="required", path=where
+            )
+        ]
+    refs = [branch.get("$ref") for branch in schema.get("oneOf", [])]
+    if not isinstance(tag, str) or tag not in mapping:
+        tags = _tags_in_order(root, refs, key) or list(mapping)
+        return [
+            jsonschema.ValidationError(
+                f"{tag!r} is not one of {tags}",
+                validator="enum",
+                validator_value=tags,
+                instance=tag,
+                path=[*where, key],
+            )
+        ]
+    index = refs.index(mapping[tag]) if mapping[tag] in refs else None
+    return [e for e in error.context or [] if e.relative_schema_path[0] == index]
+
+
+def _tags_in_order(root: Any, refs: list[Any], key: str) -> list[str]:
+    """The tags as the branches declare them (the schema's mapping is sorted by name)."""
+    defs = root.get("$defs", {}) if isinstance(root, dict) else {}
+    tags: list[str] = []
+    for ref in refs:
+        prop = defs.get(str(ref).rsplit("/", 1)[-1], {}).get("properties", {}).get(key, {})
+        tags += prop.get("enum", [prop["const"]] if "const" in prop else [])
+    return tags
 
 
 def _schema_problem(doc: Document, error: jsonschema.ValidationError) -> Problem:
@@ -145,7 +197,7 @@ def _show(value: Any) -> str:
 def _pydantic_problems(doc: Document, exc: ValidationError) -> list[Problem]:
     problems = []
     for err in exc.errors(include_url=False):
-        loc: JsonPath = tuple(p for p in err["loc"] if isinstance(p, str | int))
+        loc = _data_path(doc.data, err["loc"])
         # Model-level validators report the enclosing object; keep its position.
         where = doc.locate(loc)
         line, col = where if where else (None, None)
@@ -153,6 +205,27 @@ def _pydantic_problems(doc: Document, exc: ValidationError) -> list[Problem]:
         message = str(err["msg"]).removeprefix("Value error, ")
         problems.append(Problem(doc.name, line, col, f"{field}: {message}"))
     return problems
+
+
+def _data_path(data: Any, loc: Iterable[Any]) -> JsonPath:
+    """Pydantic's error location as a path into the document: without the tag it inserts
+    for a tagged union (`workloads.0.inference.tokens` is `workloads.0.tokens`)."""
+    path: list[str | int] = []
+    node = data
+    for part in loc:
+        if not isinstance(part, str | int):
+            continue
+        if isinstance(node, dict) and part not in node and node.get("kind") == part:
+            continue
+        path.append(part)
+        node = node.get(part) if isinstance(node, dict) else _item(node, part)
+    return tuple(path)
+
+
+def _item(node: Any, part: str | int) -> Any:
+    if isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node):
+        return node[part]
+    return None
 
 
 def _sorted_unique(problems: list[Problem]) -> list[Problem]:

@@ -18,7 +18,13 @@ from gpusolve.estimate.units import GB
 from gpusolve.measure import require_torch, scaled_peak_bytes, scaled_tokens_per_s
 from gpusolve.models.catalog import Card
 from gpusolve.models.measure import MeasureReport, StateBytes
-from gpusolve.models.requirements import Measured, ModelShape, Workload
+from gpusolve.models.requirements import (
+    Measured,
+    ModelShape,
+    Training,
+    TrainingWorkload,
+    Workload,
+)
 from gpusolve.params import Params
 
 MEASURED_PRECISIONS = ("fp32", "bf16", "fp16", "fp8")
@@ -38,11 +44,11 @@ class Options:
 def check_measurable(w: Workload, arch: Arch, where: str) -> list[str]:
     """What `measure` cannot run, as sentences (empty: it can)."""
     out: list[str] = []
-    if w.kind not in ("pretrain", "full_finetune"):
+    if not isinstance(w, TrainingWorkload):
         out.append(f"a {w.kind} workload (measure runs full training: pretrain, full_finetune)")
     if w.precision not in MEASURED_PRECISIONS:
         out.append(f"precision {w.precision} (measure runs fp32, bf16, fp16; fp8 as bf16)")
-    if w.optimizer not in MEASURED_OPTIMIZERS:
+    if isinstance(w, Training) and w.optimizer not in MEASURED_OPTIMIZERS:
         out.append(
             f"optimizer {w.optimizer} (measure runs {', '.join(MEASURED_OPTIMIZERS)}: the others "
             "need bitsandbytes or keep factored states the physics does not count per tensor)"
@@ -105,7 +111,7 @@ def measure(
 ) -> MeasureReport:
     arch = resolve_arch(w.model)
     problems = check_measurable(w, arch, where)
-    if problems:
+    if problems or not isinstance(w, TrainingWorkload):
         raise InputError.single(
             where,
             f"workload {w.name!r} cannot be measured: " + "; ".join(problems),

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from collections.abc import Mapping
+from typing import Annotated, Any, Literal
 
-from pydantic import Field, PrivateAttr, field_validator, model_validator
+from pydantic import Field, PrivateAttr, TypeAdapter, field_validator, model_validator
 
 from gpusolve.models.catalog import Card
 from gpusolve.models.common import (
@@ -22,6 +23,8 @@ Checkpointing = Literal["none", "selective", "full"]
 Schedule = Literal["always", "day", "night"]
 Objective = Literal["min-tco", "min-capex", "min-monthly", "max-throughput"]
 Sharding = Literal["ddp", "zero1", "zero2", "zero3", "fsdp_full", "fsdp_hybrid"]
+# Reports name it for inference too, where no optimizer runs (their output kept its shape).
+DEFAULT_OPTIMIZER: Optimizer = "adamw"
 
 # Range checks where quantities enter (issue 22). Each bound is far outside any real
 # workload but small enough that the estimator's searches stay bounded and every money
@@ -238,31 +241,17 @@ class Measured(StrictModel):
         return self._profile_notes
 
 
-class Workload(StrictModel):
+class WorkloadBase(StrictModel):
+    """What every workload states, whatever its kind: the model, where and when it runs."""
+
     name: Identifier
+    # Each kind's model narrows this to its own names; `Workload` chooses the model by it.
     kind: WorkloadKind
     model: ModelShape
     precision: ModelPrecision = "bf16"
-    optimizer: Optimizer = "adamw"
-    sharding: Sharding | None = Field(
-        default=None, description="Fix the data-parallel sharding; searched when absent."
-    )
     seq_len: int = Field(default=2048, ge=1, le=MAX_SEQ_LEN)
     micro_batch: int = Field(default=1, ge=1, le=MAX_BATCH)
-    global_batch: int | None = Field(
-        default=None, ge=1, le=MAX_BATCH, description="Sequences per step."
-    )
-    gradient_checkpointing: Checkpointing | None = Field(
-        default=None, description="Fix activation recomputation; searched when absent."
-    )
     flash_attention: bool = True
-    dropout: bool = Field(
-        default=False,
-        description="Hidden and attention dropout (GPT-3-era recipes); Llama-era has none.",
-    )
-    tokens: PositiveFloat | None = Field(
-        default=None, ge=1, le=MAX_TOKENS, description="Tokens per training run."
-    )
     runs: PositiveFloat = Field(
         default=1, ge=MIN_RUNS, le=MAX_RUNS, description="Runs over the planning horizon."
     )
@@ -278,8 +267,93 @@ class Workload(StrictModel):
     regions: list[str] | None = Field(
         default=None, description="Allowed regions or cities for this workload only."
     )
+    bandwidth_mbps: PositiveFloat | None = Field(
+        default=None,
+        le=MAX_BANDWIDTH_MBPS,
+        description="Internet bandwidth the workload needs at its colocation site while it "
+        "runs, Mbps (users, data ingest). A site's bandwidth is the larger of its offer's "
+        "included Mbps and the sum of the demands placed there; each Mbps beyond the included "
+        "is priced at the offer's bandwidth_price_per_mbps_month.",
+    )
+    utilisation: Fraction | None = Field(
+        default=None,
+        gt=0,
+        description="Average power draw of owned servers while this workload runs, as a "
+        "fraction of peak (a lightly loaded service draws less); default: the requirements' "
+        "utilisation. Idle hours draw idle power either way.",
+    )
+    throughput_weight: PositiveFloat = Field(
+        default=1.0,
+        le=1000,
+        description="max-throughput only: how much this workload counts. The objective adds "
+        "weight x (throughput / the best throughput this workload reaches on any of its "
+        "options), so tokens/s of different models are never added.",
+    )
+
+    @property
+    def is_training(self) -> bool:
+        """Trains weights (pretrain or a fine-tune) rather than serving them."""
+        return isinstance(self, TrainingBase)
+
+    @property
+    def measured_run(self) -> Measured | None:
+        """The measured run calibrating a training workload; None for any other."""
+        return self.measured if isinstance(self, TrainingBase) else None
+
+
+class TrainingBase(WorkloadBase):
+    """A run that updates weights: a number of tokens, an optimiser, a sharding."""
+
+    optimizer: Optimizer = DEFAULT_OPTIMIZER
+    sharding: Sharding | None = Field(
+        default=None, description="Fix the data-parallel sharding; searched when absent."
+    )
+    global_batch: int | None = Field(
+        default=None, ge=1, le=MAX_BATCH, description="Sequences per step."
+    )
+    gradient_checkpointing: Checkpointing | None = Field(
+        default=None, description="Fix activation recomputation; searched when absent."
+    )
+    dropout: bool = Field(
+        default=False,
+        description="Hidden and attention dropout (GPT-3-era recipes); Llama-era has none.",
+    )
+    # Optional in the type so that a missing value gets the message below, not pydantic's.
+    tokens: PositiveFloat | None = Field(
+        default=None, ge=1, le=MAX_TOKENS, description="Tokens per training run."
+    )
+    measured: Measured | None = None
+
+    @model_validator(mode="after")
+    def _needs_tokens(self) -> TrainingBase:
+        if self.tokens is None:
+            raise ValueError(f"a {self.kind} workload needs tokens (tokens per run)")
+        return self
+
+    @property
+    def tokens_per_run(self) -> float:
+        """Tokens of one run; the validator guarantees it is given."""
+        assert self.tokens is not None
+        return float(self.tokens)
+
+
+class TrainingWorkload(TrainingBase):
+    """Pretraining or a full fine-tune: every weight is trained."""
+
+    kind: Literal["pretrain", "full_finetune"]
+
+
+class FineTuneWorkload(TrainingBase):
+    """A parameter-efficient fine-tune (LoRA, or QLoRA on a 4-bit frozen base)."""
+
+    kind: Literal["lora", "qlora"]
     lora: Lora | None = None
-    # Inference
+
+
+class InferenceWorkload(WorkloadBase):
+    """A service: a throughput or concurrency target under latency limits."""
+
+    kind: Literal["inference"]
     context_len: int | None = Field(
         default=None,
         ge=1,
@@ -325,38 +399,32 @@ class Workload(StrictModel):
         description="Weights per scale group for int4 weight-only quantisation (GPTQ/AWQ "
         "default 128).",
     )
-    measured: Measured | None = None
-    utilisation: Fraction | None = Field(
-        default=None,
-        gt=0,
-        description="Average power draw of owned servers while this workload runs, as a "
-        "fraction of peak (a lightly loaded service draws less); default: the requirements' "
-        "utilisation. Idle hours draw idle power either way.",
-    )
-    bandwidth_mbps: PositiveFloat | None = Field(
-        default=None,
-        le=MAX_BANDWIDTH_MBPS,
-        description="Internet bandwidth the workload needs at its colocation site while it "
-        "runs, Mbps (users, data ingest). A site's bandwidth is the larger of its offer's "
-        "included Mbps and the sum of the demands placed there; each Mbps beyond the included "
-        "is priced at the offer's bandwidth_price_per_mbps_month.",
-    )
-    throughput_weight: PositiveFloat = Field(
-        default=1.0,
-        le=1000,
-        description="max-throughput only: how much this workload counts. The objective adds "
-        "weight x (throughput / the best throughput this workload reaches on any of its "
-        "options), so tokens/s of different models are never added.",
-    )
 
     @model_validator(mode="after")
-    def _kind_fields(self) -> Workload:
-        if self.kind == "inference":
-            if self.target_tokens_per_s is None and self.concurrency is None:
-                raise ValueError("an inference workload needs target_tokens_per_s or concurrency")
-        elif self.tokens is None:
-            raise ValueError(f"a {self.kind} workload needs tokens (tokens per run)")
+    def _needs_demand(self) -> InferenceWorkload:
+        if self.target_tokens_per_s is None and self.concurrency is None:
+            raise ValueError("an inference workload needs target_tokens_per_s or concurrency")
         return self
+
+
+# A workload that trains weights, of any training kind.
+Training = TrainingWorkload | FineTuneWorkload
+
+# One model per kind, chosen by `kind`: a field of another kind is an unknown field.
+Workload = Annotated[
+    TrainingWorkload | FineTuneWorkload | InferenceWorkload, Field(discriminator="kind")
+]
+WORKLOAD_KINDS: tuple[type[WorkloadBase], ...] = (
+    TrainingWorkload,
+    FineTuneWorkload,
+    InferenceWorkload,
+)
+_WORKLOAD_ADAPTER: TypeAdapter[Workload] = TypeAdapter(Workload)
+
+
+def make_workload(data: Mapping[str, Any] | None = None, /, **fields: Any) -> Workload:
+    """The workload of `kind` built from its fields, as the requirements file gives them."""
+    return _WORKLOAD_ADAPTER.validate_python({**(data or {}), **fields})
 
 
 class Budget(StrictModel):

@@ -28,9 +28,10 @@ from collections.abc import Iterable, Mapping
 from typing import Annotated, Literal, Union, get_args, get_origin
 
 from pydantic import BaseModel
+from pydantic.fields import FieldInfo
 
 from gpusolve.models.catalog import Card, CloudOffer, ColoOffer, Cpu, Fabric, Server
-from gpusolve.models.requirements import ModelShape, Requirements, Workload
+from gpusolve.models.requirements import WORKLOAD_KINDS, ModelShape, Requirements, WorkloadBase
 from gpusolve.params import SPECS
 
 Kind = Literal["card", "server", "offer", "cloud", "deployment"]
@@ -151,24 +152,34 @@ def _from_annotation(ann: object) -> CelType:
 
 
 def model_type(
-    model: type[BaseModel],
+    model: type[BaseModel] | tuple[type[BaseModel], ...],
     *,
     override: Mapping[str, CelType] | None = None,
     extra: Mapping[str, CelType] | None = None,
+    name: str | None = None,
 ) -> CelType:
-    """The object type of a pydantic model: its fields (minus `$schema`), overridden/extended."""
+    """The object type of a pydantic model: its fields (minus `$schema`), overridden/extended.
+    Several models (the kinds of a union) give one object with every field of each, the
+    first model's declaration of a field winning; `name` then names it."""
+    models = model if isinstance(model, tuple) else (model,)
     override = override or {}
     fields: dict[str, CelType] = {}
-    for name, info in model.model_fields.items():
-        if name == "schema_":
+    infos: dict[str, FieldInfo] = {}
+    for m in models:
+        for field_name, info in m.model_fields.items():
+            infos.setdefault(field_name, info)
+    for field_name, info in infos.items():
+        if field_name == "schema_":
             continue
-        t = override.get(name) or _from_annotation(info.annotation)
+        t = override.get(field_name) or _from_annotation(info.annotation)
         if info.description and t.doc is None:
             t = t.but(doc=info.description)
-        fields[name] = t
+        fields[field_name] = t
     fields.update(extra or {})
-    doc_lines = (model.__doc__ or "").strip().splitlines()
-    return obj(model.__name__, fields, doc=doc_lines[0] if doc_lines else None)
+    if name is not None:
+        return obj(name, fields)
+    doc_lines = (models[0].__doc__ or "").strip().splitlines()
+    return obj(models[0].__name__, fields, doc=doc_lines[0] if doc_lines else None)
 
 
 # --------------------------------------------------------------------------- declarations
@@ -195,7 +206,8 @@ MODEL_TYPE = model_type(
     },
 )
 WORKLOAD_TYPE = model_type(
-    Workload,
+    (WorkloadBase, *WORKLOAD_KINDS),
+    name="Workload",
     override={"model": MODEL_TYPE},
     extra={"training": BOOL.but(doc="kind is not inference (derived).")},
 )

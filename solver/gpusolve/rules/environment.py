@@ -24,7 +24,7 @@ from celpy import celtypes as ct
 from pydantic import BaseModel
 
 from gpusolve.models.catalog import Card, CloudOffer, ColoOffer, Server
-from gpusolve.models.requirements import ModelShape, Requirements, Workload
+from gpusolve.models.requirements import WORKLOAD_KINDS, ModelShape, Requirements, Workload
 from gpusolve.params import SPECS, Params
 from gpusolve.regions import canonical_region
 from gpusolve.rules.declarations import BASE_VARIABLES as BASE_VARIABLES
@@ -139,8 +139,13 @@ def estimate_params_b(model: ModelShape) -> float | None:
 
 def workload_plain(workload: Workload, params_b: float) -> dict[str, Any]:
     data = _dump(workload)
+    # Rules see one Workload shape: a field of another kind reads as that kind's default.
+    for kind in WORKLOAD_KINDS:
+        for name, info in kind.model_fields.items():
+            if name not in data:
+                data[name] = info.get_default(call_default_factory=True)
     data["model"]["params_b"] = float(params_b)
-    data["training"] = workload.kind != "inference"
+    data["training"] = workload.is_training
     return data
 
 

@@ -38,7 +38,7 @@ from gpusolve.optimize import ir
 from gpusolve.smalljobs import beyond_horizon, rent_only, small_jobs
 
 if TYPE_CHECKING:
-    from gpusolve.planner import RulesSummary
+    from gpusolve.rules.summary import RulesSummary
 
 Progress = Callable[[str], None]
 NOMINAL = "nominal"

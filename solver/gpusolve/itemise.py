@@ -11,6 +11,7 @@ is worded by its sign ("dearer by X" / "cheaper by X"), never with a signed numb
 from __future__ import annotations
 
 from collections import defaultdict
+from typing import get_args
 
 from gpusolve.candidates.generate import Candidates
 from gpusolve.models.catalog import Catalog
@@ -29,16 +30,7 @@ from gpusolve.network_lines import network_items, storage_items
 from gpusolve.optimize import finance, ir
 from gpusolve.optimize.validate import Placed, extra_mbps
 
-KINDS: tuple[CostKind, ...] = (
-    "servers_capex",
-    "rack_rent",
-    "energy",
-    "bandwidth",
-    "cloud_rental",
-    "residual_value",
-    "network",
-    "storage",
-)
+KINDS: tuple[CostKind, ...] = get_args(CostKind)  # in the order the breakdown prints
 CAPEX_KINDS: tuple[CostKind, ...] = ("servers_capex", "network", "storage")
 
 

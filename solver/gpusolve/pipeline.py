@@ -21,10 +21,11 @@ from gpusolve.candidates.policy import WorkloadPolicy
 from gpusolve.errors import InputError
 from gpusolve.load import check_against_catalog, load_catalog, load_requirements_doc
 from gpusolve.load.catalog import KINDS, LoadedCatalog, sources_of
+from gpusolve.load.yamlio import Document
 from gpusolve.models.catalog import Catalog
 from gpusolve.models.plan import Plan
 from gpusolve.models.requirements import Budget, Requirements
-from gpusolve.planner import RulesSummary
+from gpusolve.rules.summary import RulesSummary
 
 Progress = Callable[[str], None]
 
@@ -65,6 +66,30 @@ class Run:
             raise InputError.single("--why-not", f"no catalogue item {item!r}", hint=hint)
 
 
+@dataclass(frozen=True)
+class Inputs:
+    """The requirements (with their document, for file:line errors) and the catalogue."""
+
+    reqs: Requirements
+    doc: Document
+    loaded: LoadedCatalog
+
+
+def load_inputs(
+    requirements: Path,
+    catalog_paths: Sequence[Path],
+    *,
+    adjust: Callable[[Requirements], Requirements] = lambda reqs: reqs,
+) -> Inputs:
+    """The one load sequence every command uses: requirements, then `adjust` (command-line
+    overrides, checked before the slower catalogue load), catalogue, cross-file checks."""
+    reqs, doc = load_requirements_doc(requirements)
+    reqs = adjust(reqs)
+    loaded = load_catalog(list(catalog_paths) or None)
+    check_against_catalog(reqs, doc, loaded.catalog)
+    return Inputs(reqs, doc, loaded)
+
+
 def prepare_run(
     requirements: Path,
     catalog_paths: Sequence[Path],
@@ -75,10 +100,12 @@ def prepare_run(
     monthly_max: float | None = None,
     progress: Progress = lambda _: None,
 ) -> Run:
-    reqs, doc = load_requirements_doc(requirements)
-    reqs = _override(reqs, objective, capex_max, monthly_max)
-    loaded = load_catalog(list(catalog_paths) or None)
-    check_against_catalog(reqs, doc, loaded.catalog)
+    inputs = load_inputs(
+        requirements,
+        catalog_paths,
+        adjust=lambda reqs: _override(reqs, objective, capex_max, monthly_max),
+    )
+    reqs, loaded = inputs.reqs, inputs.loaded
     counts = loaded.counts()
     progress(
         f"catalogue: {counts['cards']} cards, {counts['servers']} servers, "

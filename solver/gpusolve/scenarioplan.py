@@ -38,7 +38,7 @@ from gpusolve.optimize import ir
 from gpusolve.smalljobs import beyond_horizon, rent_only, small_jobs
 
 if TYPE_CHECKING:
-    from gpusolve.planner import RulesSummary
+    from gpusolve.rules.summary import RulesSummary
 
 Progress = Callable[[str], None]
 NOMINAL = "nominal"
@@ -130,27 +130,11 @@ def scenario_catalog(catalog: Catalog, s: Scenario) -> Catalog:
 
 
 def _efficient(card: Card, factor: float) -> Card:
-    """A card that achieves `factor` x what the model assumes on its kernels: its compute
-    peaks (and measured MAMF) and its memory bandwidth scaled alike, so the estimate's
-    GEMM, attention and streaming times all move by the factor."""
-    if factor == 1.0:
-        return card
-    tflops = card.tflops.model_copy(
-        update={k: v * factor for k, v in card.tflops.model_dump().items() if v is not None}
-    )
-    update: dict[str, object] = {
-        "tflops": tflops,
-        "memory_bandwidth_gbs": card.memory_bandwidth_gbs * factor,
-    }
-    if card.mamf_tflops is not None:
-        mamf = card.mamf_tflops
-        update["mamf_tflops"] = mamf.model_copy(
-            update={
-                "bf16": None if mamf.bf16 is None else mamf.bf16 * factor,
-                "fp8": None if mamf.fp8 is None else mamf.fp8 * factor,
-            }
-        )
-    return card.model_copy(update=update)
+    """A card that achieves `factor` x what the model assumes on its kernels, scaled as
+    the sensitivity analysis scales it (one meaning of "efficiency" for both)."""
+    from gpusolve.sensitivity import scale_card
+
+    return card if factor == 1.0 else scale_card(card, factor)
 
 
 @dataclasses.dataclass(frozen=True)

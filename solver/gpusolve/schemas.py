@@ -23,6 +23,11 @@ REGISTRY: dict[str, tuple[str, str, str]] = {
     "estimate": ("gpusolve.models.estimate", "EstimateReport", "gpusolve estimate output"),
     "colo": ("gpusolve.models.colo", "ColoReport", "gpusolve colo output"),
     "frontier": ("gpusolve.models.frontier", "Frontier", "gpusolve frontier output"),
+    "rules-explain": (
+        "gpusolve.models.rules_report",
+        "RulesExplainReport",
+        "gpusolve rules explain output",
+    ),
 }
 
 SCHEMA_BASE_URI = "https://gpusolve.invalid/schemas/"

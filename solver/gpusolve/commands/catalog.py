@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 import click
 
@@ -49,11 +48,10 @@ def validate(paths: tuple[Path, ...], alone: bool) -> None:
     counts; with no PATHS, the shipped catalogue."""
     if alone and not paths:
         raise click.UsageError("--no-default-catalog needs at least one PATH")
+    from gpusolve.render.catalog import validate_text
+
     loaded = load_catalog(list(paths) if alone else [data_dir("catalog"), *paths])
-    counts = loaded.counts()
-    click.echo(f"ok: {len(loaded.files)} file(s), currency {loaded.catalog.currency}")
-    for kind in KINDS:
-        click.echo(f"  {kind:<13} {counts[kind]:>4}")
+    click.echo(validate_text(loaded), nl=False)
 
 
 @catalog.command("list")
@@ -67,46 +65,16 @@ def validate(paths: tuple[Path, ...], alone: bool) -> None:
 @format_option("text", "json")
 def list_items(kind: str | None, catalog_paths: tuple[Path, ...], fmt: str) -> None:
     """List catalogue items with their key figures (json: every field)."""
-    cat = load_catalog(list(catalog_paths) or None).catalog
+    from gpusolve.catalog_items import list_json
+    from gpusolve.render.catalog import list_text
+
+    loaded = load_catalog(list(catalog_paths) or None)
     kinds = [KIND_ALIASES[kind]] if kind else list(KINDS)
     if fmt == "json":
-        out = {k: [v.model_dump(mode="json") for v in getattr(cat, k).values()] for k in kinds}
-        payload: Any = out[kinds[0]] if kind else {"currency": cat.currency, **out}
+        payload = list_json(loaded, kinds, one_kind=kind is not None)
         click.echo(json.dumps(payload, indent=2, ensure_ascii=False))
         return
-    for k in kinds:
-        items = list(getattr(cat, k).values())
-        click.echo(f"{k} ({len(items)})")
-        for item in items:
-            click.echo("  " + _summary(k, item, cat.currency))
-
-
-def _summary(kind: str, item: Any, currency: str) -> str:
-    if kind == "cards":
-        bf16 = item.tflops.bf16 or item.tflops.fp16 or item.tflops.fp32
-        export = item.export_cn.status if item.export_cn else "unknown"
-        return (
-            f"{item.id:<22} {item.memory_gb:>5.0f} GB {item.memory_bandwidth_gbs:>6.0f} GB/s "
-            f"{bf16:>7.1f} TFLOPS(bf16) {item.tdp_w:>5.0f} W  {item.peer_link:<15} "
-            f"China: {export}"
-        )
-    if kind == "servers":
-        return (
-            f"{item.id:<26} {item.gpus}x {item.card:<18} {item.power_kw:>5.1f} kW "
-            f"{item.rack_units:>2}U {'/'.join(item.cooling):<24} {item.price:>12,.0f} {currency}"
-        )
-    if kind == "colo_offers":
-        return (
-            f"{item.id:<28} {item.region:<14} {item.city:<12} {item.cooling:<12} "
-            f"{item.rack_kw:>5.1f} kW x{item.racks_available:<3} "
-            f"{item.rack_price_per_month:>8,.0f} {currency}/rack/mo PUE {item.pue}"
-        )
-    if kind in ("switches", "nics", "links", "storage"):
-        return f"{item.id:<26} {item.name:<60} {item.price:>12,.0f} {currency}"
-    return (
-        f"{item.id:<26} {item.gpus_per_instance}x {item.card:<18} "
-        f"{item.price_per_hour:>8,.2f} {currency}/h  {item.region}"
-    )
+    click.echo(list_text(loaded, kinds), nl=False)
 
 
 @catalog.command("show")
@@ -115,38 +83,16 @@ def _summary(kind: str, item: Any, currency: str) -> str:
 @format_option("text", "json")
 def show(item_id: str, catalog_paths: tuple[Path, ...], fmt: str) -> None:
     """Show every field of one item, and the file and line it came from."""
+    from gpusolve.catalog_items import find_item
+    from gpusolve.render.catalog import item_text
+
     loaded = load_catalog(list(catalog_paths) or None)
-    for kind in KINDS:
-        item = getattr(loaded.catalog, kind).get(item_id)
-        if item is None:
-            continue
-        data = item.model_dump(mode="json")
-        file, line = loaded.origins.get(item_id, ("?", None))
-        patched = [{"at": r.at, "fields": list(r.fields)} for r in loaded.patches.get(item_id, [])]
-        if fmt == "json":
-            head = {"kind": kind, "defined_at": f"{file}:{line}", "patched_at": patched}
-            click.echo(json.dumps({**head, **data}, indent=2))
-            return
-        click.echo(f"{kind[:-1]} {item_id}  (defined at {file}:{line})")
-        for record in patched:
-            click.echo(f"  patched at {record['at']}: {', '.join(record['fields'])}")
-        _print_tree(data, indent=2)
+    try:
+        kind, found = find_item(loaded, item_id)
+    except LookupError as e:
+        raise click.BadParameter(str(e), param_hint="ID") from None
+    if fmt == "json":
+        head = {"kind": kind, "defined_at": found["defined_at"], "patched_at": found["patched_at"]}
+        click.echo(json.dumps({**head, **found["data"]}, indent=2))
         return
-    known = [i for k in KINDS for i in getattr(loaded.catalog, k)]
-    import difflib
-
-    close = difflib.get_close_matches(item_id, known, n=3)
-    hint = f" Did you mean: {', '.join(close)}?" if close else ""
-    raise click.BadParameter(f"no catalogue item with id {item_id!r}.{hint}", param_hint="ID")
-
-
-def _print_tree(data: Any, indent: int) -> None:
-    pad = " " * indent
-    for key, value in data.items():
-        if isinstance(value, dict):
-            click.echo(f"{pad}{key}:")
-            _print_tree(value, indent + 2)
-        elif isinstance(value, list):
-            click.echo(f"{pad}{key}: {', '.join(str(v) for v in value) or '-'}")
-        else:
-            click.echo(f"{pad}{key}: {value}")
+    click.echo(item_text(kind, item_id, found), nl=False)

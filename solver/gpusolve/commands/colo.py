@@ -12,6 +12,7 @@ from gpusolve.commands.options import (
     catalog_option,
     check_output,
     format_option,
+    output_option_with,
     require_output_for_html,
     rules_option,
 )
@@ -22,12 +23,7 @@ from gpusolve.commands.options import (
 @catalog_option
 @rules_option
 @format_option("text", "json", "markdown", "html")
-@click.option(
-    "-o",
-    "--output",
-    type=click.Path(dir_okay=False, path_type=Path),
-    help="Write to this file (whole or not at all) instead of stdout.",
-)
+@output_option_with("Write to this file (whole or not at all) instead of stdout.")
 @click.option(
     "--top",
     type=click.IntRange(min=1),

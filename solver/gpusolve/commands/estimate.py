@@ -13,7 +13,12 @@ from typing import get_args
 
 import click
 
-from gpusolve.commands.options import catalog_option, format_option, rules_option
+from gpusolve.commands.options import (
+    catalog_option,
+    format_option,
+    output_option_with,
+    rules_option,
+)
 from gpusolve.models.catalog import Card, Catalog
 from gpusolve.models.requirements import Checkpointing, Sharding
 
@@ -94,12 +99,7 @@ Examples:
 @catalog_option
 @rules_option
 @format_option("text", "json", "html")
-@click.option(
-    "-o",
-    "--output",
-    type=click.Path(dir_okay=False, path_type=Path),
-    help="Write to this file instead of standard output.",
-)
+@output_option_with("Write to this file instead of standard output.")
 def estimate(
     reqs_path: Path,
     card_ids: tuple[str, ...],

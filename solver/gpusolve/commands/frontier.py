@@ -15,8 +15,10 @@ from gpusolve.commands.options import (
     format_option,
     output_option,
     progress_printer,
+    quiet_option,
     require_output_for_html,
     rules_option,
+    time_limit_option,
 )
 
 
@@ -47,13 +49,7 @@ from gpusolve.commands.options import (
     show_default=True,
     help="Loosest factor applied to every training deadline.",
 )
-@click.option(
-    "--time-limit",
-    type=FiniteFloatRange(min=0.1),
-    default=30.0,
-    show_default=True,
-    help="Seconds per solve.",
-)
+@time_limit_option(30.0, "Seconds per solve.")
 @click.option(
     "--plot",
     metavar="FILE.svg|png",
@@ -67,7 +63,7 @@ from gpusolve.commands.options import (
     help="Start the chart's axes at the smallest time and cost instead of zero "
     "(zooms in; small differences then look large).",
 )
-@click.option("-q", "--quiet", is_flag=True, help="No progress messages on stderr.")
+@quiet_option
 def frontier(
     requirements: Path,
     catalog_paths: tuple[Path, ...],

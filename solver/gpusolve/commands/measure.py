@@ -8,7 +8,6 @@ from pathlib import Path
 import click
 
 from gpusolve.commands.options import catalog_option
-from gpusolve.errors import InputError
 
 HELP = """\
 Time a workload's own model with PyTorch and write its `measured:` block (H12).
@@ -60,40 +59,10 @@ def measure(
     fmt: str,
     catalog_paths: tuple[Path, ...],
 ) -> None:
-    from gpusolve.load import load_requirements_doc
-    from gpusolve.measure import require_torch
-
-    reqs, doc = load_requirements_doc(reqs_path)
-    names = [w.name for w in reqs.workloads]
-    if name not in names:
-        raise InputError.single(
-            str(reqs_path), f"no workload named {name!r}", hint=f"one of {', '.join(names)}"
-        )
-    index = names.index(name)
-    require_torch()
-    card = None
-    from gpusolve.load.catalog import load_catalog
-
-    cards = load_catalog(list(catalog_paths)).catalog.cards
-    if card_id is not None:
-        card = cards.get(card_id)
-        if card is None:
-            raise InputError.single(
-                "--card",
-                f"unknown card {card_id!r}",
-                hint="see `gpusolve catalog list --kind cards`",
-            )
-    if update and card is None:
-        raise InputError.single(
-            "--update", "the measured: block needs the card", hint="give --card ID"
-        )
+    from gpusolve.measure.run import MeasureRequest, measure_from_file
     from gpusolve.measure.session import Options
-    from gpusolve.measure.session import measure as run_measure
-    from gpusolve.params import Params
+    from gpusolve.render.measure import measure_text
 
-    params = Params()
-    if reqs.headroom is not None:
-        params = params.with_values(headroom=reqs.headroom)
     opts = Options(
         steps=steps,
         warmup=warmup,
@@ -102,52 +71,9 @@ def measure(
         micro_batch=micro_batch,
         seq_len=seq_len,
     )
-    report = run_measure(reqs.workloads[index], card, params, opts, str(reqs_path))
-    if update and report.measured is not None:
-        _update(reqs_path, doc, index, report.measured)
+    request = MeasureRequest(reqs_path, name, card_id, catalog_paths, opts, update)
+    report = measure_from_file(request)
     if fmt == "json":
         click.echo(json.dumps(report.model_dump(mode="json"), indent=2))
         return
-    from gpusolve.measure.block import block_lines
-
-    for note in report.notes:
-        click.echo(f"# note: {note}")
-    s, f = report.counted_states, report.formula_states
-    click.echo(
-        f"# model states: PyTorch holds {s.weights + s.gradients + s.optimizer:,.0f} bytes, "
-        f"the physics says {f.weights + f.gradients + f.optimizer:,.0f}"
-    )
-    click.echo(
-        f"# activations saved for backward: {report.saved_activation_bytes:,.0f} bytes, the "
-        f"formula says {report.formula_activation_bytes:,.0f}"
-    )
-    click.echo(f"# {report.tokens_per_s:,.1f} tokens/s on {report.device}")
-    if report.measured is not None:
-        click.echo("\n".join(block_lines(report.measured, 0)))
-        if update:
-            click.echo(f"# written into {reqs_path} (workload {name})")
-
-
-def _update(path: Path, doc: object, index: int, block: object) -> None:
-    from gpusolve.atomic import write_text_atomic
-    from gpusolve.load import load_requirements_doc
-    from gpusolve.load.yamlio import Document
-    from gpusolve.measure.block import with_block
-    from gpusolve.models.requirements import Measured
-
-    assert isinstance(doc, Document) and isinstance(block, Measured)
-    text = path.read_text(encoding="utf-8")
-    new = with_block(text, doc, index, block)
-    probe = path.with_name(f".{path.name}.measure-check.yaml")
-    try:
-        probe.write_text(new, encoding="utf-8")
-        load_requirements_doc(probe)  # never write a file that no longer loads
-    except InputError as exc:
-        raise InputError.single(
-            str(path),
-            f"could not insert the measured: block ({exc})",
-            hint="paste the printed block by hand",
-        ) from None
-    finally:
-        probe.unlink(missing_ok=True)
-    write_text_atomic(path, new)
+    click.echo(measure_text(report, reqs_path if update else None, name), nl=False)

@@ -113,14 +113,45 @@ class FiniteFloatRange(click.FloatRange):
 SEED_RANGE = click.IntRange(0, 2**31 - 1)
 
 
-def output_option(func: F) -> F:
-    return click.option(
-        "-o",
-        "--output",
-        type=click.Path(dir_okay=False, path_type=Path),
-        help="Write to this file (whole or not at all, only when the run succeeds) "
-        "instead of stdout.",
-    )(func)
+_OUTPUT_HELP = (
+    "Write to this file (whole or not at all, only when the run succeeds) instead of stdout."
+)
+
+
+def output_option_with(help_text: str = _OUTPUT_HELP) -> Callable[[F], F]:
+    """`-o/--output FILE`; commands may say what they write there."""
+
+    def decorate(func: F) -> F:
+        return click.option(
+            "-o",
+            "--output",
+            type=click.Path(dir_okay=False, path_type=Path),
+            help=help_text,
+        )(func)
+
+    return decorate
+
+
+output_option = output_option_with()
+
+
+def time_limit_option(default_s: float, help_text: str) -> Callable[[F], F]:
+    """`--time-limit SECONDS` for commands that solve; a finite number of at least 0.1."""
+
+    def decorate(func: F) -> F:
+        return click.option(
+            "--time-limit",
+            type=FiniteFloatRange(min=0.1),
+            default=default_s,
+            show_default=True,
+            help=help_text,
+        )(func)
+
+    return decorate
+
+
+def quiet_option(func: F) -> F:
+    return click.option("-q", "--quiet", is_flag=True, help="No progress messages on stderr.")(func)
 
 
 def check_output(output: Path | None, inputs: Sequence[Path]) -> None:

@@ -14,9 +14,12 @@ from gpusolve.commands.options import (
     catalog_option,
     check_output,
     format_option,
+    output_option_with,
     progress_printer,
+    quiet_option,
     require_output_for_html,
     rules_option,
+    time_limit_option,
 )
 from gpusolve.models.plan import Plan
 from gpusolve.render import FORMATS
@@ -34,12 +37,7 @@ EXIT_CODES = {"optimal": 0, "feasible": 0, "infeasible": 1, "timeout": 3, "unkno
 @catalog_option
 @rules_option
 @format_option(*FORMATS, "html", "csv")
-@click.option(
-    "-o",
-    "--output",
-    type=click.Path(dir_okay=False, path_type=Path),
-    help="Write the plan to this file (whole or not at all) instead of stdout.",
-)
+@output_option_with("Write the plan to this file (whole or not at all) instead of stdout.")
 @click.option(
     "--objective",
     type=click.Choice(OBJECTIVES),
@@ -72,13 +70,7 @@ EXIT_CODES = {"optimal": 0, "feasible": 0, "infeasible": 1, "timeout": 3, "unkno
     default=None,
     help="Explain, per workload, why this card/server/colo/cloud offer was not chosen.",
 )
-@click.option(
-    "--time-limit",
-    type=FiniteFloatRange(min=0.1),
-    default=60.0,
-    show_default=True,
-    help="Seconds the solver may spend (per solve).",
-)
+@time_limit_option(60.0, "Seconds the solver may spend (per solve).")
 @click.option(
     "--workers",
     type=click.IntRange(1, 64),
@@ -101,7 +93,7 @@ EXIT_CODES = {"optimal": 0, "feasible": 0, "infeasible": 1, "timeout": 3, "unkno
     "which the plan stays optimal and the plan beyond each end (re-solves over a process "
     "pool, one per core).",
 )
-@click.option("-q", "--quiet", is_flag=True, help="No progress messages on stderr.")
+@quiet_option
 @click.option(
     "--bom",
     is_flag=True,

@@ -9,7 +9,6 @@ import click
 
 from gpusolve.commands.options import catalog_option, format_option
 from gpusolve.errors import InputError
-from gpusolve.models.profile import GpuProfile, ProfileReport, Stat
 from gpusolve.params import Params
 
 HELP = """\
@@ -57,6 +56,7 @@ def profile(
     fmt: str,
 ) -> None:
     from gpusolve.profile import analyse_file
+    from gpusolve.render.profile import profile_text
 
     card = None
     if card_id is not None:
@@ -73,7 +73,7 @@ def profile(
     if fmt == "json":
         click.echo(json.dumps(report.model_dump(mode="json"), indent=2))
     else:
-        click.echo(render_text(report))
+        click.echo(profile_text(report))
 
 
 def parse_params(values: tuple[str, ...]) -> Params:
@@ -92,38 +92,3 @@ def parse_params(values: tuple[str, ...]) -> Params:
         except (ValueError, yaml.YAMLError) as exc:
             raise InputError.single("--param", f"{item!r}: {exc}") from None
     return Params().with_values(**chosen)
-
-
-def _s(stat: Stat, unit: str, digits: int = 0) -> str:
-    if stat.mean is None:
-        return "n/a"
-    lo, hi = stat.min or 0.0, stat.max or 0.0
-    return f"{stat.mean:.{digits}f}{unit} ({lo:.{digits}f}-{hi:.{digits}f})"
-
-
-def _row(p: GpuProfile) -> list[str]:
-    time = f", {p.seconds:.0f} s" if p.seconds is not None else ""
-    tdp = f", {p.power_of_tdp:.0%} of TDP" if p.power_of_tdp is not None else ""
-    return [
-        f"GPU {p.gpu}: {p.bound.replace('_', '-')} ({p.samples} samples{time})",
-        f"  sm {_s(p.sm_pct, '%')}, mem {_s(p.mem_pct, '%')}, memory used "
-        f"{_s(p.fb_used_gb, ' GB', 1)}",
-        f"  power {_s(p.power_w, ' W')}{tdp}; temperature {_s(p.gpu_temp_c, ' °C')}, "
-        f"memory {_s(p.memory_temp_c, ' °C')}",
-        f"  SM clock {_s(p.sm_clock_mhz, ' MHz')}, under load {_s(p.loaded_sm_clock_mhz, ' MHz')}"
-        f"; violations: power {_s(p.power_violation_pct, '%')}, thermal "
-        f"{p.thermal_violation_samples} sample(s)",
-        f"  {p.why}",
-    ]
-
-
-def render_text(report: ProfileReport) -> str:
-    card = f" on {report.card}" if report.card else ""
-    lines = [f"{report.source}: nvidia-smi {report.format} log{card}, {len(report.gpus)} GPU(s)"]
-    for p in report.gpus:
-        lines += _row(p)
-    if len(report.gpus) > 1:
-        lines += _row(report.overall)
-    lines += [f"warning: {w}" for w in report.warnings]
-    lines += [f"note: {n}" for n in report.notes]
-    return "\n".join(lines)

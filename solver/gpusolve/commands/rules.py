@@ -2,24 +2,13 @@
 
 from __future__ import annotations
 
-import difflib
 import json
-from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
 
 import click
 
 from gpusolve.commands.options import catalog_option, format_option, rules_option
-from gpusolve.errors import InputError, Problem
-from gpusolve.params import SPECS, Params
-from gpusolve.rules.environment import (
-    BASE_VARIABLES,
-    KIND_VARIABLES,
-    KINDS,
-    describe_fields,
-)
-from gpusolve.rules.loader import CompiledRule, RuleSet, load_ruleset, read_rule_file
+from gpusolve.rules.environment import KINDS
 
 
 @click.group("rules")
@@ -36,73 +25,22 @@ def rules() -> None:
     """
 
 
-def _load(rules_paths: Iterable[Path]) -> RuleSet:
-    return load_ruleset(list(rules_paths))
-
-
-def _effects(rule: CompiledRule) -> str:
-    parts = []
-    if rule.sets:
-        parts.append("set " + ",".join(rule.sets))
-    if rule.requires:
-        parts.append("require " + ",".join(rule.requires))
-    if rule.prefers:
-        parts.append("prefer " + ",".join(rule.prefers))
-    if rule.advise is not None:
-        parts.append("advise")
-    return "; ".join(parts)
-
-
-def _rule_json(rule: CompiledRule) -> dict[str, Any]:
-    r = rule.rule
-    return {
-        "id": r.id,
-        "source": r.source,
-        "title": r.title,
-        "when": r.when,
-        "set": rule.sets,
-        "require": dict(r.require),
-        "prefer": {k: p.model_dump() for k, p in r.prefer.items()},
-        "advise": r.advise,
-        "notes": r.notes,
-        "file": rule.file,
-        "line": rule.line,
-        "shipped": rule.shipped,
-        "replaced": rule.replaced,
-    }
-
-
 @rules.command("list")
 @click.option("--source", "source", metavar="HNN", help="Only rules citing this heuristic.")
 @rules_option
 @format_option("text", "json")
 def list_rules(source: str | None, rules_paths: tuple[Path, ...], fmt: str) -> None:
     """List the rules in effect (shipped, then --rules files), in evaluation order."""
-    ruleset = _load(rules_paths)
-    selected = list(ruleset.rules)
-    if source:
-        wanted = _normalise_source(source)
-        selected = [r for r in selected if r.source == wanted]
+    from gpusolve.render.rules import list_text
+    from gpusolve.rules.loader import load_ruleset
+    from gpusolve.rules_report import list_json, select_rules
+
+    ruleset = load_ruleset(list(rules_paths))
+    selected = select_rules(ruleset, _normalise_source(source) if source else None)
     if fmt == "json":
-        payload = {
-            "rules": [_rule_json(r) for r in selected],
-            "disabled": ruleset.disabled,
-            "files": [str(f) for f in ruleset.files],
-        }
-        click.echo(json.dumps(payload, indent=2, ensure_ascii=False))
+        click.echo(json.dumps(list_json(ruleset, selected), indent=2, ensure_ascii=False))
         return
-    width = max((len(r.id) for r in selected), default=10)
-    for r in selected:
-        where = Path(r.file).name + (f":{r.line}" if r.line else "")
-        origin = "" if r.shipped else "  (user)"
-        click.echo(f"{r.id:<{width}}  {r.source}  {r.title}{origin}")
-        click.echo(f"{'':<{width}}        {_effects(r)}  [{where}]")
-    for rule_id, where in ruleset.disabled.items():
-        click.echo(f"{rule_id:<{width}}  disabled by {where}")
-    files = len(ruleset.files)
-    click.echo(
-        f"{len(selected)} rule(s) shown; {len(ruleset.rules)} in effect from {files} file(s)"
-    )
+    click.echo(list_text(ruleset, selected), nl=False)
 
 
 def _normalise_source(source: str) -> str:
@@ -118,79 +56,21 @@ def _normalise_source(source: str) -> str:
 @format_option("text", "json")
 def show(rule_id: str, rules_paths: tuple[Path, ...], fmt: str) -> None:
     """Show one rule, the heuristic it cites and the file that defines it."""
-    ruleset = _load(rules_paths)
-    rule = ruleset.get(rule_id)
-    if rule is None:
-        if rule_id in ruleset.disabled:
-            raise click.BadParameter(
-                f"rule {rule_id!r} is disabled by {ruleset.disabled[rule_id]}", param_hint="ID"
-            )
-        close = difflib.get_close_matches(rule_id, ruleset.ids(), n=3)
-        hint = f" Did you mean: {', '.join(close)}?" if close else " See `gpusolve rules list`."
-        raise click.BadParameter(f"no rule with id {rule_id!r}.{hint}", param_hint="ID")
-    heuristic = _heuristic(rule.source)
+    from gpusolve.render.rules import show_text
+    from gpusolve.rules.loader import load_ruleset
+    from gpusolve.rules_report import find_rule, heuristic, rule_json
+
+    try:
+        rule = find_rule(load_ruleset(list(rules_paths)), rule_id)
+    except LookupError as e:
+        raise click.BadParameter(str(e), param_hint="ID") from None
+    cited = heuristic(rule.source)
     if fmt == "json":
         click.echo(
-            json.dumps({**_rule_json(rule), "heuristic": heuristic}, indent=2, ensure_ascii=False)
+            json.dumps({**rule_json(rule), "heuristic": cited}, indent=2, ensure_ascii=False)
         )
         return
-    r = rule.rule
-    origin = "shipped" if rule.shipped else "user file"
-    click.echo(f"rule {r.id}  ({rule.where}, {origin})")
-    click.echo(f"  title:  {r.title}")
-    click.echo(f"  source: {r.source}")
-    if heuristic:
-        click.echo(f"    document {heuristic['document']}, {heuristic['section']}")
-        _wrap(heuristic["summary"], 4)
-        if heuristic.get("correction"):
-            click.echo("    correction:")
-            _wrap(heuristic["correction"], 6)
-    click.echo(f"  when:   {_one_line(r.when)}")
-    for name, value in rule.sets.items():
-        spec = next(s for s in SPECS if s.name == name)
-        default = getattr(Params(), name)
-        click.echo(f"  set {name} = {value}  (default {default}; {spec.doc})")
-    for kind, expr in r.require.items():
-        click.echo(f"  require {kind}: {_one_line(expr)}")
-    for kind, pref in r.prefer.items():
-        click.echo(f"  prefer {kind}: {_one_line(pref.expr)}  (penalty {pref.penalty:,.0f})")
-        if pref.reason:
-            click.echo(f"    reason: {pref.reason}")
-    if r.advise:
-        click.echo("  advise:")
-        _wrap(r.advise, 4)
-    if r.notes:
-        click.echo("  notes:")
-        _wrap(r.notes, 4)
-    for where in rule.replaced:
-        click.echo(f"  replaces the rule defined at {where}")
-
-
-def _heuristic(source: str) -> dict[str, Any] | None:
-    """The heuristic's summary from rules/heuristics.yaml (None if it cannot be read)."""
-    from gpusolve.load import data_dir, parse_model, read_yaml
-    from gpusolve.models.rules import HeuristicsFile
-
-    path = data_dir("rules") / "heuristics.yaml"
-    try:
-        heuristics = parse_model(read_yaml(path), HeuristicsFile, "heuristics")
-    except InputError:
-        return None
-    for h in heuristics.heuristics:
-        if h.id == source:
-            return h.model_dump()
-    return None
-
-
-def _one_line(text: str) -> str:
-    return " ".join(text.split())
-
-
-def _wrap(text: str, indent: int, width: int = 92) -> None:
-    import textwrap
-
-    for line in textwrap.wrap(_one_line(text), width=width - indent):
-        click.echo(" " * indent + line)
+    click.echo(show_text(rule, cited), nl=False)
 
 
 @rules.command("check")
@@ -198,21 +78,10 @@ def _wrap(text: str, indent: int, width: int = 92) -> None:
 def check(paths: tuple[Path, ...]) -> None:
     """Validate rule files (structure, CEL, parameters, ids) as they would load after the
     shipped rules. Exit 2 with file:line and rule id on any problem."""
-    ruleset = load_ruleset(list(paths))
-    shipped_ids = {r.id for r in load_ruleset().rules}
-    for path in paths:
-        files = sorted(path.glob("*.y*ml")) if path.is_dir() else [path]
-        for file in files:
-            if file.name == "heuristics.yaml":
-                continue
-            rule_file, _ = read_rule_file(file)
-            ids = [r.id for r in rule_file.rules]
-            overrides = sum(1 for i in ids if i in shipped_ids)
-            click.echo(
-                f"ok: {file}: {len(ids)} rule(s) ({len(ids) - overrides} new, "
-                f"{overrides} replacing shipped), {len(rule_file.disable)} disabled"
-            )
-    click.echo(f"{len(ruleset.rules)} rule(s) in effect with the shipped set")
+    from gpusolve.render.rules import check_text
+    from gpusolve.rules_report import check_rule_files
+
+    click.echo(check_text(*check_rule_files(paths)), nl=False)
 
 
 @rules.command("fields")
@@ -224,23 +93,9 @@ def check(paths: tuple[Path, ...]) -> None:
 )
 def fields(kind: str | None) -> None:
     """The variables and fields rule expressions can use, with their types."""
-    contexts = [kind] if kind else ["when", *KINDS]
-    for ctx in contexts:
-        names = list(BASE_VARIABLES) if ctx == "when" else [*KIND_VARIABLES[ctx], *BASE_VARIABLES]
-        click.echo(f"{ctx}: {', '.join(names)}")
-    click.echo("")
-    shown: set[str] = set()
-    variables = {**BASE_VARIABLES}
-    for ctx in contexts:
-        if ctx != "when":
-            variables.update(KIND_VARIABLES[ctx])
-    for name, t in variables.items():
-        if name in shown:
-            continue
-        shown.add(name)
-        click.echo(f"{name}  ({t.describe()})")
-        for path, type_text, doc in describe_fields(t, name):
-            click.echo(f"  {path:<44} {type_text}" + (f"  — {doc}" if doc else ""))
+    from gpusolve.render.rules import fields_text
+
+    click.echo(fields_text([kind] if kind else ["when", *KINDS]), nl=False)
 
 
 @rules.command("explain")
@@ -256,182 +111,12 @@ def explain(
 ) -> None:
     """Show which rules fire for each workload, what they set, which catalogue items
     their require-rules remove, and their advice — without solving."""
-    from gpusolve.load import check_against_catalog, load_catalog, load_requirements_doc
-    from gpusolve.rules.engine import catalogue_removals, evaluate_workload
-    from gpusolve.rules.environment import ActivationCache
-    from gpusolve.rules.policy import model_sizes
-
-    reqs, doc = load_requirements_doc(requirements)
-    catalog = load_catalog(list(catalog_paths) or None).catalog
-    check_against_catalog(reqs, doc, catalog)
-    ruleset = _load(rules_paths)
-    sizes = model_sizes(reqs)
-    unsized = [(i, w) for i, w in enumerate(reqs.workloads) if w.name not in sizes]
-    if unsized:
-        problems = []
-        for i, w in unsized:
-            line, col = doc.locate(("workloads", i, "model")) or (None, None)
-            problems.append(
-                Problem(
-                    doc.name,
-                    line,
-                    col,
-                    f"workload {w.name}: unknown model preset {w.model.preset!r}",
-                    "give model.params_b, or a preset from `gpusolve estimate --help`",
-                )
-            )
-        raise InputError(problems)
-    cache = ActivationCache(catalog.cards)
-    report: list[dict[str, Any]] = []
-    for w in reqs.workloads:
-        wr = evaluate_workload(ruleset, w, reqs, model_sizes=sizes)
-        removals = catalogue_removals(wr, catalog, cache)
-        layout_rules = [
-            {"rule": p.rule, "source": p.source, "kind": "require", "expr": p.expr}
-            for p in wr.requires.get("deployment", [])
-        ] + [
-            {"rule": p.rule, "source": p.source, "kind": "prefer", "expr": p.expr}
-            for p in wr.prefers.get("deployment", [])
-        ]
-        removed_cards = {i for r in removals if r.kind == "card" for i in r.removed}
-        report.append(
-            {
-                "workload": w.name,
-                "kind": w.kind,
-                "params_b": sizes.get(w.name),
-                "params": {s.name: getattr(wr.params, s.name) for s in SPECS},
-                "param_origin": wr.param_origin,
-                "trace": [t.to_dict() for t in wr.trace],
-                "removed": [
-                    {
-                        "rule": r.rule,
-                        "source": r.source,
-                        "title": r.title,
-                        "kind": r.kind,
-                        "removed": r.removed,
-                        "errors": r.errors,
-                    }
-                    for r in removals
-                ],
-                "via_removed_cards": {
-                    "servers": sorted(
-                        s.id for s in catalog.servers.values() if s.card in removed_cards
-                    ),
-                    "cloud_offers": sorted(
-                        o.id for o in catalog.cloud_offers.values() if o.card in removed_cards
-                    ),
-                },
-                "not_checked_without_layouts": layout_rules,
-                "prefers": {
-                    kind: [{"rule": p.rule, "expr": p.expr, "penalty": p.penalty} for p in preds]
-                    for kind, preds in wr.prefers.items()
-                },
-                "advice": wr.advice,
-            }
-        )
-    if fmt == "json":
-        payload = {
-            "rules": {
-                "files": [str(f) for f in ruleset.files],
-                "in_effect": len(ruleset.rules),
-                "disabled": ruleset.disabled,
-            },
-            "workloads": report,
-        }
-        click.echo(json.dumps(payload, indent=2, ensure_ascii=False, default=str))
-        return
-    user_files = [str(f) for f in ruleset.files if not _is_shipped(f, ruleset)]
-    click.echo(
-        f"{len(ruleset.rules)} rules in effect"
-        + (f" (user files: {', '.join(user_files)})" if user_files else " (shipped set)")
-        + (f"; disabled: {', '.join(ruleset.disabled)}" if ruleset.disabled else "")
-    )
-    for item in report:
-        _print_workload(item)
-
-
-def _is_shipped(path: Path, ruleset: RuleSet) -> bool:
+    from gpusolve.render.rules import explain_text
     from gpusolve.rules.loader import shipped_rule_files
+    from gpusolve.rules_report import explain_rules
 
-    return path in shipped_rule_files()
-
-
-def _print_workload(item: dict[str, Any]) -> None:
-    click.echo("")
-    size = item["params_b"]
-    size_text = f", {size:.3g}B parameters" if size is not None else ""
-    click.echo(f"workload {item['workload']} ({item['kind']}{size_text})")
-    defaults = Params()
-    changed = [
-        f"{name} = {value} ({item['param_origin'][name]})"
-        for name, value in item["params"].items()
-        if item["param_origin"][name] != "default" or value != getattr(defaults, name)
-    ]
-    click.echo("  parameters set: " + ("; ".join(changed) if changed else "defaults only"))
-    click.echo("  rules fired, in order:")
-    for entry in item["trace"]:
-        if entry["rule"] == "user":
-            click.echo(f"    {entry['order']:>2}. user requirements.headroom")
-        else:
-            click.echo(
-                f"    {entry['order']:>2}. {entry['rule']} ({entry['source']}) {entry['title']}"
-                f"  [{_short(entry['where'])}]"
-            )
-        for line in _entry_lines(entry):
-            click.echo(f"          {line}")
-    click.echo("  removed from the catalogue by require-rules:")
-    removals = item["removed"]
-    if not removals:
-        click.echo("    (no require-rule on cards, servers, colo or cloud offers fired)")
-    for r in removals:
-        what = {
-            "card": "cards",
-            "server": "servers",
-            "offer": "colo offers",
-            "cloud": "cloud offers",
-        }[r["kind"]]
-        ids = ", ".join(r["removed"]) if r["removed"] else "none"
-        click.echo(f"    {r['rule']} ({r['source']}) {what}: {ids}")
-        for item_id, error in r["errors"].items():
-            click.echo(f"      {item_id}: could not be evaluated ({error})")
-    via = item["via_removed_cards"]
-    if via["servers"] or via["cloud_offers"]:
-        click.echo(
-            "    built on removed cards: " + ", ".join([*via["servers"], *via["cloud_offers"]])
-        )
-    if item["not_checked_without_layouts"]:
-        click.echo("  deployment-level rules (need a layout; checked when planning, not here):")
-        for r in item["not_checked_without_layouts"]:
-            click.echo(f"    {r['kind']} {r['rule']} ({r['source']}): {_one_line(r['expr'])}")
-    if item["advice"]:
-        click.echo("  advice:")
-        for text in item["advice"]:
-            click.echo(f"    - {text}")
-
-
-def _short(where: str) -> str:
-    """Shipped rule files as rules/NAME:LINE; user files as given."""
-    from gpusolve.load.data import data_dir
-
-    shipped = str(data_dir("rules")) + "/"
-    return "rules/" + where[len(shipped) :] if where.startswith(shipped) else where
-
-
-def _entry_lines(entry: dict[str, Any]) -> list[str]:
-    if entry.get("error"):
-        return [f"did not fire: `when` could not be evaluated ({entry['error']})"]
-    lines: list[str] = []
-    for name, value in entry["set"].items():
-        previous = entry["previous"].get(name, {})
-        text = f"set {name} = {value} (was {previous.get('value')} from {previous.get('by')})"
-        later = entry["overridden_by"].get(name)
-        if later:
-            text += f"; overridden later by {later}"
-        lines.append(text)
-    for kind, expr in entry["require"].items():
-        lines.append(f"require {kind}: {_one_line(expr)}")
-    for kind, pref in entry["prefer"].items():
-        lines.append(f"prefer {kind}: {_one_line(pref['expr'])} (penalty {pref['penalty']:,.0f})")
-    if entry.get("advice"):
-        lines.append("advise (see advice below)")
-    return lines
+    report = explain_rules(requirements, catalog_paths, rules_paths)
+    if fmt == "json":
+        click.echo(json.dumps(report.model_dump(mode="json"), indent=2, ensure_ascii=False))
+        return
+    click.echo(explain_text(report, shipped_rule_files()), nl=False)

@@ -1,0 +1,92 @@
+"""`gpusolve rules explain --format json`: which rules fire per workload and what they do."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+# A parameter's value (`gpusolve.params`): bool before int, so JSON true stays a bool.
+ParamValue = bool | int | float | str
+
+
+class _Out(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class RulesInEffect(_Out):
+    files: list[str] = Field(description="Rule files read, shipped first, in order.")
+    in_effect: int = Field(description="Number of rules in effect after overrides.")
+    disabled: dict[str, str] = Field(description="Disabled rule id -> file:line that disabled it.")
+
+
+class PreviousValue(_Out):
+    value: ParamValue | None
+    by: str = Field(description="Rule id, `default` or `user` that set the earlier value.")
+
+
+class TracePrefer(_Out):
+    expr: str
+    penalty: float
+
+
+class TraceEntryOut(_Out):
+    """One fired rule (or the user's headroom, rule `user`), in evaluation order."""
+
+    order: int
+    rule: str
+    source: str
+    title: str
+    where: str = Field(description="file:line of the rule.")
+    set: dict[str, ParamValue]
+    previous: dict[str, PreviousValue]
+    overridden_by: dict[str, str]
+    require: dict[str, str] = Field(description="Kind -> CEL expression.")
+    prefer: dict[str, TracePrefer]
+    advice: str | None
+    error: str | None = Field(description="Why `when` could not be evaluated (did not fire).")
+    fired: bool
+
+
+class RemovalOut(_Out):
+    rule: str
+    source: str
+    title: str
+    kind: str = Field(description="card, server, offer (colo) or cloud.")
+    removed: list[str]
+    errors: dict[str, str] = Field(description="Item id -> evaluation error.")
+
+
+class ViaRemovedCards(_Out):
+    servers: list[str]
+    cloud_offers: list[str]
+
+
+class LayoutRule(_Out):
+    rule: str
+    source: str
+    kind: str = Field(description="require or prefer.")
+    expr: str
+
+
+class PreferOut(_Out):
+    rule: str
+    expr: str
+    penalty: float
+
+
+class WorkloadExplain(_Out):
+    workload: str
+    kind: str
+    params_b: float | None = Field(description="Model size in billions of parameters.")
+    params: dict[str, ParamValue] = Field(description="Every parameter's value after the rules.")
+    param_origin: dict[str, str] = Field(description="Parameter -> rule id, default or user.")
+    trace: list[TraceEntryOut]
+    removed: list[RemovalOut]
+    via_removed_cards: ViaRemovedCards
+    not_checked_without_layouts: list[LayoutRule]
+    prefers: dict[str, list[PreferOut]]
+    advice: list[str]
+
+
+class RulesExplainReport(_Out):
+    rules: RulesInEffect
+    workloads: list[WorkloadExplain]

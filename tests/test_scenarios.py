@@ -85,7 +85,11 @@ def _price(inst: Instance, servers: dict[tuple[str, str], int], combo: Combo) ->
         racks = min_racks(items, site.rack_w, site.rack_units)
         if racks > site.racks_available:
             return None
-        cost += h * (site.rack_rent_month * racks + site.bandwidth_month)
+        cost += h * site.rack_rent_month * racks
+    # Bandwidth where this scenario places something (`validate.py`), not where servers
+    # bought for another scenario sit idle.
+    for site_id in sorted({p.site for _, p in combo if p is not None}):
+        cost += h * inst.sites[site_id].bandwidth_month
     for option, placement in combo:
         cost += option.penalty
         if isinstance(option, CloudOption):
@@ -423,3 +427,34 @@ def test_a_scenario_no_hardware_can_meet_is_named(gpusolve, tmp_path: Path) -> N
     plan = Plan.model_validate_json(result.out)
     assert plan.status == "infeasible" and plan.infeasibility is not None
     assert "scenario no-ascend" in plan.infeasibility.reason
+
+
+def test_a_scenario_pays_bandwidth_only_where_it_places_something() -> None:
+    """A purchase holds a server at a site only scenario b uses: in scenario a it sits
+    idle there and pays its rack, not the site's bandwidth (as `validate.py` prices it;
+    before, the shared used[site] charged it and the plan failed its own check)."""
+    sku = Sku("k", capex=1000, power_w=1000, rack_units=1, cooling=frozenset({"air"}))
+    near = Site("near", "r", "air", 10_000, 42, 2, 10, 5, {"k": 0})
+    far = Site("far", "r", "air", 10_000, 42, 2, 10, 700, {"k": 0})
+
+    def instance(site: str) -> Instance:
+        return Instance(
+            workloads=("w",),
+            skus={"k": sku},
+            sites={"near": near, "far": far},
+            owned=(OwnedOption("w.o", "w", "k", 1, "always", (Placement(site),)),),
+            cloud=(CloudOption("w.c", "w", "offer", "r", 1, 100_000),),
+            horizon_months=1,
+        )
+
+    scenarios = [Scenario("a", 0.5, instance("near")), Scenario("b", 0.5, instance("far"))]
+    bought = {("k", "near"): 1, ("k", "far"): 1}
+    outcome = evaluate(FirstStage(bought), scenarios, CONFIG)
+    for s in scenarios:
+        solution = outcome[s.name]
+        assert solution is not None and solution.costs is not None
+        assert solution.costs.objective_tco == reference_fixed(s.instance, bought)
+    a = outcome["a"]
+    assert a is not None and a.costs is not None and a.costs.bandwidth == 5
+    hedged = solve_two_stage(scenarios, CONFIG)
+    assert hedged.objective_value == reference(scenarios, "expected")

@@ -338,7 +338,11 @@ def _scenario_view(
         part.b.model, instance, part.owned, servers, {s: p.total for s, p in packing.items()}
     )
     owned, cloud = part.owned, part.cloud
-    money = money_terms(part.b, instance, servers, packing, used, owned, cloud)
+    # Bandwidth and the set-up fee are this scenario's where it places something, as
+    # in a single plan (`model._site_used`, which `validate.py` recomputes): a site
+    # holding only servers the scenario leaves idle pays its racks, not its line.
+    here = _scenario_used(part, used)
+    money = money_terms(part.b, instance, servers, packing, here, owned, cloud)
     capex, rent, energy, bandwidth, cloud_cost, residual = money
     capex, rent = with_infrastructure(instance, net, capex, rent)
     penalties = _wsum(
@@ -384,6 +388,27 @@ def _scenario_view(
         storage_nodes=net.storage_nodes,
         residual=residual,
     )
+
+
+def _scenario_used(part: _Part, used: dict[str, Var]) -> dict[str, Var]:
+    """One scenario's used[site]: exactly "this scenario places something there", and
+    within the shared used[site] that the racks hang on."""
+    by_site: dict[str, list[Var]] = defaultdict(list)
+    by_pair: dict[tuple[str, str], list[Var]] = defaultdict(list)
+    for o in part.owned:
+        by_site[o.placement.site].append(o.var)
+        by_pair[(o.placement.site, o.option.workload)].append(o.var)
+    out: dict[str, Var] = {}
+    for site in sorted(used):
+        if not by_site[site]:
+            continue  # nothing of this scenario can go there: no line to pay
+        u = part.b.model.new_bool_var(f"used[{site}]")
+        part.b.model.add_bool_or([~u, *by_site[site]])
+        part.b.model.add_implication(u, used[site])
+        out[site] = u
+    for (site, _), vars_ in sorted(by_pair.items()):
+        part.b.model.add(sum(vars_) <= out[site])
+    return out
 
 
 # --------------------------------------------------------------------------- solve

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from gpusolve.optimize.builder import BuildOptions
 from gpusolve.optimize.ir import (
     CloudOption,
     Instance,
@@ -23,7 +24,6 @@ from gpusolve.optimize.ir import (
     Solution,
     SolveConfig,
 )
-from gpusolve.optimize.model import BuildOptions
 from gpusolve.optimize.solve import solve
 from gpusolve.optimize.warmstart import standalone_owned
 

@@ -11,8 +11,8 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 
 from generator import describe, generate
+from gpusolve.optimize.checks import instance_errors
 from gpusolve.optimize.ir import Instance, SolveConfig
-from gpusolve.optimize.model import instance_errors
 from gpusolve.optimize.solve import solve
 from gpusolve.optimize.validate import check
 

@@ -10,6 +10,7 @@ from tests.factories.instances import ONE, TWO, instance, owned, rented, site
 from tests.support.solutions import plan
 
 from gpusolve.optimize.alternatives import alternatives
+from gpusolve.optimize.builder import BuildOptions
 from gpusolve.optimize.explain import explain, relaxation
 from gpusolve.optimize.ir import (
     Instance,
@@ -19,7 +20,7 @@ from gpusolve.optimize.ir import (
     Requirement,
     Solution,
 )
-from gpusolve.optimize.model import BuildOptions, build
+from gpusolve.optimize.model import build
 from gpusolve.optimize.relaxation import translate
 from gpusolve.optimize.solve import criteria, fold, group, relative_gap, solve
 from gpusolve.optimize.validate import check

@@ -10,7 +10,7 @@ import pytest
 from tests.support.differential import SEEDS, case, checked_on, leading_lp, normalised
 
 from gpusolve.optimize import core, opening
-from gpusolve.optimize.model import BuildOptions
+from gpusolve.optimize.builder import BuildOptions
 
 # (rank, proto index), cheapest first, as `core.ranked` gives them.
 ORDER = [(0.0, 10), (0.0, 11), (2.0, 12), (5.0, 13), (5.0, 14), (9.0, 15)]

@@ -32,9 +32,10 @@ from tests.support.optimize_reference import (
 from gpusolve.optimize import core, lazy, neighbourhood, warmstart
 from gpusolve.optimize import solve as solve_module
 from gpusolve.optimize.alternatives import alternatives
+from gpusolve.optimize.builder import BuildOptions
 from gpusolve.optimize.explain import explain, relaxation
 from gpusolve.optimize.ir import Instance, Solution
-from gpusolve.optimize.model import BuildOptions, Built, build
+from gpusolve.optimize.model import Built, build
 from gpusolve.optimize.solve import solve
 from gpusolve.optimize.validate import check
 

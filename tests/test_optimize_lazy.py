@@ -15,8 +15,10 @@ from tests.support.optimize_reference import min_racks
 
 from gpusolve.optimize import lazy
 from gpusolve.optimize import solve as solve_module
+from gpusolve.optimize.builder import BuildOptions
 from gpusolve.optimize.ir import Instance, OwnedOption, Placement, Site, Sku
-from gpusolve.optimize.model import BuildOptions, build
+from gpusolve.optimize.model import build
+from gpusolve.optimize.packing import RelaxedSite
 from gpusolve.optimize.patterns import Shape, maximal_fills
 from gpusolve.optimize.solve import solve
 from gpusolve.optimize.validate import check
@@ -179,11 +181,11 @@ def merged(items: list[tuple[Shape, int]]) -> tuple[list[Shape], list[int]]:
     return shapes, [total[s] for s in shapes]
 
 
-def relaxed_site(shapes: list[Shape], rack_w: int, units: int) -> lazy.RelaxedSite:
+def relaxed_site(shapes: list[Shape], rack_w: int, units: int) -> RelaxedSite:
     """The packing facts of a relaxed site; the model handles are placeholders."""
     model = cp_model.CpModel()
     demand = tuple(model.new_int_var(0, 10, f"d{h}") for h in range(len(shapes)))
-    return lazy.RelaxedSite(
+    return RelaxedSite(
         "s", tuple(shapes), rack_w, units, demand, model.new_int_var(0, 10, "r"), (), 10
     )
 

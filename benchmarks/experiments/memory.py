@@ -27,7 +27,7 @@ mode = {mode!r}
 if mode == "build":
     build(instance)
 elif mode == "bins":
-    from gpusolve.optimize.model import BuildOptions
+    from gpusolve.optimize.builder import BuildOptions
     solve(instance, SolveConfig(time_limit_s={limit}, workers={workers}),
           BuildOptions(fallback="bins"))
 else:

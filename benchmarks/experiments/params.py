@@ -20,7 +20,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from ortools.sat.python import cp_model
 
 from generator import generate
-from gpusolve.optimize.model import BuildOptions, Built, build
+from gpusolve.optimize.builder import BuildOptions
+from gpusolve.optimize.model import Built, build
 from gpusolve.optimize.solve import primary
 
 

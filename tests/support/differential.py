@@ -10,8 +10,9 @@ from functools import cache
 from tests.support.optimize_reference import Evaluated, evaluate_all, random_instance
 
 from gpusolve.optimize import relaxation
+from gpusolve.optimize.builder import BuildOptions
 from gpusolve.optimize.ir import Instance
-from gpusolve.optimize.model import BuildOptions, Built, build
+from gpusolve.optimize.model import Built, build
 from gpusolve.optimize.solve import Criterion, criteria
 
 SEEDS = range(300)

@@ -19,8 +19,9 @@ from dataclasses import dataclass
 
 from ortools.sat.python import cp_model
 
+from gpusolve.optimize.builder import BuildOptions, Var
 from gpusolve.optimize.ir import Instance, Solution, SolveConfig
-from gpusolve.optimize.model import BuildOptions, Built, Var, build
+from gpusolve.optimize.model import Built, build
 from gpusolve.optimize.solve import Outcome, solve_built
 
 BusinessKey = tuple[str, str, str]  # (workload, sku or cloud offer, site or "")
@@ -30,7 +31,7 @@ BusinessKey = tuple[str, str, str]  # (workload, sku or cloud offer, site or "")
 class Alternative:
     solution: Solution
     # How much worse than the best on the primary objective (>= 0); under max-throughput
-    # in score units (`model.throughput_scores`), not tokens/s.
+    # in score units (`costs.throughput_scores`), not tokens/s.
     objective_delta: int
     cost_delta: int  # objective TCO (TCO + penalties) minus the best plan's
     tco_delta: int = 0  # money: TCO minus the best plan's (may be negative)

@@ -34,8 +34,9 @@ from typing import Literal
 
 from ortools.sat.python import cp_model
 
+from gpusolve.optimize.builder import BuildOptions, Expr
 from gpusolve.optimize.ir import Instance, Requirement, SolveConfig
-from gpusolve.optimize.model import BuildOptions, Built, Expr, build
+from gpusolve.optimize.model import Built, build
 from gpusolve.optimize.prune import usable_owned
 
 _CHECK_LIMIT_S = 10.0  # per feasibility check inside the deletion loop

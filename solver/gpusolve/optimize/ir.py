@@ -178,7 +178,7 @@ class Instance:
     capex_max: int | None = None  # enforced by requirement "capex"
     monthly_max: int | None = None  # enforced by requirement "monthly"
     objective: ObjectiveKind = "min-tco"
-    # max-throughput: each workload's weight (default 1); see `model.throughput_scores`.
+    # max-throughput: each workload's weight (default 1); see `costs.throughput_scores`.
     throughput_weights: dict[str, float] = field(default_factory=dict)
     # The best throughput per workload the scores are shares of, where it is not the best
     # among this instance's own options: an instance cut down from a larger one (why-not)

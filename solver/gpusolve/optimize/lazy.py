@@ -1,7 +1,7 @@
 """Exact rack counts for sites whose packing the model only relaxes.
 
 Sites with more maximal fills than `BuildOptions.pattern_limit` get an aggregate relaxation
-of their packing in the model (`model._relaxed_packing`): racks R and servers D_h per shape
+of their packing in the model (`packing._relaxed_packing`): racks R and servers D_h per shape
 satisfy the kW and U capacities summed over racks, the per-shape rack capacity, and "no
 rack holds k+1 items each larger than 1/(k+1) of it". The relaxation can undercount racks.
 After each solve the plan's D at every relaxed site is packed exactly (the fewest racks,
@@ -16,7 +16,7 @@ optimal. Measured on 20 workloads x 60 SKUs x 20 sites, seeds 0-3, 2 workers, wi
 same LP settings: per-rack bins proved the optima in 7.8 / 48 / 7.8 / 31 s, this in
 5.7 / 29 / 14 / 3.6 s (`python benchmarks/run.py --scales L`); the relaxation alone is
 usually exact (1-2 rounds). A site cut a second time is packed exactly (per-rack
-variables, `model.rack_bins`) in every later solve: monotone cuts can be dodged by
+variables, `packing.rack_bins`) in every later solve: monotone cuts can be dodged by
 swapping one server shape for a similar one (one L instance: 14 rounds at one site
 without it, 3 with it; 60+ s -> 14-20 s). Each cut also carries the cutting-stock LP's
 dual weights for the shapes it saw (`dual_weights`), a linear row valid for every plan:
@@ -37,6 +37,7 @@ from functools import lru_cache
 from ortools.sat.python import cp_model
 from ortools.sat.python import cp_model_helper as cmh
 
+from gpusolve.optimize.packing import RelaxedSite
 from gpusolve.optimize.patterns import (
     Fill,
     Shape,
@@ -46,20 +47,6 @@ from gpusolve.optimize.patterns import (
     max_count,
     maximal_fills,
 )
-
-
-@dataclass(frozen=True)
-class RelaxedSite:
-    """The model-side handles of one relaxed site."""
-
-    site: str
-    shapes: tuple[Shape, ...]
-    rack_w: int
-    rack_units: int
-    demand: tuple[cp_model.LinearExpr, ...]  # servers per shape at the site
-    racks: cp_model.IntVar  # R
-    per_rack: tuple[int, ...]  # most servers of each shape one rack can usefully hold
-    racks_ub: int  # R's upper bound
 
 
 @dataclass(frozen=True)

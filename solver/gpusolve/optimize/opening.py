@@ -36,8 +36,9 @@ from dataclasses import dataclass, field
 from ortools.linear_solver import linear_solver_pb2
 from ortools.sat.python import cp_model_helper as cmh
 
+from gpusolve.optimize.builder import OwnedVar
 from gpusolve.optimize.core import forced, raising_cost
-from gpusolve.optimize.model import Built, OwnedVar
+from gpusolve.optimize.model import Built
 from gpusolve.optimize.relaxation import (
     SAFETY,
     LpSolution,

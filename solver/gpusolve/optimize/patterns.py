@@ -17,9 +17,8 @@ Reductions that keep the column count small without losing exactness:
 * Each workload runs on one SKU, so two shapes can only share a rack when two different
   workloads put them there: a fill's set of shapes must be matchable to distinct workloads
   that can use each shape at this site (`users`). With one workload at a site every rack
-  holds one shape. This removes columns no plan could use (measured on the shipped
-  catalogue: 835 -> 4 fills at a 50 kW liquid site for a one-workload plan, and the solve
-  from 2.2 s to 0.1 s) and loses no plan: any real rack's shapes come from distinct
+  holds one shape. This removes columns no plan could use (benchmarks/README.md,
+  "Why the model is built as it is") and loses no plan: any real rack's shapes come from distinct
   workloads, and its fill is dominated by a maximal fill of this restricted family.
 * Only *maximal* fills are kept (no other fill holds at least as many of every shape).
   Slots may stay empty (coverage is `>=`), so a dominated fill is never needed. Because both

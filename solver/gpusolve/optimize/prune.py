@@ -7,10 +7,9 @@ mode; an option left with no placement goes with it.
 Rack count: a placement whose servers alone need more racks than the site has (one SKU
 packs homogeneously, so the count is exact) breaks that site's rack requirement whatever
 else the plan holds. It is tagged with the requirement, so the requirement filter drops it
-in normal mode and explain mode ties it to the requirement's literal. On 40x120x40 seed 9
-this dropped 1,328 of 80,576 choices and raised the LP bound by 1.39 % (347.75 M to
-352.58 M): the LP had been taking fractions of fleets too large for small sites, which
-CP-SAT's own root propagation forbids but GLOP's LP (`relaxation.py`) did not know.
+in normal mode and explain mode ties it to the requirement's literal: GLOP's LP
+(`relaxation.py`) would otherwise take fractions of fleets too large for small sites, which
+CP-SAT's root propagation forbids (figures in benchmarks/README.md).
 
 Requirement filter (normal mode only): an option or placement that violates an enforced
 requirement is dropped rather than created and forbidden; in explain mode it stays, tied

@@ -4,10 +4,10 @@ Each scenario is its own `Instance` (its prices, its options: the candidates sta
 the scenario's requirements and catalogue). One CP-SAT model holds them all:
 
 * first stage, shared: servers per (SKU, site), the racks that hold them and the sites
-  in use (bandwidth), built with `model.py`'s own pieces (`_packing`), so a two-stage
+  in use (bandwidth), built with `model.py`'s own pieces (`add_packing`), so a two-stage
   plan packs racks exactly as a single plan does;
 * second stage, per scenario: one choice per workload among that scenario's options
-  (`model._choice_vars`, `model._exactly_one`); a scenario's owned choices, slot by slot,
+  (`model.choice_vars`, `model.exactly_one`); a scenario's owned choices, slot by slot,
   use no more servers of a (SKU, site) than the first stage bought. Day and night share
   servers as in the single model; different scenarios never run at the same time, so
   each scenario is bounded by the servers alone (a max over scenarios, not a sum).
@@ -33,6 +33,18 @@ from typing import Literal
 from ortools.sat.python import cp_model
 
 from gpusolve.optimize import finance, interrupt
+from gpusolve.optimize.builder import (
+    Builder,
+    BuildOptions,
+    CloudVar,
+    Expr,
+    OwnedVar,
+    Var,
+    wsum,
+    wsum_expr,
+)
+from gpusolve.optimize.checks import instance_errors
+from gpusolve.optimize.costs import add_budgets, money_terms, throughput_scores
 from gpusolve.optimize.fabric import add_fabric, with_infrastructure
 from gpusolve.optimize.guard import check_scale
 from gpusolve.optimize.ir import (
@@ -46,28 +58,8 @@ from gpusolve.optimize.ir import (
     SolveConfig,
     Status,
 )
-from gpusolve.optimize.model import (
-    SLOTS,
-    BuildOptions,
-    Built,
-    CloudVar,
-    Expr,
-    OwnedVar,
-    SitePacking,
-    Var,
-    _budgets,
-    _Builder,
-    _choice_vars,
-    _exactly_one,
-    _max_demand,
-    _packing,
-    _rank_expr,
-    _wsum,
-    _wsum_expr,
-    instance_errors,
-    money_terms,
-    throughput_scores,
-)
+from gpusolve.optimize.model import SLOTS, Built, choice_vars, exactly_one, max_demand, rank_expr
+from gpusolve.optimize.packing import SitePacking, add_packing
 from gpusolve.optimize.prune import usable_cloud, usable_owned
 from gpusolve.optimize.readout import read_solution
 from gpusolve.optimize.solve import _STATUS, expr_range, var_bounds
@@ -185,7 +177,7 @@ def _union_instance(scenarios: Sequence[Scenario]) -> Instance:
 class _Part:
     """One scenario's second-stage variables while the shared ones are built."""
 
-    b: _Builder
+    b: Builder
     owned: list[OwnedVar]
     cloud: list[CloudVar]
     unplaceable: tuple[str, ...]
@@ -203,21 +195,21 @@ def build_two_stage(
     for s in scenarios:
         check_scale(s.instance)
     union = _union_instance(scenarios)
-    b = _Builder(union, options)
+    b = Builder(union, options)
     parts: list[_Part] = []
     for s in scenarios:
-        part_b = _Builder(s.instance, options)
+        part_b = Builder(s.instance, options)
         part_b.model = b.model  # every scenario's variables live in the one model
         owned_opts = usable_owned(s.instance, "normal", frozenset(), options.prune_dominated)
         cloud_opts = usable_cloud(s.instance, "normal", frozenset(), options.prune_dominated)
-        owned, cloud = _choice_vars(part_b, owned_opts, cloud_opts)
-        parts.append(_Part(part_b, owned, cloud, _exactly_one(part_b, owned, cloud)))
+        owned, cloud = choice_vars(part_b, owned_opts, cloud_opts)
+        parts.append(_Part(part_b, owned, cloud, exactly_one(part_b, owned, cloud)))
     servers, servers_ub = _shared_servers(b, parts, scenarios, fixed)
     idle = _idle_servers(b, parts, fixed)
     used = _shared_used(b, parts, servers, fixed)
     owned_all = [o for part in parts for o in part.owned] + idle
     choices = sum(len(p.owned) + len(p.cloud) for p in parts)
-    packing = _packing(b, owned_all, servers, servers_ub, used, choices)
+    packing = add_packing(b, owned_all, servers, servers_ub, used, choices)
     built = tuple(
         _scenario_view(part, s.instance, servers, packing, used)
         for part, s in zip(parts, scenarios, strict=True)
@@ -226,7 +218,7 @@ def build_two_stage(
 
 
 def _shared_servers(
-    b: _Builder,
+    b: Builder,
     parts: Sequence[_Part],
     scenarios: Sequence[Scenario],
     fixed: FirstStage | None,
@@ -248,7 +240,7 @@ def _shared_servers(
         ub = 0
         for terms in per_part:
             for t in SLOTS:
-                ub = max(ub, _max_demand([o for o in terms if t in SLOTS_COVERED[o.option.slot]]))
+                ub = max(ub, max_demand([o for o in terms if t in SLOTS_COVERED[o.option.slot]]))
         if fixed is not None:
             ub = max(ub, fixed.servers.get(key, 0))
         spare = int(any(s.instance.spares for s in scenarios))  # N+1 (`finance.py`)
@@ -267,7 +259,7 @@ def _shared_servers(
                 signature = tuple(o.var.index for o in slot_terms)
                 if slot_terms and signature not in seen:
                     seen.add(signature)
-                    need = _wsum([(o.option.servers, o.var) for o in slot_terms])
+                    need = wsum([(o.option.servers, o.var) for o in slot_terms])
                     b.model.add(need <= n)
                     demand[key].append(need)
             users[key] += [o.var for o in terms]
@@ -276,7 +268,7 @@ def _shared_servers(
     return servers, bounds
 
 
-def _idle_servers(b: _Builder, parts: Sequence[_Part], fixed: FirstStage | None) -> list[OwnedVar]:
+def _idle_servers(b: Builder, parts: Sequence[_Part], fixed: FirstStage | None) -> list[OwnedVar]:
     """A fixed purchase may hold servers no option of these scenarios can place: they
     still take rack space, so the packing is told about them (a placeholder choice that
     is never part of any scenario's rows)."""
@@ -294,7 +286,7 @@ def _idle_servers(b: _Builder, parts: Sequence[_Part], fixed: FirstStage | None)
 
 
 def _shared_used(
-    b: _Builder,
+    b: Builder,
     parts: Sequence[_Part],
     servers: dict[tuple[str, str], Var],
     fixed: FirstStage | None,
@@ -345,11 +337,11 @@ def _scenario_view(
     money = money_terms(part.b, instance, servers, packing, here, owned, cloud)
     capex, rent, energy, bandwidth, cloud_cost, residual = money
     capex, rent = with_infrastructure(instance, net, capex, rent)
-    penalties = _wsum(
+    penalties = wsum(
         [(o.option.penalty + o.placement.penalty, o.var) for o in owned]
         + [(c.option.penalty, c.var) for c in cloud]
     )
-    _budgets(part.b, capex, rent + energy + bandwidth + cloud_cost)
+    add_budgets(part.b, capex, rent + energy + bandwidth + cloud_cost)
     scores = throughput_scores(instance)
     return Built(
         model=part.b.model,
@@ -370,17 +362,17 @@ def _scenario_view(
         bandwidth=bandwidth,
         cloud_cost=cloud_cost,
         penalties=penalties,
-        throughput=_wsum(
+        throughput=wsum(
             [(scores[o.option.key], o.var) for o in owned]
             + [(scores[c.option.key], c.var) for c in cloud]
         ),
-        headroom=_wsum(
+        headroom=wsum(
             [(o.option.headroom_permille, o.var) for o in owned]
             + [(c.option.headroom_permille, c.var) for c in cloud]
         ),
-        racks_total=_wsum_expr([(1, p.total) for p in packing.values()]),
-        servers_total=_wsum([(1, v) for v in servers.values()]),
-        rank=_rank_expr(owned, cloud, packing),
+        racks_total=wsum_expr([(1, p.total) for p in packing.values()]),
+        servers_total=wsum([(1, v) for v in servers.values()]),
+        rank=rank_expr(owned, cloud, packing),
         network=net.network,
         fabric=net.fabric,
         switch_racks=net.racks,
@@ -444,9 +436,9 @@ def solve_two_stage(
     if start_from is not None and fixed is None:
         _hint_start(ts, start_from, costs, config)
     if fixed is not None:
-        objective: Expr = _wsum_expr([(1, c) for c in costs])
+        objective: Expr = wsum_expr([(1, c) for c in costs])
     elif robust == "expected":
-        objective = _wsum_expr(list(zip(weights, costs, strict=True)))
+        objective = wsum_expr(list(zip(weights, costs, strict=True)))
     else:
         objective = _worst(ts.model, costs)
     ts.model.minimize(objective)
@@ -460,7 +452,7 @@ def solve_two_stage(
         for cost in costs:
             ts.model.add(cost <= value)
         _hint_from(ts.model, solver)
-        ts.model.minimize(_wsum_expr(list(zip(weights, costs, strict=True))))
+        ts.model.minimize(wsum_expr(list(zip(weights, costs, strict=True))))
         second = _solver(config, time.perf_counter() - start)
         second_status = second.solve(ts.model)
         if second_status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
@@ -514,7 +506,7 @@ def _hint_start(
     clone = ts.model.clone()
     for key, var in ts.servers.items():
         clone.add(var == start.servers.get(key, 0))
-    clone.minimize(_wsum_expr([(1, c) for c in costs]))
+    clone.minimize(wsum_expr([(1, c) for c in costs]))
     share = dataclasses.replace(config, time_limit_s=_START_SHARE * config.time_limit_s)
     solver = _solver(share, 0.0)
     if solver.solve(clone) in (cp_model.OPTIMAL, cp_model.FEASIBLE):

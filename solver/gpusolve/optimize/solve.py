@@ -47,8 +47,10 @@ from ortools.sat.python import cp_model
 from ortools.sat.python import cp_model_helper as cmh
 
 from gpusolve.optimize import core, dichotomy, interrupt, lazy, neighbourhood, warmstart
+from gpusolve.optimize.builder import BuildOptions, Expr
 from gpusolve.optimize.ir import Instance, Solution, SolveConfig, Status
-from gpusolve.optimize.model import BuildOptions, Built, Expr, RackBin, build, rack_bins
+from gpusolve.optimize.model import Built, build
+from gpusolve.optimize.packing import RackBin, RelaxedSite, rack_bins
 from gpusolve.optimize.patterns import fill_power
 from gpusolve.optimize.readout import read_solution
 
@@ -455,7 +457,7 @@ class _PackedPlans(cp_model.CpSolverSolutionCallback):
     at 125.34, 125.33, 125.25 and 125.00 M, then ended on one worth 124.84 M relaxed and
     126.76 M repaired; the 30 s answer stayed at the first core's 125.38 M (gap 1.13 %)."""
 
-    def __init__(self, built: Built, sites: Sequence[lazy.RelaxedSite]) -> None:
+    def __init__(self, built: Built, sites: Sequence[RelaxedSite]) -> None:
         super().__init__()
         self.built = built
         self.sites = sites
@@ -487,7 +489,7 @@ def _cheapest_first(
     return [watch.values, repaired] if watch.objective < value else [repaired, watch.values]
 
 
-def _exact_packing(model: cp_model.CpModel, rel: lazy.RelaxedSite) -> tuple[RackBin, ...]:
+def _exact_packing(model: cp_model.CpModel, rel: RelaxedSite) -> tuple[RackBin, ...]:
     """Make a relaxed site exact in one model: its servers fit in per-rack bins, at most
     R of them open. The relaxation's rows stay (they keep the LP bound)."""
     bins = rack_bins(
@@ -499,9 +501,7 @@ def _exact_packing(model: cp_model.CpModel, rel: lazy.RelaxedSite) -> tuple[Rack
     return bins
 
 
-def _bin_hint(
-    rel: lazy.RelaxedSite, bins: Sequence[RackBin], hint: dict[int, int]
-) -> dict[int, int]:
+def _bin_hint(rel: RelaxedSite, bins: Sequence[RackBin], hint: dict[int, int]) -> dict[int, int]:
     """The per-rack variables of a site packed exactly, for a hint that places servers
     there: a packing of its counts, heaviest rack first as `rack_bins` orders them. Empty
     when the packing needs more racks than the hint rents.

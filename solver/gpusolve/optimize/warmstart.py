@@ -27,8 +27,9 @@ from collections.abc import Collection, Iterable, Sequence
 from ortools.sat.python import cp_model
 
 from gpusolve.optimize import interrupt
+from gpusolve.optimize.builder import Var
 from gpusolve.optimize.ir import Instance, OwnedOption, Placement
-from gpusolve.optimize.model import Built, Var
+from gpusolve.optimize.model import Built
 from gpusolve.optimize.patterns import racks_alone
 
 # Below `core.MIN_CHOICES`, the LP and then the restricted solve may each take this share

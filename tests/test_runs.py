@@ -86,6 +86,20 @@ def test_a_frontier_needs_a_deadline_to_trade(tmp_path: Path, gpusolve: Any) -> 
     assert "Invalid value for REQS.yaml: no workload has a deadline_hours" in result.err
 
 
+def test_a_fleet_no_offer_hosts_keeps_the_output_file(tmp_path: Path) -> None:
+    from gpusolve.runs.colo import ColoRequest, run_colo
+
+    fleet = tmp_path / "fleet.yaml"
+    fleet.write_text(yaml.safe_dump({"servers": [{"server": "hgx-h100-8gpu", "count": 200}]}))
+    target = tmp_path / "ranking.json"
+    result = run_colo(ColoRequest(fleet, CATALOG, (), fmt="json", output=target))
+    assert not any(row.feasible for row in result.report.offers)
+    assert result.output.files == ()  # an existing -o keeps its last ranking
+    assert json.loads(result.output.stdout)["offers"]  # the reasons, on the terminal
+    assert result.output.after == ("no colocation offer can host this fleet",)
+    assert result.output.exit_code == 1
+
+
 def test_interrupted_bom_csv_prints_the_bill_of_materials(
     gpusolve: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -21,8 +21,9 @@ from gpusolve.optimize.ir import (
     Solution,
 )
 from gpusolve.optimize.model import build
-from gpusolve.optimize.relaxation import translate
+from gpusolve.optimize.search.relaxation import translate
 from gpusolve.optimize.solve import criteria, fold, group, relative_gap, solve
+from gpusolve.optimize.tuning import Tuning
 from gpusolve.optimize.validate import check
 
 
@@ -287,12 +288,13 @@ def _tie_heavy() -> Instance:
     return instance(("x", "y"), opts, sites=sites)
 
 
-@pytest.mark.usefixtures("parallel_always")
-def test_repeated_solves_are_identical() -> None:
+def test_repeated_solves_are_identical(parallel_always: Tuning) -> None:
     inst = _tie_heavy()
-    first = _without_time(solve(inst, ONE))
-    assert all(_without_time(solve(inst, ONE)) == first for _ in range(3))
-    assert all(_without_time(solve(inst, TWO)) == first for _ in range(3))
+    one = dataclasses.replace(ONE, tuning=parallel_always)
+    two = dataclasses.replace(TWO, tuning=parallel_always)
+    first = _without_time(solve(inst, one))
+    assert all(_without_time(solve(inst, one)) == first for _ in range(3))
+    assert all(_without_time(solve(inst, two)) == first for _ in range(3))
     assert plan(first) == {"x": ("x0", "a"), "y": ("y0", "a")}  # earliest listed
 
 
@@ -388,9 +390,7 @@ def test_clone_keeps_variables_usable() -> None:
 def test_small_models_are_solved_by_one_worker(
     threshold: int, expected: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from gpusolve.optimize import solve as solve_module
-
-    monkeypatch.setattr(solve_module, "_PARALLEL_MIN_CHOICES", threshold)
+    config = dataclasses.replace(TWO, tuning=Tuning(parallel_min_choices=threshold))
     seen: list[int] = []
     original = cp_model.CpSolver.solve
 
@@ -399,5 +399,5 @@ def test_small_models_are_solved_by_one_worker(
         return original(self, *args, **kwargs)
 
     monkeypatch.setattr(cp_model.CpSolver, "solve", solve_and_record)
-    assert solve(_tie_heavy(), TWO).status == "optimal"
+    assert solve(_tie_heavy(), config).status == "optimal"
     assert seen and set(seen) == {expected}

@@ -28,17 +28,14 @@ from ortools.sat import cp_model_pb2
 from ortools.sat.python import cp_model
 from ortools.sat.python import cp_model_helper as cmh
 
+from gpusolve.optimize.tuning import DEFAULT
+
 # CP-SAT marks an unbounded side of a linear row with the int64 extremes.
 _UNBOUNDED = 2**62
 # The bound is computed in floating point from GLOP's duals; it is lowered by this share of
 # the magnitudes that went into it, orders of magnitude more than the rounding error of
 # the sums (about rows x 1e-16 of them), so the bound stays valid.
 SAFETY = 1e-9
-# GLOP starts from the all-slack basis and prices by Dantzig's rule in both phases. On
-# 40x120x40 seeds 0-4 the LP took 0.8-1.0 s this way against 2.4-4.1 s with GLOP's
-# defaults (a triangular crash basis, steepest-edge pricing); the crash basis alone was
-# 2.0 s, Dantzig alone 1.8-2.5 s. 20x60x20: 0.07-0.09 s against 0.12-0.17 s.
-_GLOP_PARAMETERS = "initial_basis: NONE optimization_rule: DANTZIG feasibility_rule: DANTZIG"
 
 
 @dataclass(frozen=True)
@@ -58,6 +55,7 @@ class Relaxation:
 
     lp: linear_solver_pb2.MPModelProto
     offset: int  # the objective's constant, which the LP leaves out
+    parameters: str = DEFAULT.glop_parameters  # GLOP's (`Tuning.glop_parameters`)
 
     def solve(self, time_s: float, closed: Collection[int] = ()) -> LpSolution | None:
         """The LP optimum with the `closed` variables fixed to 0; None when GLOP finds none
@@ -70,7 +68,7 @@ class Relaxation:
             lp.CopyFrom(self.lp)
             for index in closed:
                 lp.variable[index].lower_bound = lp.variable[index].upper_bound = 0
-        response = glop(lp, time_s)
+        response = glop(lp, time_s, self.parameters)
         if response is None:
             return None
         duals = list(response.dual_value)
@@ -79,23 +77,28 @@ class Relaxation:
 
 
 def glop(
-    lp: linear_solver_pb2.MPModelProto, time_s: float
+    lp: linear_solver_pb2.MPModelProto, time_s: float, parameters: str = DEFAULT.glop_parameters
 ) -> linear_solver_pb2.MPSolutionResponse | None:
     """GLOP's optimum of `lp`; None when it finds none within `time_s` (or there is none)."""
     request = linear_solver_pb2.MPModelRequest(
         model=lp,
         solver_type=linear_solver_pb2.MPModelRequest.GLOP_LINEAR_PROGRAMMING,
         solver_time_limit_seconds=max(time_s, 0.001),
-        solver_specific_parameters=_GLOP_PARAMETERS,
+        solver_specific_parameters=parameters,
     )
     response = linear_solver_pb2.MPSolutionResponse()
     pywraplp.Solver.SolveWithProto(request, response)
     return response if response.status == linear_solver_pb2.MPSOLVER_OPTIMAL else None
 
 
-def translate(model: cp_model.CpModel, objective: cp_model.LinearExpr) -> Relaxation:
-    """The LP relaxation of `model` minimising `objective`, ready to solve."""
-    return Relaxation(_lp_model(model, objective), cmh.FlatIntExpr(objective).offset)
+def translate(
+    model: cp_model.CpModel,
+    objective: cp_model.LinearExpr,
+    parameters: str = DEFAULT.glop_parameters,
+) -> Relaxation:
+    """The LP relaxation of `model` minimising `objective`, ready to solve with GLOP's
+    `parameters`."""
+    return Relaxation(_lp_model(model, objective), cmh.FlatIntExpr(objective).offset, parameters)
 
 
 def lagrangian(

@@ -31,19 +31,8 @@ from gpusolve.optimize.builder import Var
 from gpusolve.optimize.ir import Instance, OwnedOption, Placement
 from gpusolve.optimize.model import Built
 from gpusolve.optimize.patterns import racks_alone
+from gpusolve.optimize.tuning import DEFAULT, Tuning
 
-# Below `core.MIN_CHOICES`, the LP and then the restricted solve may each take this share
-# of the time left (above it the LP serves the core search and gets `core.LP_SHARE`).
-SHARE = 0.1
-# Below this many choice variables CP-SAT's own first plan arrives in milliseconds and the
-# restricted solve is pure overhead (3x10x5 instances, 10 seeds: solve() against the best
-# peer went from 1.09x to 1.21x with it); from 10x30x10 (900-1,600 choices) up it pays.
-MIN_CHOICES = 500
-# Each workload's this many standalone-cheapest choices (and its rentals) are always in the
-# restricted set. Alone, before the LP pool, they rescued the 4 of 10 20x60x20 instances
-# whose standalone plan breaks a budget or a site's racks (1 worker: 6.4 / 25 / 8.1 / 22 s
-# -> 4.0 / 23 / 4.8 / 17 s); 16 found better plans in 2-3x the time, no faster proofs.
-FALLBACK_CHOICES = 4  # at least 1: the standalone choice is the first of them
 _LP_ZERO = 1e-6
 
 
@@ -89,16 +78,18 @@ def standalone_choices(built: Built) -> list[Var]:
     return [choices[0] for choices in ranked_choices(built).values()]
 
 
-def fallback_choices(built: Built, ranked: dict[str, list[Var]]) -> list[Var]:
-    """Each workload's `FALLBACK_CHOICES` standalone-cheapest choices and every rental. Part
-    of every restricted set, so that it has a plan when the standalone choices break a
-    shared requirement (renting moves spend from the capex cap to the monthly one and
-    needs no racks)."""
+def fallback_choices(
+    built: Built, ranked: dict[str, list[Var]], count: int = DEFAULT.fallback_choices
+) -> list[Var]:
+    """Each workload's `count` (`Tuning.fallback_choices`, at least 1) standalone-cheapest
+    choices and every rental. Part of every restricted set, so that it has a plan when the
+    standalone choices break a shared requirement (renting moves spend from the capex cap
+    to the monthly one and needs no racks)."""
     rentals = {cloud.var.index for cloud in built.cloud}
     allowed: list[Var] = []
     for choices in ranked.values():
-        allowed += choices[:FALLBACK_CHOICES]
-        allowed += [var for var in choices[FALLBACK_CHOICES:] if var.index in rentals]
+        allowed += choices[:count]
+        allowed += [var for var in choices[count:] if var.index in rentals]
     return allowed
 
 
@@ -146,18 +137,21 @@ def warm_hint(
     objective: cp_model.LinearExprT,
     time_s: float,
     lp_values: Sequence[float] | None = None,
+    tuning: Tuning = DEFAULT,
 ) -> dict[int, int]:
     """A complete hint within `time_s`: the best plan in which each workload takes its
     standalone-cheapest choice, one of the fallback choices, or (given the LP relaxation's
     solution, `relaxation.Relaxation.solve`) any choice on the (SKU, site) pairs it uses; {} when
     there is none or the model is too small to need one (`wanted`)."""
-    if not wanted(built):
+    if not wanted(built, tuning):
         return {}
-    allowed = candidates(built, lp_values)
+    allowed = candidates(built, lp_values, tuning)
     return complete(built, allowed, objective, time_s) if allowed else {}
 
 
-def candidates(built: Built, lp_values: Sequence[float] | None = None) -> list[Var]:
+def candidates(
+    built: Built, lp_values: Sequence[float] | None = None, tuning: Tuning = DEFAULT
+) -> list[Var]:
     """The restricted set: each workload's fallback choices (`fallback_choices`) and, given
     the LP relaxation's solution, every choice on the (SKU, site) pairs it or a standalone
     choice uses (`pool_choices`). Empty when some workload has no priceable choice."""
@@ -165,7 +159,7 @@ def candidates(built: Built, lp_values: Sequence[float] | None = None) -> list[V
     if len(ranked) < len(built.instance.workloads):
         return []
     # The fallback set holds each workload's standalone-cheapest choice (its first).
-    allowed = fallback_choices(built, ranked)
+    allowed = fallback_choices(built, ranked, tuning.fallback_choices)
     if lp_values is not None:
         support = {choices[0].index for choices in ranked.values()}
         support |= {var.index for var in built.choice_vars() if lp_values[var.index] > _LP_ZERO}
@@ -173,6 +167,7 @@ def candidates(built: Built, lp_values: Sequence[float] | None = None) -> list[V
     return allowed
 
 
-def wanted(built: Built) -> bool:
-    """Whether the model is large enough for the warm start to pay (`MIN_CHOICES`)."""
-    return built.stats["choice_vars"] >= MIN_CHOICES
+def wanted(built: Built, tuning: Tuning = DEFAULT) -> bool:
+    """Whether the model is large enough for the warm start to pay
+    (`Tuning.warm_min_choices`)."""
+    return built.stats["choice_vars"] >= tuning.warm_min_choices

@@ -19,11 +19,6 @@ from collections.abc import Mapping
 
 from gpusolve.optimize.model import Built
 
-# Share of the remaining time the neighbourhood may take: about 4 s of seed 5's 20, which
-# needs 2.5-2.7 s. Each site set is searched once, so on seeds whose plan keeps its sites it
-# costs one such search (40x120x40 seed 4: 1.2 s, and 0.6 s after its plan moved).
-SHARE = 0.2
-
 
 def sites(
     built: Built, plan: Mapping[int, int], site_bounds: Mapping[str, float], slack: float

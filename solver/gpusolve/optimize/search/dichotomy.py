@@ -33,15 +33,12 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from gpusolve.optimize.model import Built
+from gpusolve.optimize.tuning import DEFAULT
 
 if TYPE_CHECKING:
     # Only the types: the module imports OR-Tools' linear solver (35 ms at start-up).
-    from gpusolve.optimize.relaxation import LpSolution, Relaxation
+    from gpusolve.optimize.search.relaxation import LpSolution, Relaxation
 
-# Share of the time left that both halves' LPs may take together.
-SHARE = 0.15
-# A half whose bound is not this share above the LP's is not worth the other half's LP.
-MIN_GAIN = 1e-4
 # LP mass below this counts as 0, above 1 minus it as 1 (GLOP's tolerances are ~1e-9).
 _ZERO = 1e-6
 
@@ -78,12 +75,18 @@ def split(built: Built, values: Sequence[float]) -> tuple[list[int], list[int]] 
     return None if best is None else (best[1], best[2])
 
 
-def bound(relaxation: Relaxation, built: Built, lp: LpSolution, time_s: float) -> float | None:
+def bound(
+    relaxation: Relaxation,
+    built: Built,
+    lp: LpSolution,
+    time_s: float,
+    min_gain: float = DEFAULT.dichotomy_min_gain,
+) -> float | None:
     """A bound on every plan above the LP's: the weaker of the two halves' LP bounds. None
     when the LP splits no workload, when the heaviest group's half lifts the bound by less
-    than `MIN_GAIN` (the other half is then not solved: the weaker of the two cannot do
-    better), or when a half's LP has no optimum within the time (an infeasible half would
-    bound nothing without a certificate)."""
+    than `min_gain` (`Tuning.dichotomy_min_gain`; the other half is then not solved: the
+    weaker of the two cannot do better), or when a half's LP has no optimum within the
+    time (an infeasible half would bound nothing without a certificate)."""
     halves = split(built, lp.values)
     if halves is None:
         return None
@@ -94,7 +97,7 @@ def bound(relaxation: Relaxation, built: Built, lp: LpSolution, time_s: float) -
     # stay near the LP's bound.
     for closed in (outside, inside):
         half = relaxation.solve(deadline - time.perf_counter(), closed)
-        if half is None or half.bound < lp.bound + MIN_GAIN * abs(lp.bound):
+        if half is None or half.bound < lp.bound + min_gain * abs(lp.bound):
             return None
         weakest = min(weakest, half.bound)
     return weakest

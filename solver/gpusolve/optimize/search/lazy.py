@@ -29,24 +29,18 @@ cuts before the first solve (`hinted_cuts`): L seeds 0-9, 2 workers, total 108 -
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from functools import lru_cache
 
 from ortools.sat.python import cp_model
 from ortools.sat.python import cp_model_helper as cmh
 
+from gpusolve.optimize.binpack import estimates, few_fills, lower_bound, pack, rack_count
 from gpusolve.optimize.packing import RelaxedSite
-from gpusolve.optimize.patterns import (
-    Fill,
-    Shape,
-    TooManyPatterns,
-    first_fit_decreasing,
-    first_fit_fills,
-    max_count,
-    maximal_fills,
-)
+from gpusolve.optimize.patterns import Shape, TooManyPatterns, first_fit_fills, maximal_fills
+from gpusolve.optimize.tuning import DEFAULT, Tuning
+
+__all__ = ["estimates", "lower_bound", "pack", "rack_count"]  # re-exported for the checks
 
 
 @dataclass(frozen=True)
@@ -71,64 +65,9 @@ class Cut:
         return max(self.need, self.enough)
 
 
-def lower_bound(shapes: Sequence[Shape], counts: Sequence[int], rack_w: int, units: int) -> int:
-    """Racks no packing of `counts` can beat: capacity by power, by space, and per shape."""
-    power = sum(s.power_w * c for s, c in zip(shapes, counts, strict=True))
-    space = sum(s.rack_units * c for s, c in zip(shapes, counts, strict=True))
-    bounds = [math.ceil(power / rack_w) if rack_w else 0, math.ceil(space / units)]
-    bounds += [
-        math.ceil(c / max_count(s, rack_w, units))
-        for s, c in zip(shapes, counts, strict=True)
-        if c > 0
-    ]
-    return max(bounds, default=0)
-
-
-def estimates(
-    shapes: Sequence[Shape], counts: Sequence[int], rack_w: int, rack_units: int
-) -> tuple[int, int]:
-    """(racks no packing beats, racks first-fit decreasing uses): when they meet, that is
-    the fewest racks (the common case: one or two shapes per site)."""
-    present = {s: c for s, c in zip(shapes, counts, strict=True) if c > 0}
-    lower = lower_bound(shapes, counts, rack_w, rack_units)
-    return lower, first_fit_decreasing(present, rack_w, rack_units)
-
-
-def rack_count(
-    shapes: Sequence[Shape],
-    counts: Sequence[int],
-    rack_w: int,
-    rack_units: int,
-    fill_limit: int | None = None,
-) -> int | None:
-    """The fewest racks holding `counts` servers per shape: first-fit decreasing when it
-    meets the lower bound, else the exact packing. None when that needs the exact packing
-    and the shapes present have more than `fill_limit` fills: a plan can spread many shapes
-    over one site (mid-search, or at the end of a timed-out search), and the unbounded
-    packing can then exhaust memory (one experiment checking every plan found was killed
-    for it)."""
-    lower, ffd = estimates(shapes, counts, rack_w, rack_units)
-    if ffd <= lower:
-        return ffd
-    if fill_limit is not None and not _few_fills(shapes, counts, rack_w, rack_units, fill_limit):
-        return None
-    return len(pack(tuple(shapes), tuple(counts), rack_w, rack_units))
-
-
-def _few_fills(
-    shapes: Sequence[Shape], counts: Sequence[int], rack_w: int, rack_units: int, limit: int
+def packs(
+    rel: RelaxedSite, counts: Sequence[int], racks: int, fill_limit: int = DEFAULT.fill_limit
 ) -> bool:
-    """Whether the shapes present have at most `limit` fills: the enumeration `pack` runs,
-    with a limit."""
-    sub = [(s, c) for s, c in zip(shapes, counts, strict=True) if c > 0]
-    try:
-        maximal_fills([s for s, _ in sub], rack_w, rack_units, limit, [c for _, c in sub])
-    except TooManyPatterns:
-        return False
-    return True
-
-
-def packs(rel: RelaxedSite, counts: Sequence[int], racks: int) -> bool:
     """Whether `counts` servers per shape surely fit in `racks` racks of the site, cheaply
     enough to ask of every plan a search finds (False when not known to fit)."""
     lower, ffd = estimates(rel.shapes, counts, rel.rack_w, rel.rack_units)
@@ -136,86 +75,52 @@ def packs(rel: RelaxedSite, counts: Sequence[int], racks: int) -> bool:
         return False
     if ffd <= racks:
         return True
-    need = rack_count(rel.shapes, counts, rel.rack_w, rel.rack_units, _FILL_LIMIT)
+    need = rack_count(rel.shapes, counts, rel.rack_w, rel.rack_units, fill_limit)
     return need is not None and need <= racks
 
 
-def packing(rel: RelaxedSite, counts: Sequence[int]) -> list[tuple[int, ...]]:
+def packing(
+    rel: RelaxedSite, counts: Sequence[int], fill_limit: int = DEFAULT.fill_limit
+) -> list[tuple[int, ...]]:
     """One rack's servers per shape, for each rack of a packing of `counts` at the site in
     the fewest racks known: the exact packing when first-fit misses the lower bound and
-    the fills are few enough (`_few_fills`), else first-fit's."""
+    the fills are few enough (`binpack.few_fills`), else first-fit's."""
     shapes, rack_w, units = rel.shapes, rel.rack_w, rel.rack_units
     lower, ffd = estimates(shapes, counts, rack_w, units)
-    if ffd > lower and _few_fills(shapes, counts, rack_w, units, _FILL_LIMIT):
+    if ffd > lower and few_fills(shapes, counts, rack_w, units, fill_limit):
         return list(pack(shapes, tuple(counts), rack_w, units))
     present = {s: c for s, c in zip(shapes, counts, strict=True) if c > 0}
     racks = first_fit_fills(present, rack_w, units)
     return [tuple(rack.get(s, 0) for s in rel.shapes) for rack in racks]
 
 
-@lru_cache(maxsize=4096)
-def pack(
-    shapes: tuple[Shape, ...], counts: tuple[int, ...], rack_w: int, rack_units: int
-) -> tuple[Fill, ...]:
-    """An optimal packing of `counts` servers per shape: one fill per rack, each within
-    the rack's kW and U, covering the counts exactly (a fill never exceeds what is left).
-
-    A cutting-stock model over the maximal fills of the shapes present, capped by the
-    counts; plans put few shapes on one site, so it is small and solves in milliseconds.
-    """
-    idx = [i for i, c in enumerate(counts) if c > 0]
-    if not idx:
-        return ()
-    sub = [shapes[i] for i in idx]
-    caps = [counts[i] for i in idx]
-    fills = maximal_fills(sub, rack_w, rack_units, None, caps)
-    model = cp_model.CpModel()
-    upper = first_fit_decreasing(dict(zip(sub, caps, strict=True)), rack_w, rack_units)
-    racks = [model.new_int_var(0, upper, f"r{j}") for j in range(len(fills))]
-    for h, need in enumerate(caps):
-        model.add(sum(f[h] * r for f, r in zip(fills, racks, strict=True)) >= need)
-    model.add(sum(racks) <= upper)
-    model.minimize(sum(racks))
-    solver = cp_model.CpSolver()
-    solver.parameters.num_workers = 1
-    solver.parameters.random_seed = 1
-    if solver.solve(model) != cp_model.OPTIMAL:  # pragma: no cover - tiny model
-        raise RuntimeError("exact rack packing did not prove optimal")
-    left = list(caps)
-    out: list[Fill] = []
-    for fill, var in zip(fills, racks, strict=True):
-        for _ in range(int(solver.value(var))):
-            take = [min(f, rest) for f, rest in zip(fill, left, strict=True)]
-            left = [rest - t for rest, t in zip(left, take, strict=True)]
-            full = [0] * len(shapes)
-            for i, t in zip(idx, take, strict=True):
-                full[i] = t
-            out.append(tuple(full))
-    return tuple(out)
-
-
-def violated(sites: Sequence[RelaxedSite], solver: cp_model.CpSolver) -> list[Cut]:
+def violated(
+    sites: Sequence[RelaxedSite], solver: cp_model.CpSolver, tuning: Tuning = DEFAULT
+) -> list[Cut]:
     """Cuts for every relaxed site whose servers need more racks than the plan rents."""
     cuts: list[Cut] = []
     for rel in sites:
         counts = tuple(int(solver.value(d)) for d in rel.demand)
         racks = int(solver.value(rel.racks))
-        need = rack_count(rel.shapes, counts, rel.rack_w, rel.rack_units, _FILL_LIMIT)
+        need = rack_count(rel.shapes, counts, rel.rack_w, rel.rack_units, tuning.fill_limit)
         if need is None:
             lower, enough = estimates(rel.shapes, counts, rel.rack_w, rel.rack_units)
             if enough > racks:  # not known to fit: pack the site exactly from now on
                 cuts.append(Cut(rel.site, counts, lower, exact=True, enough=enough))
             continue
         if need > racks:
-            cut = _cut(rel, counts, need)
-            if sum(w * c for w, c in zip(cut.weights, counts, strict=True)) <= _SCALE * racks:
+            cut = _cut(rel, counts, need, tuning)
+            weighted = sum(w * c for w, c in zip(cut.weights, counts, strict=True))
+            if weighted <= tuning.cut_scale * racks:
                 # The LP bound rounds to what the plan has: the row adds nothing.
                 cut = Cut(rel.site, counts, need)
             cuts.append(cut)
     return cuts
 
 
-def hinted_cuts(sites: Sequence[RelaxedSite], hint: Mapping[int, int]) -> list[Cut]:
+def hinted_cuts(
+    sites: Sequence[RelaxedSite], hint: Mapping[int, int], tuning: Tuning = DEFAULT
+) -> list[Cut]:
     """Cuts at the servers a hint places on each relaxed site, whether or not its racks
     hold them, for the first solve.
 
@@ -230,15 +135,16 @@ def hinted_cuts(sites: Sequence[RelaxedSite], hint: Mapping[int, int]) -> list[C
         counts = tuple(evaluate(d, hint) for d in rel.demand)
         if not any(counts):
             continue
-        need = rack_count(rel.shapes, counts, rel.rack_w, rel.rack_units, _FILL_LIMIT)
+        need = rack_count(rel.shapes, counts, rel.rack_w, rel.rack_units, tuning.fill_limit)
         if need is not None:
-            cuts.append(_cut(rel, counts, need))
+            cuts.append(_cut(rel, counts, need, tuning))
     return cuts
 
 
-def _cut(rel: RelaxedSite, counts: tuple[int, ...], need: int) -> Cut:
-    weights = dual_weights(rel.shapes, counts, rel.rack_w, rel.rack_units)
-    return Cut(rel.site, counts, need, weights, _SCALE if weights else 0)
+def _cut(rel: RelaxedSite, counts: tuple[int, ...], need: int, tuning: Tuning) -> Cut:
+    scale = tuning.cut_scale
+    weights = dual_weights(rel.shapes, counts, rel.rack_w, rel.rack_units, scale, tuning.fill_limit)
+    return Cut(rel.site, counts, need, weights, scale if weights else 0)
 
 
 def evaluate(expr: cp_model.LinearExpr, values: Mapping[int, int]) -> int:
@@ -249,17 +155,17 @@ def evaluate(expr: cp_model.LinearExpr, values: Mapping[int, int]) -> int:
     )
 
 
-# Weights are integers out of this (many divisors: 1/2 ... 1/8, 1/10, 1/12 are exact).
-_SCALE = 840
-_FILL_LIMIT = 5000
-
-
 def dual_weights(
-    shapes: Sequence[Shape], counts: Sequence[int], rack_w: int, rack_units: int
+    shapes: Sequence[Shape],
+    counts: Sequence[int],
+    rack_w: int,
+    rack_units: int,
+    scale: int = DEFAULT.cut_scale,
+    fill_limit: int = DEFAULT.fill_limit,
 ) -> tuple[int, ...]:
-    """Integer weights w, out of `_SCALE`, with sum(w[h] * f[h]) <= _SCALE for every fill
+    """Integer weights w, out of `scale`, with sum(w[h] * f[h]) <= scale for every fill
     f one rack can hold, as large as possible on `counts` (the cutting-stock LP's dual,
-    rounded down to integers). Then `sum(w[h] * D[h]) <= _SCALE * racks` holds for every
+    rounded down to integers). Then `sum(w[h] * D[h]) <= scale * racks` holds for every
     plan at the site, whatever its counts: a linear cut the LP uses, which a monotone cut
     is not. Weights are computed on the shapes present; another shape gets the largest
     weight of a present shape it is at least as large as in both kW and U (putting that
@@ -268,13 +174,13 @@ def dual_weights(
     idx = [i for i, c in enumerate(counts) if c > 0]
     sub = [shapes[i] for i in idx]
     try:
-        fills = maximal_fills(sub, rack_w, rack_units, _FILL_LIMIT)
+        fills = maximal_fills(sub, rack_w, rack_units, fill_limit)
     except TooManyPatterns:
         return ()
     model = cp_model.CpModel()
-    w = [model.new_int_var(0, _SCALE, f"w{h}") for h in range(len(sub))]
+    w = [model.new_int_var(0, scale, f"w{h}") for h in range(len(sub))]
     for fill in fills:
-        model.add(sum(c * x for c, x in zip(fill, w, strict=True)) <= _SCALE)
+        model.add(sum(c * x for c, x in zip(fill, w, strict=True)) <= scale)
     model.maximize(sum(counts[i] * x for i, x in zip(idx, w, strict=True)))
     solver = cp_model.CpSolver()
     solver.parameters.num_workers = 1

@@ -43,22 +43,11 @@ from typing import TYPE_CHECKING
 
 from gpusolve.optimize.model import Built
 from gpusolve.optimize.patterns import racks_alone
+from gpusolve.optimize.tuning import DEFAULT
 
 if TYPE_CHECKING:
     # Only the type: the module imports OR-Tools' linear solver (35 ms at start-up).
-    from gpusolve.optimize.relaxation import LpSolution
-
-# From this many choice variables, stage 1 searches cores. 20x60x20 instances have 7-13k
-# and CP-SAT's LP solves them at the root in about 1 s; 40x120x40 have 85-100k.
-MIN_CHOICES = 50_000
-# Share of the remaining time the LP may take in core mode (3-5 s at 40x120x40); the core
-# search cannot start without it, while the warm start's LP only steers a heuristic.
-LP_SHARE = 0.5
-# Each core holds this many times the open choices of the previous one. With the ranks of
-# `ranked`, 40x120x40 seeds 0-8 at 30 s: 6 gave worse gaps than 3 on seven of them (seed
-# 0: 0.54 -> 0.77 %), better only on seed 5 (1.65 -> 1.43 %). With `opening.py`'s bounds
-# too, seed 5: 0.90 % with 3, 0.90 % with 4, 1.16 % with 6; seed 9 0.79 % with each.
-GROWTH = 3.0
+    from gpusolve.optimize.search.relaxation import LpSolution
 
 
 @dataclass(frozen=True)
@@ -161,15 +150,18 @@ def core(order: Sequence[tuple[float, int]], threshold: float, keep: Collection[
 
 
 def next_threshold(
-    order: Sequence[tuple[float, int]], current: Core, exact: float | None
+    order: Sequence[tuple[float, int]],
+    current: Core,
+    exact: float | None,
+    growth: float = DEFAULT.core_growth,
 ) -> float | None:
-    """The threshold of the next core: `GROWTH` times the open choices, capped at `exact`
-    (an incumbent's value minus L: beyond it no choice can improve the plan). None when
-    the current core already is the last one."""
+    """The threshold of the next core: `growth` (`Tuning.core_growth`) times the open
+    choices, capped at `exact` (an incumbent's value minus L: beyond it no choice can
+    improve the plan). None when the current core already is the last one."""
     if current.least_out is None or (exact is not None and current.least_out > exact):
         return None
     open_now = len(order) - len(current.closed)
-    position = min(len(order), int(GROWTH * max(open_now, 1))) - 1
+    position = min(len(order), int(growth * max(open_now, 1))) - 1
     # At least the cheapest closed choice opens, whatever the kept choices count for.
     threshold = max(order[position][0], current.least_out)
     return threshold if exact is None else min(threshold, exact)

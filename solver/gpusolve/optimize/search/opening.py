@@ -37,9 +37,9 @@ from ortools.linear_solver import linear_solver_pb2
 from ortools.sat.python import cp_model_helper as cmh
 
 from gpusolve.optimize.builder import OwnedVar
-from gpusolve.optimize.core import forced, raising_cost
 from gpusolve.optimize.model import Built
-from gpusolve.optimize.relaxation import (
+from gpusolve.optimize.search.core import forced, raising_cost
+from gpusolve.optimize.search.relaxation import (
     SAFETY,
     LpSolution,
     Relaxation,
@@ -47,9 +47,6 @@ from gpusolve.optimize.relaxation import (
     glop,
     lagrangian,
 )
-
-# Share of the remaining time the bounds may take (0.8-1.0 s of 23-24 s at 40x120x40).
-SHARE = 0.1
 
 
 @dataclass(frozen=True)
@@ -79,7 +76,9 @@ def bounds(relax: Relaxation, built: Built, lp: LpSolution, time_s: float) -> Op
     for site in sorted(members):
         if time.perf_counter() >= stop:
             break
-        priced = _site_lp(relax.lp, built, lp, site, members[site], rows.get(site, []), stop)
+        priced = _site_lp(
+            relax.lp, built, lp, site, members[site], rows.get(site, []), stop, relax.parameters
+        )
         if priced is None:
             continue
         by_site[site] = priced[0]
@@ -135,6 +134,7 @@ def _site_lp(
     variables: Sequence[int],
     rows: Sequence[int],
     stop: float,
+    parameters: str,
 ) -> tuple[float, dict[int, float], dict[int, float]] | None:
     """What every plan using the site adds to L at least (see the module docstring), and
     the site LP's reduced costs and lower bounds by proto index; None when GLOP does not
@@ -172,7 +172,7 @@ def _site_lp(
     rack_row = sub.constraint.add(lower_bound=1 - racks.offset, upper_bound=math.inf)
     rack_row.var_index.extend(position[var.index] for var in racks.vars)
     rack_row.coefficient.extend(racks.coeffs)
-    response = glop(sub, stop - time.perf_counter())
+    response = glop(sub, stop - time.perf_counter(), parameters)
     if response is None:
         return None
     reduced, least = lagrangian(sub, list(response.dual_value))

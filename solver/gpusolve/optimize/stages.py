@@ -75,7 +75,7 @@ def expr_range(expr: Expr, domains: Sequence[tuple[int, int]]) -> tuple[int, int
 def var_bounds(model: cp_model.CpModel) -> list[tuple[int, int]]:
     """(lowest, highest) value of every variable, by proto index. Read once per model:
     each access to a proto field crosses into C++, and reading them per term of every
-    criterion took 0.22 s on 20x60x20 instances (0.04 s this way)."""
+    criterion is several times slower."""
     bounds: list[tuple[int, int]] = []
     for var in model.proto.variables:
         # len() rather than [-1]: the pybind repeated field silently answers 0 to [-1].
@@ -145,11 +145,10 @@ def purchase(built: Built, solver: cp_model.CpSolver) -> list[tuple[Expr, int]]:
 
     Tie-breaks that did not fit into the first solve's folded objective are settled with
     the purchase fixed. Searching every plan of equal cost for them instead needs a
-    proof over the whole optimal face, which measured 6-26 s per stage on 10x30x10
-    instances whose cost was proven in 0.5-4 s; with the purchase fixed it is a small
-    search. Money ties between different purchases are rare with real prices; ties
-    between parallelism variants, slot assignments and rack fills of one purchase are
-    the common ones, and those are settled exactly.
+    proof over the whole optimal face, often far longer than proving the cost; with the
+    purchase fixed it is a small search. Money ties between different purchases are rare
+    with real prices; ties between parallelism variants, slot assignments and rack fills
+    of one purchase are the common ones, and those are settled exactly.
     """
     fixed: list[tuple[Expr, int]] = []
     fixed += [(v, int(solver.value(v))) for v in built.servers.values()]

@@ -5,26 +5,22 @@ of their packing in the model (`packing._relaxed_packing`): racks R and servers 
 satisfy the kW and U capacities summed over racks, the per-shape rack capacity, and "no
 rack holds k+1 items each larger than 1/(k+1) of it". The relaxation can undercount racks.
 After each solve the plan's D at every relaxed site is packed exactly (the fewest racks,
-`rack_count`); where that needs more than R, the monotone cut
+`binpack.rack_count`); where that needs more than R, the monotone cut
 
     (D_h >= d_h for every shape h with d_h > 0)  =>  R >= rack_count(d)
 
 is added and the stage solved again (logic-based Benders: more servers never need fewer
 racks, so the cut is valid for every plan). When no cut is violated the plan packs into
 R racks everywhere, its cost is achievable, and since the model was a relaxation, it is
-optimal. Measured on 20 workloads x 60 SKUs x 20 sites, seeds 0-3, 2 workers, with the
-same LP settings: per-rack bins proved the optima in 7.8 / 48 / 7.8 / 31 s, this in
-5.7 / 29 / 14 / 3.6 s (`python benchmarks/run.py --scales L`); the relaxation alone is
-usually exact (1-2 rounds). A site cut a second time is packed exactly (per-rack
-variables, `packing.rack_bins`) in every later solve: monotone cuts can be dodged by
-swapping one server shape for a similar one (one L instance: 14 rounds at one site
-without it, 3 with it; 60+ s -> 14-20 s). Each cut also carries the cutting-stock LP's
-dual weights for the shapes it saw (`dual_weights`), a linear row valid for every plan:
-it stops the same site being undercut again by a similar mix (that instance: 2 rounds,
-7 s). Over L seeds 0-9 the total time was unchanged (2 workers 148 -> 144 s, 1 worker
-156 -> 156 s); the 2-worker median fell from 8.1 to 6.7 s. At 40 x 120 x 40 the
-relaxation also keeps the model small enough to build in 4 s. A hint's counts get their
-cuts before the first solve (`hinted_cuts`): L seeds 0-9, 2 workers, total 108 -> 79 s.
+optimal. Why: per-rack variables for such sites make the model much larger, and the
+relaxation alone is usually exact within one or two rounds.
+
+A site cut `Tuning.exact_after_cuts` times is packed exactly (per-rack variables,
+`packing.rack_bins`) in every later solve: monotone cuts can be dodged by swapping one
+server shape for a similar one. Each cut also carries the cutting-stock LP's dual weights
+for the shapes it saw (`dual_weights`), a linear row valid for every plan, which stops the
+same site being undercut again by a similar mix. A hint's counts get their cuts before the
+first solve (`hinted_cuts`). The measurements are in `benchmarks/README.md`.
 """
 
 from __future__ import annotations
@@ -126,9 +122,7 @@ def hinted_cuts(
 
     The search's optimum usually sits close to the warm start's plan, at the same sites
     with similar counts. The cut's dual-weight row holds for every plan and tightens the
-    LP there before the first solve rather than after it. 20x60x20, 2 workers: seed 9
-    (no lazy round; one such cut) 51-55 s -> 17-20 s; seed 8, whose only lazy round was
-    foreseen, 10.1 -> 4.7 s; seeds with nothing to foresee 0-0.4 s slower.
+    LP there before the first solve rather than after it.
     """
     cuts: list[Cut] = []
     for rel in sites:
@@ -184,8 +178,7 @@ def dual_weights(
     model.maximize(sum(counts[i] * x for i, x in zip(idx, w, strict=True)))
     solver = cp_model.CpSolver()
     solver.parameters.num_workers = 1
-    # CP-SAT's presolve took 0.49 s of a 0.5 s solve on one 20x60x20 site (5 shapes, 419
-    # fills); without it, 4 ms for the same weights.
+    # CP-SAT's presolve would take nearly all of this tiny solve's time.
     solver.parameters.cp_model_presolve = False
     if solver.solve(model) != cp_model.OPTIMAL:  # pragma: no cover - tiny model
         return ()

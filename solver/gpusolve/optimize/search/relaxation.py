@@ -10,9 +10,8 @@ over literals as sums (a negated literal is 1 - x), integrality dropped. Rows wi
 enforcement literal and constraints of any other kind are left out: the relaxation only
 loosens, so its bound holds for every plan of the model.
 
-GLOP's primal simplex, not its dual: on 40x120x40 instances the LP (13k rows, 93k columns)
-took 3.0 s primal and 30 s dual (1 s primal with `_GLOP_PARAMETERS`), and CP-SAT's LP (a
-dual simplex) had not finished it after 25 s.
+GLOP's primal simplex with `Tuning.glop_parameters`, not its dual: on the largest models
+the primal simplex is an order of magnitude faster (`benchmarks/README.md`).
 """
 
 from __future__ import annotations
@@ -50,7 +49,7 @@ class LpSolution:
 
 @dataclass(frozen=True)
 class Relaxation:
-    """A model's LP for one objective, translated once (0.4-0.5 s at 40x120x40) and solved
+    """A model's LP for one objective, translated once (the slow part) and solved
     as often as needed, with some variables fixed to 0 (`dichotomy.py`)."""
 
     lp: linear_solver_pb2.MPModelProto
@@ -63,7 +62,7 @@ class Relaxation:
         model that takes none of the closed variables."""
         lp = self.lp
         if closed:
-            # A copy: the translation is shared (at 40x120x40 the copy takes 0.01 s).
+            # A copy: the translation is shared (a copy is far cheaper than a translation).
             lp = linear_solver_pb2.MPModelProto()
             lp.CopyFrom(self.lp)
             for index in closed:
@@ -183,8 +182,8 @@ def _lp_model(
 def _readable(model: cp_model.CpModel) -> cp_model_pb2.CpModelProto:
     """The model as a plain protobuf message. OR-Tools' own Python wrapper of the proto
     crosses into C++ on every field access and offers no serialisation, so the model is
-    written out (`export_to_file`, binary) and parsed back: at 40x120x40 (93k variables)
-    the translation took 0.92 s reading the wrapper and 0.46 s this way."""
+    written out (`export_to_file`, binary) and parsed back, which halves the translation's
+    time on the largest models."""
     with tempfile.TemporaryDirectory(prefix="gpusolve-") as folder:
         path = os.path.join(folder, "model.pb")
         if not model.export_to_file(path):  # pragma: no cover - a full disk

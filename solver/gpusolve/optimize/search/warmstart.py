@@ -1,23 +1,19 @@
 """A first plan for the search: the best plan over a small set of promising choices.
 
-CP-SAT's own first solutions on these models are poor: on 20x60x20 instances the
-feasibility-jump start costs about twice the optimum and the LNS workers take 5-12 s to
-come within 1 % of it, while the proof itself, given the optimum as a hint, often takes
-1-2 s. So stage 1 starts from the best plan in which each workload takes one of:
+Why: CP-SAT's own first solutions on these models are poor (about twice the optimum),
+while the proof, given the optimum as a hint, is often quick. So stage 1 starts from the
+best plan in which each workload takes one of:
 
-* its standalone-cheapest choice (what a spreadsheet does: 0-32 % above the optimum at
-  20x60x20, and it breaks a budget or a site's racks on 4 of 10 instances);
-* its `FALLBACK_CHOICES` standalone-cheapest choices and every rental, so that a plan
-  exists when the standalone choices break a shared requirement;
+* its standalone-cheapest choice (what a spreadsheet does);
+* its `Tuning.fallback_choices` standalone-cheapest choices and every rental, so that a
+  plan exists when the standalone choices break a shared requirement;
 * any choice on a (SKU, site) pair the LP relaxation's solution uses (`pool_choices`,
   `relaxation.py`): the LP sees which pairs the whole fleet should share.
 
-One CP-SAT solve over that set (every other choice fixed to 0; 0.1-0.3 s at 20x60x20, plus
-0.3 s for the LP, which the caller solves and passes in) gives the hint. On 10 20x60x20
-instances it was the optimum on 6 and within 0.2 % of it on 3 more.
-
-The hint changes where the search starts, never what it proves: the solve stays exact.
-When the restricted set has no plan, the search starts unhinted.
+One CP-SAT solve over that set (every other choice fixed to 0; the caller solves the LP
+and passes it in) gives the hint. The hint changes where the search starts, never what it
+proves: the solve stays exact. When the restricted set has no plan, the search starts
+unhinted. The measurements are in `benchmarks/README.md`.
 """
 
 from __future__ import annotations

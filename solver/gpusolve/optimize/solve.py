@@ -22,7 +22,7 @@ its optimum (one-sided bounds propagate far better than equalities); tie-break-o
 stages also keep the purchase fixed (`stages.purchase`), a small search. A later stage
 that runs out of time still returns a plan at the proven cost. Models large enough
 (relaxed rack packings, 500+ or 50,000+ choices) run through the large-instance search
-(`search.runner`): same stages, a warm start, rack-packing cuts, and cores.
+(`search.for_model`): same stages, a warm start, rack-packing cuts, and cores.
 
 The reported objective, bound and status are stage 1's; a stage-1 incumbent that is only
 feasible (time limit) is returned as is. Float objectives are never built (CP-SAT would
@@ -109,7 +109,8 @@ def solve_built(
     # 1. The order of criteria, folded into solves.
     groups = group(criteria(built), config.tuning.fold_limit)
     # 2. The exact stages, or the large-instance search when the model's size asks for it.
-    stages = search.runner(built, config, prepare, start) or Stages(built, config, prepare, start)
+    large = search.for_model(built, config, prepare, start)
+    stages = large or Stages(built, config, prepare, start)
     # 3. Stage 1: the objective, proven (or the best plan in time).
     first = stages.first(groups[0], hint)
     if not cpsat.solved(first.status):

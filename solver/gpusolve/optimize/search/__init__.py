@@ -1,6 +1,6 @@
 """The large-instance search: what switches on only when a model's size asks for it.
 
-Shape: `runner` (the one entry point, below) picks `first.Search`, a `staged.LazyStages`
+Shape: `for_model` (the one entry point, below) picks `first.Search`, a `staged.LazyStages`
 whose stage 1 starts from a warm start (`warmstart.py`, from `Tuning.warm_min_choices`
 choices) and on the largest models searches growing cores of the choices (`core.py`,
 with LP bounds from `relaxation.py`, `opening.py` and `dichotomy.py`, and the site
@@ -16,7 +16,7 @@ from gpusolve.optimize.model import Built
 from gpusolve.optimize.runner import Prepare, Stages
 
 
-def runner(
+def for_model(
     built: Built, config: SolveConfig, prepare: Prepare | None, start: float
 ) -> Stages | None:
     """The stages for a model that needs the large-instance search (relaxed sites, or

@@ -47,18 +47,11 @@ class Search(LazyStages):
             self.cuts += lazy.hinted_cuts(built.relaxed, hint, self.tuning)
         if lp is None or opened is None:
             return self.first_plain(group, objective, weights[0], hint or {})
-        found: list[int] = []
-
-        def search() -> tuple[cp_model.CpSolver, cp_model.CpSolverStatus, float]:
-            solver, status, lead = core_search(
-                self, objective, weights[0], head, hint or {}, lp, floor, opened
-            )
-            found.append(lead)
-            return solver, status, float(lead)
-
-        solver, status, _ = self.timed(stage_name(1, group) + " (cores)", search)
-        lead = found[0] if status != cp_model.INFEASIBLE else None
-        return First(solver, status, lead)
+        solver, status, lead = self.timed(
+            stage_name(1, group) + " (cores)",
+            lambda: core_search(self, objective, weights[0], head, hint or {}, lp, floor, opened),
+        )
+        return First(solver, status, None if status == cp_model.INFEASIBLE else int(lead))
 
 
 def relaxation(

@@ -16,6 +16,7 @@ from typing import Any
 
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
+from tests.factories import instances as factory
 from tests.support.shipped import ROOT
 
 from gpusolve.candidates.generate import Candidates, build_candidates
@@ -219,13 +220,12 @@ def test_a_larger_layout_with_more_headroom_survives_pruning_and_wins_the_tie_br
     The third server is bought for the day anyway, so both night layouts cost the same and
     the tie-break takes the one with more headroom: pruning must not drop it (it did while
     headroom was not compared)."""
-    sku = ir.Sku("k", capex=1000, power_w=2000, rack_units=2, cooling=frozenset({"air"}))
-    site = ir.Site("s", "south", "air", 20_000, 42, 2, 10, 0, {"k": 5})
+    sku = factory.sku("k", capex=1000, power_w=2000, rack_units=2)
+    site = factory.site("s", racks=2, rent=10, energy={"k": 5}, region="south")
 
     def option(key: str, workload: str, servers: int, slot: ir.Slot, headroom: int) -> Any:
-        placements = (ir.Placement("s"),)
-        return ir.OwnedOption(
-            key, workload, "k", servers, slot, placements, headroom_permille=headroom
+        return factory.owned(
+            key, workload, servers, slot, sku="k", sites=("s",), headroom_permille=headroom
         )
 
     owned = (
@@ -233,7 +233,7 @@ def test_a_larger_layout_with_more_headroom_survives_pruning_and_wins_the_tie_br
         option("night|2n", "night", 2, "night", 100),
         option("night|3n", "night", 3, "night", 300),
     )
-    instance = ir.Instance(("day", "night"), {"k": sku}, {"s": site}, owned, (), 12)
+    instance = factory.instance(("day", "night"), owned, sites=(site,), skus=(sku,))
     solution = solve(instance, CONFIG)
     assert solution.status == "optimal"
     assert {c.workload: c.option for c in solution.choices}["night"] == "night|3n"

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.factories import instances as factory
 from tests.factories.files import write_reqs
 from tests.support.shipped import CARDS, COLO, ROOT, SERVERS, example
 
@@ -24,10 +25,6 @@ from gpusolve.optimize.ir import (
     FabricClass,
     FabricCount,
     Instance,
-    OwnedOption,
-    Placement,
-    Site,
-    Sku,
     SolveConfig,
 )
 from gpusolve.optimize.solve import solve
@@ -38,32 +35,16 @@ CONFIG = SolveConfig(time_limit_s=20, workers=1, seed=1)
 
 # A 64-port switch for 300 (1 U, 1,000 W) and links at 9 each.
 IB = FabricClass("ib-400g", "sw64", "link400", 64, 32, 300, 1000, 1, 9)
-NODE = Sku(
-    "node",
-    capex=1000,
-    power_w=1_000,
-    rack_units=1,
-    cooling=frozenset({"air"}),
-    fabric="ib-400g",
-    nics=8,
-)
+NODE = factory.sku("node", capex=1000, power_w=1_000, rack_units=1, fabric="ib-400g", nics=8)
 
 
 def _instance(
     servers: int, fabric: FabricClass = IB, rack_units: int = 100, **site: Any
 ) -> Instance:
-    hall = Site("hall", "east", "air", 100_000, rack_units, 50, 5, 0, {"node": 1}, **site)
-    job = OwnedOption(
-        "job", "job", "node", servers, "always", (Placement("hall"),), spans=servers > 1
-    )
-    return Instance(
-        workloads=("job",),
-        skus={"node": NODE},
-        sites={"hall": hall},
-        owned=(job,),
-        cloud=(),
-        horizon_months=1,
-        fabrics={fabric.id: fabric},
+    hall = factory.site("hall", 100_000, 50, energy={"node": 1}, units=rack_units, **site)
+    job = factory.owned("job", "job", servers, sku="node", sites=("hall",), spans=servers > 1)
+    return factory.instance(
+        ("job",), (job,), sites=(hall,), skus=(NODE,), horizon_months=1, fabrics={fabric.id: fabric}
     )
 
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from tests.support.differential import SEEDS, case
 
-from gpusolve.optimize import neighbourhood
 from gpusolve.optimize.model import Built, build
+from gpusolve.optimize.search import neighbourhood
 
 
 def _three_sites() -> Built:

@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 from tests.support.differential import SEEDS, case, checked_on, leading_lp, normalised
 
-from gpusolve.optimize import core, opening
 from gpusolve.optimize.builder import BuildOptions
+from gpusolve.optimize.search import core, opening
 
 
 def _opening_against_plans(seed: int, options: BuildOptions) -> tuple[int, int] | None:

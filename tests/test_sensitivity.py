@@ -15,15 +15,12 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from tests.factories import instances as factory
 from tests.support.shipped import ROOT
 
 from gpusolve.optimize.ir import (
-    CloudOption,
     Instance,
-    OwnedOption,
     Placement,
-    Site,
-    Sku,
     SolveConfig,
 )
 from gpusolve.sensitivity import (
@@ -96,18 +93,11 @@ def test_find_edge_without_a_switch_reaches_the_limit_and_stops() -> None:
 # = 1180; renting: 1500 over the horizon. The plan owns; it rents once the server costs
 # more than 1500 - 180 = 1320 (x1.32), or the rental less than 1180 (x0.787), or the rack
 # rent more than (1500 - 1120) / 12 = 31.7 a month (x6.33).
-SKU = Sku("srv", capex=1000, power_w=10_000, rack_units=8, cooling=frozenset({"air"}))
-SITE = Site("dc", "east", "air", 20_000, 42, 10, 5, 0, {"srv": 10})
-OWN = OwnedOption("w|own", "w", "srv", 1, "always", (Placement("dc"),))
-RENT = CloudOption("w|rent", "w", "cloud-x", "east", 1, cost_total=1500)
-SMALL = Instance(
-    workloads=("w",),
-    skus={"srv": SKU},
-    sites={"dc": SITE},
-    owned=(OWN,),
-    cloud=(RENT,),
-    horizon_months=12,
-)
+SKU = factory.sku("srv", capex=1000, power_w=10_000, rack_units=8)
+SITE = factory.site("dc", energy={"srv": 10})
+OWN = factory.owned("w|own", "w", 1, sku="srv", sites=("dc",))
+RENT = factory.rented("w|rent", "w", 1, cost_total=1500, offer="cloud-x", region="east")
+SMALL = factory.instance(("w",), (OWN,), (RENT,), sites=(SITE,), skus=(SKU,))
 PARAMS = [
     Parameter("server_price", "srv", "price of srv", "CNY/server", 1000.0),
     Parameter("cloud_price", "cloud-x", "price of cloud-x", "CNY/instance-hour", 1500.0),

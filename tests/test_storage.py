@@ -13,6 +13,7 @@ import math
 from pathlib import Path
 from typing import Any
 
+from tests.factories import instances as factory
 from tests.factories.files import write_reqs
 from tests.support.shipped import CARDS, COLO, ROOT, SERVERS, example
 
@@ -20,10 +21,6 @@ from gpusolve.candidates.network import storage_need_gb
 from gpusolve.load import load_catalog
 from gpusolve.optimize.ir import (
     Instance,
-    OwnedOption,
-    Placement,
-    Site,
-    Sku,
     SolveConfig,
     StorageKind,
 )
@@ -33,7 +30,7 @@ from gpusolve.optimize.validate import check
 CONFIG = SolveConfig(time_limit_s=20, workers=1, seed=1)
 SMALL = StorageKind("small", capacity_gb=15_000, price=90, power_w=500, rack_units=1)
 LARGE = StorageKind("large", capacity_gb=120_000, price=860, power_w=1200, rack_units=2)
-NODE = Sku("node", capex=1000, power_w=1_000, rack_units=1, cooling=frozenset({"air"}))
+NODE = factory.sku("node", capex=1000, power_w=1_000, rack_units=1)
 
 
 def test_what_a_workload_keeps() -> None:
@@ -44,18 +41,11 @@ def test_what_a_workload_keeps() -> None:
 
 
 def _instance(keep_gb: int) -> Instance:
-    hall = Site("hall", "east", "air", 100_000, 100, 50, 5, 0, {"node": 1}, storage=(SMALL, LARGE))
-    job = OwnedOption(
-        "job", "job", "node", 2, "always", (Placement("hall"),), spans=True, storage_gb=keep_gb
+    hall = factory.site("hall", 100_000, 50, energy={"node": 1}, units=100, storage=(SMALL, LARGE))
+    job = factory.owned(
+        "job", "job", 2, sku="node", sites=("hall",), spans=True, storage_gb=keep_gb
     )
-    return Instance(
-        workloads=("job",),
-        skus={"node": NODE},
-        sites={"hall": hall},
-        owned=(job,),
-        cloud=(),
-        horizon_months=1,
-    )
+    return factory.instance(("job",), (job,), sites=(hall,), skus=(NODE,), horizon_months=1)
 
 
 def test_the_cheapest_mix_of_nodes_holds_what_is_kept() -> None:

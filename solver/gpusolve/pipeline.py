@@ -1,6 +1,7 @@
 """Load everything a run needs, once: requirements, catalogue, rules -> typed values.
 
-Shared by `plan`, `estimate` and `rules explain`, so each command only composes stages.
+Shared by `plan`, `frontier`, `estimate` (through `gpusolve.runs`) and `rules explain`,
+so each only composes stages.
 """
 
 from __future__ import annotations

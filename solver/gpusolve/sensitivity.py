@@ -718,37 +718,19 @@ def stoppable(work: Callable[[], T], stop: Stop) -> T:
     carries on (a solve that catches SIGINT itself even resets the handler; it is put
     back every 50 ms, as `interrupt.run_interruptibly` does). Off the main thread (no
     signals there) `work` simply runs."""
+    from gpusolve.optimize.interrupt import in_worker_thread
+
     if threading.current_thread() is not threading.main_thread():
         return work()
-    box: dict[str, Any] = {}
-
-    def target() -> None:
-        try:
-            box["value"] = work()
-        except BaseException as exc:  # handed to the main thread
-            box["error"] = exc
 
     def on_signal(signum: int, frame: FrameType | None) -> None:
         raise KeyboardInterrupt
 
-    signals = (signal.SIGINT, signal.SIGTERM)
-    previous = {s: signal.signal(s, on_signal) for s in signals}
-    worker = threading.Thread(target=target, name="gpusolve-sensitivity", daemon=True)
-    try:
-        worker.start()
-        while worker.is_alive():
-            worker.join(0.05)
-            signal.signal(signal.SIGINT, on_signal)
-    except KeyboardInterrupt:
+    def on_break(worker: threading.Thread) -> None:
         stop.stop()
         worker.join(STOP_GRACE_S)  # out of CP-SAT before the interpreter exits
-        raise
-    finally:
-        for s, handler in previous.items():
-            signal.signal(s, handler)
-    if "error" in box:
-        raise box["error"]
-    return box["value"]  # type: ignore[no-any-return]
+
+    return in_worker_thread(work, on_signal, "gpusolve-sensitivity", on_break=on_break)
 
 
 def with_sensitivity(

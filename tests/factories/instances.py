@@ -5,6 +5,8 @@ per month, and a 12-month horizon."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from gpusolve.optimize.ir import (
     CloudOption,
     Instance,
@@ -26,16 +28,40 @@ H100 = Sku("h100", capex=1000, power_w=10_000, rack_units=8, cooling=frozenset({
 HOT = Sku("hot", capex=800, power_w=20_000, rack_units=8, cooling=frozenset({"air"}))
 
 
+def sku(
+    id_: str, capex: int, power_w: int, rack_units: int, cooling: str = "air", **kw: object
+) -> Sku:
+    """A server SKU; `kw` sets the rest (`residual`, `fabric`, `nics`, ...)."""
+    return Sku(id_, capex, power_w, rack_units, frozenset({cooling}), **kw)  # type: ignore[arg-type]
+
+
 def site(
     id_: str = "sz",
     rack_w: int = 20_000,
     racks: int = 10,
     rent: int = 5,
     bandwidth: int = 0,
-    energy: int = 10,
+    energy: int | Mapping[str, int] = 10,
+    *,
+    units: int = 42,
+    region: str = "east",
+    cooling: str = "air",
+    **kw: object,
 ) -> Site:
+    """A colocation site; `energy` per server-month, one figure for the default SKUs or
+    one per SKU; `kw` sets the rest (`storage`, `setup_fee`, ...)."""
+    per_sku = {"h100": energy, "hot": energy} if isinstance(energy, int) else dict(energy)
     return Site(
-        id_, "east", "air", rack_w, 42, racks, rent, bandwidth, {"h100": energy, "hot": energy}
+        id_,
+        region,
+        cooling,
+        rack_w,
+        units,
+        racks,
+        rent,
+        bandwidth,
+        per_sku,
+        **kw,  # type: ignore[arg-type]
     )
 
 
@@ -45,10 +71,11 @@ def owned(
     servers: int,
     slot: Slot = "always",
     sku: str = "h100",
-    sites: tuple[str, ...] = ("sz",),
+    sites: tuple[str | Placement, ...] = ("sz",),
     **kw: object,
 ) -> OwnedOption:
-    placements = tuple(Placement(s) for s in sites)
+    """An owned option; a site given by name is placed there with no penalty or busy energy."""
+    placements = tuple(s if isinstance(s, Placement) else Placement(s) for s in sites)
     return OwnedOption(key, workload, sku, servers, slot, placements, **kw)  # type: ignore[arg-type]
 
 
@@ -57,15 +84,17 @@ def instance(
     opts: tuple[OwnedOption, ...],
     cloud: tuple[CloudOption, ...] = (),
     sites: tuple[Site, ...] = (site(),),
+    skus: tuple[Sku, ...] = (H100, HOT),
+    horizon_months: int = 12,
     **kw: object,
 ) -> Instance:
     return Instance(
         workloads=workloads,
-        skus={"h100": H100, "hot": HOT},
+        skus={k.id: k for k in skus},
         sites={s.id: s for s in sites},
         owned=opts,
         cloud=cloud,
-        horizon_months=12,
+        horizon_months=horizon_months,
         **kw,  # type: ignore[arg-type]
     )
 

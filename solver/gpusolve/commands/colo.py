@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import json
-import sys
 from pathlib import Path
 
 import click
@@ -13,6 +11,7 @@ from gpusolve.commands.options import (
     check_output,
     format_option,
     output_option_with,
+    progress_printer,
     require_output_for_html,
     rules_option,
 )
@@ -62,37 +61,10 @@ def colo(
     even when none can); 2 invalid input; 3 no offer was shown able to host the fleet
     and some ran out of solver time without being proven unable ("timed_out").
     """
-    from gpusolve.atomic import write_text_atomic
-    from gpusolve.colo import compare_offers
-    from gpusolve.load import check_fleet, load_catalog, load_fleet
-    from gpusolve.optimize.ir import SolveConfig
-    from gpusolve.render.colo import colo_markdown, colo_text
-    from gpusolve.rules.loader import load_ruleset
+    from gpusolve.commands.deliver import deliver
+    from gpusolve.runs.colo import ColoRequest, run_colo
 
     require_output_for_html(fmt, output)
     check_output(output, [fleet_path, *catalog_paths, *rules_paths])
-    fleet, doc = load_fleet(fleet_path)
-    catalog = load_catalog(list(catalog_paths) or None).catalog
-    check_fleet(fleet, doc, catalog)
-    ruleset = load_ruleset(list(rules_paths))
-    report = compare_offers(fleet, catalog, SolveConfig(time_limit_s=10, workers=1), ruleset)
-    if fmt == "json":
-        text = json.dumps(report.model_dump(mode="json"), indent=2, ensure_ascii=False) + "\n"
-    elif fmt == "markdown":
-        text = colo_markdown(report, top)
-    elif fmt == "html":
-        from gpusolve.report.html import colo_html, context_for
-
-        text = colo_html(report, top, context_for(catalog, list(catalog_paths), [fleet_path]))
-    else:
-        text = colo_text(report, top)
-    hosts = any(row.feasible for row in report.offers)
-    if output is not None and hosts:
-        write_text_atomic(output, text)
-    else:
-        click.echo(colo_text(report, top) if fmt == "html" else text, nl=False)
-    if not any(row.feasible for row in report.offers) and any(r.timed_out for r in report.offers):
-        sys.exit(3)
-    if not hosts:  # like `plan`: no offer can host the fleet is exit 1, not a success
-        click.echo("gpusolve: no colocation offer can host this fleet", err=True)
-        sys.exit(1)
+    result = run_colo(ColoRequest(fleet_path, catalog_paths, rules_paths, fmt, output, top))
+    deliver(result.output, progress_printer(quiet=False))  # colo has no -q: always said

@@ -1,13 +1,11 @@
 """`gpusolve estimate`: the workload physics alone — memory, step time by part, bottleneck.
 
-The command parses, loads through the same pipeline as `plan` (so every workload gets the
-headroom and framework settings its rules give it), builds the report
-(`gpusolve.estimate_report`) and renders it (`gpusolve.render.estimate`).
+The command parses the options and hands them to `gpusolve.runs.estimate`, which loads
+through the same pipeline as `plan`, builds the report and renders it.
 """
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import get_args
 
@@ -19,7 +17,6 @@ from gpusolve.commands.options import (
     output_option_with,
     rules_option,
 )
-from gpusolve.models.catalog import Card, Catalog
 from gpusolve.models.requirements import Checkpointing, Sharding
 
 HELP = """\
@@ -119,17 +116,14 @@ def estimate(
     fmt: str,
     output: Path | None,
 ) -> None:
+    from gpusolve.commands.deliver import deliver, option_errors
     from gpusolve.commands.options import check_output, require_output_for_html
-    from gpusolve.estimate_report import LayoutChoice, LayoutError, build_report
-    from gpusolve.pipeline import prepare_run
-    from gpusolve.render.estimate import estimate_text
+    from gpusolve.estimate_report import LayoutChoice
+    from gpusolve.runs.estimate import EstimateRequest, run_estimate
 
     require_output_for_html(fmt, output)
     check_output(output, [reqs_path, *catalog_paths, *rules_paths])
-    run = prepare_run(reqs_path, catalog_paths, rules_paths)
-    # The parameters `plan` uses: defaults, then the rules, then the user's headroom.
-    per_workload = {name: policy.params for name, policy in run.policies.items()}
-    choice = LayoutChoice(
+    layout = LayoutChoice(
         gpus=gpus,
         tp=tp,
         pp=pp,
@@ -142,36 +136,9 @@ def estimate(
         micro_batch=micro_batch,
         recompute=recompute,
     )
-    try:
-        report = build_report(
-            run.reqs, run.catalog, _cards(run.catalog, card_ids), per_workload, choice
-        )
-    except LayoutError as exc:
-        raise click.BadParameter(str(exc), param_hint=exc.option) from None
-    if fmt == "json":
-        text = json.dumps(report.model_dump(mode="json"), indent=2, ensure_ascii=False) + "\n"
-    elif fmt == "html":
-        from gpusolve.report.html import ReportContext, estimate_html
-
-        text = estimate_html(report, ReportContext(inputs=[str(reqs_path)]))
-    else:
-        text = estimate_text(report)
-    if output is not None:
-        from gpusolve.atomic import write_text_atomic
-
-        write_text_atomic(output, text)
-        click.echo(f"wrote {output}", err=True)
-    else:
-        click.echo(text, nl=False)
-
-
-def _cards(catalog: Catalog, card_ids: tuple[str, ...]) -> list[Card]:
-    if not card_ids:
-        return list(catalog.cards.values())
-    unknown = [c for c in card_ids if c not in catalog.cards]
-    if unknown:
-        raise click.BadParameter(
-            f"unknown card {', '.join(unknown)}; known cards: {', '.join(catalog.cards)}",
-            param_hint="--card",
-        )
-    return [catalog.cards[c] for c in card_ids]
+    request = EstimateRequest(
+        reqs_path, catalog_paths, rules_paths, card_ids, layout, fmt=fmt, output=output
+    )
+    with option_errors():
+        result = run_estimate(request)
+    deliver(result.output, lambda line: click.echo(line, err=True))  # no "gpusolve:" prefix

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import json
-import sys
 from pathlib import Path
 
 import click
@@ -102,11 +100,8 @@ def frontier(
     "infeasible"); 2 invalid input; 3 no plan found within --time-limit at any factor
     and some were not proven impossible (status "timeout").
     """
-    from gpusolve.atomic import write_text_atomic
-    from gpusolve.frontier import factors, sweep
-    from gpusolve.optimize.ir import SolveConfig
-    from gpusolve.pipeline import prepare_run
-    from gpusolve.render.frontier import frontier_text
+    from gpusolve.commands.deliver import deliver, option_errors
+    from gpusolve.runs.frontier import FrontierRequest, run_frontier
 
     if low >= high:
         raise click.BadParameter("--low must be below --high", param_hint="--low")
@@ -115,48 +110,23 @@ def frontier(
         _check_plot(plot)
     check_output(output, [requirements, *catalog_paths, *rules_paths])
     check_output(plot, [requirements, *catalog_paths, *rules_paths])
-
-    progress = progress_printer(quiet)
-
-    run = prepare_run(requirements, catalog_paths, rules_paths, progress=progress)
-    if not any(w.deadline_hours for w in run.reqs.workloads):
-        raise click.BadParameter(
-            "no workload has a deadline_hours to trade against cost", param_hint="REQS.yaml"
-        )
-    result = sweep(
-        run.reqs,
-        run.catalog,
-        run.policies,
-        factors(points, low, high),
-        SolveConfig(time_limit_s=time_limit, workers=1),
-        progress,
+    request = FrontierRequest(
+        requirements,
+        catalog_paths,
+        rules_paths,
+        fmt=fmt,
+        output=output,
+        points=points,
+        low=low,
+        high=high,
+        time_limit_s=time_limit,
+        plot=plot,
+        from_zero=not axis_from_data,
     )
-    from_zero = not axis_from_data
-    if fmt == "json":
-        text = json.dumps(result.model_dump(mode="json"), indent=2, ensure_ascii=False) + "\n"
-    elif fmt == "html":
-        from gpusolve.report.html import context_for, frontier_html
-
-        ctx = context_for(run.catalog, list(catalog_paths), [requirements])
-        text = frontier_html(result, from_zero, ctx)
-    else:
-        text = frontier_text(result, from_zero)
-    if output is not None and result.points:
-        write_text_atomic(output, text)
-        progress(f"wrote {output}")
-    elif fmt == "html":  # no point to draw: say why on the terminal, as text
-        click.echo(frontier_text(result, from_zero), nl=False)
-    else:
-        click.echo(text, nl=False)
-    if plot is not None and result.points:
-        from gpusolve.atomic import write_bytes_atomic
-        from gpusolve.report.charts import write_frontier_plot
-
-        write_bytes_atomic(plot, write_frontier_plot(result, plot, from_zero), private=False)
-        progress(f"wrote {plot}")
-    code = {"infeasible": 1, "timeout": 3}.get(result.status, 0)
-    if code:
-        sys.exit(code)
+    progress = progress_printer(quiet)
+    with option_errors():
+        result = run_frontier(request, progress)
+    deliver(result.output, progress)
 
 
 def _check_plot(plot: Path) -> None:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import sys
-from collections.abc import Callable
 from pathlib import Path
 
 import click
@@ -21,15 +19,9 @@ from gpusolve.commands.options import (
     rules_option,
     time_limit_option,
 )
-from gpusolve.models.plan import Plan
 from gpusolve.render import FORMATS
 
-Progress = Callable[[str], None]
-
 OBJECTIVES = ("min-tco", "min-capex", "min-monthly", "max-throughput")
-# Plan status -> exit code: a proven "no" (1) and "no answer in time" (3) must differ,
-# so a script can retry the second with more time and not the first.
-EXIT_CODES = {"optimal": 0, "feasible": 0, "infeasible": 1, "timeout": 3, "unknown": 3}
 
 
 @click.command("plan")
@@ -154,127 +146,36 @@ def plan(
     impossible (status "timeout", with the best bound; try a longer --time-limit).
     GB means 10^9 bytes; money is in the run's currency.
     """
-    from gpusolve.atomic import write_text_atomic
-    from gpusolve.bom import locate
-    from gpusolve.optimize.interrupt import requested as interrupt_requested
-    from gpusolve.optimize.interrupt import run_interruptibly
-    from gpusolve.optimize.ir import SolveConfig
-    from gpusolve.pipeline import prepare_run
-    from gpusolve.planner import PlanOptions, make_plan
-    from gpusolve.render import render_plan
-    from gpusolve.render.bom import render_bom
+    from gpusolve.commands.deliver import deliver, option_errors
+    from gpusolve.runs.plan import PlanRequest, run_plan
 
-    progress = progress_printer(quiet)
     if fmt == "csv" and not bom:
         raise click.UsageError("--format csv writes the bill of materials: add --bom")
     if fmt == "html" and bom:
         raise click.UsageError("the HTML report holds the bill of materials: drop --bom")
     require_output_for_html(fmt, output)
     check_output(output, [requirements, *catalog_paths, *rules_paths])
-
-    run = prepare_run(
+    request = PlanRequest(
         requirements,
         catalog_paths,
         rules_paths,
+        fmt=fmt,
+        output=output,
         objective=objective,
         capex_max=capex_max,
         monthly_max=monthly_max,
-        progress=progress,
-    )
-    if why_not is not None:
-        run.check_known_id(why_not)
-    _check_robust(run.reqs.scenarios is not None, robust, top_k or sensitivity, why_not)
-    options = PlanOptions(
-        config=SolveConfig(time_limit_s=time_limit, workers=workers, seed=seed),
         top_k=top_k,
         why_not=why_not,
+        time_limit_s=time_limit,
+        workers=workers,
+        seed=seed,
+        robust=robust,
         timings=timings,
-        robust=robust or "expected",
+        sensitivity=sensitivity,
+        bom=bom,
+        bar=not quiet,
     )
-    result = run_interruptibly(
-        lambda: make_plan(run.reqs, run.catalog, run.policies, run.rules, options, progress),
-        on_search=lambda: progress("searching (Ctrl-C stops and prints the best plan so far)"),
-    )
-    result = run.finish(result)  # market, compliance, exclusions, sources
-    result = result.model_copy(update={"bom": locate(result.bom, result.sources)})
-    if interrupt_requested():
-        _stop_interrupted(result, "text" if fmt in ("html", "csv") else fmt, output, progress)
-    finished = result.status in ("optimal", "feasible")  # a plan, finished
-    if sensitivity and finished and not bom:  # ranges need a plan
-        from gpusolve.sensitivity import with_sensitivity
-
-        progress("sensitivity: re-solving with each price and card efficiency moved")
-        try:
-            result = with_sensitivity(
-                result,
-                run.reqs,
-                run.catalog,
-                run.policies,
-                options.config,
-                bar=not quiet,
-                timings=timings,
-            )
-        except KeyboardInterrupt:  # the plan itself is finished: print it, without ranges
-            click.echo(render_plan(result, "text" if fmt == "html" else fmt), nl=False)
-            progress("interrupted during the sensitivity analysis: the plan above has none")
-            sys.exit(INTERRUPTED_EXIT)
-    if fmt == "html" and finished:
-        from gpusolve.report.html import context_for, plan_html
-
-        text = plan_html(result, context_for(run.catalog, list(catalog_paths), [requirements]))
-    elif bom:
-        text = render_bom(result, fmt)
-    else:  # html without a plan: the explanation as text on the terminal, never markup
-        text = render_plan(result, "text" if fmt == "html" else fmt)
-    if output is not None and finished:
-        write_text_atomic(output, text)
-        progress(f"wrote {output}")
-    else:
-        if output is not None:  # an existing -o keeps the last successful plan
-            progress(f"no plan: {output} left as it was")
-        click.echo(text, nl=False)
-    code = EXIT_CODES.get(result.status, 0)
-    if code:
-        sys.exit(code)
-
-
-def _check_robust(
-    has_scenarios: bool, robust: str | None, other_plans: int | bool, why_not: str | None
-) -> None:
-    """--robust needs scenarios; a two-stage plan has no --top-k, --sensitivity or
-    --why-not yet."""
-    if robust is not None and not has_scenarios:
-        raise click.UsageError(
-            "--robust needs a scenarios: block in the requirements (see "
-            "examples/scenarios-demand-growth.yaml); drop --robust"
-        )
-    if has_scenarios and (other_plans or why_not is not None):
-        raise click.UsageError(
-            "--top-k, --sensitivity and --why-not do not apply to a plan with scenarios: "
-            "drop them, or remove the scenarios: block"
-        )
-
-
-INTERRUPTED_EXIT = 130  # 128 + SIGINT, as a shell reports a Ctrl-C
-
-
-def _stop_interrupted(result: Plan, fmt: str, output: Path | None, progress: Progress) -> None:
-    """Ctrl-C or SIGTERM: print the best plan so far, marked, and exit 130. An existing
-    -o file is left as it was: only a finished run replaces it."""
-    from gpusolve.render import render_plan
-
-    if result.status == "infeasible" or result.cost is None:
-        progress("interrupted before any plan was found")
-        sys.exit(INTERRUPTED_EXIT)
-    marked = result.model_copy(
-        update={
-            "status": "interrupted",
-            "solver": result.solver.model_copy(update={"proven_optimal": False}),
-        }
-    )
-    click.echo(render_plan(marked, fmt), nl=False)
-    progress(
-        "interrupted: the plan above is the best found so far, not proven optimal"
-        + (f"; {output} left as it was" if output is not None else "")
-    )
-    sys.exit(INTERRUPTED_EXIT)
+    progress = progress_printer(quiet)
+    with option_errors():
+        result = run_plan(request, progress)
+    deliver(result.output, progress)

@@ -104,8 +104,34 @@ def run_interruptibly(work: Callable[[], T], on_search: Callable[[], None] | Non
     reset()
     with _lock:
         _announce[:] = [on_search] if on_search else []
-    box: dict[str, Any] = {}
     stopped_at: list[float] = []
+
+    def on_signal(signum: int, frame: FrameType | None) -> None:
+        if _requested.is_set() or not request_stop():
+            _give_up()
+        stopped_at.append(time.monotonic())
+
+    def tick() -> None:
+        if stopped_at and time.monotonic() - stopped_at[0] > GRACE_S:
+            _give_up()
+
+    return in_worker_thread(work, on_signal, "gpusolve-solve", tick=tick)
+
+
+def in_worker_thread(
+    work: Callable[[], T],
+    on_signal: Callable[[int, FrameType | None], None],
+    name: str,
+    *,
+    tick: Callable[[], None] | None = None,
+    on_break: Callable[[threading.Thread], None] | None = None,
+) -> T:
+    """`work` in a thread while the calling (main) thread only waits with `on_signal` as
+    its SIGINT and SIGTERM handler, so a signal is handled at once and never inside a
+    CP-SAT search. `tick` runs every 50 ms; `on_break(worker)` runs when the handler
+    raises KeyboardInterrupt, which then propagates. The previous handlers come back
+    whatever happens; an exception in `work` is re-raised here."""
+    box: dict[str, Any] = {}
 
     def target() -> None:
         try:
@@ -113,13 +139,8 @@ def run_interruptibly(work: Callable[[], T], on_search: Callable[[], None] | Non
         except BaseException as exc:  # handed to the main thread, which re-raises it
             box["error"] = exc
 
-    def on_signal(signum: int, frame: FrameType | None) -> None:
-        if _requested.is_set() or not request_stop():
-            _give_up()
-        stopped_at.append(time.monotonic())
-
     previous = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
-    worker = threading.Thread(target=target, name="gpusolve-solve", daemon=True)
+    worker = threading.Thread(target=target, name=name, daemon=True)
     try:
         worker.start()
         while worker.is_alive():
@@ -127,8 +148,12 @@ def run_interruptibly(work: Callable[[], T], on_search: Callable[[], None] | Non
             # A CP-SAT solve that still catches SIGINT itself (the tiny ones in lazy.py)
             # resets the process's handler to SIG_DFL when it ends: take it back.
             signal.signal(signal.SIGINT, on_signal)
-            if stopped_at and time.monotonic() - stopped_at[0] > GRACE_S:
-                _give_up()
+            if tick is not None:
+                tick()
+    except KeyboardInterrupt:
+        if on_break is not None:
+            on_break(worker)
+        raise
     finally:
         for s, handler in previous.items():
             signal.signal(s, handler)

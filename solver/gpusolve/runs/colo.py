@@ -1,0 +1,83 @@
+"""`gpusolve colo` from its files to what it shows: load the fleet, rank the offers,
+render, and the exit code of the ranking."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from gpusolve.models.colo import ColoReport
+from gpusolve.runs.output import CommandOutput, OutputFile
+
+if TYPE_CHECKING:
+    from gpusolve.models.catalog import Catalog
+
+# Each offer's packing is a small exact solve; ten seconds proves every shipped one.
+OFFER_TIME_LIMIT_S = 10
+
+
+@dataclass(frozen=True)
+class ColoRequest:
+    fleet: Path
+    catalog_paths: tuple[Path, ...]
+    rules_paths: tuple[Path, ...]
+    fmt: str = "text"
+    output: Path | None = None
+    top: int | None = None
+
+
+@dataclass(frozen=True)
+class ColoRun:
+    report: ColoReport
+    output: CommandOutput
+
+
+def run_colo(request: ColoRequest) -> ColoRun:
+    """Everything `colo` does between parsing and printing; raises InputError on bad files."""
+    from gpusolve.colo import compare_offers
+    from gpusolve.load import check_fleet, load_catalog, load_fleet
+    from gpusolve.optimize.ir import SolveConfig
+    from gpusolve.render.colo import colo_text
+    from gpusolve.rules.loader import load_ruleset
+
+    fleet, doc = load_fleet(request.fleet)
+    catalog = load_catalog(list(request.catalog_paths) or None).catalog
+    check_fleet(fleet, doc, catalog)
+    ruleset = load_ruleset(list(request.rules_paths))
+    config = SolveConfig(time_limit_s=OFFER_TIME_LIMIT_S, workers=1)
+    report = compare_offers(fleet, catalog, config, ruleset)
+    hosts = any(row.feasible for row in report.offers)
+    if request.output is not None and hosts:  # no "wrote" line: colo has no progress
+        text = colo_report_text(report, request, catalog)
+        output = CommandOutput(files=(OutputFile(request.output, text),))
+    elif request.fmt == "html":  # markup only in a file: the ranking as text here
+        output = CommandOutput(stdout=colo_text(report, request.top))
+    else:
+        output = CommandOutput(stdout=colo_report_text(report, request, catalog))
+    if not hosts and any(row.timed_out for row in report.offers):
+        output = CommandOutput(stdout=output.stdout, exit_code=3)  # unproven: retry may help
+    elif not hosts:  # like `plan`: no offer can host the fleet is exit 1, not a success
+        output = CommandOutput(
+            stdout=output.stdout,
+            after=("no colocation offer can host this fleet",),
+            exit_code=1,
+        )
+    return ColoRun(report, output)
+
+
+def colo_report_text(report: ColoReport, request: ColoRequest, catalog: Catalog) -> str:
+    """The ranking in the requested format (HTML as a whole report page)."""
+    from gpusolve.render.colo import colo_markdown, colo_text
+
+    if request.fmt == "json":
+        return json.dumps(report.model_dump(mode="json"), indent=2, ensure_ascii=False) + "\n"
+    if request.fmt == "markdown":
+        return colo_markdown(report, request.top)
+    if request.fmt == "html":
+        from gpusolve.report.html import colo_html, context_for
+
+        ctx = context_for(catalog, list(request.catalog_paths), [request.fleet])
+        return colo_html(report, request.top, ctx)
+    return colo_text(report, request.top)

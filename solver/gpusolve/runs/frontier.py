@@ -1,0 +1,100 @@
+"""`gpusolve frontier` from its files to what it shows: load, sweep the deadline factors,
+render the table, report or chart, and the exit code of the sweep's status."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from gpusolve.models.frontier import Frontier
+from gpusolve.runs.output import BadOption, CommandOutput, OutputFile, written
+
+if TYPE_CHECKING:
+    from gpusolve.models.catalog import Catalog
+
+Progress = Callable[[str], None]
+
+EXIT_CODES = {"infeasible": 1, "timeout": 3}  # any other status has a point: 0
+
+
+@dataclass(frozen=True)
+class FrontierRequest:
+    """The parsed command line of `frontier` (--low < --high and --plot already checked)."""
+
+    requirements: Path
+    catalog_paths: tuple[Path, ...]
+    rules_paths: tuple[Path, ...]
+    fmt: str = "text"
+    output: Path | None = None
+    points: int = 9
+    low: float = 0.25
+    high: float = 4.0
+    time_limit_s: float = 30.0
+    plot: Path | None = None
+    from_zero: bool = True  # the charts' axes start at zero (not --axis-from-data)
+
+
+@dataclass(frozen=True)
+class FrontierRun:
+    frontier: Frontier
+    output: CommandOutput
+
+
+def run_frontier(request: FrontierRequest, progress: Progress = lambda _: None) -> FrontierRun:
+    """Everything `frontier` does between parsing and printing. Raises InputError (bad
+    files) and BadOption (no workload has a deadline to trade)."""
+    from gpusolve.frontier import factors, sweep
+    from gpusolve.optimize.ir import SolveConfig
+    from gpusolve.pipeline import prepare_run
+    from gpusolve.render.frontier import frontier_text
+
+    run = prepare_run(
+        request.requirements, request.catalog_paths, request.rules_paths, progress=progress
+    )
+    if not any(w.deadline_hours for w in run.reqs.workloads):
+        raise BadOption("REQS.yaml", "no workload has a deadline_hours to trade against cost")
+    result = sweep(
+        run.reqs,
+        run.catalog,
+        run.policies,
+        factors(request.points, request.low, request.high),
+        SolveConfig(time_limit_s=request.time_limit_s, workers=1),
+        progress,
+    )
+    code = EXIT_CODES.get(result.status, 0)
+    if not result.points:  # nothing to write or draw: say why on the terminal
+        text = _json(result) if request.fmt == "json" else frontier_text(result, request.from_zero)
+        return FrontierRun(result, CommandOutput(stdout=text, exit_code=code))
+    text = _rendered(result, request, run.catalog)
+    files: list[OutputFile] = []
+    stdout = text
+    if request.output is not None:
+        files.append(written(request.output, text))
+        stdout = ""
+    if request.plot is not None:
+        from gpusolve.report.charts import write_frontier_plot
+
+        chart = write_frontier_plot(result, request.plot, request.from_zero)
+        files.append(written(request.plot, chart))
+    return FrontierRun(result, CommandOutput(stdout=stdout, files=tuple(files), exit_code=code))
+
+
+def _rendered(result: Frontier, request: FrontierRequest, catalog: Catalog) -> str:
+    from gpusolve.render.frontier import frontier_text
+
+    if request.fmt == "json":
+        return _json(result)
+    if request.fmt == "html":
+        from gpusolve.report.html import context_for, frontier_html
+
+        ctx = context_for(catalog, list(request.catalog_paths), [request.requirements])
+        return frontier_html(result, request.from_zero, ctx)
+    return frontier_text(result, request.from_zero)
+
+
+def _json(result: Frontier) -> str:
+    import json
+
+    return json.dumps(result.model_dump(mode="json"), indent=2, ensure_ascii=False) + "\n"

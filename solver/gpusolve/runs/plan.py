@@ -1,0 +1,196 @@
+"""`gpusolve plan` from its files to what it shows: load, solve (Ctrl-C keeps the best
+plan so far), finish, add sensitivity ranges, render, and the exit code of the outcome."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from gpusolve.models.plan import Plan
+from gpusolve.runs.output import CommandOutput, OptionConflict, written
+
+if TYPE_CHECKING:
+    from gpusolve.models.catalog import Catalog
+
+Progress = Callable[[str], None]
+
+# Plan status -> exit code: a proven "no" (1) and "no answer in time" (3) must differ,
+# so a script can retry the second with more time and not the first.
+EXIT_CODES = {"optimal": 0, "feasible": 0, "infeasible": 1, "timeout": 3, "unknown": 3}
+INTERRUPTED_EXIT = 130  # 128 + SIGINT, as a shell reports a Ctrl-C
+
+
+@dataclass(frozen=True)
+class PlanRequest:
+    """The parsed command line of `plan` (option combinations already checked)."""
+
+    requirements: Path
+    catalog_paths: tuple[Path, ...]
+    rules_paths: tuple[Path, ...]
+    fmt: str = "text"
+    output: Path | None = None
+    objective: str | None = None
+    capex_max: float | None = None
+    monthly_max: float | None = None
+    top_k: int = 0
+    why_not: str | None = None
+    time_limit_s: float = 60.0
+    workers: int = 1
+    seed: int = 1
+    robust: str | None = None
+    timings: bool = False
+    sensitivity: bool = False
+    bom: bool = False
+    bar: bool = True  # the sensitivity analysis's progress bar (off with -q)
+
+
+@dataclass(frozen=True)
+class PlanRun:
+    plan: Plan  # as shown: status "interrupted" when a stop cut the search short
+    output: CommandOutput
+
+
+def run_plan(request: PlanRequest, progress: Progress = lambda _: None) -> PlanRun:
+    """Everything `plan` does between parsing and printing. Raises InputError (bad files,
+    an unknown --why-not id) and OptionConflict (options these requirements refuse)."""
+    from gpusolve.bom import locate
+    from gpusolve.optimize.interrupt import requested, run_interruptibly
+    from gpusolve.optimize.ir import SolveConfig
+    from gpusolve.pipeline import prepare_run
+    from gpusolve.planner import PlanOptions, make_plan
+
+    run = prepare_run(
+        request.requirements,
+        request.catalog_paths,
+        request.rules_paths,
+        objective=request.objective,
+        capex_max=request.capex_max,
+        monthly_max=request.monthly_max,
+        progress=progress,
+    )
+    if request.why_not is not None:
+        run.check_known_id(request.why_not)
+    check_robust(run.reqs.scenarios is not None, request)
+    options = PlanOptions(
+        config=SolveConfig(
+            time_limit_s=request.time_limit_s, workers=request.workers, seed=request.seed
+        ),
+        top_k=request.top_k,
+        why_not=request.why_not,
+        timings=request.timings,
+        robust=request.robust or "expected",
+    )
+    plan = run_interruptibly(
+        lambda: make_plan(run.reqs, run.catalog, run.policies, run.rules, options, progress),
+        on_search=lambda: progress("searching (Ctrl-C stops and prints the best plan so far)"),
+    )
+    plan = run.finish(plan)  # market, compliance, exclusions, sources
+    plan = plan.model_copy(update={"bom": locate(plan.bom, plan.sources)})
+    if requested():
+        return interrupted(plan, request)
+    finished = plan.status in ("optimal", "feasible")  # a plan, finished
+    if request.sensitivity and finished and not request.bom:  # ranges need a plan
+        from gpusolve.sensitivity import with_sensitivity
+
+        progress("sensitivity: re-solving with each price and card efficiency moved")
+        try:
+            plan = with_sensitivity(
+                plan,
+                run.reqs,
+                run.catalog,
+                run.policies,
+                options.config,
+                bar=request.bar,
+                timings=request.timings,
+            )
+        except KeyboardInterrupt:  # the plan itself is finished: print it, without ranges
+            return PlanRun(plan, _sensitivity_interrupted(plan, request.fmt))
+    text = plan_text(plan, request, run.catalog)
+    return PlanRun(plan, _shown(text, finished, request.output, EXIT_CODES.get(plan.status, 0)))
+
+
+def check_robust(has_scenarios: bool, request: PlanRequest) -> None:
+    """--robust needs scenarios; a two-stage plan has no --top-k, --sensitivity or
+    --why-not yet."""
+    if request.robust is not None and not has_scenarios:
+        raise OptionConflict(
+            "--robust needs a scenarios: block in the requirements (see "
+            "examples/scenarios-demand-growth.yaml); drop --robust"
+        )
+    if has_scenarios and (request.top_k or request.sensitivity or request.why_not is not None):
+        raise OptionConflict(
+            "--top-k, --sensitivity and --why-not do not apply to a plan with scenarios: "
+            "drop them, or remove the scenarios: block"
+        )
+
+
+def plan_text(plan: Plan, request: PlanRequest, catalog: Catalog) -> str:
+    """The HTML report of a finished plan, else the bill of materials (--bom), else the
+    plan in its format; a run without a plan explains itself as text, never as markup."""
+    from gpusolve.render import render_plan
+    from gpusolve.render.bom import render_bom
+
+    if request.fmt == "html" and plan.status in ("optimal", "feasible"):
+        from gpusolve.report.html import context_for, plan_html
+
+        ctx = context_for(catalog, list(request.catalog_paths), [request.requirements])
+        return plan_html(plan, ctx)
+    if request.bom:
+        return render_bom(plan, request.fmt)
+    return render_plan(plan, _terminal(request.fmt))
+
+
+def interrupted(plan: Plan, request: PlanRequest) -> PlanRun:
+    """Ctrl-C or SIGTERM: the best plan so far (or its bill of materials with --bom),
+    marked, and exit 130. An existing -o file is left as it was: only a finished run
+    replaces it."""
+    from gpusolve.render import render_plan
+    from gpusolve.render.bom import render_bom
+
+    if plan.status == "infeasible" or plan.cost is None:
+        nothing = ("interrupted before any plan was found",)
+        return PlanRun(plan, CommandOutput(after=nothing, exit_code=INTERRUPTED_EXIT))
+    marked = plan.model_copy(
+        update={
+            "status": "interrupted",
+            "solver": plan.solver.model_copy(update={"proven_optimal": False}),
+        }
+    )
+    if request.bom:  # csv included: the bill of materials the user asked for
+        text = render_bom(marked, _terminal(request.fmt))
+        what = "the bill of materials above is of the best plan found so far"
+    else:
+        text = render_plan(marked, _terminal(request.fmt))
+        what = "the plan above is the best found so far"
+    kept = f"; {request.output} left as it was" if request.output is not None else ""
+    said = (f"interrupted: {what}, not proven optimal{kept}",)
+    return PlanRun(marked, CommandOutput(stdout=text, after=said, exit_code=INTERRUPTED_EXIT))
+
+
+def _sensitivity_interrupted(plan: Plan, fmt: str) -> CommandOutput:
+    from gpusolve.render import render_plan
+
+    return CommandOutput(
+        stdout=render_plan(plan, _terminal(fmt)),
+        after=("interrupted during the sensitivity analysis: the plan above has none",),
+        exit_code=INTERRUPTED_EXIT,
+    )
+
+
+def _shown(text: str, finished: bool, output: Path | None, code: int) -> CommandOutput:
+    """A finished plan replaces -o whole; without one, an existing -o keeps the last
+    successful plan and the explanation goes to the terminal."""
+    if output is not None and finished:
+        return CommandOutput(files=(written(output, text),), exit_code=code)
+    if output is not None:
+        return CommandOutput(
+            before=(f"no plan: {output} left as it was",), stdout=text, exit_code=code
+        )
+    return CommandOutput(stdout=text, exit_code=code)
+
+
+def _terminal(fmt: str) -> str:
+    """HTML is a file to open in a browser: on the terminal the same content is text."""
+    return "text" if fmt == "html" else fmt

@@ -1,0 +1,135 @@
+"""The package functions behind the solving commands (`gpusolve.runs`): what each decides
+a command shows, and the command modules that only parse, call one of them and deliver."""
+
+from __future__ import annotations
+
+import ast
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from tests.support.shipped import ROOT
+
+from gpusolve.optimize import interrupt
+from gpusolve.runs.output import BadOption, CommandOutput, OptionConflict, OutputFile
+
+EXAMPLE = ROOT / "examples" / "finetune-7b-deadline.yaml"
+CATALOG = (ROOT / "catalog",)
+COMMANDS = ROOT / "solver" / "gpusolve" / "commands"
+
+
+def _request(**changes: Any) -> Any:
+    from gpusolve.runs.plan import PlanRequest
+
+    return PlanRequest(EXAMPLE, CATALOG, (), **changes)
+
+
+def test_a_finished_plan_goes_to_the_output_file_alone(tmp_path: Path) -> None:
+    from gpusolve.runs.plan import run_plan
+
+    target = tmp_path / "plan.json"
+    result = run_plan(_request(fmt="json", output=target))
+    assert result.plan.status == "optimal"
+    assert result.output.stdout == ""
+    assert result.output.exit_code == 0
+    (file,) = result.output.files
+    assert file.path == target and file.note == f"wrote {target}"
+    assert isinstance(file.data, str)
+    assert json.loads(file.data)["status"] == "optimal"
+
+
+def test_no_plan_leaves_the_output_file_and_explains_on_the_terminal(tmp_path: Path) -> None:
+    from gpusolve.runs.plan import run_plan
+
+    target = tmp_path / "plan.txt"
+    result = run_plan(_request(output=target, capex_max=1.0, monthly_max=1.0, time_limit_s=5))
+    assert result.plan.status == "infeasible"
+    assert result.output.files == ()
+    assert result.output.before == (f"no plan: {target} left as it was",)
+    assert result.output.stdout  # the explanation
+    assert result.output.exit_code == 1
+
+
+def test_robust_without_scenarios_is_an_option_conflict() -> None:
+    from gpusolve.runs.plan import run_plan
+
+    with pytest.raises(OptionConflict, match="--robust needs a scenarios: block"):
+        run_plan(_request(robust="worst"))
+
+
+def test_an_unknown_card_is_a_bad_option() -> None:
+    from gpusolve.runs.estimate import EstimateRequest, run_estimate
+
+    with pytest.raises(BadOption) as caught:
+        run_estimate(EstimateRequest(EXAMPLE, CATALOG, (), card_ids=("no-such-card",)))
+    assert caught.value.option == "--card"
+    assert "no-such-card" in str(caught.value)
+
+
+def test_interrupted_bom_csv_prints_the_bill_of_materials(
+    gpusolve: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Ctrl-C during `plan --bom --format csv`: the CSV the user asked for (of the best
+    plan so far), not the plan as text; the interruption is said on stderr, exit 130."""
+    finished = gpusolve("plan", "-q", str(EXAMPLE), "--bom", "--format", "csv")
+    assert finished.code == 0, finished.err
+    import gpusolve.planner as planner
+
+    real = planner.make_plan
+
+    def make_plan_then_ctrl_c(*args: Any, **kwargs: Any) -> Any:
+        plan = real(*args, **kwargs)
+        interrupt.request_stop()
+        return plan
+
+    monkeypatch.setattr(planner, "make_plan", make_plan_then_ctrl_c)
+    result = gpusolve("plan", str(EXAMPLE), "--bom", "--format", "csv")
+    assert result.code == 130, result.err
+    assert result.out == finished.out  # the same plan's bill, as CSV
+    assert result.out.startswith("section,item,")
+    assert "not proven optimal" in result.err
+
+
+def test_deliver_says_before_prints_writes_then_says_after(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from gpusolve.commands.deliver import deliver
+
+    said: list[str] = []
+    output = CommandOutput(
+        stdout="the table\n",
+        files=(OutputFile(tmp_path / "a.txt", "text"), OutputFile(tmp_path / "b.png", b"\x89")),
+        before=("first",),
+        after=("last",),
+        exit_code=3,
+    )
+    with pytest.raises(SystemExit) as stopped:
+        deliver(output, lambda line: said.append(f"{line} | {capsys.readouterr().out!r}"))
+    assert stopped.value.code == 3
+    assert said == ["first | ''", "last | 'the table\\n'"]
+    assert (tmp_path / "a.txt").read_text() == "text"
+    assert (tmp_path / "b.png").read_bytes() == b"\x89"
+
+
+SOLVING = ("plan.py", "frontier.py", "colo.py", "estimate.py")
+# What a command that only composes never needs: the package function does the loading,
+# solving, writing and exiting (`commands.deliver` writes and exits for all of them).
+NOT_IN_A_COMMAND = ("gpusolve.pipeline", "gpusolve.planner", "gpusolve.optimize", "gpusolve.atomic")
+
+
+@pytest.mark.parametrize("name", SOLVING)
+def test_solving_commands_only_compose(name: str) -> None:
+    tree = ast.parse((COMMANDS / name).read_text())
+    imported = [
+        node.module or "" for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)
+    ] + [
+        alias.name
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Import)
+        for alias in node.names
+    ]
+    assert not [m for m in imported if m.startswith(NOT_IN_A_COMMAND)], imported
+    assert "sys" not in imported  # exit codes come from the package's output
+    runs = [m for m in imported if m.startswith("gpusolve.runs.")]
+    assert runs == [f"gpusolve.runs.{name.removesuffix('.py')}"]

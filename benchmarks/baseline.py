@@ -24,8 +24,8 @@ from gpusolve.optimize.ir import (
     Solution,
     SolveConfig,
 )
+from gpusolve.optimize.search.warmstart import standalone_owned
 from gpusolve.optimize.solve import solve
-from gpusolve.optimize.warmstart import standalone_owned
 
 
 @dataclass(frozen=True)

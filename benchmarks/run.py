@@ -92,54 +92,14 @@ class Record:
 # --------------------------------------------------------------------------- gpusolve
 
 
-@contextmanager
-def stage_timer() -> Iterator[list[tuple[float, str]]]:
-    """Record (wall, status) of each CP-SAT stage `solve()` runs.
-
-    Instruments the private `_Stages.run` when it exists, and `_core_search` (stage 1 on
-    the largest models, itself several `run` calls) as one stage; without them only the
-    totals are reported (the benchmark must not break when the optimiser is refactored)."""
-    stages: list[tuple[float, str]] = []
-    cls = getattr(solve_module, "_Stages", None)
-    original = getattr(cls, "run", None) if cls is not None else None
-    search = getattr(solve_module, "_core_search", None)
-    if cls is None or original is None:
-        yield stages
-        return
-    nested = [0]
-
-    def timing(function: Any) -> Any:
-        def timed(*args: Any, **kwargs: Any) -> Any:
-            start = time.perf_counter()
-            nested[0] += 1
-            try:
-                result = function(*args, **kwargs)
-            finally:
-                nested[0] -= 1
-            if nested[0] == 0:
-                solver, status = result[0], result[1]
-                stages.append((time.perf_counter() - start, solver.status_name(status)))
-            return result
-
-        return timed
-
-    cls.run = timing(original)
-    if search is not None:
-        solve_module._core_search = timing(search)
-    try:
-        yield stages
-    finally:
-        cls.run = original
-        if search is not None:
-            solve_module._core_search = search
-
-
 def run_gpusolve(instance: Instance, workers: int, limit: float) -> tuple[Run, Solution]:
     config = SolveConfig(time_limit_s=limit, workers=workers, seed=1)
-    with stage_timer() as stages:
-        start = time.perf_counter()
-        solution = solve_module.solve(instance, config)
-        wall = time.perf_counter() - start
+    start = time.perf_counter()
+    # What `solve()` does, keeping the outcome: it records each stage's wall and status.
+    outcome = solve_module.solve_built(build(instance), config, started=start)
+    wall = time.perf_counter() - start
+    solution = outcome.solution
+    stages = [(record.wall_s, record.status) for record in outcome.stages]
     detail: dict[str, float] = {"stages": float(len(stages))}
     proof: float | None = None
     if stages:

@@ -10,6 +10,7 @@ import pytest
 
 from gpusolve.cli import main
 from gpusolve.optimize import interrupt
+from gpusolve.optimize.tuning import Tuning
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -60,10 +61,8 @@ def gpusolve(capsys: pytest.CaptureFixture[str]) -> Callable[..., CliResult]:
 
 
 @pytest.fixture
-def parallel_always(monkeypatch: pytest.MonkeyPatch) -> None:
+def parallel_always() -> Tuning:
     """Two workers even on the tiny models of the optimiser tests that ask for it (the solve
-    gives models below `_PARALLEL_MIN_CHOICES` one). A fixture here, not in a test module,
-    so that two test modules can share it without importing each other."""
-    from gpusolve.optimize import solve as solve_module
-
-    monkeypatch.setattr(solve_module, "_PARALLEL_MIN_CHOICES", 0)
+    gives models below `Tuning.parallel_min_choices` one). A fixture here, not in a test
+    module, so that two test modules can share it without importing each other."""
+    return Tuning(parallel_min_choices=0)

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import dataclasses
+import subprocess
+import sys
 
 import pytest
 from ortools.sat.python import cp_model
 from tests.factories.instances import ONE, TWO, instance, owned, rented, site
 from tests.support.solutions import plan
 
+from gpusolve.optimize import search
 from gpusolve.optimize.alternatives import alternatives
 from gpusolve.optimize.builder import BuildOptions
 from gpusolve.optimize.explain import explain, relaxation
@@ -21,8 +24,10 @@ from gpusolve.optimize.ir import (
     Solution,
 )
 from gpusolve.optimize.model import build
-from gpusolve.optimize.relaxation import translate
-from gpusolve.optimize.solve import criteria, fold, group, relative_gap, solve
+from gpusolve.optimize.runner import Stages
+from gpusolve.optimize.search.relaxation import translate
+from gpusolve.optimize.solve import criteria, fold, group, relative_gap, solve, solve_built
+from gpusolve.optimize.tuning import Tuning
 from gpusolve.optimize.validate import check
 
 
@@ -287,12 +292,13 @@ def _tie_heavy() -> Instance:
     return instance(("x", "y"), opts, sites=sites)
 
 
-@pytest.mark.usefixtures("parallel_always")
-def test_repeated_solves_are_identical() -> None:
+def test_repeated_solves_are_identical(parallel_always: Tuning) -> None:
     inst = _tie_heavy()
-    first = _without_time(solve(inst, ONE))
-    assert all(_without_time(solve(inst, ONE)) == first for _ in range(3))
-    assert all(_without_time(solve(inst, TWO)) == first for _ in range(3))
+    one = dataclasses.replace(ONE, tuning=parallel_always)
+    two = dataclasses.replace(TWO, tuning=parallel_always)
+    first = _without_time(solve(inst, one))
+    assert all(_without_time(solve(inst, one)) == first for _ in range(3))
+    assert all(_without_time(solve(inst, two)) == first for _ in range(3))
     assert plan(first) == {"x": ("x0", "a"), "y": ("y0", "a")}  # earliest listed
 
 
@@ -388,9 +394,7 @@ def test_clone_keeps_variables_usable() -> None:
 def test_small_models_are_solved_by_one_worker(
     threshold: int, expected: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from gpusolve.optimize import solve as solve_module
-
-    monkeypatch.setattr(solve_module, "_PARALLEL_MIN_CHOICES", threshold)
+    config = dataclasses.replace(TWO, tuning=Tuning(parallel_min_choices=threshold))
     seen: list[int] = []
     original = cp_model.CpSolver.solve
 
@@ -399,5 +403,34 @@ def test_small_models_are_solved_by_one_worker(
         return original(self, *args, **kwargs)
 
     monkeypatch.setattr(cp_model.CpSolver, "solve", solve_and_record)
-    assert solve(_tie_heavy(), TWO).status == "optimal"
+    assert solve(_tie_heavy(), config).status == "optimal"
     assert seen and set(seen) == {expected}
+
+
+def test_the_outcome_records_each_stage() -> None:
+    """The benchmark reads stage times from here: one record per solve, stage 1 first."""
+    built = build(_tie_heavy())
+    outcome = solve_built(built, ONE)
+    names = [record.what for record in outcome.stages]
+    assert outcome.solution.status == "optimal"
+    assert names and names[0].startswith("stage 1: min-tco")
+    assert len(names) == len(group(criteria(built)))
+    assert all(record.status == "OPTIMAL" and record.wall_s >= 0 for record in outcome.stages)
+
+
+def test_the_exact_model_does_not_import_the_large_instance_search() -> None:
+    """The dependency runs one way: `solve.py` calls the search, the model never does."""
+    code = (
+        "import sys\n"
+        "from gpusolve.optimize import explain, model, patterns, prune, readout, validate\n"
+        "from gpusolve.optimize import cpsat, runner, stages\n"
+        "assert not [m for m in sys.modules if m.startswith('gpusolve.optimize.search')]\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_small_models_take_the_exact_stages_and_large_ones_the_search() -> None:
+    built = build(_tie_heavy())
+    assert search.for_model(built, ONE, None, 0.0) is None
+    warm = dataclasses.replace(ONE, tuning=Tuning(warm_min_choices=0))
+    assert isinstance(search.for_model(built, warm, None, 0.0), Stages)

@@ -1,4 +1,4 @@
-"""The core search's arithmetic (`optimize/core.py`): which choices a core opens, how it
+"""The core search's arithmetic (`optimize/search/core.py`): which choices a core opens, how it
 grows, and the bound it proves for every plan. The search itself is checked against brute
 force in `test_optimize_differential.py`."""
 
@@ -9,8 +9,8 @@ import math
 import pytest
 from tests.support.differential import SEEDS, case, checked_on, leading_lp, normalised
 
-from gpusolve.optimize import core, opening
 from gpusolve.optimize.builder import BuildOptions
+from gpusolve.optimize.search import core, opening
 
 # (rank, proto index), cheapest first, as `core.ranked` gives them.
 ORDER = [(0.0, 10), (0.0, 11), (2.0, 12), (5.0, 13), (5.0, 14), (9.0, 15)]
@@ -46,23 +46,21 @@ def test_a_core_optimum_is_proven_only_below_every_plan_outside() -> None:
     assert core.core(ORDER, 9.0, keep=set()).proves(10**9, 100.0)
 
 
-def test_cores_grow_by_the_factor_up_to_the_exact_core(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(core, "GROWTH", 2.0)
+def test_cores_grow_by_the_factor_up_to_the_exact_core() -> None:
+    growth = 2.0
     first = core.core(ORDER, 0.0, keep=set())  # 2 open
-    assert core.next_threshold(ORDER, first, exact=None) == 5.0  # the 4th choice's cost
-    assert core.next_threshold(ORDER, first, exact=3.0) == 3.0  # no plan gains beyond
-    assert core.next_threshold(ORDER, first, exact=1.0) is None  # already exact: proven
-    assert core.next_threshold(ORDER, core.core(ORDER, 9.0, set()), exact=None) is None
+    assert core.next_threshold(ORDER, first, exact=None, growth=growth) == 5.0  # the 4th's cost
+    assert core.next_threshold(ORDER, first, exact=3.0, growth=growth) == 3.0  # no gain beyond
+    assert core.next_threshold(ORDER, first, exact=1.0, growth=growth) is None  # proven
+    last = core.core(ORDER, 9.0, set())
+    assert core.next_threshold(ORDER, last, exact=None, growth=growth) is None
 
 
-def test_a_core_always_grows_even_when_the_kept_choices_fill_the_count(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
+def test_a_core_always_grows_even_when_the_kept_choices_fill_the_count() -> None:
     # 5 open (3 of them kept), only 12 closed: the count alone would point back into
     # the open choices; the cheapest closed one opens regardless.
-    monkeypatch.setattr(core, "GROWTH", 0.5)
     crowded = core.core(ORDER, 0.0, keep={13, 14, 15})
-    assert core.next_threshold(ORDER, crowded, exact=None) == 2.0
+    assert core.next_threshold(ORDER, crowded, exact=None, growth=0.5) == 2.0
     assert core.core(ORDER, 2.0, keep={13, 14, 15}).least_out is None
 
 

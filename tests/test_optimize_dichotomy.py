@@ -8,8 +8,9 @@ import pytest
 from tests.support.differential import SEEDS, case, leading_lp, normalised
 from tests.support.optimize_reference import optimum
 
-from gpusolve.optimize import dichotomy
 from gpusolve.optimize.model import Built, build
+from gpusolve.optimize.search import dichotomy
+from gpusolve.optimize.tuning import DEFAULT
 
 
 def _built_with_cloud_and_owned(others: int = 0) -> tuple[Built, str]:
@@ -105,7 +106,7 @@ def test_the_bound_holds_for_every_plan_and_lifts_the_lp() -> None:
         lp_bound, lifted, best = _bounds(seed)
         if lifted is None:
             continue
-        assert lifted >= lp_bound * (1 + dichotomy.MIN_GAIN) - 1e-6, seed
+        assert lifted >= lp_bound * (1 + DEFAULT.dichotomy_min_gain) - 1e-6, seed
         if best is not None:
             assert lifted <= best + 1e-6, seed
         lifted_on.append(seed)

@@ -29,14 +29,15 @@ from tests.support.optimize_reference import (
     optimum,
 )
 
-from gpusolve.optimize import core, lazy, neighbourhood, warmstart
 from gpusolve.optimize import solve as solve_module
 from gpusolve.optimize.alternatives import alternatives
 from gpusolve.optimize.builder import BuildOptions
 from gpusolve.optimize.explain import explain, relaxation
 from gpusolve.optimize.ir import Instance, Solution
 from gpusolve.optimize.model import Built, build
+from gpusolve.optimize.search import core, lazy, neighbourhood, warmstart
 from gpusolve.optimize.solve import solve
+from gpusolve.optimize.tuning import Tuning
 from gpusolve.optimize.validate import check
 
 
@@ -61,25 +62,25 @@ def test_model_matches_enumeration(seed: int) -> None:
 
 
 @pytest.mark.parametrize("seed", SEEDS[::5])
-def test_warm_start_matches_enumeration(seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_warm_start_matches_enumeration(seed: int) -> None:
     """These instances are below the warm start's size threshold: force it on. The search
     then starts from the warm start's restricted plan (LP pool included); the optimum must
     not move."""
-    monkeypatch.setattr(warmstart, "MIN_CHOICES", 0)
+    config = dataclasses.replace(ONE, tuning=Tuning(warm_min_choices=0))
     instance, evaluated = case(seed)
     ref = optimum(instance, evaluated)
-    _assert_matches(seed, solve(instance, ONE), instance, ref)
+    _assert_matches(seed, solve(instance, config), instance, ref)
 
 
 @pytest.mark.parametrize("seed", SEEDS[::10])
-def test_large_model_settings_match_enumeration(seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_large_model_settings_match_enumeration(seed: int) -> None:
     """Models above the LNS threshold are solved without LNS workers, by the two full
     subsolvers: still exact."""
-    monkeypatch.setattr(solve_module, "_LNS_MAX_CHOICES", 0)
-    monkeypatch.setattr(solve_module, "_PARALLEL_MIN_CHOICES", 0)
+    tuning = Tuning(lns_max_choices=0, parallel_min_choices=0)
+    config = dataclasses.replace(ONE, workers=2, tuning=tuning)
     instance, evaluated = case(seed)
     ref = optimum(instance, evaluated)
-    _assert_matches(seed, solve(instance, dataclasses.replace(ONE, workers=2)), instance, ref)
+    _assert_matches(seed, solve(instance, config), instance, ref)
 
 
 @pytest.mark.parametrize("fallback", ["lazy", "bins"])
@@ -245,13 +246,13 @@ def test_top_k_are_the_next_best_distinct_plans(seed: int) -> None:
 
 
 @pytest.mark.parametrize("seed", SEEDS[::4])
-def test_core_search_matches_enumeration(seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_core_search_matches_enumeration(seed: int) -> None:
     """Force the core search (`core.py`) on: each core's optimum must be proven against
     the LP's bound on everything outside it, or the core grows until it is."""
-    monkeypatch.setattr(core, "MIN_CHOICES", 0)
+    config = dataclasses.replace(ONE, tuning=Tuning(core_min_choices=0))
     instance, evaluated = case(seed)
     ref = optimum(instance, evaluated)
-    _assert_matches(seed, solve(instance, ONE), instance, ref)
+    _assert_matches(seed, solve(instance, config), instance, ref)
 
 
 def test_core_search_from_the_lp_face_alone_matches_enumeration(
@@ -261,8 +262,7 @@ def test_core_search_from_the_lp_face_alone_matches_enumeration(
     reduced cost), often without the optimum or any plan, so cores must grow, and the site
     neighbourhood (`neighbourhood.py`) runs between them; both must have happened on some
     of the instances for this test to mean anything."""
-    monkeypatch.setattr(core, "MIN_CHOICES", 0)
-    monkeypatch.setattr(warmstart, "candidates", lambda built, values=None: [])
+    monkeypatch.setattr(warmstart, "candidates", lambda *args: [])
     grown: set[int] = set()
     searched: set[int] = set()
     seed = -1
@@ -283,7 +283,7 @@ def test_core_search_from_the_lp_face_alone_matches_enumeration(
 
     monkeypatch.setattr(core, "next_threshold", counted)
     monkeypatch.setattr(neighbourhood, "sites", picked)
-    config = dataclasses.replace(ONE, warm_start=False)
+    config = dataclasses.replace(ONE, warm_start=False, tuning=Tuning(core_min_choices=0))
     for seed in SEEDS[::4]:
         instance, evaluated = case(seed)
         ref = optimum(instance, evaluated)

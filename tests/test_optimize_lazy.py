@@ -1,7 +1,8 @@
-"""The packing relaxation with lazy exact cuts (`optimize/lazy.py`)."""
+"""The packing relaxation with lazy exact cuts (`optimize/search/lazy.py`)."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 from typing import Any, Literal
@@ -13,14 +14,16 @@ from ortools.sat.python import cp_model
 from tests.factories.instances import ONE, instance, owned, rented
 from tests.support.optimize_reference import min_racks
 
-from gpusolve.optimize import lazy
 from gpusolve.optimize import solve as solve_module
 from gpusolve.optimize.builder import BuildOptions
 from gpusolve.optimize.ir import Instance, OwnedOption, Placement, Site, Sku
 from gpusolve.optimize.model import build
 from gpusolve.optimize.packing import RelaxedSite
 from gpusolve.optimize.patterns import Shape, maximal_fills
+from gpusolve.optimize.search import lazy, staged
+from gpusolve.optimize.search.staged import LazyStages
 from gpusolve.optimize.solve import solve
+from gpusolve.optimize.tuning import DEFAULT, Tuning
 from gpusolve.optimize.validate import check
 
 
@@ -118,20 +121,12 @@ def test_explain_mode_never_relaxes() -> None:
 
 
 def test_exact_packing_of_a_relaxed_site(
-    monkeypatch: pytest.MonkeyPatch, cuts_added: list[lazy.Cut]
+    cuts_added: list[lazy.Cut],
 ) -> None:
     """A site upgraded to per-rack variables needs no cuts and packs exactly."""
-    from gpusolve.optimize import solve as solve_module
-
-    original_init = solve_module._Stages.__init__
-
-    def all_exact(self: Any, *args: Any, **kwargs: Any) -> None:
-        original_init(self, *args, **kwargs)
-        self.exact = set(self._relaxed)
-
-    monkeypatch.setattr(solve_module._Stages, "__init__", all_exact)
+    all_exact = dataclasses.replace(ONE, tuning=Tuning(exact_after_cuts=0))
     instance = tight_instance()
-    solution = solve(instance, ONE, BuildOptions(pattern_limit=0))
+    solution = solve(instance, all_exact, BuildOptions(pattern_limit=0))
     assert solution.status == "optimal" and check(instance, solution) == []
     assert sum(solution.racks.values()) == 4
     assert cuts_added == []
@@ -139,10 +134,9 @@ def test_exact_packing_of_a_relaxed_site(
 
 def test_a_site_cut_twice_becomes_exact() -> None:
     from gpusolve.optimize.ir import SolveConfig
-    from gpusolve.optimize.solve import _Stages
 
     built = build(tight_instance(), BuildOptions(pattern_limit=0))
-    stages = _Stages(built, SolveConfig(), None, 0.0)
+    stages = LazyStages(built, SolveConfig(), None, 0.0)
     first = [lazy.Cut("sz", (3, 1), 4)]
     stages._upgrade(first)
     stages.cuts += first
@@ -201,54 +195,51 @@ def test_packs_is_exact_on_small_sites(items: list[tuple[Shape, int]], racks: in
     assert lazy.packs(rel, counts, racks) == (brute_force_racks(shapes, counts, 10, 10) <= racks)
 
 
-def test_packs_says_no_when_first_fit_misses_and_the_fills_are_too_many(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
+def test_packs_says_no_when_first_fit_misses_and_the_fills_are_too_many() -> None:
     # 5, 4, 3, 3, 3, 2 kW in 10 kW racks: 2 racks (5+3+2, 4+3+3), first-fit decreasing 3.
     shapes = [Shape(5, 1), Shape(4, 1), Shape(3, 1), Shape(2, 1)]
     counts = [1, 1, 3, 1]
     rel = relaxed_site(shapes, 10, 42)
     assert lazy.packs(rel, counts, 2)
     assert not lazy.packs(rel, counts, 1)  # the lower bound alone
-    monkeypatch.setattr(lazy, "_FILL_LIMIT", 1)
-    assert not lazy.packs(rel, counts, 2)  # not known to fit: never claimed
-    assert lazy.packs(rel, counts, 3)  # first-fit decreasing needs no fills
+    assert not lazy.packs(rel, counts, 2, fill_limit=1)  # not known to fit: never claimed
+    assert lazy.packs(rel, counts, 3, fill_limit=1)  # first-fit decreasing needs no fills
 
 
 def test_a_timed_out_stage_tries_the_cheaper_of_the_repaired_and_the_packed_plan() -> None:
     built = build(instance(("a",), (owned("o", "a", 1),)))
     x = built.choice_vars()[0]
     objective = 3 * x + 5
-    watch = solve_module._PackedPlans(built, [])
+    watch = staged.PackedPlans(built, [], DEFAULT.fill_limit)
     repaired = {x.index: 1}  # worth 8
-    assert solve_module._cheapest_first(objective, repaired, watch) == [repaired]
+    assert staged.cheapest_first(objective, repaired, watch) == [repaired]
     watch.objective, watch.values = 6, {x.index: 0}
-    assert solve_module._cheapest_first(objective, repaired, watch) == [watch.values, repaired]
+    assert staged.cheapest_first(objective, repaired, watch) == [watch.values, repaired]
     watch.objective = 9
-    assert solve_module._cheapest_first(objective, repaired, watch) == [repaired, watch.values]
-    assert solve_module._cheapest_first(objective, repaired, None) == [repaired]
+    assert staged.cheapest_first(objective, repaired, watch) == [repaired, watch.values]
+    assert staged.cheapest_first(objective, repaired, None) == [repaired]
 
 
 def test_settling_on_plans_that_do_not_hold_is_unknown_never_infeasible() -> None:
     built = build(instance(("a",), (owned("o", "a", 1),)))
-    stages = solve_module._Stages(built, ONE, None, time.perf_counter())
+    stages = LazyStages(built, ONE, None, time.perf_counter())
     nothing = {var.index: 0 for var in built.all_vars()}  # no choice: breaks exactly-one
-    assert stages._settle(built.tco, [nothing], [])[1] == cp_model.UNKNOWN
+    assert stages.settle(built.tco, [nothing], [])[1] == cp_model.UNKNOWN
     real = solve_module.solve_built(built, ONE).values
-    solver, status = stages._settle(built.tco, [nothing, real], [])
+    solver, status = stages.settle(built.tco, [nothing, real], [])
     assert status == cp_model.FEASIBLE
     assert solver.value(built.choice_vars()[0]) == 1
 
 
 def test_a_packing_too_large_to_check_makes_the_site_exact(
-    monkeypatch: pytest.MonkeyPatch, cuts_added: list[lazy.Cut]
+    cuts_added: list[lazy.Cut],
 ) -> None:
     """With no fills allowed, (3 hot, 1 warm) cannot be packed exactly: first-fit needs 4
     racks, the lower bound says 3. The cut says only what is known and the site is packed
     per rack from then on; the optimum is the same."""
-    monkeypatch.setattr(lazy, "_FILL_LIMIT", 0)
+    no_fills = dataclasses.replace(ONE, tuning=Tuning(fill_limit=0))
     instance = tight_instance()
-    solution = solve(instance, ONE, BuildOptions(pattern_limit=0))
+    solution = solve(instance, no_fills, BuildOptions(pattern_limit=0))
     assert solution.status == "optimal" and check(instance, solution) == []
     assert sum(solution.racks.values()) == 4
     assert cuts_added == [lazy.Cut("sz", (3, 1), 3, exact=True, enough=4)]
@@ -265,11 +256,9 @@ def test_a_packing_holds_the_counts_in_the_fewest_racks_known(
 ) -> None:
     shapes, counts = merged(items)
     rel = relaxed_site(shapes, 10, 10)
-    limit = lazy._FILL_LIMIT if few_fills else 0
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(lazy, "_FILL_LIMIT", limit)
-        racks = lazy.packing(rel, counts)
-        known = lazy.rack_count(shapes, counts, 10, 10, limit)
+    limit = DEFAULT.fill_limit if few_fills else 0
+    racks = lazy.packing(rel, counts, limit)
+    known = lazy.rack_count(shapes, counts, 10, 10, limit)
     for rack in racks:
         assert sum(s.power_w * n for s, n in zip(shapes, rack, strict=True)) <= 10
         assert sum(s.rack_units * n for s, n in zip(shapes, rack, strict=True)) <= 10
@@ -287,9 +276,9 @@ def test_the_hint_of_a_site_packed_per_rack_is_a_whole_plan() -> None:
     built = build(tight_instance(), BuildOptions(pattern_limit=0))
     plan = solve_module.solve_built(built, ONE).values
     assert plan[built.relaxed[0].racks.index] == 4
-    stages = solve_module._Stages(built, ONE, None, time.perf_counter())
+    stages = LazyStages(built, ONE, None, time.perf_counter())
     stages.exact = {"sz"}
-    model = stages._stage_model(built.tco, plan, [])
+    model = stages.stage_model(built.tco, plan, [])
     assert len(model.proto.solution_hint.vars) == len(model.proto.variables)
     solver = cp_model.CpSolver()
     solver.parameters.fix_variables_to_their_hinted_value = True
@@ -298,30 +287,30 @@ def test_the_hint_of_a_site_packed_per_rack_is_a_whole_plan() -> None:
     assert solver.solve(model) == cp_model.OPTIMAL
     # Fewer racks than the packing needs: no rack hint, the search places them.
     short = plan | {built.relaxed[0].racks.index: 3}
-    model = stages._stage_model(built.tco, short, [])
+    model = stages.stage_model(built.tco, short, [])
     assert len(model.proto.solution_hint.vars) == len(built.all_vars())
 
 
 def test_a_stage_that_cannot_beat_a_bound_stops_at_its_first_cut(
-    cuts_added: list[lazy.Cut], monkeypatch: pytest.MonkeyPatch
+    cuts_added: list[lazy.Cut],
 ) -> None:
     """`give_up`: once a relaxed optimum is at least that, the cut is kept but the stage is
     not solved again; it returns the repaired plan as merely feasible with that bound.
     Unless the relaxed optimum came quickly: then the stage is solved again to its end."""
     built = build(tight_instance(), BuildOptions(pattern_limit=0))
-    monkeypatch.setattr(solve_module, "_GIVE_UP_SHARE", 0.0)
-    stages = solve_module._Stages(built, ONE, None, time.perf_counter())
+    never_early = dataclasses.replace(ONE, tuning=Tuning(give_up_share=0.0))
+    stages = LazyStages(built, never_early, None, time.perf_counter())
     solver, status, bound = stages.run(built.tco, {}, 0.0, 10.0, give_up=0)
     assert status == cp_model.FEASIBLE and len(cuts_added) == 1
     assert stages.cuts == cuts_added
     # The repaired plan: the 4 racks the cut found, at least the relaxed bound.
     assert solver.value(built.relaxed[0].racks) == 4
     assert solver.objective_value >= bound
-    stages = solve_module._Stages(built, ONE, None, time.perf_counter())
+    stages = LazyStages(built, never_early, None, time.perf_counter())
     solver, status, bound = stages.run(built.tco, {}, 0.0, 10.0, give_up=None)
     assert status == cp_model.OPTIMAL and solver.objective_value == bound
     # The first solve takes milliseconds of the 10 s: far under the share, so not given up.
-    monkeypatch.setattr(solve_module, "_GIVE_UP_SHARE", 0.25)
-    stages = solve_module._Stages(built, ONE, None, time.perf_counter())
+    quarter = dataclasses.replace(ONE, tuning=Tuning(give_up_share=0.25))
+    stages = LazyStages(built, quarter, None, time.perf_counter())
     solver, status, bound = stages.run(built.tco, {}, 0.0, 10.0, give_up=0)
     assert status == cp_model.OPTIMAL and solver.objective_value == bound

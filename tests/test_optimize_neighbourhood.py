@@ -1,11 +1,11 @@
-"""The site neighbourhood between cores (`optimize/neighbourhood.py`)."""
+"""The site neighbourhood between cores (`optimize/search/neighbourhood.py`)."""
 
 from __future__ import annotations
 
 from tests.support.differential import SEEDS, case
 
-from gpusolve.optimize import neighbourhood
 from gpusolve.optimize.model import Built, build
+from gpusolve.optimize.search import neighbourhood
 
 
 def _three_sites() -> Built:

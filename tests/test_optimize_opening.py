@@ -1,4 +1,4 @@
-"""Sites' and choices' bounds from the site's own LP (`optimize/opening.py`) against brute
+"""Sites' and choices' bounds from the site's own LP (`optimize/search/opening.py`) against brute
 force: every plan that uses a site or takes a choice costs at least the LP bound plus its
 bound."""
 
@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 from tests.support.differential import SEEDS, case, checked_on, leading_lp, normalised
 
-from gpusolve.optimize import core, opening
 from gpusolve.optimize.builder import BuildOptions
+from gpusolve.optimize.search import core, opening
 
 
 def _opening_against_plans(seed: int, options: BuildOptions) -> tuple[int, int] | None:

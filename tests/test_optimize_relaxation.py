@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from ortools.linear_solver import linear_solver_pb2
 from ortools.sat.python import cp_model
 
-from gpusolve.optimize import relaxation
+from gpusolve.optimize.search import relaxation
 
 
 def lp_values(model: cp_model.CpModel, objective: cp_model.LinearExprT) -> list[float] | None:

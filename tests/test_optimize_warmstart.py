@@ -5,15 +5,15 @@ from __future__ import annotations
 
 import dataclasses
 
-import pytest
 from ortools.sat.python import cp_model
 from tests.factories.instances import ONE, TWO, instance, owned, rented, site
 from tests.support.solutions import plan
 
-from gpusolve.optimize import relaxation, warmstart
-from gpusolve.optimize.ir import Instance
+from gpusolve.optimize.ir import Instance, SolveConfig
 from gpusolve.optimize.model import build
+from gpusolve.optimize.search import relaxation, warmstart
 from gpusolve.optimize.solve import criteria, fold, solve
+from gpusolve.optimize.tuning import Tuning
 
 
 def day_and_night() -> Instance:
@@ -30,24 +30,25 @@ def day_and_night() -> Instance:
     )
 
 
-@pytest.fixture
-def one_fallback(monkeypatch: pytest.MonkeyPatch) -> None:
-    """One fallback choice per workload: its standalone one, and its rentals."""
-    monkeypatch.setattr(warmstart, "FALLBACK_CHOICES", 1)
+# These hand-made instances are far below the size threshold: the warm start is forced on.
+WARM = Tuning(warm_min_choices=0)
+# One fallback choice per workload: its standalone one, and its rentals.
+ONE_FALLBACK = dataclasses.replace(WARM, fallback_choices=1)
 
 
-@pytest.fixture(autouse=True)
-def always_warm(monkeypatch: pytest.MonkeyPatch) -> None:
-    """These hand-made instances are far below the size threshold."""
-    monkeypatch.setattr(warmstart, "MIN_CHOICES", 0)
+def warm(config: SolveConfig, tuning: Tuning = WARM) -> SolveConfig:
+    return dataclasses.replace(config, tuning=tuning)
 
 
-def hint_objective(inst: Instance, with_lp: bool = False) -> tuple[dict[int, int], int]:
+def hint_objective(
+    inst: Instance, with_lp: bool = False, tuning: Tuning = WARM
+) -> tuple[dict[int, int], int]:
     built = build(inst)
     head = criteria(built)[:1]
     objective, _ = fold(head)
     lp = relaxation.translate(built.model, head[0].normalised()).solve(10.0) if with_lp else None
-    hint = warmstart.warm_hint(built, objective, 10.0, None if lp is None else lp.values)
+    values = None if lp is None else lp.values
+    hint = warmstart.warm_hint(built, objective, 10.0, values, tuning)
     model = built.model.clone()
     for var in built.all_vars():
         model.add(var == hint[var.index])
@@ -63,7 +64,6 @@ def test_standalone_prices_owned_options_as_if_alone() -> None:
     assert warmstart.standalone_owned(inst, option, option.placements[0]) == 4600
 
 
-@pytest.mark.usefixtures("one_fallback", "parallel_always")
 def test_the_hint_is_the_standalone_plan_and_the_solve_still_finds_the_joint_optimum() -> None:
     # One fallback choice per workload is its standalone one (here the rental), so without
     # the LP pool the restricted plan is the standalone plan.
@@ -71,16 +71,16 @@ def test_the_hint_is_the_standalone_plan_and_the_solve_still_finds_the_joint_opt
     built = build(inst)
     chosen = {var.index for var in warmstart.standalone_choices(built)}
     assert chosen == {c.var.index for c in built.cloud}
-    hint, cost = hint_objective(inst)
+    hint, cost = hint_objective(inst, tuning=ONE_FALLBACK)
     assert len(hint) == len(built.all_vars())
     assert cost == 6000
-    for config in (ONE, TWO):
+    tuning = dataclasses.replace(ONE_FALLBACK, parallel_min_choices=0)  # 2 workers for TWO
+    for config in (warm(ONE, tuning), warm(TWO, tuning)):
         solution = solve(inst, config)
         assert solution.status == "optimal" and solution.objective_value == 4600
         assert plan(solution) == {"train": ("t", "sz"), "infer": ("i", "sz")}
 
 
-@pytest.mark.usefixtures("one_fallback")
 def test_the_lp_pool_finds_the_shared_plan_the_standalone_choices_miss() -> None:
     # The LP relaxation shares the 4 servers between day and night, so its support is the
     # two owned choices on (h100, sz); the pool opens them and the hint is the joint
@@ -90,8 +90,8 @@ def test_the_lp_pool_finds_the_shared_plan_the_standalone_choices_miss() -> None
     support = {o.var.index for o in built.owned if o.option.key == "t"}
     pool = {var.index for var in warmstart.pool_choices(built, support)}
     assert pool == {o.var.index for o in built.owned}
-    assert hint_objective(inst)[1] == 6000
-    assert hint_objective(inst, with_lp=True)[1] == 4600
+    assert hint_objective(inst, tuning=ONE_FALLBACK)[1] == 6000
+    assert hint_objective(inst, with_lp=True, tuning=ONE_FALLBACK)[1] == 4600
 
 
 def test_without_the_lp_the_pool_keeps_only_the_supported_rentals() -> None:
@@ -116,7 +116,6 @@ def two_purchases_one_budget(cloud: bool = True) -> Instance:
     )
 
 
-@pytest.mark.usefixtures("one_fallback")
 def test_when_the_standalone_plan_breaks_a_budget_the_hint_is_the_best_fallback_plan() -> None:
     # With one owned choice per workload the fallback is that choice or renting: the best
     # such plan buys for one workload and rents for the other, 2300 + 5000.
@@ -124,21 +123,18 @@ def test_when_the_standalone_plan_breaks_a_budget_the_hint_is_the_best_fallback_
     built = build(inst)
     standalone = [var.index for var in warmstart.standalone_choices(built)]
     assert standalone == [o.var.index for o in built.owned]
-    _, cost = hint_objective(inst)
+    _, cost = hint_objective(inst, tuning=ONE_FALLBACK)
     assert cost == 2300 + 5000
-    with_hint = solve(inst, ONE)
-    without = solve(inst, dataclasses.replace(ONE, warm_start=False))
+    with_hint = solve(inst, warm(ONE, ONE_FALLBACK))
+    without = solve(inst, dataclasses.replace(warm(ONE, ONE_FALLBACK), warm_start=False))
     assert with_hint.status == without.status == "optimal"
     assert with_hint.objective_value == without.objective_value == 2300 + 5000
 
 
-def test_the_fallback_keeps_the_cheapest_choices_and_every_rental(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
+def test_the_fallback_keeps_the_cheapest_choices_and_every_rental() -> None:
     # One server at three sites, rent 5 / 10 / 20 a month: standalone 1000 + 12 x (10 +
     # rent) = 1180 / 1240 / 1360; renting 9000. Two choices kept: the two cheapest sites,
     # and the rental although it is the dearest.
-    monkeypatch.setattr(warmstart, "FALLBACK_CHOICES", 2)
     sites = (site("a", rent=5), site("b", rent=10), site("c", rent=20))
     inst = instance(
         ("w",),
@@ -151,7 +147,7 @@ def test_the_fallback_keeps_the_cheapest_choices_and_every_rental(
     name = {o.var.index: o.placement.site for o in built.owned}
     name |= {c.var.index: c.option.key for c in built.cloud}
     assert [name[var.index] for var in ranked["w"]] == ["a", "b", "c", "r"]
-    allowed = {name[var.index] for var in warmstart.fallback_choices(built, ranked)}
+    allowed = {name[var.index] for var in warmstart.fallback_choices(built, ranked, 2)}
     assert allowed == {"a", "b", "r"}
 
 
@@ -160,8 +156,8 @@ def test_no_hint_when_neither_the_standalone_plan_nor_the_fallback_fits() -> Non
     inst = two_purchases_one_budget(cloud=False)
     built = build(inst)
     objective, _ = fold(criteria(built)[:1])
-    assert warmstart.warm_hint(built, objective, 10.0) == {}
-    assert solve(inst, ONE).status == "infeasible"
+    assert warmstart.warm_hint(built, objective, 10.0, None, WARM) == {}
+    assert solve(inst, warm(ONE)).status == "infeasible"
 
 
 def test_no_hint_when_a_workload_has_no_choice_in_the_model() -> None:
@@ -169,4 +165,4 @@ def test_no_hint_when_a_workload_has_no_choice_in_the_model() -> None:
     inst = instance(("w",), (owned("o", "w", 1, sku="hot"),), (), (site(rack_w=10_000),))
     built = build(inst)
     objective, _ = fold(criteria(built)[:1])
-    assert warmstart.warm_hint(built, objective, 10.0) == {}
+    assert warmstart.warm_hint(built, objective, 10.0, None, WARM) == {}

@@ -9,10 +9,10 @@ from functools import cache
 
 from tests.support.optimize_reference import Evaluated, evaluate_all, random_instance
 
-from gpusolve.optimize import relaxation
 from gpusolve.optimize.builder import BuildOptions
 from gpusolve.optimize.ir import Instance
 from gpusolve.optimize.model import Built, build
+from gpusolve.optimize.search import relaxation
 from gpusolve.optimize.solve import Criterion, criteria
 
 SEEDS = range(300)

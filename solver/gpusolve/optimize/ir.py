@@ -17,6 +17,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
+from gpusolve.optimize.tuning import Tuning
+
 Slot = Literal["always", "day", "night"]
 ObjectiveKind = Literal["min-tco", "min-capex", "min-monthly", "max-throughput"]
 Status = Literal["optimal", "feasible", "infeasible", "unknown", "model_invalid"]
@@ -200,6 +202,8 @@ class SolveConfig:
     # Start the search from the warm start's plan when no hint is given (`warmstart.py`);
     # off only to measure what it is worth.
     warm_start: bool = True
+    # How the search spends its time (`tuning.py`); never what it proves.
+    tuning: Tuning = field(default_factory=Tuning)
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 
 from ortools.sat.python import cp_model
 
-from gpusolve.optimize import lazy
+from gpusolve.optimize import binpack
 from gpusolve.optimize.ir import Choice, Costs, FabricCount, Instance, Solution, Status
 from gpusolve.optimize.model import Built
 from gpusolve.optimize.patterns import Shape
@@ -111,7 +111,7 @@ def _racks(
             # `pack` gives such a packing (any racks beyond it stay empty).
             rel = pack.relaxed
             counts = tuple(int(solver.value(d)) for d in rel.demand)
-            fills = list(lazy.pack(rel.shapes, counts, rel.rack_w, rel.rack_units))
+            fills = list(binpack.pack(rel.shapes, counts, rel.rack_w, rel.rack_units))
             slot_vectors += fills + [(0,) * len(counts)] * (
                 int(solver.value(rel.racks)) - len(fills)
             )

@@ -10,9 +10,8 @@ over literals as sums (a negated literal is 1 - x), integrality dropped. Rows wi
 enforcement literal and constraints of any other kind are left out: the relaxation only
 loosens, so its bound holds for every plan of the model.
 
-GLOP's primal simplex, not its dual: on 40x120x40 instances the LP (13k rows, 93k columns)
-took 3.0 s primal and 30 s dual (1 s primal with `_GLOP_PARAMETERS`), and CP-SAT's LP (a
-dual simplex) had not finished it after 25 s.
+GLOP's primal simplex with `Tuning.glop_parameters`, not its dual: on the largest models
+the primal simplex is an order of magnitude faster (`benchmarks/README.md`).
 """
 
 from __future__ import annotations
@@ -28,17 +27,14 @@ from ortools.sat import cp_model_pb2
 from ortools.sat.python import cp_model
 from ortools.sat.python import cp_model_helper as cmh
 
+from gpusolve.optimize.tuning import DEFAULT
+
 # CP-SAT marks an unbounded side of a linear row with the int64 extremes.
 _UNBOUNDED = 2**62
 # The bound is computed in floating point from GLOP's duals; it is lowered by this share of
 # the magnitudes that went into it, orders of magnitude more than the rounding error of
 # the sums (about rows x 1e-16 of them), so the bound stays valid.
 SAFETY = 1e-9
-# GLOP starts from the all-slack basis and prices by Dantzig's rule in both phases. On
-# 40x120x40 seeds 0-4 the LP took 0.8-1.0 s this way against 2.4-4.1 s with GLOP's
-# defaults (a triangular crash basis, steepest-edge pricing); the crash basis alone was
-# 2.0 s, Dantzig alone 1.8-2.5 s. 20x60x20: 0.07-0.09 s against 0.12-0.17 s.
-_GLOP_PARAMETERS = "initial_basis: NONE optimization_rule: DANTZIG feasibility_rule: DANTZIG"
 
 
 @dataclass(frozen=True)
@@ -53,11 +49,12 @@ class LpSolution:
 
 @dataclass(frozen=True)
 class Relaxation:
-    """A model's LP for one objective, translated once (0.4-0.5 s at 40x120x40) and solved
+    """A model's LP for one objective, translated once (the slow part) and solved
     as often as needed, with some variables fixed to 0 (`dichotomy.py`)."""
 
     lp: linear_solver_pb2.MPModelProto
     offset: int  # the objective's constant, which the LP leaves out
+    parameters: str = DEFAULT.glop_parameters  # GLOP's (`Tuning.glop_parameters`)
 
     def solve(self, time_s: float, closed: Collection[int] = ()) -> LpSolution | None:
         """The LP optimum with the `closed` variables fixed to 0; None when GLOP finds none
@@ -65,12 +62,12 @@ class Relaxation:
         model that takes none of the closed variables."""
         lp = self.lp
         if closed:
-            # A copy: the translation is shared (at 40x120x40 the copy takes 0.01 s).
+            # A copy: the translation is shared (a copy is far cheaper than a translation).
             lp = linear_solver_pb2.MPModelProto()
             lp.CopyFrom(self.lp)
             for index in closed:
                 lp.variable[index].lower_bound = lp.variable[index].upper_bound = 0
-        response = glop(lp, time_s)
+        response = glop(lp, time_s, self.parameters)
         if response is None:
             return None
         duals = list(response.dual_value)
@@ -79,23 +76,28 @@ class Relaxation:
 
 
 def glop(
-    lp: linear_solver_pb2.MPModelProto, time_s: float
+    lp: linear_solver_pb2.MPModelProto, time_s: float, parameters: str = DEFAULT.glop_parameters
 ) -> linear_solver_pb2.MPSolutionResponse | None:
     """GLOP's optimum of `lp`; None when it finds none within `time_s` (or there is none)."""
     request = linear_solver_pb2.MPModelRequest(
         model=lp,
         solver_type=linear_solver_pb2.MPModelRequest.GLOP_LINEAR_PROGRAMMING,
         solver_time_limit_seconds=max(time_s, 0.001),
-        solver_specific_parameters=_GLOP_PARAMETERS,
+        solver_specific_parameters=parameters,
     )
     response = linear_solver_pb2.MPSolutionResponse()
     pywraplp.Solver.SolveWithProto(request, response)
     return response if response.status == linear_solver_pb2.MPSOLVER_OPTIMAL else None
 
 
-def translate(model: cp_model.CpModel, objective: cp_model.LinearExpr) -> Relaxation:
-    """The LP relaxation of `model` minimising `objective`, ready to solve."""
-    return Relaxation(_lp_model(model, objective), cmh.FlatIntExpr(objective).offset)
+def translate(
+    model: cp_model.CpModel,
+    objective: cp_model.LinearExpr,
+    parameters: str = DEFAULT.glop_parameters,
+) -> Relaxation:
+    """The LP relaxation of `model` minimising `objective`, ready to solve with GLOP's
+    `parameters`."""
+    return Relaxation(_lp_model(model, objective), cmh.FlatIntExpr(objective).offset, parameters)
 
 
 def lagrangian(
@@ -180,8 +182,8 @@ def _lp_model(
 def _readable(model: cp_model.CpModel) -> cp_model_pb2.CpModelProto:
     """The model as a plain protobuf message. OR-Tools' own Python wrapper of the proto
     crosses into C++ on every field access and offers no serialisation, so the model is
-    written out (`export_to_file`, binary) and parsed back: at 40x120x40 (93k variables)
-    the translation took 0.92 s reading the wrapper and 0.46 s this way."""
+    written out (`export_to_file`, binary) and parsed back, which halves the translation's
+    time on the largest models."""
     with tempfile.TemporaryDirectory(prefix="gpusolve-") as folder:
         path = os.path.join(folder, "model.pb")
         if not model.export_to_file(path):  # pragma: no cover - a full disk

@@ -1,16 +1,11 @@
 """The sites the core search's best plan uses plus the unused site whose opening bound is
 least, searched alone before a core.
 
-The LP's optimum splits jobs between options so that day and night workloads share
+Why: the LP's optimum splits jobs between options so that day and night workloads share
 servers exactly; no whole plan can, and the plans nearest the LP often open a site the LP
-leaves closed to make up for it. A core holds such plans, but CP-SAT finds them late: on
-40x120x40 seed 5 the first core's plan (71.08 M) uses the LP's two sites, the best plan
-found in 30 s (70.78 M) opens a third and moves thirteen workloads, and the second core
-(3.2k choices, 20 s) found it 3-18 s in, and in 5 of 17 runs not at all (gap 1.29-1.33 %
-instead of 0.90 %). The LP puts no cost on opening that site (`opening.py`: its bound is
-0, against 66k-1.6 M for every other unused site), and the second core restricted to the
-three sites and the cloud (1.3k choices) proved 70.78 M optimal in 2-4 s in four runs of
-four; in the solve it takes 2.5-2.7 s, and the gap was 0.90 % in all 12 runs.
+leaves closed to make up for it. A core holds such plans, but CP-SAT finds them late, or
+not at all within the limit; the same core restricted to those sites and the cloud proves
+them in seconds (`benchmarks/README.md`).
 """
 
 from __future__ import annotations
@@ -18,11 +13,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from gpusolve.optimize.model import Built
-
-# Share of the remaining time the neighbourhood may take: about 4 s of seed 5's 20, which
-# needs 2.5-2.7 s. Each site set is searched once, so on seeds whose plan keeps its sites it
-# costs one such search (40x120x40 seed 4: 1.2 s, and 0.6 s after its plan moved).
-SHARE = 0.2
 
 
 def sites(

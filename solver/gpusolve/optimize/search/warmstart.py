@@ -1,23 +1,19 @@
 """A first plan for the search: the best plan over a small set of promising choices.
 
-CP-SAT's own first solutions on these models are poor: on 20x60x20 instances the
-feasibility-jump start costs about twice the optimum and the LNS workers take 5-12 s to
-come within 1 % of it, while the proof itself, given the optimum as a hint, often takes
-1-2 s. So stage 1 starts from the best plan in which each workload takes one of:
+Why: CP-SAT's own first solutions on these models are poor (about twice the optimum),
+while the proof, given the optimum as a hint, is often quick. So stage 1 starts from the
+best plan in which each workload takes one of:
 
-* its standalone-cheapest choice (what a spreadsheet does: 0-32 % above the optimum at
-  20x60x20, and it breaks a budget or a site's racks on 4 of 10 instances);
-* its `FALLBACK_CHOICES` standalone-cheapest choices and every rental, so that a plan
-  exists when the standalone choices break a shared requirement;
+* its standalone-cheapest choice (what a spreadsheet does);
+* its `Tuning.fallback_choices` standalone-cheapest choices and every rental, so that a
+  plan exists when the standalone choices break a shared requirement;
 * any choice on a (SKU, site) pair the LP relaxation's solution uses (`pool_choices`,
   `relaxation.py`): the LP sees which pairs the whole fleet should share.
 
-One CP-SAT solve over that set (every other choice fixed to 0; 0.1-0.3 s at 20x60x20, plus
-0.3 s for the LP, which the caller solves and passes in) gives the hint. On 10 20x60x20
-instances it was the optimum on 6 and within 0.2 % of it on 3 more.
-
-The hint changes where the search starts, never what it proves: the solve stays exact.
-When the restricted set has no plan, the search starts unhinted.
+One CP-SAT solve over that set (every other choice fixed to 0; the caller solves the LP
+and passes it in) gives the hint. The hint changes where the search starts, never what it
+proves: the solve stays exact. When the restricted set has no plan, the search starts
+unhinted. The measurements are in `benchmarks/README.md`.
 """
 
 from __future__ import annotations
@@ -31,19 +27,8 @@ from gpusolve.optimize.builder import Var
 from gpusolve.optimize.ir import Instance, OwnedOption, Placement
 from gpusolve.optimize.model import Built
 from gpusolve.optimize.patterns import racks_alone
+from gpusolve.optimize.tuning import DEFAULT, Tuning
 
-# Below `core.MIN_CHOICES`, the LP and then the restricted solve may each take this share
-# of the time left (above it the LP serves the core search and gets `core.LP_SHARE`).
-SHARE = 0.1
-# Below this many choice variables CP-SAT's own first plan arrives in milliseconds and the
-# restricted solve is pure overhead (3x10x5 instances, 10 seeds: solve() against the best
-# peer went from 1.09x to 1.21x with it); from 10x30x10 (900-1,600 choices) up it pays.
-MIN_CHOICES = 500
-# Each workload's this many standalone-cheapest choices (and its rentals) are always in the
-# restricted set. Alone, before the LP pool, they rescued the 4 of 10 20x60x20 instances
-# whose standalone plan breaks a budget or a site's racks (1 worker: 6.4 / 25 / 8.1 / 22 s
-# -> 4.0 / 23 / 4.8 / 17 s); 16 found better plans in 2-3x the time, no faster proofs.
-FALLBACK_CHOICES = 4  # at least 1: the standalone choice is the first of them
 _LP_ZERO = 1e-6
 
 
@@ -89,16 +74,18 @@ def standalone_choices(built: Built) -> list[Var]:
     return [choices[0] for choices in ranked_choices(built).values()]
 
 
-def fallback_choices(built: Built, ranked: dict[str, list[Var]]) -> list[Var]:
-    """Each workload's `FALLBACK_CHOICES` standalone-cheapest choices and every rental. Part
-    of every restricted set, so that it has a plan when the standalone choices break a
-    shared requirement (renting moves spend from the capex cap to the monthly one and
-    needs no racks)."""
+def fallback_choices(
+    built: Built, ranked: dict[str, list[Var]], count: int = DEFAULT.fallback_choices
+) -> list[Var]:
+    """Each workload's `count` (`Tuning.fallback_choices`, at least 1) standalone-cheapest
+    choices and every rental. Part of every restricted set, so that it has a plan when the
+    standalone choices break a shared requirement (renting moves spend from the capex cap
+    to the monthly one and needs no racks)."""
     rentals = {cloud.var.index for cloud in built.cloud}
     allowed: list[Var] = []
     for choices in ranked.values():
-        allowed += choices[:FALLBACK_CHOICES]
-        allowed += [var for var in choices[FALLBACK_CHOICES:] if var.index in rentals]
+        allowed += choices[:count]
+        allowed += [var for var in choices[count:] if var.index in rentals]
     return allowed
 
 
@@ -146,18 +133,21 @@ def warm_hint(
     objective: cp_model.LinearExprT,
     time_s: float,
     lp_values: Sequence[float] | None = None,
+    tuning: Tuning = DEFAULT,
 ) -> dict[int, int]:
     """A complete hint within `time_s`: the best plan in which each workload takes its
     standalone-cheapest choice, one of the fallback choices, or (given the LP relaxation's
     solution, `relaxation.Relaxation.solve`) any choice on the (SKU, site) pairs it uses; {} when
     there is none or the model is too small to need one (`wanted`)."""
-    if not wanted(built):
+    if not wanted(built, tuning):
         return {}
-    allowed = candidates(built, lp_values)
+    allowed = candidates(built, lp_values, tuning)
     return complete(built, allowed, objective, time_s) if allowed else {}
 
 
-def candidates(built: Built, lp_values: Sequence[float] | None = None) -> list[Var]:
+def candidates(
+    built: Built, lp_values: Sequence[float] | None = None, tuning: Tuning = DEFAULT
+) -> list[Var]:
     """The restricted set: each workload's fallback choices (`fallback_choices`) and, given
     the LP relaxation's solution, every choice on the (SKU, site) pairs it or a standalone
     choice uses (`pool_choices`). Empty when some workload has no priceable choice."""
@@ -165,7 +155,7 @@ def candidates(built: Built, lp_values: Sequence[float] | None = None) -> list[V
     if len(ranked) < len(built.instance.workloads):
         return []
     # The fallback set holds each workload's standalone-cheapest choice (its first).
-    allowed = fallback_choices(built, ranked)
+    allowed = fallback_choices(built, ranked, tuning.fallback_choices)
     if lp_values is not None:
         support = {choices[0].index for choices in ranked.values()}
         support |= {var.index for var in built.choice_vars() if lp_values[var.index] > _LP_ZERO}
@@ -173,6 +163,7 @@ def candidates(built: Built, lp_values: Sequence[float] | None = None) -> list[V
     return allowed
 
 
-def wanted(built: Built) -> bool:
-    """Whether the model is large enough for the warm start to pay (`MIN_CHOICES`)."""
-    return built.stats["choice_vars"] >= MIN_CHOICES
+def wanted(built: Built, tuning: Tuning = DEFAULT) -> bool:
+    """Whether the model is large enough for the warm start to pay
+    (`Tuning.warm_min_choices`)."""
+    return built.stats["choice_vars"] >= tuning.warm_min_choices

@@ -1,10 +1,10 @@
 """Stage 1 on models too large for CP-SAT's own LP: search a growing core of choices, with
 the LP relaxation's bound for everything left out.
 
-At 40x120x40 (85-100k choice variables, 13k rows) CP-SAT's root LP, a dual simplex, had not
-finished after 25 s of a 30 s limit: no cut, no branch, and the reported bound came from
-the unfinished LP (gaps 5.1 / 13.5 %). GLOP's primal simplex solves the same LP in 3-5 s
-(`relaxation.py`), and its duals give, for every plan x and every choice j,
+Why: on the largest models CP-SAT's root LP, a dual simplex, does not finish within the
+limit (no cut, no branch, a bound from the unfinished LP). GLOP's primal simplex solves the
+same LP in seconds (`relaxation.py`), and its duals give, for every plan x and every
+choice j,
 
     objective(x) >= L + sum_j (d_j x_j - the least d_j x_j can be)      (Lagrangian bound)
 
@@ -13,9 +13,9 @@ at least L + d_j. The sum runs over every variable, so a choice's rank r_j adds 
 what taking it forces: at a site the LP leaves empty, the used flag, the servers and the
 racks (`ranked`); and a rank is at least what the choice's site's own LP says it adds
 (`opening.py`), which is far more where the LP leaves the site closed. So stage 1 searches
-a core, every choice with r_j <= t plus the hint's, with every other choice fixed to 0. A
-core of 1-16k open choices is an LP CP-SAT solves in well under a second, so its cuts and
-branching work. For the whole model:
+a core, every choice with r_j <= t plus the hint's, with every other choice fixed to 0: a
+core of a few thousand open choices is an LP CP-SAT solves in well under a second, so its
+cuts and branching work. For the whole model:
 
 * every plan in the core is worth at least max(B, L), B the core solve's bound;
 * every plan outside it at least L + d_out, d_out the least rank left out;
@@ -23,14 +23,11 @@ branching work. For the whole model:
 so min(max(B, L), L + d_out) bounds every plan (as does `dichotomy.py`'s bound, taken
 before the first core), and the core's optimum C is the optimum
 when C < L + d_out (a core holding every choice with r_j <= C - L is exact). Otherwise the
-core grows `GROWTH`-fold, capped at that exact core, and is solved again from the best plan
-so far, until the time runs out. A core whose relaxed optimum (before its rack-packing cuts)
-already reaches L + d_out can prove nothing more, so it is not solved again after its cuts
-(`solve._Stages.run`, `give_up`): its repaired plan is kept and the next core starts.
-
-On 40x120x40 seeds 0 and 1, the LP optimum's own face (t = 0: 5-6k choices) was solved to
-its optimum in 3-5 s, 1.20 / 0.58 % above L, against 1.41 / 0.81 % for the warm start; a
-core three times larger brought seed 0 to 0.90 % in 15 s.
+core grows `Tuning.core_growth`-fold, capped at that exact core, and is solved again from
+the best plan so far, until the time runs out. A core whose relaxed optimum (before its
+rack-packing cuts) already reaches L + d_out can prove nothing more, so it is not solved
+again after its cuts (`staged.LazyStages`, `give_up`): its repaired plan is kept and the
+next core starts. The measurements are in `benchmarks/README.md`.
 """
 
 from __future__ import annotations
@@ -43,22 +40,11 @@ from typing import TYPE_CHECKING
 
 from gpusolve.optimize.model import Built
 from gpusolve.optimize.patterns import racks_alone
+from gpusolve.optimize.tuning import DEFAULT
 
 if TYPE_CHECKING:
     # Only the type: the module imports OR-Tools' linear solver (35 ms at start-up).
-    from gpusolve.optimize.relaxation import LpSolution
-
-# From this many choice variables, stage 1 searches cores. 20x60x20 instances have 7-13k
-# and CP-SAT's LP solves them at the root in about 1 s; 40x120x40 have 85-100k.
-MIN_CHOICES = 50_000
-# Share of the remaining time the LP may take in core mode (3-5 s at 40x120x40); the core
-# search cannot start without it, while the warm start's LP only steers a heuristic.
-LP_SHARE = 0.5
-# Each core holds this many times the open choices of the previous one. With the ranks of
-# `ranked`, 40x120x40 seeds 0-8 at 30 s: 6 gave worse gaps than 3 on seven of them (seed
-# 0: 0.54 -> 0.77 %), better only on seed 5 (1.65 -> 1.43 %). With `opening.py`'s bounds
-# too, seed 5: 0.90 % with 3, 0.90 % with 4, 1.16 % with 6; seed 9 0.79 % with each.
-GROWTH = 3.0
+    from gpusolve.optimize.search.relaxation import LpSolution
 
 
 @dataclass(frozen=True)
@@ -97,7 +83,7 @@ def ranked(
     d = lp.reduced_costs
     variables = built.model.proto.variables
     # Lower bounds of the forced variables only (a few thousand): each proto access
-    # crosses into C++, and reading one per term took 0.63 s at 40x120x40.
+    # crosses into C++, and reading one per term is slow on the largest models.
     low: dict[int, int] = {}
 
     def lower(index: int) -> int:
@@ -140,10 +126,7 @@ def forced(built: Built, site: str, sku: str, servers: int) -> list[tuple[int, i
 
     The Lagrangian bound charges a plan d_v (x_v - l_v) for every variable at its lower
     bound l_v with d_v > 0, not only for its choices, so a choice at a site the LP leaves
-    empty also pays for opening it. On 40x120x40 seed 5 the core holding every choice
-    within 0.5 % of L shrank from 23.9k choices to 11.3k this way, and the 30 s gaps of
-    seeds 0-9 went 0.92 / 0.47 / 0.24 / 0.51 / 0.65 / 1.57 / 0.65 / 0.64 / 0.60 / 0.82 %
-    -> 0.54 / 0.34 / 0.05 / 0.51 / 0.46 / 1.62 / 0.46 / 0.70 / 0.51 / 0.79 %."""
+    empty also pays for opening it, which keeps the cores about half as large."""
     out = [(built.used[site].index, 1), (built.servers[(sku, site)].index, servers)]
     relaxed = built.packing[site].relaxed
     racks = racks_alone(built.instance.skus[sku], built.instance.sites[site], servers)
@@ -161,15 +144,18 @@ def core(order: Sequence[tuple[float, int]], threshold: float, keep: Collection[
 
 
 def next_threshold(
-    order: Sequence[tuple[float, int]], current: Core, exact: float | None
+    order: Sequence[tuple[float, int]],
+    current: Core,
+    exact: float | None,
+    growth: float = DEFAULT.core_growth,
 ) -> float | None:
-    """The threshold of the next core: `GROWTH` times the open choices, capped at `exact`
-    (an incumbent's value minus L: beyond it no choice can improve the plan). None when
-    the current core already is the last one."""
+    """The threshold of the next core: `growth` (`Tuning.core_growth`) times the open
+    choices, capped at `exact` (an incumbent's value minus L: beyond it no choice can
+    improve the plan). None when the current core already is the last one."""
     if current.least_out is None or (exact is not None and current.least_out > exact):
         return None
     open_now = len(order) - len(current.closed)
-    position = min(len(order), int(GROWTH * max(open_now, 1))) - 1
+    position = min(len(order), int(growth * max(open_now, 1))) - 1
     # At least the cheapest closed choice opens, whatever the kept choices count for.
     threshold = max(order[position][0], current.least_out)
     return threshold if exact is None else min(threshold, exact)

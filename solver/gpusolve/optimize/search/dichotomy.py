@@ -1,27 +1,17 @@
 """A bound above the LP's for the largest models: one branch of a branch-and-bound, on the
 workload the LP relaxation splits most.
 
-On 40x120x40 instances the LP optimum is nearly integral: 3 of 40 workloads were split
-on seed 3, 8 of 75k choices fractional. Yet the LP sat 1.2 % below the best plan, and the
-core search (`core.py`) could not lift its bound past L + 0.15 % in 30 s, because every
-plan outside a core is bounded by the LP's reduced costs. The cause was one workload: the
-capex cap binds, and the LP bought 39 % of a 34B pretraining fleet and rented the other
-61 % in the cloud, spending the budget to the last yuan.
+Why: on the largest models the LP optimum is nearly integral, yet it can sit above a
+percent below the best plan because of one split workload (a binding capex cap: the LP
+buys part of a fleet and rents the rest), and the core search cannot lift its bound past
+it, since every plan outside a core is bounded by the LP's reduced costs.
 
 Every plan runs such a workload either in the group (one site, or the cloud) holding most
 of its LP mass or elsewhere, so the smaller of the two LP bounds, one with the workload's
-other choices fixed to 0 and one with that group's, bounds every plan. Seed 3: +0.67 %
-(rented: 210.31 M, owned: 214.98 M, against L = 208.91 M), which takes the 30 s gap from
-1.04-1.30 % to 0.53 %; it costs 1.6-1.9 s (two LPs). On seeds 0-2 and 4-9 the halves are
-close (+0 to +0.27 %); when the heaviest group's half lifts the bound by less than
-`MIN_GAIN` the other half is not solved, so the cost there is one LP (0.8-1 s).
-
-Branching deeper is a branch-and-bound on the LP, and paid little: eight more branches
-added 0.01 % on seed 3; on seed 9, where the LP was then 3.7 % below the best plan (before
-`prune.py` dropped fleets too large for a site's racks), seven branches added 0.46 %.
-Branching on a relaxed site's rack count instead (R <= 1 or R >= 2 at the site whose
-fractional rack costs most) added 0.04 % at depth 2 on seed 5: the LP moves the load to a
-similar site's fractional rack.
+other choices fixed to 0 and one with that group's, bounds every plan. When the heaviest
+group's half lifts the bound by less than `Tuning.dichotomy_min_gain` the other half is
+not solved. Branching deeper, or on a relaxed site's rack count, paid little
+(`benchmarks/README.md`).
 """
 
 from __future__ import annotations
@@ -33,15 +23,12 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from gpusolve.optimize.model import Built
+from gpusolve.optimize.tuning import DEFAULT
 
 if TYPE_CHECKING:
     # Only the types: the module imports OR-Tools' linear solver (35 ms at start-up).
-    from gpusolve.optimize.relaxation import LpSolution, Relaxation
+    from gpusolve.optimize.search.relaxation import LpSolution, Relaxation
 
-# Share of the time left that both halves' LPs may take together.
-SHARE = 0.15
-# A half whose bound is not this share above the LP's is not worth the other half's LP.
-MIN_GAIN = 1e-4
 # LP mass below this counts as 0, above 1 minus it as 1 (GLOP's tolerances are ~1e-9).
 _ZERO = 1e-6
 
@@ -78,12 +65,18 @@ def split(built: Built, values: Sequence[float]) -> tuple[list[int], list[int]] 
     return None if best is None else (best[1], best[2])
 
 
-def bound(relaxation: Relaxation, built: Built, lp: LpSolution, time_s: float) -> float | None:
+def bound(
+    relaxation: Relaxation,
+    built: Built,
+    lp: LpSolution,
+    time_s: float,
+    min_gain: float = DEFAULT.dichotomy_min_gain,
+) -> float | None:
     """A bound on every plan above the LP's: the weaker of the two halves' LP bounds. None
     when the LP splits no workload, when the heaviest group's half lifts the bound by less
-    than `MIN_GAIN` (the other half is then not solved: the weaker of the two cannot do
-    better), or when a half's LP has no optimum within the time (an infeasible half would
-    bound nothing without a certificate)."""
+    than `min_gain` (`Tuning.dichotomy_min_gain`; the other half is then not solved: the
+    weaker of the two cannot do better), or when a half's LP has no optimum within the
+    time (an infeasible half would bound nothing without a certificate)."""
     halves = split(built, lp.values)
     if halves is None:
         return None
@@ -94,7 +87,7 @@ def bound(relaxation: Relaxation, built: Built, lp: LpSolution, time_s: float) -
     # stay near the LP's bound.
     for closed in (outside, inside):
         half = relaxation.solve(deadline - time.perf_counter(), closed)
-        if half is None or half.bound < lp.bound + MIN_GAIN * abs(lp.bound):
+        if half is None or half.bound < lp.bound + min_gain * abs(lp.bound):
             return None
         weakest = min(weakest, half.bound)
     return weakest

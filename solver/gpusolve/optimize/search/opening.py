@@ -4,7 +4,7 @@ The core search (`core.py`) bounds every plan that takes a choice by L + the cho
 read from the whole LP's reduced costs. At a site the LP leaves closed those are weak: the
 LP's optimum is degenerate there (every variable of the site is 0), and GLOP's duals spread
 the site's fixed costs, its used flag and its racks, over rows that charge one placement
-next to nothing. On 40x120x40 seed 5 every site had a choice of rank 0.
+next to nothing.
 
 Keeping one site's own rows (those over its variables alone) out of the Lagrangian and
 pricing every other row at the LP's duals y gives, for every plan x,
@@ -14,15 +14,12 @@ pricing every other row at the LP's duals y gives, for every plan x,
 with d' the reduced costs of the site's variables counting only the other rows, and
 local(s) the part of L the site's rows and variables made up. A plan that takes a choice
 at the site also has the used flag at 1 and at least one whole rack there, so the minimum
-may require both: an LP over one site's variables (a few thousand; 10-30 ms). Its own
+may require both: an LP over one site's variables (a few thousand, milliseconds). Its own
 Lagrangian bound is taken, with its reduced costs: the choice's, and those of what the
 choice forces (`core.forced`), add to the site's rise as in `core.ranked`. GLOP's
-tolerances cannot make either invalid, since both hold for any multipliers.
-
-Choices in the core of every rank up to 0.5 % of L, before -> after, 40x120x40, 0.8-1.0 s
-for all 40 sites: seed 5 11,317 -> 2,952; seed 0 28,230 -> 8,366; seed 9 26,075 -> 15,782.
-The 30 s gaps of seeds 0-9 went 0.54 / 0.34 / 0.05 / 0.51 / 0.46 / 1.62 / 0.46 / 0.70 /
-0.51 / 0.79 % -> 0.30 / 0.11 / 0.00 / 0.51 / 0.00 / 0.97 / 0.45 / 0.60 / 0.28 / 0.79 %.
+tolerances cannot make either invalid, since both hold for any multipliers. Why: the cores
+holding every choice within a given distance of L shrink several-fold
+(`benchmarks/README.md`).
 """
 
 from __future__ import annotations
@@ -37,9 +34,9 @@ from ortools.linear_solver import linear_solver_pb2
 from ortools.sat.python import cp_model_helper as cmh
 
 from gpusolve.optimize.builder import OwnedVar
-from gpusolve.optimize.core import forced, raising_cost
 from gpusolve.optimize.model import Built
-from gpusolve.optimize.relaxation import (
+from gpusolve.optimize.search.core import forced, raising_cost
+from gpusolve.optimize.search.relaxation import (
     SAFETY,
     LpSolution,
     Relaxation,
@@ -47,9 +44,6 @@ from gpusolve.optimize.relaxation import (
     glop,
     lagrangian,
 )
-
-# Share of the remaining time the bounds may take (0.8-1.0 s of 23-24 s at 40x120x40).
-SHARE = 0.1
 
 
 @dataclass(frozen=True)
@@ -79,7 +73,9 @@ def bounds(relax: Relaxation, built: Built, lp: LpSolution, time_s: float) -> Op
     for site in sorted(members):
         if time.perf_counter() >= stop:
             break
-        priced = _site_lp(relax.lp, built, lp, site, members[site], rows.get(site, []), stop)
+        priced = _site_lp(
+            relax.lp, built, lp, site, members[site], rows.get(site, []), stop, relax.parameters
+        )
         if priced is None:
             continue
         by_site[site] = priced[0]
@@ -135,6 +131,7 @@ def _site_lp(
     variables: Sequence[int],
     rows: Sequence[int],
     stop: float,
+    parameters: str,
 ) -> tuple[float, dict[int, float], dict[int, float]] | None:
     """What every plan using the site adds to L at least (see the module docstring), and
     the site LP's reduced costs and lower bounds by proto index; None when GLOP does not
@@ -172,7 +169,7 @@ def _site_lp(
     rack_row = sub.constraint.add(lower_bound=1 - racks.offset, upper_bound=math.inf)
     rack_row.var_index.extend(position[var.index] for var in racks.vars)
     rack_row.coefficient.extend(racks.coeffs)
-    response = glop(sub, stop - time.perf_counter())
+    response = glop(sub, stop - time.perf_counter(), parameters)
     if response is None:
         return None
     reduced, least = lagrangian(sub, list(response.dual_value))

@@ -13,6 +13,8 @@ from gpusolve.runs.output import CommandOutput, OptionConflict, written
 
 if TYPE_CHECKING:
     from gpusolve.models.catalog import Catalog
+    from gpusolve.pipeline import Run
+    from gpusolve.planner import PlanOptions
 
 Progress = Callable[[str], None]
 
@@ -55,11 +57,8 @@ class PlanRun:
 def run_plan(request: PlanRequest, progress: Progress = lambda _: None) -> PlanRun:
     """Everything `plan` does between parsing and printing. Raises InputError (bad files,
     an unknown --why-not id) and OptionConflict (options these requirements refuse)."""
-    from gpusolve.bom import locate
-    from gpusolve.optimize.interrupt import requested, run_interruptibly
-    from gpusolve.optimize.ir import SolveConfig
+    from gpusolve.optimize.interrupt import requested
     from gpusolve.pipeline import prepare_run
-    from gpusolve.planner import PlanOptions, make_plan
 
     run = prepare_run(
         request.requirements,
@@ -73,42 +72,65 @@ def run_plan(request: PlanRequest, progress: Progress = lambda _: None) -> PlanR
     if request.why_not is not None:
         run.check_known_id(request.why_not)
     check_robust(run.reqs.scenarios is not None, request)
-    options = PlanOptions(
-        config=SolveConfig(
-            time_limit_s=request.time_limit_s, workers=request.workers, seed=request.seed
-        ),
+    options = plan_options(request)
+    plan = solve_interruptibly(run, options, progress)
+    if requested():
+        return interrupted(plan, request)
+    finished = plan.status in ("optimal", "feasible")  # a plan, finished
+    if request.sensitivity and finished and not request.bom:  # ranges need a plan
+        try:
+            plan = _with_ranges(plan, run, options, request.bar, progress)
+        except KeyboardInterrupt:  # the plan itself is finished: print it, without ranges
+            return PlanRun(plan, _sensitivity_interrupted(plan, request.fmt))
+    text = plan_text(plan, request, run.catalog)
+    return PlanRun(plan, _shown(text, finished, request.output, EXIT_CODES.get(plan.status, 0)))
+
+
+def plan_options(request: PlanRequest) -> PlanOptions:
+    from gpusolve.optimize.ir import SolveConfig
+    from gpusolve.planner import PlanOptions
+
+    config = SolveConfig(
+        time_limit_s=request.time_limit_s, workers=request.workers, seed=request.seed
+    )
+    return PlanOptions(
+        config=config,
         top_k=request.top_k,
         why_not=request.why_not,
         timings=request.timings,
         robust=request.robust or "expected",
     )
+
+
+def solve_interruptibly(run: Run, options: PlanOptions, progress: Progress) -> Plan:
+    """The plan, solved in a worker thread so that Ctrl-C or SIGTERM stops the search and
+    keeps the best plan so far; then its market, compliance, exclusions, sources, and the
+    bill of materials' price locations."""
+    from gpusolve.bom import locate
+    from gpusolve.optimize.interrupt import run_interruptibly
+    from gpusolve.planner import make_plan  # looked up at each call: tests replace it
+
     plan = run_interruptibly(
         lambda: make_plan(run.reqs, run.catalog, run.policies, run.rules, options, progress),
         on_search=lambda: progress("searching (Ctrl-C stops and prints the best plan so far)"),
     )
-    plan = run.finish(plan)  # market, compliance, exclusions, sources
-    plan = plan.model_copy(update={"bom": locate(plan.bom, plan.sources)})
-    if requested():
-        return interrupted(plan, request)
-    finished = plan.status in ("optimal", "feasible")  # a plan, finished
-    if request.sensitivity and finished and not request.bom:  # ranges need a plan
-        from gpusolve.sensitivity import with_sensitivity
+    plan = run.finish(plan)
+    return plan.model_copy(update={"bom": locate(plan.bom, plan.sources)})
 
-        progress("sensitivity: re-solving with each price and card efficiency moved")
-        try:
-            plan = with_sensitivity(
-                plan,
-                run.reqs,
-                run.catalog,
-                run.policies,
-                options.config,
-                bar=request.bar,
-                timings=request.timings,
-            )
-        except KeyboardInterrupt:  # the plan itself is finished: print it, without ranges
-            return PlanRun(plan, _sensitivity_interrupted(plan, request.fmt))
-    text = plan_text(plan, request, run.catalog)
-    return PlanRun(plan, _shown(text, finished, request.output, EXIT_CODES.get(plan.status, 0)))
+
+def _with_ranges(plan: Plan, run: Run, options: PlanOptions, bar: bool, progress: Progress) -> Plan:
+    from gpusolve.sensitivity import with_sensitivity
+
+    progress("sensitivity: re-solving with each price and card efficiency moved")
+    return with_sensitivity(
+        plan,
+        run.reqs,
+        run.catalog,
+        run.policies,
+        options.config,
+        bar=bar,
+        timings=options.timings,
+    )
 
 
 def check_robust(has_scenarios: bool, request: PlanRequest) -> None:

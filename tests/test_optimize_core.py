@@ -1,4 +1,4 @@
-"""The core search's arithmetic (`optimize/core.py`): which choices a core opens, how it
+"""The core search's arithmetic (`optimize/search/core.py`): which choices a core opens, how it
 grows, and the bound it proves for every plan. The search itself is checked against brute
 force in `test_optimize_differential.py`."""
 

@@ -1,4 +1,4 @@
-"""The packing relaxation with lazy exact cuts (`optimize/lazy.py`)."""
+"""The packing relaxation with lazy exact cuts (`optimize/search/lazy.py`)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The site neighbourhood between cores (`optimize/neighbourhood.py`)."""
+"""The site neighbourhood between cores (`optimize/search/neighbourhood.py`)."""
 
 from __future__ import annotations
 

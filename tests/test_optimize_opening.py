@@ -1,4 +1,4 @@
-"""Sites' and choices' bounds from the site's own LP (`optimize/opening.py`) against brute
+"""Sites' and choices' bounds from the site's own LP (`optimize/search/opening.py`) against brute
 force: every plan that uses a site or takes a choice costs at least the LP bound plus its
 bound."""
 

@@ -9,6 +9,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
+from tests.factories.files import write_reqs
 from tests.support.shipped import ROOT
 
 from gpusolve.optimize import interrupt
@@ -65,6 +67,37 @@ def test_an_unknown_card_is_a_bad_option() -> None:
         run_estimate(EstimateRequest(EXAMPLE, CATALOG, (), card_ids=("no-such-card",)))
     assert caught.value.option == "--card"
     assert "no-such-card" in str(caught.value)
+
+
+def test_a_frontier_needs_a_deadline_to_trade(tmp_path: Path, gpusolve: Any) -> None:
+    from gpusolve.runs.frontier import FrontierRequest, run_frontier
+
+    data = yaml.safe_load(EXAMPLE.read_text())
+    for w in data["workloads"]:
+        w.pop("deadline_hours", None)
+    reqs = write_reqs(tmp_path, data)
+    with pytest.raises(BadOption) as caught:
+        run_frontier(FrontierRequest(reqs, CATALOG, ()))
+    assert caught.value.option == "REQS.yaml"
+    # The command reports it as click reports a bad argument: usage, then the reason, exit 2.
+    result = gpusolve("frontier", "-q", str(reqs))
+    assert result.code == 2
+    assert "Usage: gpusolve frontier" in result.err
+    assert "Invalid value for REQS.yaml: no workload has a deadline_hours" in result.err
+
+
+def test_a_fleet_no_offer_hosts_keeps_the_output_file(tmp_path: Path) -> None:
+    from gpusolve.runs.colo import ColoRequest, run_colo
+
+    fleet = tmp_path / "fleet.yaml"
+    fleet.write_text(yaml.safe_dump({"servers": [{"server": "hgx-h100-8gpu", "count": 200}]}))
+    target = tmp_path / "ranking.json"
+    result = run_colo(ColoRequest(fleet, CATALOG, (), fmt="json", output=target))
+    assert not any(row.feasible for row in result.report.offers)
+    assert result.output.files == ()  # an existing -o keeps its last ranking
+    assert json.loads(result.output.stdout)["offers"]  # the reasons, on the terminal
+    assert result.output.after == ("no colocation offer can host this fleet",)
+    assert result.output.exit_code == 1
 
 
 def test_interrupted_bom_csv_prints_the_bill_of_materials(

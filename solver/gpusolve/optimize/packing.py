@@ -203,7 +203,7 @@ def rack_bins(
     """`racks` racks, each holding counts per shape within kW and U. Symmetry breaking:
     open racks come first and carry non-increasing power, so permuting racks cannot produce
     a new solution except among equal loads. Also used by the solve to make a relaxed site
-    exact once its packing cuts keep being dodged (`solve._Stages`)."""
+    exact once its packing cuts keep being dodged (`search.staged.LazyStages`)."""
     bins: list[RackBin] = []
     loads: list[Expr] = []
     for j in range(racks):

@@ -14,7 +14,7 @@ from gpusolve.runs.output import CommandOutput, OutputFile
 if TYPE_CHECKING:
     from gpusolve.models.catalog import Catalog
 
-# Each offer's packing is a small exact solve; ten seconds proves every shipped one.
+# Each offer's packing solve gets this long (fixed: `colo` has no --time-limit option).
 OFFER_TIME_LIMIT_S = 10
 
 
@@ -39,7 +39,6 @@ def run_colo(request: ColoRequest) -> ColoRun:
     from gpusolve.colo import compare_offers
     from gpusolve.load import check_fleet, load_catalog, load_fleet
     from gpusolve.optimize.ir import SolveConfig
-    from gpusolve.render.colo import colo_text
     from gpusolve.rules.loader import load_ruleset
 
     fleet, doc = load_fleet(request.fleet)
@@ -48,23 +47,28 @@ def run_colo(request: ColoRequest) -> ColoRun:
     ruleset = load_ruleset(list(request.rules_paths))
     config = SolveConfig(time_limit_s=OFFER_TIME_LIMIT_S, workers=1)
     report = compare_offers(fleet, catalog, config, ruleset)
-    hosts = any(row.feasible for row in report.offers)
-    if request.output is not None and hosts:  # no "wrote" line: colo has no progress
-        text = colo_report_text(report, request, catalog)
-        output = CommandOutput(files=(OutputFile(request.output, text),))
-    elif request.fmt == "html":  # markup only in a file: the ranking as text here
-        output = CommandOutput(stdout=colo_text(report, request.top))
-    else:
-        output = CommandOutput(stdout=colo_report_text(report, request, catalog))
-    if not hosts and any(row.timed_out for row in report.offers):
-        output = CommandOutput(stdout=output.stdout, exit_code=3)  # unproven: retry may help
-    elif not hosts:  # like `plan`: no offer can host the fleet is exit 1, not a success
-        output = CommandOutput(
-            stdout=output.stdout,
-            after=("no colocation offer can host this fleet",),
-            exit_code=1,
-        )
+    if any(row.feasible for row in report.offers):
+        if request.output is not None:  # no "wrote" line: colo has no progress messages
+            text = colo_report_text(report, request, catalog)
+            return ColoRun(report, CommandOutput(files=(OutputFile(request.output, text),)))
+        return ColoRun(report, CommandOutput(stdout=_terminal_text(report, request, catalog)))
+    # No offer hosts the fleet: an -o file keeps its last ranking, the reasons go here.
+    stdout = _terminal_text(report, request, catalog)
+    if any(row.timed_out for row in report.offers):  # unproven: more time may find one
+        output = CommandOutput(stdout=stdout, exit_code=3)
+    else:  # like `plan`: no offer can host the fleet is exit 1, not a success
+        cannot = ("no colocation offer can host this fleet",)
+        output = CommandOutput(stdout=stdout, after=cannot, exit_code=1)
     return ColoRun(report, output)
+
+
+def _terminal_text(report: ColoReport, request: ColoRequest, catalog: Catalog) -> str:
+    """Markup only goes to a file: on the terminal an HTML request shows the ranking as text."""
+    from gpusolve.render.colo import colo_text
+
+    if request.fmt == "html":
+        return colo_text(report, request.top)
+    return colo_report_text(report, request, catalog)
 
 
 def colo_report_text(report: ColoReport, request: ColoRequest, catalog: Catalog) -> str:

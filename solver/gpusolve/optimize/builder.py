@@ -3,7 +3,7 @@ the model while constraint families are added, the choice variables, integer sum
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -95,3 +95,12 @@ def wsum_expr(terms: Sequence[tuple[int, Expr]]) -> Expr:
         if coef:
             total = total + coef * expr
     return total
+
+
+def option_sum(
+    owned: Sequence[OwnedVar],
+    cloud: Sequence[CloudVar],
+    coef: Callable[[OwnedOption | CloudOption], int],
+) -> Expr:
+    """Sum over every choice of `coef(its option)` times its Bool (scores, headroom)."""
+    return wsum([(coef(o.option), o.var) for o in owned] + [(coef(c.option), c.var) for c in cloud])

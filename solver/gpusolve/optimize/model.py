@@ -46,6 +46,7 @@ from gpusolve.optimize.builder import (
     Mode,
     OwnedVar,
     Var,
+    option_sum,
     wsum,
     wsum_expr,
 )
@@ -209,14 +210,8 @@ def build(instance: Instance, options: BuildOptions | None = None) -> Built:
     add_budgets(b, capex, rent + energy + bandwidth + cloud_cost)
 
     scores = throughput_scores(instance)
-    throughput = wsum(
-        [(scores[o.option.key], o.var) for o in owned]
-        + [(scores[c.option.key], c.var) for c in cloud]
-    )
-    headroom = wsum(
-        [(o.option.headroom_permille, o.var) for o in owned]
-        + [(c.option.headroom_permille, c.var) for c in cloud]
-    )
+    throughput = option_sum(owned, cloud, lambda option: scores[option.key])
+    headroom = option_sum(owned, cloud, lambda option: option.headroom_permille)
     racks_total = wsum_expr([(1, p.total) for p in packing.values()])
     racks_total = racks_total + wsum([(1, v) for v in net.racks.values()])
     servers_total = wsum([(1, v) for v in servers.values()])

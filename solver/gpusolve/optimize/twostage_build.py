@@ -38,6 +38,7 @@ from gpusolve.optimize.builder import (
     Expr,
     OwnedVar,
     Var,
+    option_sum,
     wsum,
     wsum_expr,
 )
@@ -343,14 +344,8 @@ def _scenario_view(
         bandwidth=bandwidth,
         cloud_cost=cloud_cost,
         penalties=penalties,
-        throughput=wsum(
-            [(scores[o.option.key], o.var) for o in owned]
-            + [(scores[c.option.key], c.var) for c in cloud]
-        ),
-        headroom=wsum(
-            [(o.option.headroom_permille, o.var) for o in owned]
-            + [(c.option.headroom_permille, c.var) for c in cloud]
-        ),
+        throughput=option_sum(owned, cloud, lambda option: scores[option.key]),
+        headroom=option_sum(owned, cloud, lambda option: option.headroom_permille),
         racks_total=wsum_expr([(1, p.total) for p in packing.values()]),
         servers_total=wsum([(1, v) for v in servers.values()]),
         rank=rank_expr(owned, cloud, packing),

@@ -22,6 +22,7 @@ from gpusolve.optimize.builder import (
     Var,
     wsum_expr,
 )
+from gpusolve.optimize.cpsat import STATUS
 from gpusolve.optimize.ir import (
     Solution,
     SolveConfig,
@@ -29,7 +30,7 @@ from gpusolve.optimize.ir import (
 )
 from gpusolve.optimize.model import Built
 from gpusolve.optimize.readout import read_solution
-from gpusolve.optimize.solve import _STATUS, expr_range, var_bounds
+from gpusolve.optimize.stages import expr_range, var_bounds
 from gpusolve.optimize.twostage_build import (
     PROBABILITY_SCALE,
     FirstStage,
@@ -120,7 +121,7 @@ def solve_two_stage(
         held += _hint_core(ts, start_from, lp_objective, config)
     solver = _solver(config, time.perf_counter() - start, small=small)
     found = _Found(start)
-    status = _STATUS[solver.solve(ts.model, found)]
+    status = STATUS[solver.solve(ts.model, found)]
     bound: int | None
     if status == "unknown" and held:
         # Out of time before the free solve reported its hint: the best hint's plan stands,

@@ -37,6 +37,7 @@ from gpusolve.optimize.ir import Instance, Solution
 from gpusolve.optimize.model import Built, build
 from gpusolve.optimize.search import core, lazy, neighbourhood, warmstart
 from gpusolve.optimize.solve import solve
+from gpusolve.optimize.stages import var_bounds
 from gpusolve.optimize.tuning import Tuning
 from gpusolve.optimize.validate import check
 
@@ -120,7 +121,7 @@ def _random_hint(built: Built, seed: int) -> dict[int, int]:
     """Every variable of the model at a random value within its domain (at most 6 above
     its lower bound, so counts stay near what small racks hold)."""
     rng = random.Random(seed)
-    bounds = solve_module.var_bounds(built.model)
+    bounds = var_bounds(built.model)
     return {
         var.index: rng.randint(
             bounds[var.index][0], min(bounds[var.index][1], bounds[var.index][0] + 6)

@@ -15,6 +15,7 @@ from collections import defaultdict
 from pathlib import Path
 
 import pytest
+from ortools.sat.python import cp_model
 from tests.factories import catalog as factory_catalog
 from tests.factories import requirements as factory_reqs
 from tests.support.optimize_reference import choices_of, min_racks, random_instance
@@ -40,6 +41,7 @@ from gpusolve.optimize.scenarios import (
     solve_two_stage,
 )
 from gpusolve.optimize.solve import solve
+from gpusolve.optimize.tuning import Tuning
 from gpusolve.scenarioplan import scenario_catalog, scenario_requirements
 
 CONFIG = SolveConfig(time_limit_s=30, workers=1, seed=1)
@@ -480,3 +482,74 @@ def test_the_split_model_module_is_the_search_modules() -> None:
     for module in (scenarios, twostage_build):
         assert module.__file__ is not None
         assert len(Path(module.__file__).read_text().splitlines()) <= 500
+
+
+def test_the_core_hint_is_a_whole_plan_that_buys_only_where_the_lp_buys() -> None:
+    """The free solve starts from the best plan over the LP's (SKU, site) pairs
+    (`scenarios._hint_core`): a value for every variable, which the model accepts as it
+    stands, and no server outside the LP's support."""
+    from gpusolve.optimize import scenarios as two
+    from gpusolve.optimize.search import relaxation
+    from gpusolve.optimize.twostage_build import build_two_stage
+
+    hinted = 0
+    for seed in range(12):
+        scenarios = _derived(seed)
+        if scenarios is None:
+            continue
+        ts = build_two_stage(scenarios)
+        costs = [b.tco + b.penalties for b in ts.built]
+        lp_objective = two._lp_objective(scenarios, costs)
+        ts.model.minimize(lp_objective)
+        lp = relaxation.translate(ts.model, lp_objective).solve(10.0)
+        if lp is None:
+            continue  # no plan meets every scenario (the enumeration test says which)
+        support = {k for k, v in ts.servers.items() if lp.values[v.index] > two._LP_BUYS}
+        if len(support) == len(ts.servers):
+            continue  # nothing left out: no core solve
+        two._hint_core(ts, None, lp_objective, CONFIG)
+        hint = ts.model.proto.solution_hint
+        if not hint.vars:
+            continue  # the core holds no plan that meets every scenario
+        hinted += 1
+        assert sorted(hint.vars) == list(range(len(ts.model.proto.variables)))
+        values = dict(zip(hint.vars, hint.values, strict=True))
+        bought = {k for k, v in ts.servers.items() if values[v.index]}
+        assert bought <= support
+        check = ts.model.clone()
+        for index, value in values.items():
+            check.add(check.get_int_var_from_proto_index(index) == value)
+        solver = cp_model.CpSolver()
+        assert solver.solve(check) in (cp_model.OPTIMAL, cp_model.FEASIBLE)
+    assert hinted >= 2
+
+
+def test_a_plan_from_a_hint_solve_stands_when_the_free_solve_runs_out_of_time(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The free solve may stop before it reports even its hint (a short --time-limit on a
+    large model): the plan the hint solve found is returned, as feasible, not lost."""
+    from gpusolve.optimize import scenarios as two
+
+    calls: list[cp_model.CpSolver] = []
+    original = two._solver
+
+    def starved(config: SolveConfig, spent_s: float, small: bool = False) -> cp_model.CpSolver:
+        solver = original(config, spent_s, small)
+        calls.append(solver)
+        if len(calls) == 2:  # the free solve, after the solve from the nominal purchase
+            solver.parameters.max_time_in_seconds = 0.0
+        return solver
+
+    monkeypatch.setattr(two, "_solver", starved)
+    scenarios = _growth_pair()
+    large = dataclasses.replace(CONFIG, tuning=Tuning(warm_min_choices=0))  # hint solves on
+    result = solve_two_stage(scenarios, large, start_from=FirstStage({("k", "s"): 1}))
+    assert len(calls) == 2
+    assert result.status == "feasible" and result.first is not None
+    assert result.first.servers == {("k", "s"): 1}  # the purchase it started from
+    weights = probability_weights([0.5, 0.5])
+    fixed = [reference_fixed(s.instance, {("k", "s"): 1}) for s in scenarios]
+    assert result.objective_value == sum(w * c for w, c in zip(weights, fixed, strict=True))
+    assert result.best_bound is None or result.best_bound <= result.objective_value
+    assert result.found_s is not None and 0 <= result.found_s <= result.wall_s

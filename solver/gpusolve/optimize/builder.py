@@ -55,12 +55,16 @@ class CloudVar:
 class Builder:
     """Holds the model while the constraint families are added one by one."""
 
-    def __init__(self, instance: Instance, options: BuildOptions) -> None:
+    def __init__(
+        self, instance: Instance, options: BuildOptions, model: cp_model.CpModel | None = None
+    ) -> None:
+        """A builder over `model` (a new one by default: the two-stage model's scenarios
+        share one, and a CpModel costs milliseconds to construct)."""
         self.instance = instance
         self.options = options
         self.mode = options.mode
         self.relax = options.relax if options.mode == "normal" else frozenset()
-        self.model = cp_model.CpModel()
+        self.model = cp_model.CpModel() if model is None else model
         self.literals: dict[str, Var] = {}
 
     # A requirement's constraints carry `req:<name>` in explain mode, are hard in normal

@@ -8,6 +8,7 @@ the hints that start the search from a known purchase.
 from __future__ import annotations
 
 import dataclasses
+import math
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -21,6 +22,7 @@ from gpusolve.optimize.builder import (
     Var,
     wsum_expr,
 )
+from gpusolve.optimize.cpsat import STATUS
 from gpusolve.optimize.ir import (
     Solution,
     SolveConfig,
@@ -28,7 +30,7 @@ from gpusolve.optimize.ir import (
 )
 from gpusolve.optimize.model import Built
 from gpusolve.optimize.readout import read_solution
-from gpusolve.optimize.solve import _STATUS, expr_range, var_bounds
+from gpusolve.optimize.stages import expr_range, var_bounds
 from gpusolve.optimize.twostage_build import (
     PROBABILITY_SCALE,
     FirstStage,
@@ -85,9 +87,12 @@ def solve_two_stage(
 
     With `fixed`, the first stage is given and each scenario's second stage is simply
     its cheapest (the objective is their plain sum: scenarios are independent then).
-    `start_from` is a purchase to begin from (the nominal plan's): the same model with it fixed
-    is solved first, and its complete solution hints the free solve (a partial `hint`
-    leaves CP-SAT to complete the racks, which it often fails to do).
+    On large models (`_large`) two hint solves come first, each within a share of the time
+    limit: the model with the `start_from` purchase fixed (the nominal plan's), then the
+    model restricted to the pairs its LP relaxation buys (`_hint_core`). The best complete
+    plan they find hints the free solve (a partial `hint` leaves CP-SAT to complete the
+    racks, which it often fails to do) and stands if the free solve runs out of time
+    before it reports one.
     """
     start = time.perf_counter()
     if fixed is not None and not _deliverable(fixed, scenarios):
@@ -97,30 +102,45 @@ def solve_two_stage(
         return TwoStageResult("infeasible", wall_s=time.perf_counter() - start)
     costs = [b.tco + b.penalties for b in ts.built]
     weights = probability_weights([s.probability for s in scenarios])
-    if hint is not None:
-        _add_hint(ts, hint)
-    if start_from is not None and fixed is None:
-        _hint_start(ts, start_from, costs, config)
     if fixed is not None:
         objective: Expr = wsum_expr([(1, c) for c in costs])
     elif robust == "expected":
         objective = wsum_expr(list(zip(weights, costs, strict=True)))
     else:
         objective = _worst(ts.model, costs)
+    if hint is not None:
+        _add_hint(ts, hint)
+    held: list[_Held] = []  # complete plans the hint solves found, the free solve's fallback
+    small = not _large(ts, config)
+    large = fixed is None and not small  # the hint solves' case
+    if start_from is not None and large:
+        held += _hint_start(ts, start_from, costs, config)
     ts.model.minimize(objective)
-    solver = _solver(config, time.perf_counter() - start)
+    if large:
+        lp_objective = objective if robust == "worst" else _lp_objective(scenarios, costs)
+        held += _hint_core(ts, start_from, lp_objective, config)
+    solver = _solver(config, time.perf_counter() - start, small=small)
     found = _Found(start)
-    status = _STATUS[solver.solve(ts.model, found)]
-    if status not in ("optimal", "feasible"):
+    status = STATUS[solver.solve(ts.model, found)]
+    bound: int | None
+    if status == "unknown" and held:
+        # Out of time before the free solve reported its hint: the best hint's plan stands,
+        # with the free solve's bound (valid whether or not it found a plan).
+        best = min(held, key=lambda h: h.value(robust, weights, costs))
+        value = best.value(robust, weights, costs)
+        bound = _finite(solver.best_objective_bound, value)
+        status, solver, found.last_s = "feasible", best.solver, best.found_s - start
+    elif status in ("optimal", "feasible"):
+        value, bound = int(solver.objective_value), int(solver.best_objective_bound)
+    else:
         return TwoStageResult(status, wall_s=time.perf_counter() - start)
-    value, bound = int(solver.objective_value), int(solver.best_objective_bound)
     if fixed is None and robust == "worst":
         # Among the plans with the least worst case, the one with the least expectation.
         for cost in costs:
             ts.model.add(cost <= value)
         _hint_from(ts.model, solver)
         ts.model.minimize(wsum_expr(list(zip(weights, costs, strict=True))))
-        second = _solver(config, time.perf_counter() - start)
+        second = _solver(config, time.perf_counter() - start, small=small)
         second_status = second.solve(ts.model)
         if second_status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
             solver = second
@@ -145,6 +165,29 @@ class _Found(cp_model.CpSolverSolutionCallback):
         self.last_s = time.perf_counter() - self.start
 
 
+@dataclass(frozen=True)
+class _Held:
+    """A complete plan of the model that a hint solve found (its solver reads it: the
+    clone it solved shares the model's variable indices), and when (perf_counter)."""
+
+    solver: cp_model.CpSolver
+    found_s: float
+
+    def value(self, robust: Robust, weights: Sequence[int], costs: Sequence[Expr]) -> int:
+        """The plan's value under the free solve's objective (the hint solves minimise
+        their own)."""
+        values = [int(self.solver.value(c)) for c in costs]
+        if robust == "worst":
+            return max(values)
+        return sum(w * v for w, v in zip(weights, values, strict=True))
+
+
+def _finite(bound: float, value: int) -> int | None:
+    """CP-SAT's bound as an integer, at most the plan's value; None when it has none
+    (with no search at all it may be unbounded)."""
+    return min(int(bound), value) if math.isfinite(bound) else None
+
+
 def _deliverable(fixed: FirstStage, scenarios: Sequence[Scenario]) -> bool:
     """A purchase holding a SKU some scenario cannot buy cannot meet that scenario."""
     return all(
@@ -161,12 +204,19 @@ def _worst(model: cp_model.CpModel, costs: Sequence[Expr]) -> Var:
     return worst
 
 
-def _solver(config: SolveConfig, spent_s: float) -> cp_model.CpSolver:
+def _solver(config: SolveConfig, spent_s: float, small: bool = False) -> cp_model.CpSolver:
     solver = cp_model.CpSolver()
     solver.parameters.max_time_in_seconds = max(0.1, config.time_limit_s - spent_s)
     solver.parameters.num_workers = config.workers
     solver.parameters.random_seed = config.seed
     solver.parameters.relative_gap_limit = config.relative_gap
+    if small:
+        # The single solver's settings (`cpsat.solver_for`): on a model proven in
+        # milliseconds, CP-SAT's presolve and probing are most of the time. On large
+        # models they help some instances and hurt others (`benchmarks/README.md`).
+        solver.parameters.cp_model_presolve = False
+        solver.parameters.add_lp_constraints_lazily = False
+        solver.parameters.cp_model_probing_level = 0
     interrupt.watch(solver)  # Ctrl-C / SIGTERM stops this search at once
     return solver
 
@@ -177,19 +227,80 @@ _START_SHARE = 0.2
 
 def _hint_start(
     ts: TwoStage, start: FirstStage, costs: Sequence[Expr], config: SolveConfig
-) -> None:
+) -> list[_Held]:
     """Hint the model with the cheapest second stages on the `start` purchase, when it
     meets every scenario (the clone shares the model's variable indices)."""
     if any(n and key not in ts.servers for key, n in start.servers.items()):
-        return
+        return []
     clone = ts.model.clone()
     for key, var in ts.servers.items():
         clone.add(var == start.servers.get(key, 0))
     clone.minimize(wsum_expr([(1, c) for c in costs]))
     share = dataclasses.replace(config, time_limit_s=_START_SHARE * config.time_limit_s)
     solver = _solver(share, 0.0)
-    if solver.solve(clone) in (cp_model.OPTIMAL, cp_model.FEASIBLE):
-        _hint_from(ts.model, solver)
+    if solver.solve(clone) not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+        return []
+    _hint_from(ts.model, solver)
+    return [_Held(solver, time.perf_counter())]
+
+
+# Share of the time limit the LP relaxation and the solve over its core may take together.
+_CORE_SHARE = 0.2
+# A server count the LP sets above this buys at that (SKU, site): GLOP's tolerance is 1e-7.
+_LP_BUYS = 1e-6
+# The LP's weights out of this many, not PROBABILITY_SCALE: GLOP answers ABNORMAL on money
+# x 10^4 (`benchmarks/README.md`, two-stage section), and the LP only ranks the pairs.
+_LP_PROBABILITY_SCALE = 100
+
+
+def _lp_objective(scenarios: Sequence[Scenario], costs: Sequence[Expr]) -> Expr:
+    weights = probability_weights([s.probability for s in scenarios], _LP_PROBABILITY_SCALE)
+    return wsum_expr(list(zip(weights, costs, strict=True)))
+
+
+def _large(ts: TwoStage, config: SolveConfig) -> bool:
+    """The hint solves (from `start_from`, over the LP's core) pay where the single
+    solver's warm start does: on models whose scenarios have `Tuning.warm_min_choices`
+    choices or more. Below, the free solve takes milliseconds and a hint solve as long
+    (`benchmarks/README.md`)."""
+    choices = max(len(b.owned) + len(b.cloud) for b in ts.built)
+    return choices >= config.tuning.warm_min_choices
+
+
+def _hint_core(
+    ts: TwoStage,
+    start: FirstStage | None,
+    lp_objective: Expr,
+    config: SolveConfig,
+) -> list[_Held]:
+    """Hint the model with its best plan that buys only where its LP relaxation buys or
+    `start` does (the core), solved first within `_CORE_SHARE` of the time limit.
+
+    The free solve spends most of its time on plans it could have ruled out: the core is a
+    few (SKU, site) pairs of hundreds, and its optimum is within about 1 % of the free one
+    (`benchmarks/README.md`). It is a hint, not a restriction: the free solve still
+    searches, and proves, over every pair."""
+    from gpusolve.optimize.search import relaxation  # GLOP: only for two-stage plans
+
+    deadline = time.perf_counter() + _CORE_SHARE * config.time_limit_s
+    lp = relaxation.translate(ts.model, lp_objective).solve(deadline - time.perf_counter())
+    if lp is None:
+        return []
+    core = {key for key, var in ts.servers.items() if lp.values[var.index] > _LP_BUYS}
+    if start is not None:
+        core |= {key for key, n in start.servers.items() if n}
+    left = dataclasses.replace(config, time_limit_s=deadline - time.perf_counter())
+    if len(core) == len(ts.servers) or left.time_limit_s <= 0:
+        return []  # nothing left out (the free solve is the core's), or no time
+    clone = ts.model.clone()  # with its hints, if any, and the same variable indices
+    for key, var in ts.servers.items():
+        if key not in core:
+            clone.add(var == 0)
+    solver = _solver(left, 0.0)
+    if solver.solve(clone) not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+        return []
+    _hint_from(ts.model, solver)
+    return [_Held(solver, time.perf_counter())]
 
 
 def _hint_from(model: cp_model.CpModel, solver: cp_model.CpSolver) -> None:

@@ -46,28 +46,24 @@ from gpusolve.optimize.runner import First, Prepare, StageRecord, Stages, stage_
 from gpusolve.optimize.stages import (
     Criterion,
     criteria,
-    expr_range,
     fold,
     group,
     primary,
     purchase,
     tiebreak_only,
-    var_bounds,
 )
 
-# The criteria and the statuses are read from here too (tests, benchmarks, scenarios).
+# The criteria are read from here too (tests, benchmarks).
 __all__ = [
     "Criterion",
     "Outcome",
     "criteria",
-    "expr_range",
     "fold",
     "group",
     "primary",
     "relative_gap",
     "solve",
     "solve_built",
-    "var_bounds",
 ]
 _STATUS = cpsat.STATUS
 

@@ -90,12 +90,14 @@ class TwoStage:
     used: dict[str, Var]
 
 
-def probability_weights(probabilities: Sequence[float]) -> list[int]:
-    """Integer weights summing to PROBABILITY_SCALE (largest remainder), in order."""
+def probability_weights(
+    probabilities: Sequence[float], scale: int = PROBABILITY_SCALE
+) -> list[int]:
+    """Integer weights summing to `scale` (largest remainder), in order."""
     total = sum(probabilities) or 1.0
-    raw = [p / total * PROBABILITY_SCALE for p in probabilities]
+    raw = [p / total * scale for p in probabilities]
     weights = [int(r) for r in raw]
-    rest = PROBABILITY_SCALE - sum(weights)
+    rest = scale - sum(weights)
     by_remainder = sorted(range(len(raw)), key=lambda i: (weights[i] - raw[i], i))
     for i in by_remainder[:rest]:
         weights[i] += 1
@@ -180,8 +182,7 @@ def build_two_stage(
     b = Builder(union, options)
     parts: list[_Part] = []
     for s in scenarios:
-        part_b = Builder(s.instance, options)
-        part_b.model = b.model  # every scenario's variables live in the one model
+        part_b = Builder(s.instance, options, b.model)  # one model holds every scenario
         owned_opts = usable_owned(s.instance, "normal", frozenset(), options.prune_dominated)
         cloud_opts = usable_cloud(s.instance, "normal", frozenset(), options.prune_dominated)
         owned, cloud = choice_vars(part_b, owned_opts, cloud_opts)

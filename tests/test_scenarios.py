@@ -534,8 +534,10 @@ def test_a_plan_from_a_hint_solve_stands_when_the_free_solve_runs_out_of_time(
     calls: list[cp_model.CpSolver] = []
     original = two._solver
 
-    def starved(config: SolveConfig, spent_s: float, small: bool = False) -> cp_model.CpSolver:
-        solver = original(config, spent_s, small)
+    def starved(
+        config: SolveConfig, spent_s: float, choices: int | None = None
+    ) -> cp_model.CpSolver:
+        solver = original(config, spent_s, choices)
         calls.append(solver)
         if len(calls) == 2:  # the free solve, after the solve from the nominal purchase
             solver.parameters.max_time_in_seconds = 0.0
@@ -553,3 +555,18 @@ def test_a_plan_from_a_hint_solve_stands_when_the_free_solve_runs_out_of_time(
     assert result.objective_value == sum(w * c for w, c in zip(weights, fixed, strict=True))
     assert result.best_bound is None or result.best_bound <= result.objective_value
     assert result.found_s is not None and 0 <= result.found_s <= result.wall_s
+
+
+def test_small_two_stage_models_get_the_single_solvers_settings() -> None:
+    """Below the single solver's thresholds the free solve runs as the single solver's
+    does (one worker, no presolve: `benchmarks/README.md`, two-stage section); hint solves
+    and large models keep the configured workers and CP-SAT's defaults."""
+    from gpusolve.optimize import scenarios as two
+
+    config = dataclasses.replace(CONFIG, workers=2)
+    tuning = config.tuning
+    small = two._solver(config, 0.0, tuning.parallel_min_choices - 1).parameters
+    assert small.num_workers == 1 and not small.cp_model_presolve
+    for choices in (None, max(tuning.parallel_min_choices, tuning.warm_min_choices)):
+        params = two._solver(config, 0.0, choices).parameters
+        assert params.num_workers == 2 and params.cp_model_presolve

@@ -87,7 +87,7 @@ def solve_two_stage(
 
     With `fixed`, the first stage is given and each scenario's second stage is simply
     its cheapest (the objective is their plain sum: scenarios are independent then).
-    On large models (`_large`) two hint solves come first, each within a share of the time
+    On large models (`_choices`) two hint solves come first, each within a share of the time
     limit: the model with the `start_from` purchase fixed (the nominal plan's), then the
     model restricted to the pairs its LP relaxation buys (`_hint_core`). The best complete
     plan they find hints the free solve (a partial `hint` leaves CP-SAT to complete the
@@ -111,15 +111,15 @@ def solve_two_stage(
     if hint is not None:
         _add_hint(ts, hint)
     held: list[_Held] = []  # complete plans the hint solves found, the free solve's fallback
-    small = not _large(ts, config)
-    large = fixed is None and not small  # the hint solves' case
+    choices = _choices(ts)
+    large = fixed is None and choices >= config.tuning.warm_min_choices  # the hint solves'
     if start_from is not None and large:
         held += _hint_start(ts, start_from, costs, config)
     ts.model.minimize(objective)
     if large:
         lp_objective = objective if robust == "worst" else _lp_objective(scenarios, costs)
         held += _hint_core(ts, start_from, lp_objective, config)
-    solver = _solver(config, time.perf_counter() - start, small=small)
+    solver = _solver(config, time.perf_counter() - start, choices)
     found = _Found(start)
     status = STATUS[solver.solve(ts.model, found)]
     bound: int | None
@@ -140,7 +140,7 @@ def solve_two_stage(
             ts.model.add(cost <= value)
         _hint_from(ts.model, solver)
         ts.model.minimize(wsum_expr(list(zip(weights, costs, strict=True))))
-        second = _solver(config, time.perf_counter() - start, small=small)
+        second = _solver(config, time.perf_counter() - start, choices)
         second_status = second.solve(ts.model)
         if second_status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
             solver = second
@@ -204,13 +204,20 @@ def _worst(model: cp_model.CpModel, costs: Sequence[Expr]) -> Var:
     return worst
 
 
-def _solver(config: SolveConfig, spent_s: float, small: bool = False) -> cp_model.CpSolver:
+def _solver(config: SolveConfig, spent_s: float, choices: int | None = None) -> cp_model.CpSolver:
+    """A solver for the free solve of a model whose scenarios have up to `choices` choices
+    each (None: a hint solve, CP-SAT's defaults)."""
+    tuning = config.tuning
     solver = cp_model.CpSolver()
     solver.parameters.max_time_in_seconds = max(0.1, config.time_limit_s - spent_s)
     solver.parameters.num_workers = config.workers
     solver.parameters.random_seed = config.seed
     solver.parameters.relative_gap_limit = config.relative_gap
-    if small:
+    if choices is not None and choices < tuning.parallel_min_choices:
+        # As in the single solver (`cpsat.solver_for`): a second worker only adds its
+        # start-up on a model proven in milliseconds.
+        solver.parameters.num_workers = 1
+    if choices is not None and choices < tuning.warm_min_choices:
         # The single solver's settings (`cpsat.solver_for`): on a model proven in
         # milliseconds, CP-SAT's presolve and probing are most of the time. On large
         # models they help some instances and hurt others (`benchmarks/README.md`).
@@ -258,13 +265,13 @@ def _lp_objective(scenarios: Sequence[Scenario], costs: Sequence[Expr]) -> Expr:
     return wsum_expr(list(zip(weights, costs, strict=True)))
 
 
-def _large(ts: TwoStage, config: SolveConfig) -> bool:
-    """The hint solves (from `start_from`, over the LP's core) pay where the single
-    solver's warm start does: on models whose scenarios have `Tuning.warm_min_choices`
-    choices or more. Below, the free solve takes milliseconds and a hint solve as long
-    (`benchmarks/README.md`)."""
-    choices = max(len(b.owned) + len(b.cloud) for b in ts.built)
-    return choices >= config.tuning.warm_min_choices
+def _choices(ts: TwoStage) -> int:
+    """The most choices any one scenario has: the size the single solver's thresholds read.
+
+    The hint solves (from `start_from`, over the LP's core) pay where the single solver's
+    warm start does, from `Tuning.warm_min_choices` choices: below, the free solve takes
+    milliseconds and a hint solve as long (`benchmarks/README.md`)."""
+    return max(len(b.owned) + len(b.cloud) for b in ts.built)
 
 
 def _hint_core(

@@ -2,7 +2,8 @@
 
 The model is `twostage_build.py`'s; this module solves it: the free two-stage search
 (expected or worst case), the second stage alone for a given purchase (`evaluate`), and
-the hints that start the search from a known purchase.
+the hint solves that start the search on large models (from a known purchase, over the
+pairs the LP relaxation buys).
 """
 
 from __future__ import annotations
@@ -287,7 +288,9 @@ def _hint_core(
     few (SKU, site) pairs of hundreds, and its optimum is within about 1 % of the free one
     (`benchmarks/README.md`). It is a hint, not a restriction: the free solve still
     searches, and proves, over every pair."""
-    from gpusolve.optimize.search import relaxation  # GLOP: only for two-stage plans
+    # Imported here, as in `search/first.py`: OR-Tools' linear solver adds to every
+    # start-up, and only large two-stage models read the LP.
+    from gpusolve.optimize.search import relaxation
 
     deadline = time.perf_counter() + _CORE_SHARE * config.time_limit_s
     lp = relaxation.translate(ts.model, lp_objective).solve(deadline - time.perf_counter())

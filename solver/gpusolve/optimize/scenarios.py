@@ -23,7 +23,7 @@ from gpusolve.optimize.builder import (
     Var,
     wsum_expr,
 )
-from gpusolve.optimize.cpsat import STATUS
+from gpusolve.optimize.cpsat import STATUS, integral_bound
 from gpusolve.optimize.ir import (
     Solution,
     SolveConfig,
@@ -132,7 +132,10 @@ def solve_two_stage(
         bound = _finite(solver.best_objective_bound, value)
         status, solver, found.last_s = "feasible", best.solver, best.found_s - start
     elif status in ("optimal", "feasible"):
-        value, bound = int(solver.objective_value), int(solver.best_objective_bound)
+        # The plan's own value, exact: CP-SAT's `objective_value` is a double and may
+        # read 17854999.999999996 for 17855000 (test_scenarios, seed 16).
+        value = int(solver.value(objective))
+        bound = integral_bound(solver.best_objective_bound, maximise=False)
     else:
         return TwoStageResult(status, wall_s=time.perf_counter() - start)
     if fixed is None and robust == "worst":
@@ -186,7 +189,9 @@ class _Held:
 def _finite(bound: float, value: int) -> int | None:
     """CP-SAT's bound as an integer, at most the plan's value; None when it has none
     (with no search at all it may be unbounded)."""
-    return min(int(bound), value) if math.isfinite(bound) else None
+    if not math.isfinite(bound):
+        return None
+    return min(integral_bound(bound, maximise=False), value)
 
 
 def _deliverable(fixed: FirstStage, scenarios: Sequence[Scenario]) -> bool:

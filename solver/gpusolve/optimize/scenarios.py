@@ -20,11 +20,13 @@ from ortools.sat.python import cp_model
 from gpusolve.optimize import interrupt
 from gpusolve.optimize.builder import (
     Expr,
+    OwnedVar,
     Var,
     wsum_expr,
 )
 from gpusolve.optimize.cpsat import STATUS, integral_bound
 from gpusolve.optimize.ir import (
+    Instance,
     Solution,
     SolveConfig,
     Status,
@@ -304,6 +306,7 @@ def _hint_core(
     core = {key for key, var in ts.servers.items() if lp.values[var.index] > _LP_BUYS}
     if start is not None:
         core |= {key for key, n in start.servers.items() if n}
+    core |= _nearest(ts, core, len(core))  # as many again: where the plan may move
     left = dataclasses.replace(config, time_limit_s=deadline - time.perf_counter())
     if len(core) == len(ts.servers) or left.time_limit_s <= 0:
         return []  # nothing left out (the free solve is the core's), or no time
@@ -316,6 +319,46 @@ def _hint_core(
         return []
     _hint_from(ts.model, solver)
     return [_Held(solver, time.perf_counter())]
+
+
+def _nearest(ts: TwoStage, core: set[tuple[str, str]], count: int) -> set[tuple[str, str]]:
+    """The `count` pairs outside `core` with the least regret in any scenario (`_regrets`).
+    The LP's reduced costs would rank them too, but they are mostly 0 (a degenerate LP:
+    the cost sits on the servers and racks, not on the choices) and their order is noise;
+    with this one the core held the two-stage optimum at M seeds 0, 2 and 4
+    (`benchmarks/README.md`)."""
+    regret: dict[tuple[str, str], float] = {}
+    for scenario, built in zip(ts.scenarios, ts.built, strict=True):
+        for key, share in _regrets(scenario.instance, built).items():
+            if key not in core:
+                regret[key] = min(regret.get(key, share), share)
+    return set(sorted(regret, key=lambda key: (regret[key], key))[:count])
+
+
+def _regrets(instance: Instance, built: Built) -> dict[tuple[str, str], float]:
+    """Per (SKU, site), the least over its choices of how much dearer the choice is alone
+    (`warmstart.standalone_owned`: its servers, racks and site as if nothing else were
+    bought) than its workload's cheapest choice alone, relative to that cheapest."""
+    from gpusolve.optimize.search.warmstart import standalone_owned
+
+    cheapest: dict[str, int] = {}
+    for c in built.cloud:
+        cost = c.option.cost_total + c.option.penalty
+        cheapest[c.option.workload] = min(cheapest.get(c.option.workload, cost), cost)
+    alone: list[tuple[OwnedVar, int]] = []
+    for o in built.owned:
+        cost_or_none = standalone_owned(instance, o.option, o.placement)
+        if cost_or_none is not None:
+            alone.append((o, cost_or_none))
+            workload = o.option.workload
+            cheapest[workload] = min(cheapest.get(workload, cost_or_none), cost_or_none)
+    out: dict[tuple[str, str], float] = {}
+    for o, cost in alone:
+        floor = cheapest[o.option.workload]
+        share = (cost - floor) / max(1, abs(floor))
+        key = (o.option.sku, o.placement.site)
+        out[key] = min(out.get(key, share), share)
+    return out
 
 
 def _hint_from(model: cp_model.CpModel, solver: cp_model.CpSolver) -> None:

@@ -20,13 +20,11 @@ from ortools.sat.python import cp_model
 from gpusolve.optimize import interrupt
 from gpusolve.optimize.builder import (
     Expr,
-    OwnedVar,
     Var,
     wsum_expr,
 )
 from gpusolve.optimize.cpsat import STATUS, integral_bound
 from gpusolve.optimize.ir import (
-    Instance,
     Solution,
     SolveConfig,
     Status,
@@ -328,36 +326,28 @@ def _nearest(ts: TwoStage, core: set[tuple[str, str]], count: int) -> set[tuple[
     with this one the core held the two-stage optimum at M seeds 0, 2 and 4
     (`benchmarks/README.md`)."""
     regret: dict[tuple[str, str], float] = {}
-    for scenario, built in zip(ts.scenarios, ts.built, strict=True):
-        for key, share in _regrets(scenario.instance, built).items():
+    for built in ts.built:
+        for key, share in _regrets(built).items():
             if key not in core:
                 regret[key] = min(regret.get(key, share), share)
     return set(sorted(regret, key=lambda key: (regret[key], key))[:count])
 
 
-def _regrets(instance: Instance, built: Built) -> dict[tuple[str, str], float]:
+def _regrets(built: Built) -> dict[tuple[str, str], float]:
     """Per (SKU, site), the least over its choices of how much dearer the choice is alone
-    (`warmstart.standalone_owned`: its servers, racks and site as if nothing else were
+    (`warmstart.priced_choices`: its servers, racks and site as if nothing else were
     bought) than its workload's cheapest choice alone, relative to that cheapest."""
-    from gpusolve.optimize.search.warmstart import standalone_owned
+    from gpusolve.optimize.search.warmstart import priced_choices
 
-    cheapest: dict[str, int] = {}
-    for c in built.cloud:
-        cost = c.option.cost_total + c.option.penalty
-        cheapest[c.option.workload] = min(cheapest.get(c.option.workload, cost), cost)
-    alone: list[tuple[OwnedVar, int]] = []
-    for o in built.owned:
-        cost_or_none = standalone_owned(instance, o.option, o.placement)
-        if cost_or_none is not None:
-            alone.append((o, cost_or_none))
-            workload = o.option.workload
-            cheapest[workload] = min(cheapest.get(workload, cost_or_none), cost_or_none)
+    pair = {o.var.index: (o.option.sku, o.placement.site) for o in built.owned}
     out: dict[tuple[str, str], float] = {}
-    for o, cost in alone:
-        floor = cheapest[o.option.workload]
-        share = (cost - floor) / max(1, abs(floor))
-        key = (o.option.sku, o.placement.site)
-        out[key] = min(out.get(key, share), share)
+    for items in priced_choices(built).values():
+        floor = min(cost for cost, _, _ in items)
+        for cost, _, var in items:
+            key = pair.get(var.index)
+            if key is not None:  # a rental: no pair
+                share = (cost - floor) / max(1, abs(floor))
+                out[key] = min(out.get(key, share), share)
     return out
 
 

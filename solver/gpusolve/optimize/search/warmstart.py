@@ -50,10 +50,10 @@ def standalone_owned(instance: Instance, option: OwnedOption, placement: Placeme
     return total + option.penalty + placement.penalty
 
 
-def ranked_choices(built: Built) -> dict[str, list[Var]]:
-    """Each workload's choice variables, standalone-cheapest first (input order on ties).
-
-    Workloads without a priceable choice are missing."""
+def priced_choices(built: Built) -> dict[str, list[tuple[int, int, Var]]]:
+    """Each workload's choices as (standalone cost, rank, variable), in input order: an
+    owned choice at `standalone_owned`, a rental at its price and penalty. Choices a site
+    cannot host, and workloads without a priceable choice, are missing."""
     priced: dict[str, list[tuple[int, int, Var]]] = {}
     for owned in built.owned:
         cost = standalone_owned(built.instance, owned.option, owned.placement)
@@ -62,11 +62,17 @@ def ranked_choices(built: Built) -> dict[str, list[Var]]:
     for cloud in built.cloud:
         cost = cloud.option.cost_total + cloud.option.penalty
         priced.setdefault(cloud.option.workload, []).append((cost, cloud.rank, cloud.var))
-    ranked: dict[str, list[Var]] = {}
-    for workload, items in priced.items():
-        items.sort(key=lambda item: item[:2])
-        ranked[workload] = [var for _, _, var in items]
-    return ranked
+    return priced
+
+
+def ranked_choices(built: Built) -> dict[str, list[Var]]:
+    """Each workload's choice variables, standalone-cheapest first (input order on ties).
+
+    Workloads without a priceable choice are missing."""
+    return {
+        workload: [var for _, _, var in sorted(items, key=lambda item: item[:2])]
+        for workload, items in priced_choices(built).items()
+    }
 
 
 def standalone_choices(built: Built) -> list[Var]:

@@ -7,9 +7,11 @@ import json
 from pathlib import Path
 from typing import Any
 
+import yaml
 from tests.factories.files import card_entry, colo_entry, server_entry, write_catalog, write_reqs
 from tests.support.shipped import ROOT
 
+from gpusolve.candidates.money import to_money
 from gpusolve.optimize import finance
 
 
@@ -231,3 +233,26 @@ def test_every_line_reads_as_quantity_times_unit_price(gpusolve, tmp_path: Path)
     for i in items:
         assert i["quantity"] is not None and i["unit_price"] is not None and i["source"], i
         assert abs(i["quantity"] * i["unit_price"] - i["amount"]) <= 0.5, i
+
+
+def test_vat_taxes_the_network_and_storage_like_the_servers(gpusolve, tmp_path: Path) -> None:
+    # Switches, links, NICs and storage nodes are goods: with `vat: {}` each such line's
+    # unit price is the catalogue's net price x 1.13, rounded once, and says so.
+    net: dict[str, float] = {}
+    for name, kinds in (
+        ("network.yaml", ("switches", "links", "nics")),
+        ("storage.yaml", ("storage",)),
+    ):
+        data = yaml.safe_load((ROOT / "catalog" / name).read_text(encoding="utf-8"))
+        net.update({e["id"]: e["price"] for kind in kinds for e in data.get(kind) or []})
+    text = (ROOT / "examples" / "chat-day-lora-night.yaml").read_text(encoding="utf-8")
+    path = tmp_path / "vat.yaml"
+    path.write_text(text + "\nfinance:\n  vat: {}\n", encoding="utf-8")
+    result = gpusolve("plan", "-q", "--format", "json", str(path))
+    assert result.code == 0, result.err
+    items = json.loads(result.out)["cost"]["breakdown"]["items"]
+    taxed = [i for i in items if i["kind"] in ("network", "storage") and i["unit_price"]]
+    assert {i["kind"] for i in taxed} == {"network", "storage"}
+    for i in taxed:
+        assert i["unit_price"] == to_money(net[i["subject"]] * 1.13), i
+        assert "incl. VAT 13%" in i["detail"], i

@@ -616,3 +616,33 @@ def test_the_core_grows_by_the_pairs_with_the_least_regret() -> None:
     assert two._nearest(ts, core, 2) == {("k", "s1"), ("k", "s2")}
     assert two._nearest(ts, core, 9) == {("k", s) for s in ("s1", "s2", "s3")}
     assert two._nearest(ts, {("k", "s1")}, 1) == {("k", "s0")}
+
+
+def test_a_server_only_another_scenario_uses_is_priced_with_its_fabric(tmp_path: Path) -> None:
+    """Harmonising prices the shared purchase in every scenario: a server model that only
+    scenario a uses is priced in b as b's candidates stage would price it, its fabric NICs
+    and switches (and VAT) included (before, b priced it without its fabric)."""
+    from tests.factories.files import write_reqs
+    from tests.support.shipped import example
+
+    from gpusolve.pipeline import prepare_run
+    from gpusolve.scenarioplan import harmonise, prepare
+
+    data = example("chat-day-lora-night.yaml")
+    data["finance"] = {"vat": {}}
+    run = prepare_run(write_reqs(tmp_path, data), [], [])
+    a = prepare("a", 0.5, run.reqs, run.catalog, run.policies)
+    inst = a.cand.instance
+    sku = next(s for s in inst.skus.values() if s.fabric is not None)
+    shared = {s.fabric for s in inst.skus.values() if s.id != sku.id}
+    lacking = dataclasses.replace(
+        inst,
+        skus={k: v for k, v in inst.skus.items() if k != sku.id},
+        owned=tuple(o for o in inst.owned if o.sku != sku.id),
+        fabrics={k: v for k, v in inst.fabrics.items() if k in shared},
+    )
+    b = dataclasses.replace(a, name="b", cand=dataclasses.replace(a.cand, instance=lacking))
+    _, priced = harmonise([a, b])
+    assert priced.cand.instance.skus[sku.id] == sku
+    assert sku.fabric is not None
+    assert priced.cand.instance.fabrics[sku.fabric] == inst.fabrics[sku.fabric]

@@ -14,6 +14,7 @@ from collections import defaultdict
 from typing import get_args
 
 from gpusolve.candidates.generate import Candidates
+from gpusolve.candidates.money import vat_note
 from gpusolve.models.catalog import Catalog
 from gpusolve.models.common import PriceNote
 from gpusolve.models.plan import (
@@ -46,12 +47,15 @@ def cost_items(
         server = catalog.servers.get(sku)
         note = server.pricing if server is not None else None
         spare = int(instance.spares)  # N+1: its own line, still capex
-        detail = f"{n - spare} at {site} x {price:,}"
+        detail = f"{n - spare} at {site} x {price:,}{vat_note(cand.vat_goods)}"
         amount = (n - spare) * price
         line = CostItem(kind="servers_capex", subject=sku, detail=detail, amount=amount)
         items.append(priced(line, n - spare, "server", price, note, site=site))
         if spare:
-            detail = f"1 spare (N+1) at {site} x {price:,}, racked and idle with the others"
+            detail = (
+                f"1 spare (N+1) at {site} x {price:,}{vat_note(cand.vat_goods)}, racked and "
+                "idle with the others"
+            )
             line = CostItem(kind="servers_capex", subject=sku, detail=detail, amount=price)
             items.append(priced(line, 1, "spare server", price, note, site=site))
     racks: dict[str, int] = defaultdict(int)
@@ -62,7 +66,8 @@ def cost_items(
         months = finance.rent_months(h, instance.sites[site_id].rent_months)
         amount = months * rent * racks[site_id]
         term = f" (the offer's minimum term; horizon {h})" if months > h else ""
-        detail = f"{racks[site_id]} rack(s) x {rent:,}/month x {months} months{term}"
+        vat = vat_note(cand.vat_services)
+        detail = f"{racks[site_id]} rack(s) x {rent:,}/month{vat} x {months} months{term}"
         line = CostItem(kind="rack_rent", subject=site_id, detail=detail, amount=amount)
         note = colo_pricing(catalog, site_id)
         quantity = months * racks[site_id]
@@ -86,8 +91,8 @@ def cost_items(
     # Network lines stay even at no cost: NICs inside a server's price are still parts.
     return (
         items
-        + network_items(solution, instance, catalog)
-        + storage_items(solution, instance, catalog)
+        + network_items(solution, instance, catalog, cand.vat_goods)
+        + storage_items(solution, instance, catalog, cand.vat_goods)
     )
 
 
@@ -100,7 +105,7 @@ def _cloud_line(
     meta = cand.meta[choice.option]
     offer = catalog.cloud_offers.get(option.offer)
     tier = meta.rental_tier
-    vat = _vat_note(cand.vat_services)
+    vat = vat_note(cand.vat_services)
     detail = f"{choice.workload}: {option.instances} instance(s)"
     if tier is None or offer is None:
         return CostItem(
@@ -183,10 +188,6 @@ def _residual(
     return out
 
 
-def _vat_note(factor: float) -> str:
-    return f" incl. VAT {factor - 1:.0%}" if factor != 1.0 else ""
-
-
 def _bandwidth(
     solution: ir.Solution, instance: ir.Instance, cand: Candidates, catalog: Catalog
 ) -> list[CostItem]:
@@ -215,7 +216,7 @@ def _bandwidth(
             detail = (
                 f"{more:,} Mbps beyond the included {site.bandwidth_mbps:,} (the workloads there "
                 f"need {site.bandwidth_mbps + more:,}) x {price:g}/Mbps-month"
-                f"{_vat_note(cand.vat_services)} x {h} months"
+                f"{vat_note(cand.vat_services)} x {h} months"
             )
             # Priced per Mbps over the horizon, the coefficient the optimiser charges (rounded
             # once), so that quantity x unit price is the amount exactly.
@@ -272,7 +273,7 @@ def _busy_line(
     detail = (
         f"{choice.workload} running: {option.servers} x {option.sku} x "
         f"({busy_kw:,.2f} - {idle_kw:,.2f}) kW above idle x {hours:,.1f} h x PUE {offer.pue:g} "
-        f"x {price:g}/kWh{_vat_note(cand.vat_goods)}"
+        f"x {price:g}/kWh{vat_note(cand.vat_goods)}"
     )
     line = CostItem(
         kind="energy", subject=placement.site, detail=detail, amount=placement.busy_energy

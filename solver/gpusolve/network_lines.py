@@ -1,12 +1,13 @@
 """The network's cost lines: what the optimiser bought for the cluster network, as
 purchase-order lines (quantity, unit, unit price, source, illustrative) whose amounts add
-up to the model's own network figure (`optimize/fabric.py`)."""
+up to the model's own network figure (`optimize/fabric.py`). Unit prices are the
+instance's, VAT included when the requirements add it (`goods`: 1 + the rate on goods)."""
 
 from __future__ import annotations
 
 from collections import defaultdict
 
-from gpusolve.candidates.money import to_money
+from gpusolve.candidates.money import vat_note
 from gpusolve.candidates.network import nic_for, rack_network
 from gpusolve.models.catalog import Catalog, NetworkLink, NetworkNic, NetworkSwitch
 from gpusolve.models.common import PriceNote
@@ -54,14 +55,17 @@ def topology(count: ir.FabricCount, fabric: ir.FabricClass) -> str:
     )
 
 
-def network_items(solution: ir.Solution, instance: ir.Instance, catalog: Catalog) -> list[CostItem]:
+def network_items(
+    solution: ir.Solution, instance: ir.Instance, catalog: Catalog, goods: float
+) -> list[CostItem]:
     """Per site: fabric switches and links, fabric NICs, and each rack's ToR and uplinks."""
+    vat = vat_note(goods)
     out: list[CostItem] = []
     for (site, cls), count in sorted(solution.fabric.items()):
         fabric = instance.fabrics[cls]
         switch = catalog.switches.get(fabric.switch)
         link = catalog.links.get(fabric.link)
-        where = f"at {site}, {topology(count, fabric)}"
+        where = f"at {site}, {topology(count, fabric)}{vat}"
         if count.switches:
             detail = f"{count.switches} x {fabric.switch} {where}"
             out.append(
@@ -78,14 +82,16 @@ def network_items(solution: ir.Solution, instance: ir.Instance, catalog: Catalog
         up = fabric.up_ports * count.leaves
         links = count.ports + up
         if links:
-            detail = f"{count.ports} server-to-switch + {up} leaf-to-spine links at {site}"
+            detail = f"{count.ports} server-to-switch + {up} leaf-to-spine links at {site}{vat}"
             out.append(_line(site, fabric.link, detail, links, "link", fabric.link_price, link))
-    out += _nics(solution, instance, catalog)
-    out += _tors(solution, instance, catalog)
+    out += _nics(solution, instance, catalog, vat)
+    out += _tors(solution, instance, catalog, goods)
     return out
 
 
-def _nics(solution: ir.Solution, instance: ir.Instance, catalog: Catalog) -> list[CostItem]:
+def _nics(
+    solution: ir.Solution, instance: ir.Instance, catalog: Catalog, vat: str
+) -> list[CostItem]:
     """Fabric NICs of the servers on a fabric: bought apart, or inside the server price."""
     on_fabric = {(site, cls) for site, cls in solution.fabric}
     out: list[CostItem] = []
@@ -98,7 +104,7 @@ def _nics(solution: ir.Solution, instance: ir.Instance, catalog: Catalog) -> lis
         if sku.nic_capex:
             nic = nic_for(catalog, server) if server is not None else None
             unit_price = sku.nic_capex // sku.nics
-            detail = f"{n} x {sku_id} x {sku.nics} NICs at {site}, bought apart"
+            detail = f"{n} x {sku_id} x {sku.nics} NICs at {site}, bought apart{vat}"
             out.append(
                 _line(site, nic.id if nic else "nic", detail, quantity, "NIC", unit_price, nic)
             )
@@ -120,32 +126,37 @@ def _nics(solution: ir.Solution, instance: ir.Instance, catalog: Catalog) -> lis
     return out
 
 
-def _tors(solution: ir.Solution, instance: ir.Instance, catalog: Catalog) -> list[CostItem]:
+def _tors(
+    solution: ir.Solution, instance: ir.Instance, catalog: Catalog, goods: float
+) -> list[CostItem]:
     racks: dict[str, int] = defaultdict(int)
     for (site, fill), count in solution.racks.items():
         if fill:  # racks of switches alone have no servers to connect
             racks[site] += count
-    tor = rack_network(catalog)
+    tor = rack_network(catalog, goods)
+    vat = vat_note(goods)
     out: list[CostItem] = []
     if tor is None:
         return out
     for site, count in sorted(racks.items()):
         if not count or not instance.sites[site].rack_network_capex:
             continue
-        price = to_money(tor.switch.price)
-        detail = f"one top-of-rack switch per rack: {count} rack(s) at {site}"
+        detail = f"one top-of-rack switch per rack: {count} rack(s) at {site}{vat}"
+        price = tor.switch_price
         out.append(_line(site, tor.switch.id, detail, count, "switch", price, tor.switch))
         if tor.uplink is not None and tor.switch.uplinks:
             per = tor.switch.uplinks
-            link_price = to_money(tor.uplink.price)
-            detail = f"{per} uplinks per top-of-rack switch x {count} rack(s) at {site}"
+            detail = f"{per} uplinks per top-of-rack switch x {count} rack(s) at {site}{vat}"
+            link_price = tor.uplink_price
             out.append(
                 _line(site, tor.uplink.id, detail, per * count, "link", link_price, tor.uplink)
             )
     return out
 
 
-def storage_items(solution: ir.Solution, instance: ir.Instance, catalog: Catalog) -> list[CostItem]:
+def storage_items(
+    solution: ir.Solution, instance: ir.Instance, catalog: Catalog, goods: float
+) -> list[CostItem]:
     """Per site: the shared-storage nodes holding checkpoints and datasets (H16)."""
     need: dict[str, int] = defaultdict(int)
     owned = {o.key: o for o in instance.owned}
@@ -161,7 +172,7 @@ def storage_items(solution: ir.Solution, instance: ir.Instance, catalog: Catalog
         node = catalog.storage.get(kind.id)
         detail = (
             f"{nodes} x {kind.id} ({kind.capacity_gb:,} GB usable each) at {site_id} for "
-            f"{need[site_id]:,} GB of checkpoints and datasets"
+            f"{need[site_id]:,} GB of checkpoints and datasets{vat_note(goods)}"
         )
         note = node.pricing if node is not None else None
         out.append(

@@ -20,7 +20,13 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from gpusolve import assemble
-from gpusolve.candidates.generate import Candidates, build_candidates, price_site, price_sku
+from gpusolve.candidates.generate import (
+    Candidates,
+    build_candidates,
+    fabric_classes,
+    price_site,
+    price_sku,
+)
 from gpusolve.candidates.policy import WorkloadPolicy
 from gpusolve.errors import Problem
 from gpusolve.load.yamlio import Document
@@ -178,13 +184,16 @@ def harmonise(prepared: list[Prepared]) -> list[Prepared]:
         inst = p.cand.instance
         sites = {i: inst.sites.get(i) or _site(p, other) for i, other in site_from.items()}
         skus = {i: inst.skus.get(i) or _sku(p, i) for i in sku_from if i in p.catalog.servers}
-        instance = dataclasses.replace(inst, sites=sites, skus=skus)
+        added = [p.catalog.servers[i] for i in skus if i not in inst.skus]
+        # The fabrics the added SKUs' NICs join, priced here like the SKUs themselves.
+        fabrics = {**fabric_classes(p.catalog, added, p.reqs), **inst.fabrics}
+        instance = dataclasses.replace(inst, sites=sites, skus=skus, fabrics=fabrics)
         out.append(dataclasses.replace(p, cand=dataclasses.replace(p.cand, instance=instance)))
     return out
 
 
 def _sku(p: Prepared, sku_id: str) -> ir.Sku:
-    return price_sku(p.catalog.servers[sku_id], p.reqs, p.cand.finance_terms)
+    return price_sku(p.catalog.servers[sku_id], p.reqs, p.catalog, p.cand.finance_terms)
 
 
 def _site(p: Prepared, other: ir.Site) -> ir.Site:

@@ -137,7 +137,7 @@ def build_candidates(
     sites = _sites(b)
     used_skus = {o.sku for o in b.owned}
     skus = {
-        s.id: price_sku(s, reqs, b.terms, catalog)
+        s.id: price_sku(s, reqs, catalog, b.terms)
         for s in catalog.servers.values()
         if s.id in used_skus
     }
@@ -720,9 +720,10 @@ def fabric_classes(
     catalog: Catalog, servers: Iterable[Server], reqs: Requirements
 ) -> dict[str, ir.FabricClass]:
     """The compute fabrics these servers' NICs join (`candidates/network.py`), by id."""
+    goods, _ = vat_factors(reqs)
     out: dict[str, ir.FabricClass] = {}
     for server in servers:
-        fabric = fabric_class(catalog, server, reqs.network.oversubscription)
+        fabric = fabric_class(catalog, server, reqs.network.oversubscription, goods)
         if fabric is not None:
             out.setdefault(fabric.id, fabric)
     return out
@@ -731,15 +732,15 @@ def fabric_classes(
 def price_sku(
     server: Server,
     reqs: Requirements,
+    catalog: Catalog,
     terms: finance.Terms | None = None,
-    catalog: Catalog | None = None,
 ) -> ir.Sku:
-    """A server model as the optimiser prices it (VAT, residual value; with the catalogue,
-    the fabric its NICs join and the NICs it lacks): one place, so that every stage
-    building an instance (scenarios, sensitivity) prices it the same way."""
+    """A server model as the optimiser prices it (VAT, residual value, the fabric its NICs
+    join and the NICs it lacks): one place, so that every stage building an instance
+    (scenarios, sensitivity) prices it the same way."""
     goods, _ = vat_factors(reqs)
     terms = terms or finance_terms(reqs)
-    fabric = fabric_class(catalog, server, reqs.network.oversubscription) if catalog else None
+    fabric = fabric_class(catalog, server, reqs.network.oversubscription, goods)
     return ir.Sku(
         id=server.id,
         capex=to_money(server.price * goods),
@@ -749,8 +750,7 @@ def price_sku(
         residual=finance.residual_value(server.price * goods, residual_share(reqs, terms)),
         fabric=fabric.id if fabric is not None else None,
         nics=server.fabric.nics if fabric is not None else 0,
-        # Network and storage prices stay net of VAT (not yet taxed: see the issue 24 notes).
-        nic_capex=nic_capex(catalog, server) if catalog else 0,
+        nic_capex=nic_capex(catalog, server, goods),
     )
 
 
@@ -766,7 +766,7 @@ def price_site(
     racks hold servers within what the rack reserve leaves (`reserve.py`)."""
     goods, services = vat_factors(reqs)
     fraction = (terms or finance_terms(reqs)).idle_power_fraction
-    tor = rack_network(catalog)
+    tor = rack_network(catalog, goods)
     h = reqs.horizon_months
     price = goods * finance.energy_price_per_kwh(
         offer.pue, offer.power_price_per_kwh, offer.power_included
@@ -799,5 +799,5 @@ def price_site(
         rack_network_capex=tor.capex if tor is not None else 0,
         rack_network_w=tor.power_w if tor is not None else 0,
         rack_network_units=tor.switch.rack_units if tor is not None else 0,
-        storage=storage_kinds(catalog),
+        storage=storage_kinds(catalog, goods),
     )

@@ -17,6 +17,11 @@ def to_money(value: float) -> int:
     return int(Decimal(repr(value)).to_integral_value(rounding=ROUND_HALF_EVEN))
 
 
+def vat_note(factor: float) -> str:
+    """How a cost line says its unit price holds VAT (`factor`: 1 + the rate)."""
+    return f" incl. VAT {factor - 1:.0%}" if factor != 1.0 else ""
+
+
 def energy_per_server_month(
     power_kw: float, utilisation: float, pue: float, price_per_kwh: float, power_included: bool
 ) -> int:

@@ -6,6 +6,8 @@ items into the integer figures it needs. A server's NICs join a compute fabric o
 kind (InfiniBand on InfiniBand switches; RoCE and Ethernet on Ethernet switches) at their
 rate; the switch is the catalogue's cheapest per port at that rate, the link the cheapest
 optical or AOC link at least that fast (fabric links cross racks, beyond a DAC's reach).
+Every price is multiplied by `goods` (1 + VAT on goods, `generate.vat_factors`), as a
+server's is: switches, links, NICs and storage nodes are bought goods like the servers.
 """
 
 from __future__ import annotations
@@ -26,11 +28,19 @@ class RackNetwork:
 
     switch: NetworkSwitch
     uplink: NetworkLink | None
+    goods: float  # 1 + VAT on goods
+
+    @property
+    def switch_price(self) -> int:
+        return to_money(self.switch.price * self.goods)
+
+    @property
+    def uplink_price(self) -> int:
+        return to_money(self.uplink.price * self.goods) if self.uplink else 0
 
     @property
     def capex(self) -> int:
-        link = to_money(self.uplink.price) * self.switch.uplinks if self.uplink else 0
-        return to_money(self.switch.price) + link
+        return self.switch_price + self.uplink_price * self.switch.uplinks
 
     @property
     def power_w(self) -> int:
@@ -68,7 +78,7 @@ def _link_for(catalog: Catalog, gbps: float, kinds: tuple[str, ...]) -> NetworkL
 
 
 def fabric_class(
-    catalog: Catalog, server: Server, oversubscription: float
+    catalog: Catalog, server: Server, oversubscription: float, goods: float
 ) -> ir.FabricClass | None:
     """The switch and link for this server's fabric, or None when the catalogue has none
     (the fabric then costs nothing in the plan: say so rather than invent a price)."""
@@ -87,14 +97,14 @@ def fabric_class(
         link=link.id,
         radix=radix,
         down_ports=down_ports(radix, oversubscription),
-        switch_price=to_money(switch.price),
+        switch_price=to_money(switch.price * goods),
         switch_power_w=round(switch.power_w),
         switch_units=switch.rack_units,
-        link_price=to_money(link.price),
+        link_price=to_money(link.price * goods),
     )
 
 
-def rack_network(catalog: Catalog) -> RackNetwork | None:
+def rack_network(catalog: Catalog, goods: float) -> RackNetwork | None:
     """The cheapest top-of-rack switch and the link for its uplinks."""
     tor = min(
         (s for s in catalog.switches.values() if s.role == "tor"),
@@ -104,16 +114,16 @@ def rack_network(catalog: Catalog) -> RackNetwork | None:
     if tor is None:
         return None
     uplink = _link_for(catalog, 0.0, ("dac", "aoc", "optical")) if tor.uplinks else None
-    return RackNetwork(tor, uplink)
+    return RackNetwork(tor, uplink, goods)
 
 
-def nic_capex(catalog: Catalog, server: Server) -> int:
+def nic_capex(catalog: Catalog, server: Server, goods: float) -> int:
     """Fabric NICs a server does not ship with, per server (the shipped servers' prices
     include theirs)."""
     if server.fabric.nics_included:
         return 0
     nic = nic_for(catalog, server)
-    return server.fabric.nics * to_money(nic.price) if nic is not None else 0
+    return server.fabric.nics * to_money(nic.price * goods) if nic is not None else 0
 
 
 def nic_for(catalog: Catalog, server: Server) -> NetworkNic | None:
@@ -127,13 +137,13 @@ def nic_for(catalog: Catalog, server: Server) -> NetworkNic | None:
     return min(fits, key=lambda n: (n.price, n.id), default=None)
 
 
-def storage_kinds(catalog: Catalog) -> tuple[ir.StorageKind, ...]:
+def storage_kinds(catalog: Catalog, goods: float) -> tuple[ir.StorageKind, ...]:
     """Every storage node of the catalogue: the model mixes them to fit each site's need."""
     return tuple(
         ir.StorageKind(
             id=node.id,
             capacity_gb=int(node.capacity_tb * 1000),
-            price=to_money(node.price),
+            price=to_money(node.price * goods),
             power_w=round(node.power_w),
             rack_units=node.rack_units,
         )

@@ -506,11 +506,13 @@ class Scenario(StrictModel):
 
 class VatRates(StrictModel):
     """Value-added tax added to the catalogue's prices (taken as net of VAT). Defaults are
-    China's general rates: 13% on goods (servers, electricity) and 6% on modern services
-    (colocation, bandwidth, cloud rental) (财政部 税务总局 海关总署公告2019年第39号; 财税
-    〔2016〕36号)."""
+    China's general rates: 13% on goods (servers, network, storage, electricity) and 6% on
+    modern services (colocation, bandwidth, cloud rental) (财政部 税务总局 海关总署公告2019年
+    第39号; 财税〔2016〕36号)."""
 
-    goods: Fraction = Field(default=0.13, description="On purchases and energy.")
+    goods: Fraction = Field(
+        default=0.13, description="On purchases (servers, network, storage) and energy."
+    )
     services: Fraction = Field(
         default=0.06, description="On rack rent, set-up fees, bandwidth and cloud rental."
     )

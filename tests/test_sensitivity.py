@@ -255,9 +255,20 @@ CATALOG_FIELD: dict[str, tuple[str, str]] = {
 }
 
 
+NETWORK_GROUPS = ("switches", "links", "nics", "storage")
+
+
+def _group(catalog: Any, kind: str, subject: str) -> str:
+    if kind in ("network_price", "storage_price"):
+        return next(g for g in NETWORK_GROUPS if subject in getattr(catalog, g))
+    return CATALOG_FIELD[kind][0]
+
+
 def _repriced(item: Any, kind: str, value: float) -> Any:
     """The catalogue item at `value` of the parameter; a cloud offer's tiers (hourly,
     monthly, reserved) move together."""
+    if kind in ("network_price", "storage_price"):
+        return item.model_copy(update={"price": value})
     field = CATALOG_FIELD[kind][1]
     if kind != "cloud_price":
         return item.model_copy(update={field: value})
@@ -274,7 +285,10 @@ def _repriced(item: Any, kind: str, value: float) -> Any:
 @pytest.mark.parametrize(
     ("example", "kinds"),
     [
-        ("chat-day-lora-night.yaml", {"server_price", "rack_rent", "power_price"}),
+        (
+            "chat-day-lora-night.yaml",
+            {"server_price", "rack_rent", "power_price", "network_price", "storage_price"},
+        ),
         ("south-latency-north-batch.yaml", {"cloud_price"}),
     ],
 )
@@ -294,7 +308,7 @@ def test_acceptance_on_a_shipped_example_through_the_catalogue(
     base_key = plan_key(probe_solve(base_instance, CONFIG, None), base_instance)
 
     def key_at(kind: str, subject: str, value: float) -> object:
-        group = CATALOG_FIELD[kind][0]
+        group = _group(run.catalog, kind, subject)
         items = getattr(run.catalog, group)
         item = _repriced(items[subject], kind, value)
         catalog = run.catalog.model_copy(update={group: {**items, subject: item}})
@@ -395,6 +409,36 @@ def test_one_card_generated_again_equals_generating_everything(
     assert plan_key(probe_solve(merged, CONFIG, None), merged) == plan_key(
         probe_solve(full, CONFIG, None), full
     )
+
+
+@pytest.mark.parametrize("factor", [0.25, 4.0])
+def test_a_network_price_priced_again_equals_generating_everything(factor: float) -> None:
+    """A switch, link or storage probe prices a catalogue copy through the candidates
+    stage's network functions: the instance must be the one a whole generation from the
+    re-priced catalogue gives, and each such item the plan buys is a parameter."""
+    from gpusolve.pipeline import prepare_run
+    from gpusolve.sensitivity import (
+        Inputs,
+        bought_network,
+        network_instance,
+        plan_instance,
+        scale_item,
+    )
+
+    run = prepare_run(ROOT / "examples" / "chat-day-lora-night.yaml", [], [])
+    base = plan_instance(run.reqs, run.catalog, run.policies)
+    plan = probe_solve(base, CONFIG, None)
+    items = bought_network(plan, base, run.catalog)
+    kinds = {kind for kind, *_ in items}
+    assert kinds == {"network_price", "storage_price"}
+    inputs = Inputs(run.reqs, run.catalog, run.policies)
+    for kind, item_id, _unit, price in items:
+        assert price == getattr(run.catalog, _group(run.catalog, kind, item_id))[item_id].price
+        merged = network_instance(base, inputs, item_id, factor)
+        full = plan_instance(run.reqs, scale_item(run.catalog, item_id, factor), run.policies)
+        assert merged == full, item_id
+        assert merged != base, item_id  # the price did move
+    assert network_instance(base, inputs, items[0][1], 1.0) == base
 
 
 def test_a_plan_hedged_over_scenarios_gets_a_warning_not_the_nominal_ranges() -> None:

@@ -2,9 +2,10 @@
 
 For every parameter that enters the chosen plan's cost (each bought server's price, each
 used colocation offer's rack rent, power price and bandwidth price, each rented cloud
-offer's price, its hourly, monthly and reserved tiers together) and the efficiency of each
-card the candidates considered, the plan is re-solved with that one parameter multiplied by
-a factor, hinted with the chosen plan:
+offer's price, its hourly, monthly and reserved tiers together, each switch, link, NIC and
+storage node the plan buys) and the efficiency of each card the candidates considered, the
+plan is re-solved with that one parameter multiplied by a factor, hinted with the chosen
+plan:
 geometric steps away from 1 (x2 per step, out to `PRICE_LIMITS`), then bisection between
 the last factor that keeps the plan and the first that changes it, to `REL_TOL`.
 
@@ -13,7 +14,11 @@ server SKU and count with the site, or the cloud offer and instance count, plus 
 per (SKU, site) and racks per site; never the TCO, which moves with the price.
 
 Prices scale the optimiser's integral coefficients directly (rounded half-even, as the
-candidates stage rounds them), so no candidate is re-generated. Efficiency is a property
+candidates stage rounds them), so no candidate is re-generated. A network or storage item's
+price is read by the candidates stage's own pricing (`candidates/network.py`: the cheapest
+switch per port, the rack's ToR and uplinks, the NICs a server lacks, VAT), so its
+parameter prices a catalogue copy with the one item scaled through those functions
+(`network_instance`); nothing else is generated again. Efficiency is a property
 of the physics: the card's catalogue entry is replaced by one whose compute peaks, measured
 matmul rate and memory bandwidth are multiplied by the factor (every kernel runs that much
 faster or slower; links are unchanged), and that card's options are generated again from
@@ -235,12 +240,94 @@ def parameters(
                 "cloud_price", offer_id, f"price of {offer_id}", f"{currency}/instance-hour", price
             )
         )
+    for kind, item_id, unit, price in bought_network(solution, instance, catalog):
+        out.append(Parameter(kind, item_id, f"price of {item_id}", f"{currency}/{unit}", price))
     for card in sorted(set(cards)):
         out.append(Parameter("efficiency", card, f"efficiency of {card}", "x modelled speed", 1.0))
     for card in sorted(set(rivals) - set(cards)):
         words = f"efficiency of {card} (not in the plan)"
         out.append(Parameter("efficiency", card, words, "x modelled speed", 1.0, rival=True))
     return out
+
+
+def bought_network(
+    solution: Solution, instance: Instance, catalog: Catalog
+) -> list[tuple[SensitivityKind, str, str, float]]:
+    """(kind, catalogue id, unit, catalogue price) of each priced switch, link, NIC and
+    storage node the plan buys (`network_lines` itemises the same purchase)."""
+    from gpusolve.candidates.network import nic_for, rack_network
+
+    found: dict[str, tuple[SensitivityKind, str, float]] = {}
+
+    def add(kind: SensitivityKind, item_id: str, unit: str, price: float) -> None:
+        if price > 0:
+            found.setdefault(item_id, (kind, unit, price))
+
+    for (_, cls), count in solution.fabric.items():
+        fabric = instance.fabrics[cls]
+        if count.switches and fabric.switch in catalog.switches:
+            add("network_price", fabric.switch, "switch", catalog.switches[fabric.switch].price)
+        if count.ports and fabric.link in catalog.links:
+            add("network_price", fabric.link, "link", catalog.links[fabric.link].price)
+    on_fabric = {site for site, _ in solution.fabric}
+    for (sku_id, site), n in solution.servers.items():
+        sku = instance.skus[sku_id]
+        if n and sku.nic_capex and site in on_fabric and sku_id in catalog.servers:
+            nic = nic_for(catalog, catalog.servers[sku_id])
+            if nic is not None:
+                add("network_price", nic.id, "NIC", nic.price)
+    racked = {site for (site, fill), n in solution.racks.items() if fill and n}
+    tor = rack_network(catalog, 1.0)
+    if tor is not None and any(instance.sites[s].rack_network_capex for s in racked):
+        add("network_price", tor.switch.id, "switch", tor.switch.price)
+        if tor.uplink is not None and tor.switch.uplinks:
+            add("network_price", tor.uplink.id, "link", tor.uplink.price)
+    for (_, kind_id), nodes in solution.storage.items():
+        if nodes and kind_id in catalog.storage:
+            add("storage_price", kind_id, "storage node", catalog.storage[kind_id].price)
+    return [(kind, i, unit, price) for i, (kind, unit, price) in sorted(found.items())]
+
+
+def network_instance(base: Instance, inputs: Inputs, item_id: str, factor: float) -> Instance:
+    """The plan's instance with one network or storage item's catalogue price scaled,
+    priced again by the candidates stage's functions: the fabrics, each server model's
+    NICs bought apart, each site's rack network and storage nodes."""
+    from gpusolve.candidates.generate import fabric_classes, vat_factors
+    from gpusolve.candidates.network import nic_capex, rack_network, storage_kinds
+
+    catalog = scale_item(inputs.catalog, item_id, factor)
+    goods, _ = vat_factors(inputs.reqs)
+    servers = [catalog.servers[k] for k in base.skus if k in catalog.servers]
+    skus = {
+        k: replace(s, nic_capex=nic_capex(catalog, catalog.servers[k], goods))
+        if k in catalog.servers
+        else s
+        for k, s in base.skus.items()
+    }
+    tor = rack_network(catalog, goods)
+    storage = storage_kinds(catalog, goods)
+    sites = {
+        k: replace(s, rack_network_capex=tor.capex if tor else 0, storage=storage)
+        for k, s in base.sites.items()
+    }
+    fabrics = {**base.fabrics, **fabric_classes(catalog, servers, inputs.reqs)}
+    return replace(base, skus=skus, sites=sites, fabrics=fabrics)
+
+
+def scale_item(catalog: Catalog, item_id: str, factor: float) -> Catalog:
+    """`catalog` with the switch, link, NIC or storage node `item_id` at `factor` x its price."""
+    update: dict[str, object] = {}
+    for kind in ("switches", "links", "nics", "storage"):
+        items = getattr(catalog, kind)
+        if item_id in items:
+            item = items[item_id]
+            update[kind] = {
+                **items,
+                item_id: item.model_copy(update={"price": item.price * factor}),
+            }
+    if not update:
+        raise KeyError(f"{item_id} is no network or storage item of the catalogue")
+    return catalog.model_copy(update=update)
 
 
 def _money(value: int, factor: float) -> int:
@@ -464,13 +551,19 @@ def probe_solve(instance: Instance, config: SolveConfig, hint_from: Solution | N
     return solve_built(built, config, hint=hint).solution
 
 
+# Parameters priced again from a scaled catalogue copy, not by scaling coefficients.
+_FROM_CATALOGUE = ("efficiency", "network_price", "storage_price")
+
+
 def _scaled(task: Task, inputs: Inputs | None, factor: float) -> Instance:
     p = task.parameter
-    if p.kind != "efficiency":
+    if p.kind not in _FROM_CATALOGUE:
         return scale_instance(task.instance, p.kind, p.subject, factor)
     if inputs is None:
-        raise ValueError("an efficiency parameter needs the run's inputs")
-    return card_instance(task.instance, inputs, p.subject, factor)
+        raise ValueError(f"a {p.kind} parameter needs the run's inputs")
+    if p.kind == "efficiency":
+        return card_instance(task.instance, inputs, p.subject, factor)
+    return network_instance(task.instance, inputs, p.subject, factor)
 
 
 def analyse_one(task: Task, inputs: Inputs | None = None) -> Outcome:

@@ -333,7 +333,14 @@ class BomLine(OutModel):
 
 
 SensitivityKind = Literal[
-    "server_price", "rack_rent", "power_price", "bandwidth_price", "cloud_price", "efficiency"
+    "server_price",
+    "rack_rent",
+    "power_price",
+    "bandwidth_price",
+    "cloud_price",
+    "network_price",
+    "storage_price",
+    "efficiency",
 ]
 
 
@@ -341,7 +348,10 @@ class SensitivityRange(OutModel):
     """How far one price or assumption may move before the chosen plan stops being optimal."""
 
     kind: SensitivityKind
-    subject: str = Field(description="Catalogue id (server, colo offer, cloud offer) or card.")
+    subject: str = Field(
+        description="Catalogue id (server, colo offer, cloud offer, switch, link, NIC, "
+        "storage node) or card."
+    )
     parameter: str = Field(description="In words, e.g. 'price of hgx-h100-8gpu'.")
     unit: str = Field(description="Unit of current/low/high, e.g. 'CNY/server', 'MFU'.")
     current: float

@@ -97,6 +97,28 @@ def test_sources_and_illustrative_flags_match_the_catalogue(path: Path) -> None:
         note = _pricing_of(ln.section, ln.item, ln.site)
         assert ln.illustrative == note.illustrative, ln
         assert note.source in ln.source and note.as_of in ln.source, ln
+    # Each line names the file:line of the entry its price comes from: the item's own for
+    # what is bought or rented, the colo offer's for a site's rent, energy and bandwidth.
+    where = {ref.id: ref.defined_at for ref in plan.sources}
+    for ln in plan.bom:
+        if ln.unit_price is None or ln.item.endswith("fabric NIC"):
+            continue
+        own = ln.section in ("server", "cloud", "network", "storage")
+        at = where[ln.item if own else ln.site or ""]
+        assert ln.source.endswith(at), ln
+        assert at.startswith("catalog/" + _FILE_OF.get(ln.section, "")), ln
+    bought = {ln.item for ln in plan.bom if ln.section in ("network", "storage") and ln.amount}
+    listed = {
+        ref.id for ref in plan.sources if ref.kind in ("switches", "links", "nics", "storage")
+    }
+    assert listed == bought
+    illustrative = {i.split(" (")[0] for i in plan.illustrative_prices}
+    for ln in plan.bom:
+        if ln.section in ("network", "storage") and ln.amount and ln.illustrative:
+            assert f"{ln.section} {ln.item}" in illustrative, ln
+
+
+_FILE_OF = {"network": "network.yaml", "storage": "storage.yaml", "server": "servers.yaml"}
 
 
 @pytest.mark.parametrize("path", PLANS, ids=lambda p: p.stem)

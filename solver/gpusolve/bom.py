@@ -43,6 +43,9 @@ SECTION_OF_PREFIX: tuple[tuple[str, BomSection], ...] = (
     ("rack", "rack"),
     ("server", "server"),
 )
+# Sections whose lines are catalogue items priced in their own entries (the rest are a
+# colo offer's charges: rent, energy, bandwidth).
+ITEM_SECTIONS: tuple[BomSection, ...] = ("server", "cloud", "network", "storage", "spare")
 # Order of the per-site sections, then of the plan-wide ones.
 SITE_SECTIONS: tuple[BomSection, ...] = ("card", "server", "rack", "site")
 TAIL_SECTIONS: tuple[BomSection, ...] = ("network", "storage", "spare", "cloud")
@@ -153,11 +156,12 @@ def price_location(ref: SourceRef) -> str:
 
 def locate(lines: list[BomLine], sources: list[SourceRef]) -> list[BomLine]:
     """The BOM with each priced line's catalogue file:line after its source string (the
-    server for servers, the colo offer for a site's lines, the cloud offer for rentals)."""
+    item itself for servers, network, storage and rentals; the colo offer for a site's
+    rent, energy and bandwidth)."""
     where = {ref.id: price_location(ref) for ref in sources}
     out: list[BomLine] = []
     for ln in lines:
-        key = ln.item if ln.section in ("server", "cloud") else ln.site
+        key = ln.item if ln.section in ITEM_SECTIONS else ln.site
         at = where.get(key or "") if ln.unit_price is not None else None
         if at is None or at in ln.source:
             out.append(ln)

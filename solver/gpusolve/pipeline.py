@@ -56,6 +56,11 @@ class Run:
                 if i is not None
             ]
             used += [s.offer for s in plan.sites]
+            # The switches, links, NICs and storage nodes bought (ids the catalogue lacks,
+            # such as a NIC inside its server's price, are skipped by `sources_of`).
+            if plan.cost is not None:
+                items = plan.cost.breakdown.items
+                used += [i.subject for i in items if i.kind in ("network", "storage")]
             update["sources"] = sources_of(self.loaded, used)
         return plan.model_copy(update=update)
 

@@ -173,11 +173,26 @@ def illustrative_prices(plan: Plan, catalog: Catalog) -> list[str]:
     for s in plan.sites:
         colo = catalog.colo_offers.get(s.offer)
         used.append((f"colo {s.offer}", colo.pricing if colo else None))
+    bought = plan.cost.breakdown.items if plan.cost is not None else []
+    for line in bought:
+        if line.kind in ("network", "storage") and line.amount:
+            used.append((f"{line.kind} {line.subject}", _network_pricing(catalog, line.subject)))
     return [
         f"{what} (as of {note.as_of}; {note.source})"
         for what, note in dict(used).items()
         if note is not None and note.illustrative
     ]
+
+
+def _network_pricing(catalog: Catalog, item_id: str) -> PriceNote | None:
+    """The price note of a switch, link, NIC or storage node (None: not a catalogue item,
+    such as NICs inside a server's price)."""
+    for kind in ("switches", "links", "nics", "storage"):
+        item = getattr(catalog, kind).get(item_id)
+        if item is not None:
+            note: PriceNote = item.pricing
+            return note
+    return None
 
 
 def _timed_out(

@@ -263,8 +263,9 @@ REQS_HEAD = (
             9,
             "scenarios.0.demand.chat: 0 is out of range",
         ),
+        ("scenarios: []\n", 6, "scenarios: [] has 0 item(s); expected at least 1"),
     ],
-    ids=["negative-budget", "unknown-price-key", "zero-demand"],
+    ids=["negative-budget", "unknown-price-key", "zero-demand", "no-scenarios"],
 )
 def test_an_optional_field_reports_what_is_wrong_with_its_value(
     tmp_path: Path, tail: str, line: int, message: str

@@ -193,7 +193,14 @@ def _describe(error: jsonschema.ValidationError) -> tuple[str, str | None, bool]
             False,
         )
     if kind in ("minItems", "maxItems", "minLength", "maxLength"):
-        return f"{_show(error.instance)}: {error.message}", None, False
+        bound = "at least" if kind.startswith("min") else "at most"
+        what = "item(s)" if kind.endswith("Items") else "character(s)"
+        size = len(error.instance) if isinstance(error.instance, list | str) else "?"
+        return (
+            f"{_show(error.instance)} has {size} {what}",
+            f"expected {bound} {error.validator_value}",
+            False,
+        )
     return str(error.message), None, False
 
 

@@ -240,3 +240,41 @@ def test_requirements_region_alias_and_unknown_region(tmp_path: Path) -> None:
     assert "Sozhou" in message and "苏南" not in message
     assert f"{path}:6:" in message
     assert "suzhou" in message.lower()  # suggestion
+
+
+REQS_HEAD = (
+    "workloads:\n"
+    "  - name: chat\n    kind: inference\n    model: {params_b: 13}\n"
+    "    target_tokens_per_s: 500\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("tail", "line", "message"),
+    [
+        ("budget:\n  capex_max: -5\n", 7, "budget.capex_max: -5 is out of range"),
+        (
+            "scenarios:\n  - name: a\n    probability: 1\n    prices: {gpus: 2}\n",
+            9,
+            "scenarios.0.prices.gpus: unknown field 'gpus'",
+        ),
+        (
+            "scenarios:\n  - name: a\n    probability: 1\n    demand: {chat: 0}\n",
+            9,
+            "scenarios.0.demand.chat: 0 is out of range",
+        ),
+        ("scenarios: []\n", 6, "scenarios: [] has 0 item(s); expected at least 1"),
+    ],
+    ids=["negative-budget", "unknown-price-key", "zero-demand", "no-scenarios"],
+)
+def test_an_optional_field_reports_what_is_wrong_with_its_value(
+    tmp_path: Path, tail: str, line: int, message: str
+) -> None:
+    """A field that may be left out (`number | null`, `list | null`) and is given a wrong
+    value says what is wrong with the value, at its line, not that it should be null."""
+    path = write_file(tmp_path, REQS_HEAD + tail, "reqs.yaml")
+    with pytest.raises(InputError) as info:
+        load_requirements(path)
+    text = str(info.value)
+    assert f"{path}:{line}:" in text and message in text, text
+    assert "null" not in text, text

@@ -62,10 +62,30 @@ def _leaf_errors(
         if tagged is not None:
             yield from _leaf_errors(tagged, root)
         elif error.context:
+            typed = _typed_branch_errors(error)
+            if typed:
+                yield from _leaf_errors(typed, root)
+                continue
             best = jsonschema.exceptions.best_match(error.context)
             yield best if best is not None else error
         else:
             yield error
+
+
+def _typed_branch_errors(error: jsonschema.ValidationError) -> list[jsonschema.ValidationError]:
+    """The errors of the one branch of an anyOf/oneOf whose type the value has, when only
+    one has it: `capex_max: -5` against `number | null` is out of the number's range, not
+    'expected nothing (null)' (jsonschema's best_match prefers the shallower type error)."""
+    branches: dict[Any, list[jsonschema.ValidationError]] = {}
+    for sub in error.context or []:
+        branches.setdefault(sub.relative_schema_path[0], []).append(sub)
+    wrong_type = {
+        branch
+        for branch, subs in branches.items()
+        if any(s.validator == "type" and not s.relative_path for s in subs)
+    }
+    fitting = [subs for branch, subs in branches.items() if branch not in wrong_type]
+    return fitting[0] if len(fitting) == 1 else []
 
 
 def _tagged_errors(
@@ -173,7 +193,14 @@ def _describe(error: jsonschema.ValidationError) -> tuple[str, str | None, bool]
             False,
         )
     if kind in ("minItems", "maxItems", "minLength", "maxLength"):
-        return f"{_show(error.instance)}: {error.message}", None, False
+        bound = "at least" if kind.startswith("min") else "at most"
+        what = "item(s)" if kind.endswith("Items") else "character(s)"
+        size = len(error.instance) if isinstance(error.instance, list | str) else "?"
+        return (
+            f"{_show(error.instance)} has {size} {what}",
+            f"expected {bound} {error.validator_value}",
+            False,
+        )
     return str(error.message), None, False
 
 

@@ -181,11 +181,11 @@ def test_a_rival_card_is_searched_upwards_only(monkeypatch: pytest.MonkeyPatch) 
     key = plan_key(base, SMALL)
     asked: list[float] = []
 
-    def unchanged(task: Task, inputs: object, factor: float) -> Instance:
+    def unchanged(p: Parameter, instance: Instance, inputs: object, factor: float) -> Instance:
         asked.append(factor)
         return SMALL
 
-    monkeypatch.setattr(sensitivity, "_scaled", unchanged)
+    monkeypatch.setattr(sensitivity, "scaled_instance", unchanged)
     rival = Parameter("efficiency", "gpu", "efficiency of gpu", "x", 1.0, rival=True)
     r = to_range(analyse_one(Task(rival, SMALL, base, key, CONFIG)))
     assert asked and min(asked) > 1.0
@@ -441,23 +441,77 @@ def test_a_network_price_priced_again_equals_generating_everything(factor: float
     assert network_instance(base, inputs, items[0][1], 1.0) == base
 
 
-def test_a_plan_hedged_over_scenarios_gets_a_warning_not_the_nominal_ranges() -> None:
-    from gpusolve.load import load_requirements
-    from gpusolve.models.catalog import Catalog
-    from gpusolve.models.plan import Plan, SolverInfo
-    from gpusolve.sensitivity import with_sensitivity
+def _hedged_run() -> tuple[Any, list[Any]]:
+    from gpusolve.optimize import scenarios as two
+    from gpusolve.pipeline import prepare_run
+    from gpusolve.scenarioplan import declared_names, prepare_all
 
-    reqs = load_requirements(ROOT / "examples" / "scenarios-demand-growth.yaml")
-    assert reqs.scenarios
-    plan = Plan(
-        status="optimal",
-        objective="min-tco",
-        cost=None,
-        solver=SolverInfo(status="optimal", workers=1, seed=1),
+    run = prepare_run(ROOT / "examples" / "scenarios-demand-growth.yaml", [], [])
+    prepared = prepare_all(run.reqs, run.catalog, run.policies)
+    names = declared_names(run.reqs)
+    scenarios = [
+        two.Scenario(p.name, p.probability, p.cand.instance) for p in prepared if p.name in names
+    ]
+    return run, scenarios
+
+
+def test_acceptance_a_hedged_plans_ends_are_switch_points() -> None:
+    """The two-stage plan's ranges (prices): at each reported end, the two-stage model
+    solved afresh (no hint) with the price there keeps the purchase and every scenario's
+    plan; just beyond, it changes."""
+    from gpusolve.optimize import scenarios as two
+    from gpusolve.scenario_sensitivity import analyse_hedged, hedged_key
+
+    run, scenarios = _hedged_run()
+    base = two.solve_two_stage(scenarios, CONFIG)
+    assert base.first is not None
+    purchase = {k: n for k, n in base.first.servers.items() if n}
+    result = analyse_hedged(
+        run.reqs, run.catalog, run.policies, CONFIG, "expected", 2, purchase, efficiency=False
     )
-    out = with_sensitivity(plan, reqs, Catalog(), {}, CONFIG, bar=False)
-    assert out.sensitivity is None
-    assert "scenarios:" in out.warnings[-1] and "--sensitivity" in out.warnings[-1]
+    kinds = {r.kind for r in result.ranges}
+    assert {"server_price", "rack_rent", "power_price", "network_price"} <= kinds
+    base_key = hedged_key(base, scenarios)
+
+    def key_at(kind: str, subject: str, factor: float) -> object:
+        scaled = [
+            dataclasses.replace(s, instance=scale_instance(s.instance, kind, subject, factor))
+            for s in scenarios
+        ]
+        return hedged_key(two.solve_two_stage(scaled, CONFIG), scaled)
+
+    ends = 0
+    for r in result.ranges:
+        if r.kind in ("network_price", "storage_price"):
+            continue  # priced through the catalogue: test_a_network_price_priced_again...
+        for end, beyond in ((r.low, 1 / (1 + 2 * REL_TOL)), (r.high, 1 + 2 * REL_TOL)):
+            if end is None:
+                continue
+            factor = end / r.current
+            assert key_at(r.kind, r.subject, factor) == base_key, (r.parameter, end)
+            assert key_at(r.kind, r.subject, factor * beyond) != base_key, (r.parameter, end)
+            ends += 1
+    assert ends >= 2
+
+
+def test_a_plan_hedged_over_scenarios_gets_its_own_ranges(gpusolve: Callable[..., Any]) -> None:
+    """`plan --sensitivity` on a scenarios: block analyses the hedged plan: a switched end
+    names the purchase it buys instead."""
+    result = gpusolve(
+        "plan",
+        "-q",
+        str(ROOT / "examples" / "scenarios-demand-growth.yaml"),
+        "--sensitivity",
+        "--format",
+        "json",
+    )
+    assert result.code == 0, result.err
+    plan = json.loads(result.out)
+    ranges = plan["sensitivity"]["ranges"]
+    assert {r["kind"] for r in ranges} >= {"server_price", "rack_rent", "efficiency"}
+    switched = [r for r in ranges if r["above"] is not None]
+    assert switched and all("in scenario " in r["above"] for r in switched)
+    assert not any("--sensitivity" in w for w in plan["warnings"])
 
 
 def test_a_stopped_analysis_starts_no_further_task() -> None:

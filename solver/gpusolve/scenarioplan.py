@@ -171,6 +171,28 @@ def prepare(
     return Prepared(name, probability, reqs, catalog, cand, small)
 
 
+def prepare_all(
+    reqs: Requirements, catalog: Catalog, policies: dict[str, WorkloadPolicy]
+) -> list[Prepared]:
+    """Every declared scenario prepared, then the nominal one when none is declared by that
+    name (probability 0: compared against, never weighed), harmonised."""
+    declared = reqs.scenarios or []
+    prepared = [
+        prepare(
+            s.name,
+            s.probability,
+            scenario_requirements(reqs, s),
+            scenario_catalog(catalog, s),
+            policies,
+        )
+        for s in declared
+    ]
+    if not any(s.name == NOMINAL for s in declared):
+        bare = reqs.model_copy(update={"scenarios": None})
+        prepared.append(prepare(NOMINAL, 0.0, bare, catalog, policies))
+    return harmonise(prepared)
+
+
 def harmonise(prepared: list[Prepared]) -> list[Prepared]:
     """Every scenario's instance prices every site any scenario uses and every SKU any
     scenario uses that it can buy: the shared purchase is priced in each scenario. A
@@ -228,20 +250,7 @@ def make_scenario_plan(
 
     declared = reqs.scenarios or []
     progress(f"building candidates for {len(declared)} scenario(s)")
-    prepared = [
-        prepare(
-            s.name,
-            s.probability,
-            scenario_requirements(reqs, s),
-            scenario_catalog(catalog, s),
-            policies,
-        )
-        for s in declared
-    ]
-    if not any(s.name == NOMINAL for s in declared):
-        bare = reqs.model_copy(update={"scenarios": None})
-        prepared.append(prepare(NOMINAL, 0.0, bare, catalog, policies))
-    prepared = harmonise(prepared)
+    prepared = prepare_all(reqs, catalog, policies)
     nominal = next(p for p in prepared if p.name == NOMINAL)
     lacking = {p.name: p.cand.workloads_without_options() for p in prepared}
     lacking = {k: v for k, v in lacking.items() if v}

@@ -47,7 +47,7 @@ from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, replace
 from types import FrameType
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from gpusolve.models.plan import Plan, Sensitivity, SensitivityKind, SensitivityRange
 from gpusolve.optimize.ir import (
@@ -193,6 +193,14 @@ def parameters(
     """Every price that enters the plan's cost (zero prices cannot move by a factor and are
     left out), then the efficiency of each card in `cards` (the plan's) and `rivals` (the
     other cards the candidates considered)."""
+    prices = price_parameters(solution, instance, catalog, currency)
+    return prices + efficiency_parameters(cards, rivals)
+
+
+def price_parameters(
+    solution: Solution, instance: Instance, catalog: Catalog, currency: str
+) -> list[Parameter]:
+    """Every price that enters the plan's cost, but zero prices (no factor moves them)."""
     out: list[Parameter] = []
     for sku in sorted({sku for (sku, _), n in solution.servers.items() if n}):
         server = catalog.servers[sku]
@@ -242,6 +250,13 @@ def parameters(
         )
     for kind, item_id, unit, price in bought_network(solution, instance, catalog):
         out.append(Parameter(kind, item_id, f"price of {item_id}", f"{currency}/{unit}", price))
+    return out
+
+
+def efficiency_parameters(cards: Iterable[str], rivals: Iterable[str] = ()) -> list[Parameter]:
+    """The efficiency of each card in `cards` (the plan's: searched both ways), then of
+    each other card in `rivals` (searched upwards only)."""
+    out: list[Parameter] = []
     for card in sorted(set(cards)):
         out.append(Parameter("efficiency", card, f"efficiency of {card}", "x modelled speed", 1.0))
     for card in sorted(set(rivals) - set(cards)):
@@ -524,6 +539,18 @@ class Task:
     base_key: PlanKey
     config: SolveConfig
 
+    def analyse(self, inputs: Any) -> Outcome:
+        return analyse_one(self, inputs)
+
+
+class AnyTask(Protocol):
+    """What the pool runs: a parameter's task (`Task`, `scenario_sensitivity.ScenarioTask`)."""
+
+    @property
+    def parameter(self) -> Parameter: ...
+
+    def analyse(self, inputs: Any) -> Outcome: ...
+
 
 @dataclass(frozen=True)
 class Inputs:
@@ -555,33 +582,39 @@ def probe_solve(instance: Instance, config: SolveConfig, hint_from: Solution | N
 _FROM_CATALOGUE = ("efficiency", "network_price", "storage_price")
 
 
-def _scaled(task: Task, inputs: Inputs | None, factor: float) -> Instance:
-    p = task.parameter
+def scaled_instance(
+    p: Parameter, instance: Instance, inputs: Inputs | None, factor: float
+) -> Instance:
+    """`instance` with parameter `p` at `factor` x its value."""
     if p.kind not in _FROM_CATALOGUE:
-        return scale_instance(task.instance, p.kind, p.subject, factor)
+        return scale_instance(instance, p.kind, p.subject, factor)
     if inputs is None:
         raise ValueError(f"a {p.kind} parameter needs the run's inputs")
     if p.kind == "efficiency":
-        return card_instance(task.instance, inputs, p.subject, factor)
-    return network_instance(task.instance, inputs, p.subject, factor)
+        return card_instance(instance, inputs, p.subject, factor)
+    return network_instance(instance, inputs, p.subject, factor)
 
 
 def analyse_one(task: Task, inputs: Inputs | None = None) -> Outcome:
     """Both ends of one parameter's range (a pool worker's whole job)."""
 
     def solve_at(factor: float) -> Probe:
-        instance = _scaled(task, inputs, factor)
+        instance = scaled_instance(task.parameter, task.instance, inputs, factor)
         solution = probe_solve(instance, task.config, task.base_solution)
         key = plan_key(solution, instance)
         tco = solution.costs.tco if solution.costs is not None else None
         return Probe(factor, key, describe(key, task.base_key), tco)
 
-    lo_limit, hi_limit = task.parameter.limits
+    return both_ends(task.parameter, solve_at, task.base_key)
+
+
+def both_ends(parameter: Parameter, solve_at: SolveAt, base_key: PlanKey) -> Outcome:
+    lo_limit, hi_limit = parameter.limits
     low, n_low = Edge(lo_limit, None), 0  # a rival slower: provably the same plan
-    if not task.parameter.rival:
-        low, n_low = find_edge(solve_at, task.base_key, lo_limit)
-    high, n_high = find_edge(solve_at, task.base_key, hi_limit)
-    return Outcome(task.parameter, low, high, n_low + n_high)
+    if not parameter.rival:
+        low, n_low = find_edge(solve_at, base_key, lo_limit)
+    high, n_high = find_edge(solve_at, base_key, hi_limit)
+    return Outcome(parameter, low, high, n_low + n_high)
 
 
 def _value(current: float, factor: float) -> float:
@@ -613,18 +646,19 @@ def to_range(outcome: Outcome) -> SensitivityRange:
 
 OnDone = Callable[[Outcome], None]
 
-# A pool worker's copy of the run's inputs, set once by `_adopt` when the worker starts.
-_WORKER_INPUTS: list[Inputs | None] = [None]
+# A pool worker's copy of the run's inputs (an `Inputs`, or one per scenario), set once by
+# `_adopt` when the worker starts.
+_WORKER_INPUTS: list[Any] = [None]
 
 
-def _adopt(inputs: Inputs | None) -> None:
+def _adopt(inputs: Any) -> None:
     # Ctrl-C reaches the whole process group: the parent alone answers it (`run_tasks`).
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     _WORKER_INPUTS[0] = inputs
 
 
-def _pooled(task: Task) -> Outcome:
-    return analyse_one(task, _WORKER_INPUTS[0])
+def _pooled(task: AnyTask) -> Outcome:
+    return task.analyse(_WORKER_INPUTS[0])
 
 
 class Stop:
@@ -658,9 +692,9 @@ class Stopped(Exception):
 
 
 def run_tasks(
-    tasks: Sequence[Task],
+    tasks: Sequence[AnyTask],
     workers: int,
-    inputs: Inputs | None = None,
+    inputs: Any = None,
     on_done: OnDone = lambda _: None,
     stop: Stop | None = None,
 ) -> list[Outcome]:
@@ -674,7 +708,7 @@ def run_tasks(
         for task in tasks:
             if stop.requested.is_set():
                 raise Stopped
-            results.append(analyse_one(task, inputs))
+            results.append(task.analyse(inputs))
             on_done(results[-1])
         return results
     found: dict[int, Outcome] = {}
@@ -736,8 +770,8 @@ def analyse(
         return Sensitivity(wall_s=time.perf_counter() - started, solves=1)
     # The pool is the parallelism; a probe starts from the plan (the hint) and is small.
     probe_config = replace(config, workers=1, time_limit_s=min(config.time_limit_s, PROBE_TIME_S))
-    cards = _plan_cards(base, instance, catalog) if efficiency else []
-    rivals = _considered_cards(instance, catalog) if efficiency else []
+    cards = plan_cards(base, instance, catalog) if efficiency else []
+    rivals = considered_cards(instance, catalog) if efficiency else []
     params = parameters(base, instance, catalog, reqs.currency, cards, rivals)
     tasks = [Task(p, instance, base, base_key, probe_config) for p in params]
     on_start(len(tasks))
@@ -766,14 +800,14 @@ def shown_choices(plan: Plan) -> tuple[tuple[Any, ...], ...]:
     )
 
 
-def _considered_cards(instance: Instance, catalog: Catalog) -> list[str]:
+def considered_cards(instance: Instance, catalog: Catalog) -> list[str]:
     """Every card some candidate of the instance runs on."""
     cards = {catalog.servers[o.sku].card for o in instance.owned}
     cards |= {catalog.cloud_offers[o.offer].card for o in instance.cloud}
     return sorted(cards)
 
 
-def _plan_cards(solution: Solution, instance: Instance, catalog: Catalog) -> list[str]:
+def plan_cards(solution: Solution, instance: Instance, catalog: Catalog) -> list[str]:
     """The cards the plan runs on: of each server it buys and each cloud offer it rents."""
     cards = {catalog.servers[sku].card for (sku, _), n in solution.servers.items() if n}
     cloud = {o.key: o for o in instance.cloud}
@@ -836,19 +870,17 @@ def with_sensitivity(
     bar: bool = True,
     workers: int | None = None,
     timings: bool = False,
+    robust: str = "expected",
 ) -> Plan:
     """`plan` with its sensitivity filled in (plans only: a run without one is returned as
     it is). Each probe gets at most `PROBE_TIME_S` of the run's time limit. The wall time
-    is kept only with `timings`, as the plan's own: the same input gives the same output."""
+    is kept only with `timings`, as the plan's own: the same input gives the same output.
+    A plan hedged over `reqs.scenarios` is analysed on its two-stage model
+    (`scenario_sensitivity`, objective `robust`)."""
     if plan.status not in ("optimal", "feasible"):
         return plan
-    if reqs.scenarios:  # the ranges would be the nominal plan's, not the hedged one shown
-        note = (
-            "--sensitivity analyses a single-scenario plan; this one hedges over the "
-            "scenarios: block, so no ranges are given (remove scenarios: to see the nominal "
-            "plan's)"
-        )
-        return plan.model_copy(update={"warnings": [*plan.warnings, note]})
+    from gpusolve.scenario_sensitivity import OtherPurchase, analyse_hedged, plan_purchase
+
     progress: list[Any] = []
 
     def start(total: int) -> None:
@@ -858,22 +890,37 @@ def with_sensitivity(
         progress[0].update(1)
 
     stop = Stop()
-    try:
-        result = stoppable(
-            lambda: analyse(
+    pool = workers or default_workers()
+
+    def work() -> Sensitivity:
+        if reqs.scenarios:
+            return analyse_hedged(
                 reqs,
                 catalog,
                 policies,
                 config,
-                workers or default_workers(),
+                "worst" if robust == "worst" else "expected",
+                pool,
+                plan_purchase(plan),
                 on_done=done,
                 on_start=start,
                 stop=stop,
-                expected=shown_choices(plan),
-            ),
-            stop,
+            )
+        return analyse(
+            reqs,
+            catalog,
+            policies,
+            config,
+            pool,
+            on_done=done,
+            on_start=start,
+            stop=stop,
+            expected=shown_choices(plan),
         )
-    except OtherPlan as other:
+
+    try:
+        result = stoppable(work, stop)
+    except (OtherPlan, OtherPurchase) as other:
         note = (
             f"--sensitivity: solved again, the plan is not the one shown ({other}): the plan "
             "shown is not proven optimal, so no ranges are given (try a longer --time-limit)"

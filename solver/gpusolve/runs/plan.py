@@ -130,20 +130,20 @@ def _with_ranges(plan: Plan, run: Run, options: PlanOptions, bar: bool, progress
         options.config,
         bar=bar,
         timings=options.timings,
+        robust=options.robust,
     )
 
 
 def check_robust(has_scenarios: bool, request: PlanRequest) -> None:
-    """--robust needs scenarios; a two-stage plan has no --top-k, --sensitivity or
-    --why-not yet."""
+    """--robust needs scenarios; a two-stage plan has no --top-k or --why-not yet."""
     if request.robust is not None and not has_scenarios:
         raise OptionConflict(
             "--robust needs a scenarios: block in the requirements (see "
             "examples/scenarios-demand-growth.yaml); drop --robust"
         )
-    if has_scenarios and (request.top_k or request.sensitivity or request.why_not is not None):
+    if has_scenarios and (request.top_k or request.why_not is not None):
         raise OptionConflict(
-            "--top-k, --sensitivity and --why-not do not apply to a plan with scenarios: "
+            "--top-k and --why-not do not apply to a plan with scenarios: "
             "drop them, or remove the scenarios: block"
         )
 

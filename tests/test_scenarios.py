@@ -646,3 +646,28 @@ def test_a_server_only_another_scenario_uses_is_priced_with_its_fabric(tmp_path:
     assert priced.cand.instance.skus[sku.id] == sku
     assert sku.fabric is not None
     assert priced.cand.instance.fabrics[sku.fabric] == inst.fabrics[sku.fabric]
+
+
+def test_why_not_on_a_hedged_plan_forces_every_scenario(gpusolve) -> None:
+    """`--why-not` on a scenarios: plan forces the workload onto the item in every scenario
+    and re-solves the two-stage model: never cheaper than the hedged optimum, and in the
+    scenario shown the forced plan's TCO is the plan's plus the delta printed."""
+    import json
+
+    result = gpusolve("plan", "-q", str(EXAMPLE), "--why-not", "l20", "--format", "json")
+    assert result.code == 0, result.err
+    plan = json.loads(result.out)
+    lines = plan["why_not"]["chat-13b"]
+    [forced] = [line for line in lines if line.startswith("feasible with chat-13b on l20")]
+    assert "expected TCO + penalties dearer by" in forced or "unchanged" in forced
+    assert "cheaper" not in forced.split("; in scenario")[0]
+    [report] = plan["why_not_plans"]
+    assert report["workload"] == "chat-13b" and report["item"] == "l20"
+    delta = report["cost"]["tco"] - plan["cost"]["tco"]
+    assert report["compared"]["tco"] == delta
+    assert any(d["card"] == "l20" for d in report["deployments"] if d["workload"] == "chat-13b")
+    # The item in the plan itself, and --top-k still refused.
+    used = gpusolve("plan", "-q", str(EXAMPLE), "--why-not", "atlas-800t-a2", "--format", "json")
+    assert used.code == 0 and "is in the chosen plan" in used.out
+    top = gpusolve("plan", "-q", str(EXAMPLE), "--top-k", "2")
+    assert top.code == 2 and "--top-k" in top.err

@@ -56,7 +56,7 @@ def make_plan(
     if reqs.scenarios:  # a two-stage plan over the scenarios (scenarioplan.py)
         from gpusolve.scenarioplan import ScenarioRun, make_scenario_plan
 
-        run = ScenarioRun(options.robust, options.config, options.timings)
+        run = ScenarioRun(options.robust, options.config, options.timings, options.why_not)
         return make_scenario_plan(reqs, catalog, policies, rules, run, progress)
     progress("building candidates")
     cand = build_candidates(reqs, catalog, policies)

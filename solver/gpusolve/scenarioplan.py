@@ -234,6 +234,7 @@ class ScenarioRun:
     robust: str
     config: ir.SolveConfig
     timings: bool = False
+    why_not: str | None = None  # `--why-not ID` (`scenario_whynot.py`)
 
 
 def make_scenario_plan(
@@ -348,12 +349,18 @@ def make_scenario_plan(
         scenarios=comparison,
         warnings=headroom_warnings(reqs, policies),
     )
-    return plan.model_copy(
-        update={
-            "illustrative_prices": illustrative_prices(plan, where.catalog),
-            "bom": bill_of_materials(plan, where.catalog),
-        }
-    )
+    update: dict[str, object] = {
+        "illustrative_prices": illustrative_prices(plan, where.catalog),
+        "bom": bill_of_materials(plan, where.catalog),
+    }
+    if run.why_not is not None:
+        from gpusolve.scenario_whynot import HedgedContext, hedged_why_not
+
+        progress(f"explaining why not {run.why_not}")
+        metas = [p.cand.meta for p in prepared if p.name in declared_names(reqs)]
+        ctx = HedgedContext(scenarios, metas, hedged, robust, run.config)
+        update["why_not"], update["why_not_plans"] = hedged_why_not(run.why_not, ctx, shown, where)
+    return plan.model_copy(update=update)
 
 
 def _per_unit(value: float | None, scale: int) -> float | None:

@@ -135,16 +135,16 @@ def _with_ranges(plan: Plan, run: Run, options: PlanOptions, bar: bool, progress
 
 
 def check_robust(has_scenarios: bool, request: PlanRequest) -> None:
-    """--robust needs scenarios; a two-stage plan has no --top-k or --why-not yet."""
+    """--robust needs scenarios; a two-stage plan has no --top-k yet."""
     if request.robust is not None and not has_scenarios:
         raise OptionConflict(
             "--robust needs a scenarios: block in the requirements (see "
             "examples/scenarios-demand-growth.yaml); drop --robust"
         )
-    if has_scenarios and (request.top_k or request.why_not is not None):
+    if has_scenarios and request.top_k:
         raise OptionConflict(
-            "--top-k and --why-not do not apply to a plan with scenarios: "
-            "drop them, or remove the scenarios: block"
+            "--top-k does not apply to a plan with scenarios: drop it, or remove the "
+            "scenarios: block"
         )
 
 

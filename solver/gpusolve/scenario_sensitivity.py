@@ -82,10 +82,16 @@ def _bought(key: PlanKey) -> str:
     return ", ".join(f"{n} x {sku} at {site}" for sku, site, n in key[0]) or "nothing"
 
 
-def hedged_tco(result: two.TwoStageResult, scenarios: Sequence[two.Scenario], robust: str) -> int:
-    """The TCO the hedge minimises (penalties apart): expected, or the worst scenario's."""
-    tcos = [result.outcomes[s.name].costs for s in scenarios]
-    values = [c.tco if c is not None else 0 for c in tcos]
+def hedged_tco(
+    result: two.TwoStageResult,
+    scenarios: Sequence[two.Scenario],
+    robust: str,
+    penalties: bool = False,
+) -> int:
+    """The TCO the hedge weighs (with `penalties`, plus the soft-rule penalties: what it
+    minimises): expected (rounded), or the worst scenario's."""
+    costs = [result.outcomes[s.name].costs for s in scenarios]
+    values = [(c.tco + (c.penalties if penalties else 0)) if c is not None else 0 for c in costs]
     if robust == "worst":
         return max(values)
     return round(sum(s.probability * v for s, v in zip(scenarios, values, strict=True)))

@@ -2,7 +2,7 @@
 
 Per workload: the rejections involving the item in the scenario the plan shows; then, when
 no scenario's plan uses the item for it, the hedged plan with that workload forced onto the
-item in every scenario (`whynot._force` on each scenario's instance), solved as the
+item in every scenario (`whynot.forced_onto` on each scenario's instance), solved as the
 two-stage model and compared with the hedged plan by what the hedge minimises (expected or
 worst-case TCO plus penalties), and, in the scenario shown, figure by figure
 (`itemise.compare`).
@@ -18,7 +18,8 @@ from gpusolve.candidates.generate import OptionMeta
 from gpusolve.models.plan import WhyNot
 from gpusolve.optimize import ir
 from gpusolve.optimize import scenarios as two
-from gpusolve.whynot import _compare, _force, _involves, _uses
+from gpusolve.scenario_sensitivity import hedged_tco
+from gpusolve.whynot import compare_forced, forced_onto, involves, uses_item
 
 if TYPE_CHECKING:
     from gpusolve.scenarioplan import Prepared
@@ -35,15 +36,6 @@ class HedgedContext:
     config: ir.SolveConfig
 
 
-def hedged_value(result: two.TwoStageResult, scenarios: Sequence[two.Scenario], robust: str) -> int:
-    """The TCO plus penalties the hedge minimises: expected (rounded) or the worst case."""
-    costs = [result.outcomes[s.name].costs for s in scenarios]
-    totals = [c.tco + c.penalties if c is not None else 0 for c in costs]
-    if robust == "worst":
-        return max(totals)
-    return round(sum(s.probability * v for s, v in zip(scenarios, totals, strict=True)))
-
-
 def hedged_why_not(
     item: str, ctx: HedgedContext, shown: ir.Solution, where: Prepared
 ) -> tuple[dict[str, list[str]], list[WhyNot]]:
@@ -57,10 +49,10 @@ def hedged_why_not(
         lines = [
             f"{r.candidate} rejected: {'; '.join(r.reasons[:2])}"
             for r in cand.rejections.get(w, [])
-            if _involves(item, r.candidate, where.catalog)
+            if involves(item, r.candidate, where.catalog)
         ]
         c = chosen.get(w)
-        if c is not None and _uses(item, cand.meta[c.option], c.site):
+        if c is not None and uses_item(item, cand.meta[c.option], c.site):
             out[w] = [f"{item} is in the chosen plan", *lines]
             continue
         elsewhere = _using(item, w, ctx)
@@ -83,7 +75,7 @@ def _using(item: str, workload: str, ctx: HedgedContext) -> list[str]:
     for s, meta in zip(ctx.scenarios, ctx.metas, strict=True):
         outcome = ctx.hedged.outcomes.get(s.name)
         choices = outcome.choices if outcome is not None else ()
-        if any(c.workload == workload and _uses(item, meta[c.option], c.site) for c in choices):
+        if any(c.workload == workload and uses_item(item, meta[c.option], c.site) for c in choices):
             names.append(s.name)
     return names
 
@@ -97,7 +89,7 @@ def _forced_line(
     forced: list[two.Scenario] = []
     missing: list[str] = []
     for s, meta in zip(ctx.scenarios, ctx.metas, strict=True):
-        instance = _force(s.instance, workload, item, meta)
+        instance = forced_onto(s.instance, workload, item, meta)
         if instance is None:
             missing.append(s.name)
         else:
@@ -113,8 +105,8 @@ def _forced_line(
             "workloads' needs",
             None,
         )
-    before = hedged_value(ctx.hedged, ctx.scenarios, ctx.robust)
-    delta = hedged_value(alt, forced, ctx.robust) - before
+    before = hedged_tco(ctx.hedged, ctx.scenarios, ctx.robust, penalties=True)
+    delta = hedged_tco(alt, forced, ctx.robust, penalties=True) - before
     what = f"{ctx.robust} TCO + penalties"
     change = (
         f"{what} unchanged"
@@ -125,6 +117,6 @@ def _forced_line(
     other = alt.outcomes.get(where.name)
     if other is None:  # the scenario shown is not one the hedge weighs
         return f"feasible with {workload} on {item}: {change}", None
-    report = _compare(workload, item, where.cand, shown, other, where.reqs, where.catalog)
+    report = compare_forced(workload, item, where.cand, shown, other, where.reqs, where.catalog)
     line = f"feasible with {workload} on {item}: {change}; in scenario {where.name}: "
     return line + report.compared.summary, report

@@ -41,7 +41,7 @@ def why_not_report(
         out[w] = [
             f"{r.candidate} rejected: {'; '.join(r.reasons[:2])}"
             for r in cand.rejections.get(w, [])
-            if _involves(item, r.candidate, catalog)
+            if involves(item, r.candidate, catalog)
         ]
     if best is None:
         return {w: found or [f"no rejection of {item} recorded"] for w, found in out.items()}, []
@@ -50,11 +50,11 @@ def why_not_report(
     for w in cand.instance.workloads:
         lines = out[w]
         c = chosen.get(w)
-        if c is not None and _uses(item, cand.meta[c.option], c.site):
+        if c is not None and uses_item(item, cand.meta[c.option], c.site):
             lines.insert(0, f"{item} is in the chosen plan")
             out[w] = lines
             continue
-        forced = _force(cand.instance, w, item, cand.meta)
+        forced = forced_onto(cand.instance, w, item, cand.meta)
         if forced is None:
             out[w] = lines or [f"no candidate for {w} uses {item}"]
             continue
@@ -64,14 +64,14 @@ def why_not_report(
         elif reqs is None:
             lines.append(f"feasible with {w} on {item}")
         else:
-            report = _compare(w, item, cand, best, alt, reqs, catalog)
+            report = compare_forced(w, item, cand, best, alt, reqs, catalog)
             forced_plans.append(report)
             lines.append(f"feasible with {w} on {item}: {report.compared.summary}")
         out[w] = lines
     return out, forced_plans
 
 
-def _compare(
+def compare_forced(
     workload: str,
     item: str,
     cand: Candidates,
@@ -93,7 +93,7 @@ def _compare(
     )
 
 
-def _involves(item: str, candidate: str, catalog: Catalog) -> bool:
+def involves(item: str, candidate: str, catalog: Catalog) -> bool:
     if candidate == item:
         return True
     server = catalog.servers.get(candidate)
@@ -103,11 +103,11 @@ def _involves(item: str, candidate: str, catalog: Catalog) -> bool:
     )
 
 
-def _uses(item: str, meta: OptionMeta, site: str | None) -> bool:
+def uses_item(item: str, meta: OptionMeta, site: str | None) -> bool:
     return item in (meta.card, meta.server, meta.cloud_offer, site)
 
 
-def _force(
+def forced_onto(
     instance: ir.Instance, workload: str, item: str, meta: dict[str, OptionMeta]
 ) -> ir.Instance | None:
     """The instance with `workload` restricted to options that use `item`."""

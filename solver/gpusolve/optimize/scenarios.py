@@ -322,9 +322,8 @@ def _hint_core(
 def _nearest(ts: TwoStage, core: set[tuple[str, str]], count: int) -> set[tuple[str, str]]:
     """The `count` pairs outside `core` with the least regret in any scenario (`_regrets`).
     The LP's reduced costs would rank them too, but they are mostly 0 (a degenerate LP:
-    the cost sits on the servers and racks, not on the choices) and their order is noise;
-    with this one the core held the two-stage optimum at M seeds 0, 2 and 4
-    (`benchmarks/README.md`)."""
+    the cost sits on the servers and racks, not on the choices) and their order is noise
+    (`benchmarks/README.md`, two-stage section: what each order found)."""
     regret: dict[tuple[str, str], float] = {}
     for built in ts.built:
         for key, share in _regrets(built).items():

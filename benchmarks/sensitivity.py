@@ -67,13 +67,9 @@ def _hedged(run: Any, config: SolveConfig) -> dict[tuple[str, str], int]:
     """The purchase of the plan hedged over the requirements' scenarios, solved as `plan`
     solves it before the analysis."""
     from gpusolve.optimize import scenarios as two
-    from gpusolve.scenarioplan import declared_names, prepare_all
+    from gpusolve.scenarioplan import prepare_weighed
 
-    prepared = prepare_all(run.reqs, run.catalog, run.policies)
-    names = declared_names(run.reqs)
-    scenarios = [
-        two.Scenario(p.name, p.probability, p.cand.instance) for p in prepared if p.name in names
-    ]
+    _, scenarios = prepare_weighed(run.reqs, run.catalog, run.policies)
     first = two.solve_two_stage(scenarios, config).first
     assert first is not None, "no hedged plan"
     return {k: n for k, n in first.servers.items() if n}

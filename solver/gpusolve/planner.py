@@ -12,7 +12,7 @@ from gpusolve import assemble
 from gpusolve.bom import bill_of_materials
 from gpusolve.candidates.generate import Candidates, build_candidates
 from gpusolve.candidates.policy import WorkloadPolicy
-from gpusolve.models.catalog import Catalog
+from gpusolve.models.catalog import PART_KINDS, Catalog
 from gpusolve.models.common import PriceNote
 from gpusolve.models.plan import (
     Alternative,
@@ -187,7 +187,7 @@ def illustrative_prices(plan: Plan, catalog: Catalog) -> list[str]:
 def _network_pricing(catalog: Catalog, item_id: str) -> PriceNote | None:
     """The price note of a switch, link, NIC or storage node (None: not a catalogue item,
     such as NICs inside a server's price)."""
-    for kind in ("switches", "links", "nics", "storage"):
+    for kind in PART_KINDS:
         item = getattr(catalog, kind).get(item_id)
         if item is not None:
             note: PriceNote = item.pricing

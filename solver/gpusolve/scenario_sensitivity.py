@@ -29,6 +29,7 @@ from gpusolve.sensitivity import (
     PROBE_TIME_S,
     Inputs,
     OnDone,
+    OtherPlan,
     Outcome,
     Parameter,
     PlanKey,
@@ -154,10 +155,6 @@ def hedged_parameters(
     return list(found.values()) + efficiency_parameters(cards, rivals)
 
 
-class OtherPurchase(Exception):
-    """The reference re-solve bought differently from the plan shown."""
-
-
 def analyse_hedged(
     reqs: Requirements,
     catalog: Catalog,
@@ -174,11 +171,10 @@ def analyse_hedged(
     """The ranges of the hedged plan for `reqs`: the two-stage model solved again (the
     reference, which must buy `purchase`, the plan shown), then every parameter over the
     pool. Each probe gets at most `PROBE_TIME_S` of `config`'s time limit."""
-    from gpusolve.scenarioplan import NOMINAL, declared_names, prepare_all
+    from gpusolve.scenarioplan import NOMINAL, prepare_weighed
 
     started = time.perf_counter()
-    prepared = [p for p in prepare_all(reqs, catalog, policies) if p.name in declared_names(reqs)]
-    scenarios = tuple(two.Scenario(p.name, p.probability, p.cand.instance) for p in prepared)
+    prepared, scenarios = prepare_weighed(reqs, catalog, policies)
     # Hinted with the purchase shown: among purchases of equal cost, the one the user sees.
     shown_purchase = two.TwoStageResult("feasible", two.FirstStage(purchase))
     base = two.solve_two_stage(scenarios, replace(config, workers=1), robust, hint=shown_purchase)
@@ -187,7 +183,7 @@ def analyse_hedged(
         return Sensitivity(wall_s=time.perf_counter() - started, solves=1)
     assert base.first is not None
     if {k: n for k, n in base.first.servers.items() if n} != purchase:
-        raise OtherPurchase(f"it buys {_bought(base_key)}")
+        raise OtherPlan(f"it buys {_bought(base_key)}")
     names = [s.name for s in scenarios]
     likeliest = max(scenarios, key=lambda s: s.probability).name
     shown = names.index(NOMINAL if NOMINAL in names else likeliest)

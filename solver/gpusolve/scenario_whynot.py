@@ -14,12 +14,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
+from gpusolve import itemise
 from gpusolve.candidates.generate import OptionMeta
 from gpusolve.models.plan import WhyNot
 from gpusolve.optimize import ir
 from gpusolve.optimize import scenarios as two
 from gpusolve.scenario_sensitivity import hedged_tco
-from gpusolve.whynot import compare_forced, forced_onto, involves, uses_item
+from gpusolve.whynot import compare_forced, forced_onto, rejection_lines, uses_item
 
 if TYPE_CHECKING:
     from gpusolve.scenarioplan import Prepared
@@ -46,11 +47,7 @@ def hedged_why_not(
     forced_plans: list[WhyNot] = []
     chosen = {c.workload: c for c in shown.choices}
     for w in cand.instance.workloads:
-        lines = [
-            f"{r.candidate} rejected: {'; '.join(r.reasons[:2])}"
-            for r in cand.rejections.get(w, [])
-            if involves(item, r.candidate, where.catalog)
-        ]
+        lines = rejection_lines(item, w, cand, where.catalog)
         c = chosen.get(w)
         if c is not None and uses_item(item, cand.meta[c.option], c.site):
             out[w] = [f"{item} is in the chosen plan", *lines]
@@ -108,12 +105,7 @@ def _forced_line(
     before = hedged_tco(ctx.hedged, ctx.scenarios, ctx.robust, penalties=True)
     delta = hedged_tco(alt, forced, ctx.robust, penalties=True) - before
     what = f"{ctx.robust} TCO + penalties"
-    change = (
-        f"{what} unchanged"
-        if delta == 0
-        else f"{what} {'dearer' if delta > 0 else 'cheaper'} by {abs(delta):,} "
-        f"{where.reqs.currency}"
-    )
+    change = itemise.change(what, delta, where.reqs.currency, ("dearer", "cheaper"))
     other = alt.outcomes.get(where.name)
     if other is None:  # the scenario shown is not one the hedge weighs
         return f"feasible with {workload} on {item}: {change}", None

@@ -44,6 +44,7 @@ from gpusolve.optimize import ir
 from gpusolve.smalljobs import beyond_horizon, rent_only, small_jobs
 
 if TYPE_CHECKING:
+    from gpusolve.optimize import scenarios as two
     from gpusolve.rules.summary import RulesSummary
 
 Progress = Callable[[str], None]
@@ -191,6 +192,18 @@ def prepare_all(
         bare = reqs.model_copy(update={"scenarios": None})
         prepared.append(prepare(NOMINAL, 0.0, bare, catalog, policies))
     return harmonise(prepared)
+
+
+def prepare_weighed(
+    reqs: Requirements, catalog: Catalog, policies: dict[str, WorkloadPolicy]
+) -> tuple[list[Prepared], tuple[two.Scenario, ...]]:
+    """The declared scenarios prepared (`prepare_all`), and as the two-stage model weighs
+    them (the analyses of a hedged plan re-solve it from these)."""
+    from gpusolve.optimize import scenarios as two
+
+    names = declared_names(reqs)
+    prepared = [p for p in prepare_all(reqs, catalog, policies) if p.name in names]
+    return prepared, tuple(two.Scenario(p.name, p.probability, p.cand.instance) for p in prepared)
 
 
 def harmonise(prepared: list[Prepared]) -> list[Prepared]:

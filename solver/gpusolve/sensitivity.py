@@ -332,7 +332,9 @@ def network_instance(base: Instance, inputs: Inputs, item_id: str, factor: float
 def scale_item(catalog: Catalog, item_id: str, factor: float) -> Catalog:
     """`catalog` with the switch, link, NIC or storage node `item_id` at `factor` x its price."""
     update: dict[str, object] = {}
-    for kind in ("switches", "links", "nics", "storage"):
+    from gpusolve.models.catalog import PART_KINDS
+
+    for kind in PART_KINDS:
         items = getattr(catalog, kind)
         if item_id in items:
             item = items[item_id]
@@ -879,8 +881,6 @@ def with_sensitivity(
     (`scenario_sensitivity`, objective `robust`)."""
     if plan.status not in ("optimal", "feasible"):
         return plan
-    from gpusolve.scenario_sensitivity import OtherPurchase, analyse_hedged, plan_purchase
-
     progress: list[Any] = []
 
     def start(total: int) -> None:
@@ -894,6 +894,8 @@ def with_sensitivity(
 
     def work() -> Sensitivity:
         if reqs.scenarios:
+            from gpusolve.scenario_sensitivity import analyse_hedged, plan_purchase
+
             return analyse_hedged(
                 reqs,
                 catalog,
@@ -920,7 +922,7 @@ def with_sensitivity(
 
     try:
         result = stoppable(work, stop)
-    except (OtherPlan, OtherPurchase) as other:
+    except OtherPlan as other:
         note = (
             f"--sensitivity: solved again, the plan is not the one shown ({other}): the plan "
             "shown is not proven optimal, so no ranges are given (try a longer --time-limit)"

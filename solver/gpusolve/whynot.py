@@ -36,13 +36,7 @@ def why_not_report(
     printed is `compared.summary` of the forced plan against the chosen one."""
     from gpusolve.optimize.solve import solve
 
-    out: dict[str, list[str]] = {}
-    for w in cand.instance.workloads:
-        out[w] = [
-            f"{r.candidate} rejected: {'; '.join(r.reasons[:2])}"
-            for r in cand.rejections.get(w, [])
-            if involves(item, r.candidate, catalog)
-        ]
+    out = {w: rejection_lines(item, w, cand, catalog) for w in cand.instance.workloads}
     if best is None:
         return {w: found or [f"no rejection of {item} recorded"] for w, found in out.items()}, []
     chosen = {c.workload: c for c in best.choices}
@@ -91,6 +85,15 @@ def compare_forced(
     return WhyNot(
         workload=workload, item=item, deployments=alt_deps, cost=alt_cost, compared=compared
     )
+
+
+def rejection_lines(item: str, workload: str, cand: Candidates, catalog: Catalog) -> list[str]:
+    """Why each of `workload`'s candidates involving `item` was rejected (two reasons)."""
+    return [
+        f"{r.candidate} rejected: {'; '.join(r.reasons[:2])}"
+        for r in cand.rejections.get(workload, [])
+        if involves(item, r.candidate, catalog)
+    ]
 
 
 def involves(item: str, candidate: str, catalog: Catalog) -> bool:

@@ -15,6 +15,7 @@ from gpusolve.load.data import data_dir
 from gpusolve.load.validate import parse_model
 from gpusolve.load.yamlio import Document, read_yaml
 from gpusolve.models.catalog import (
+    PART_KINDS,
     Card,
     Catalog,
     CatalogFile,
@@ -29,16 +30,7 @@ from gpusolve.models.catalog import (
 )
 from gpusolve.models.plan import PatchRef, SourceRef
 
-KINDS = (
-    "cards",
-    "servers",
-    "colo_offers",
-    "cloud_offers",
-    "switches",
-    "nics",
-    "links",
-    "storage",
-)
+KINDS = ("cards", "servers", "colo_offers", "cloud_offers", *PART_KINDS)
 # No single server draws more: the densest 8-GPU boards are ~15 kW, a whole GB200 NVL72
 # rack ~130 kW. A "server" above this is a typo (W written as kW, a rack entered as a node).
 MAX_SERVER_KW = 40.0

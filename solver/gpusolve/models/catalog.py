@@ -506,6 +506,11 @@ class CatalogFile(StrictModel):
         return self
 
 
+# The catalogue's priced parts of a site (beside servers): bought as goods, each with its
+# own `price` and `pricing`.
+PART_KINDS = ("switches", "nics", "links", "storage")
+
+
 class Catalog(StrictModel):
     """The merged catalogue used by a run."""
 

@@ -21,8 +21,8 @@ import time
 from gpusolve.estimate import Hardware, Layout, evaluate
 from gpusolve.load.catalog import load_catalog
 from gpusolve.measure.session import Options, measure
+from gpusolve.models.params import Params
 from gpusolve.models.requirements import ModelShape, make_workload
-from gpusolve.params import Params
 
 # (label, layers, hidden, heads, kv_heads, ffn): Llama-style widths (vocab 32,000).
 SHAPES = [

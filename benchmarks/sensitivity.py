@@ -21,10 +21,10 @@ import time
 from pathlib import Path
 from typing import Any
 
+from gpusolve.analyses.hedged_sensitivity import analyse_hedged
+from gpusolve.analyses.sensitivity import PROBE_TIME_S, analyse, plan_instance, probe_solve
 from gpusolve.optimize.ir import SolveConfig
-from gpusolve.pipeline import prepare_run
-from gpusolve.scenario_sensitivity import analyse_hedged
-from gpusolve.sensitivity import PROBE_TIME_S, analyse, plan_instance, probe_solve
+from gpusolve.plan.inputs import prepare_run
 
 ROOT = Path(__file__).resolve().parents[1]
 TARGET_S = 10.0
@@ -67,7 +67,7 @@ def _hedged(run: Any, config: SolveConfig) -> dict[tuple[str, str], int]:
     """The purchase of the plan hedged over the requirements' scenarios, solved as `plan`
     solves it before the analysis."""
     from gpusolve.optimize import scenarios as two
-    from gpusolve.scenarioplan import prepare_weighed
+    from gpusolve.plan.twostage import prepare_weighed
 
     _, scenarios = prepare_weighed(run.reqs, run.catalog, run.policies)
     first = two.solve_two_stage(scenarios, config).first

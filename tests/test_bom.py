@@ -17,8 +17,8 @@ from typing import Any
 import pytest
 from tests.support.shipped import EXAMPLES, ROOT
 
-from gpusolve.bom import bom_line, section_of
 from gpusolve.cli import main
+from gpusolve.explain.bom import bom_line, section_of
 from gpusolve.load import load_catalog
 from gpusolve.models.catalog import Catalog
 from gpusolve.models.plan import CostItem, Plan

@@ -14,8 +14,8 @@ from gpusolve.estimate import Layout, evaluate, resolve_arch, search_layouts
 from gpusolve.estimate.calibration import calibration_for, measured_layout
 from gpusolve.estimate.training import training_activations_for, training_states_for
 from gpusolve.estimate.units import GB
+from gpusolve.models.params import Params
 from gpusolve.models.requirements import Measured, ModelShape, make_workload
-from gpusolve.params import Params
 
 BASE = {
     "name": "pt",
@@ -127,7 +127,7 @@ def test_a_peak_below_the_states_is_refused_with_a_reason() -> None:
 
 def test_the_loader_binds_the_measured_card_and_the_plan_says_how(tmp_path: Path) -> None:
     from gpusolve.load import load_requirements_doc
-    from gpusolve.pipeline import prepare_run
+    from gpusolve.plan.inputs import prepare_run
 
     reqs = tmp_path / "r.yaml"
     reqs.write_text(
@@ -169,7 +169,7 @@ def test_a_plan_on_another_card_says_how_the_measurement_moved(
 
 
 def test_the_measured_runs_log_is_read_and_reported(tmp_path: Path) -> None:
-    from gpusolve.pipeline import prepare_run
+    from gpusolve.plan.inputs import prepare_run
 
     log = Path(__file__).parent / "data" / "dmon" / "l40s_query_stalled.csv"
     (tmp_path / "run.csv").write_text(log.read_text())

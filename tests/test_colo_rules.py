@@ -13,8 +13,8 @@ import yaml
 from tests.support.shipped import ROOT
 
 from gpusolve.candidates.generate import Candidates, build_candidates
-from gpusolve.colo import rule_hits
-from gpusolve.colo_rules import PlacementRules, placement_rules
+from gpusolve.colo.compare import rule_hits
+from gpusolve.colo.placement import PlacementRules, placement_rules
 from gpusolve.load import load_catalog, load_requirements
 from gpusolve.models.catalog import Catalog
 from gpusolve.models.fleet import Fleet, FleetItem

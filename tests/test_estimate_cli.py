@@ -11,7 +11,7 @@ import jsonschema
 import pytest
 
 from gpusolve.models.estimate import EstimateReport
-from gpusolve.schemas import schema_for
+from gpusolve.models.schemas import schema_for
 
 REQS = """\
 workloads:

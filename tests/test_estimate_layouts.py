@@ -13,8 +13,8 @@ from gpusolve.candidates.generate import node_limit
 from gpusolve.estimate import Layout, evaluate, resolve_arch, search_layouts
 from gpusolve.estimate.memory import kv_cache_bytes_per_token
 from gpusolve.models.catalog import Card, ColoOffer, Server
+from gpusolve.models.params import Params, check_value
 from gpusolve.models.requirements import ModelShape, Workload
-from gpusolve.params import Params, check_value
 
 GB = 1e9
 

@@ -17,8 +17,8 @@ from gpusolve.estimate.memory import (
     model_states_bytes,
 )
 from gpusolve.estimate.presets import PRESETS
+from gpusolve.models.params import Params
 from gpusolve.models.requirements import Lora, ModelShape, make_workload
-from gpusolve.params import Params
 
 GB = 1e9
 

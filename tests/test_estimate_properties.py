@@ -10,8 +10,8 @@ from hypothesis import strategies as st
 from tests.factories.hardware import A100_80, H100, L40S, hgx
 
 from gpusolve.estimate import Hardware, Layout, evaluate, search_layouts
+from gpusolve.models.params import Params
 from gpusolve.models.requirements import ModelShape, Workload, make_workload
-from gpusolve.params import Params
 
 FEW = settings(max_examples=30, deadline=None)
 

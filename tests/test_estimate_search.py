@@ -10,8 +10,8 @@ from tests.factories.hardware import A100_80, H100, L40S, RTX4090, hgx, pcie_box
 from tests.factories.requirements import preset_workload
 
 from gpusolve.estimate import search_layouts
+from gpusolve.models.params import Params
 from gpusolve.models.requirements import ModelShape, Workload, make_workload
-from gpusolve.params import Params
 
 
 def _ft(**over: object) -> Workload:

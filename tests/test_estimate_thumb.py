@@ -6,8 +6,8 @@ import pytest
 
 from gpusolve.estimate import thumb_figures, whole_model_memory
 from gpusolve.estimate.thumb import h05_range_bytes, h30_bytes
+from gpusolve.models.params import Params
 from gpusolve.models.requirements import ModelShape, make_workload
-from gpusolve.params import Params
 
 GB = 1e9
 

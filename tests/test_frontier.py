@@ -9,7 +9,7 @@ from pathlib import Path
 import jsonschema
 from tests.support.shipped import ROOT
 
-from gpusolve.frontier import factors, non_dominated
+from gpusolve.analyses.frontier import factors, non_dominated
 from gpusolve.models.frontier import FrontierPoint
 
 SCHEMA = json.loads((ROOT / "schemas" / "frontier.schema.json").read_text())

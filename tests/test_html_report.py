@@ -32,8 +32,8 @@ from gpusolve.load.data import data_dir
 from gpusolve.models.frontier import Frontier, FrontierPoint
 from gpusolve.models.plan import Plan
 from gpusolve.optimize.ir import SolveConfig
-from gpusolve.pipeline import prepare_run
-from gpusolve.planner import PlanOptions, make_plan
+from gpusolve.plan.inputs import prepare_run
+from gpusolve.plan.single import PlanOptions, make_plan
 from gpusolve.render import render_plan
 from gpusolve.render.fmt import COST_LABELS
 from gpusolve.render.frontier import chart

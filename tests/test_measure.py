@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 
 from gpusolve.measure import scaled_peak_bytes, scaled_tokens_per_s
+from gpusolve.models.params import Params
 from gpusolve.models.requirements import ModelShape, Workload, make_workload
-from gpusolve.params import Params
 
 # Bytes autograd saves for backward in one micro-batch's forward (incl. the fp32 loss) against
 # Korthikanti's per-layer formula plus the output layer, on tiny shapes: within 25% (measured

@@ -16,15 +16,15 @@ MAX_LINES = 500
 # Sub-packages held to the size limit (recursively).
 LIMITED = ("rules", "optimize")
 # The layers that compose the stages; a stage must not depend on them.
-UPWARD = ("gpusolve.planner", "gpusolve.pipeline", "gpusolve.commands", "gpusolve.cli")
+UPWARD = ("gpusolve.plan.single", "gpusolve.plan.inputs", "gpusolve.commands", "gpusolve.cli")
 # What a command may not import: the stages that do the work (they are reached through one
 # package function: `runs/`, `pipeline.load_inputs`, the `*_report` modules).
 WORKERS = (
     "gpusolve.optimize",
     "gpusolve.candidates",
     "gpusolve.estimate.",
-    "gpusolve.planner",
-    "gpusolve.pipeline",
+    "gpusolve.plan.single",
+    "gpusolve.plan.inputs",
 )
 
 

@@ -224,7 +224,7 @@ def test_rule_charges_sum_to_the_penalties_the_optimiser_sees(tmp_path: Path) ->
     from tests.support.shipped import example
 
     from gpusolve.candidates.generate import build_candidates
-    from gpusolve.pipeline import prepare_run
+    from gpusolve.plan.inputs import prepare_run
 
     data = example("chat-day-lora-night.yaml")
     data["workloads"][0]["throughput_weight"] = 2.5

@@ -20,8 +20,8 @@ from tests.factories.instances import ONE
 from tests.support.optimize_reference import evaluate_all, optimum, random_instance
 from tests.support.shipped import CLOUD, COLO, ROOT, SERVERS, owned_only
 
-import gpusolve.explain as explain_module
-from gpusolve.frontier import frontier_status
+import gpusolve.explain.infeasible as explain_module
+from gpusolve.analyses.frontier import frontier_status
 from gpusolve.models.frontier import FrontierPoint
 from gpusolve.optimize import explain as optimize_explain
 from gpusolve.optimize import solve as solve_module

@@ -11,7 +11,7 @@ import pytest
 from tests.factories.hardware import H100
 
 from gpusolve.errors import InputError
-from gpusolve.params import Params
+from gpusolve.models.params import Params
 from gpusolve.profile import profile, read_log
 
 DATA = Path(__file__).parent / "data" / "dmon"

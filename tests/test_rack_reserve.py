@@ -20,7 +20,7 @@ from tests.support.shipped import CARDS, COLO, EXAMPLES, ROOT, SERVERS, example,
 from gpusolve.candidates.reserve import rack_reserve
 from gpusolve.load import load_catalog
 from gpusolve.models.catalog import ColoOffer
-from gpusolve.params import Params
+from gpusolve.models.params import Params
 
 NETWORK = ROOT / "catalog" / "network.yaml"
 SCALE = ROOT / "examples" / "scale"

@@ -11,7 +11,7 @@ import jsonschema
 import pytest
 
 from gpusolve.models.rules_report import RulesExplainReport
-from gpusolve.rules_report import explain_rules
+from gpusolve.runs.rules import explain_rules
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = sorted((ROOT / "examples").glob("*.yaml"))

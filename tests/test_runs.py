@@ -107,7 +107,7 @@ def test_interrupted_bom_csv_prints_the_bill_of_materials(
     plan so far), not the plan as text; the interruption is said on stderr, exit 130."""
     finished = gpusolve("plan", "-q", str(EXAMPLE), "--bom", "--format", "csv")
     assert finished.code == 0, finished.err
-    import gpusolve.planner as planner
+    import gpusolve.plan.single as planner
 
     real = planner.make_plan
 
@@ -148,7 +148,12 @@ def test_deliver_says_before_prints_writes_then_says_after(
 SOLVING = ("plan.py", "frontier.py", "colo.py", "estimate.py")
 # What a command that only composes never needs: the package function does the loading,
 # solving, writing and exiting (`commands.deliver` writes and exits for all of them).
-NOT_IN_A_COMMAND = ("gpusolve.pipeline", "gpusolve.planner", "gpusolve.optimize", "gpusolve.atomic")
+NOT_IN_A_COMMAND = (
+    "gpusolve.plan.inputs",
+    "gpusolve.plan.single",
+    "gpusolve.optimize",
+    "gpusolve.atomic",
+)
 
 
 @pytest.mark.parametrize("name", SOLVING)

@@ -42,7 +42,7 @@ from gpusolve.optimize.scenarios import (
 )
 from gpusolve.optimize.solve import solve
 from gpusolve.optimize.tuning import Tuning
-from gpusolve.scenarioplan import scenario_catalog, scenario_requirements
+from gpusolve.plan.twostage import scenario_catalog, scenario_requirements
 
 CONFIG = SolveConfig(time_limit_s=30, workers=1, seed=1)
 
@@ -625,8 +625,8 @@ def test_a_server_only_another_scenario_uses_is_priced_with_its_fabric(tmp_path:
     from tests.factories.files import write_reqs
     from tests.support.shipped import example
 
-    from gpusolve.pipeline import prepare_run
-    from gpusolve.scenarioplan import harmonise, prepare
+    from gpusolve.plan.inputs import prepare_run
+    from gpusolve.plan.twostage import harmonise, prepare
 
     data = example("chat-day-lora-night.yaml")
     data["finance"] = {"vat": {}}

@@ -9,7 +9,7 @@ import jsonschema
 import pytest
 import yaml
 
-from gpusolve.schemas import available, render, schema_for
+from gpusolve.models.schemas import available, render, schema_for
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -25,7 +25,7 @@ def test_checked_in_schema_is_fresh(name: str) -> None:
 
 
 def test_every_registered_schema_is_available() -> None:
-    from gpusolve.schemas import REGISTRY
+    from gpusolve.models.schemas import REGISTRY
 
     assert set(available()) == set(REGISTRY)
 

@@ -18,12 +18,7 @@ import pytest
 from tests.factories import instances as factory
 from tests.support.shipped import ROOT
 
-from gpusolve.optimize.ir import (
-    Instance,
-    Placement,
-    SolveConfig,
-)
-from gpusolve.sensitivity import (
+from gpusolve.analyses.sensitivity import (
     NO_PLAN,
     REL_TOL,
     Parameter,
@@ -36,6 +31,11 @@ from gpusolve.sensitivity import (
     probe_solve,
     scale_instance,
     to_range,
+)
+from gpusolve.optimize.ir import (
+    Instance,
+    Placement,
+    SolveConfig,
 )
 
 CONFIG = SolveConfig(time_limit_s=10, workers=1, seed=1)
@@ -175,7 +175,7 @@ def test_acceptance_each_reported_end_is_a_switch_point(param: Parameter) -> Non
 def test_a_rival_card_is_searched_upwards_only(monkeypatch: pytest.MonkeyPatch) -> None:
     """A card the plan does not use, made slower, only makes its own options dearer: no
     probe below 1 is spent on it."""
-    from gpusolve import sensitivity
+    from gpusolve.analyses import sensitivity as sensitivity
 
     base = probe_solve(SMALL, CONFIG, None)
     key = plan_key(base, SMALL)
@@ -298,8 +298,8 @@ def test_acceptance_on_a_shipped_example_through_the_catalogue(
     """The ranges come from scaled optimiser coefficients; here each end is checked by
     re-pricing the catalogue itself and generating the candidates again: the plan is the
     same at the reported end and differs just beyond it."""
-    from gpusolve.pipeline import prepare_run
-    from gpusolve.sensitivity import analyse, plan_instance
+    from gpusolve.analyses.sensitivity import analyse, plan_instance
+    from gpusolve.plan.inputs import prepare_run
 
     run = prepare_run(ROOT / "examples" / example, [], [])
     result = analyse(run.reqs, run.catalog, run.policies, CONFIG, 1, efficiency=False)
@@ -396,8 +396,8 @@ def test_one_card_generated_again_equals_generating_everything(
     """An efficiency probe generates only the scaled card's options and merges them into
     the plan's instance: the options, in the same order, and the plan must be those of a
     generation from the whole re-scaled catalogue."""
-    from gpusolve.pipeline import prepare_run
-    from gpusolve.sensitivity import Inputs, card_instance, plan_instance, scale_card
+    from gpusolve.analyses.sensitivity import Inputs, card_instance, plan_instance, scale_card
+    from gpusolve.plan.inputs import prepare_run
 
     run = prepare_run(ROOT / "examples" / example, [], [])
     base = plan_instance(run.reqs, run.catalog, run.policies)
@@ -416,14 +416,14 @@ def test_a_network_price_priced_again_equals_generating_everything(factor: float
     """A switch, link or storage probe prices a catalogue copy through the candidates
     stage's network functions: the instance must be the one a whole generation from the
     re-priced catalogue gives, and each such item the plan buys is a parameter."""
-    from gpusolve.pipeline import prepare_run
-    from gpusolve.sensitivity import (
+    from gpusolve.analyses.sensitivity import (
         Inputs,
         bought_network,
         network_instance,
         plan_instance,
         scale_item,
     )
+    from gpusolve.plan.inputs import prepare_run
 
     run = prepare_run(ROOT / "examples" / "chat-day-lora-night.yaml", [], [])
     base = plan_instance(run.reqs, run.catalog, run.policies)
@@ -443,8 +443,8 @@ def test_a_network_price_priced_again_equals_generating_everything(factor: float
 
 def _hedged_run() -> tuple[Any, list[Any]]:
     from gpusolve.optimize import scenarios as two
-    from gpusolve.pipeline import prepare_run
-    from gpusolve.scenarioplan import declared_names, prepare_all
+    from gpusolve.plan.inputs import prepare_run
+    from gpusolve.plan.twostage import declared_names, prepare_all
 
     run = prepare_run(ROOT / "examples" / "scenarios-demand-growth.yaml", [], [])
     prepared = prepare_all(run.reqs, run.catalog, run.policies)
@@ -459,8 +459,8 @@ def test_acceptance_a_hedged_plans_ends_are_switch_points() -> None:
     """The two-stage plan's ranges (prices): at each reported end, the two-stage model
     solved afresh (no hint) with the price there keeps the purchase and every scenario's
     plan; just beyond, it changes."""
+    from gpusolve.analyses.hedged_sensitivity import analyse_hedged, hedged_key
     from gpusolve.optimize import scenarios as two
-    from gpusolve.scenario_sensitivity import analyse_hedged, hedged_key
 
     run, scenarios = _hedged_run()
     base = two.solve_two_stage(scenarios, CONFIG)
@@ -515,8 +515,8 @@ def test_a_plan_hedged_over_scenarios_gets_its_own_ranges(gpusolve: Callable[...
 
 
 def test_a_stopped_analysis_starts_no_further_task() -> None:
+    from gpusolve.analyses.sensitivity import Stop, Stopped, run_tasks
     from gpusolve.optimize import interrupt
-    from gpusolve.sensitivity import Stop, Stopped, run_tasks
 
     base = probe_solve(SMALL, CONFIG, None)
     key = plan_key(base, SMALL)
@@ -539,8 +539,8 @@ def test_a_stopped_analysis_starts_no_further_task() -> None:
 def test_ranges_are_only_given_around_the_plan_shown() -> None:
     """A plan shown that is not the reference re-solve's (a time-limited one) gets no
     ranges: they would describe another plan."""
-    from gpusolve.pipeline import prepare_run
-    from gpusolve.sensitivity import OtherPlan, analyse
+    from gpusolve.analyses.sensitivity import OtherPlan, analyse
+    from gpusolve.plan.inputs import prepare_run
 
     run = prepare_run(ROOT / "examples" / "pretrain-70b-infiniband.yaml", [], [])
     with pytest.raises(OtherPlan, match="rent"):
@@ -553,7 +553,7 @@ class _Terminal(io.StringIO):
 
 
 def test_the_progress_bar_is_drawn_on_a_terminal_only(monkeypatch: pytest.MonkeyPatch) -> None:
-    from gpusolve.sensitivity import progress_bar
+    from gpusolve.analyses.sensitivity import progress_bar
 
     for stream, enabled, drawn in (
         (_Terminal(), True, True),

@@ -113,7 +113,7 @@ def test_plan_interrupted_mid_solve_prints_the_plan_marked(
     """In-process: the stop arrives while the planner runs (as the signal handler would
     deliver it); the plan found is printed as 'interrupted, not proven optimal', exit 130,
     and an existing -o is left as it was."""
-    import gpusolve.planner as planner
+    import gpusolve.plan.single as planner
 
     real = planner.make_plan
 
@@ -150,7 +150,7 @@ def test_ctrl_c_while_the_command_is_still_solving_keeps_the_plan(
     """The stop arrives inside `make_plan`, after the plan's own solve and before the
     alternatives' solves (--top-k): those searches see it and return at once, the plan
     found so far is printed marked, exit 130."""
-    import gpusolve.planner as planner
+    import gpusolve.plan.single as planner
 
     real = planner._alternatives
     seen: list[bool] = []

@@ -6,8 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from gpusolve.candidates.policy import Penalty, RuleHit
-from gpusolve.params import Params
+from gpusolve.models.params import Params
+from gpusolve.models.policy import Penalty, RuleHit
 
 
 @dataclass

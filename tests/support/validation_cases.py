@@ -56,8 +56,8 @@ from gpusolve.estimate import Hardware, Layout, evaluate, resolve_arch
 from gpusolve.estimate.memory import kv_cache_bytes, kv_cache_bytes_per_token, weights_bytes
 from gpusolve.estimate.search import max_decode_batch
 from gpusolve.models.catalog import Card
+from gpusolve.models.params import Params
 from gpusolve.models.requirements import ModelShape, Workload, make_workload
-from gpusolve.params import Params
 
 ROOT = Path(__file__).resolve().parents[2]
 GB = 1e9

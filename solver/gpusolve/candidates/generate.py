@@ -13,7 +13,6 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from gpusolve.candidates.money import slot_hours_per_month, to_money
 from gpusolve.candidates.network import (
     fabric_class,
     nic_capex,
@@ -21,15 +20,16 @@ from gpusolve.candidates.network import (
     storage_kinds,
     storage_need_gb,
 )
-from gpusolve.candidates.policy import Charge, WorkloadPolicy, charges
 from gpusolve.candidates.reserve import RackReserve, rack_reserve
 from gpusolve.estimate import ConfigEstimate, Hardware, search_layouts
 from gpusolve.estimate.search import SearchResult
 from gpusolve.models.catalog import Card, Catalog, CloudOffer, ColoOffer, Server
+from gpusolve.models.params import Params
+from gpusolve.models.policy import Charge, WorkloadPolicy, charges
+from gpusolve.models.regions import Place, resolve
 from gpusolve.models.requirements import Requirements, Workload
 from gpusolve.optimize import finance, ir
-from gpusolve.params import Params
-from gpusolve.regions import Place, resolve
+from gpusolve.optimize.money import slot_hours_per_month, to_money
 
 MULTI_NODE_FABRICS = frozenset({"infiniband", "roce"})
 

@@ -17,12 +17,12 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from gpusolve.candidates.policy import Penalty, RuleHit, WorkloadPolicy
 from gpusolve.models.catalog import Card, Catalog, Server
+from gpusolve.models.params import Params
 from gpusolve.models.plan import ComplianceLine, Deployment, Excluded
+from gpusolve.models.policy import Penalty, RuleHit, WorkloadPolicy
+from gpusolve.models.regions import REGIONS, canonical_region, resolve
 from gpusolve.models.requirements import Requirements
-from gpusolve.params import Params
-from gpusolve.regions import REGIONS, canonical_region, resolve
 
 RULE_ID = "export-cn"
 # Every region gpusolve knows by name is in mainland China.

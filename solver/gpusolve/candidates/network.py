@@ -15,9 +15,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from gpusolve.candidates.money import to_money
 from gpusolve.models.catalog import Catalog, NetworkLink, NetworkNic, NetworkSwitch, Server
 from gpusolve.optimize import ir
+from gpusolve.optimize.money import to_money
 
 RDMA_SWITCH_FABRIC = {"infiniband": "infiniband", "roce": "ethernet"}
 

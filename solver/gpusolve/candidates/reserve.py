@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from gpusolve.models.catalog import ColoOffer
-from gpusolve.params import Params
+from gpusolve.models.params import Params
 
 
 @dataclass(frozen=True)

@@ -65,8 +65,8 @@ def validate(paths: tuple[Path, ...], alone: bool) -> None:
 @format_option("text", "json")
 def list_items(kind: str | None, catalog_paths: tuple[Path, ...], fmt: str) -> None:
     """List catalogue items with their key figures (json: every field)."""
-    from gpusolve.catalog_items import list_json
     from gpusolve.render.catalog import list_text
+    from gpusolve.runs.catalog import list_json
 
     loaded = load_catalog(list(catalog_paths) or None)
     kinds = [KIND_ALIASES[kind]] if kind else list(KINDS)
@@ -83,8 +83,8 @@ def list_items(kind: str | None, catalog_paths: tuple[Path, ...], fmt: str) -> N
 @format_option("text", "json")
 def show(item_id: str, catalog_paths: tuple[Path, ...], fmt: str) -> None:
     """Show every field of one item, and the file and line it came from."""
-    from gpusolve.catalog_items import find_item
     from gpusolve.render.catalog import item_text
+    from gpusolve.runs.catalog import find_item
 
     loaded = load_catalog(list(catalog_paths) or None)
     try:

@@ -118,8 +118,7 @@ def estimate(
 ) -> None:
     from gpusolve.commands.deliver import deliver, option_errors
     from gpusolve.commands.options import check_output, require_output_for_html
-    from gpusolve.estimate_report import LayoutChoice
-    from gpusolve.runs.estimate import EstimateRequest, run_estimate
+    from gpusolve.runs.estimate import EstimateRequest, LayoutChoice, run_estimate
 
     require_output_for_html(fmt, output)
     check_output(output, [reqs_path, *catalog_paths, *rules_paths])

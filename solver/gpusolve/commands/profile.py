@@ -9,7 +9,7 @@ import click
 
 from gpusolve.commands.options import catalog_option, format_option
 from gpusolve.errors import InputError
-from gpusolve.params import Params
+from gpusolve.models.params import Params
 
 HELP = """\
 Summarise an nvidia-smi log per GPU and overall, and classify the job (H11).
@@ -80,7 +80,7 @@ def parse_params(values: tuple[str, ...]) -> Params:
     """`NAME=VALUE` pairs (YAML scalars) into Params; a bad one is exit 2."""
     import yaml
 
-    from gpusolve.params import check_value
+    from gpusolve.models.params import check_value
 
     chosen: dict[str, object] = {}
     for item in values:

@@ -33,7 +33,7 @@ def list_rules(source: str | None, rules_paths: tuple[Path, ...], fmt: str) -> N
     """List the rules in effect (shipped, then --rules files), in evaluation order."""
     from gpusolve.render.rules import list_text
     from gpusolve.rules.loader import load_ruleset
-    from gpusolve.rules_report import list_json, select_rules
+    from gpusolve.runs.rules import list_json, select_rules
 
     ruleset = load_ruleset(list(rules_paths))
     selected = select_rules(ruleset, _normalise_source(source) if source else None)
@@ -58,7 +58,7 @@ def show(rule_id: str, rules_paths: tuple[Path, ...], fmt: str) -> None:
     """Show one rule, the heuristic it cites and the file that defines it."""
     from gpusolve.render.rules import show_text
     from gpusolve.rules.loader import load_ruleset
-    from gpusolve.rules_report import find_rule, heuristic, rule_json
+    from gpusolve.runs.rules import find_rule, heuristic, rule_json
 
     try:
         rule = find_rule(load_ruleset(list(rules_paths)), rule_id)
@@ -79,7 +79,7 @@ def check(paths: tuple[Path, ...]) -> None:
     """Validate rule files (structure, CEL, parameters, ids) as they would load after the
     shipped rules. Exit 2 with file:line and rule id on any problem."""
     from gpusolve.render.rules import check_text
-    from gpusolve.rules_report import check_rule_files
+    from gpusolve.runs.rules import check_rule_files
 
     click.echo(check_text(*check_rule_files(paths)), nl=False)
 
@@ -113,7 +113,7 @@ def explain(
     their require-rules remove, and their advice — without solving."""
     from gpusolve.render.rules import explain_text
     from gpusolve.rules.loader import shipped_rule_files
-    from gpusolve.rules_report import explain_rules
+    from gpusolve.runs.rules import explain_rules
 
     report = explain_rules(requirements, catalog_paths, rules_paths)
     if fmt == "json":

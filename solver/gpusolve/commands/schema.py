@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 
 from gpusolve.atomic import write_text_atomic
-from gpusolve.schemas import available, render, schema_for
+from gpusolve.models.schemas import available, render, schema_for
 
 
 @click.command("schema")

@@ -46,8 +46,8 @@ from gpusolve.estimate.shapes import Arch
 from gpusolve.estimate.steptime import StepBreakdown
 from gpusolve.estimate.units import GB
 from gpusolve.models.catalog import Card
+from gpusolve.models.params import Params
 from gpusolve.models.requirements import InferenceWorkload, Training, Workload
-from gpusolve.params import Params
 
 # A measured activation peak is taken between these multiples of the formula's (outside them
 # the measurement is of a different configuration than the one described).

@@ -10,8 +10,8 @@ from gpusolve.estimate.memory import MemoryBreakdown
 from gpusolve.estimate.serving import evaluate_serving, serving_memory
 from gpusolve.estimate.shapes import resolve_arch
 from gpusolve.estimate.training import evaluate_training, training_memory
+from gpusolve.models.params import Params
 from gpusolve.models.requirements import InferenceWorkload, Workload
-from gpusolve.params import Params
 
 
 def evaluate(workload: Workload, hw: Hardware, layout: Layout, params: Params) -> ConfigEstimate:

@@ -19,8 +19,8 @@ from gpusolve.estimate.shapes import Arch
 from gpusolve.estimate.steptime import StepBreakdown
 from gpusolve.estimate.units import GB, SECONDS_PER_HOUR
 from gpusolve.models.catalog import Card
+from gpusolve.models.params import Params
 from gpusolve.models.requirements import Checkpointing, Sharding, Workload
-from gpusolve.params import Params
 
 SHARDINGS: tuple[str, ...] = get_args(Sharding)
 CHECKPOINTINGS: tuple[str, ...] = get_args(Checkpointing)

@@ -51,8 +51,8 @@ from gpusolve.estimate.serving import batch_limit, replica_tokens_per_s, serving
 from gpusolve.estimate.shapes import Arch, resolve_arch
 from gpusolve.estimate.training import training_activations_for, training_states_for
 from gpusolve.estimate.units import SECONDS_PER_HOUR
+from gpusolve.models.params import Params
 from gpusolve.models.requirements import InferenceWorkload, Training, Workload
-from gpusolve.params import Params
 
 MICRO_BATCHES = (1, 2, 4, 8, 16, 32, 64)
 TP_CHOICES = (1, 2, 4, 8)

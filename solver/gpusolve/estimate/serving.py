@@ -57,8 +57,8 @@ from gpusolve.estimate.memory import (
 )
 from gpusolve.estimate.shapes import Arch, layers_per_stage, resolve_arch
 from gpusolve.estimate.steptime import allreduce_s
+from gpusolve.models.params import Params
 from gpusolve.models.requirements import InferenceWorkload
-from gpusolve.params import Params
 
 PAGED_ATTENTION_SLOWDOWN = 1.23  # vLLM §7.3: 20-26% higher attention kernel latency
 # Estimate: a CUDA-graph replay leaves about 2 µs between dependent kernels (launch overhead

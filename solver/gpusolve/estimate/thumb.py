@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from gpusolve.estimate.units import GB
-from gpusolve.params import Params
+from gpusolve.models.params import Params
 
 H05_BYTES_PER_PARAM = (16.0, 24.0)
 H30_RANGES: dict[str, tuple[float, float]] = {

@@ -52,8 +52,8 @@ from gpusolve.estimate.memory import (
 from gpusolve.estimate.shapes import Arch
 from gpusolve.estimate.steptime import Framework, StepBreakdown, StepShape, training_step
 from gpusolve.estimate.units import GB, SECONDS_PER_HOUR
+from gpusolve.models.params import Params
 from gpusolve.models.requirements import FineTuneWorkload, Training
-from gpusolve.params import Params
 
 # H10: "gradient checkpointing ... adds 20-30% time"; H15: a ZeRO-3 loss within 10% is
 # excellent. Checks on the computed result, printed as notes.

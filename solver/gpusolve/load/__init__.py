@@ -15,8 +15,8 @@ from gpusolve.load.validate import parse_model
 from gpusolve.load.yamlio import Document, read_yaml
 from gpusolve.models.catalog import Catalog
 from gpusolve.models.fleet import Fleet
+from gpusolve.models.regions import resolve, suggestions
 from gpusolve.models.requirements import Measured, Requirements
-from gpusolve.regions import resolve, suggestions
 
 __all__ = [
     "Document",
@@ -127,7 +127,7 @@ def check_against_catalog(reqs: Requirements, doc: Document, catalog: Catalog) -
                 )
     problems += preset_problems(reqs, doc)
     if reqs.scenarios:
-        from gpusolve.scenarioplan import scenario_problems
+        from gpusolve.plan.twostage import scenario_problems
 
         problems += scenario_problems(reqs, catalog, doc)
     for i, w in enumerate(reqs.workloads):
@@ -167,7 +167,7 @@ def check_against_catalog(reqs: Requirements, doc: Document, catalog: Catalog) -
 def measured_profile(m: Measured, doc: Document, index: int) -> tuple[str, ...]:
     """Read the measured run's nvidia-smi log (a path relative to the requirements file) and
     say what bounded the run (H11) and what it warned about."""
-    from gpusolve.params import Params
+    from gpusolve.models.params import Params
     from gpusolve.profile import analyse_file
 
     assert m.profile is not None

@@ -30,7 +30,7 @@ def measure_from_file(request: MeasureRequest) -> MeasureReport:
     from gpusolve.load.catalog import load_catalog
     from gpusolve.measure import require_torch
     from gpusolve.measure.session import measure as run_measure
-    from gpusolve.params import Params
+    from gpusolve.models.params import Params
 
     reqs, doc = load_requirements_doc(request.reqs_path)
     names = [w.name for w in reqs.workloads]

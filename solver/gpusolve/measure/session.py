@@ -18,6 +18,7 @@ from gpusolve.estimate.units import GB
 from gpusolve.measure import require_torch, scaled_peak_bytes, scaled_tokens_per_s
 from gpusolve.models.catalog import Card
 from gpusolve.models.measure import MeasureReport, StateBytes
+from gpusolve.models.params import Params
 from gpusolve.models.requirements import (
     Measured,
     ModelShape,
@@ -25,7 +26,6 @@ from gpusolve.models.requirements import (
     TrainingWorkload,
     Workload,
 )
-from gpusolve.params import Params
 
 MEASURED_PRECISIONS = ("fp32", "bf16", "fp16", "fp8")
 MEASURED_OPTIMIZERS = ("adamw", "adamw_fp32", "sgd_momentum")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
-# A parameter's value (`gpusolve.params`): bool before int, so JSON true stays a bool.
+# A parameter's value (`gpusolve.models.params`): bool before int, so JSON true stays a bool.
 ParamValue = bool | int | float | str
 
 

@@ -7,8 +7,8 @@ from pathlib import Path
 
 from gpusolve.errors import InputError
 from gpusolve.models.catalog import Card
+from gpusolve.models.params import Params
 from gpusolve.models.profile import ProfileReport
-from gpusolve.params import Params
 from gpusolve.profile.analysis import profile
 from gpusolve.profile.logs import Log, Sample, read_log
 

@@ -28,8 +28,8 @@ from collections.abc import Iterable
 
 from gpusolve.estimate.units import GB
 from gpusolve.models.catalog import Card
+from gpusolve.models.params import Params
 from gpusolve.models.profile import Bound, GpuProfile, ProfileReport, Stat
-from gpusolve.params import Params
 from gpusolve.profile.logs import Log, Sample
 
 IDLE_SM_PCT = 5.0

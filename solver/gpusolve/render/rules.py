@@ -6,13 +6,13 @@ import textwrap
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from gpusolve.models.params import SPECS, Params
 from gpusolve.models.rules_report import RulesExplainReport, TraceEntryOut, WorkloadExplain
-from gpusolve.params import SPECS, Params
 from gpusolve.rules.environment import BASE_VARIABLES, KIND_VARIABLES, describe_fields
 from gpusolve.rules.loader import CompiledRule, RuleSet
 
 if TYPE_CHECKING:
-    from gpusolve.rules_report import CheckedFile
+    from gpusolve.runs.rules import CheckedFile
 
 _KIND_NAMES = {
     "card": "cards",

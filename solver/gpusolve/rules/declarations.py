@@ -31,8 +31,8 @@ from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 
 from gpusolve.models.catalog import Card, CloudOffer, ColoOffer, Cpu, Fabric, Server
+from gpusolve.models.params import SPECS
 from gpusolve.models.requirements import WORKLOAD_KINDS, ModelShape, Requirements, WorkloadBase
-from gpusolve.params import SPECS
 
 Kind = Literal["card", "server", "offer", "cloud", "deployment"]
 KINDS: tuple[Kind, ...] = ("card", "server", "offer", "cloud", "deployment")

@@ -26,8 +26,8 @@ from typing import Any, NamedTuple
 
 from gpusolve.errors import InputError
 from gpusolve.models.catalog import Card, Catalog, CloudOffer, ColoOffer, Server
+from gpusolve.models.params import Params
 from gpusolve.models.requirements import Requirements, Workload
-from gpusolve.params import Params
 from gpusolve.rules.environment import (
     ActivationCache,
     Facts,

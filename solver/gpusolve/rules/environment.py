@@ -8,7 +8,7 @@ Value conventions:
   `x != null` (ordering comparisons on a possibly-null field are rejected at load time
   unless guarded, e.g. `workload.deadline_hours != null && workload.deadline_hours >= 168`).
 - `params` holds the resolved parameter values for the workload (defaults, then rules in
-  order, then the user's `headroom`); see `gpusolve.params`.
+  order, then the user's `headroom`); see `gpusolve.models.params`.
 
 Plain data first, CEL values only when an expression has to run (`Facts`). The declared
 types live in `declarations.py`; the names other modules read here are re-exported.
@@ -24,9 +24,9 @@ from celpy import celtypes as ct
 from pydantic import BaseModel
 
 from gpusolve.models.catalog import Card, CloudOffer, ColoOffer, Server
+from gpusolve.models.params import SPECS, Params
+from gpusolve.models.regions import canonical_region
 from gpusolve.models.requirements import WORKLOAD_KINDS, ModelShape, Requirements, Workload
-from gpusolve.params import SPECS, Params
-from gpusolve.regions import canonical_region
 from gpusolve.rules.declarations import BASE_VARIABLES as BASE_VARIABLES
 from gpusolve.rules.declarations import DEPLOYMENT_FIELDS, DEPLOYMENT_REQUIRED, DYN, CelType
 from gpusolve.rules.declarations import KIND_VARIABLES as KIND_VARIABLES

@@ -24,9 +24,9 @@ from gpusolve.load.catalog import expand_paths
 from gpusolve.load.data import data_dir
 from gpusolve.load.validate import parse_model
 from gpusolve.load.yamlio import Document, read_yaml
+from gpusolve.models.params import check_value
 from gpusolve.models.requirements import Requirements
 from gpusolve.models.rules import Rule, RuleFile
-from gpusolve.params import check_value
 from gpusolve.rules.compile import compile_predicate
 from gpusolve.rules.declarations import KINDS, variables_for
 from gpusolve.rules.environment import Facts
@@ -35,7 +35,7 @@ from gpusolve.rules.parse import CelError
 from gpusolve.rules.templates import Template, compile_template
 
 HEURISTICS_FILE = "heuristics.yaml"
-ParamValue = bool | int | float | str  # a parameter's value (`gpusolve.params`)
+ParamValue = bool | int | float | str  # a parameter's value (`gpusolve.models.params`)
 
 
 @dataclass(frozen=True)
@@ -320,7 +320,7 @@ def _compile_rule(
         except ValueError as exc:
             hint = None
             if "unknown parameter" in str(exc):
-                from gpusolve.params import SPEC_BY_NAME
+                from gpusolve.models.params import SPEC_BY_NAME
 
                 close = difflib.get_close_matches(name, list(SPEC_BY_NAME), n=1)
                 hint = f"did you mean {close[0]!r}?" if close else "see gpusolve/params.py"

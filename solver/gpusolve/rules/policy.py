@@ -1,4 +1,4 @@
-"""The rules stage as the candidates stage sees it (`gpusolve.candidates.policy`).
+"""The rules stage as the candidates stage sees it (`gpusolve.models.policy`).
 
 `evaluate_policies(reqs, catalog, rules_paths)` loads and compiles the rules once,
 evaluates them for every workload and returns one `RulesPolicy` per workload (the
@@ -28,11 +28,11 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from gpusolve.candidates.policy import Penalty, RuleHit, WorkloadPolicy
 from gpusolve.models.catalog import Card, Catalog, CloudOffer, ColoOffer, Server
+from gpusolve.models.params import Params
 from gpusolve.models.plan import RuleFired
+from gpusolve.models.policy import Penalty, RuleHit, WorkloadPolicy
 from gpusolve.models.requirements import Requirements
-from gpusolve.params import Params
 from gpusolve.rules.engine import Violation, WorkloadRules, evaluate_workload
 from gpusolve.rules.environment import ActivationCache, Facts, estimate_params_b
 from gpusolve.rules.loader import RuleSet, load_ruleset

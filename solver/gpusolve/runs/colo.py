@@ -36,7 +36,7 @@ class ColoRun:
 
 def run_colo(request: ColoRequest) -> ColoRun:
     """Everything `colo` does between parsing and printing; raises InputError on bad files."""
-    from gpusolve.colo import compare_offers
+    from gpusolve.colo.compare import compare_offers
     from gpusolve.load import check_fleet, load_catalog, load_fleet
     from gpusolve.optimize.ir import SolveConfig
     from gpusolve.rules.loader import load_ruleset

@@ -1,6 +1,6 @@
 """`gpusolve estimate` from its files to what it shows: load through the same pipeline as
 `plan` (so each workload gets the headroom and framework settings its rules give it),
-build the report (`gpusolve.estimate_report`) and render it."""
+build the report (`gpusolve.estimate.report`) and render it."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from gpusolve.estimate_report import LayoutChoice
+from gpusolve.estimate.report import LayoutChoice as LayoutChoice  # re-exported for the command
 from gpusolve.runs.output import BadOption, CommandOutput, OutputFile
 
 if TYPE_CHECKING:
@@ -37,8 +37,8 @@ class EstimateRun:
 def run_estimate(request: EstimateRequest) -> EstimateRun:
     """Everything `estimate` does between parsing and printing. Raises InputError (bad
     files) and BadOption (an unknown --card, a layout that cannot be built)."""
-    from gpusolve.estimate_report import LayoutError, build_report
-    from gpusolve.pipeline import prepare_run
+    from gpusolve.estimate.report import LayoutError, build_report
+    from gpusolve.plan.inputs import prepare_run
 
     run = prepare_run(request.requirements, request.catalog_paths, request.rules_paths)
     # The parameters `plan` uses: defaults, then the rules, then the user's headroom.

@@ -45,9 +45,9 @@ class FrontierRun:
 def run_frontier(request: FrontierRequest, progress: Progress = lambda _: None) -> FrontierRun:
     """Everything `frontier` does between parsing and printing. Raises InputError (bad
     files) and BadOption (no workload has a deadline to trade)."""
-    from gpusolve.frontier import factors, sweep
+    from gpusolve.analyses.frontier import factors, sweep
     from gpusolve.optimize.ir import SolveConfig
-    from gpusolve.pipeline import prepare_run
+    from gpusolve.plan.inputs import prepare_run
     from gpusolve.render.frontier import frontier_text
 
     run = prepare_run(

@@ -13,8 +13,8 @@ from gpusolve.runs.output import CommandOutput, OptionConflict, written
 
 if TYPE_CHECKING:
     from gpusolve.models.catalog import Catalog
-    from gpusolve.pipeline import Run
-    from gpusolve.planner import PlanOptions
+    from gpusolve.plan.inputs import Run
+    from gpusolve.plan.single import PlanOptions
 
 Progress = Callable[[str], None]
 
@@ -58,7 +58,7 @@ def run_plan(request: PlanRequest, progress: Progress = lambda _: None) -> PlanR
     """Everything `plan` does between parsing and printing. Raises InputError (bad files,
     an unknown --why-not id) and OptionConflict (options these requirements refuse)."""
     from gpusolve.optimize.interrupt import requested
-    from gpusolve.pipeline import prepare_run
+    from gpusolve.plan.inputs import prepare_run
 
     run = prepare_run(
         request.requirements,
@@ -88,7 +88,7 @@ def run_plan(request: PlanRequest, progress: Progress = lambda _: None) -> PlanR
 
 def plan_options(request: PlanRequest) -> PlanOptions:
     from gpusolve.optimize.ir import SolveConfig
-    from gpusolve.planner import PlanOptions
+    from gpusolve.plan.single import PlanOptions
 
     config = SolveConfig(
         time_limit_s=request.time_limit_s, workers=request.workers, seed=request.seed
@@ -106,9 +106,9 @@ def solve_interruptibly(run: Run, options: PlanOptions, progress: Progress) -> P
     """The plan, solved in a worker thread so that Ctrl-C or SIGTERM stops the search and
     keeps the best plan so far; then its market, compliance, exclusions, sources, and the
     bill of materials' price locations."""
-    from gpusolve.bom import locate
+    from gpusolve.explain.bom import locate
     from gpusolve.optimize.interrupt import run_interruptibly
-    from gpusolve.planner import make_plan  # looked up at each call: tests replace it
+    from gpusolve.plan.single import make_plan  # looked up at each call: tests replace it
 
     plan = run_interruptibly(
         lambda: make_plan(run.reqs, run.catalog, run.policies, run.rules, options, progress),
@@ -119,7 +119,7 @@ def solve_interruptibly(run: Run, options: PlanOptions, progress: Progress) -> P
 
 
 def _with_ranges(plan: Plan, run: Run, options: PlanOptions, bar: bool, progress: Progress) -> Plan:
-    from gpusolve.sensitivity import with_sensitivity
+    from gpusolve.analyses.sensitivity import with_sensitivity
 
     progress("sensitivity: re-solving with each price and card efficiency moved")
     return with_sensitivity(

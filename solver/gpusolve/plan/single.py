@@ -8,10 +8,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from gpusolve import assemble
-from gpusolve.bom import bill_of_materials
+from gpusolve.candidates.filters import beyond_horizon, rent_only, small_jobs
 from gpusolve.candidates.generate import Candidates, build_candidates
-from gpusolve.candidates.policy import WorkloadPolicy
+from gpusolve.explain import parts as assemble
+from gpusolve.explain.bom import bill_of_materials
 from gpusolve.models.catalog import PART_KINDS, Catalog
 from gpusolve.models.common import PriceNote
 from gpusolve.models.plan import (
@@ -21,10 +21,10 @@ from gpusolve.models.plan import (
     SolverInfo,
     TimedOut,
 )
+from gpusolve.models.policy import WorkloadPolicy
 from gpusolve.models.requirements import Requirements
 from gpusolve.optimize import ir
 from gpusolve.rules.summary import RulesSummary as RulesSummary  # re-exported for pipeline
-from gpusolve.smalljobs import beyond_horizon, rent_only, small_jobs
 
 Progress = Callable[[str], None]
 
@@ -54,7 +54,7 @@ def make_plan(
     from gpusolve.optimize.solve import solve  # ortools only on this path
 
     if reqs.scenarios:  # a two-stage plan over the scenarios (scenarioplan.py)
-        from gpusolve.scenarioplan import ScenarioRun, make_scenario_plan
+        from gpusolve.plan.twostage import ScenarioRun, make_scenario_plan
 
         run = ScenarioRun(options.robust, options.config, options.timings, options.why_not)
         return make_scenario_plan(reqs, catalog, policies, rules, run, progress)
@@ -127,7 +127,7 @@ def make_plan(
             update={"alternatives": _alternatives(cand, solution, options, reqs, catalog)}
         )
     if options.why_not:
-        from gpusolve.whynot import why_not_report
+        from gpusolve.analyses.whynot import why_not_report
 
         progress(f"explaining why not {options.why_not}")
         reasons, forced = why_not_report(
@@ -297,7 +297,7 @@ def _infeasible(
     missing: list[str],
     progress: Progress,
 ) -> Plan:
-    from gpusolve.explain import explain_infeasible
+    from gpusolve.explain.infeasible import explain_infeasible
 
     progress("no feasible plan: looking for the requirements that conflict")
     infeasibility: Infeasibility = explain_infeasible(
@@ -305,7 +305,7 @@ def _infeasible(
     )
     reasons: dict[str, list[str]] = {}
     if options.why_not:
-        from gpusolve.whynot import why_not
+        from gpusolve.analyses.whynot import why_not
 
         reasons = why_not(options.why_not, cand, None, catalog, options.config)
     return Plan(
@@ -348,7 +348,7 @@ def _no_fit(
 ) -> Plan:
     """Workloads lack options because of their size, not a requirement that could be
     relaxed: say so plainly instead of searching for requirements to relax."""
-    from gpusolve.explain import summarise
+    from gpusolve.explain.infeasible import summarise
 
     missing = cand.workloads_without_options()
     return Plan(

@@ -9,12 +9,12 @@ from typing import Any
 
 from gpusolve.candidates.generate import Candidates, Rejection, build_candidates
 from gpusolve.candidates.market import RULE_ID as EXPORT_RULE
-from gpusolve.candidates.policy import Penalty, RuleHit, WorkloadPolicy
 from gpusolve.models.catalog import Catalog
+from gpusolve.models.params import Params
 from gpusolve.models.plan import Infeasibility, Relaxation
+from gpusolve.models.policy import Penalty, RuleHit, WorkloadPolicy
 from gpusolve.models.requirements import Requirements
 from gpusolve.optimize import ir
-from gpusolve.params import Params
 
 MAX_REASONS_PER_WORKLOAD = 8
 

@@ -13,6 +13,7 @@ from typing import Any
 from gpusolve.errors import InputError, Problem
 from gpusolve.load.yamlio import Document
 from gpusolve.models.catalog import Catalog
+from gpusolve.models.params import SPECS
 from gpusolve.models.requirements import Requirements
 from gpusolve.models.rules_report import (
     LayoutRule,
@@ -24,8 +25,7 @@ from gpusolve.models.rules_report import (
     ViaRemovedCards,
     WorkloadExplain,
 )
-from gpusolve.params import SPECS
-from gpusolve.pipeline import load_inputs
+from gpusolve.plan.inputs import load_inputs
 from gpusolve.rules.engine import Removal, WorkloadRules, catalogue_removals, evaluate_workload
 from gpusolve.rules.environment import ActivationCache
 from gpusolve.rules.loader import CompiledRule, RuleSet, load_ruleset, read_rule_file

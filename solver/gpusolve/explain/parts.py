@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
-from gpusolve import itemise
 from gpusolve.candidates.generate import Candidates, OptionMeta
+from gpusolve.explain import lines as itemise
 from gpusolve.models.catalog import Catalog
 from gpusolve.models.plan import (
     Alternative,

@@ -61,8 +61,8 @@ from gpusolve.optimize.ir import (
 )
 
 if TYPE_CHECKING:
-    from gpusolve.candidates.policy import WorkloadPolicy
     from gpusolve.models.catalog import Card, Catalog
+    from gpusolve.models.policy import WorkloadPolicy
     from gpusolve.models.requirements import Requirements
 
 # Prices are searched from a tenth to ten times their catalogue value: beyond that a quote
@@ -437,8 +437,8 @@ def plan_instance(
     """The instance `make_plan` solves: the candidates, small jobs rented only, work beyond
     the horizon dropped. `whole`: the full catalogue when `catalog` is a part of it (what
     counts as a small job depends on the fastest card of all)."""
+    from gpusolve.candidates.filters import beyond_horizon, rent_only, small_jobs
     from gpusolve.candidates.generate import build_candidates
-    from gpusolve.smalljobs import beyond_horizon, rent_only, small_jobs
 
     cand = build_candidates(reqs, catalog, policies)
     small = small_jobs(reqs, whole or catalog)
@@ -894,7 +894,7 @@ def with_sensitivity(
 
     def work() -> Sensitivity:
         if reqs.scenarios:
-            from gpusolve.scenario_sensitivity import analyse_hedged, plan_purchase
+            from gpusolve.analyses.hedged_sensitivity import analyse_hedged, plan_purchase
 
             return analyse_hedged(
                 reqs,

@@ -20,10 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
-from gpusolve.models.plan import Plan, Sensitivity
-from gpusolve.optimize import scenarios as two
-from gpusolve.optimize.ir import SolveConfig
-from gpusolve.sensitivity import (
+from gpusolve.analyses.sensitivity import (
     NO_PLAN,
     NOT_FOUND,
     PROBE_TIME_S,
@@ -44,12 +41,15 @@ from gpusolve.sensitivity import (
     scaled_instance,
     to_range,
 )
+from gpusolve.models.plan import Plan, Sensitivity
+from gpusolve.optimize import scenarios as two
+from gpusolve.optimize.ir import SolveConfig
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from gpusolve.candidates.policy import WorkloadPolicy
     from gpusolve.models.catalog import Catalog
+    from gpusolve.models.policy import WorkloadPolicy
     from gpusolve.models.requirements import Requirements
 
 
@@ -139,7 +139,7 @@ def hedged_parameters(
 ) -> list[Parameter]:
     """Every scenario's prices (`sensitivity.price_parameters`), each once, then the cards'
     efficiency: a card is searched both ways when some scenario's plan runs on it."""
-    from gpusolve.sensitivity import considered_cards, plan_cards
+    from gpusolve.analyses.sensitivity import considered_cards, plan_cards
 
     found: dict[tuple[str, str], Parameter] = {}
     for s in scenarios:
@@ -171,7 +171,7 @@ def analyse_hedged(
     """The ranges of the hedged plan for `reqs`: the two-stage model solved again (the
     reference, which must buy `purchase`, the plan shown), then every parameter over the
     pool. Each probe gets at most `PROBE_TIME_S` of `config`'s time limit."""
-    from gpusolve.scenarioplan import NOMINAL, prepare_weighed
+    from gpusolve.plan.twostage import NOMINAL, prepare_weighed
 
     started = time.perf_counter()
     prepared, scenarios = prepare_weighed(reqs, catalog, policies)

@@ -19,9 +19,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from gpusolve.candidates.policy import Charge, RuleHit, charges
 from gpusolve.models.catalog import Catalog, ColoOffer, Server
-from gpusolve.params import Params
+from gpusolve.models.params import Params
+from gpusolve.models.policy import Charge, RuleHit, charges
 from gpusolve.rules.engine import WorkloadRules
 from gpusolve.rules.environment import ActivationCache, params_facts
 from gpusolve.rules.evaluate import Bindings

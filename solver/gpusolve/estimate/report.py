@@ -36,13 +36,13 @@ from gpusolve.models.estimate import (
     ThumbOut,
     WorkloadEstimate,
 )
+from gpusolve.models.params import Params
 from gpusolve.models.requirements import (
     DEFAULT_OPTIMIZER,
     InferenceWorkload,
     Requirements,
     Workload,
 )
-from gpusolve.params import Params
 
 ZERO_SHARDING = {0: "ddp", 1: "zero1", 2: "zero2", 3: "zero3"}
 

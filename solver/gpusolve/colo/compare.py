@@ -10,14 +10,14 @@ and offers are ranked like plans, by TCO + penalties.
 
 from __future__ import annotations
 
-from gpusolve.candidates.money import energy_per_server_month, to_money
 from gpusolve.candidates.reserve import rack_reserve
-from gpusolve.colo_rules import PlacementRules, judge, line_layout, placement_rules
+from gpusolve.colo.placement import PlacementRules, judge, line_layout, placement_rules
 from gpusolve.models.catalog import Catalog, ColoOffer, Server
 from gpusolve.models.colo import ColoReport, ColoRow, ColoRuleHit, RuleNotJudged
 from gpusolve.models.fleet import Fleet
+from gpusolve.models.regions import resolve
 from gpusolve.optimize import ir
-from gpusolve.regions import resolve
+from gpusolve.optimize.money import energy_per_server_month, to_money
 from gpusolve.rules.loader import RuleSet
 
 RDMA = frozenset({"infiniband", "roce"})

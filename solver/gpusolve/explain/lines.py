@@ -14,7 +14,7 @@ from collections import defaultdict
 from typing import get_args
 
 from gpusolve.candidates.generate import Candidates
-from gpusolve.candidates.money import vat_note
+from gpusolve.explain.network_lines import network_items, storage_items
 from gpusolve.models.catalog import Catalog
 from gpusolve.models.common import PriceNote
 from gpusolve.models.plan import (
@@ -27,8 +27,8 @@ from gpusolve.models.plan import (
     PlanDelta,
     ThroughputDelta,
 )
-from gpusolve.network_lines import network_items, storage_items
 from gpusolve.optimize import finance, ir
+from gpusolve.optimize.money import vat_note
 from gpusolve.optimize.validate import Placed, extra_mbps
 
 KINDS: tuple[CostKind, ...] = get_args(CostKind)  # in the order the breakdown prints

@@ -13,9 +13,9 @@ from collections.abc import Callable
 from typing import Literal
 
 from gpusolve.candidates.generate import build_candidates
-from gpusolve.candidates.policy import WorkloadPolicy
 from gpusolve.models.catalog import Catalog
 from gpusolve.models.frontier import Frontier, FrontierPoint
+from gpusolve.models.policy import WorkloadPolicy
 from gpusolve.models.requirements import Requirements
 from gpusolve.optimize import ir
 

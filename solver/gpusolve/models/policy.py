@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from gpusolve.params import Params
+from gpusolve.models.params import Params
 
 
 @dataclass(frozen=True)
@@ -46,7 +46,7 @@ class Charge:
 def charges(kind: str, penalty: Penalty) -> tuple[Charge, ...]:
     """A penalty split by rule, each rounded to whole units once (so the charges sum to the
     penalty the optimiser sees). A policy that gives only a total yields one unnamed line."""
-    from gpusolve.candidates.money import to_money
+    from gpusolve.optimize.money import to_money
 
     if len(penalty.amounts) == len(penalty.rules) and penalty.rules:
         kinds = penalty.kinds if len(penalty.kinds) == len(penalty.rules) else ()

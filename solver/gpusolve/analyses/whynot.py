@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from gpusolve import itemise
 from gpusolve.candidates.generate import Candidates, OptionMeta
+from gpusolve.explain import lines as itemise
 from gpusolve.models.catalog import Catalog
 from gpusolve.models.plan import WhyNot
 from gpusolve.models.requirements import Requirements
@@ -74,7 +74,7 @@ def compare_forced(
     reqs: Requirements,
     catalog: Catalog,
 ) -> WhyNot:
-    from gpusolve import assemble
+    from gpusolve.explain import parts as assemble
 
     best_cost = assemble.cost(best, cand, reqs, catalog)
     alt_cost = assemble.cost(alt, cand, reqs, catalog)

@@ -14,16 +14,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-from gpusolve import itemise
+from gpusolve.analyses.hedged_sensitivity import hedged_tco
+from gpusolve.analyses.whynot import compare_forced, forced_onto, rejection_lines, uses_item
 from gpusolve.candidates.generate import OptionMeta
+from gpusolve.explain import lines as itemise
 from gpusolve.models.plan import WhyNot
 from gpusolve.optimize import ir
 from gpusolve.optimize import scenarios as two
-from gpusolve.scenario_sensitivity import hedged_tco
-from gpusolve.whynot import compare_forced, forced_onto, rejection_lines, uses_item
 
 if TYPE_CHECKING:
-    from gpusolve.scenarioplan import Prepared
+    from gpusolve.plan.twostage import Prepared
 
 
 @dataclass(frozen=True)

@@ -18,13 +18,13 @@ from gpusolve.candidates.market import (
     exclusions,
     resolve_market,
 )
-from gpusolve.candidates.policy import WorkloadPolicy
 from gpusolve.errors import InputError
 from gpusolve.load import check_against_catalog, load_catalog, load_requirements_doc
 from gpusolve.load.catalog import KINDS, LoadedCatalog, sources_of
 from gpusolve.load.yamlio import Document
 from gpusolve.models.catalog import Catalog
 from gpusolve.models.plan import Plan
+from gpusolve.models.policy import WorkloadPolicy
 from gpusolve.models.requirements import Budget, Requirements
 from gpusolve.rules.summary import RulesSummary
 

@@ -19,7 +19,7 @@ import math
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from gpusolve import assemble
+from gpusolve.candidates.filters import beyond_horizon, rent_only, small_jobs
 from gpusolve.candidates.generate import (
     Candidates,
     build_candidates,
@@ -27,8 +27,8 @@ from gpusolve.candidates.generate import (
     price_site,
     price_sku,
 )
-from gpusolve.candidates.policy import WorkloadPolicy
 from gpusolve.errors import Problem
+from gpusolve.explain import parts as assemble
 from gpusolve.load.yamlio import Document
 from gpusolve.models.catalog import Card, Catalog
 from gpusolve.models.plan import (
@@ -39,9 +39,9 @@ from gpusolve.models.plan import (
     SolverInfo,
     TimedOut,
 )
+from gpusolve.models.policy import WorkloadPolicy
 from gpusolve.models.requirements import InferenceWorkload, Requirements, Scenario, Workload
 from gpusolve.optimize import ir
-from gpusolve.smalljobs import beyond_horizon, rent_only, small_jobs
 
 if TYPE_CHECKING:
     from gpusolve.optimize import scenarios as two
@@ -139,7 +139,7 @@ def scenario_catalog(catalog: Catalog, s: Scenario) -> Catalog:
 def _efficient(card: Card, factor: float) -> Card:
     """A card that achieves `factor` x what the model assumes on its kernels, scaled as
     the sensitivity analysis scales it (one meaning of "efficiency" for both)."""
-    from gpusolve.sensitivity import scale_card
+    from gpusolve.analyses.sensitivity import scale_card
 
     return card if factor == 1.0 else scale_card(card, factor)
 
@@ -346,8 +346,8 @@ def make_scenario_plan(
         )
     if not run.timings:
         info = info.model_copy(update={"wall_s": None})
-    from gpusolve.bom import bill_of_materials
-    from gpusolve.planner import headroom_warnings, illustrative_prices
+    from gpusolve.explain.bom import bill_of_materials
+    from gpusolve.plan.single import headroom_warnings, illustrative_prices
 
     plan = Plan(
         status=status,
@@ -367,7 +367,7 @@ def make_scenario_plan(
         "bom": bill_of_materials(plan, where.catalog),
     }
     if run.why_not is not None:
-        from gpusolve.scenario_whynot import HedgedContext, hedged_why_not
+        from gpusolve.analyses.hedged_whynot import HedgedContext, hedged_why_not
 
         progress(f"explaining why not {run.why_not}")
         metas = [p.cand.meta for p in prepared if p.name in declared_names(reqs)]

@@ -5,8 +5,8 @@ Run: python benchmarks/sensitivity.py [--workers 2] [--repeat 3] [EXAMPLE.yaml .
 
 Per example and mode, the median wall clock of `sensitivity.analyse` (the reference
 re-solve, then every parameter's stepping and bisection over the pool; for a plan hedged
-over a `scenarios:` block, `scenario_sensitivity.analyse_hedged`), after the inputs
-are loaded and the plan's own solve has warmed the process up, as the command runs it.
+over a `scenarios:` block, `sensitivity.analyse_hedged`), after the inputs are loaded
+and the plan's own solve (`make_plan`) has warmed the process up, as the command runs it.
 "prices" times every price of the plan; "+ efficiency" adds each card's efficiency, whose
 probes generate the candidates again (seconds each on the larger examples). Exit status 1
 when an example's prices miss the target.
@@ -19,12 +19,18 @@ import statistics
 import sys
 import time
 from pathlib import Path
-from typing import Any
 
-from gpusolve.analyses.hedged_sensitivity import analyse_hedged
-from gpusolve.analyses.sensitivity import PROBE_TIME_S, analyse, plan_instance, probe_solve
+from gpusolve.analyses.sensitivity import (
+    PROBE_TIME_S,
+    analyse,
+    analyse_hedged,
+    plan_purchase,
+)
+from gpusolve.candidates.scaling import CandidateInputs
 from gpusolve.optimize.ir import SolveConfig
+from gpusolve.plan import make_plan
 from gpusolve.plan.inputs import prepare_run
+from gpusolve.plan.solved import Hedged, PlanOptions, Single
 
 ROOT = Path(__file__).resolve().parents[1]
 TARGET_S = 10.0
@@ -34,45 +40,24 @@ def measure(path: Path, workers: int, repeat: int, efficiency: bool) -> tuple[fl
     """Median wall seconds, re-solves and parameters of one example's analysis."""
     run = prepare_run(path, [], [])
     config = SolveConfig(time_limit_s=PROBE_TIME_S, workers=1)
-    hedged = _hedged(run, config) if run.reqs.scenarios else None
-    if hedged is None:
-        # The plan's own solve, as `gpusolve plan` runs it before the analysis (imports,
-        # caches); a hedged plan's is `_hedged`.
-        probe_solve(plan_instance(run.reqs, run.catalog, run.policies), config, None)
+    solved = make_plan(run, PlanOptions(config=config))
+    inputs = CandidateInputs(run.reqs, run.catalog, run.policies)
     walls: list[float] = []
     solves = params = 0
     for _ in range(repeat):
         started = time.perf_counter()
-        if hedged is not None:
+        if isinstance(solved.solution, Hedged):
+            purchase = plan_purchase(solved.plan)
             result = analyse_hedged(
-                run.reqs,
-                run.catalog,
-                run.policies,
-                config,
-                "expected",
-                workers,
-                hedged,
-                efficiency=efficiency,
+                solved.solution, inputs, config, workers, purchase, efficiency=efficiency
             )
         else:
-            result = analyse(
-                run.reqs, run.catalog, run.policies, config, workers, efficiency=efficiency
-            )
+            assert isinstance(solved.solution, Single), "no plan"
+            instance = solved.solution.instance
+            result = analyse(instance, inputs, config, workers, efficiency=efficiency)
         walls.append(time.perf_counter() - started)
         solves, params = result.solves, len(result.ranges)
     return statistics.median(walls), solves, params
-
-
-def _hedged(run: Any, config: SolveConfig) -> dict[tuple[str, str], int]:
-    """The purchase of the plan hedged over the requirements' scenarios, solved as `plan`
-    solves it before the analysis."""
-    from gpusolve.optimize import scenarios as two
-    from gpusolve.plan.twostage import prepare_weighed
-
-    _, scenarios = prepare_weighed(run.reqs, run.catalog, run.policies)
-    first = two.solve_two_stage(scenarios, config).first
-    assert first is not None, "no hedged plan"
-    return {k: n for k, n in first.servers.items() if n}
 
 
 def main(argv: list[str] | None = None) -> int:

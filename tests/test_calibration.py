@@ -12,7 +12,7 @@ from tests.factories.hardware import A100_80, H20, H100, hgx
 
 from gpusolve.estimate import Layout, evaluate, resolve_arch, search_layouts
 from gpusolve.estimate.calibration import calibration_for, measured_layout
-from gpusolve.estimate.training import training_activations_for, training_states_for
+from gpusolve.estimate.trainshape import training_activations_for, training_states_for
 from gpusolve.estimate.units import GB
 from gpusolve.models.params import Params
 from gpusolve.models.requirements import Measured, ModelShape, make_workload

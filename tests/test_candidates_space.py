@@ -22,10 +22,10 @@ from tests.support.shipped import ROOT
 from gpusolve.candidates.generate import Candidates, build_candidates
 from gpusolve.load import load_catalog
 from gpusolve.models.catalog import Catalog
+from gpusolve.models.money import to_money
 from gpusolve.models.plan import Plan
 from gpusolve.models.requirements import Requirements
 from gpusolve.optimize import ir
-from gpusolve.optimize.money import to_money
 from gpusolve.optimize.solve import solve
 from gpusolve.render.markdown import plan_markdown
 from gpusolve.render.text import plan_text

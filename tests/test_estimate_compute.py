@@ -87,7 +87,7 @@ def test_full_recompute_reruns_the_forward() -> None:
     assert full.flops > none.flops
     # The forward is about a third of forward + backward (backward: two GEMMs per GEMM).
     assert 0.25 < full.step.recompute_s / full.step.compute_s < 0.4
-    assert full.memory.activations < 0.2 * none.memory.activations
+    assert full.memory.activations_bytes < 0.2 * none.memory.activations_bytes
     assert full.hfu is not None and full.mfu is not None and full.hfu > full.mfu
 
 
@@ -375,7 +375,7 @@ def test_memory_is_what_the_device_reports() -> None:
     usable = H20.reported_memory_bytes * 0.7
     assert est.usable_memory_bytes == pytest.approx(usable)
     assert est.reasons[0] == (
-        f"needs {est.memory.total / GB:.1f} GB per GPU; h20-96gb (reports "
+        f"needs {est.memory.total_bytes / GB:.1f} GB per GPU; h20-96gb (reports "
         f"{H20.reported_memory_bytes / GB:.1f} GB) with 30% headroom gives {usable / GB:.1f} GB"
     )
 

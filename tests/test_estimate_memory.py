@@ -69,8 +69,12 @@ def test_convention_parameter_reaches_evaluate() -> None:
     lay = Layout(nodes=1, tp=1, pp=1, dp=1)
     m16 = evaluate(w, hgx(A100_80), lay, Params(bytes_per_param_convention=16)).memory
     m18 = evaluate(w, hgx(A100_80), lay, Params()).memory  # default: fp32 gradient buffer
-    assert (m16.weights + m16.gradients + m16.optimizer) / GB == pytest.approx(112.0)
-    assert (m18.weights + m18.gradients + m18.optimizer) / GB == pytest.approx(126.0)
+    assert (m16.weights_bytes + m16.gradients_bytes + m16.optimizer_bytes) / GB == pytest.approx(
+        112.0
+    )
+    assert (m18.weights_bytes + m18.gradients_bytes + m18.optimizer_bytes) / GB == pytest.approx(
+        126.0
+    )
 
 
 def test_optimizer_state_per_parameter() -> None:
@@ -100,9 +104,9 @@ def test_13b_fp16_inference_weights_are_26_gb() -> None:
         concurrency=1,
     )
     est = evaluate(w, hgx(A100_80), Layout(nodes=1, tp=1, pp=1, dp=1), Params())
-    assert est.memory.weights / GB == pytest.approx(26.0)
-    assert est.memory.gradients == est.memory.optimizer == 0
-    assert est.memory.overhead / GB == pytest.approx(Params().runtime_overhead_gb)
+    assert est.memory.weights_bytes / GB == pytest.approx(26.0)
+    assert est.memory.gradients_bytes == est.memory.optimizer_bytes == 0
+    assert est.memory.overhead_bytes / GB == pytest.approx(Params().runtime_overhead_gb)
 
 
 def test_opt_13b_kv_cache_is_819200_bytes_per_token() -> None:
@@ -167,8 +171,8 @@ def test_micro_batch_scales_activations_and_accumulation_does_not() -> None:
     one = evaluate(w, hw, Layout(1, 1, 1, 8, "zero3", micro_batch=1, grad_accum=1), p)
     two = evaluate(w, hw, Layout(1, 1, 1, 8, "zero3", micro_batch=2, grad_accum=1), p)
     acc = evaluate(w, hw, Layout(1, 1, 1, 8, "zero3", micro_batch=1, grad_accum=8), p)
-    assert two.memory.activations == pytest.approx(2 * one.memory.activations)
-    assert acc.memory.activations == one.memory.activations
+    assert two.memory.activations_bytes == pytest.approx(2 * one.memory.activations_bytes)
+    assert acc.memory.activations_bytes == one.memory.activations_bytes
 
 
 # --------------------------------------------------------------------------- LoRA / QLoRA
@@ -187,9 +191,9 @@ def test_lora_keeps_a_frozen_base_and_trains_small_fp32_adapters() -> None:
         lora=Lora(rank=16),
     )
     est = evaluate(w, hgx(A100_80), Layout(1, 1, 1, 1), Params())
-    assert est.memory.weights == pytest.approx(arch.params * 2 + adapters * 4)
-    assert est.memory.gradients == pytest.approx(adapters * 4)
-    assert est.memory.optimizer == pytest.approx(adapters * 8)
+    assert est.memory.weights_bytes == pytest.approx(arch.params * 2 + adapters * 4)
+    assert est.memory.gradients_bytes == pytest.approx(adapters * 4)
+    assert est.memory.optimizer_bytes == pytest.approx(adapters * 8)
     # Frozen base: 4·N·D over the non-embedding parameters, plus attention's 12·L·s·h·D.
     attention = 12 * arch.layers * w.seq_len * arch.hidden
     per_token = 4 * (arch.params - arch.input_embedding_params) + attention
@@ -206,8 +210,8 @@ def test_qlora_base_is_4_bit_with_quantisation_constants() -> None:
     adapters = lora_params(arch, 16)
     linear = arch.params - arch.embedding_params
     base = linear * (4 + 0.127) / 8 + arch.embedding_params * 2  # embeddings stay 16-bit
-    assert est.memory.weights == pytest.approx(base + adapters * 4, rel=1e-3)
-    assert est.memory.weights / GB < 5  # a 7B base in about 4 GB
+    assert est.memory.weights_bytes == pytest.approx(base + adapters * 4, rel=1e-3)
+    assert est.memory.weights_bytes / GB < 5  # a 7B base in about 4 GB
 
 
 # --------------------------------------------------------------------------- MoE
@@ -224,7 +228,7 @@ def test_moe_total_versus_active_parameters_and_expert_parallel() -> None:
     p, hw = Params(), hgx(H100)
     no_ep = evaluate(w, hw, Layout(1, 1, 1, 8, "zero1"), p)
     ep8 = evaluate(w, hw, Layout(1, 1, 1, 8, "zero1", ep=8), p)
-    assert ep8.memory.weights < no_ep.memory.weights / 4
+    assert ep8.memory.weights_bytes < no_ep.memory.weights_bytes / 4
     attention = 12 * arch.layers * w.seq_len * arch.hidden
     per_token = 6 * (arch.active_params - arch.input_embedding_params) + attention
     assert no_ep.model_flops == pytest.approx(per_token * 1e9)

@@ -61,7 +61,7 @@ def _total(w: Workload, lay: Layout) -> float:
     """Memory the layout's choices move: the runtime overhead (CUDA context, NCCL buffers
     once a layout has more than one GPU) depends on the GPU count alone."""
     m = evaluate(w, hgx(H100), lay, Params()).memory
-    return m.total - m.overhead
+    return m.total_bytes - m.overhead_bytes
 
 
 def _with(lay: Layout, **changes: object) -> Layout:
@@ -100,9 +100,16 @@ def test_checkpointing_never_increases_memory(case: tuple[Workload, Layout]) -> 
 def test_totals_equal_the_sum_of_the_breakdown(case: tuple[Workload, Layout]) -> None:
     w, lay = case
     m = evaluate(w, hgx(A100_80), lay, Params()).memory
-    parts = m.weights + m.gradients + m.optimizer + m.activations + m.kv_cache + m.overhead
+    parts = (
+        m.weights_bytes
+        + m.gradients_bytes
+        + m.optimizer_bytes
+        + m.activations_bytes
+        + m.kv_cache_bytes
+        + m.overhead_bytes
+    )
     parts += m.gathered_weights_bytes
-    assert math.isclose(m.total, parts, rel_tol=1e-12)
+    assert math.isclose(m.total_bytes, parts, rel_tol=1e-12)
     gb = m.as_gb()
     assert math.isclose(gb["total"], sum(v for k, v in gb.items() if k != "total"), rel_tol=1e-9)
 
@@ -123,10 +130,17 @@ def test_inference_memory_sums_and_tp_never_increases_it(
     totals = []
     for t in (tp, tp * 2):
         m = evaluate(w, hgx(H100), Layout(1, t, 1, 1, micro_batch=batch), Params()).memory
-        parts = m.weights + m.gradients + m.optimizer + m.activations + m.kv_cache + m.overhead
+        parts = (
+            m.weights_bytes
+            + m.gradients_bytes
+            + m.optimizer_bytes
+            + m.activations_bytes
+            + m.kv_cache_bytes
+            + m.overhead_bytes
+        )
         parts += m.gathered_weights_bytes
-        assert math.isclose(m.total, parts, rel_tol=1e-12)
-        totals.append(m.total - m.overhead)
+        assert math.isclose(m.total_bytes, parts, rel_tol=1e-12)
+        totals.append(m.total_bytes - m.overhead_bytes)
     assert totals[0] >= totals[1]
 
 

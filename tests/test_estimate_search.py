@@ -119,7 +119,7 @@ def test_inference_concurrency_sets_kv_memory_and_replicas() -> None:
     res = search_layouts(w, hgx(A100_80), Params(), max_nodes=4)
     e = res.feasible[0]
     assert e.layout.replicas * e.layout.micro_batch >= 64
-    assert e.memory.kv_cache > e.memory.weights
+    assert e.memory.kv_cache_bytes > e.memory.weights_bytes
 
 
 def test_inference_on_cards_too_small_is_rejected() -> None:

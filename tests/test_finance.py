@@ -11,8 +11,8 @@ import yaml
 from tests.factories.files import card_entry, colo_entry, server_entry, write_catalog, write_reqs
 from tests.support.shipped import ROOT
 
+from gpusolve.models.money import to_money
 from gpusolve.optimize import finance
-from gpusolve.optimize.money import to_money
 
 
 def cloud(offer_id: str, per_hour: float, **terms: Any) -> dict[str, Any]:

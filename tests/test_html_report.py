@@ -32,8 +32,9 @@ from gpusolve.load.data import data_dir
 from gpusolve.models.frontier import Frontier, FrontierPoint
 from gpusolve.models.plan import Plan
 from gpusolve.optimize.ir import SolveConfig
+from gpusolve.plan import make_plan
 from gpusolve.plan.inputs import prepare_run
-from gpusolve.plan.single import PlanOptions, make_plan
+from gpusolve.plan.solved import PlanOptions
 from gpusolve.render import render_plan
 from gpusolve.render.fmt import COST_LABELS
 from gpusolve.render.frontier import chart
@@ -142,11 +143,10 @@ def reports(tmp_path_factory: pytest.TempPathFactory) -> list[Rendered]:
         run = prepare_run(example, catalog_paths, ())
         options = PlanOptions(config=SolveConfig(time_limit_s=60, workers=1, seed=1))
         try:
-            plan = make_plan(run.reqs, run.catalog, run.policies, run.rules, options)
+            plan = make_plan(run, options).plan
         except RuntimeError as exc:  # the planner's own consistency check
             FAILED_EXAMPLES[example.stem] = str(exc)
             continue
-        plan = run.finish(plan)
         html = plan_html(plan, context_for(run.catalog, list(catalog_paths), [example]))
         path = folder / f"{example.stem}.html"
         path.write_text(html, encoding="utf-8")

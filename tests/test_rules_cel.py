@@ -8,10 +8,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from gpusolve.rules.bindings import Bindings, EvalFailure
 from gpusolve.rules.compile import compile_predicate
 from gpusolve.rules.declarations import DYN, variables_for
 from gpusolve.rules.environment import Facts
-from gpusolve.rules.evaluate import Bindings, EvalFailure, Program
+from gpusolve.rules.evaluate import Program
 from gpusolve.rules.parse import MAX_EXPR_CHARS, CelError
 from gpusolve.rules.parse import environment as _celpy
 from gpusolve.rules.templates import compile_template

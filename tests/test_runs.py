@@ -107,7 +107,7 @@ def test_interrupted_bom_csv_prints_the_bill_of_materials(
     plan so far), not the plan as text; the interruption is said on stderr, exit 130."""
     finished = gpusolve("plan", "-q", str(EXAMPLE), "--bom", "--format", "csv")
     assert finished.code == 0, finished.err
-    import gpusolve.plan.single as planner
+    import gpusolve.plan as planner
 
     real = planner.make_plan
 
@@ -143,6 +143,29 @@ def test_deliver_says_before_prints_writes_then_says_after(
     assert said == ["first | ''", "last | 'the table\\n'"]
     assert (tmp_path / "a.txt").read_text() == "text"
     assert (tmp_path / "b.png").read_bytes() == b"\x89"
+
+
+def test_invoke_reports_option_errors_as_click_does_and_delivers(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    import click
+
+    from gpusolve.commands.deliver import invoke
+    from gpusolve.runs.output import RunResult
+
+    def refused(error: Exception) -> Any:
+        raise error
+
+    with pytest.raises(click.BadParameter) as bad:
+        invoke(lambda: refused(BadOption("--card", "unknown card x")), print)
+    assert (bad.value.param_hint, bad.value.message) == ("--card", "unknown card x")
+    with pytest.raises(click.UsageError, match="--robust needs"):
+        invoke(lambda: refused(OptionConflict("--robust needs a scenarios: block")), print)
+    said: list[str] = []
+    shown = RunResult("found", CommandOutput(stdout="shown\n", after=("said",)))
+    invoke(lambda: shown, said.append)  # exit code 0: no exit
+    assert capsys.readouterr().out == "shown\n"
+    assert said == ["said"]
 
 
 SOLVING = ("plan.py", "frontier.py", "colo.py", "estimate.py")

@@ -20,6 +20,7 @@ from tests.factories import catalog as factory_catalog
 from tests.factories import requirements as factory_reqs
 from tests.support.optimize_reference import choices_of, min_racks, random_instance
 
+from gpusolve.candidates.scaling import scenario_catalog
 from gpusolve.models.catalog import Catalog
 from gpusolve.models.plan import Plan
 from gpusolve.models.requirements import Scenario as ScenarioSpec
@@ -42,7 +43,7 @@ from gpusolve.optimize.scenarios import (
 )
 from gpusolve.optimize.solve import solve
 from gpusolve.optimize.tuning import Tuning
-from gpusolve.plan.twostage import scenario_catalog, scenario_requirements
+from gpusolve.plan.twostage import scenario_requirements
 
 CONFIG = SolveConfig(time_limit_s=30, workers=1, seed=1)
 
@@ -625,14 +626,16 @@ def test_a_server_only_another_scenario_uses_is_priced_with_its_fabric(tmp_path:
     from tests.factories.files import write_reqs
     from tests.support.shipped import example
 
+    from gpusolve.candidates.prepare import prepare
     from gpusolve.plan.inputs import prepare_run
-    from gpusolve.plan.twostage import harmonise, prepare
+    from gpusolve.plan.solved import ScenarioCandidates
+    from gpusolve.plan.twostage import harmonise
 
     data = example("chat-day-lora-night.yaml")
     data["finance"] = {"vat": {}}
     run = prepare_run(write_reqs(tmp_path, data), [], [])
-    a = prepare("a", 0.5, run.reqs, run.catalog, run.policies)
-    inst = a.cand.instance
+    a = ScenarioCandidates("a", 0.5, prepare(run.reqs, run.catalog, run.policies))
+    inst = a.prepared.cand.instance
     sku = next(s for s in inst.skus.values() if s.fabric is not None)
     shared = {s.fabric for s in inst.skus.values() if s.id != sku.id}
     lacking = dataclasses.replace(
@@ -641,11 +644,12 @@ def test_a_server_only_another_scenario_uses_is_priced_with_its_fabric(tmp_path:
         owned=tuple(o for o in inst.owned if o.sku != sku.id),
         fabrics={k: v for k, v in inst.fabrics.items() if k in shared},
     )
-    b = dataclasses.replace(a, name="b", cand=dataclasses.replace(a.cand, instance=lacking))
+    cand = dataclasses.replace(a.prepared.cand, instance=lacking)
+    b = dataclasses.replace(a, name="b", prepared=dataclasses.replace(a.prepared, cand=cand))
     _, priced = harmonise([a, b])
-    assert priced.cand.instance.skus[sku.id] == sku
+    assert priced.prepared.cand.instance.skus[sku.id] == sku
     assert sku.fabric is not None
-    assert priced.cand.instance.fabrics[sku.fabric] == inst.fabrics[sku.fabric]
+    assert priced.prepared.cand.instance.fabrics[sku.fabric] == inst.fabrics[sku.fabric]
 
 
 def test_why_not_on_a_hedged_plan_forces_every_scenario(gpusolve) -> None:

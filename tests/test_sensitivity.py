@@ -18,20 +18,18 @@ import pytest
 from tests.factories import instances as factory
 from tests.support.shipped import ROOT
 
-from gpusolve.analyses.sensitivity import (
+from gpusolve.analyses.probing import (
     NO_PLAN,
     REL_TOL,
     Parameter,
     Probe,
-    Task,
-    analyse_one,
     describe,
     find_edge,
     plan_key,
-    probe_solve,
-    scale_instance,
     to_range,
 )
+from gpusolve.analyses.sensitivity import Task, analyse_one, probe_solve
+from gpusolve.candidates.scaling import CandidateInputs, scale_instance
 from gpusolve.optimize.ir import (
     Instance,
     Placement,
@@ -298,13 +296,14 @@ def test_acceptance_on_a_shipped_example_through_the_catalogue(
     """The ranges come from scaled optimiser coefficients; here each end is checked by
     re-pricing the catalogue itself and generating the candidates again: the plan is the
     same at the reported end and differs just beyond it."""
-    from gpusolve.analyses.sensitivity import analyse, plan_instance
+    from gpusolve.analyses.sensitivity import analyse
     from gpusolve.plan.inputs import prepare_run
 
     run = prepare_run(ROOT / "examples" / example, [], [])
-    result = analyse(run.reqs, run.catalog, run.policies, CONFIG, 1, efficiency=False)
+    base_instance = _instance(run, run.catalog)
+    inputs = CandidateInputs(run.reqs, run.catalog, run.policies)
+    result = analyse(base_instance, inputs, CONFIG, 1, efficiency=False)
     assert {r.kind for r in result.ranges} >= kinds
-    base_instance = plan_instance(run.reqs, run.catalog, run.policies)
     base_key = plan_key(probe_solve(base_instance, CONFIG, None), base_instance)
 
     def key_at(kind: str, subject: str, value: float) -> object:
@@ -312,7 +311,7 @@ def test_acceptance_on_a_shipped_example_through_the_catalogue(
         items = getattr(run.catalog, group)
         item = _repriced(items[subject], kind, value)
         catalog = run.catalog.model_copy(update={group: {**items, subject: item}})
-        instance = plan_instance(run.reqs, catalog, run.policies)
+        instance = _instance(run, catalog)
         return plan_key(probe_solve(instance, CONFIG, None), instance)
 
     ends = 0
@@ -396,14 +395,14 @@ def test_one_card_generated_again_equals_generating_everything(
     """An efficiency probe generates only the scaled card's options and merges them into
     the plan's instance: the options, in the same order, and the plan must be those of a
     generation from the whole re-scaled catalogue."""
-    from gpusolve.analyses.sensitivity import Inputs, card_instance, plan_instance, scale_card
+    from gpusolve.candidates.scaling import card_instance, scale_card
     from gpusolve.plan.inputs import prepare_run
 
     run = prepare_run(ROOT / "examples" / example, [], [])
-    base = plan_instance(run.reqs, run.catalog, run.policies)
-    merged = card_instance(base, Inputs(run.reqs, run.catalog, run.policies), card, factor)
+    base = _instance(run, run.catalog)
+    merged = card_instance(base, CandidateInputs(run.reqs, run.catalog, run.policies), card, factor)
     cards = {**run.catalog.cards, card: scale_card(run.catalog.cards[card], factor)}
-    full = plan_instance(run.reqs, run.catalog.model_copy(update={"cards": cards}), run.policies)
+    full = _instance(run, run.catalog.model_copy(update={"cards": cards}))
     assert merged.owned == full.owned and merged.cloud == full.cloud
     assert merged.owned != base.owned or merged.cloud != base.cloud  # the card did move
     assert plan_key(probe_solve(merged, CONFIG, None), merged) == plan_key(
@@ -416,59 +415,59 @@ def test_a_network_price_priced_again_equals_generating_everything(factor: float
     """A switch, link or storage probe prices a catalogue copy through the candidates
     stage's network functions: the instance must be the one a whole generation from the
     re-priced catalogue gives, and each such item the plan buys is a parameter."""
-    from gpusolve.analyses.sensitivity import (
-        Inputs,
-        bought_network,
-        network_instance,
-        plan_instance,
-        scale_item,
-    )
+    from gpusolve.analyses.sensitivity import bought_network
+    from gpusolve.candidates.scaling import network_instance, scale_item
     from gpusolve.plan.inputs import prepare_run
 
     run = prepare_run(ROOT / "examples" / "chat-day-lora-night.yaml", [], [])
-    base = plan_instance(run.reqs, run.catalog, run.policies)
+    base = _instance(run, run.catalog)
     plan = probe_solve(base, CONFIG, None)
     items = bought_network(plan, base, run.catalog)
     kinds = {kind for kind, *_ in items}
     assert kinds == {"network_price", "storage_price"}
-    inputs = Inputs(run.reqs, run.catalog, run.policies)
+    inputs = CandidateInputs(run.reqs, run.catalog, run.policies)
     for kind, item_id, _unit, price in items:
         assert price == getattr(run.catalog, _group(run.catalog, kind, item_id))[item_id].price
         merged = network_instance(base, inputs, item_id, factor)
-        full = plan_instance(run.reqs, scale_item(run.catalog, item_id, factor), run.policies)
+        full = _instance(run, scale_item(run.catalog, item_id, factor))
         assert merged == full, item_id
         assert merged != base, item_id  # the price did move
     assert network_instance(base, inputs, items[0][1], 1.0) == base
 
 
-def _hedged_run() -> tuple[Any, list[Any]]:
-    from gpusolve.optimize import scenarios as two
+def _instance(run: Any, catalog: Any) -> Any:
+    """The instance `plan` solves for `run` on `catalog` (prepared afresh)."""
+    from gpusolve.candidates.prepare import prepare
+
+    return prepare(run.reqs, catalog, run.policies).cand.instance
+
+
+def _hedged_run() -> tuple[Any, Any]:
+    from gpusolve.plan import make_plan
     from gpusolve.plan.inputs import prepare_run
-    from gpusolve.plan.twostage import declared_names, prepare_all
+    from gpusolve.plan.solved import Hedged, PlanOptions
 
     run = prepare_run(ROOT / "examples" / "scenarios-demand-growth.yaml", [], [])
-    prepared = prepare_all(run.reqs, run.catalog, run.policies)
-    names = declared_names(run.reqs)
-    scenarios = [
-        two.Scenario(p.name, p.probability, p.cand.instance) for p in prepared if p.name in names
-    ]
-    return run, scenarios
+    solved = make_plan(run, PlanOptions(config=CONFIG))
+    assert isinstance(solved.solution, Hedged)
+    return run, solved.solution
 
 
 def test_acceptance_a_hedged_plans_ends_are_switch_points() -> None:
     """The two-stage plan's ranges (prices): at each reported end, the two-stage model
     solved afresh (no hint) with the price there keeps the purchase and every scenario's
     plan; just beyond, it changes."""
-    from gpusolve.analyses.hedged_sensitivity import analyse_hedged, hedged_key
+    from gpusolve.analyses.probing import hedged_key
+    from gpusolve.analyses.sensitivity import analyse_hedged
     from gpusolve.optimize import scenarios as two
 
-    run, scenarios = _hedged_run()
+    run, hedged = _hedged_run()
+    scenarios = list(hedged.weighed)
     base = two.solve_two_stage(scenarios, CONFIG)
     assert base.first is not None
     purchase = {k: n for k, n in base.first.servers.items() if n}
-    result = analyse_hedged(
-        run.reqs, run.catalog, run.policies, CONFIG, "expected", 2, purchase, efficiency=False
-    )
+    inputs = CandidateInputs(run.reqs, run.catalog, run.policies)
+    result = analyse_hedged(hedged, inputs, CONFIG, 2, purchase, efficiency=False)
     kinds = {r.kind for r in result.ranges}
     assert {"server_price", "rack_rent", "power_price", "network_price"} <= kinds
     base_key = hedged_key(base, scenarios)
@@ -515,7 +514,7 @@ def test_a_plan_hedged_over_scenarios_gets_its_own_ranges(gpusolve: Callable[...
 
 
 def test_a_stopped_analysis_starts_no_further_task() -> None:
-    from gpusolve.analyses.sensitivity import Stop, Stopped, run_tasks
+    from gpusolve.analyses.pool import Stop, Stopped, run_tasks
     from gpusolve.optimize import interrupt
 
     base = probe_solve(SMALL, CONFIG, None)
@@ -543,8 +542,9 @@ def test_ranges_are_only_given_around_the_plan_shown() -> None:
     from gpusolve.plan.inputs import prepare_run
 
     run = prepare_run(ROOT / "examples" / "pretrain-70b-infiniband.yaml", [], [])
+    inputs = CandidateInputs(run.reqs, run.catalog, run.policies)
     with pytest.raises(OtherPlan, match="rent"):
-        analyse(run.reqs, run.catalog, run.policies, CONFIG, 1, expected=(("other",),))
+        analyse(_instance(run, run.catalog), inputs, CONFIG, 1, expected=(("other",),))
 
 
 class _Terminal(io.StringIO):
@@ -553,7 +553,7 @@ class _Terminal(io.StringIO):
 
 
 def test_the_progress_bar_is_drawn_on_a_terminal_only(monkeypatch: pytest.MonkeyPatch) -> None:
-    from gpusolve.analyses.sensitivity import progress_bar
+    from gpusolve.analyses.pool import progress_bar
 
     for stream, enabled, drawn in (
         (_Terminal(), True, True),

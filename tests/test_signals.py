@@ -113,7 +113,7 @@ def test_plan_interrupted_mid_solve_prints_the_plan_marked(
     """In-process: the stop arrives while the planner runs (as the signal handler would
     deliver it); the plan found is printed as 'interrupted, not proven optimal', exit 130,
     and an existing -o is left as it was."""
-    import gpusolve.plan.single as planner
+    import gpusolve.plan as planner
 
     real = planner.make_plan
 
@@ -147,12 +147,12 @@ def test_interrupt_state_does_not_leak_into_the_next_run(gpusolve: Any) -> None:
 def test_ctrl_c_while_the_command_is_still_solving_keeps_the_plan(
     gpusolve: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The stop arrives inside `make_plan`, after the plan's own solve and before the
+    """The stop arrives after the plan's own solve and before the
     alternatives' solves (--top-k): those searches see it and return at once, the plan
     found so far is printed marked, exit 130."""
-    import gpusolve.plan.single as planner
+    import gpusolve.analyses.topk as topk
 
-    real = planner._alternatives
+    real = topk.alternatives
     seen: list[bool] = []
 
     def ctrl_c_then_search(*args: Any, **kwargs: Any) -> Any:
@@ -162,7 +162,7 @@ def test_ctrl_c_while_the_command_is_still_solving_keeps_the_plan(
         seen.append(time.monotonic() - began < PROMPT_S)
         return alternatives
 
-    monkeypatch.setattr(planner, "_alternatives", ctrl_c_then_search)
+    monkeypatch.setattr(topk, "alternatives", ctrl_c_then_search)
     result = gpusolve("plan", EXAMPLE, "--top-k", "3", "--format", "json")
     assert seen == [True]
     assert result.code == 130, result.err

@@ -5,181 +5,73 @@ used colocation offer's rack rent, power price and bandwidth price, each rented 
 offer's price, its hourly, monthly and reserved tiers together, each switch, link, NIC and
 storage node the plan buys) and the efficiency of each card the candidates considered, the
 plan is re-solved with that one parameter multiplied by a factor, hinted with the chosen
-plan:
-geometric steps away from 1 (x2 per step, out to `PRICE_LIMITS`), then bisection between
-the last factor that keeps the plan and the first that changes it, to `REL_TOL`.
-
-"Same plan" compares what is bought, placed and rented (`plan_key`): per workload the
-server SKU and count with the site, or the cloud offer and instance count, plus servers
-per (SKU, site) and racks per site; never the TCO, which moves with the price.
-
-Prices scale the optimiser's integral coefficients directly (rounded half-even, as the
-candidates stage rounds them), so no candidate is re-generated. A network or storage item's
-price is read by the candidates stage's own pricing (`candidates/network.py`: the cheapest
-switch per port, the rack's ToR and uplinks, the NICs a server lacks, VAT), so its
-parameter prices a catalogue copy with the one item scaled through those functions
-(`network_instance`); nothing else is generated again. Efficiency is a property
-of the physics: the card's catalogue entry is replaced by one whose compute peaks, measured
-matmul rate and memory bandwidth are multiplied by the factor (every kernel runs that much
-faster or slower; links are unchanged), and that card's options are generated again from
-the catalogue copy (`card_instance`; every other option is untouched). The FP32 peak is
+plan, and its range searched (`probing.py`); the parameters run over a process pool
+(`pool.py`). Prices scale the instance's coefficients; network and storage prices and
+card efficiency are priced again from a catalogue copy (`candidates/scaling.py`). A card
+the plan does not use is searched upwards only: slower, it cannot win. The FP32 peak is
 left alone: rule h13 prefers cards by their FP32 datasheet figure, which is not an
-efficiency. A card the plan does not use is searched upwards only: slower, it cannot win.
+efficiency.
 
-The parameters run over a pool of forked processes, one parameter a task; the command's
-main thread only waits, so Ctrl-C and SIGTERM end the analysis at once (`stoppable`).
+The instance analysed is the one the plan solved (`Solved`), solved once more as the
+reference every probe is compared with; a reference that is not the plan shown (a plan
+not proven optimal) gives no ranges.
 
-The optimal set of one parameter's factor is an interval when the parameter is a cost
-coefficient (each plan's objective is linear in it), which is what makes bisection sound;
-for efficiency it is what is searched for, within `EFFICIENCY_LIMITS`.
+A plan hedged over a `scenarios:` block is analysed on its two-stage model: the
+parameters are gathered over every scenario's plan, and a parameter moves in every
+scenario at once (a scenario's own multiplier, `prices: {servers: 1.3}`, stays on top of
+it, so the range reads in the catalogue's figure). "Same plan" is then the same purchase
+and, in every scenario, the same deployments, servers and racks; an end that switches is
+described by its purchase when that changes and by the deployments of the scenario the
+plan shows.
 """
 
 from __future__ import annotations
 
-import math
-import multiprocessing
-import os
-import signal
-import sys
-import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
-from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, replace
-from types import FrameType
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+from typing import Any
 
-from gpusolve.models.plan import Plan, Sensitivity, SensitivityKind, SensitivityRange
-from gpusolve.optimize.ir import (
-    CloudOption,
-    Instance,
-    OwnedOption,
-    Site,
-    Sku,
-    Solution,
-    SolveConfig,
+from gpusolve.analyses.pool import (
+    OnDone,
+    Stop,
+    default_workers,
+    progress_bar,
+    run_tasks,
+    stoppable,
 )
+from gpusolve.analyses.probing import (
+    NO_PLAN,
+    NOT_FOUND,
+    Outcome,
+    Parameter,
+    PlanKey,
+    Probe,
+    both_ends,
+    describe,
+    describe_hedged,
+    hedged_key,
+    plan_key,
+    purchase_words,
+    to_range,
+)
+from gpusolve.candidates.network import nic_for, rack_network
+from gpusolve.candidates.scaling import (
+    CandidateInputs,
+    card_instance,
+    network_instance,
+    scale_instance,
+)
+from gpusolve.models.catalog import Catalog
+from gpusolve.models.plan import Plan, Sensitivity, SensitivityKind
+from gpusolve.optimize import scenarios as two
+from gpusolve.optimize.ir import Instance, Solution, SolveConfig
+from gpusolve.plan.solved import Hedged, Single, Solved
+from gpusolve.plan.twostage import NOMINAL
 
-if TYPE_CHECKING:
-    from gpusolve.models.catalog import Card, Catalog
-    from gpusolve.models.policy import WorkloadPolicy
-    from gpusolve.models.requirements import Requirements
-
-# Prices are searched from a tenth to ten times their catalogue value: beyond that a quote
-# is a different product, and the issue's user multiplied cloud prices by 5 by hand.
-PRICE_LIMITS = (0.1, 10.0)
-# Efficiency: H12's healthy MFU band is 40-60 %, so a model off by half either way is
-# already outside it; a GEMM fraction cannot pass the peak, so 1.5x is near the ceiling
-# for the best-modelled families (Hopper 0.80 x 0.8 = 64 % of peak).
-EFFICIENCY_LIMITS = (0.5, 1.5)
-STEP = 2.0  # geometric step away from 1 before the bisection
-REL_TOL = 0.01  # the switch point to within 1 % of the factor
 # Each probe is a small re-solve of a plan CP-SAT already knows (the hint); a probe that
 # takes longer than this keeps its best plan.
 PROBE_TIME_S = 10.0
-
-PlanKey = tuple[tuple[Any, ...], ...]
-NO_PLAN: PlanKey = (("no plan",),)
-NOT_FOUND: PlanKey = (("no plan found in time",),)
-
-
-@dataclass(frozen=True)
-class Parameter:
-    """One price or assumption, as the user reads it."""
-
-    kind: SensitivityKind
-    subject: str  # catalogue id (server, colo offer, cloud offer) or card
-    words: str  # e.g. "price of hgx-h100-8gpu"
-    unit: str
-    current: float  # the catalogue value (1.0 for an efficiency multiplier)
-    # A card the plan does not use: only its upward end is searched. Slower, its options
-    # only get dearer and the plan's own are untouched, so the plan stays optimal.
-    rival: bool = False
-
-    @property
-    def limits(self) -> tuple[float, float]:
-        return EFFICIENCY_LIMITS if self.kind == "efficiency" else PRICE_LIMITS
-
-
-@dataclass(frozen=True)
-class Probe:
-    """What one re-solve at a factor says."""
-
-    factor: float
-    key: PlanKey
-    description: str  # the plan, in the words of its changed deployments
-    tco: int | None
-
-
-@dataclass(frozen=True)
-class Edge:
-    """One end of the range: the last factor that keeps the plan and the first probe that
-    does not (None when the plan holds out to the limit)."""
-
-    inside: float
-    outside: Probe | None
-
-
-@dataclass(frozen=True)
-class Outcome:
-    parameter: Parameter
-    low: Edge
-    high: Edge
-    solves: int
-
-
-# --------------------------------------------------------------------------- plans
-
-
-def plan_key(solution: Solution, instance: Instance) -> PlanKey:
-    """What a plan buys, places and rents: per workload its SKU and server count at its site
-    or its cloud offer and instance count, servers per (SKU, site), racks per site."""
-    if not solution.choices:
-        return NO_PLAN if solution.status == "infeasible" else NOT_FOUND
-    owned = {o.key: o for o in instance.owned}
-    cloud = {o.key: o for o in instance.cloud}
-    choices: list[tuple[Any, ...]] = []
-    for c in solution.choices:
-        if c.option in owned:
-            o = owned[c.option]
-            choices.append((c.workload, "own", o.sku, o.servers, c.site or ""))
-        else:
-            r = cloud[c.option]
-            choices.append((c.workload, "rent", r.offer, r.instances, ""))
-    servers = tuple(sorted((sku, site, n) for (sku, site), n in solution.servers.items() if n))
-    racks: dict[str, int] = {}
-    for (site, _), n in solution.racks.items():
-        racks[site] = racks.get(site, 0) + n
-    return (
-        tuple(sorted(choices)),
-        servers,
-        tuple(sorted((site, n) for site, n in racks.items() if n)),
-    )
-
-
-def describe(key: PlanKey, base: PlanKey) -> str:
-    """The plan `key` in words, naming only the deployments that differ from `base`."""
-    if key == NO_PLAN:
-        return "no feasible plan"
-    if key == NOT_FOUND:
-        return "no plan found within the time limit (none proven impossible)"
-    mine = {c[0]: c for c in base[0]} if base not in (NO_PLAN, NOT_FOUND) else {}
-    parts = []
-    for w, mode, what, count, site in key[0]:
-        if mine.get(w) == (w, mode, what, count, site):
-            continue
-        if mode == "rent":
-            parts.append(f"{w}: rent {count} x {what}")
-        else:
-            parts.append(f"{w}: {count} x {what} at {site}")
-    if parts:
-        return "; ".join(parts)
-    return "same deployments, different servers or racks: " + ", ".join(
-        f"{n} x {sku} at {site}" for sku, site, n in key[1]
-    )
-
-
-# --------------------------------------------------------------------------- parameters
 
 
 def parameters(
@@ -270,8 +162,6 @@ def bought_network(
 ) -> list[tuple[SensitivityKind, str, str, float]]:
     """(kind, catalogue id, unit, catalogue price) of each priced switch, link, NIC and
     storage node the plan buys (`network_lines` itemises the same purchase)."""
-    from gpusolve.candidates.network import nic_for, rack_network
-
     found: dict[str, tuple[SensitivityKind, str, float]] = {}
 
     def add(kind: SensitivityKind, item_id: str, unit: str, price: float) -> None:
@@ -303,234 +193,6 @@ def bought_network(
     return [(kind, i, unit, price) for i, (kind, unit, price) in sorted(found.items())]
 
 
-def network_instance(base: Instance, inputs: Inputs, item_id: str, factor: float) -> Instance:
-    """The plan's instance with one network or storage item's catalogue price scaled,
-    priced again by the candidates stage's functions: the fabrics, each server model's
-    NICs bought apart, each site's rack network and storage nodes."""
-    from gpusolve.candidates.generate import fabric_classes, vat_factors
-    from gpusolve.candidates.network import nic_capex, rack_network, storage_kinds
-
-    catalog = scale_item(inputs.catalog, item_id, factor)
-    goods, _ = vat_factors(inputs.reqs)
-    servers = [catalog.servers[k] for k in base.skus if k in catalog.servers]
-    skus = {
-        k: replace(s, nic_capex=nic_capex(catalog, catalog.servers[k], goods))
-        if k in catalog.servers
-        else s
-        for k, s in base.skus.items()
-    }
-    tor = rack_network(catalog, goods)
-    storage = storage_kinds(catalog, goods)
-    sites = {
-        k: replace(s, rack_network_capex=tor.capex if tor else 0, storage=storage)
-        for k, s in base.sites.items()
-    }
-    fabrics = {**base.fabrics, **fabric_classes(catalog, servers, inputs.reqs)}
-    return replace(base, skus=skus, sites=sites, fabrics=fabrics)
-
-
-def scale_item(catalog: Catalog, item_id: str, factor: float) -> Catalog:
-    """`catalog` with the switch, link, NIC or storage node `item_id` at `factor` x its price."""
-    update: dict[str, object] = {}
-    from gpusolve.models.catalog import PART_KINDS
-
-    for kind in PART_KINDS:
-        items = getattr(catalog, kind)
-        if item_id in items:
-            item = items[item_id]
-            update[kind] = {
-                **items,
-                item_id: item.model_copy(update={"price": item.price * factor}),
-            }
-    if not update:
-        raise KeyError(f"{item_id} is no network or storage item of the catalogue")
-    return catalog.model_copy(update=update)
-
-
-def _money(value: int, factor: float) -> int:
-    return round(value * factor)  # half-even, as the candidates stage rounds
-
-
-def scale_instance(
-    instance: Instance, kind: SensitivityKind, subject: str, factor: float
-) -> Instance:
-    """`instance` with one price multiplied by `factor`: every coefficient proportional to
-    it (efficiency is not a price: see `scale_card`).
-
-    A server's price sets its capex and its residual value (a share of the price,
-    `finance.residual_value`); a site's power price its idle energy per server-month and
-    each placement's energy above idle there (`busy_energy`); its bandwidth price the
-    included line and each Mbps beyond it."""
-    if kind == "server_price":
-        sku = instance.skus[subject]
-        scaled = replace(
-            sku, capex=_money(sku.capex, factor), residual=_money(sku.residual, factor)
-        )
-        skus: dict[str, Sku] = {**instance.skus, subject: scaled}
-        return replace(instance, skus=skus)
-    if kind == "cloud_price":
-        cloud: tuple[CloudOption, ...] = tuple(
-            replace(o, cost_total=_money(o.cost_total, factor)) if o.offer == subject else o
-            for o in instance.cloud
-        )
-        return replace(instance, cloud=cloud)
-    site = instance.sites[subject]
-    owned = instance.owned
-    if kind == "rack_rent":
-        new: Site = replace(site, rack_rent_month=_money(site.rack_rent_month, factor))
-    elif kind == "power_price":
-        energy = {sku: _money(v, factor) for sku, v in site.energy_month.items()}
-        new = replace(site, energy_month=energy)
-        owned = tuple(_busy_energy_scaled(o, subject, factor) for o in owned)
-    elif kind == "bandwidth_price":
-        new = replace(
-            site,
-            bandwidth_month=_money(site.bandwidth_month, factor),
-            extra_mbps_cost=_money(site.extra_mbps_cost, factor),
-        )
-    else:
-        raise ValueError(f"{kind} is not a price of the instance")
-    return replace(instance, sites={**instance.sites, subject: new}, owned=owned)
-
-
-def _busy_energy_scaled(option: OwnedOption, site: str, factor: float) -> OwnedOption:
-    if not any(p.site == site and p.busy_energy for p in option.placements):
-        return option
-    placements = tuple(
-        replace(p, busy_energy=_money(p.busy_energy, factor)) if p.site == site else p
-        for p in option.placements
-    )
-    return replace(option, placements=placements)
-
-
-def scale_card(card: Card, factor: float) -> Card:
-    """The card running every kernel `factor` times as fast as the model says: its tensor
-    peaks, measured matmul rate and memory bandwidth scaled (FP32 and links kept)."""
-    tflops = card.tflops.model_copy(
-        update={
-            name: getattr(card.tflops, name) * factor
-            for name in ("tf32", "bf16", "fp16", "fp8", "int8")
-            if getattr(card.tflops, name) is not None
-        }
-    )
-    update: dict[str, object] = {
-        "tflops": tflops,
-        "memory_bandwidth_gbs": card.memory_bandwidth_gbs * factor,
-    }
-    if card.mamf_tflops is not None:
-        mamf = card.mamf_tflops
-        update["mamf_tflops"] = mamf.model_copy(
-            update={
-                "bf16": None if mamf.bf16 is None else mamf.bf16 * factor,
-                "fp8": None if mamf.fp8 is None else mamf.fp8 * factor,
-            }
-        )
-    return card.model_copy(update=update)
-
-
-def plan_instance(
-    reqs: Requirements,
-    catalog: Catalog,
-    policies: dict[str, WorkloadPolicy],
-    whole: Catalog | None = None,
-) -> Instance:
-    """The instance `make_plan` solves: the candidates, small jobs rented only, work beyond
-    the horizon dropped. `whole`: the full catalogue when `catalog` is a part of it (what
-    counts as a small job depends on the fastest card of all)."""
-    from gpusolve.candidates.filters import beyond_horizon, rent_only, small_jobs
-    from gpusolve.candidates.generate import build_candidates
-
-    cand = build_candidates(reqs, catalog, policies)
-    small = small_jobs(reqs, whole or catalog)
-    if small:
-        cand = rent_only(cand, small)
-    return beyond_horizon(cand, reqs).instance
-
-
-def card_instance(base: Instance, inputs: Inputs, card_id: str, factor: float) -> Instance:
-    """The plan's instance with one card's efficiency scaled: only the options on that
-    card's servers and cloud offers are generated again (every other option is untouched
-    by it), merged in the order a full generation gives (workload, then catalogue order),
-    so the tie-break ranks are the same as generating everything again."""
-    whole = inputs.catalog
-    card = scale_card(whole.cards[card_id], factor)
-    scaled = whole.model_copy(update={"cards": {**whole.cards, card_id: card}})
-    mine_servers = {k for k, s in whole.servers.items() if s.card == card_id}
-    mine_offers = {k for k, o in whole.cloud_offers.items() if o.card == card_id}
-    part_catalog = scaled.model_copy(
-        update={
-            "servers": {k: whole.servers[k] for k in mine_servers},
-            "cloud_offers": {k: whole.cloud_offers[k] for k in mine_offers},
-        }
-    )
-    part = plan_instance(inputs.reqs, part_catalog, inputs.policies, whole=scaled)
-    workload = {w: i for i, w in enumerate(base.workloads)}
-    server = {k: i for i, k in enumerate(whole.servers)}
-    offer = {k: i for i, k in enumerate(whole.cloud_offers)}
-    owned = sorted(
-        [o for o in base.owned if o.sku not in mine_servers] + list(part.owned),
-        key=lambda o: (workload[o.workload], server[o.sku]),
-    )
-    cloud = sorted(
-        [c for c in base.cloud if c.offer not in mine_offers] + list(part.cloud),
-        key=lambda c: (workload[c.workload], offer[c.offer]),
-    )
-    sites = {
-        k: base.sites.get(k) or part.sites[k]
-        for k in whole.colo_offers
-        if k in base.sites or k in part.sites
-    }
-    skus = {k: base.skus.get(k) or part.skus[k] for k in server if k in base.skus or k in part.skus}
-    return replace(
-        base,
-        owned=tuple(owned),
-        cloud=tuple(cloud),
-        sites=sites,
-        skus=skus,
-        requirements={**base.requirements, **part.requirements},
-        fabrics={**base.fabrics, **part.fabrics},
-    )
-
-
-# --------------------------------------------------------------------------- the search
-
-SolveAt = Callable[[float], Probe]
-
-
-def find_edge(
-    solve_at: SolveAt, base: PlanKey, limit: float, step: float = STEP, rel_tol: float = REL_TOL
-) -> tuple[Edge, int]:
-    """The end of the range towards `limit` (below or above 1) and the solves it took.
-
-    Geometric steps of `step` from 1 until the plan changes or the limit is reached, then
-    bisection (geometric midpoints) until the last factor that keeps the plan and the first
-    that changes it are within `rel_tol` of each other."""
-    up = limit > 1.0
-    inside = 1.0
-    solves = 0
-    outside: Probe | None = None
-    factor = 1.0
-    while (factor < limit) if up else (factor > limit):
-        factor = min(factor * step, limit) if up else max(factor / step, limit)
-        probe = solve_at(factor)
-        solves += 1
-        if probe.key != base:
-            outside = probe
-            break
-        inside = factor
-    if outside is None:
-        return Edge(inside, None), solves
-    while abs(outside.factor / inside - 1.0) > rel_tol:
-        mid = math.sqrt(inside * outside.factor)
-        probe = solve_at(mid)
-        solves += 1
-        if probe.key == base:
-            inside = mid
-        else:
-            outside = probe
-    return Edge(inside, outside), solves
-
-
 @dataclass(frozen=True)
 class Task:
     """One parameter's whole analysis: everything a pool worker needs, picklable."""
@@ -543,26 +205,6 @@ class Task:
 
     def analyse(self, inputs: Any) -> Outcome:
         return analyse_one(self, inputs)
-
-
-class AnyTask(Protocol):
-    """What the pool runs: a parameter's task (`Task`, `scenario_sensitivity.ScenarioTask`)."""
-
-    @property
-    def parameter(self) -> Parameter: ...
-
-    def analyse(self, inputs: Any) -> Outcome: ...
-
-
-@dataclass(frozen=True)
-class Inputs:
-    """What generating the candidates again takes (efficiency parameters). The rule
-    policies hold compiled CEL programs, which do not pickle: pool workers get these by
-    inheritance at fork (`run_tasks`), never through the task queue."""
-
-    reqs: Requirements
-    catalog: Catalog
-    policies: dict[str, WorkloadPolicy]
 
 
 def probe_solve(instance: Instance, config: SolveConfig, hint_from: Solution | None) -> Solution:
@@ -585,7 +227,7 @@ _FROM_CATALOGUE = ("efficiency", "network_price", "storage_price")
 
 
 def scaled_instance(
-    p: Parameter, instance: Instance, inputs: Inputs | None, factor: float
+    p: Parameter, instance: Instance, inputs: CandidateInputs | None, factor: float
 ) -> Instance:
     """`instance` with parameter `p` at `factor` x its value."""
     if p.kind not in _FROM_CATALOGUE:
@@ -597,7 +239,7 @@ def scaled_instance(
     return network_instance(instance, inputs, p.subject, factor)
 
 
-def analyse_one(task: Task, inputs: Inputs | None = None) -> Outcome:
+def analyse_one(task: Task, inputs: CandidateInputs | None = None) -> Outcome:
     """Both ends of one parameter's range (a pool worker's whole job)."""
 
     def solve_at(factor: float) -> Probe:
@@ -610,144 +252,9 @@ def analyse_one(task: Task, inputs: Inputs | None = None) -> Outcome:
     return both_ends(task.parameter, solve_at, task.base_key)
 
 
-def both_ends(parameter: Parameter, solve_at: SolveAt, base_key: PlanKey) -> Outcome:
-    lo_limit, hi_limit = parameter.limits
-    low, n_low = Edge(lo_limit, None), 0  # a rival slower: provably the same plan
-    if not parameter.rival:
-        low, n_low = find_edge(solve_at, base_key, lo_limit)
-    high, n_high = find_edge(solve_at, base_key, hi_limit)
-    return Outcome(parameter, low, high, n_low + n_high)
-
-
-def _value(current: float, factor: float) -> float:
-    """A factor as a value, to 6 significant digits: the bisection's 1 % is far coarser,
-    and 9.600000000000001 reads as noise."""
-    return float(f"{current * factor:.6g}")
-
-
-def to_range(outcome: Outcome) -> SensitivityRange:
-    p = outcome.parameter
-    lo_limit, hi_limit = p.limits
-    low, high = outcome.low, outcome.high
-    return SensitivityRange(
-        kind=p.kind,
-        subject=p.subject,
-        parameter=p.words,
-        unit=p.unit,
-        current=p.current,
-        low=None if low.outside is None else _value(p.current, low.inside),
-        high=None if high.outside is None else _value(p.current, high.inside),
-        searched_low=_value(p.current, lo_limit),
-        searched_high=_value(p.current, hi_limit),
-        below=None if low.outside is None else low.outside.description,
-        above=None if high.outside is None else high.outside.description,
-        below_tco=None if low.outside is None else low.outside.tco,
-        above_tco=None if high.outside is None else high.outside.tco,
-    )
-
-
-OnDone = Callable[[Outcome], None]
-
-# A pool worker's copy of the run's inputs (an `Inputs`, or one per scenario), set once by
-# `_adopt` when the worker starts.
-_WORKER_INPUTS: list[Any] = [None]
-
-
-def _adopt(inputs: Any) -> None:
-    # Ctrl-C reaches the whole process group: the parent alone answers it (`run_tasks`).
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    _WORKER_INPUTS[0] = inputs
-
-
-def _pooled(task: AnyTask) -> Outcome:
-    return task.analyse(_WORKER_INPUTS[0])
-
-
-class Stop:
-    """Ends an analysis from another thread: no task starts after `stop`, the searches
-    running in this process end (`interrupt.request_stop`), the pool's workers are
-    terminated."""
-
-    def __init__(self) -> None:
-        self.requested = threading.Event()
-        self.pool: ProcessPoolExecutor | None = None
-
-    def stop(self) -> None:
-        from gpusolve.optimize import interrupt
-
-        self.requested.set()
-        interrupt.request_stop()
-        if self.pool is not None:
-            _terminate(self.pool)
-
-
-def _terminate(pool: ProcessPoolExecutor) -> None:
-    # The executor's public API only cancels tasks not yet started; a parameter's task
-    # can run for seconds.
-    for process in list(getattr(pool, "_processes", {}).values()):
-        process.terminate()
-    pool.shutdown(wait=False, cancel_futures=True)
-
-
-class Stopped(Exception):
-    """The analysis was stopped (`Stop`) before it finished."""
-
-
-def run_tasks(
-    tasks: Sequence[AnyTask],
-    workers: int,
-    inputs: Any = None,
-    on_done: OnDone = lambda _: None,
-    stop: Stop | None = None,
-) -> list[Outcome]:
-    """Every task's outcome, in the tasks' order: over a process pool of `workers` (one
-    task per parameter), in this process when one worker or one task is enough or where
-    processes cannot fork (the inputs reach the workers through the fork, not a pickle)."""
-    stop = stop or Stop()
-    forks = "fork" in multiprocessing.get_all_start_methods()
-    if workers <= 1 or len(tasks) <= 1 or not forks:
-        results = []
-        for task in tasks:
-            if stop.requested.is_set():
-                raise Stopped
-            results.append(task.analyse(inputs))
-            on_done(results[-1])
-        return results
-    found: dict[int, Outcome] = {}
-    pool = ProcessPoolExecutor(
-        max_workers=min(workers, len(tasks)),
-        mp_context=multiprocessing.get_context("fork"),
-        initializer=_adopt,
-        initargs=(inputs,),
-    )
-    stop.pool = pool
-    try:
-        # The longest first: an efficiency parameter generates the candidates at every
-        # probe and takes several times a price's time, so it must not start last.
-        order = sorted(range(len(tasks)), key=lambda i: tasks[i].parameter.kind != "efficiency")
-        futures = {pool.submit(_pooled, tasks[i]): i for i in order}
-        for future in as_completed(futures):
-            found[futures[future]] = future.result()
-            on_done(found[futures[future]])
-    except BaseException as exc:
-        _terminate(pool)  # a failed task or a stop: end the others now
-        if stop.requested.is_set():
-            raise Stopped from exc
-        raise
-    pool.shutdown()
-    return [found[i] for i in range(len(tasks))]
-
-
-def default_workers() -> int:
-    return max(
-        1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-    )
-
-
 def analyse(
-    reqs: Requirements,
-    catalog: Catalog,
-    policies: dict[str, WorkloadPolicy],
+    instance: Instance,
+    inputs: CandidateInputs,
     config: SolveConfig,
     workers: int,
     on_done: OnDone = lambda _: None,
@@ -756,13 +263,13 @@ def analyse(
     stop: Stop | None = None,
     expected: tuple[tuple[Any, ...], ...] | None = None,
 ) -> Sensitivity:
-    """The sensitivity of the plan for `reqs`: its instance solved again (the reference
-    every probe is compared with), then every parameter's range over the pool (prices
-    only unless `efficiency`). `expected`: the deployments of the plan shown
-    (`shown_choices`); a reference that differs raises `OtherPlan`. The reference gets the
-    whole of `config`'s time limit, each probe at most `PROBE_TIME_S` of it."""
+    """The sensitivity of the plan of `instance` (prepared from `inputs`): the instance
+    solved again (the reference every probe is compared with), then every parameter's
+    range over the pool (prices only unless `efficiency`). `expected`: the deployments of
+    the plan shown (`shown_choices`); a reference that differs raises `OtherPlan`. The
+    reference gets the whole of `config`'s time limit, each probe at most `PROBE_TIME_S`."""
     started = time.perf_counter()
-    instance = plan_instance(reqs, catalog, policies)
+    catalog = inputs.catalog
     base = probe_solve(instance, replace(config, workers=1), None)
     base_key = plan_key(base, instance)
     found = base_key not in (NO_PLAN, NOT_FOUND)
@@ -771,13 +278,21 @@ def analyse(
     if not found:
         return Sensitivity(wall_s=time.perf_counter() - started, solves=1)
     # The pool is the parallelism; a probe starts from the plan (the hint) and is small.
-    probe_config = replace(config, workers=1, time_limit_s=min(config.time_limit_s, PROBE_TIME_S))
+    probe_config = _probe_config(config)
     cards = plan_cards(base, instance, catalog) if efficiency else []
     rivals = considered_cards(instance, catalog) if efficiency else []
-    params = parameters(base, instance, catalog, reqs.currency, cards, rivals)
+    params = parameters(base, instance, catalog, inputs.reqs.currency, cards, rivals)
     tasks = [Task(p, instance, base, base_key, probe_config) for p in params]
     on_start(len(tasks))
-    outcomes = run_tasks(tasks, workers, Inputs(reqs, catalog, policies), on_done, stop)
+    outcomes = run_tasks(tasks, workers, inputs, on_done, stop)
+    return _sensitivity(outcomes, started)
+
+
+def _probe_config(config: SolveConfig) -> SolveConfig:
+    return replace(config, workers=1, time_limit_s=min(config.time_limit_s, PROBE_TIME_S))
+
+
+def _sensitivity(outcomes: list[Outcome], started: float) -> Sensitivity:
     return Sensitivity(
         ranges=[to_range(o) for o in outcomes],
         solves=1 + sum(o.solves for o in outcomes),
@@ -821,65 +336,15 @@ def plan_cards(solution: Solution, instance: Instance, catalog: Catalog) -> list
     return sorted(cards)
 
 
-def progress_bar(total: int, enabled: bool) -> Any:
-    """A progress bar on stderr (tqdm), drawn only on a terminal: logs and pipes stay clean."""
-    from tqdm import tqdm
-
-    return tqdm(
-        total=total,
-        desc="gpusolve: sensitivity",
-        unit="parameter",
-        file=sys.stderr,
-        disable=not enabled or not sys.stderr.isatty(),
-        leave=False,
-    )
-
-
-T = TypeVar("T")
-# After a stop, how long the analysis may take to notice before the command exits anyway.
-STOP_GRACE_S = 5.0
-
-
-def stoppable(work: Callable[[], T], stop: Stop) -> T:
-    """`work` in a thread while this (main) thread answers Ctrl-C and SIGTERM: `stop`, then
-    KeyboardInterrupt here. The main thread only waits, so the signal is handled at once
-    and never inside a CP-SAT search, whose own handling of SIGINT ends that search and
-    carries on (a solve that catches SIGINT itself even resets the handler; it is put
-    back every 50 ms, as `interrupt.run_interruptibly` does). Off the main thread (no
-    signals there) `work` simply runs."""
-    from gpusolve.optimize.interrupt import in_worker_thread
-
-    if threading.current_thread() is not threading.main_thread():
-        return work()
-
-    def on_signal(signum: int, frame: FrameType | None) -> None:
-        raise KeyboardInterrupt
-
-    def on_break(worker: threading.Thread) -> None:
-        stop.stop()
-        worker.join(STOP_GRACE_S)  # out of CP-SAT before the interpreter exits
-
-    return in_worker_thread(work, on_signal, "gpusolve-sensitivity", on_break=on_break)
-
-
-def with_sensitivity(
-    plan: Plan,
-    reqs: Requirements,
-    catalog: Catalog,
-    policies: dict[str, WorkloadPolicy],
-    config: SolveConfig,
-    *,
-    bar: bool = True,
-    workers: int | None = None,
-    timings: bool = False,
-    robust: str = "expected",
+def run(
+    solved: Solved, *, bar: bool = True, workers: int | None = None, efficiency: bool = True
 ) -> Plan:
-    """`plan` with its sensitivity filled in (plans only: a run without one is returned as
+    """The plan with its sensitivity filled in (plans only: a run without one is returned as
     it is). Each probe gets at most `PROBE_TIME_S` of the run's time limit. The wall time
-    is kept only with `timings`, as the plan's own: the same input gives the same output.
-    A plan hedged over `reqs.scenarios` is analysed on its two-stage model
-    (`scenario_sensitivity`, objective `robust`)."""
-    if plan.status not in ("optimal", "feasible"):
+    is kept only with `--timings`, as the plan's own: the same input gives the same output.
+    A hedged plan is analysed on its two-stage model."""
+    plan, solution = solved.plan, solved.solution
+    if plan.status not in ("optimal", "feasible") or solution is None:
         return plan
     progress: list[Any] = []
 
@@ -891,31 +356,31 @@ def with_sensitivity(
 
     stop = Stop()
     pool = workers or default_workers()
+    config = solved.options.config
+    inputs = CandidateInputs(solved.run.reqs, solved.run.catalog, solved.run.policies)
 
     def work() -> Sensitivity:
-        if reqs.scenarios:
-            from gpusolve.analyses.hedged_sensitivity import analyse_hedged, plan_purchase
-
+        if isinstance(solution, Hedged):
             return analyse_hedged(
-                reqs,
-                catalog,
-                policies,
+                solution,
+                inputs,
                 config,
-                "worst" if robust == "worst" else "expected",
                 pool,
                 plan_purchase(plan),
                 on_done=done,
                 on_start=start,
+                efficiency=efficiency,
                 stop=stop,
             )
+        assert isinstance(solution, Single)
         return analyse(
-            reqs,
-            catalog,
-            policies,
+            solution.instance,
+            inputs,
             config,
             pool,
             on_done=done,
             on_start=start,
+            efficiency=efficiency,
             stop=stop,
             expected=shown_choices(plan),
         )
@@ -931,6 +396,110 @@ def with_sensitivity(
     finally:
         for shown in progress:
             shown.close()
-    if not timings:
+    if not solved.options.timings:
         result = result.model_copy(update={"wall_s": 0.0})
     return plan.model_copy(update={"sensitivity": result})
+
+
+@dataclass(frozen=True)
+class ScenarioTask:
+    """One parameter's analysis on the two-stage model: picklable, for the pool."""
+
+    parameter: Parameter
+    scenarios: tuple[two.Scenario, ...]
+    robust: two.Robust
+    base: two.TwoStageResult  # the hedged plan: every probe's hint
+    base_key: PlanKey
+    shown: int  # the scenario whose deployments the plan shows
+    config: SolveConfig
+
+    def analyse(self, inputs: Any) -> Outcome:
+        """`inputs`: one `CandidateInputs` per scenario (their own requirements and catalogue)."""
+        per_scenario: Sequence[CandidateInputs | None] = inputs or [None] * len(self.scenarios)
+
+        def solve_at(factor: float) -> Probe:
+            scaled = tuple(
+                replace(s, instance=scaled_instance(self.parameter, s.instance, i, factor))
+                for s, i in zip(self.scenarios, per_scenario, strict=True)
+            )
+            result = two.solve_two_stage(scaled, self.config, self.robust, hint=self.base)
+            key = hedged_key(result, scaled)
+            found = key not in (NO_PLAN, NOT_FOUND)
+            tco = two.hedged_tco(result, scaled, self.robust) if found else None
+            names = [s.name for s in self.scenarios]
+            words = describe_hedged(key, self.base_key, names, self.shown)
+            return Probe(factor, key, words, tco)
+
+        return both_ends(self.parameter, solve_at, self.base_key)
+
+
+def hedged_parameters(
+    result: two.TwoStageResult,
+    scenarios: Sequence[two.Scenario],
+    catalog: Catalog,
+    currency: str,
+    efficiency: bool,
+) -> list[Parameter]:
+    """Every scenario's prices (`sensitivity.price_parameters`), each once, then the cards'
+    efficiency: a card is searched both ways when some scenario's plan runs on it."""
+    found: dict[tuple[str, str], Parameter] = {}
+    for s in scenarios:
+        for p in price_parameters(result.outcomes[s.name], s.instance, catalog, currency):
+            found.setdefault((p.kind, p.subject), p)
+    if not efficiency:
+        return list(found.values())
+    cards: set[str] = set()
+    rivals: set[str] = set()
+    for s in scenarios:
+        cards |= set(plan_cards(result.outcomes[s.name], s.instance, catalog))
+        rivals |= set(considered_cards(s.instance, catalog))
+    return list(found.values()) + efficiency_parameters(cards, rivals)
+
+
+def analyse_hedged(
+    hedged: Hedged,
+    inputs: CandidateInputs,
+    config: SolveConfig,
+    workers: int,
+    purchase: dict[tuple[str, str], int],
+    on_done: OnDone = lambda _: None,
+    on_start: Callable[[int], None] = lambda _: None,
+    efficiency: bool = True,
+    stop: Stop | None = None,
+) -> Sensitivity:
+    """The ranges of the hedged plan: its two-stage model solved again (the reference,
+    which must buy `purchase`, the plan shown), then every parameter over the pool. Each
+    probe gets at most `PROBE_TIME_S` of `config`'s time limit. `inputs`: the run's, as
+    written (each scenario's own are in `hedged`)."""
+    started = time.perf_counter()
+    scenarios, robust = hedged.weighed, hedged.robust
+    # Hinted with the purchase shown: among purchases of equal cost, the one the user sees.
+    shown_purchase = two.TwoStageResult("feasible", two.FirstStage(purchase))
+    base = two.solve_two_stage(scenarios, replace(config, workers=1), robust, hint=shown_purchase)
+    base_key = hedged_key(base, scenarios)
+    if base_key in (NO_PLAN, NOT_FOUND):
+        return Sensitivity(wall_s=time.perf_counter() - started, solves=1)
+    assert base.first is not None
+    if {k: n for k, n in base.first.servers.items() if n} != purchase:
+        raise OtherPlan(f"it buys {purchase_words(base_key)}")
+    names = [s.name for s in scenarios]
+    likeliest = max(scenarios, key=lambda s: s.probability).name
+    shown = names.index(NOMINAL if NOMINAL in names else likeliest)
+    currency = inputs.reqs.currency
+    params = hedged_parameters(base, scenarios, inputs.catalog, currency, efficiency)
+    probe_config = _probe_config(config)
+    tasks = [
+        ScenarioTask(p, scenarios, robust, base, base_key, shown, probe_config) for p in params
+    ]
+    on_start(len(tasks))
+    per_scenario = [
+        CandidateInputs(s.prepared.reqs, s.prepared.catalog, inputs.policies)
+        for s in hedged.scenarios
+    ]
+    outcomes = run_tasks(tasks, workers, per_scenario, on_done, stop)
+    return _sensitivity(outcomes, started)
+
+
+def plan_purchase(plan: Plan) -> dict[tuple[str, str], int]:
+    """What the plan shown buys: servers per (model, site)."""
+    return {(sku, s.offer): n for s in plan.sites for sku, n in s.servers.items() if n}

@@ -1,41 +1,57 @@
-"""`--why-not ID`: for each workload, why a card, server, colo or cloud offer was not chosen."""
+"""`--why-not ID`: for each workload, why a card, server, colo or cloud offer was not chosen.
+
+Per workload: the rejections of the candidates involving the item; then, when the plan
+does not use the item for it, the plan with that workload forced onto the item
+(`forced_onto`), solved again and compared with the plan figure by figure
+(`explain/compare.py`). A plan hedged over a `scenarios:` block is forced in every
+scenario and solved as the two-stage model, compared by what the hedge minimises
+(expected or worst-case TCO plus penalties) and, in the scenario shown, figure by figure.
+Without a plan (proven infeasible), only the rejections.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 
 from gpusolve.candidates.generate import Candidates, OptionMeta
-from gpusolve.explain import lines as itemise
+from gpusolve.candidates.prepare import Prepared
+from gpusolve.explain import parts
+from gpusolve.explain.compare import change, compare
 from gpusolve.models.catalog import Catalog
-from gpusolve.models.plan import WhyNot
-from gpusolve.models.requirements import Requirements
+from gpusolve.models.plan import Plan, WhyNot
 from gpusolve.optimize import ir
+from gpusolve.plan.solved import Hedged, Solved
+
+Progress = Callable[[str], None]
 
 
-def why_not(
-    item: str,
-    cand: Candidates,
-    best: ir.Solution | None,
-    catalog: Catalog,
-    config: ir.SolveConfig,
-    reqs: Requirements | None = None,
-) -> dict[str, list[str]]:
-    """Rejection reasons involving `item`; with a plan, also the cost of forcing it in."""
-    return why_not_report(item, cand, best, catalog, config, reqs)[0]
+def run(solved: Solved, progress: Progress = lambda _: None) -> Plan:
+    """The plan with its `why_not` lines and the forced plans behind them."""
+    item = solved.options.why_not
+    solution = solved.solution
+    if item is None or solution is None:
+        return solved.plan
+    config = solved.options.config
+    if isinstance(solution, Hedged):
+        progress(f"explaining why not {item}")
+        reasons, forced = hedged_why_not(item, solution, config)
+    elif solution.solution is None:  # no plan: the rejections alone
+        reasons, forced = why_not_report(item, solution.prepared, None, config)
+    else:
+        progress(f"explaining why not {item}")
+        reasons, forced = why_not_report(item, solution.prepared, solution.solution, config)
+    return solved.plan.model_copy(update={"why_not": reasons, "why_not_plans": forced})
 
 
 def why_not_report(
-    item: str,
-    cand: Candidates,
-    best: ir.Solution | None,
-    catalog: Catalog,
-    config: ir.SolveConfig,
-    reqs: Requirements | None = None,
+    item: str, prepared: Prepared, best: ir.Solution | None, config: ir.SolveConfig
 ) -> tuple[dict[str, list[str]], list[WhyNot]]:
-    """`why_not`, plus the itemised plan behind each comparison (with `reqs`): the line
-    printed is `compared.summary` of the forced plan against the chosen one."""
+    """The lines per workload, and the itemised plan behind each comparison: the line
+    printed is `compared.summary` of the forced plan against the chosen one `best`."""
     from gpusolve.optimize.solve import solve
 
+    cand, catalog = prepared.cand, prepared.catalog
     out = {w: rejection_lines(item, w, cand, catalog) for w in cand.instance.workloads}
     if best is None:
         return {w: found or [f"no rejection of {item} recorded"] for w, found in out.items()}, []
@@ -55,10 +71,8 @@ def why_not_report(
         alt = solve(forced, config)
         if alt.costs is None or alt.status not in ("optimal", "feasible"):
             lines.append(f"{w} on {item} admits no plan with the other workloads' needs")
-        elif reqs is None:
-            lines.append(f"feasible with {w} on {item}")
         else:
-            report = compare_forced(w, item, cand, best, alt, reqs, catalog)
+            report = compare_forced(w, item, prepared, best, alt)
             forced_plans.append(report)
             lines.append(f"feasible with {w} on {item}: {report.compared.summary}")
         out[w] = lines
@@ -66,22 +80,16 @@ def why_not_report(
 
 
 def compare_forced(
-    workload: str,
-    item: str,
-    cand: Candidates,
-    best: ir.Solution,
-    alt: ir.Solution,
-    reqs: Requirements,
-    catalog: Catalog,
+    workload: str, item: str, prepared: Prepared, best: ir.Solution, alt: ir.Solution
 ) -> WhyNot:
-    from gpusolve.explain import parts as assemble
-
-    best_cost = assemble.cost(best, cand, reqs, catalog)
-    alt_cost = assemble.cost(alt, cand, reqs, catalog)
+    """The plan with `workload` forced onto `item` (`alt`), against `best`."""
+    cand, reqs, catalog = prepared.cand, prepared.reqs, prepared.catalog
+    best_cost = parts.cost(best, cand, reqs, catalog)
+    alt_cost = parts.cost(alt, cand, reqs, catalog)
     assert best_cost is not None and alt_cost is not None  # both are plans
-    best_deps = assemble.deployments(best, cand, reqs)
-    alt_deps = assemble.deployments(alt, cand, reqs)
-    compared = itemise.compare(reqs.objective, best_cost, best_deps, alt_cost, alt_deps)
+    best_deps = parts.deployments(best, cand, reqs)
+    alt_deps = parts.deployments(alt, cand, reqs)
+    compared = compare(reqs.objective, best_cost, best_deps, alt_cost, alt_deps)
     return WhyNot(
         workload=workload, item=item, deployments=alt_deps, cost=alt_cost, compared=compared
     )
@@ -147,3 +155,88 @@ def throughput_scores_best(instance: ir.Instance) -> dict[str, int]:
     for o in options:
         best[o.workload] = max(best.get(o.workload, 0), o.throughput)
     return best
+
+
+def hedged_why_not(
+    item: str, hedged: Hedged, config: ir.SolveConfig
+) -> tuple[dict[str, list[str]], list[WhyNot]]:
+    """The lines per workload of a hedged plan, and the forced plans behind them in the
+    scenario the plan shows."""
+    where = hedged.where.prepared
+    cand = where.cand
+    out: dict[str, list[str]] = {}
+    forced_plans: list[WhyNot] = []
+    chosen = {c.workload: c for c in hedged.shown.choices}
+    for w in cand.instance.workloads:
+        lines = rejection_lines(item, w, cand, where.catalog)
+        c = chosen.get(w)
+        if c is not None and uses_item(item, cand.meta[c.option], c.site):
+            out[w] = [f"{item} is in the chosen plan", *lines]
+            continue
+        elsewhere = _using(item, w, hedged)
+        if elsewhere:
+            out[w] = [f"{item} is in the hedged plan in scenario {', '.join(elsewhere)}", *lines]
+            continue
+        line, report = _forced_line(item, w, hedged, config)
+        if line is None:
+            out[w] = lines or [f"no candidate for {w} uses {item}"]
+            continue
+        out[w] = [*lines, line]
+        if report is not None:
+            forced_plans.append(report)
+    return out, forced_plans
+
+
+def _metas(hedged: Hedged) -> list[dict[str, OptionMeta]]:
+    return [s.prepared.cand.meta for s in hedged.scenarios]
+
+
+def _using(item: str, workload: str, hedged: Hedged) -> list[str]:
+    """The scenarios whose hedged plan runs `workload` on `item`."""
+    names = []
+    for s, meta in zip(hedged.weighed, _metas(hedged), strict=True):
+        outcome = hedged.result.outcomes.get(s.name)
+        choices = outcome.choices if outcome is not None else ()
+        if any(c.workload == workload and uses_item(item, meta[c.option], c.site) for c in choices):
+            names.append(s.name)
+    return names
+
+
+def _forced_line(
+    item: str, workload: str, hedged: Hedged, config: ir.SolveConfig
+) -> tuple[str | None, WhyNot | None]:
+    """The line comparing the plan with `workload` forced onto `item` (None when no
+    scenario has a candidate for it there), and that plan against the plan shown in the
+    scenario it shows."""
+    from gpusolve.optimize import scenarios as two
+
+    forced: list[two.Scenario] = []
+    missing: list[str] = []
+    for s, meta in zip(hedged.weighed, _metas(hedged), strict=True):
+        instance = forced_onto(s.instance, workload, item, meta)
+        if instance is None:
+            missing.append(s.name)
+        else:
+            forced.append(replace(s, instance=instance))
+    if len(missing) == len(hedged.weighed):
+        return None, None
+    if missing:  # every scenario must be met: no hedged plan runs it there
+        return f"no candidate for {workload} uses {item} in scenario {', '.join(missing)}", None
+    alt = two.solve_two_stage(forced, config, hedged.robust)
+    if alt.first is None:
+        return (
+            f"{workload} on {item} admits no plan that meets every scenario with the other "
+            "workloads' needs",
+            None,
+        )
+    before = two.hedged_tco(hedged.result, hedged.weighed, hedged.robust, penalties=True)
+    delta = two.hedged_tco(alt, forced, hedged.robust, penalties=True) - before
+    where = hedged.where
+    what = f"{hedged.robust} TCO + penalties"
+    worded = change(what, delta, where.prepared.reqs.currency, ("dearer", "cheaper"))
+    other = alt.outcomes.get(where.name)
+    if other is None:  # the scenario shown is not one the hedge weighs
+        return f"feasible with {workload} on {item}: {worded}", None
+    report = compare_forced(workload, item, where.prepared, hedged.shown, other)
+    line = f"feasible with {workload} on {item}: {worded}; in scenario {where.name}: "
+    return line + report.compared.summary, report

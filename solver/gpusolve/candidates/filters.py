@@ -16,8 +16,8 @@ from dataclasses import replace
 
 from gpusolve.candidates.generate import Candidates, Rejection
 from gpusolve.models.catalog import Catalog
+from gpusolve.models.money import slot_hours_per_month
 from gpusolve.models.requirements import InferenceWorkload, Requirements, Workload
-from gpusolve.optimize.money import slot_hours_per_month
 
 # One GPU-hour over the whole horizon: "a single GPU finishes it in minutes" with a wide
 # margin either side of any real purchase decision (the smallest purchase, one 8-GPU

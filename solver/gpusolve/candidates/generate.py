@@ -24,12 +24,12 @@ from gpusolve.candidates.reserve import RackReserve, rack_reserve
 from gpusolve.estimate import ConfigEstimate, Hardware, search_layouts
 from gpusolve.estimate.search import SearchResult
 from gpusolve.models.catalog import Card, Catalog, CloudOffer, ColoOffer, Server
+from gpusolve.models.money import slot_hours_per_month, to_money
 from gpusolve.models.params import Params
 from gpusolve.models.policy import Charge, WorkloadPolicy, charges
 from gpusolve.models.regions import Place, resolve
 from gpusolve.models.requirements import Requirements, Workload
 from gpusolve.optimize import finance, ir
-from gpusolve.optimize.money import slot_hours_per_month, to_money
 
 MULTI_NODE_FABRICS = frozenset({"infiniband", "roce"})
 

@@ -16,8 +16,8 @@ import math
 from dataclasses import dataclass
 
 from gpusolve.models.catalog import Catalog, NetworkLink, NetworkNic, NetworkSwitch, Server
+from gpusolve.models.money import to_money
 from gpusolve.optimize import ir
-from gpusolve.optimize.money import to_money
 
 RDMA_SWITCH_FABRIC = {"infiniband": "infiniband", "roce": "ethernet"}
 

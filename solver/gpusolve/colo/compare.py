@@ -4,7 +4,7 @@ racks, what it costs per month and over the horizon, and why not.
 The packing of each offer is solved exactly with the planner's own optimiser (one site,
 one fixed option per fleet line), so racks and fills match what `plan` would produce.
 Each fleet line at each offer is judged by the placement rules `plan` applies
-(colo_rules.py): a failed `require` refuses the offer, a missed `prefer` adds its penalty,
+(placement.py): a failed `require` refuses the offer, a missed `prefer` adds its penalty,
 and offers are ranked like plans, by TCO + penalties.
 """
 
@@ -15,9 +15,9 @@ from gpusolve.colo.placement import PlacementRules, judge, line_layout, placemen
 from gpusolve.models.catalog import Catalog, ColoOffer, Server
 from gpusolve.models.colo import ColoReport, ColoRow, ColoRuleHit, RuleNotJudged
 from gpusolve.models.fleet import Fleet
+from gpusolve.models.money import energy_per_server_month, to_money
 from gpusolve.models.regions import resolve
 from gpusolve.optimize import ir
-from gpusolve.optimize.money import energy_per_server_month, to_money
 from gpusolve.rules.loader import RuleSet
 
 RDMA = frozenset({"infiniband", "roce"})

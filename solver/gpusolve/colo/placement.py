@@ -1,10 +1,9 @@
 """The rules `plan` applies to a placement (a deployment at a colo site), for `colo`.
 
 `plan` judges every placement with the workload's rules: the `offer` predicates and the
-`deployment` predicates that read `offer` (candidates/generate.py `_placements`, through
-`RulesPolicy.failed/penalty("offer", ...)`). `colo` judges a fleet line at an offer with
-the same calls on the same compiled rules, so the two commands agree on which placements
-a rule refuses or penalises.
+`deployment` predicates that read `offer`. `colo` judges a fleet line at an offer with the
+same calls on the same compiled rules (`gpusolve.rules.placement` picks them), so the two
+commands agree on which placements a rule refuses or penalises.
 
 A fleet says which servers run together, not what they run. So `colo` keeps the rules
 it can decide without a workload: those whose `when` reads nothing (fires for every
@@ -20,13 +19,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from gpusolve.models.catalog import Catalog, ColoOffer, Server
-from gpusolve.models.params import Params
-from gpusolve.models.policy import Charge, RuleHit, charges
-from gpusolve.rules.engine import WorkloadRules
-from gpusolve.rules.environment import ActivationCache, params_facts
-from gpusolve.rules.evaluate import Bindings
-from gpusolve.rules.loader import CompiledPredicate, CompiledRule, RuleSet
-from gpusolve.rules.policy import RulesPolicy
+from gpusolve.models.policy import Charge, RuleHit, WorkloadPolicy, charges
+from gpusolve.rules.loader import RuleSet
+from gpusolve.rules.placement import Unjudged, placement_policy
 
 # The layout facts a fleet line states; a predicate reading any other `deployment` field
 # (memory per GPU, TP degree, MFU ...) needs a sized workload, which only `plan` has.
@@ -47,7 +42,7 @@ class Skipped:
 class PlacementRules:
     """The rules `colo` judges placements with, and those it cannot judge."""
 
-    policy: RulesPolicy
+    policy: WorkloadPolicy
     judged: tuple[str, ...]
     skipped: tuple[Skipped, ...]
 
@@ -60,72 +55,21 @@ class Verdict:
     charged: tuple[Charge, ...]
 
 
-def is_placement(kind: str, predicate: CompiledPredicate) -> bool:
-    """Whether `plan` checks this predicate per placement (per layout and site)."""
-    return kind == "offer" or (kind == "deployment" and "offer" in predicate.reads)
-
-
-def unjudged_read(predicate: CompiledPredicate) -> str | None:
-    """The first thing the predicate reads that a fleet line does not state, or None."""
-    for path in sorted(predicate.program.paths):
-        root = path[0]
-        if root in CATALOGUE_ROOTS:
-            continue
-        if root == "deployment" and (len(path) == 1 or path[1] in LINE_FACTS):
-            continue
-        return ".".join(path)
-    return None
-
-
 def placement_rules(ruleset: RuleSet, catalog: Catalog) -> PlacementRules:
     """The placement predicates of `ruleset` that hold for any workload, compiled into the
     same policy object `plan` uses."""
-    params = Params()
-    requires: dict[str, list[CompiledPredicate]] = {}
-    prefers: dict[str, list[CompiledPredicate]] = {}
-    judged: list[str] = []
-    skipped: list[Skipped] = []
-    for rule in ruleset.rules:
-        mine = _placement_predicates(rule)
-        if not mine:
-            continue
-        reads = sorted(rule.when.variables_read())
-        if reads:
-            why = f"its `when` reads {', '.join(reads)}: it depends on the workload"
-            skipped.append(Skipped(rule.id, rule.source, why))
-            continue
-        if rule.when.evaluate(Bindings(params_facts(params))) is not True:
-            continue  # never fires
-        kept = False
-        for which, kind, predicate in mine:
-            unknown = unjudged_read(predicate)
-            if unknown is not None:
-                why = f"its {kind} {which} reads {unknown}, which a fleet does not state"
-                skipped.append(Skipped(rule.id, rule.source, why))
-                continue
-            target = requires if which == "require" else prefers
-            target.setdefault(kind, []).append(predicate)
-            kept = True
-        if kept:
-            judged.append(rule.id)
-    rules = WorkloadRules(
-        workload="fleet",
-        params=params,
-        requires=requires,
-        prefers=prefers,
-        advice=[],
-        trace=[],
-        param_origin={},
-        _context=(params_facts(params),),
+    found = placement_policy(
+        ruleset, catalog, roots=CATALOGUE_ROOTS, deployment_fields=LINE_FACTS, workload="fleet"
     )
-    policy = RulesPolicy(rules, ActivationCache(catalog.cards), catalog)
-    return PlacementRules(policy, tuple(judged), tuple(dict.fromkeys(skipped)))
+    skipped = (Skipped(u.rule, u.source, _why(u)) for u in found.unjudged)
+    return PlacementRules(found.policy, found.judged, tuple(dict.fromkeys(skipped)))
 
 
-def _placement_predicates(rule: CompiledRule) -> list[tuple[str, str, CompiledPredicate]]:
-    out = [("require", k, p) for k, p in rule.requires.items() if is_placement(k, p)]
-    out += [("prefer", k, p) for k, p in rule.prefers.items() if is_placement(k, p)]
-    return out
+def _why(unjudged: Unjudged) -> str:
+    if unjudged.which is None:
+        return f"its `when` reads {unjudged.reads}: it depends on the workload"
+    what = f"{unjudged.kind} {unjudged.which}"
+    return f"its {what} reads {unjudged.reads}, which a fleet does not state"
 
 
 def line_layout(server: Server, count: int, multi_node: bool) -> dict[str, Any]:

@@ -61,10 +61,10 @@ def colo(
     even when none can); 2 invalid input; 3 no offer was shown able to host the fleet
     and some ran out of solver time without being proven unable ("timed_out").
     """
-    from gpusolve.commands.deliver import deliver
+    from gpusolve.commands.deliver import invoke
     from gpusolve.runs.colo import ColoRequest, run_colo
 
     require_output_for_html(fmt, output)
     check_output(output, [fleet_path, *catalog_paths, *rules_paths])
-    result = run_colo(ColoRequest(fleet_path, catalog_paths, rules_paths, fmt, output, top))
-    deliver(result.output, progress_printer(quiet=False))  # colo has no -q: always said
+    request = ColoRequest(fleet_path, catalog_paths, rules_paths, fmt, output, top)
+    invoke(lambda: run_colo(request), progress_printer(quiet=False))  # colo has no -q: always said

@@ -1,17 +1,41 @@
 """Carry out what a package function decided a command shows (`gpusolve.runs.output`),
-and report the option errors it found as click reports its own."""
+and report the option errors it found as click reports its own: every solving command
+ends in `invoke`."""
 
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Protocol
 
 import click
 
 if TYPE_CHECKING:
     from gpusolve.runs.output import CommandOutput
+
+
+class HasOutput(Protocol):
+    """What a package function returns (`gpusolve.runs.output.RunResult`, `PlanRun`): at
+    least what its command shows."""
+
+    @property
+    def output(self) -> CommandOutput: ...
+
+
+def invoke(run: Callable[[], HasOutput], say: Callable[[str], None]) -> None:
+    """A command's package function, bound to its parsed request (`run`), then `deliver`
+    what it decided, its stderr lines said with `say`. BadOption and OptionConflict from
+    the package become click's own usage errors (exit 2); any other error and a Ctrl-C go
+    on to the console entry point (`gpusolve.cli.main`)."""
+    from gpusolve.runs.output import BadOption, OptionConflict
+
+    try:
+        shown = run()
+    except BadOption as exc:
+        raise click.BadParameter(str(exc), param_hint=exc.option) from None
+    except OptionConflict as exc:
+        raise click.UsageError(str(exc)) from None
+    deliver(shown.output, say)
 
 
 def deliver(output: CommandOutput, say: Callable[[str], None]) -> None:
@@ -34,16 +58,3 @@ def deliver(output: CommandOutput, say: Callable[[str], None]) -> None:
         say(line)
     if output.exit_code:
         sys.exit(output.exit_code)
-
-
-@contextmanager
-def option_errors() -> Iterator[None]:
-    """BadOption and OptionConflict from the package, as click's own usage errors (exit 2)."""
-    from gpusolve.runs.output import BadOption, OptionConflict
-
-    try:
-        yield
-    except BadOption as exc:
-        raise click.BadParameter(str(exc), param_hint=exc.option) from None
-    except OptionConflict as exc:
-        raise click.UsageError(str(exc)) from None

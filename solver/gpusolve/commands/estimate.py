@@ -116,7 +116,7 @@ def estimate(
     fmt: str,
     output: Path | None,
 ) -> None:
-    from gpusolve.commands.deliver import deliver, option_errors
+    from gpusolve.commands.deliver import invoke
     from gpusolve.commands.options import check_output, require_output_for_html
     from gpusolve.runs.estimate import EstimateRequest, LayoutChoice, run_estimate
 
@@ -138,6 +138,5 @@ def estimate(
     request = EstimateRequest(
         reqs_path, catalog_paths, rules_paths, card_ids, layout, fmt=fmt, output=output
     )
-    with option_errors():
-        result = run_estimate(request)
-    deliver(result.output, lambda line: click.echo(line, err=True))  # no "gpusolve:" prefix
+    # "wrote PATH" goes to stderr as it is, with no "gpusolve:" prefix.
+    invoke(lambda: run_estimate(request), lambda line: click.echo(line, err=True))

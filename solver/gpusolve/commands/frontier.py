@@ -100,7 +100,7 @@ def frontier(
     "infeasible"); 2 invalid input; 3 no plan found within --time-limit at any factor
     and some were not proven impossible (status "timeout").
     """
-    from gpusolve.commands.deliver import deliver, option_errors
+    from gpusolve.commands.deliver import invoke
     from gpusolve.runs.frontier import FrontierRequest, run_frontier
 
     if low >= high:
@@ -124,9 +124,7 @@ def frontier(
         from_zero=not axis_from_data,
     )
     progress = progress_printer(quiet)
-    with option_errors():
-        result = run_frontier(request, progress)
-    deliver(result.output, progress)
+    invoke(lambda: run_frontier(request, progress), progress)
 
 
 def _check_plot(plot: Path) -> None:

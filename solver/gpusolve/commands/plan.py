@@ -146,7 +146,7 @@ def plan(
     impossible (status "timeout", with the best bound; try a longer --time-limit).
     GB means 10^9 bytes; money is in the run's currency.
     """
-    from gpusolve.commands.deliver import deliver, option_errors
+    from gpusolve.commands.deliver import invoke
     from gpusolve.runs.plan import PlanRequest, run_plan
 
     if fmt == "csv" and not bom:
@@ -176,6 +176,4 @@ def plan(
         bar=not quiet,
     )
     progress = progress_printer(quiet)
-    with option_errors():
-        result = run_plan(request, progress)
-    deliver(result.output, progress)
+    invoke(lambda: run_plan(request, progress), progress)

@@ -12,7 +12,8 @@ Formulas and their sources are documented in each module: memory.py (ZeRO, Korth
 al. 2022, KV cache), steptime.py (compute, communication per collective, pipeline bubble,
 recomputation, optimizer), efficiency.py (what each card family achieves, sourced),
 hardware.py (the links each group uses), training.py and serving.py (the two kinds of
-workload), checkpoint.py (H16), thumb.py (H05, H30 rules of thumb).
+workload; trainshape.py reads a training layout for the formulas and for calibration.py),
+checkpoint.py (H16), thumb.py (H05, H30 rules of thumb).
 """
 
 from __future__ import annotations

@@ -39,11 +39,18 @@ import math
 from dataclasses import dataclass, replace
 
 from gpusolve.estimate.compute import compute_precision
-from gpusolve.estimate.efficiency import FIT_GEMM_SHAPES, family_of, mamf_fraction
+from gpusolve.estimate.efficiency import FIT_GEMM_SHAPES, efficiency_of, family_of, mamf_fraction
 from gpusolve.estimate.hardware import Hardware
 from gpusolve.estimate.layout import Layout
 from gpusolve.estimate.shapes import Arch
-from gpusolve.estimate.steptime import StepBreakdown
+from gpusolve.estimate.steptime import StepBreakdown, training_step
+from gpusolve.estimate.trainshape import (
+    framework,
+    model_flops_per_token,
+    step_shape,
+    training_activations_for,
+    training_states_for,
+)
 from gpusolve.estimate.units import GB
 from gpusolve.models.catalog import Card
 from gpusolve.models.params import Params
@@ -128,17 +135,6 @@ def compute_phase_s(step: StepBreakdown) -> float:
 
 def calibrate(workload: Training, arch: Arch, card: Card, params: Params) -> Calibration:
     """The calibration one measured run gives (pure; training workloads)."""
-    # Imported here: training.py applies the calibration this module computes.
-    from gpusolve.estimate.efficiency import efficiency_of
-    from gpusolve.estimate.steptime import training_step
-    from gpusolve.estimate.training import (
-        framework,
-        model_flops_per_token,
-        step_shape,
-        training_activations_for,
-        training_states_for,
-    )
-
     m = workload.measured
     assert m is not None
     run = measured_workload(workload)
@@ -249,8 +245,6 @@ class Transfer:
 def transfer(cal: Calibration, target: Card, fmt: str) -> Transfer:
     """The documented mechanism (module docstring): same family, the measured efficiency;
     another family, the ratio of the two families' parameters; capped at a GEMM fraction of 1."""
-    from gpusolve.estimate.efficiency import efficiency_of
-
     gemm = mamf_fraction(target, efficiency_of(target), fmt) * FIT_GEMM_SHAPES
     cap = 1.0 / gemm if gemm > 0 else math.inf
     factor = min(cal.compute_factor, cap)

@@ -10,9 +10,11 @@ numbers.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, replace
-from typing import Any, get_args
+from typing import get_args
 
+from gpusolve.estimate.checkpoint import CheckpointSize
 from gpusolve.estimate.hardware import Hardware
 from gpusolve.estimate.memory import SHARDING_STAGE, MemoryBreakdown
 from gpusolve.estimate.shapes import Arch
@@ -154,33 +156,88 @@ class ConfigEstimate:
         t = self.time_to_train_s
         return None if t is None else t / SECONDS_PER_HOUR
 
+    @classmethod
+    def build(
+        cls,
+        workload: Workload,
+        arch: Arch,
+        hw: Hardware,
+        layout: Layout,
+        params: Params,
+        *,
+        memory: MemoryBreakdown,
+        flops: float,
+        model_flops: float,
+        step_time_s: float,
+        tokens_per_s: float,
+        comm_fraction: float,
+        checkpoint: CheckpointSize,
+        bottleneck: str,
+        arithmetic_intensity: float,
+        ridge_point: float,
+        reasons: Iterable[str],
+        notes: Iterable[str],
+        measured: bool,
+        time_to_train_s: float | None = None,
+        steps: int | None = None,
+        mfu: float | None = None,
+        hfu: float | None = None,
+        step: StepBreakdown | None = None,
+        serving: ServingFigures | None = None,
+        checkpoint_stall_fraction: float = 0.0,
+        meets_deadline: bool = True,
+        calibration: Iterable[str] = (),
+    ) -> ConfigEstimate:
+        """The one way training.py and serving.py make an estimate. What was sized and on
+        what comes from the arguments; whether `memory` fits the card's usable memory is
+        judged here, a shortfall being the first reason. The figures a serving estimate lacks
+        (training time, steps, MFU/HFU, the step's parts, checkpoint stalls, a deadline,
+        calibration) default to absent."""
+        usable = usable_memory_bytes(hw.card, params.headroom)
+        fits = memory.total_bytes <= usable
+        if not fits:
+            shortfall = memory_reason(memory.total_bytes, usable, hw.card, params.headroom)
+            reasons = [shortfall, *reasons]
+        return cls(
+            workload=workload.name,
+            kind=workload.kind,
+            card=hw.card.id,
+            hardware=hw.label or hw.card.id,
+            layout=layout,
+            gpus=layout.gpus,
+            nodes=layout.nodes,
+            memory=memory,
+            usable_memory_bytes=usable,
+            card_memory_bytes=hw.card.reported_memory_bytes,
+            headroom=params.headroom,
+            fits=fits,
+            flops=flops,
+            model_flops=model_flops,
+            time_to_train_s=time_to_train_s,
+            step_time_s=step_time_s,
+            steps=steps,
+            tokens_per_s=tokens_per_s,
+            mfu=mfu,
+            hfu=hfu,
+            comm_fraction=comm_fraction,
+            step=step,
+            serving=serving,
+            checkpoint_bytes=checkpoint.full_bytes,
+            checkpoint_weights_bytes=checkpoint.weights_bytes,
+            checkpoint_stall_fraction=checkpoint_stall_fraction,
+            bottleneck=bottleneck,
+            arithmetic_intensity=arithmetic_intensity,
+            ridge_point=ridge_point,
+            meets_deadline=meets_deadline,
+            reasons=tuple(reasons),
+            notes=tuple(notes),
+            coarse=arch.coarse,
+            measured=measured,
+            calibration=tuple(calibration),
+        )
+
 
 # ---------------------------------------------------------------- shared helpers
-
-
-def identity(
-    workload: Workload,
-    hw: Hardware,
-    layout: Layout,
-    memory: MemoryBreakdown,
-    params: Params,
-    fits: bool,
-) -> dict[str, Any]:
-    """The fields a training and an inference estimate share: what was sized, on what."""
-    return {
-        "workload": workload.name,
-        "kind": workload.kind,
-        "card": hw.card.id,
-        "hardware": hw.label or hw.card.id,
-        "layout": layout,
-        "gpus": layout.gpus,
-        "nodes": layout.nodes,
-        "memory": memory,
-        "usable_memory_bytes": usable_memory_bytes(hw.card, params.headroom),
-        "card_memory_bytes": hw.card.reported_memory_bytes,
-        "headroom": params.headroom,
-        "fits": fits,
-    }
 
 
 def gb(x: float) -> str:

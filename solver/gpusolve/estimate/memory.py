@@ -145,35 +145,6 @@ class MemoryBreakdown:
             + self.gathered_weights_bytes
         )
 
-    # Short aliases (bytes), the names the planner's interface uses.
-    @property
-    def weights(self) -> float:
-        return self.weights_bytes
-
-    @property
-    def gradients(self) -> float:
-        return self.gradients_bytes
-
-    @property
-    def optimizer(self) -> float:
-        return self.optimizer_bytes
-
-    @property
-    def activations(self) -> float:
-        return self.activations_bytes
-
-    @property
-    def kv_cache(self) -> float:
-        return self.kv_cache_bytes
-
-    @property
-    def overhead(self) -> float:
-        return self.overhead_bytes
-
-    @property
-    def total(self) -> float:
-        return self.total_bytes
-
     def as_gb(self) -> dict[str, float]:
         return {
             "weights": self.weights_bytes / GB,

@@ -49,7 +49,7 @@ from gpusolve.estimate.hardware import Hardware
 from gpusolve.estimate.layout import ConfigEstimate, Layout, overhead_bytes, usable_memory_bytes
 from gpusolve.estimate.serving import batch_limit, replica_tokens_per_s, serving_layout
 from gpusolve.estimate.shapes import Arch, resolve_arch
-from gpusolve.estimate.training import training_activations_for, training_states_for
+from gpusolve.estimate.trainshape import training_activations_for, training_states_for
 from gpusolve.estimate.units import SECONDS_PER_HOUR
 from gpusolve.models.params import Params
 from gpusolve.models.requirements import InferenceWorkload, Training, Workload

@@ -38,10 +38,8 @@ from gpusolve.estimate.layout import (
     ConfigEstimate,
     Layout,
     ServingFigures,
-    identity,
     measured_memory,
     measured_rate_per_gpu,
-    memory_reason,
     overhead_bytes,
     pct,
     peak_flops,
@@ -361,9 +359,6 @@ def evaluate_serving(
         workload, hw, gpus, serving_memory(workload, arch, layout, params), notes
     )
     usable = usable_memory_bytes(card, params.headroom)
-    fits = memory.total_bytes <= usable
-    if not fits:
-        reasons.insert(0, memory_reason(memory.total_bytes, usable, card, params.headroom))
 
     fmt = compute_precision("inference", workload.precision)
     peak = peak_flops(card, fmt, reasons)
@@ -429,30 +424,26 @@ def evaluate_serving(
         decode_step={k: layout.pp * v for k, v in parts.items()},
         batch_limit=bound,
     )
-    return ConfigEstimate(
-        **identity(workload, hw, layout, memory, params, fits),
+    return ConfigEstimate.build(
+        workload,
+        arch,
+        hw,
+        layout,
+        params,
+        memory=memory,
         flops=per_token,
         model_flops=per_token,
-        time_to_train_s=None,
         step_time_s=tpot,
-        steps=None,
         tokens_per_s=total,
-        mfu=None,
-        hfu=None,
         comm_fraction=comm_fraction,
-        step=None,
         serving=figures,
-        checkpoint_bytes=size.full_bytes,
-        checkpoint_weights_bytes=size.weights_bytes,
-        checkpoint_stall_fraction=0.0,
+        checkpoint=size,
         bottleneck=bottleneck,
         arithmetic_intensity=(
             per_token * batch / layout.pp / mp / bytes_moved if bytes_moved else math.inf
         ),
         ridge_point=peak / (card.memory_bandwidth_gbs * 1e9),
-        meets_deadline=True,
-        reasons=tuple(reasons),
-        notes=tuple(notes),
-        coarse=arch.coarse,
+        reasons=reasons,
+        notes=notes,
         measured=rate is not None,
     )

@@ -1,11 +1,10 @@
-"""The objective's parts line by line, and two plans compared figure by figure.
+"""The objective's parts line by line: the plan's cost, itemised.
 
 Every amount is the optimiser's own integer (whole units of the run currency over the
 horizon), recomputed from the plan's counts and the instance's coefficients, so the lines
 of a kind add up to its total exactly as printed and the totals equal what the solver
 minimised. Soft-rule penalties are listed apart from the TCO: they steer the choice and
-are never spent. A delta between two plans is the difference of their printed figures and
-is worded by its sign ("dearer by X" / "cheaper by X"), never with a signed number.
+are never spent. Two plans are compared in `compare.py`.
 """
 
 from __future__ import annotations
@@ -17,18 +16,15 @@ from gpusolve.candidates.generate import Candidates
 from gpusolve.explain.network_lines import network_items, storage_items
 from gpusolve.models.catalog import Catalog
 from gpusolve.models.common import PriceNote
+from gpusolve.models.money import vat_note
 from gpusolve.models.plan import (
     Cost,
     CostBreakdown,
     CostItem,
     CostKind,
-    Deployment,
     PenaltyItem,
-    PlanDelta,
-    ThroughputDelta,
 )
 from gpusolve.optimize import finance, ir
-from gpusolve.optimize.money import vat_note
 from gpusolve.optimize.validate import Placed, extra_mbps
 
 KINDS: tuple[CostKind, ...] = get_args(CostKind)  # in the order the breakdown prints
@@ -346,66 +342,3 @@ def cost(solution: ir.Solution, cand: Candidates, currency: str, catalog: Catalo
         penalties=penalty_total,
         objective_value=tco + penalty_total,
     )
-
-
-# --------------------------------------------------------------------------- deltas
-
-
-def printed_throughput(d: Deployment) -> int:
-    """Throughput as the renderers print it (whole tokens/s), so deltas add up as read."""
-    return int(f"{d.throughput:.0f}")
-
-
-def throughput_unit(d: Deployment) -> str:
-    return "tokens/s" if d.time_to_train_h is not None else "generated tokens/s"
-
-
-def compare(
-    objective: str,
-    chosen: Cost,
-    chosen_deployments: list[Deployment],
-    other: Cost,
-    other_deployments: list[Deployment],
-) -> PlanDelta:
-    """`other` minus `chosen`, figure by figure, with the words to print."""
-    mine = {d.workload: d for d in chosen_deployments}
-    throughput = [
-        ThroughputDelta(
-            workload=d.workload,
-            delta=printed_throughput(d) - printed_throughput(mine[d.workload]),
-            unit=throughput_unit(d),
-        )
-        for d in other_deployments
-        if d.workload in mine
-    ]
-    tco = other.tco - chosen.tco
-    penalties = other.penalties - chosen.penalties
-    money_words = [
-        change("TCO", tco, chosen.currency, ("dearer", "cheaper")),
-        change("penalties", penalties, chosen.currency, ("higher", "lower")),
-    ]
-    if objective == "max-throughput":
-        words = [
-            change(f"{t.workload} throughput", t.delta, t.unit, ("higher", "lower"))
-            for t in throughput
-        ]
-        summary = "; ".join(words + money_words)
-    else:
-        total = change("TCO + penalties", tco + penalties, chosen.currency, ("dearer", "cheaper"))
-        summary = "; ".join([*money_words, total])
-    return PlanDelta(
-        tco=tco,
-        penalties=penalties,
-        objective_value=tco + penalties,
-        throughput=throughput,
-        summary=summary,
-    )
-
-
-def change(label: str, value: float, unit: str, words: tuple[str, str]) -> str:
-    """'TCO dearer by 1,234 CNY' / 'TCO cheaper by 1,234 CNY' / 'TCO unchanged': the sign
-    chooses the word, so the number printed is never negative."""
-    if value == 0:
-        return f"{label} unchanged"
-    word = words[0] if value > 0 else words[1]
-    return f"{label} {word} by {abs(value):,.0f} {unit}"

@@ -10,9 +10,9 @@ from collections import defaultdict
 from gpusolve.candidates.network import nic_for, rack_network
 from gpusolve.models.catalog import Catalog, NetworkLink, NetworkNic, NetworkSwitch
 from gpusolve.models.common import PriceNote
+from gpusolve.models.money import vat_note
 from gpusolve.models.plan import CostItem
 from gpusolve.optimize import ir
-from gpusolve.optimize.money import vat_note
 
 
 def _line(

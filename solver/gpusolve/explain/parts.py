@@ -7,6 +7,7 @@ from typing import Any
 
 from gpusolve.candidates.generate import Candidates, OptionMeta
 from gpusolve.explain import lines as itemise
+from gpusolve.explain.compare import compare
 from gpusolve.models.catalog import Catalog
 from gpusolve.models.plan import (
     Alternative,
@@ -136,7 +137,7 @@ def alternative(
     alt_cost = cost(found, cand, reqs, catalog)
     alt_deps = deployments(found, cand, reqs)
     assert alt_cost is not None  # alternatives are plans
-    compared = itemise.compare(reqs.objective, chosen[0], chosen[1], alt_cost, alt_deps)
+    compared = compare(reqs.objective, chosen[0], chosen[1], alt_cost, alt_deps)
     return Alternative(
         rank=rank,
         tco=alt_cost.tco,

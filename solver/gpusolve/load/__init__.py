@@ -127,7 +127,7 @@ def check_against_catalog(reqs: Requirements, doc: Document, catalog: Catalog) -
                 )
     problems += preset_problems(reqs, doc)
     if reqs.scenarios:
-        from gpusolve.plan.twostage import scenario_problems
+        from gpusolve.load.scenarios import scenario_problems
 
         problems += scenario_problems(reqs, catalog, doc)
     for i, w in enumerate(reqs.workloads):

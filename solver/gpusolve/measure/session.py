@@ -9,7 +9,7 @@ from gpusolve.errors import InputError
 from gpusolve.estimate.compute import compute_precision
 from gpusolve.estimate.layout import Layout
 from gpusolve.estimate.shapes import Arch, count_params, resolve_arch
-from gpusolve.estimate.training import (
+from gpusolve.estimate.trainshape import (
     model_flops_per_token,
     training_activations_for,
     training_states_for,

@@ -46,7 +46,7 @@ class Charge:
 def charges(kind: str, penalty: Penalty) -> tuple[Charge, ...]:
     """A penalty split by rule, each rounded to whole units once (so the charges sum to the
     penalty the optimiser sees). A policy that gives only a total yields one unnamed line."""
-    from gpusolve.optimize.money import to_money
+    from gpusolve.models.money import to_money
 
     if len(penalty.amounts) == len(penalty.rules) and penalty.rules:
         kinds = penalty.kinds if len(penalty.kinds) == len(penalty.rules) else ()

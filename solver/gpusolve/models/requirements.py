@@ -472,6 +472,10 @@ class ScenarioPrices(StrictModel):
     )
 
 
+# A scenario's `efficiency:` key for every card, and its `demand:` key for every workload.
+SCENARIO_ALL = "all"
+
+
 class Scenario(StrictModel):
     """One way the future may turn out (issue 26): the purchase is decided once for all
     scenarios; rentals and layouts may differ per scenario."""

@@ -1,6 +1,10 @@
-"""`gpusolve rules explain --format json`: which rules fire per workload and what they do."""
+"""`gpusolve rules explain --format json`: which rules fire per workload and what they do;
+`gpusolve rules check`: what each rule file adds (`CheckedFile`)."""
 
 from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -90,3 +94,13 @@ class WorkloadExplain(_Out):
 class RulesExplainReport(_Out):
     rules: RulesInEffect
     workloads: list[WorkloadExplain]
+
+
+@dataclass(frozen=True)
+class CheckedFile:
+    """One rule file of `gpusolve rules check`, as it loads after the shipped rules."""
+
+    path: Path
+    rules: int
+    replacing_shipped: int
+    disabled: int

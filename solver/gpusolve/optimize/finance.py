@@ -30,9 +30,9 @@ from dataclasses import dataclass
 
 from ortools.sat.python import cp_model
 
+from gpusolve.models.money import HOURS_PER_MONTH, to_money
 from gpusolve.models.params import Params
 from gpusolve.optimize.ir import SLOTS_COVERED
-from gpusolve.optimize.money import HOURS_PER_MONTH, to_money
 
 # Defaults of the rule parameters (params.py documents each with its source): the idle
 # share of peak power, and the straight-line book value of a server (useful life, salvage).

@@ -396,3 +396,18 @@ def evaluate(
         result = solve_two_stage([s], config, fixed=first)
         out[s.name] = result.outcomes.get(s.name) if result.status != "infeasible" else None
     return out
+
+
+def hedged_tco(
+    result: TwoStageResult,
+    scenarios: Sequence[Scenario],
+    robust: str,
+    penalties: bool = False,
+) -> int:
+    """The TCO the hedge weighs (with `penalties`, plus the soft-rule penalties: what it
+    minimises): expected (rounded), or the worst scenario's."""
+    costs = [result.outcomes[s.name].costs for s in scenarios]
+    values = [(c.tco + (c.penalties if penalties else 0)) if c is not None else 0 for c in costs]
+    if robust == "worst":
+        return max(values)
+    return round(sum(s.probability * v for s, v in zip(scenarios, values, strict=True)))

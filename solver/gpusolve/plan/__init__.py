@@ -1,1 +1,32 @@
-"""plan."""
+"""One finished plan from a run: `make_plan(run, options) -> Solved`.
+
+The stages of `gpusolve plan` after loading (`inputs.py`): the candidates prepared once
+(`candidates/prepare.py`), solved as one instance (`single.py`) or as a two-stage model
+over a `scenarios:` block (`twostage.py`), and assembled into a finished Plan
+(`assemble.py`: market, compliance, exclusions, sources and bill of materials included,
+whatever the outcome). The analyses built on a plan (`analyses/`) take the `Solved` this
+returns; nothing here imports them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from gpusolve.plan.assemble import finish
+from gpusolve.plan.inputs import Run
+from gpusolve.plan.solved import PlanOptions, Solved
+
+Progress = Callable[[str], None]
+
+
+def make_plan(run: Run, options: PlanOptions, progress: Progress = lambda _: None) -> Solved:
+    """The cheapest plan for `run` (or the proof, or the reason, that there is none)."""
+    if run.reqs.scenarios:
+        from gpusolve.plan.twostage import solve_hedged
+
+        solved = solve_hedged(run, options, progress)
+    else:
+        from gpusolve.plan.single import solve_single
+
+        solved = solve_single(run, options, progress)
+    return solved.with_plan(finish(run, solved.plan))

@@ -1,7 +1,7 @@
-"""Load everything a run needs, once: requirements, catalogue, rules -> typed values.
+"""A run's inputs, loaded once: requirements, catalogue, rules and market -> a `Run`.
 
 Shared by `plan`, `frontier`, `estimate` (through `gpusolve.runs`) and `rules explain`,
-so each only composes stages.
+so each only composes stages. `plan/assemble.finish` fills a plan in from the `Run`.
 """
 
 from __future__ import annotations
@@ -11,19 +11,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from gpusolve.candidates.market import (
-    MarketView,
-    apply_market,
-    compliance,
-    exclusions,
-    resolve_market,
-)
+from gpusolve.candidates.market import MarketView, apply_market, exclusions, resolve_market
 from gpusolve.errors import InputError
 from gpusolve.load import check_against_catalog, load_catalog, load_requirements_doc
-from gpusolve.load.catalog import KINDS, LoadedCatalog, sources_of
+from gpusolve.load.catalog import KINDS, LoadedCatalog
 from gpusolve.load.yamlio import Document
 from gpusolve.models.catalog import Catalog
-from gpusolve.models.plan import Plan
 from gpusolve.models.policy import WorkloadPolicy
 from gpusolve.models.requirements import Budget, Requirements
 from gpusolve.rules.summary import RulesSummary
@@ -39,30 +32,6 @@ class Run:
     rules: RulesSummary
     loaded: LoadedCatalog | None = None  # where each item came from (for the plan's sources)
     market: MarketView | None = None
-
-    def finish(self, plan: Plan) -> Plan:
-        """The plan with its market, compliance lines, exclusions and sources filled in."""
-        update: dict[str, object] = {}
-        if self.market is not None:
-            update["market"] = self.market.market
-            update["market_basis"] = self.market.basis
-            update["compliance"] = compliance(plan.deployments, self.catalog, self.market)
-            update["excluded"] = exclusions(self.catalog, self.market)
-        if self.loaded is not None:
-            used = [
-                i
-                for d in plan.deployments
-                for i in (d.card, d.server, d.cloud_offer)
-                if i is not None
-            ]
-            used += [s.offer for s in plan.sites]
-            # The switches, links, NICs and storage nodes bought (ids the catalogue lacks,
-            # such as a NIC inside its server's price, are skipped by `sources_of`).
-            if plan.cost is not None:
-                items = plan.cost.breakdown.items
-                used += [i.subject for i in items if i.kind in ("network", "storage")]
-            update["sources"] = sources_of(self.loaded, used)
-        return plan.model_copy(update=update)
 
     def check_known_id(self, item: str) -> None:
         known = [i for k in KINDS for i in getattr(self.catalog, k)]

@@ -1,25 +1,11 @@
-"""The render stage: one typed Plan, written as text, json, yaml or markdown."""
+"""The render stage: one typed Plan, written as text, json, yaml or markdown.
 
-from __future__ import annotations
+`render_plan` (from `plan.py`) is re-exported here; `bom.py` has `render_bom` (`plan
+--bom`). Below them: `text.py` and `markdown.py` build the reports, `bom_tables.py` the
+bill of materials, `fmt.py` the formatting they share. The other modules render the
+other commands (`colo.py`, `estimate.py`, `rules.py` ...).
+"""
 
-import json
+from gpusolve.render.plan import FORMATS, render_plan
 
-import yaml
-
-from gpusolve.models.plan import Plan
-from gpusolve.render.markdown import plan_markdown
-from gpusolve.render.text import plan_text
-
-FORMATS = ("text", "json", "yaml", "markdown")
-
-
-def render_plan(plan: Plan, fmt: str) -> str:
-    if fmt == "json":
-        return json.dumps(plan.model_dump(mode="json"), indent=2, ensure_ascii=False) + "\n"
-    if fmt == "yaml":
-        return yaml.safe_dump(
-            plan.model_dump(mode="json"), sort_keys=False, allow_unicode=True, width=100
-        )
-    if fmt == "markdown":
-        return plan_markdown(plan)
-    return plan_text(plan)
+__all__ = ["FORMATS", "render_plan"]

@@ -1,114 +1,13 @@
-"""The bill of materials as a text table, a markdown table and CSV for a spreadsheet."""
+"""`plan --bom`: the bill of materials alone, in the format asked for (the tables are
+`bom_tables.py`'s, shared with the text and markdown reports)."""
 
 from __future__ import annotations
 
-import csv
-import io
+from gpusolve.models.plan import Plan
+from gpusolve.render.bom_tables import CSV_COLUMNS, bom_csv, bom_markdown, bom_text
+from gpusolve.render.plan import render_plan
 
-from gpusolve.models.plan import BomLine, Plan
-
-CSV_COLUMNS = (
-    "section",
-    "item",
-    "site",
-    "quantity",
-    "unit",
-    "unit_price",
-    "amount",
-    "source",
-    "illustrative",
-    "note",
-)
-
-
-def number(value: float | None) -> str:
-    """A quantity or price as a spreadsheet reads it: whole numbers without '.0'."""
-    if value is None:
-        return ""
-    if float(value).is_integer():
-        return str(int(value))
-    return f"{value:.4f}".rstrip("0").rstrip(".")
-
-
-def bom_csv(lines: list[BomLine]) -> str:
-    """One row per BOM line under a header row (RFC 4180 quoting, '\\n' line ends)."""
-    out = io.StringIO()
-    writer = csv.writer(out, lineterminator="\n")
-    writer.writerow(CSV_COLUMNS)
-    for ln in lines:
-        writer.writerow(
-            [
-                ln.section,
-                ln.item,
-                ln.site or "",
-                number(ln.quantity),
-                ln.unit,
-                number(ln.unit_price),
-                number(ln.amount),
-                ln.source,
-                "yes" if ln.illustrative else "no",
-                ln.note,
-            ]
-        )
-    return out.getvalue()
-
-
-def _cells(ln: BomLine) -> list[str]:
-    price = "incl." if ln.unit_price is None else f"{ln.unit_price:,.2f}".removesuffix(".00")
-    amount = "" if ln.unit_price is None else f"{ln.amount:,.0f}"
-    quantity = f"{ln.quantity:,.2f}".removesuffix(".00")
-    flag = "*" if ln.illustrative else ""
-    return [ln.section, ln.item, ln.site or "-", quantity, ln.unit, price + flag, amount]
-
-
-def bom_text(plan: Plan) -> list[str]:
-    """The BOM as aligned columns, then each distinct price source once, numbered."""
-    if not plan.bom:
-        return []
-    currency = plan.cost.currency if plan.cost else ""
-    head = ["section", "item", "site", "quantity", "unit", "unit price", "amount"]
-    rows = [_cells(ln) for ln in plan.bom]
-    sources = list(dict.fromkeys(ln.source for ln in plan.bom if ln.source))
-    for row, ln in zip(rows, plan.bom, strict=True):
-        what = ln.note.split(":")[0]  # the cost line's kind ("residual value"), or "inside X"
-        ref = f"[{sources.index(ln.source) + 1}] " if ln.source else ""
-        row.append(ref + what)
-    widths = [max(len(r[i]) for r in [head, *rows]) for i in range(len(head))]
-    right = {3, 5, 6}
-
-    def fmt(row: list[str]) -> str:
-        cells = [
-            c.rjust(widths[i]) if i in right else c.ljust(widths[i])
-            for i, c in enumerate(row[: len(head)])
-        ]
-        tail = f"  {row[len(head)]}" if len(row) > len(head) else ""
-        return ("  " + "  ".join(cells) + tail).rstrip()
-
-    total = sum(ln.amount for ln in plan.bom if ln.unit_price is not None)
-    out = [f"Bill of materials ({currency}; * illustrative price, not a quote)", fmt(head)]
-    out += [fmt(r) for r in rows]
-    out.append(f"  total = TCO over the horizon: {total:,.0f} {currency}")
-    out += [f"  [{i}] {s}" for i, s in enumerate(sources, 1)]
-    return out
-
-
-def bom_markdown(plan: Plan) -> list[str]:
-    if not plan.bom:
-        return []
-    currency = plan.cost.currency if plan.cost else ""
-    out = ["## Bill of materials", "", f"{currency}; * illustrative price, not a quote.", ""]
-    out += [
-        "| section | item | site | quantity | unit | unit price | amount | source |",
-        "|---|---|---|---:|---|---:|---:|---|",
-    ]
-    for ln in plan.bom:
-        cells = _cells(ln)
-        source = ln.source or ln.note
-        out.append("| " + " | ".join([*cells, source.replace("|", "/")]) + " |")
-    total = sum(ln.amount for ln in plan.bom if ln.unit_price is not None)
-    out += ["", f"Total = TCO over the horizon: {total:,.0f} {currency}."]
-    return out
-
+__all__ = ["BOM_FORMATS", "CSV_COLUMNS", "render_bom"]
 
 BOM_FORMATS = ("text", "csv", "json", "yaml", "markdown")
 
@@ -116,8 +15,6 @@ BOM_FORMATS = ("text", "csv", "json", "yaml", "markdown")
 def render_bom(plan: Plan, fmt: str) -> str:
     """`plan --bom`: the bill of materials alone; a run without a plan (infeasible,
     timed out) prints its usual report, which says why there is nothing to buy."""
-    from gpusolve.render import render_plan
-
     if plan.cost is None or not plan.bom:
         return render_plan(plan, "text" if fmt == "csv" else fmt)
     if fmt == "csv":

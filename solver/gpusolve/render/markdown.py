@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from gpusolve.models.plan import Cost, Plan
-from gpusolve.render.bom import bom_markdown
+from gpusolve.render.bom_tables import bom_markdown
 from gpusolve.render.compliance import compliance_markdown, sources_markdown
 from gpusolve.render.fmt import COST_LABELS, hardware, layout, memory, money, proof_scope, work
 from gpusolve.render.scenarios import scenarios_markdown

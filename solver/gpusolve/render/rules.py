@@ -4,15 +4,17 @@ from __future__ import annotations
 
 import textwrap
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from gpusolve.models.params import SPECS, Params
-from gpusolve.models.rules_report import RulesExplainReport, TraceEntryOut, WorkloadExplain
+from gpusolve.models.rules_report import (
+    CheckedFile,
+    RulesExplainReport,
+    TraceEntryOut,
+    WorkloadExplain,
+)
 from gpusolve.rules.environment import BASE_VARIABLES, KIND_VARIABLES, describe_fields
 from gpusolve.rules.loader import CompiledRule, RuleSet
-
-if TYPE_CHECKING:
-    from gpusolve.runs.rules import CheckedFile
 
 _KIND_NAMES = {
     "card": "cards",

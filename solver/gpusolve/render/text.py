@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from gpusolve.models.plan import Plan
-from gpusolve.render.bom import bom_text
+from gpusolve.render.bom_tables import bom_text
 from gpusolve.render.compliance import compliance_text, sources_text
 from gpusolve.render.fmt import (
     cost_lines,

@@ -26,12 +26,15 @@ The modules, bottom up:
   `parse.py`: parsing with bounds and helpers on the tree.
 - `scope.py` + `check.py`: the static checker (names, null narrowing, types).
 - `operators.py`: CEL's mixed int/double comparisons and `== null` for cel-python;
-  `evaluate.py`: memoised term-by-term evaluation; `fastpath.py`: simple terms directly.
+  `bindings.py`: the variables an evaluation reads and `EvalFailure`;
+  `fastpath.py`: simple terms directly; `evaluate.py`: memoised term-by-term evaluation.
 - `compile.py`: parse + check + split into units; `templates.py`: advice messages.
 - `loader.py`: reading and merging rule files; `engine.py`: precedence and the trace;
-  `policy.py`: the candidates stage's view.
+  `policy.py`: the candidates stage's view; `placement.py`: the placement predicates that
+  hold for any workload (`gpusolve colo`).
 """
 
+from gpusolve.rules.bindings import EvalFailure
 from gpusolve.rules.engine import (
     Removal,
     TraceEntry,
@@ -44,7 +47,6 @@ from gpusolve.rules.engine import (
     resolve_model_sizes,
 )
 from gpusolve.rules.environment import ActivationCache, Facts, deployment_facts
-from gpusolve.rules.evaluate import EvalFailure
 from gpusolve.rules.loader import (
     CompiledPredicate,
     CompiledRule,

@@ -23,7 +23,10 @@ import re
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from gpusolve.rules.parse import Tree
+    import lark
+
+    # The same alias as `parse.Tree`, spelt out here: parse.py imports this module.
+    Tree = lark.Tree[lark.Token]
 
 # Trees kept on disk: `gpusolve plan` with the shipped rules reads 73.
 _CACHE_MAX = 256

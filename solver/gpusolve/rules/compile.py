@@ -12,9 +12,10 @@ from collections.abc import Mapping
 
 import lark
 
+from gpusolve.rules.bindings import Read
 from gpusolve.rules.check import Checker
 from gpusolve.rules.declarations import CelType
-from gpusolve.rules.evaluate import Program, Read, Unit
+from gpusolve.rules.evaluate import Program, Unit
 from gpusolve.rules.parse import CelError, Node, Tree, parse, unwrap
 from gpusolve.rules.scope import Path, ReadMode
 

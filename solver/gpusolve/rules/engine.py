@@ -28,6 +28,7 @@ from gpusolve.errors import InputError
 from gpusolve.models.catalog import Card, Catalog, CloudOffer, ColoOffer, Server
 from gpusolve.models.params import Params
 from gpusolve.models.requirements import Requirements, Workload
+from gpusolve.rules.bindings import Bindings, EvalFailure
 from gpusolve.rules.environment import (
     ActivationCache,
     Facts,
@@ -36,7 +37,6 @@ from gpusolve.rules.environment import (
     reqs_facts,
     workload_facts,
 )
-from gpusolve.rules.evaluate import Bindings, EvalFailure
 from gpusolve.rules.loader import CompiledPredicate, CompiledRule, ParamValue, RuleSet
 
 MAX_PASSES = 4

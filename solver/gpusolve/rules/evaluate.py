@@ -15,34 +15,22 @@ Evaluation is cel-python's tree-walking `Evaluator` (nothing is handed to Python
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Hashable, Sequence
 from functools import cache
 from typing import TYPE_CHECKING
 
 import lark
 
-from gpusolve.rules.environment import Facts, Value
+from gpusolve.rules.bindings import Bindings, EvalFailure, Read
+from gpusolve.rules.environment import Value
+from gpusolve.rules.fastpath import fast_plan
 from gpusolve.rules.parse import Node, Tree, environment
-from gpusolve.rules.scope import Path, ReadMode
+from gpusolve.rules.scope import Path
 
 if TYPE_CHECKING:
     from celpy.evaluation import Activation
 
 MAX_MEMO = 50_000
-
-Read = tuple[Path, ReadMode]
-
-
-@dataclass(frozen=True)
-class EvalFailure:
-    """An evaluation error (rare after the static check: e.g. division by zero)."""
-
-    message: str
-
-    def __bool__(self) -> bool:  # never mistaken for true
-        return False
-
 
 Outcome = bool | EvalFailure
 
@@ -54,27 +42,6 @@ def base_activation() -> Activation:
 
     env = environment()
     return env.program(env.compile("true"), functions=overrides()).new_activation()
-
-
-class Bindings:
-    """The variables of one evaluation, drawn from several Facts (by root variable)."""
-
-    __slots__ = ("_by_root",)
-
-    def __init__(self, *facts: Facts, base: Mapping[str, Facts] | None = None) -> None:
-        self._by_root: dict[str, Facts] = dict(base) if base else {}
-        for f in facts:
-            self._by_root.update(f.owners)
-
-    def key(self, path: Path, mode: ReadMode) -> Hashable:
-        owner = self._by_root[path[0]]
-        return owner.key(path) if mode == "v" else owner.is_null(path)
-
-    def plain(self, path: Path) -> object:
-        return self._by_root[path[0]].walk(path)
-
-    def context(self) -> dict[str, Value]:
-        return {name: f.variables[name] for name, f in self._by_root.items()}
 
 
 _MISS = object()
@@ -105,8 +72,6 @@ class Unit:
     __slots__ = ("fast", "memo", "reads", "tree", "want_bool")
 
     def __init__(self, tree: Node, reads: Sequence[Read], want_bool: bool) -> None:
-        from gpusolve.rules.fastpath import fast_plan
-
         self.reads = tuple(reads)
         self.want_bool = want_bool
         self.fast = fast_plan(tree, self.reads, want_bool)

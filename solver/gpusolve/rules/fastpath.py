@@ -11,17 +11,15 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, TypeGuard
+from typing import TypeGuard
 
 import lark
 
+from gpusolve.rules.bindings import Bindings, EvalFailure, Read
 from gpusolve.rules.parse import Node, literal_token, string_value, subtree, unwrap
 from gpusolve.rules.scope import Path
 
-if TYPE_CHECKING:
-    from gpusolve.rules.evaluate import Bindings, Read
-
-Direct = Callable[["Bindings"], object]
+Direct = Callable[[Bindings], object]
 
 _ORDER_OPS: dict[str, Callable[[float | str, float | str], bool]] = {
     "relation_lt": operator.lt,
@@ -160,8 +158,6 @@ def _compare(
         return None
 
     def ordered(b: Bindings) -> object:
-        from gpusolve.rules.evaluate import EvalFailure
-
         value = b.plain(path)
         x, y = (literal, value) if flipped else (value, literal)
         if _is_number(x) and _is_number(y):
@@ -174,8 +170,6 @@ def _compare(
 
 
 def _bool_or_fail(value: object) -> object:
-    from gpusolve.rules.evaluate import EvalFailure
-
     if isinstance(value, bool):
         return value
     return EvalFailure(f"expected true or false, got {value!r}")

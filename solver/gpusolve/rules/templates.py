@@ -8,9 +8,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 
+from gpusolve.rules.bindings import Bindings, EvalFailure
 from gpusolve.rules.compile import compile_value
 from gpusolve.rules.declarations import CelType
-from gpusolve.rules.evaluate import Bindings, EvalFailure, Unit
+from gpusolve.rules.evaluate import Unit
 from gpusolve.rules.parse import CelError
 from gpusolve.rules.scope import Path
 

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from gpusolve.models.colo import ColoReport
-from gpusolve.runs.output import CommandOutput, OutputFile
+from gpusolve.runs.output import CommandOutput, OutputFile, RunResult
 
 if TYPE_CHECKING:
     from gpusolve.models.catalog import Catalog
@@ -28,13 +28,7 @@ class ColoRequest:
     top: int | None = None
 
 
-@dataclass(frozen=True)
-class ColoRun:
-    report: ColoReport
-    output: CommandOutput
-
-
-def run_colo(request: ColoRequest) -> ColoRun:
+def run_colo(request: ColoRequest) -> RunResult[ColoReport]:
     """Everything `colo` does between parsing and printing; raises InputError on bad files."""
     from gpusolve.colo.compare import compare_offers
     from gpusolve.load import check_fleet, load_catalog, load_fleet
@@ -50,8 +44,8 @@ def run_colo(request: ColoRequest) -> ColoRun:
     if any(row.feasible for row in report.offers):
         if request.output is not None:  # no "wrote" line: colo has no progress messages
             text = colo_report_text(report, request, catalog)
-            return ColoRun(report, CommandOutput(files=(OutputFile(request.output, text),)))
-        return ColoRun(report, CommandOutput(stdout=_terminal_text(report, request, catalog)))
+            return RunResult(report, CommandOutput(files=(OutputFile(request.output, text),)))
+        return RunResult(report, CommandOutput(stdout=_terminal_text(report, request, catalog)))
     # No offer hosts the fleet: an -o file keeps its last ranking, the reasons go here.
     stdout = _terminal_text(report, request, catalog)
     if any(row.timed_out for row in report.offers):  # unproven: more time may find one
@@ -59,7 +53,7 @@ def run_colo(request: ColoRequest) -> ColoRun:
     else:  # like `plan`: no offer can host the fleet is exit 1, not a success
         cannot = ("no colocation offer can host this fleet",)
         output = CommandOutput(stdout=stdout, after=cannot, exit_code=1)
-    return ColoRun(report, output)
+    return RunResult(report, output)
 
 
 def _terminal_text(report: ColoReport, request: ColoRequest, catalog: Catalog) -> str:

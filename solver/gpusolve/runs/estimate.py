@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from gpusolve.estimate.report import LayoutChoice as LayoutChoice  # re-exported for the command
-from gpusolve.runs.output import BadOption, CommandOutput, OutputFile
+from gpusolve.runs.output import BadOption, CommandOutput, OutputFile, RunResult
 
 if TYPE_CHECKING:
     from gpusolve.models.catalog import Card, Catalog
@@ -28,13 +28,7 @@ class EstimateRequest:
     output: Path | None = None
 
 
-@dataclass(frozen=True)
-class EstimateRun:
-    report: EstimateReport
-    output: CommandOutput
-
-
-def run_estimate(request: EstimateRequest) -> EstimateRun:
+def run_estimate(request: EstimateRequest) -> RunResult[EstimateReport]:
     """Everything `estimate` does between parsing and printing. Raises InputError (bad
     files) and BadOption (an unknown --card, a layout that cannot be built)."""
     from gpusolve.estimate.report import LayoutError, build_report
@@ -50,11 +44,11 @@ def run_estimate(request: EstimateRequest) -> EstimateRun:
         raise BadOption(exc.option, str(exc)) from None
     text = estimate_report_text(report, request)
     if request.output is not None:
-        return EstimateRun(
+        return RunResult(
             report,
             CommandOutput(files=(OutputFile(request.output, text, f"wrote {request.output}"),)),
         )
-    return EstimateRun(report, CommandOutput(stdout=text))
+    return RunResult(report, CommandOutput(stdout=text))
 
 
 def chosen_cards(catalog: Catalog, card_ids: tuple[str, ...]) -> list[Card]:

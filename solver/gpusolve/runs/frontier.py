@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from gpusolve.models.frontier import Frontier
-from gpusolve.runs.output import BadOption, CommandOutput, OutputFile, written
+from gpusolve.runs.output import BadOption, CommandOutput, OutputFile, RunResult, written
 
 if TYPE_CHECKING:
     from gpusolve.models.catalog import Catalog
@@ -36,13 +36,9 @@ class FrontierRequest:
     from_zero: bool = True  # the charts' axes start at zero (not --axis-from-data)
 
 
-@dataclass(frozen=True)
-class FrontierRun:
-    frontier: Frontier
-    output: CommandOutput
-
-
-def run_frontier(request: FrontierRequest, progress: Progress = lambda _: None) -> FrontierRun:
+def run_frontier(
+    request: FrontierRequest, progress: Progress = lambda _: None
+) -> RunResult[Frontier]:
     """Everything `frontier` does between parsing and printing. Raises InputError (bad
     files) and BadOption (no workload has a deadline to trade)."""
     from gpusolve.analyses.frontier import factors, sweep
@@ -66,7 +62,7 @@ def run_frontier(request: FrontierRequest, progress: Progress = lambda _: None) 
     code = EXIT_CODES.get(result.status, 0)
     if not result.points:  # nothing to write or draw: say why on the terminal
         text = _json(result) if request.fmt == "json" else frontier_text(result, request.from_zero)
-        return FrontierRun(result, CommandOutput(stdout=text, exit_code=code))
+        return RunResult(result, CommandOutput(stdout=text, exit_code=code))
     text = _rendered(result, request, run.catalog)
     files: list[OutputFile] = []
     stdout = text
@@ -78,7 +74,7 @@ def run_frontier(request: FrontierRequest, progress: Progress = lambda _: None) 
 
         chart = write_frontier_plot(result, request.plot, request.from_zero)
         files.append(written(request.plot, chart))
-    return FrontierRun(result, CommandOutput(stdout=stdout, files=tuple(files), exit_code=code))
+    return RunResult(result, CommandOutput(stdout=stdout, files=tuple(files), exit_code=code))
 
 
 def _rendered(result: Frontier, request: FrontierRequest, catalog: Catalog) -> str:

@@ -9,6 +9,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Generic, TypeVar
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -27,6 +30,15 @@ class CommandOutput:
     before: tuple[str, ...] = ()  # stderr lines said before stdout ("no plan: -o left ...")
     after: tuple[str, ...] = ()  # stderr lines said last ("interrupted: the plan above ...")
     exit_code: int = 0
+
+
+@dataclass(frozen=True)
+class RunResult(Generic[T]):
+    """What a package function returns: what it found (the ranking, the estimate, the
+    frontier) and what its command shows of it."""
+
+    report: T
+    output: CommandOutput
 
 
 def written(path: Path, data: str | bytes) -> OutputFile:

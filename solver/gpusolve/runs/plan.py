@@ -1,5 +1,6 @@
 """`gpusolve plan` from its files to what it shows: load, solve (Ctrl-C keeps the best
-plan so far), finish, add sensitivity ranges, render, and the exit code of the outcome."""
+plan so far), the analyses on the finished plan (top-k, why-not, then sensitivity ranges),
+render, and the exit code of the outcome."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from gpusolve.runs.output import CommandOutput, OptionConflict, written
 if TYPE_CHECKING:
     from gpusolve.models.catalog import Catalog
     from gpusolve.plan.inputs import Run
-    from gpusolve.plan.single import PlanOptions
+    from gpusolve.plan.solved import PlanOptions, Solved
 
 Progress = Callable[[str], None]
 
@@ -73,13 +74,14 @@ def run_plan(request: PlanRequest, progress: Progress = lambda _: None) -> PlanR
         run.check_known_id(request.why_not)
     check_robust(run.reqs.scenarios is not None, request)
     options = plan_options(request)
-    plan = solve_interruptibly(run, options, progress)
+    solved = solve_interruptibly(run, options, progress)
+    plan = solved.plan
     if requested():
         return interrupted(plan, request)
     finished = plan.status in ("optimal", "feasible")  # a plan, finished
     if request.sensitivity and finished and not request.bom:  # ranges need a plan
         try:
-            plan = _with_ranges(plan, run, options, request.bar, progress)
+            plan = _with_ranges(solved, request.bar, progress)
         except KeyboardInterrupt:  # the plan itself is finished: print it, without ranges
             return PlanRun(plan, _sensitivity_interrupted(plan, request.fmt))
     text = plan_text(plan, request, run.catalog)
@@ -88,7 +90,7 @@ def run_plan(request: PlanRequest, progress: Progress = lambda _: None) -> PlanR
 
 def plan_options(request: PlanRequest) -> PlanOptions:
     from gpusolve.optimize.ir import SolveConfig
-    from gpusolve.plan.single import PlanOptions
+    from gpusolve.plan.solved import PlanOptions
 
     config = SolveConfig(
         time_limit_s=request.time_limit_s, workers=request.workers, seed=request.seed
@@ -102,36 +104,32 @@ def plan_options(request: PlanRequest) -> PlanOptions:
     )
 
 
-def solve_interruptibly(run: Run, options: PlanOptions, progress: Progress) -> Plan:
-    """The plan, solved in a worker thread so that Ctrl-C or SIGTERM stops the search and
-    keeps the best plan so far; then its market, compliance, exclusions, sources, and the
-    bill of materials' price locations."""
-    from gpusolve.explain.bom import locate
+def solve_interruptibly(run: Run, options: PlanOptions, progress: Progress) -> Solved:
+    """The finished plan and the analyses asked for that search for plans (top-k,
+    why-not), in a worker thread so that Ctrl-C or SIGTERM stops their searches too and
+    keeps the best plan so far."""
+    import gpusolve.plan as planning  # `make_plan` looked up at each call: tests replace it
     from gpusolve.optimize.interrupt import run_interruptibly
-    from gpusolve.plan.single import make_plan  # looked up at each call: tests replace it
 
-    plan = run_interruptibly(
-        lambda: make_plan(run.reqs, run.catalog, run.policies, run.rules, options, progress),
+    return run_interruptibly(
+        lambda: analysed(planning.make_plan(run, options, progress), progress),
         on_search=lambda: progress("searching (Ctrl-C stops and prints the best plan so far)"),
     )
-    plan = run.finish(plan)
-    return plan.model_copy(update={"bom": locate(plan.bom, plan.sources)})
 
 
-def _with_ranges(plan: Plan, run: Run, options: PlanOptions, bar: bool, progress: Progress) -> Plan:
-    from gpusolve.analyses.sensitivity import with_sensitivity
+def analysed(solved: Solved, progress: Progress) -> Solved:
+    """`solved` with its next-best plans (--top-k) and why-not lines (--why-not)."""
+    from gpusolve.analyses import topk, whynot
+
+    solved = solved.with_plan(topk.run(solved, progress))
+    return solved.with_plan(whynot.run(solved, progress))
+
+
+def _with_ranges(solved: Solved, bar: bool, progress: Progress) -> Plan:
+    from gpusolve.analyses import sensitivity
 
     progress("sensitivity: re-solving with each price and card efficiency moved")
-    return with_sensitivity(
-        plan,
-        run.reqs,
-        run.catalog,
-        run.policies,
-        options.config,
-        bar=bar,
-        timings=options.timings,
-        robust=options.robust,
-    )
+    return sensitivity.run(solved, bar=bar)
 
 
 def check_robust(has_scenarios: bool, request: PlanRequest) -> None:

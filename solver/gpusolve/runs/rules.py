@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +15,7 @@ from gpusolve.models.catalog import Catalog
 from gpusolve.models.params import SPECS
 from gpusolve.models.requirements import Requirements
 from gpusolve.models.rules_report import (
+    CheckedFile,
     LayoutRule,
     PreferOut,
     RemovalOut,
@@ -182,14 +182,6 @@ def heuristic(source: str) -> dict[str, Any] | None:
         if h.id == source:
             return h.model_dump()
     return None
-
-
-@dataclass(frozen=True)
-class CheckedFile:
-    path: Path
-    rules: int
-    replacing_shipped: int
-    disabled: int
 
 
 def check_rule_files(paths: Sequence[Path]) -> tuple[list[CheckedFile], int]:

@@ -1,0 +1,65 @@
+"""`--top-k N`: the next-best distinct plans, each with its own itemised cost and its
+deltas to the plan (`explain/compare.py`), and what differs from it in words."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from gpusolve.candidates.generate import Candidates
+from gpusolve.explain import parts
+from gpusolve.models.plan import Alternative, Plan
+from gpusolve.optimize import ir
+from gpusolve.plan.solved import Single, Solved
+
+Progress = Callable[[str], None]
+
+
+def run(solved: Solved, progress: Progress = lambda _: None) -> Plan:
+    """The plan with its `alternatives` (plans of one instance only: a two-stage plan has
+    none, and the command refuses --top-k with a scenarios: block)."""
+    k = solved.options.top_k
+    single = solved.solution
+    if not k or not isinstance(single, Single) or single.solution is None:
+        return solved.plan
+    progress(f"finding {k} alternative plan(s)")
+    return solved.plan.model_copy(update={"alternatives": alternatives(solved, single)})
+
+
+def alternatives(solved: Solved, single: Single) -> list[Alternative]:
+    from gpusolve.optimize.alternatives import alternatives as next_best
+
+    assert single.solution is not None
+    solution, cand = single.solution, single.prepared.cand
+    reqs, catalog = single.prepared.reqs, single.prepared.catalog
+    found = next_best(cand.instance, solved.options.top_k + 1, solved.options.config)
+    chosen_cost = parts.cost(solution, cand, reqs, catalog)
+    assert chosen_cost is not None  # only called with a plan
+    chosen = (chosen_cost, parts.deployments(solution, cand, reqs))
+    return [
+        parts.alternative(
+            rank,
+            alt.solution,
+            difference(solution, alt.solution, cand),
+            cand,
+            reqs,
+            catalog,
+            chosen,
+        )
+        for rank, alt in enumerate(found[1:], 1)
+    ]
+
+
+def difference(best: ir.Solution, alt: ir.Solution, cand: Candidates) -> str:
+    """What `alt` does differently from `best`, per workload, in words."""
+    mine = {c.workload: c for c in best.choices}
+    changed = []
+    for c in alt.choices:
+        b = mine.get(c.workload)
+        if b is None or (b.option, b.site) == (c.option, c.site):
+            continue
+        meta = cand.meta[c.option]
+        what = meta.server or f"cloud {meta.cloud_offer}"
+        changed.append(
+            f"{c.workload} on {meta.nodes} x {what}" + (f" at {c.site}" if c.site else "")
+        )
+    return "; ".join(changed) or "same hardware, different packing"

@@ -1,0 +1,82 @@
+"""`Solved`: one finished plan and everything it was solved from.
+
+`make_plan` returns it; the analyses (`analyses/`: top-k, why-not, sensitivity) take it
+and nothing else, so each analyses exactly the instance the plan solved (the same
+candidates, the same objective) instead of building it again.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Literal
+
+from gpusolve.candidates.prepare import Prepared
+from gpusolve.models.plan import Plan
+from gpusolve.optimize import ir
+from gpusolve.plan.inputs import Run
+
+if TYPE_CHECKING:
+    from gpusolve.optimize import scenarios as two
+
+
+@dataclass(frozen=True)
+class PlanOptions:
+    config: ir.SolveConfig = field(default_factory=ir.SolveConfig)
+    top_k: int = 0
+    why_not: str | None = None
+    timings: bool = False
+    robust: str = "expected"  # with a scenarios: block: "expected" or "worst" TCO
+
+
+@dataclass(frozen=True)
+class Single:
+    """A plan of one instance: its candidates and CP-SAT's solution (None: the instance was
+    proven to admit no plan, or some workload has no candidate at all)."""
+
+    prepared: Prepared
+    solution: ir.Solution | None
+
+    @property
+    def instance(self) -> ir.Instance:
+        return self.prepared.cand.instance
+
+
+@dataclass(frozen=True)
+class ScenarioCandidates:
+    """One scenario of a two-stage plan, ready to optimise."""
+
+    name: str
+    probability: float  # 0 for the nominal scenario when it is only compared against
+    prepared: Prepared
+
+
+@dataclass(frozen=True)
+class Hedged:
+    """A plan hedged over scenarios: one purchase, rentals per scenario."""
+
+    scenarios: tuple[ScenarioCandidates, ...]  # the declared ones, harmonised, in order
+    weighed: tuple[two.Scenario, ...]  # the same, as the two-stage model weighs them
+    result: two.TwoStageResult
+    robust: two.Robust
+    where: ScenarioCandidates  # the scenario the plan shows
+    shown: ir.Solution  # the hedged plan in that scenario
+
+
+@dataclass(frozen=True)
+class Solved:
+    """The run, what it was solved as (None when no plan was found: infeasible for want
+    of candidates of some size, out of time, or stopped), and the finished Plan."""
+
+    run: Run
+    options: PlanOptions
+    plan: Plan
+    solution: Single | Hedged | None = None
+
+    @property
+    def kind(self) -> Literal["single", "hedged", "none"]:
+        if isinstance(self.solution, Single):
+            return "single"
+        return "hedged" if isinstance(self.solution, Hedged) else "none"
+
+    def with_plan(self, plan: Plan) -> Solved:
+        return replace(self, plan=plan)

@@ -1,0 +1,25 @@
+"""A plan in the format asked for: text, json, yaml or markdown."""
+
+from __future__ import annotations
+
+import json
+
+import yaml
+
+from gpusolve.models.plan import Plan
+from gpusolve.render.markdown import plan_markdown
+from gpusolve.render.text import plan_text
+
+FORMATS = ("text", "json", "yaml", "markdown")
+
+
+def render_plan(plan: Plan, fmt: str) -> str:
+    if fmt == "json":
+        return json.dumps(plan.model_dump(mode="json"), indent=2, ensure_ascii=False) + "\n"
+    if fmt == "yaml":
+        return yaml.safe_dump(
+            plan.model_dump(mode="json"), sort_keys=False, allow_unicode=True, width=100
+        )
+    if fmt == "markdown":
+        return plan_markdown(plan)
+    return plan_text(plan)

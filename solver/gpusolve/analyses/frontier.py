@@ -4,7 +4,9 @@ Every training deadline is scaled by a common factor (tighter and looser than th
 the cheapest plan is found at each, and the (total cost, longest training time) pairs that
 no other point beats on both are kept. Time is monotone in the hardware bought, so a sweep
 over deadlines traces the same frontier as an epsilon-constraint on time (cpsat-notes §3.3)
-while reusing the planner unchanged.
+while reusing the planner unchanged: each point's instance is prepared as `plan` prepares
+its own (`candidates/prepare.py`: small jobs rented only, work beyond the horizon dropped),
+so the point at factor 1 is the plan's instance.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Literal
 
-from gpusolve.candidates.generate import build_candidates
+from gpusolve.candidates.prepare import prepare
 from gpusolve.models.catalog import Catalog
 from gpusolve.models.frontier import Frontier, FrontierPoint
 from gpusolve.models.policy import WorkloadPolicy
@@ -53,7 +55,7 @@ def sweep(
     timed_out: list[float] = []
     for i, factor in enumerate(scale, 1):
         progress(f"point {i}/{len(scale)}: deadlines x {factor:g}")
-        cand = build_candidates(_scaled(reqs, factor), catalog, policies)
+        cand = prepare(_scaled(reqs, factor), catalog, policies).cand
         if cand.workloads_without_options():
             infeasible.append(factor)
             continue

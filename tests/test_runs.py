@@ -32,7 +32,7 @@ def test_a_finished_plan_goes_to_the_output_file_alone(tmp_path: Path) -> None:
 
     target = tmp_path / "plan.json"
     result = run_plan(_request(fmt="json", output=target))
-    assert result.plan.status == "optimal"
+    assert result.report.status == "optimal"
     assert result.output.stdout == ""
     assert result.output.exit_code == 0
     (file,) = result.output.files
@@ -46,7 +46,7 @@ def test_no_plan_leaves_the_output_file_and_explains_on_the_terminal(tmp_path: P
 
     target = tmp_path / "plan.txt"
     result = run_plan(_request(output=target, capex_max=1.0, monthly_max=1.0, time_limit_s=5))
-    assert result.plan.status == "infeasible"
+    assert result.report.status == "infeasible"
     assert result.output.files == ()
     assert result.output.before == (f"no plan: {target} left as it was",)
     assert result.output.stdout  # the explanation

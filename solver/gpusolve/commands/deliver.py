@@ -6,23 +6,15 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any
 
 import click
 
 if TYPE_CHECKING:
-    from gpusolve.runs.output import CommandOutput
+    from gpusolve.runs.output import CommandOutput, RunResult
 
 
-class HasOutput(Protocol):
-    """What a package function returns (`gpusolve.runs.output.RunResult`, `PlanRun`): at
-    least what its command shows."""
-
-    @property
-    def output(self) -> CommandOutput: ...
-
-
-def invoke(run: Callable[[], HasOutput], say: Callable[[str], None]) -> None:
+def invoke(run: Callable[[], RunResult[Any]], say: Callable[[str], None]) -> None:
     """A command's package function, bound to its parsed request (`run`), then `deliver`
     what it decided, its stderr lines said with `say`. BadOption and OptionConflict from
     the package become click's own usage errors (exit 2); any other error and a Ctrl-C go

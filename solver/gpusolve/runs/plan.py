@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from gpusolve.models.plan import Plan
-from gpusolve.runs.output import CommandOutput, OptionConflict, written
+from gpusolve.runs.output import CommandOutput, OptionConflict, RunResult, written
 
 if TYPE_CHECKING:
     from gpusolve.models.catalog import Catalog
@@ -49,13 +49,7 @@ class PlanRequest:
     bar: bool = True  # the sensitivity analysis's progress bar (off with -q)
 
 
-@dataclass(frozen=True)
-class PlanRun:
-    plan: Plan  # as shown: status "interrupted" when a stop cut the search short
-    output: CommandOutput
-
-
-def run_plan(request: PlanRequest, progress: Progress = lambda _: None) -> PlanRun:
+def run_plan(request: PlanRequest, progress: Progress = lambda _: None) -> RunResult[Plan]:
     """Everything `plan` does between parsing and printing. Raises InputError (bad files,
     an unknown --why-not id) and OptionConflict (options these requirements refuse)."""
     from gpusolve.optimize.interrupt import requested
@@ -83,9 +77,9 @@ def run_plan(request: PlanRequest, progress: Progress = lambda _: None) -> PlanR
         try:
             plan = _with_ranges(solved, request.bar, progress)
         except KeyboardInterrupt:  # the plan itself is finished: print it, without ranges
-            return PlanRun(plan, _sensitivity_interrupted(plan, request.fmt))
+            return RunResult(plan, _sensitivity_interrupted(plan, request.fmt))
     text = plan_text(plan, request, run.catalog)
-    return PlanRun(plan, _shown(text, finished, request.output, EXIT_CODES.get(plan.status, 0)))
+    return RunResult(plan, _shown(text, finished, request.output, EXIT_CODES.get(plan.status, 0)))
 
 
 def plan_options(request: PlanRequest) -> PlanOptions:
@@ -162,7 +156,7 @@ def plan_text(plan: Plan, request: PlanRequest, catalog: Catalog) -> str:
     return render_plan(plan, _terminal(request.fmt))
 
 
-def interrupted(plan: Plan, request: PlanRequest) -> PlanRun:
+def interrupted(plan: Plan, request: PlanRequest) -> RunResult[Plan]:
     """Ctrl-C or SIGTERM: the best plan so far (or its bill of materials with --bom),
     marked, and exit 130. An existing -o file is left as it was: only a finished run
     replaces it."""
@@ -171,7 +165,7 @@ def interrupted(plan: Plan, request: PlanRequest) -> PlanRun:
 
     if plan.status == "infeasible" or plan.cost is None:
         nothing = ("interrupted before any plan was found",)
-        return PlanRun(plan, CommandOutput(after=nothing, exit_code=INTERRUPTED_EXIT))
+        return RunResult(plan, CommandOutput(after=nothing, exit_code=INTERRUPTED_EXIT))
     marked = plan.model_copy(
         update={
             "status": "interrupted",
@@ -186,7 +180,7 @@ def interrupted(plan: Plan, request: PlanRequest) -> PlanRun:
         what = "the plan above is the best found so far"
     kept = f"; {request.output} left as it was" if request.output is not None else ""
     said = (f"interrupted: {what}, not proven optimal{kept}",)
-    return PlanRun(marked, CommandOutput(stdout=text, after=said, exit_code=INTERRUPTED_EXIT))
+    return RunResult(marked, CommandOutput(stdout=text, after=said, exit_code=INTERRUPTED_EXIT))
 
 
 def _sensitivity_interrupted(plan: Plan, fmt: str) -> CommandOutput:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import json
 from pathlib import Path
@@ -58,3 +59,27 @@ def test_frontier_needs_a_deadline(gpusolve, tmp_path: Path) -> None:
     )
     result = gpusolve("frontier", "-q", str(path))
     assert result.code == 2 and "deadline" in result.err
+
+
+def test_each_point_is_the_plan_at_its_deadlines() -> None:
+    """A frontier point is the plan `plan` makes with every deadline scaled by its factor:
+    the same instance (small jobs rented only, work beyond the horizon dropped), so the
+    same TCO. On the day/night example at x2, a point used to buy L20 servers whose 1,000
+    night runs of 17.3 h do not fit in the 36-month horizon (the frontier skipped that
+    filter, which `plan` applies), 265,000 CNY below anything `plan` could buy."""
+    from gpusolve.analyses.frontier import _scaled, sweep
+    from gpusolve.optimize.ir import SolveConfig
+    from gpusolve.plan import make_plan
+    from gpusolve.plan.inputs import prepare_run
+    from gpusolve.plan.solved import PlanOptions
+
+    config = SolveConfig(time_limit_s=30, workers=1, seed=1)
+    run = prepare_run(ROOT / "examples" / "chat-day-lora-night.yaml", [], [])
+    scale = [1.0, 2.0]
+    frontier = sweep(run.reqs, run.catalog, run.policies, scale, config)
+    assert frontier.points
+    for p in frontier.points:
+        scaled = dataclasses.replace(run, reqs=_scaled(run.reqs, p.deadline_factor))
+        plan = make_plan(scaled, PlanOptions(config=config)).plan
+        assert plan.cost is not None, p.deadline_factor
+        assert plan.cost.tco == p.tco, p.deadline_factor

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from gpusolve.estimate import thumb_figures, whole_model_memory
-from gpusolve.estimate.thumb import h05_range_bytes, h30_bytes
+from gpusolve.estimate.rules_of_thumb import h05_range_bytes, h30_bytes
 from gpusolve.models.params import Params
 from gpusolve.models.requirements import ModelShape, make_workload
 

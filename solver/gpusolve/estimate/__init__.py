@@ -13,7 +13,7 @@ al. 2022, KV cache), steptime.py (compute, communication per collective, pipelin
 recomputation, optimizer), efficiency.py (what each card family achieves, sourced),
 hardware.py (the links each group uses), training.py and serving.py (the two kinds of
 workload; trainshape.py reads a training layout for the formulas and for calibration.py),
-checkpoint.py (H16), thumb.py (H05, H30 rules of thumb).
+checkpoint.py (H16), rules_of_thumb.py (H05, H30).
 """
 
 from __future__ import annotations
@@ -31,10 +31,10 @@ from gpusolve.estimate.layout import (
 )
 from gpusolve.estimate.memory import MemoryBreakdown, ModelStates, StateBytes
 from gpusolve.estimate.presets import PRESETS, Preset, find_preset, preset_names
+from gpusolve.estimate.rules_of_thumb import ThumbFigures, thumb_figures
 from gpusolve.estimate.search import SearchResult, search_layouts
 from gpusolve.estimate.shapes import Arch, UnknownPreset, resolve_arch
 from gpusolve.estimate.steptime import StepBreakdown
-from gpusolve.estimate.thumb import ThumbFigures, thumb_figures
 
 __all__ = [
     "BOTTLENECKS",

@@ -27,7 +27,7 @@ The modules, bottom up:
 - `scope.py` + `check.py`: the static checker (names, null narrowing, types).
 - `operators.py`: CEL's mixed int/double comparisons and `== null` for cel-python;
   `bindings.py`: the variables an evaluation reads and `EvalFailure`;
-  `fastpath.py`: simple terms directly; `evaluate.py`: memoised term-by-term evaluation.
+  `direct.py`: simple terms directly; `evaluate.py`: memoised term-by-term evaluation.
 - `compile.py`: parse + check + split into units; `templates.py`: advice messages.
 - `loader.py`: reading and merging rule files; `engine.py`: precedence and the trace;
   `policy.py`: the candidates stage's view; `placement.py`: the placement predicates that

@@ -1,5 +1,5 @@
 """What an evaluation reads and what a failed one gives: shared by the evaluator
-(`evaluate.py`) and the direct path for simple terms (`fastpath.py`)."""
+(`evaluate.py`) and the direct path for simple terms (`direct.py`)."""
 
 from __future__ import annotations
 

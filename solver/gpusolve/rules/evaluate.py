@@ -9,7 +9,7 @@ Evaluation is cel-python's tree-walking `Evaluator` (nothing is handed to Python
   rules mostly read a handful of fields, so a whole catalogue is checked with few real
   evaluations.
 - Terms of the shapes `field`, `!field`, `field OP literal` and `field in [literals]` are
-  computed directly from the plain data (`fastpath.py`), with the same semantics; a
+  computed directly from the plain data (`direct.py`), with the same semantics; a
   property test checks the two agree.
 """
 
@@ -22,8 +22,8 @@ from typing import TYPE_CHECKING
 import lark
 
 from gpusolve.rules.bindings import Bindings, EvalFailure, Read
+from gpusolve.rules.direct import fast_plan
 from gpusolve.rules.environment import Value
-from gpusolve.rules.fastpath import fast_plan
 from gpusolve.rules.parse import Node, Tree, environment
 from gpusolve.rules.scope import Path
 

@@ -12,7 +12,7 @@ The generated budget caps are dropped from all three (they are sized to the nomi
 instance; growth would break them and leave nothing to time).
 
 It times `solve()` on the nominal instance (the plain plan), then the two-stage solve over
-the three scenarios (`optimize.scenarios.solve_two_stage`, hinted with the nominal plan
+the three scenarios (`optimize.twostage.solve_two_stage`, hinted with the nominal plan
 evaluated in every scenario, as `plan` does), and the whole comparison `plan` runs: the
 nominal solve, its evaluation in each scenario, the two-stage solve and the hedged plan's
 evaluation. Target: the two-stage solve within 3x the nominal solve at S and M. The
@@ -38,14 +38,14 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 from generator import generate  # noqa: E402
-from gpusolve.optimize import scenarios as two  # noqa: E402
+from gpusolve.optimize import twostage  # noqa: E402
 from gpusolve.optimize.ir import Instance, SolveConfig  # noqa: E402
 from gpusolve.optimize.solve import solve  # noqa: E402
 
 TARGET_RATIO = 3.0
 
 
-def derived(base: Instance) -> list[two.Scenario]:
+def derived(base: Instance) -> list[twostage.Scenario]:
     # The generated budgets are sized to the nominal instance, so growth would break them
     # (infeasible, nothing to time): every scenario, the nominal one included, goes without.
     base = dataclasses.replace(base, capex_max=None, monthly_max=None)
@@ -66,13 +66,13 @@ def derived(base: Instance) -> list[two.Scenario]:
         ),
     )
     return [
-        two.Scenario("nominal", 0.5, base),
-        two.Scenario("growth", 0.3, grown),
-        two.Scenario("dear", 0.2, dear),
+        twostage.Scenario("nominal", 0.5, base),
+        twostage.Scenario("growth", 0.3, grown),
+        twostage.Scenario("dear", 0.2, dear),
     ]
 
 
-def expected(outcomes: dict[str, Any], scenarios: Sequence[two.Scenario]) -> float | None:
+def expected(outcomes: dict[str, Any], scenarios: Sequence[twostage.Scenario]) -> float | None:
     total = 0.0
     for s in scenarios:
         solution = outcomes.get(s.name)
@@ -95,22 +95,22 @@ def bench(scale: str, seed: int, config: SolveConfig) -> dict[str, Any]:
     start = time.perf_counter()
     nominal = solve(base, config)
     nominal_s = time.perf_counter() - start
-    first = two.FirstStage(nominal.servers)
-    nominal_eval = two.evaluate(first, scenarios, config)
+    first = twostage.FirstStage(nominal.servers)
+    nominal_eval = twostage.evaluate(first, scenarios, config)
     hint = None
     if all(nominal_eval.values()):
-        hint = two.TwoStageResult(
+        hint = twostage.TwoStageResult(
             "feasible", first, {k: v for k, v in nominal_eval.items() if v is not None}
         )
     t0 = time.perf_counter()
-    hedged = two.solve_two_stage(scenarios, config, start_from=first if hint else None)
+    hedged = twostage.solve_two_stage(scenarios, config, start_from=first if hint else None)
     two_stage_s = time.perf_counter() - t0
-    hedged_eval = two.evaluate(hedged.first, scenarios, config) if hedged.first else {}
+    hedged_eval = twostage.evaluate(hedged.first, scenarios, config) if hedged.first else {}
     total_s = time.perf_counter() - start
     # The same search stopped at the target's time: how good a plan a user who asks for
     # no more (`--time-limit`) gets, and what it claims.
     short = dataclasses.replace(config, time_limit_s=TARGET_RATIO * nominal_s)
-    early = two.solve_two_stage(scenarios, short, start_from=first if hint else None)
+    early = twostage.solve_two_stage(scenarios, short, start_from=first if hint else None)
     return {
         "scale": scale,
         "seed": seed,

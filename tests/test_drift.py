@@ -25,8 +25,8 @@ from gpusolve.analyses import sensitivity, topk, whynot
 from gpusolve.analyses.whynot import forced_onto
 from gpusolve.candidates.prepare import prepare
 from gpusolve.optimize import alternatives as alternatives_module
-from gpusolve.optimize import scenarios as two
 from gpusolve.optimize import solve as solve_module
+from gpusolve.optimize import twostage
 from gpusolve.optimize.ir import Instance, SolveConfig
 from gpusolve.plan import make_plan
 from gpusolve.plan.inputs import prepare_run
@@ -52,7 +52,7 @@ def seen(monkeypatch: pytest.MonkeyPatch) -> Seen:
     real_solve = solve_module.solve
     real_alternatives = alternatives_module.alternatives
     real_probe = sensitivity.probe_solve
-    real_two = two.solve_two_stage
+    real_two = twostage.solve_two_stage
 
     def solve(instance: Instance, *args: Any, **kwargs: Any) -> Any:
         record.single.append(instance)
@@ -84,7 +84,7 @@ def seen(monkeypatch: pytest.MonkeyPatch) -> Seen:
     monkeypatch.setattr(alternatives_module, "alternatives", alternatives)
     monkeypatch.setattr(sensitivity, "probe_solve", probe_solve)
     monkeypatch.setattr(sensitivity, "run_tasks", run_tasks)
-    monkeypatch.setattr(two, "solve_two_stage", solve_two_stage)
+    monkeypatch.setattr(twostage, "solve_two_stage", solve_two_stage)
     return record
 
 

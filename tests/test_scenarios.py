@@ -1,4 +1,4 @@
-"""Two-stage plans over scenarios (`optimize/scenarios.py`), checked by enumeration.
+"""Two-stage plans over scenarios (`optimize/twostage.py`), checked by enumeration.
 
 The reference below shares no code with the model: it enumerates one assignment per
 scenario, buys the most servers any scenario needs per (SKU, site) and slot, packs them
@@ -34,15 +34,15 @@ from gpusolve.optimize.ir import (
     Sku,
     SolveConfig,
 )
-from gpusolve.optimize.scenarios import (
+from gpusolve.optimize.solve import solve
+from gpusolve.optimize.tuning import Tuning
+from gpusolve.optimize.twostage import (
     FirstStage,
     Scenario,
     evaluate,
     probability_weights,
     solve_two_stage,
 )
-from gpusolve.optimize.solve import solve
-from gpusolve.optimize.tuning import Tuning
 from gpusolve.plan.twostage import scenario_requirements
 
 CONFIG = SolveConfig(time_limit_s=30, workers=1, seed=1)
@@ -485,13 +485,13 @@ def test_the_result_says_when_its_plan_was_found() -> None:
 
 
 def test_the_split_model_module_is_the_search_modules() -> None:
-    """`scenarios.py` (the search) re-exports the model's names from `twostage_build.py`:
+    """`twostage.py` (the search) re-exports the model's names from `twostage_build.py`:
     callers plan with the one module, and both stay under issue 23's 500 lines."""
-    from gpusolve.optimize import scenarios, twostage_build
+    from gpusolve.optimize import twostage, twostage_build
 
     for name in ("FirstStage", "Scenario", "PROBABILITY_SCALE", "probability_weights"):
-        assert getattr(scenarios, name) is getattr(twostage_build, name)
-    for module in (scenarios, twostage_build):
+        assert getattr(twostage, name) is getattr(twostage_build, name)
+    for module in (twostage, twostage_build):
         assert module.__file__ is not None
         assert len(Path(module.__file__).read_text().splitlines()) <= 500
 
@@ -500,15 +500,15 @@ def test_the_core_hint_is_a_whole_plan_that_buys_only_where_the_lp_buys(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """The free solve starts from the best plan over the LP's (SKU, site) pairs
-    (`scenarios._hint_core`): a value for every variable, which the model accepts as it
+    (`twostage._hint_core`): a value for every variable, which the model accepts as it
     stands, and no server outside those pairs. The pairs nearest to entering the LP are
     left out here (`_nearest`, tested below): on instances this small they are often
     every other pair, and there would be no core to test."""
-    from gpusolve.optimize import scenarios as two
+    from gpusolve.optimize import twostage
     from gpusolve.optimize.search import relaxation
     from gpusolve.optimize.twostage_build import build_two_stage
 
-    monkeypatch.setattr(two, "_nearest", lambda *_: set())
+    monkeypatch.setattr(twostage, "_nearest", lambda *_: set())
     hinted = 0
     for seed in range(12):
         scenarios = _derived(seed)
@@ -516,15 +516,15 @@ def test_the_core_hint_is_a_whole_plan_that_buys_only_where_the_lp_buys(
             continue
         ts = build_two_stage(scenarios)
         costs = [b.tco + b.penalties for b in ts.built]
-        lp_objective = two._lp_objective(scenarios, costs)
+        lp_objective = twostage._lp_objective(scenarios, costs)
         ts.model.minimize(lp_objective)
         lp = relaxation.translate(ts.model, lp_objective).solve(10.0)
         if lp is None:
             continue  # no plan meets every scenario (the enumeration test says which)
-        support = {k for k, v in ts.servers.items() if lp.values[v.index] > two._LP_BUYS}
+        support = {k for k, v in ts.servers.items() if lp.values[v.index] > twostage._LP_BUYS}
         if len(support) == len(ts.servers):
             continue  # nothing left out: no core solve
-        two._hint_core(ts, None, lp_objective, CONFIG)
+        twostage._hint_core(ts, None, lp_objective, CONFIG)
         hint = ts.model.proto.solution_hint
         if not hint.vars:
             continue  # the core holds no plan that meets every scenario
@@ -546,10 +546,10 @@ def test_a_plan_from_a_hint_solve_stands_when_the_free_solve_runs_out_of_time(
 ) -> None:
     """The free solve may stop before it reports even its hint (a short --time-limit on a
     large model): the plan the hint solve found is returned, as feasible, not lost."""
-    from gpusolve.optimize import scenarios as two
+    from gpusolve.optimize import twostage
 
     calls: list[cp_model.CpSolver] = []
-    original = two._solver
+    original = twostage._solver
 
     def starved(
         config: SolveConfig, spent_s: float, choices: int | None = None
@@ -560,7 +560,7 @@ def test_a_plan_from_a_hint_solve_stands_when_the_free_solve_runs_out_of_time(
             solver.parameters.max_time_in_seconds = 0.0
         return solver
 
-    monkeypatch.setattr(two, "_solver", starved)
+    monkeypatch.setattr(twostage, "_solver", starved)
     scenarios = _growth_pair()
     large = dataclasses.replace(CONFIG, tuning=Tuning(warm_min_choices=0))  # hint solves on
     result = solve_two_stage(scenarios, large, start_from=FirstStage({("k", "s"): 1}))
@@ -578,14 +578,14 @@ def test_small_two_stage_models_get_the_single_solvers_settings() -> None:
     """Below the single solver's thresholds the free solve runs as the single solver's
     does (one worker, no presolve: `benchmarks/README.md`, two-stage section); hint solves
     and large models keep the configured workers and CP-SAT's defaults."""
-    from gpusolve.optimize import scenarios as two
+    from gpusolve.optimize import twostage
 
     config = dataclasses.replace(CONFIG, workers=2)
     tuning = config.tuning
-    small = two._solver(config, 0.0, tuning.parallel_min_choices - 1).parameters
+    small = twostage._solver(config, 0.0, tuning.parallel_min_choices - 1).parameters
     assert small.num_workers == 1 and not small.cp_model_presolve
     for choices in (None, max(tuning.parallel_min_choices, tuning.warm_min_choices)):
-        params = two._solver(config, 0.0, choices).parameters
+        params = twostage._solver(config, 0.0, choices).parameters
         assert params.num_workers == 2 and params.cp_model_presolve
 
 
@@ -593,7 +593,7 @@ def test_the_core_grows_by_the_pairs_with_the_least_regret() -> None:
     """`_nearest` adds the pairs outside the core whose choice alone is least dearer than
     the workload's cheapest: here four sites the same but for their rent, in order of
     rent, whatever the order of the placements."""
-    from gpusolve.optimize import scenarios as two
+    from gpusolve.optimize import twostage
     from gpusolve.optimize.twostage_build import build_two_stage
 
     sku = Sku("k", capex=1000, power_w=1000, rack_units=1, cooling=frozenset({"air"}))
@@ -613,10 +613,10 @@ def test_the_core_grows_by_the_pairs_with_the_least_regret() -> None:
     )
     ts = build_two_stage([Scenario("a", 0.5, inst), Scenario("b", 0.5, inst)])
     core = {("k", "s0")}
-    assert two._nearest(ts, core, 1) == {("k", "s1")}
-    assert two._nearest(ts, core, 2) == {("k", "s1"), ("k", "s2")}
-    assert two._nearest(ts, core, 9) == {("k", s) for s in ("s1", "s2", "s3")}
-    assert two._nearest(ts, {("k", "s1")}, 1) == {("k", "s0")}
+    assert twostage._nearest(ts, core, 1) == {("k", "s1")}
+    assert twostage._nearest(ts, core, 2) == {("k", "s1"), ("k", "s2")}
+    assert twostage._nearest(ts, core, 9) == {("k", s) for s in ("s1", "s2", "s3")}
+    assert twostage._nearest(ts, {("k", "s1")}, 1) == {("k", "s0")}
 
 
 def test_a_server_only_another_scenario_uses_is_priced_with_its_fabric(tmp_path: Path) -> None:

@@ -459,11 +459,11 @@ def test_acceptance_a_hedged_plans_ends_are_switch_points() -> None:
     plan; just beyond, it changes."""
     from gpusolve.analyses.probing import hedged_key
     from gpusolve.analyses.sensitivity import analyse_hedged
-    from gpusolve.optimize import scenarios as two
+    from gpusolve.optimize import twostage
 
     run, hedged = _hedged_run()
     scenarios = list(hedged.weighed)
-    base = two.solve_two_stage(scenarios, CONFIG)
+    base = twostage.solve_two_stage(scenarios, CONFIG)
     assert base.first is not None
     purchase = {k: n for k, n in base.first.servers.items() if n}
     inputs = CandidateInputs(run.reqs, run.catalog, run.policies)
@@ -477,7 +477,7 @@ def test_acceptance_a_hedged_plans_ends_are_switch_points() -> None:
             dataclasses.replace(s, instance=scale_instance(s.instance, kind, subject, factor))
             for s in scenarios
         ]
-        return hedged_key(two.solve_two_stage(scaled, CONFIG), scaled)
+        return hedged_key(twostage.solve_two_stage(scaled, CONFIG), scaled)
 
     ends = 0
     for r in result.ranges:

@@ -178,7 +178,7 @@ def test_a_stop_request_reaches_the_scenario_solver() -> None:
 
     from ortools.sat.python import cp_model
 
-    from gpusolve.optimize import scenarios
+    from gpusolve.optimize import twostage
     from gpusolve.optimize.ir import SolveConfig
 
     rng = random.Random(7)  # a 60-item knapsack with a tight parity side: slow to prove
@@ -187,13 +187,13 @@ def test_a_stop_request_reaches_the_scenario_solver() -> None:
     weights = [rng.randint(10_000, 99_999) for _ in xs]
     model.add(sum(w * x for w, x in zip(weights, xs, strict=True)) <= sum(weights) // 2)
     model.maximize(sum((w + rng.randint(0, 9)) * x for w, x in zip(weights, xs, strict=True)))
-    solver = scenarios._solver(SolveConfig(time_limit_s=20, workers=1), 0.0)
+    solver = twostage._solver(SolveConfig(time_limit_s=20, workers=1), 0.0)
     threading.Timer(0.5, interrupt.request_stop).start()  # Ctrl-C half a second in
     began = time.monotonic()
     solver.solve(model)
     assert time.monotonic() - began < 5
     # A search that starts after the stop request (the next stage) gets no time at all.
-    later = scenarios._solver(SolveConfig(time_limit_s=20, workers=1), 0.0)
+    later = twostage._solver(SolveConfig(time_limit_s=20, workers=1), 0.0)
     began = time.monotonic()
     later.solve(model)
     assert time.monotonic() - began < 2

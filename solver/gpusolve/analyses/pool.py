@@ -34,7 +34,7 @@ class AnyTask(Protocol):
 OnDone = Callable[[Outcome], None]
 
 
-# A pool worker's copy of the run's inputs (an `Inputs`, or one per scenario), set once by
+# A pool worker's copy of the run's inputs (a `CandidateInputs`, or one per scenario), set once by
 # `_adopt` when the worker starts.
 _WORKER_INPUTS: list[Any] = [None]
 

@@ -23,7 +23,7 @@ from gpusolve.models.plan import SensitivityKind, SensitivityRange
 from gpusolve.optimize.ir import Instance, Solution
 
 if TYPE_CHECKING:
-    from gpusolve.optimize import scenarios as two
+    from gpusolve.optimize import twostage
 
 
 # Prices are searched from a tenth to ten times their catalogue value: beyond that a quote
@@ -218,7 +218,7 @@ def to_range(outcome: Outcome) -> SensitivityRange:
     )
 
 
-def hedged_key(result: two.TwoStageResult, scenarios: Sequence[two.Scenario]) -> PlanKey:
+def hedged_key(result: twostage.TwoStageResult, scenarios: Sequence[twostage.Scenario]) -> PlanKey:
     """The purchase, then each scenario's `plan_key` (in the scenarios' order)."""
     if result.first is None:
         return NO_PLAN if result.status == "infeasible" else NOT_FOUND

@@ -64,7 +64,7 @@ from gpusolve.candidates.scaling import (
 )
 from gpusolve.models.catalog import Catalog
 from gpusolve.models.plan import Plan, Sensitivity, SensitivityKind
-from gpusolve.optimize import scenarios as two
+from gpusolve.optimize import twostage
 from gpusolve.optimize.ir import Instance, Solution, SolveConfig
 from gpusolve.plan.solved import Hedged, Single, Solved
 from gpusolve.plan.twostage import NOMINAL
@@ -406,9 +406,9 @@ class ScenarioTask:
     """One parameter's analysis on the two-stage model: picklable, for the pool."""
 
     parameter: Parameter
-    scenarios: tuple[two.Scenario, ...]
-    robust: two.Robust
-    base: two.TwoStageResult  # the hedged plan: every probe's hint
+    scenarios: tuple[twostage.Scenario, ...]
+    robust: twostage.Robust
+    base: twostage.TwoStageResult  # the hedged plan: every probe's hint
     base_key: PlanKey
     shown: int  # the scenario whose deployments the plan shows
     config: SolveConfig
@@ -422,10 +422,10 @@ class ScenarioTask:
                 replace(s, instance=scaled_instance(self.parameter, s.instance, i, factor))
                 for s, i in zip(self.scenarios, per_scenario, strict=True)
             )
-            result = two.solve_two_stage(scaled, self.config, self.robust, hint=self.base)
+            result = twostage.solve_two_stage(scaled, self.config, self.robust, hint=self.base)
             key = hedged_key(result, scaled)
             found = key not in (NO_PLAN, NOT_FOUND)
-            tco = two.hedged_tco(result, scaled, self.robust) if found else None
+            tco = twostage.hedged_tco(result, scaled, self.robust) if found else None
             names = [s.name for s in self.scenarios]
             words = describe_hedged(key, self.base_key, names, self.shown)
             return Probe(factor, key, words, tco)
@@ -434,8 +434,8 @@ class ScenarioTask:
 
 
 def hedged_parameters(
-    result: two.TwoStageResult,
-    scenarios: Sequence[two.Scenario],
+    result: twostage.TwoStageResult,
+    scenarios: Sequence[twostage.Scenario],
     catalog: Catalog,
     currency: str,
     efficiency: bool,
@@ -474,8 +474,10 @@ def analyse_hedged(
     started = time.perf_counter()
     scenarios, robust = hedged.weighed, hedged.robust
     # Hinted with the purchase shown: among purchases of equal cost, the one the user sees.
-    shown_purchase = two.TwoStageResult("feasible", two.FirstStage(purchase))
-    base = two.solve_two_stage(scenarios, replace(config, workers=1), robust, hint=shown_purchase)
+    shown_purchase = twostage.TwoStageResult("feasible", twostage.FirstStage(purchase))
+    base = twostage.solve_two_stage(
+        scenarios, replace(config, workers=1), robust, hint=shown_purchase
+    )
     base_key = hedged_key(base, scenarios)
     if base_key in (NO_PLAN, NOT_FOUND):
         return Sensitivity(wall_s=time.perf_counter() - started, solves=1)

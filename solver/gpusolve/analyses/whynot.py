@@ -208,9 +208,9 @@ def _forced_line(
     """The line comparing the plan with `workload` forced onto `item` (None when no
     scenario has a candidate for it there), and that plan against the plan shown in the
     scenario it shows."""
-    from gpusolve.optimize import scenarios as two
+    from gpusolve.optimize import twostage
 
-    forced: list[two.Scenario] = []
+    forced: list[twostage.Scenario] = []
     missing: list[str] = []
     for s, meta in zip(hedged.weighed, _metas(hedged), strict=True):
         instance = forced_onto(s.instance, workload, item, meta)
@@ -222,15 +222,15 @@ def _forced_line(
         return None, None
     if missing:  # every scenario must be met: no hedged plan runs it there
         return f"no candidate for {workload} uses {item} in scenario {', '.join(missing)}", None
-    alt = two.solve_two_stage(forced, config, hedged.robust)
+    alt = twostage.solve_two_stage(forced, config, hedged.robust)
     if alt.first is None:
         return (
             f"{workload} on {item} admits no plan that meets every scenario with the other "
             "workloads' needs",
             None,
         )
-    before = two.hedged_tco(hedged.result, hedged.weighed, hedged.robust, penalties=True)
-    delta = two.hedged_tco(alt, forced, hedged.robust, penalties=True) - before
+    before = twostage.hedged_tco(hedged.result, hedged.weighed, hedged.robust, penalties=True)
+    delta = twostage.hedged_tco(alt, forced, hedged.robust, penalties=True) - before
     where = hedged.where
     what = f"{hedged.robust} TCO + penalties"
     worded = change(what, delta, where.prepared.reqs.currency, ("dearer", "cheaper"))

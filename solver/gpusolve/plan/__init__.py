@@ -13,13 +13,13 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from gpusolve.plan.assemble import finish
-from gpusolve.plan.inputs import Run
+from gpusolve.plan.inputs import Inputs
 from gpusolve.plan.solved import PlanOptions, Solved
 
 Progress = Callable[[str], None]
 
 
-def make_plan(run: Run, options: PlanOptions, progress: Progress = lambda _: None) -> Solved:
+def make_plan(run: Inputs, options: PlanOptions, progress: Progress = lambda _: None) -> Solved:
     """The cheapest plan for `run` (or the proof, or the reason, that there is none)."""
     if run.reqs.scenarios:
         from gpusolve.plan.twostage import solve_hedged

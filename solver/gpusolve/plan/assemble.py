@@ -20,7 +20,7 @@ from gpusolve.models.plan import Plan, Scenarios, SolverInfo
 from gpusolve.models.policy import WorkloadPolicy
 from gpusolve.models.requirements import Requirements
 from gpusolve.optimize import ir
-from gpusolve.plan.inputs import Run
+from gpusolve.plan.inputs import Inputs
 
 # H29: keep 20-30 % of each GPU's memory free; below the low end, out-of-memory under
 # allocator fragmentation and several processes is likely (HEURISTICS.md H29).
@@ -28,7 +28,7 @@ H29_MIN_HEADROOM = 0.20
 
 
 def planned(
-    run: Run,
+    run: Inputs,
     where: Prepared,
     solution: ir.Solution,
     *,
@@ -60,7 +60,7 @@ def planned(
     )
 
 
-def finish(run: Run, plan: Plan) -> Plan:
+def finish(run: Inputs, plan: Plan) -> Plan:
     """The plan with its market, compliance lines, exclusions and sources filled in, and
     each bill-of-materials line's price located in its source."""
     update: dict[str, object] = {}

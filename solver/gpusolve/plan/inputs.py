@@ -1,7 +1,7 @@
-"""A run's inputs, loaded once: requirements, catalogue, rules and market -> a `Run`.
+"""A run's inputs, loaded once: requirements, catalogue, rules and market -> `Inputs`.
 
 Shared by `plan`, `frontier`, `estimate` (through `gpusolve.runs`) and `rules explain`,
-so each only composes stages. `plan/assemble.finish` fills a plan in from the `Run`.
+so each only composes stages. `plan/assemble.finish` fills a plan in from the `Inputs`.
 """
 
 from __future__ import annotations
@@ -25,7 +25,11 @@ Progress = Callable[[str], None]
 
 
 @dataclass(frozen=True)
-class Run:
+class Inputs:
+    """One run's inputs: the requirements (with command-line overrides), the catalogue,
+    each workload's rule policy (market filters applied), the rules' trace, and where
+    each catalogue item came from."""
+
     reqs: Requirements
     catalog: Catalog
     policies: dict[str, WorkloadPolicy]
@@ -42,7 +46,7 @@ class Run:
 
 
 @dataclass(frozen=True)
-class Inputs:
+class LoadedFiles:
     """The requirements (with their document, for file:line errors) and the catalogue."""
 
     reqs: Requirements
@@ -55,14 +59,14 @@ def load_inputs(
     catalog_paths: Sequence[Path],
     *,
     adjust: Callable[[Requirements], Requirements] = lambda reqs: reqs,
-) -> Inputs:
+) -> LoadedFiles:
     """The one load sequence every command uses: requirements, then `adjust` (command-line
     overrides, checked before the slower catalogue load), catalogue, cross-file checks."""
     reqs, doc = load_requirements_doc(requirements)
     reqs = adjust(reqs)
     loaded = load_catalog(list(catalog_paths) or None)
     check_against_catalog(reqs, doc, loaded.catalog)
-    return Inputs(reqs, doc, loaded)
+    return LoadedFiles(reqs, doc, loaded)
 
 
 def prepare_run(
@@ -74,7 +78,7 @@ def prepare_run(
     capex_max: float | None = None,
     monthly_max: float | None = None,
     progress: Progress = lambda _: None,
-) -> Run:
+) -> Inputs:
     inputs = load_inputs(
         requirements,
         catalog_paths,
@@ -98,7 +102,7 @@ def prepare_run(
             f"market {market.market}: {len(blocked)} server(s) not bought "
             "(cards restricted for export to China; see allow_restricted:)"
         )
-    return Run(reqs, loaded.catalog, policies, summary, loaded, market)
+    return Inputs(reqs, loaded.catalog, policies, summary, loaded, market)
 
 
 def _override(

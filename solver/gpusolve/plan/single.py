@@ -15,13 +15,13 @@ from gpusolve.explain import infeasible
 from gpusolve.models.plan import Infeasibility, Plan, SolverInfo, TimedOut
 from gpusolve.optimize import ir
 from gpusolve.plan.assemble import headroom_warnings, planned, solver_info
-from gpusolve.plan.inputs import Run
+from gpusolve.plan.inputs import Inputs
 from gpusolve.plan.solved import PlanOptions, Single, Solved
 
 Progress = Callable[[str], None]
 
 
-def solve_single(run: Run, options: PlanOptions, progress: Progress) -> Solved:
+def solve_single(run: Inputs, options: PlanOptions, progress: Progress) -> Solved:
     from gpusolve.optimize import interrupt
     from gpusolve.optimize.solve import solve  # ortools only on this path
 
@@ -69,7 +69,7 @@ def solve_single(run: Run, options: PlanOptions, progress: Progress) -> Solved:
     return Solved(run, options, plan, Single(prepared, solution))
 
 
-def _timed_out(run: Run, options: PlanOptions, solution: ir.Solution) -> Plan:
+def _timed_out(run: Inputs, options: PlanOptions, solution: ir.Solution) -> Plan:
     """No plan within the time limit and no proof that none exists: say so, with the
     bound proven so far, instead of explaining a conflict that may not exist."""
     reqs = run.reqs
@@ -113,7 +113,7 @@ _OBJECTIVE_WORDS = {
 
 
 def _infeasible(
-    run: Run, options: PlanOptions, prepared: Prepared, missing: list[str], progress: Progress
+    run: Inputs, options: PlanOptions, prepared: Prepared, missing: list[str], progress: Progress
 ) -> Solved:
     progress("no feasible plan: looking for the requirements that conflict")
     infeasibility: Infeasibility = infeasible.explain_infeasible(
@@ -142,7 +142,7 @@ _TOO_LONG = (
 )
 
 
-def _no_fit(run: Run, options: PlanOptions, prepared: Prepared, reason: str) -> Plan:
+def _no_fit(run: Inputs, options: PlanOptions, prepared: Prepared, reason: str) -> Plan:
     """Workloads lack options because of their size, not a requirement that could be
     relaxed: say so plainly instead of searching for requirements to relax."""
     small = prepared.small

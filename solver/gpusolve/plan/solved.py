@@ -13,10 +13,10 @@ from typing import TYPE_CHECKING, Literal
 from gpusolve.candidates.prepare import Prepared
 from gpusolve.models.plan import Plan
 from gpusolve.optimize import ir
-from gpusolve.plan.inputs import Run
+from gpusolve.plan.inputs import Inputs
 
 if TYPE_CHECKING:
-    from gpusolve.optimize import scenarios as two
+    from gpusolve.optimize import twostage
 
 
 @dataclass(frozen=True)
@@ -55,9 +55,9 @@ class Hedged:
     """A plan hedged over scenarios: one purchase, rentals per scenario."""
 
     scenarios: tuple[ScenarioCandidates, ...]  # the declared ones, harmonised, in order
-    weighed: tuple[two.Scenario, ...]  # the same, as the two-stage model weighs them
-    result: two.TwoStageResult
-    robust: two.Robust
+    weighed: tuple[twostage.Scenario, ...]  # the same, as the two-stage model weighs them
+    result: twostage.TwoStageResult
+    robust: twostage.Robust
     where: ScenarioCandidates  # the scenario the plan shows
     shown: ir.Solution  # the hedged plan in that scenario
 
@@ -67,7 +67,7 @@ class Solved:
     """The run, what it was solved as (None when no plan was found: infeasible for want
     of candidates of some size, out of time, or stopped), and the finished Plan."""
 
-    run: Run
+    run: Inputs
     options: PlanOptions
     plan: Plan
     solution: Single | Hedged | None = None

@@ -2,7 +2,7 @@
 
 Each scenario is the requirements and the catalogue with its changes applied (demand,
 efficiency, prices, cards unavailable), run through the ordinary candidates stage into its
-own `ir.Instance`; `optimize/scenarios.py` then decides one purchase for all of them. The
+own `ir.Instance`; `optimize/twostage.py` then decides one purchase for all of them. The
 nominal plan (the scenario named `nominal`, else the requirements as written) is solved
 alone, as `plan` would, and its purchase is evaluated in every scenario with the rentals
 re-chosen there; so is the hedged plan's. The plan printed is the hedged plan as it runs
@@ -41,11 +41,11 @@ from gpusolve.models.requirements import (
 )
 from gpusolve.optimize import ir
 from gpusolve.plan.assemble import planned, solver_info
-from gpusolve.plan.inputs import Run
+from gpusolve.plan.inputs import Inputs
 from gpusolve.plan.solved import Hedged, PlanOptions, ScenarioCandidates, Solved
 
 if TYPE_CHECKING:
-    from gpusolve.optimize import scenarios as two
+    from gpusolve.optimize import twostage
 
 Progress = Callable[[str], None]
 NOMINAL = "nominal"
@@ -99,11 +99,13 @@ def prepare_all(
     return harmonise(prepared)
 
 
-def weighed(prepared: Sequence[ScenarioCandidates]) -> tuple[two.Scenario, ...]:
+def weighed(prepared: Sequence[ScenarioCandidates]) -> tuple[twostage.Scenario, ...]:
     """The scenarios as the two-stage model weighs them."""
-    from gpusolve.optimize import scenarios as two
+    from gpusolve.optimize import twostage
 
-    return tuple(two.Scenario(p.name, p.probability, p.prepared.cand.instance) for p in prepared)
+    return tuple(
+        twostage.Scenario(p.name, p.probability, p.prepared.cand.instance) for p in prepared
+    )
 
 
 def harmonise(prepared: list[ScenarioCandidates]) -> list[ScenarioCandidates]:
@@ -145,14 +147,14 @@ def _site(p: Prepared, other: ir.Site) -> ir.Site:
 # --------------------------------------------------------------------------- plan
 
 
-def solve_hedged(run: Run, options: PlanOptions, progress: Progress) -> Solved:
+def solve_hedged(run: Inputs, options: PlanOptions, progress: Progress) -> Solved:
     """The hedged plan for every scenario, compared with the nominal plan."""
-    from gpusolve.optimize import scenarios as two
+    from gpusolve.optimize import twostage
     from gpusolve.optimize.solve import solve
 
     reqs, config = run.reqs, options.config
     declared = reqs.scenarios or []
-    robust: two.Robust = "worst" if options.robust == "worst" else "expected"
+    robust: twostage.Robust = "worst" if options.robust == "worst" else "expected"
     objective = f"two-stage {robust} TCO"
     progress(f"building candidates for {len(declared)} scenario(s)")
     prepared = prepare_all(reqs, run.catalog, run.policies)
@@ -167,24 +169,26 @@ def solve_hedged(run: Run, options: PlanOptions, progress: Progress) -> Solved:
 
     progress("solving the nominal plan")
     nominal_solution = solve(nominal.prepared.cand.instance, config)
-    nominal_first = two.FirstStage(nominal_solution.servers) if nominal_solution.choices else None
-    nominal_eval = two.evaluate(nominal_first, everywhere, config) if nominal_first else {}
+    nominal_first = (
+        twostage.FirstStage(nominal_solution.servers) if nominal_solution.choices else None
+    )
+    nominal_eval = twostage.evaluate(nominal_first, everywhere, config) if nominal_first else {}
     hint = None
     if nominal_first and all(nominal_eval.get(s.name) for s in scenarios):
-        hint = two.TwoStageResult(
+        hint = twostage.TwoStageResult(
             "feasible",
             nominal_first,
             {k: v for k, v in nominal_eval.items() if v is not None},
         )
     progress(f"solving the two-stage plan over {len(scenarios)} scenario(s) ({options.robust})")
-    hedged = two.solve_two_stage(
+    hedged = twostage.solve_two_stage(
         scenarios, config, robust, start_from=nominal_first if hint else None
     )
     if hedged.first is None:
         if hedged.status == "infeasible":
             return Solved(run, options, _infeasible(run, options, _NO_PURCHASE))
         return Solved(run, options, _timed_out(run, options, robust))
-    hedged_eval = two.evaluate(hedged.first, everywhere, config)
+    hedged_eval = twostage.evaluate(hedged.first, everywhere, config)
     comparison = _compare(robust, prepared, declared_names(reqs), hedged_eval, nominal_eval)
     shown = hedged_eval.get(NOMINAL)
     where = nominal
@@ -202,7 +206,7 @@ def solve_hedged(run: Run, options: PlanOptions, progress: Progress) -> Solved:
     info = solver_info(shown, config, options.timings)
     info = info.model_copy(update=where.prepared.cand.scope())
     if robust == "expected":  # the model weighs each scenario by probability x SCALE
-        scale = two.PROBABILITY_SCALE
+        scale = twostage.PROBABILITY_SCALE
         info = info.model_copy(
             update={
                 "objective_value": _per_unit(info.objective_value, scale),
@@ -222,7 +226,7 @@ _NO_PURCHASE = (
 )
 
 
-def _timed_out(run: Run, options: PlanOptions, robust: str) -> Plan:
+def _timed_out(run: Inputs, options: PlanOptions, robust: str) -> Plan:
     limit = options.config.time_limit_s
     timed_out = TimedOut(
         reason=f"no two-stage plan found in {limit:g} s, and none proven impossible; "
@@ -320,7 +324,7 @@ def _lacking_reason(lacking: dict[str, list[str]]) -> str:
     )
 
 
-def _infeasible(run: Run, options: PlanOptions, reason: str) -> Plan:
+def _infeasible(run: Inputs, options: PlanOptions, reason: str) -> Plan:
     robust = "worst" if options.robust == "worst" else "expected"
     config = options.config
     return Plan(

@@ -14,7 +14,7 @@ from gpusolve.runs.output import CommandOutput, OptionConflict, RunResult, writt
 
 if TYPE_CHECKING:
     from gpusolve.models.catalog import Catalog
-    from gpusolve.plan.inputs import Run
+    from gpusolve.plan.inputs import Inputs
     from gpusolve.plan.solved import PlanOptions, Solved
 
 Progress = Callable[[str], None]
@@ -98,7 +98,7 @@ def plan_options(request: PlanRequest) -> PlanOptions:
     )
 
 
-def solve_interruptibly(run: Run, options: PlanOptions, progress: Progress) -> Solved:
+def solve_interruptibly(run: Inputs, options: PlanOptions, progress: Progress) -> Solved:
     """The finished plan and the analyses asked for that search for plans (top-k,
     why-not), in a worker thread so that Ctrl-C or SIGTERM stops their searches too and
     keeps the best plan so far."""

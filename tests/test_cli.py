@@ -27,6 +27,21 @@ def test_help_does_not_import_ortools() -> None:
     assert "ortools" not in imported and "celpy" not in imported and "pandas" not in imported
 
 
+def test_loading_a_run_does_not_import_ortools() -> None:
+    """The solver is imported by the stages that solve, not by the loaders `estimate`,
+    `rules explain` and every command share (`plan.inputs`): a command that only loads and
+    sizes never pays for it, and `plan` imports it inside its interruptible solve, where
+    Ctrl-C is answered (an ortools import cut by Ctrl-C fails as an ImportError)."""
+    code = (
+        "import sys\n"
+        "import gpusolve.plan.inputs, gpusolve.runs.estimate, gpusolve.runs.plan\n"
+        "print(sorted({m.split('.')[0] for m in sys.modules} & {'ortools', 'numpy'}))\n"
+    )
+    probe = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert probe.returncode == 0, probe.stderr
+    assert probe.stdout.strip() == "[]"
+
+
 def test_version(gpusolve) -> None:
     result = gpusolve("--version")
     assert result.code == 0 and __version__ in result.out

@@ -11,16 +11,19 @@ returns; nothing here imports them.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
-from gpusolve.plan.assemble import finish
-from gpusolve.plan.inputs import Inputs
-from gpusolve.plan.solved import PlanOptions, Solved
+if TYPE_CHECKING:  # the stages import ortools: not on the path of `plan.inputs`' loaders
+    from gpusolve.plan.inputs import Inputs
+    from gpusolve.plan.solved import PlanOptions, Solved
 
 Progress = Callable[[str], None]
 
 
 def make_plan(run: Inputs, options: PlanOptions, progress: Progress = lambda _: None) -> Solved:
     """The cheapest plan for `run` (or the proof, or the reason, that there is none)."""
+    from gpusolve.plan.assemble import finish
+
     if run.reqs.scenarios:
         from gpusolve.plan.twostage import solve_hedged
 

@@ -77,7 +77,27 @@ def test_signal_mid_search_stops_the_search_promptly(signum: int) -> None:
 
 
 def test_ctrl_c_after_the_first_progress_line_exits_130_at_once() -> None:
-    """A signal before any search has started has no plan to keep: exit 130, no wait."""
+    """A signal before any search has started has no plan to keep: exit 130, no wait.
+
+    The signal is sent when the test reads the first progress line; on a loaded machine
+    it can land later: after the search began (the plan so far is then printed, marked:
+    still exit 130, never a plan claimed optimal), or after the run ended (a finished,
+    proven plan: the attempt says nothing, and is made again). A signal lost while the
+    run goes on (the run ends 0 without a finished plan, or says nothing of it) fails."""
+    finished = "Plan (min-tco, proven optimal)"
+    for _ in range(3):
+        code, out, err, took = _interrupt_after_first_line()
+        if code in (0, -signal.SIGINT) and out.startswith(finished):
+            continue  # the run was over before the signal landed
+        assert code == 130, err
+        assert "Traceback" not in err
+        assert finished not in out
+        assert took < PROMPT_S
+        return
+    pytest.fail("the run ended before the signal landed, three times: too loaded to judge")
+
+
+def _interrupt_after_first_line() -> tuple[int, str, str, float]:
     proc = subprocess.Popen(
         [
             sys.executable,
@@ -101,10 +121,7 @@ def test_ctrl_c_after_the_first_progress_line_exits_130_at_once() -> None:
         took = time.monotonic() - sent
     finally:
         proc.kill()
-    assert proc.returncode == 130, err
-    assert "Traceback" not in err
-    assert "proven optimal" not in out
-    assert took < PROMPT_S
+    return proc.returncode, out, err, took
 
 
 def test_plan_interrupted_mid_solve_prints_the_plan_marked(

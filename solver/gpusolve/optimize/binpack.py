@@ -107,6 +107,9 @@ def pack(
     solver = cp_model.CpSolver()
     solver.parameters.num_workers = 1
     solver.parameters.random_seed = 1
+    # Ctrl-C is the command's (`interrupt.py`): CP-SAT catching it here would end only
+    # this tiny solve and the signal would be lost.
+    solver.parameters.catch_sigint_signal = False
     if solver.solve(model) != cp_model.OPTIMAL:  # pragma: no cover - tiny model
         raise RuntimeError("exact rack packing did not prove optimal")
     left = list(caps)

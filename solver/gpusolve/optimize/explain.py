@@ -34,6 +34,7 @@ from typing import Literal
 
 from ortools.sat.python import cp_model
 
+from gpusolve.optimize import interrupt
 from gpusolve.optimize.builder import BuildOptions, Expr
 from gpusolve.optimize.ir import Instance, Requirement, SolveConfig
 from gpusolve.optimize.model import Built, build
@@ -123,6 +124,7 @@ class _Clock:
         solver.parameters.num_workers = workers
         solver.parameters.random_seed = self.config.seed
         solver.parameters.max_time_in_seconds = max(0.001, min(self.left(), cap))
+        interrupt.watch(solver, announce=False)  # Ctrl-C / SIGTERM stops this search too
         return solver
 
 

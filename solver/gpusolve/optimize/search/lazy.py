@@ -178,6 +178,9 @@ def dual_weights(
     model.maximize(sum(counts[i] * x for i, x in zip(idx, w, strict=True)))
     solver = cp_model.CpSolver()
     solver.parameters.num_workers = 1
+    # Ctrl-C is the command's (`interrupt.py`): CP-SAT catching it here would end only
+    # this tiny solve and the signal would be lost.
+    solver.parameters.catch_sigint_signal = False
     # CP-SAT's presolve would take nearly all of this tiny solve's time.
     solver.parameters.cp_model_presolve = False
     if solver.solve(model) != cp_model.OPTIMAL:  # pragma: no cover - tiny model

@@ -31,6 +31,13 @@ EXAMPLE = str(ROOT / "examples" / "finetune-7b-deadline.yaml")
 PROMPT_S = 8.0
 
 
+def _ctrl_c_as_at_a_terminal() -> None:
+    """In the child before it starts: SIGINT back to its default. A suite started in the
+    background (`cmd &` in a script) has SIGINT ignored, every child inherits that, and
+    Python then never answers it; at a terminal it is never ignored."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _until(proc: subprocess.Popen[str], needle: str, limit_s: float = 120) -> str:
     """Read stderr lines until one contains `needle`."""
     assert proc.stderr is not None
@@ -54,6 +61,7 @@ def test_signal_mid_search_stops_the_search_promptly(signum: int) -> None:
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        preexec_fn=_ctrl_c_as_at_a_terminal,
     )
     try:
         _until(proc, "searching")
@@ -112,6 +120,7 @@ def _interrupt_after_first_line() -> tuple[int, str, str, float]:
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        preexec_fn=_ctrl_c_as_at_a_terminal,
     )
     try:
         _until(proc, "gpusolve:")

@@ -29,12 +29,16 @@ def test_help_does_not_import_ortools() -> None:
 
 def test_loading_a_run_does_not_import_ortools() -> None:
     """The solver is imported by the stages that solve, not by the loaders `estimate`,
-    `rules explain` and every command share (`plan.inputs`): a command that only loads and
-    sizes never pays for it, and `plan` imports it inside its interruptible solve, where
-    Ctrl-C is answered (an ortools import cut by Ctrl-C fails as an ImportError)."""
+    `rules explain` and every command share (`plan.inputs`), nor by `plan`'s options: a
+    command that only loads and sizes never pays for it, and `plan` imports it inside its
+    interruptible solve, where Ctrl-C is answered (an ortools import cut by Ctrl-C fails
+    as an ImportError)."""
     code = (
         "import sys\n"
-        "import gpusolve.plan.inputs, gpusolve.runs.estimate, gpusolve.runs.plan\n"
+        "import gpusolve.plan.inputs, gpusolve.plan.solved, gpusolve.runs.estimate\n"
+        "from pathlib import Path\n"
+        "from gpusolve.runs.plan import PlanRequest, plan_options\n"
+        "plan_options(PlanRequest(Path('r.yaml'), (), ()))\n"
         "print(sorted({m.split('.')[0] for m in sys.modules} & {'ortools', 'numpy'}))\n"
     )
     probe = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)

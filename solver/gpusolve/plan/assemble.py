@@ -91,6 +91,11 @@ def solver_info(solution: ir.Solution, config: ir.SolveConfig, timings: bool) ->
     return info if timings else info.model_copy(update={"wall_s": None})
 
 
+def no_plan_info(config: ir.SolveConfig, status: str) -> SolverInfo:
+    """The solver facts of an outcome without a plan (infeasible, out of time, stopped)."""
+    return SolverInfo(status=status, workers=config.workers, seed=config.seed)
+
+
 def headroom_warnings(reqs: Requirements, policies: dict[str, WorkloadPolicy]) -> list[str]:
     """One warning per workload whose memory headroom is below H29's 20 %, saying who set it."""
     out: list[str] = []

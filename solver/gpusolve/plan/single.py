@@ -12,9 +12,9 @@ from collections.abc import Callable
 
 from gpusolve.candidates.prepare import Prepared, prepare
 from gpusolve.explain import infeasible
-from gpusolve.models.plan import Infeasibility, Plan, SolverInfo, TimedOut
+from gpusolve.models.plan import Infeasibility, Plan, TimedOut
 from gpusolve.optimize import ir
-from gpusolve.plan.assemble import headroom_warnings, planned, solver_info
+from gpusolve.plan.assemble import headroom_warnings, no_plan_info, planned, solver_info
 from gpusolve.plan.inputs import Inputs
 from gpusolve.plan.solved import PlanOptions, Single, Solved
 
@@ -45,7 +45,7 @@ def solve_single(run: Inputs, options: PlanOptions, progress: Progress) -> Solve
     progress("solving")
     solution = solve(cand.instance, options.config)
     if not solution.choices and interrupt.requested():  # Ctrl-C before any plan: no explaining
-        info = _no_plan_info(options, "unknown")
+        info = no_plan_info(options.config, "unknown")
         plan = Plan(status="unknown", objective=reqs.objective, cost=None, solver=info)
         return Solved(run, options, plan)
     if solution.status == "model_invalid":
@@ -126,7 +126,7 @@ def _infeasible(
         infeasibility=infeasibility,
         rules_fired=run.rules.fired,
         advice=run.rules.advice,
-        solver=_no_plan_info(options),
+        solver=no_plan_info(options.config, "infeasible"),
         warnings=headroom_warnings(run.reqs, run.policies),
     )
     return Solved(run, options, plan, Single(prepared, None))
@@ -164,10 +164,5 @@ def _no_fit(run: Inputs, options: PlanOptions, prepared: Prepared, reason: str) 
         ),
         rules_fired=run.rules.fired,
         advice=[*small.values(), *run.rules.advice],
-        solver=_no_plan_info(options),
+        solver=no_plan_info(options.config, "infeasible"),
     )
-
-
-def _no_plan_info(options: PlanOptions, status: str = "infeasible") -> SolverInfo:
-    config = options.config
-    return SolverInfo(status=status, workers=config.workers, seed=config.seed)

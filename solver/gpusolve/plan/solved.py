@@ -8,15 +8,15 @@ candidates, the same objective) instead of building it again.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING
 
-from gpusolve.candidates.prepare import Prepared
 from gpusolve.models.plan import Plan
 from gpusolve.optimize import ir
-from gpusolve.plan.inputs import Inputs
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the candidates stage imports ortools: not when the command reads options
+    from gpusolve.candidates.prepare import Prepared
     from gpusolve.optimize import twostage
+    from gpusolve.plan.inputs import Inputs
 
 
 @dataclass(frozen=True)
@@ -71,12 +71,6 @@ class Solved:
     options: PlanOptions
     plan: Plan
     solution: Single | Hedged | None = None
-
-    @property
-    def kind(self) -> Literal["single", "hedged", "none"]:
-        if isinstance(self.solution, Single):
-            return "single"
-        return "hedged" if isinstance(self.solution, Hedged) else "none"
 
     def with_plan(self, plan: Plan) -> Solved:
         return replace(self, plan=plan)

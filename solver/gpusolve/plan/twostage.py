@@ -28,7 +28,6 @@ from gpusolve.models.plan import (
     Plan,
     ScenarioOutcome,
     Scenarios,
-    SolverInfo,
     TimedOut,
 )
 from gpusolve.models.policy import WorkloadPolicy
@@ -40,7 +39,7 @@ from gpusolve.models.requirements import (
     Workload,
 )
 from gpusolve.optimize import ir
-from gpusolve.plan.assemble import planned, solver_info
+from gpusolve.plan.assemble import no_plan_info, planned, solver_info
 from gpusolve.plan.inputs import Inputs
 from gpusolve.plan.solved import Hedged, PlanOptions, ScenarioCandidates, Solved
 
@@ -154,7 +153,7 @@ def solve_hedged(run: Inputs, options: PlanOptions, progress: Progress) -> Solve
 
     reqs, config = run.reqs, options.config
     declared = reqs.scenarios or []
-    robust: twostage.Robust = "worst" if options.robust == "worst" else "expected"
+    robust = _robust(options)
     objective = f"two-stage {robust} TCO"
     progress(f"building candidates for {len(declared)} scenario(s)")
     prepared = prepare_all(reqs, run.catalog, run.policies)
@@ -220,6 +219,10 @@ def solve_hedged(run: Inputs, options: PlanOptions, progress: Progress) -> Solve
     return Solved(run, options, plan, solution)
 
 
+def _robust(options: PlanOptions) -> twostage.Robust:
+    return "worst" if options.robust == "worst" else "expected"
+
+
 _NO_PURCHASE = (
     "no single purchase meets every scenario: relax the hardest scenario "
     "(its demand or its unavailable cards) or drop it"
@@ -242,7 +245,7 @@ def _timed_out(run: Inputs, options: PlanOptions, robust: str) -> Plan:
         timed_out=timed_out,
         rules_fired=run.rules.fired,
         advice=run.rules.advice,
-        solver=SolverInfo(status="timeout", workers=config.workers, seed=config.seed),
+        solver=no_plan_info(config, "timeout"),
     )
 
 
@@ -325,7 +328,7 @@ def _lacking_reason(lacking: dict[str, list[str]]) -> str:
 
 
 def _infeasible(run: Inputs, options: PlanOptions, reason: str) -> Plan:
-    robust = "worst" if options.robust == "worst" else "expected"
+    robust = _robust(options)
     config = options.config
     return Plan(
         rules_fired=run.rules.fired,
@@ -334,5 +337,5 @@ def _infeasible(run: Inputs, options: PlanOptions, reason: str) -> Plan:
         objective=f"two-stage {robust} TCO",
         cost=None,
         infeasibility=Infeasibility(reason=reason),
-        solver=SolverInfo(status="infeasible", workers=config.workers, seed=config.seed),
+        solver=no_plan_info(config, "infeasible"),
     )

@@ -1,4 +1,4 @@
-"""`gpusolve frontier`: non-dominated (cost, time) plans from a deadline sweep."""
+"""`gpusolve frontier`: non-dominated (cost, time) plans, from the plan down to the fastest."""
 
 from __future__ import annotations
 
@@ -36,19 +36,70 @@ def test_frontier_of_the_pretraining_example(gpusolve, tmp_path: Path) -> None:
     example = (ROOT / "examples" / "pretrain-70b-infiniband.yaml").read_text(encoding="utf-8")
     path = str(tmp_path / "pretrain-70b-global.yaml")
     Path(path).write_text("market: global\n" + example, encoding="utf-8")
-    result = gpusolve("frontier", "-q", path, "--points", "4", "--format", "json")
+    result = gpusolve("frontier", "-q", path, "--format", "json")
     assert result.code == 0, result.err
     data = json.loads(result.out)
     jsonschema.validate(data, SCHEMA)
     points = data["points"]
-    assert len(points) >= 2
-    # Fastest first; along the frontier, each slower plan is strictly cheaper.
+    assert len(points) >= 3
+    # Fastest first, time strictly decreasing; along the frontier each slower plan is
+    # strictly cheaper.
     times = [p["makespan_h"] for p in points]
     costs = [p["tco"] for p in points]
-    assert times == sorted(times)
+    assert all(a < b for a, b in itertools.pairwise(times))
     assert all(a > b for a, b in itertools.pairwise(costs))
     for p in points:
-        assert p["makespan_h"] <= 1440 * p["deadline_factor"] + 1e-6
+        limit = p["time_cap_h"] if p["time_cap_h"] is not None else 1440 * p["deadline_factor"]
+        assert p["makespan_h"] <= limit + 1e-6
+        assert p["hardware"] and all("buy " in h or "rent " in h for h in p["hardware"])
+    assert data["stop_reason"], "the frontier says why nothing is faster"
+
+
+def test_the_7b_frontier_goes_faster_than_its_deadline_needs(gpusolve) -> None:
+    """The 7B fine-tune meets its 72 h deadline on one 8-GPU instance in 7.8 h; renting
+    2, 4 and 8 instances (hourly billing) finishes in about 1/2, 1/4, 1/8 of the time for
+    about the same cost. The frontier must find those, strictly faster each, and stop at
+    the offer's instance limit or the batch, saying so."""
+    example = ROOT / "examples" / "finetune-7b-deadline.yaml"
+    result = gpusolve("frontier", "-q", str(example), "--format", "json")
+    assert result.code == 0, result.err
+    data = json.loads(result.out)
+    jsonschema.validate(data, SCHEMA)
+    times = [p["makespan_h"] for p in data["points"]]
+    assert len(times) >= 3
+    assert all(a < b for a, b in itertools.pairwise(times))
+    # The plan at the deadline as written is on it, and it is the slowest point.
+    assert data["points"][-1]["deadline_factor"] == 1
+    # Each faster point is at least --gain (10%) faster than the next slower one.
+    assert all(a <= 0.9 * b + 1e-6 for a, b in itertools.pairwise(times))
+    assert any("ft-7b" in line and "fastest option" in line for line in data["stop_reason"])
+
+
+def test_the_sweep_stops_at_points_and_says_so(gpusolve) -> None:
+    example = ROOT / "examples" / "finetune-7b-deadline.yaml"
+    result = gpusolve("frontier", "-q", str(example), "--points", "2", "--format", "json")
+    assert result.code == 0, result.err
+    data = json.loads(result.out)
+    assert len(data["points"]) <= 2
+    assert any("--points" in line for line in data["stop_reason"])
+
+
+def test_limit_names_the_offers_instance_cap() -> None:
+    """The fastest option sitting at its offer's max_instances is stopped by that limit,
+    and one below it is not (so the cap, not the wording, decides)."""
+    from gpusolve.analyses.frontier import _limit
+    from gpusolve.candidates.prepare import prepare
+    from gpusolve.plan.inputs import prepare_run
+
+    run = prepare_run(ROOT / "examples" / "finetune-7b-deadline.yaml", [], [])
+    cand = prepare(run.reqs, run.catalog, run.policies).cand
+    cloud = [m for m in cand.meta.values() if m.cloud_offer is not None]
+    at_cap = [m for m in cloud if m.nodes == run.catalog.cloud_offers[m.cloud_offer].max_instances]
+    below = [m for m in cloud if m.nodes < run.catalog.cloud_offers[m.cloud_offer].max_instances]
+    assert at_cap and below
+    policy = run.policies["ft-7b"]
+    assert "max_instances" in _limit(at_cap[0], run.catalog, policy)
+    assert all("max_instances" not in _limit(m, run.catalog, policy) for m in below)
 
 
 def test_frontier_needs_a_deadline(gpusolve, tmp_path: Path) -> None:
@@ -67,7 +118,7 @@ def test_each_point_is_the_plan_at_its_deadlines() -> None:
     same TCO. On the day/night example at x2, a point used to buy L20 servers whose 1,000
     night runs of 17.3 h do not fit in the 36-month horizon (the frontier skipped that
     filter, which `plan` applies), 265,000 CNY below anything `plan` could buy."""
-    from gpusolve.analyses.frontier import _scaled, sweep
+    from gpusolve.analyses.frontier import Sweep, _scaled, capped, sweep
     from gpusolve.optimize.ir import SolveConfig
     from gpusolve.plan import make_plan
     from gpusolve.plan.inputs import prepare_run
@@ -75,11 +126,14 @@ def test_each_point_is_the_plan_at_its_deadlines() -> None:
 
     config = SolveConfig(time_limit_s=30, workers=1, seed=1)
     run = prepare_run(ROOT / "examples" / "chat-day-lora-night.yaml", [], [])
-    scale = [1.0, 2.0]
-    frontier = sweep(run.reqs, run.catalog, run.policies, scale, config)
+    frontier = sweep(run.reqs, run.catalog, run.policies, config, Sweep(max_points=4))
     assert frontier.points
     for p in frontier.points:
-        scaled = dataclasses.replace(run, reqs=_scaled(run.reqs, p.deadline_factor))
-        plan = make_plan(scaled, PlanOptions(config=config)).plan
-        assert plan.cost is not None, p.deadline_factor
-        assert plan.cost.tco == p.tco, p.deadline_factor
+        if p.time_cap_h is not None:
+            reqs = capped(run.reqs, p.time_cap_h)
+        else:
+            assert p.deadline_factor is not None
+            reqs = _scaled(run.reqs, p.deadline_factor)
+        plan = make_plan(dataclasses.replace(run, reqs=reqs), PlanOptions(config=config)).plan
+        assert plan.cost is not None, p.asked()
+        assert plan.cost.tco == p.tco, p.asked()

@@ -29,23 +29,30 @@ from gpusolve.commands.options import (
 @click.option(
     "--points",
     type=click.IntRange(2, 40),
-    default=9,
+    default=12,
     show_default=True,
-    help="How many deadline factors to try.",
+    help="Most plans to solve: the plan itself, the looser ones, then faster ones.",
 )
 @click.option(
     "--low",
     type=FiniteFloatRange(min=0.01, max=1000),
-    default=0.25,
-    show_default=True,
-    help="Tightest factor applied to every training deadline.",
+    default=None,
+    help="Stop the faster plans at this factor of the deadlines (default: go down to the "
+    "fastest plan the catalogue allows).",
 )
 @click.option(
     "--high",
-    type=FiniteFloatRange(min=0.01, max=1000),
+    type=FiniteFloatRange(min=1, max=1000),
     default=4.0,
     show_default=True,
-    help="Loosest factor applied to every training deadline.",
+    help="Loosest factor applied to every training deadline (two looser points, up to this).",
+)
+@click.option(
+    "--gain",
+    type=FiniteFloatRange(min=0.01, max=0.9),
+    default=0.1,
+    show_default=True,
+    help="Each faster plan runs at least this share faster than the last.",
 )
 @time_limit_option(30.0, "Seconds per solve.")
 @click.option(
@@ -69,8 +76,9 @@ def frontier(
     fmt: str,
     output: Path | None,
     points: int,
-    low: float,
+    low: float | None,
     high: float,
+    gain: float,
     time_limit: float,
     plot: Path | None,
     axis_from_data: bool,
@@ -79,13 +87,19 @@ def frontier(
     """How much finishing sooner costs: the cost <-> time frontier for REQS.yaml.
 
     \b
-    Every training deadline is scaled by factors from --low to --high (1 = as written);
-    at each, the cheapest plan is found; the points that no other point beats on both
-    total cost and the longest time to train are printed, fastest first, with the
-    hardware each buys or rents. Workloads need a deadline_hours to take part.
+    First the plan at the deadlines as written, then looser deadlines (up to --high
+    times), then faster plans: every training run capped a --gain share below the last
+    point's longest run, the cheapest plan under that cap each time (more servers, more
+    instances for fewer hours, other cards), down to the fastest the catalogue allows.
+    The points that no other point beats on both total cost and the longest time to
+    train are printed, fastest first, with what each buys or rents, and why nothing
+    faster exists (an offer's instance limit, the sites' racks, the global batch, the
+    layout search, a budget, the time limit or --points). A workload needs a
+    deadline_hours to take part.
 
     \b
     Examples:
+      gpusolve frontier examples/finetune-7b-deadline.yaml
       gpusolve frontier examples/pretrain-70b-infiniband.yaml --points 7
       gpusolve frontier examples/pretrain-70b-infiniband.yaml --plot frontier.svg
       gpusolve frontier examples/pretrain-70b-infiniband.yaml --format html -o frontier.html
@@ -103,8 +117,11 @@ def frontier(
     from gpusolve.commands.deliver import invoke
     from gpusolve.runs.frontier import FrontierRequest, run_frontier
 
-    if low >= high:
-        raise click.BadParameter("--low must be below --high", param_hint="--low")
+    if low is not None and low >= 1:
+        raise click.BadParameter(
+            "--low stops the faster plans: it must be below 1 (the deadlines as written)",
+            param_hint="--low",
+        )
     require_output_for_html(fmt, output)
     if plot is not None:
         _check_plot(plot)
@@ -119,6 +136,7 @@ def frontier(
         points=points,
         low=low,
         high=high,
+        gain=gain,
         time_limit_s=time_limit,
         plot=plot,
         from_zero=not axis_from_data,

@@ -10,13 +10,20 @@ CHART_HEIGHT = 10
 
 def frontier_text(f: Frontier, from_zero: bool = True) -> str:
     cur = f.currency
-    lines = [f"Cost <-> time frontier ({len(f.points)} non-dominated plans)", ""]
-    lines.append(f"  {'deadline x':>10}  {'longest run':>12}  {'TCO ' + cur:>16}  hardware")
+    lines = [f"Cost <-> time frontier ({len(f.points)} non-dominated plans), fastest first", ""]
+    lines.append(
+        f"  {'asked':<16}  {'longest run':>12}  {'TCO ' + cur:>14}  {'capex ' + cur:>14}  "
+        "what it buys or rents"
+    )
     for p in f.points:
+        star = "" if p.proven_optimal else " *"
         lines.append(
-            f"  {p.deadline_factor:>10.2f}  {p.makespan_h:>10,.1f} h  {p.tco:>16,.0f}  "
+            f"  {p.asked():<16}  {p.makespan_h:>10,.1f} h  {p.tco:>14,.0f}  {p.capex:>14,.0f}  "
             + "; ".join(p.hardware)
+            + star
         )
+    if any(not p.proven_optimal for p in f.points):
+        lines += ["", "  * best found within --time-limit, optimality not proven"]
     if f.infeasible_factors:
         tight = ", ".join(f"{x:g}" for x in f.infeasible_factors)
         lines += ["", f"  no plan at deadline factors: {tight}"]
@@ -27,10 +34,9 @@ def frontier_text(f: Frontier, from_zero: bool = True) -> str:
             f"  no plan found within the time limit at deadline factors: {slow} "
             "(not proven impossible; try a longer --time-limit)",
         ]
-    unproven = [p.deadline_factor for p in f.points if not p.proven_optimal]
-    if unproven:
-        listed = ", ".join(f"{x:g}" for x in unproven)
-        lines += ["", f"  best found, optimality not proven, at deadline factors: {listed}"]
+    if f.stop_reason:
+        lines += ["", "Why nothing faster:"]
+        lines += [f"  - {line}" for line in f.stop_reason]
     if len(f.points) >= 2:
         lines += ["", *chart(f, from_zero)]
     return "\n".join(lines) + "\n"

@@ -184,7 +184,7 @@ def frontier_figure(f: Frontier, from_zero: bool = True) -> Figure:
         if not p.proven_optimal:
             label += "\n(not proven optimal)"
         ax.annotate(
-            f"×{p.deadline_factor:g}: {label}",
+            f"{p.asked()}: {label}",
             (p.makespan_h, p.tco),
             xytext=(8, 10 if i % 2 == 0 else -22),
             textcoords="offset points",

@@ -28,9 +28,10 @@ class FrontierRequest:
     rules_paths: tuple[Path, ...]
     fmt: str = "text"
     output: Path | None = None
-    points: int = 9
-    low: float = 0.25
+    points: int = 12
+    low: float | None = None  # stop the faster sweep at this factor of the deadlines
     high: float = 4.0
+    gain: float = 0.1
     time_limit_s: float = 30.0
     plot: Path | None = None
     from_zero: bool = True  # the charts' axes start at zero (not --axis-from-data)
@@ -41,7 +42,8 @@ def run_frontier(
 ) -> RunResult[Frontier]:
     """Everything `frontier` does between parsing and printing. Raises InputError (bad
     files) and BadOption (no workload has a deadline to trade)."""
-    from gpusolve.analyses.frontier import factors, sweep
+    from gpusolve.analyses.frontier import Sweep, sweep
+    from gpusolve.candidates.market import exclusions
     from gpusolve.optimize.ir import SolveConfig
     from gpusolve.plan.inputs import prepare_run
     from gpusolve.render.frontier import frontier_text
@@ -51,13 +53,24 @@ def run_frontier(
     )
     if not any(w.deadline_hours for w in run.reqs.workloads):
         raise BadOption("REQS.yaml", "no workload has a deadline_hours to trade against cost")
+    blocked = exclusions(run.catalog, run.market)
+    note = (
+        f"market {run.market.market}: {len(blocked)} server(s) not bought (export status; "
+        "allow_restricted: lifts it where you own stock or have a compliant channel)"
+        if blocked
+        else None
+    )
+    how = Sweep(
+        high=request.high, max_points=request.points, gain=request.gain, floor_factor=request.low
+    )
     result = sweep(
         run.reqs,
         run.catalog,
         run.policies,
-        factors(request.points, request.low, request.high),
         SolveConfig(time_limit_s=request.time_limit_s, workers=1),
+        how,
         progress,
+        note,
     )
     code = EXIT_CODES.get(result.status, 0)
     if not result.points:  # nothing to write or draw: say why on the terminal

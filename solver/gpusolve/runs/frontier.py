@@ -53,11 +53,11 @@ def run_frontier(
     )
     if not any(w.deadline_hours for w in run.reqs.workloads):
         raise BadOption("REQS.yaml", "no workload has a deadline_hours to trade against cost")
-    blocked = exclusions(run.catalog, run.market)
+    blocked = exclusions(run.catalog, run.market) if run.market is not None else []
     note = (
         f"market {run.market.market}: {len(blocked)} server(s) not bought (export status; "
         "allow_restricted: lifts it where you own stock or have a compliant channel)"
-        if blocked
+        if blocked and run.market is not None
         else None
     )
     how = Sweep(

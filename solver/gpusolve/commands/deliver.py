@@ -39,6 +39,8 @@ def deliver(output: CommandOutput, say: Callable[[str], None]) -> None:
         say(line)
     if output.stdout:
         click.echo(output.stdout, nl=False)
+    for folder in output.folders:
+        folder.mkdir(parents=True, exist_ok=True)
     for file in output.files:
         if isinstance(file.data, str):
             write_text_atomic(file.path, file.data)

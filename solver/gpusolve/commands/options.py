@@ -154,6 +154,23 @@ def quiet_option(func: F) -> F:
     return click.option("-q", "--quiet", is_flag=True, help="No progress messages on stderr.")(func)
 
 
+def check_launch_folder(folder: Path | None) -> None:
+    """--launch DIR: a folder (made if missing) whose parent exists, before any work."""
+    if folder is None:
+        return
+    from gpusolve.errors import InputError
+
+    target = Path(os.path.realpath(folder))
+    if target.exists() and not target.is_dir():
+        raise InputError.single(str(folder), "--launch names a file", hint="name a folder")
+    if not target.parent.is_dir():
+        raise InputError.single(
+            str(folder),
+            f"the folder {target.parent} does not exist",
+            hint="create it first or choose another --launch folder",
+        )
+
+
 def check_output(output: Path | None, inputs: Sequence[Path]) -> None:
     """Refuse an -o that would destroy an input or cannot be written, before any work."""
     if output is None:

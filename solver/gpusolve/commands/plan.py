@@ -10,6 +10,7 @@ from gpusolve.commands.options import (
     SEED_RANGE,
     FiniteFloatRange,
     catalog_option,
+    check_launch_folder,
     check_output,
     format_option,
     output_option_with,
@@ -91,6 +92,16 @@ OBJECTIVES = ("min-tco", "min-capex", "min-monthly", "max-throughput")
     is_flag=True,
     help="Print only the bill of materials (--format csv: one row per item, for a spreadsheet).",
 )
+@click.option(
+    "--launch",
+    "launch",
+    metavar="DIR",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Also write each deployment's launch files into DIR (made if missing): Megatron-LM "
+    "arguments or a DeepSpeed config with torchrun and Slurm launchers for training, vLLM "
+    "and SGLang command lines for serving, sized as the plan sized them.",
+)
 def plan(
     requirements: Path,
     catalog_paths: tuple[Path, ...],
@@ -110,6 +121,7 @@ def plan(
     sensitivity: bool,
     quiet: bool,
     bom: bool,
+    launch: Path | None,
 ) -> None:
     """Find the cheapest plan for the workloads in REQUIREMENTS (a YAML file).
 
@@ -129,6 +141,7 @@ def plan(
       gpusolve plan reqs.yaml --objective max-throughput --capex-max 5000000
       gpusolve plan reqs.yaml --bom --format csv -o bom.csv
       gpusolve plan reqs.yaml --sensitivity
+      gpusolve plan reqs.yaml --launch launch/
 
     \b
     Cost: TCO itemised (capex per server SKU, rent, energy and bandwidth per site, cloud
@@ -155,6 +168,7 @@ def plan(
         raise click.UsageError("the HTML report holds the bill of materials: drop --bom")
     require_output_for_html(fmt, output)
     check_output(output, [requirements, *catalog_paths, *rules_paths])
+    check_launch_folder(launch)
     request = PlanRequest(
         requirements,
         catalog_paths,
@@ -173,6 +187,7 @@ def plan(
         timings=timings,
         sensitivity=sensitivity,
         bom=bom,
+        launch=launch,
         bar=not quiet,
     )
     progress = progress_printer(quiet)

@@ -27,6 +27,7 @@ class OutputFile:
 class CommandOutput:
     stdout: str = ""
     files: tuple[OutputFile, ...] = ()
+    folders: tuple[Path, ...] = ()  # made (with parents) before any file is written
     before: tuple[str, ...] = ()  # stderr lines said before stdout ("no plan: -o left ...")
     after: tuple[str, ...] = ()  # stderr lines said last ("interrupted: the plan above ...")
     exit_code: int = 0

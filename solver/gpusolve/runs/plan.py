@@ -46,6 +46,7 @@ class PlanRequest:
     timings: bool = False
     sensitivity: bool = False
     bom: bool = False
+    launch: Path | None = None  # a folder for the deployments' launch files
     bar: bool = True  # the sensitivity analysis's progress bar (off with -q)
 
 
@@ -79,7 +80,33 @@ def run_plan(request: PlanRequest, progress: Progress = lambda _: None) -> RunRe
         except KeyboardInterrupt:  # the plan itself is finished: print it, without ranges
             return RunResult(plan, _sensitivity_interrupted(plan, request.fmt))
     text = plan_text(plan, request, run.catalog)
-    return RunResult(plan, _shown(text, finished, request.output, EXIT_CODES.get(plan.status, 0)))
+    shown = _shown(text, finished, request.output, EXIT_CODES.get(plan.status, 0))
+    if request.launch is not None:
+        shown = _with_launch_files(shown, plan, run, request.launch)
+    return RunResult(plan, shown)
+
+
+def _with_launch_files(
+    shown: CommandOutput, plan: Plan, run: Inputs, folder: Path
+) -> CommandOutput:
+    """--launch DIR: each deployment's launch files, written only for a finished plan."""
+    from dataclasses import replace
+
+    from gpusolve.render.launch import launch_files
+    from gpusolve.runs.output import OutputFile
+
+    if plan.status not in ("optimal", "feasible"):
+        return replace(shown, after=(*shown.after, f"no plan: no launch files written to {folder}"))
+    files = launch_files(plan, run.reqs, run.catalog)
+    written_files = tuple(OutputFile(folder / f.path, f.text) for f in files)
+    folders = tuple(sorted({f.path.parent for f in written_files}))
+    said = f"wrote {len(files)} launch files under {folder} (see {folder / 'README.md'})"
+    return replace(
+        shown,
+        folders=(*shown.folders, *folders),
+        files=(*shown.files, *written_files),
+        after=(*shown.after, said),
+    )
 
 
 def plan_options(request: PlanRequest) -> PlanOptions:

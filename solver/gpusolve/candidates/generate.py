@@ -20,6 +20,7 @@ from gpusolve.candidates.network import (
     storage_kinds,
     storage_need_gb,
 )
+from gpusolve.candidates.owned import contracted_sites, with_inventory
 from gpusolve.candidates.reserve import RackReserve, rack_reserve
 from gpusolve.estimate import ConfigEstimate, Hardware, search_layouts
 from gpusolve.estimate.search import SearchResult
@@ -134,7 +135,7 @@ def build_candidates(
     for workload in reqs.workloads:
         _owned_options(b, workload)
         _cloud_options(b, workload)
-    sites = _sites(b)
+    sites = contracted_sites(_sites(b), reqs)
     used_skus = {o.sku for o in b.owned}
     skus = {
         s.id: price_sku(s, reqs, catalog, b.terms)
@@ -166,6 +167,7 @@ def build_candidates(
         spares=reqs.finance.spares == "n+1",
         fabrics=fabrics,
     )
+    instance = with_inventory(instance, reqs, catalog)
     vat_goods, vat_services = vat_factors(reqs)
     return Candidates(
         instance,

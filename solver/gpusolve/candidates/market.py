@@ -14,7 +14,7 @@ cards, where a user's catalogue can `patch:` them to their legal team's view.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from gpusolve.models.catalog import Card, Catalog, Server
@@ -36,13 +36,20 @@ class MarketView:
     market: str  # "cn" or "global"
     basis: str
     allowed: frozenset[str] = frozenset()
+    # Server ids owned (the requirements' `owned:`) -> the sites holding them: export rules
+    # restrict sales, not stock already held, so these are used there, never bought more.
+    held: dict[str, frozenset[str]] = field(default_factory=dict)
 
 
 def resolve_market(reqs: Requirements, catalog: Catalog) -> MarketView:
     """The stated market, else cn when every region the run may use is in China."""
     allowed = frozenset(reqs.allow_restricted)
+    held: dict[str, set[str]] = {}
+    for owned in reqs.owned.servers:
+        held.setdefault(owned.server, set()).add(owned.site)
+    stock = {k: frozenset(v) for k, v in held.items()}
     if reqs.market is not None:
-        return MarketView(reqs.market, "stated in the requirements (market:)", allowed)
+        return MarketView(reqs.market, "stated in the requirements (market:)", allowed, stock)
     if reqs.regions.allowed:
         in_china = all(_term_in_china(t, catalog) for t in reqs.regions.allowed)
         where = "every allowed region is" if in_china else "an allowed region is not"
@@ -51,7 +58,7 @@ def resolve_market(reqs: Requirements, catalog: Catalog) -> MarketView:
         in_china = bool(regions) and all(r in CHINA_REGIONS for r in regions)
         where = "every catalogue region is" if in_china else "a catalogue region is not"
     market = "cn" if in_china else "global"
-    return MarketView(market, f"default: {where} in China", allowed)
+    return MarketView(market, f"default: {where} in China", allowed, stock)
 
 
 def _catalogue_regions(catalog: Catalog) -> set[str]:
@@ -99,8 +106,15 @@ class MarketPolicy:
         hits = self.inner.failed(kind, subject, context)
         if kind == "server" and isinstance(subject, Server):
             reason = purchase_block(self.catalog.cards[subject.card], subject, self.view)
-            if reason is not None:
+            if reason is not None and subject.id not in self.view.held:
                 hits = [*hits, RuleHit(RULE_ID, "market cn", "export control", reason)]
+        server = context.get("server")
+        if kind == "offer" and isinstance(server, Server) and server.id in self.view.held:
+            reason = purchase_block(self.catalog.cards[server.card], server, self.view)
+            sites = self.view.held[server.id]
+            if reason is not None and getattr(subject, "id", None) not in sites:
+                why = f"only the owned {server.id} at {', '.join(sorted(sites))}; {reason}"
+                hits = [*hits, RuleHit(RULE_ID, "market cn", "export control", why)]
         return hits
 
     def penalty(self, kind: str, subject: Any, context: dict[str, Any]) -> Penalty:
@@ -138,12 +152,23 @@ def exclusions(catalog: Catalog, view: MarketView) -> list[Excluded]:
 
 
 def compliance(
-    deployments: Iterable[Deployment], catalog: Catalog, view: MarketView
+    deployments: Iterable[Deployment],
+    catalog: Catalog,
+    view: MarketView,
+    owned: frozenset[str] = frozenset(),
 ) -> list[ComplianceLine]:
-    """One line per card the plan uses: its export status and how the plan acquires it."""
+    """One line per card the plan uses: its export status and how the plan acquires it.
+    `owned`: server ids the plan runs from stock already held (the requirements' `owned:`);
+    a server model both owned and bought counts as both."""
     uses: dict[str, set[str]] = {}
     for d in deployments:
-        uses.setdefault(d.card, set()).add("bought" if d.mode == "owned" else "rented")
+        if d.mode != "owned":
+            how = "rented"
+        elif d.server in owned:
+            how = "owned"
+        else:
+            how = "bought"
+        uses.setdefault(d.card, set()).add(how)
     return [_line(catalog.cards[c], sorted(u), view) for c, u in sorted(uses.items())]
 
 
@@ -160,6 +185,11 @@ def _line(card: Card, uses: list[str], view: MarketView) -> ComplianceLine:
     elif "bought" in uses:
         verdict = (
             f"{state} for China; bought under allow_restricted (owned stock or a compliant channel)"
+        )
+    elif "owned" in uses:
+        verdict = (
+            f"{state} for China; owned already (the requirements' owned:): export rules "
+            "restrict sales, not the use of stock already held; none is bought"
         )
     else:
         verdict = f"{state} for China; rented from a provider in China, which holds the hardware"

@@ -25,6 +25,7 @@ from gpusolve.models.plan import (
     PenaltyItem,
 )
 from gpusolve.optimize import finance, ir
+from gpusolve.optimize.inventory import covered_racks, purchases
 from gpusolve.optimize.validate import Placed, extra_mbps
 
 KINDS: tuple[CostKind, ...] = get_args(CostKind)  # in the order the breakdown prints
@@ -38,11 +39,15 @@ def cost_items(
     then the owned servers' residual value (a credit)."""
     h = instance.horizon_months
     items: list[CostItem] = []
-    for (sku, site), n in sorted(solution.servers.items()):
+    held = {(s.sku, s.site) for s in instance.stock}
+    bought = purchases(instance, solution.servers, solution.bought)
+    for (sku, site), n in sorted(bought.items()):
         price = instance.skus[sku].capex
         server = catalog.servers.get(sku)
         note = server.pricing if server is not None else None
-        spare = int(instance.spares)  # N+1: its own line, still capex
+        # N+1: its own line, still capex (where servers are owned, the spare is one of them
+        # or of those bought: no line of its own)
+        spare = int(instance.spares) if (sku, site) not in held else 0
         detail = f"{n - spare} at {site} x {price:,}{vat_note(cand.vat_goods)}"
         amount = (n - spare) * price
         line = CostItem(kind="servers_capex", subject=sku, detail=detail, amount=amount)
@@ -57,16 +62,22 @@ def cost_items(
     racks: dict[str, int] = defaultdict(int)
     for (site, _fill), count in solution.racks.items():
         racks[site] += count
+    covered = covered_racks(instance, racks)
     for site_id in sorted(racks):
         rent = instance.sites[site_id].rack_rent_month
         months = finance.rent_months(h, instance.sites[site_id].rent_months)
-        amount = months * rent * racks[site_id]
+        if covered.get(site_id):
+            items += _renewal(instance, site_id, covered[site_id], cand, catalog)
+        rented = racks[site_id] - covered.get(site_id, 0)
+        if not rented:
+            continue
+        amount = months * rent * rented
         term = f" (the offer's minimum term; horizon {h})" if months > h else ""
         vat = vat_note(cand.vat_services)
-        detail = f"{racks[site_id]} rack(s) x {rent:,}/month{vat} x {months} months{term}"
+        detail = f"{rented} rack(s) x {rent:,}/month{vat} x {months} months{term}"
         line = CostItem(kind="rack_rent", subject=site_id, detail=detail, amount=amount)
         note = colo_pricing(catalog, site_id)
-        quantity = months * racks[site_id]
+        quantity = months * rented
         items.append(priced(line, quantity, "rack-month", rent, note, site=site_id))
     for site_id in sorted({c.site for c in solution.choices if c.site is not None}):
         fee = instance.sites[site_id].setup_fee
@@ -160,12 +171,32 @@ def colo_pricing(catalog: Catalog, offer_id: str) -> PriceNote | None:
     return offer.pricing if offer is not None else None
 
 
+def _renewal(
+    instance: ir.Instance, site_id: str, covered: int, cand: Candidates, catalog: Catalog
+) -> list[CostItem]:
+    """Contracted racks in use: paid already for the months left of the contract; the
+    months of the horizon past it are renewed at the offer's monthly price."""
+    contract = instance.contracts[site_id]
+    months = max(0, instance.horizon_months - contract.months_paid)
+    if not months:
+        return []
+    rent = instance.sites[site_id].rack_rent_month
+    detail = (
+        f"{covered} contracted rack(s) renewed after the {contract.months_paid} months paid: "
+        f"x {rent:,}/month{vat_note(cand.vat_services)} x {months} months"
+    )
+    amount = covered * months * rent
+    line = CostItem(kind="rack_rent", subject=site_id, detail=detail, amount=amount)
+    note = colo_pricing(catalog, site_id)
+    return [priced(line, covered * months, "rack-month", rent, note, site=site_id)]
+
+
 def _residual(
     solution: ir.Solution, instance: ir.Instance, cand: Candidates, catalog: Catalog
 ) -> list[CostItem]:
     """Each owned server model's value at the end of the horizon, as a negative line."""
     out: list[CostItem] = []
-    for (sku, site), n in sorted(solution.servers.items()):
+    for (sku, site), n in sorted(purchases(instance, solution.servers, solution.bought).items()):
         value = instance.skus[sku].residual
         server = catalog.servers.get(sku)
         if not value or server is None:
@@ -340,5 +371,6 @@ def cost(solution: ir.Solution, cand: Candidates, currency: str, catalog: Catalo
             penalty_items=penalties,
         ),
         penalties=penalty_total,
-        objective_value=tco + penalty_total,
+        objective_value=tco + penalty_total - solution.costs.resale,
+        resale=solution.costs.resale,
     )

@@ -11,6 +11,7 @@ from pathlib import Path
 from gpusolve.errors import InputError, Problem
 from gpusolve.load.catalog import LoadedCatalog, expand_paths, load_catalog
 from gpusolve.load.data import data_dir
+from gpusolve.load.inventory import inventory_problems
 from gpusolve.load.validate import parse_model
 from gpusolve.load.yamlio import Document, read_yaml
 from gpusolve.models.catalog import Catalog
@@ -126,6 +127,7 @@ def check_against_catalog(reqs: Requirements, doc: Document, catalog: Catalog) -
                     Problem(doc.name, loc[0], loc[1], f"unknown region or city {term!r}", hint)
                 )
     problems += preset_problems(reqs, doc)
+    problems += inventory_problems(reqs, doc, catalog)
     if reqs.scenarios:
         from gpusolve.load.scenarios import scenario_problems
 

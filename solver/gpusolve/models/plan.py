@@ -96,8 +96,55 @@ class Cost(OutModel):
     breakdown: CostBreakdown
     penalties: float = Field(default=0.0, description="Soft-rule penalties: steer, not spent.")
     objective_value: float = Field(
-        default=0.0, description="What a money objective minimises: tco + penalties."
+        default=0.0,
+        description="What a money objective minimises: tco + penalties - resale.",
     )
+    resale: float = Field(
+        default=0.0,
+        description="Owned servers sold (the requirements' `owned:` resale prices): a credit "
+        "apart from the TCO.",
+    )
+
+
+class OwnedServersLine(OutModel):
+    """Owned servers of one model at one site, and what the plan does with them."""
+
+    server: str
+    site: str
+    owned: int
+    in_service: int = Field(description="Put to work by the plan (racked and powered).")
+    sold: int = Field(description="Sold at the resale price given (credited apart).")
+    idle: int = Field(description="Neither used nor sold (no resale price): powered off.")
+    bought: str | None = Field(default=None, description="When they were bought.")
+    price_paid: float | None = Field(default=None, description="Per server: sunk.")
+    sunk: float | None = Field(default=None, description="owned x price_paid: never in the TCO.")
+    resale_each: float | None = None
+    resale: float = Field(default=0.0, description="sold x resale_each: the credit.")
+    export_note: str | None = Field(
+        default=None,
+        description="When the market forbids buying more of them: owned stock is used, "
+        "none is bought.",
+    )
+
+
+class ContractedRacksLine(OutModel):
+    """Racks already contracted at a site, and how the plan uses them."""
+
+    site: str
+    racks: int
+    months_paid: int = Field(description="Months of the horizon the contract has paid.")
+    used: int = Field(description="Contracted racks the plan fills.")
+    renewed_months: int = Field(description="Months past the paid term, renewed if used.")
+    saved: float = Field(description="Rent the plan does not pay thanks to the contract.")
+
+
+class Inventory(OutModel):
+    """What the team already owned (the requirements' `owned:`): used first, never bought."""
+
+    servers: list[OwnedServersLine] = Field(default_factory=list)
+    racks: list[ContractedRacksLine] = Field(default_factory=list)
+    sunk: float = Field(default=0.0, description="What the owned servers cost: not in the TCO.")
+    resale: float = Field(default=0.0, description="Credit for the servers sold: apart.")
 
 
 class ThroughputDelta(OutModel):
@@ -411,6 +458,9 @@ class Plan(OutModel):
     cost: Cost | None
     deployments: list[Deployment] = Field(default_factory=list)
     sites: list[Site] = Field(default_factory=list)
+    inventory: Inventory | None = Field(
+        default=None, description="The owned servers and contracted racks, and their fate."
+    )
     binding: list[Constraint] = Field(default_factory=list)
     rules_fired: list[RuleFired] = Field(default_factory=list)
     advice: list[str] = Field(default_factory=list)

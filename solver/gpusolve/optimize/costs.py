@@ -4,7 +4,7 @@ the budget caps on them, and the max-throughput objective's scores."""
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from ortools.sat.python import cp_model
 
@@ -22,13 +22,20 @@ def money_terms(
     used: dict[str, Var],
     owned: Sequence[OwnedVar],
     cloud: Sequence[CloudVar],
+    bought: Mapping[tuple[str, str], Expr] | None = None,
 ) -> tuple[Expr, Expr, Expr, Expr, Expr, Expr]:
     """(capex, rent, energy, bandwidth, cloud, residual) over the whole horizon: one place
-    for every model that prices a plan (this one, the two-stage scenario model)."""
+    for every model that prices a plan (this one, the two-stage scenario model). `bought`:
+    the servers bought per (SKU, site) when some are owned (`inventory.py`); by default
+    every server in service is bought."""
     h = instance.horizon_months
     skus, sites = instance.skus, instance.sites
-    capex = wsum([(skus[k].capex, v) for (k, _), v in servers.items() if k in skus])
-    residual = wsum([(skus[k].residual, v) for (k, _), v in servers.items() if k in skus])
+    if bought is None:
+        capex = wsum([(skus[k].capex, v) for (k, _), v in servers.items() if k in skus])
+        residual = wsum([(skus[k].residual, v) for (k, _), v in servers.items() if k in skus])
+    else:
+        capex = wsum_expr([(skus[k].capex, v) for (k, _), v in bought.items() if k in skus])
+        residual = wsum_expr([(skus[k].residual, v) for (k, _), v in bought.items() if k in skus])
     energy = wsum(
         [(h * sites[s].energy_month.get(k, 0), v) for (k, s), v in servers.items()]
         + [(o.placement.busy_energy, o.var) for o in owned]

@@ -43,6 +43,9 @@ class Sku:
     fabric: str | None = None  # FabricClass id its NICs join when a job spans servers
     nics: int = 0  # compute-fabric NICs (ports) per server
     nic_capex: int = 0  # fabric NICs bought apart from the server, per server
+    # False for a server model held in the inventory that the market forbids buying: the
+    # stock may be used, no more bought (`inventory.py`).
+    buyable: bool = True
 
 
 @dataclass(frozen=True)
@@ -107,6 +110,25 @@ class OwnedOption:
     bandwidth_mbps: int = 0  # internet bandwidth the workload needs at its site while it runs
     spans: bool = False  # one job across servers: they join the site's compute fabric
     storage_gb: int = 0  # checkpoints kept + dataset on the site's shared storage
+
+
+@dataclass(frozen=True)
+class Stock:
+    """Servers already owned at one site (`inventory.py`): free to use, never bought."""
+
+    sku: str
+    site: str
+    count: int
+    resale: int = 0  # per server sold; 0 when it cannot be sold (left idle instead)
+
+
+@dataclass(frozen=True)
+class Contract:
+    """Racks already contracted at a site: paid for `months_paid` months of the horizon."""
+
+    site: str
+    racks: int
+    months_paid: int
 
 
 @dataclass(frozen=True)
@@ -189,6 +211,9 @@ class Instance:
     # N+1: one spare server per (SKU, site) in use, bought, racked and idle (`finance.py`).
     spares: bool = False
     fabrics: dict[str, FabricClass] = field(default_factory=dict)  # by id (Sku.fabric)
+    # The inventory (`inventory.py`): owned servers per (SKU, site), contracted racks by site.
+    stock: tuple[Stock, ...] = ()
+    contracts: dict[str, Contract] = field(default_factory=dict)
     # Site-level requirements: racks at a site may not exceed what is available
     # (requirement name "racks:<site>"); explain mode may relax it.
 
@@ -224,6 +249,8 @@ class Costs:
     residual: int = 0  # owned servers' value at the end of the horizon: a credit
     network: int = 0  # of capex: switches, links, NICs (already inside `capex`)
     storage: int = 0  # of capex: shared-storage nodes (already inside `capex`)
+    # Owned servers sold now (`inventory.py`): a credit apart from the TCO.
+    resale: int = 0
 
     @property
     def tco(self) -> int:
@@ -232,7 +259,7 @@ class Costs:
 
     @property
     def objective_tco(self) -> int:
-        return self.tco + self.penalties
+        return self.tco + self.penalties - self.resale
 
 
 @dataclass(frozen=True)
@@ -250,6 +277,8 @@ class Solution:
     binding: tuple[str, ...] = ()  # names of requirements/capacities that are tight
     fabric: dict[tuple[str, str], FabricCount] = field(default_factory=dict)  # (site, class)
     storage: dict[tuple[str, str], int] = field(default_factory=dict)  # (site, kind) -> nodes
+    # Servers bought per (sku, site): `servers` less the owned ones put in service.
+    bought: dict[tuple[str, str], int] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

@@ -54,6 +54,7 @@ from gpusolve.optimize.checks import describe, instance_errors, requirement_name
 from gpusolve.optimize.costs import add_budgets, money_terms, throughput_scores
 from gpusolve.optimize.fabric import FabricVars, add_fabric, with_infrastructure
 from gpusolve.optimize.guard import check_scale
+from gpusolve.optimize.inventory import InventoryVars, add_inventory
 from gpusolve.optimize.ir import (
     SLOTS_COVERED,
     CloudOption,
@@ -103,11 +104,23 @@ class Built:
     storage_nodes: dict[tuple[str, str], Var] = field(default_factory=dict)  # (site, kind)
     # Owned servers' value at the end of the horizon (`finance.py`): a credit in the TCO.
     residual: Expr = field(default_factory=lambda: cp_model.LinearExpr.weighted_sum([], []))
+    # Owned servers and contracted racks (`inventory.py`); None without an inventory.
+    inventory: InventoryVars | None = None
 
     @property
     def tco(self) -> Expr:
         spend = self.capex + self.rent + self.energy + self.bandwidth + self.cloud_cost
         return spend - self.residual
+
+    @property
+    def resale(self) -> Expr | int:
+        """Owned servers sold: a credit apart from the TCO that money objectives see."""
+        return self.inventory.resale if self.inventory is not None else 0
+
+    @property
+    def net_cost(self) -> Expr:
+        """What a min-TCO plan minimises before penalties: TCO less the resale credit."""
+        return self.tco - self.resale
 
     @property
     def opex(self) -> Expr:
@@ -127,6 +140,8 @@ class Built:
             out += fv.variables()
         out += list(self.switch_racks.values())
         out += list(self.storage_nodes.values())
+        if self.inventory is not None:
+            out += self.inventory.variables()
         for pack in self.packing.values():
             out += list(pack.pattern_racks)
             for rack in pack.bins:
@@ -150,6 +165,9 @@ class Built:
             out[site].append(var)
         for (site, _), var in self.storage_nodes.items():
             out[site].append(var)
+        if self.inventory is not None:
+            for site, variables in self.inventory.site_variables().items():
+                out[site] += variables
         for site, pack in self.packing.items():
             out[site] += list(pack.pattern_racks)
             for rack in pack.bins:
@@ -198,8 +216,12 @@ def build(instance: Instance, options: BuildOptions | None = None) -> Built:
         if b.mode == "normal" and b.enforced(f"racks:{s}")
     }
     net = add_fabric(b.model, instance, owned, servers, racks_at, available)
-    money = money_terms(b, instance, servers, packing, used, owned, cloud)
+    inv = inventory_terms(b, servers, servers_ub, packing, net.racks)
+    bought = inv.bought if inv is not None else None
+    money = money_terms(b, instance, servers, packing, used, owned, cloud, bought)
     capex, rent, energy, bandwidth, cloud_cost, residual = money
+    if inv is not None:
+        rent += inv.rent_credit
     # Capex is servers, their network and storage: budgets, min-capex and the TCO see all.
     capex, rent = with_infrastructure(instance, net, capex, rent)
     network = net.network
@@ -247,6 +269,7 @@ def build(instance: Instance, options: BuildOptions | None = None) -> Built:
         storage=net.storage,
         storage_nodes=net.storage_nodes,
         residual=residual,
+        inventory=inv,
     )
     built.stats = {
         "owned_options_in": len(instance.owned),
@@ -261,6 +284,25 @@ def build(instance: Instance, options: BuildOptions | None = None) -> Built:
         "relaxed_sites": sum(1 for p in packing.values() if p.relaxed is not None),
     }
     return built
+
+
+def inventory_terms(
+    b: Builder,
+    servers: dict[tuple[str, str], Var],
+    servers_ub: dict[tuple[str, str], int],
+    packing: dict[str, SitePacking],
+    switch_racks: dict[str, Var],
+) -> InventoryVars | None:
+    """The inventory family (`inventory.py`), only when the instance holds one. Racks at a
+    site include those holding switches alone: a contracted rack may hold them too."""
+    if not b.instance.stock and not b.instance.contracts:
+        return None
+    racks_at = {
+        site: pack.total + switch_racks[site] if site in switch_racks else pack.total
+        for site, pack in packing.items()
+    }
+    racks_ub = {site: pack.total_ub for site, pack in packing.items()}
+    return add_inventory(b.model, b.instance, servers, servers_ub, racks_at, racks_ub)
 
 
 def choice_vars(

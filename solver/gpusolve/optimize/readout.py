@@ -44,6 +44,7 @@ def read_solution(
         network=solver.value(built.network),
         storage=solver.value(built.storage),
         residual=solver.value(built.residual),
+        resale=solver.value(built.resale),
     )
     solution = Solution(
         status=status,
@@ -58,8 +59,19 @@ def read_solution(
         storage={
             key: int(solver.value(v)) for key, v in built.storage_nodes.items() if solver.value(v)
         },
+        bought=_bought(built, solver, servers),
     )
     return dataclasses.replace(solution, binding=binding(built.instance, solution))
+
+
+def _bought(
+    built: Built, solver: cp_model.CpSolver, servers: dict[tuple[str, str], int]
+) -> dict[tuple[str, str], int]:
+    """Servers bought per (sku, site): all in service, less the owned ones kept."""
+    if built.inventory is None:
+        return dict(servers)
+    out = {key: int(solver.value(v)) for key, v in built.inventory.bought.items()}
+    return {k: v for k, v in out.items() if v > 0}
 
 
 def _fabric(built: Built, solver: cp_model.CpSolver) -> dict[tuple[str, str], FabricCount]:

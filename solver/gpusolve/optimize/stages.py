@@ -38,7 +38,7 @@ def primary(built: Built) -> tuple[Expr, bool]:
         return built.capex + built.cloud_cost + built.penalties, False
     if kind == "min-monthly":
         return built.opex + built.penalties, False
-    return built.tco + built.penalties, False
+    return built.net_cost + built.penalties, False
 
 
 @dataclass(frozen=True)
@@ -91,7 +91,7 @@ def criteria(built: Built) -> list[Criterion]:
     objective, maximise = primary(built)
     items: list[tuple[str, Expr, bool]] = [(built.instance.objective, objective, maximise)]
     if built.instance.objective != "min-tco":
-        items.append(("tco", built.tco + built.penalties, False))
+        items.append(("tco", built.net_cost + built.penalties, False))
     items += [
         ("racks", built.racks_total, False),
         ("headroom", built.headroom, True),

@@ -11,6 +11,12 @@ from collections import defaultdict
 
 from gpusolve.optimize import finance
 from gpusolve.optimize.fabric import fabric_cost, rack_room_units, rack_room_w, storage_kinds
+from gpusolve.optimize.inventory import (
+    inventory_problems,
+    purchases,
+    resale_value,
+)
+from gpusolve.optimize.inventory import rent_credit as inventory_rent_credit
 from gpusolve.optimize.ir import (
     SLOTS_COVERED,
     CloudOption,
@@ -35,6 +41,7 @@ def check(instance: Instance, solution: Solution) -> list[str]:
     _check_racks(instance, solution, problems)
     _check_fabric(instance, solution, placed, problems)
     _check_storage(instance, solution, placed, problems)
+    problems += inventory_problems(instance, solution.servers, solution.bought)
     costs = recompute_costs(instance, solution, placed)
     _check_budgets(instance, costs, problems)
     if solution.costs != costs:
@@ -159,16 +166,21 @@ def _check_racks(instance: Instance, solution: Solution, problems: list[str]) ->
 def recompute_costs(instance: Instance, solution: Solution, placed: Placed) -> Costs:
     h = instance.horizon_months
     capex = energy = residual = 0
-    for (sku, site), count in solution.servers.items():
+    for (sku, _site), count in purchases(instance, solution.servers, solution.bought).items():
         capex += instance.skus[sku].capex * count
         residual += instance.skus[sku].residual * count
+    for (sku, site), count in solution.servers.items():
         energy += h * instance.sites[site].energy_month.get(sku, 0) * count
+    racks_at: dict[str, int] = defaultdict(int)
+    for (site, _), count in solution.racks.items():
+        racks_at[site] += count
     rent = sum(
         finance.rent_months(h, instance.sites[site].rent_months)
         * instance.sites[site].rack_rent_month
         * count
-        for (site, _), count in solution.racks.items()
+        for site, count in racks_at.items()
     )
+    rent += inventory_rent_credit(instance, racks_at)
     energy += sum(item[1].busy_energy for item in placed if isinstance(item, tuple))
     sites_used = {item[1].site for item in placed if isinstance(item, tuple)}
     rent += sum(instance.sites[s].setup_fee for s in sites_used)
@@ -185,7 +197,10 @@ def recompute_costs(instance: Instance, solution: Solution, placed: Placed) -> C
     network = recompute_network(instance, solution)
     storage = recompute_storage(instance, solution)
     capex += network + storage
-    return Costs(capex, rent, energy, bandwidth, cloud, penalties, residual, network, storage)
+    resale = resale_value(instance, solution.servers, solution.bought)
+    return Costs(
+        capex, rent, energy, bandwidth, cloud, penalties, residual, network, storage, resale
+    )
 
 
 def recompute_storage(instance: Instance, solution: Solution) -> int:

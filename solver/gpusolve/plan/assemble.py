@@ -13,6 +13,8 @@ from gpusolve.candidates.market import compliance, exclusions
 from gpusolve.candidates.prepare import Prepared
 from gpusolve.explain import parts
 from gpusolve.explain.bom import bill_of_materials, locate
+from gpusolve.explain.inventory import in_service
+from gpusolve.explain.inventory import inventory as owned_lines
 from gpusolve.load.catalog import sources_of
 from gpusolve.models.catalog import PART_KINDS, Catalog
 from gpusolve.models.common import PriceNote
@@ -45,6 +47,7 @@ def planned(
         cost=parts.cost(solution, where.cand, where.reqs, where.catalog),
         deployments=parts.deployments(solution, where.cand, where.reqs),
         sites=parts.sites(solution, inst, where.catalog),
+        inventory=owned_lines(solution, inst, where.reqs),
         binding=parts.binding(solution, inst, where.catalog, where.reqs),
         rules_fired=run.rules.fired,
         advice=[*where.small.values(), *run.rules.advice],
@@ -67,7 +70,9 @@ def finish(run: Inputs, plan: Plan) -> Plan:
     if run.market is not None:
         update["market"] = run.market.market
         update["market_basis"] = run.market.basis
-        update["compliance"] = compliance(plan.deployments, run.catalog, run.market)
+        update["compliance"] = compliance(
+            plan.deployments, run.catalog, run.market, in_service(plan)
+        )
         update["excluded"] = exclusions(run.catalog, run.market)
     if run.loaded is not None:
         used = [

@@ -91,6 +91,9 @@ def cost_lines(c: Cost) -> list[str]:
             out.append(total(label, getattr(b, kind)))
             out += [f"      {i.amount:>{width},.0f}  {i.subject}: {i.detail}" for i in items]
     out.append(total("TCO", c.tco))
+    if c.resale:
+        out.append(total("resale of owned servers", -c.resale) + "  (credit apart from the TCO)")
+        out.append(total("TCO less resale", c.tco - c.resale))
     if b.penalty_items:
         out.append(total("soft-rule penalties", c.penalties) + "  (steer the choice; not spent)")
         for p in b.penalty_items:
@@ -99,7 +102,8 @@ def cost_lines(c: Cost) -> list[str]:
                 f"      {p.amount:>{width},.0f}  {p.rule}{src}: {p.workload} on {p.deployment}"
             )
             out.append(f"      {'':>{width}}  {p.judged}: {p.reason}")
-        out.append(total("objective = TCO + penalties", c.objective_value))
+        label = "objective = TCO + penalties" + (" - resale" if c.resale else "")
+        out.append(total(label, c.objective_value))
     return out
 
 

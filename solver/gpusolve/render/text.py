@@ -18,6 +18,7 @@ from gpusolve.render.fmt import (
     rack_use,
     work,
 )
+from gpusolve.render.inventory import inventory_text
 from gpusolve.render.scenarios import scenarios_text
 from gpusolve.render.sensitivity import sensitivity_text
 
@@ -77,6 +78,7 @@ def plan_text(plan: Plan) -> str:
                 if s.fill_kw:
                     used = f" ({rack_use(s.fill_kw[i - 1], s.rack_kw, s.reserved_kw)})"
                 add(f"      rack {i}: {content}{used}")
+    lines += inventory_text(plan.inventory, cur)
     if plan.cost:
         add("")
         lines += cost_lines(plan.cost)

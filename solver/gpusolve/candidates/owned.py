@@ -1,0 +1,70 @@
+"""The requirements' `owned:` inventory as the optimiser sees it (`optimize/inventory.py`).
+
+Owned servers become integer stock per (server model, site) at zero purchase cost, with
+their resale price per server when one is given; contracted racks become racks already
+paid at their site for the months left of the contract. Export status does not block
+stock already held: a model the market forbids buying stays usable from the stock, only
+no more of it is bought (`Sku.buyable`, and the market policy keeps its options to the
+sites that hold it, `market.py`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from gpusolve.candidates.market import purchase_block, resolve_market
+from gpusolve.models.catalog import Catalog
+from gpusolve.models.money import to_money
+from gpusolve.models.requirements import Requirements
+from gpusolve.optimize import ir
+
+
+def held_blocked(reqs: Requirements, catalog: Catalog) -> frozenset[str]:
+    """Owned server models the run's market forbids buying (more of)."""
+    view = resolve_market(reqs, catalog)
+    out = set()
+    for held in reqs.owned.servers:
+        server = catalog.servers.get(held.server)
+        if server is not None and purchase_block(catalog.cards[server.card], server, view):
+            out.add(server.id)
+    return frozenset(out)
+
+
+def with_inventory(instance: ir.Instance, reqs: Requirements, catalog: Catalog) -> ir.Instance:
+    """`instance` with the owned servers of `reqs` as stock (the sites already carry the
+    contracted racks, `contracted_sites`)."""
+    owned = reqs.owned
+    if not owned.servers and not owned.racks:
+        return instance
+    blocked = held_blocked(reqs, catalog)
+    stock = tuple(
+        ir.Stock(
+            sku=s.server,
+            site=s.site,
+            count=s.count,
+            resale=to_money(s.resale) if s.resale is not None else 0,
+        )
+        for s in sorted(owned.servers, key=lambda s: (s.server, s.site))
+    )
+    contracts = {
+        r.site: ir.Contract(r.site, r.racks, min(r.term_months, reqs.horizon_months))
+        for r in owned.racks
+    }
+    skus = {
+        k: dataclasses.replace(sku, buyable=False) if k in blocked else sku
+        for k, sku in instance.skus.items()
+    }
+    contracts = {k: c for k, c in contracts.items() if k in instance.sites}
+    return dataclasses.replace(instance, skus=skus, stock=stock, contracts=contracts)
+
+
+def contracted_sites(sites: dict[str, ir.Site], reqs: Requirements) -> dict[str, ir.Site]:
+    """Sites with contracted racks: those racks come on top of the offer's availability,
+    and the site's set-up fee was paid with the contract."""
+    racks = {r.site: r.racks for r in reqs.owned.racks}
+    return {
+        k: dataclasses.replace(site, racks_available=site.racks_available + racks[k], setup_fee=0)
+        if k in racks
+        else site
+        for k, site in sites.items()
+    }

@@ -1,0 +1,82 @@
+"""The inventory's lines: what the plan does with each owned server model and contracted
+rack (`optimize/inventory.py`), with the sunk price shown apart and the resale credit."""
+
+from __future__ import annotations
+
+from gpusolve.models.plan import ContractedRacksLine, Inventory, OwnedServersLine, Plan
+from gpusolve.models.requirements import OwnedServers, Requirements
+from gpusolve.optimize import ir
+from gpusolve.optimize.inventory import contract_saving, covered_racks, kept_counts
+
+
+def inventory(solution: ir.Solution, instance: ir.Instance, reqs: Requirements) -> Inventory | None:
+    """The owned servers and contracted racks of `reqs` as this plan uses them; None
+    without an inventory."""
+    owned = reqs.owned
+    if not owned.servers and not owned.racks:
+        return None
+    kept = kept_counts(instance, solution.servers, solution.bought)
+    lines = [
+        _server_line(held, kept.get((held.server, held.site), 0), instance)
+        for held in owned.servers
+    ]
+    racks_at: dict[str, int] = {}
+    for (site, _), count in solution.racks.items():
+        racks_at[site] = racks_at.get(site, 0) + count
+    covered = covered_racks(instance, racks_at)
+    h = instance.horizon_months
+    racks = []
+    for contract in owned.racks:
+        paid = min(contract.term_months, h)
+        used = covered.get(contract.site, 0)
+        saved = contract_saving(instance, contract.site) * used if used else 0
+        racks.append(
+            ContractedRacksLine(
+                site=contract.site,
+                racks=contract.racks,
+                months_paid=paid,
+                used=used,
+                renewed_months=h - paid if used else 0,
+                saved=float(saved),
+            )
+        )
+    return Inventory(
+        servers=lines,
+        racks=racks,
+        sunk=float(sum(line.sunk or 0.0 for line in lines)),
+        resale=float(sum(line.resale for line in lines)),
+    )
+
+
+def _server_line(held: OwnedServers, in_service: int, instance: ir.Instance) -> OwnedServersLine:
+    stock = next(s for s in instance.stock if (s.sku, s.site) == (held.server, held.site))
+    out = held.count - in_service
+    sold = out if held.resale is not None else 0
+    sku = instance.skus.get(held.server)
+    note = None
+    if sku is not None and not sku.buyable:
+        note = (
+            "the market forbids buying more; the owned ones may be used (export rules "
+            "restrict sales, not stock already held)"
+        )
+    return OwnedServersLine(
+        server=held.server,
+        site=held.site,
+        owned=held.count,
+        in_service=in_service,
+        sold=sold,
+        idle=out - sold,
+        bought=held.bought,
+        price_paid=held.price_paid,
+        sunk=held.price_paid * held.count if held.price_paid is not None else None,
+        resale_each=float(stock.resale) if held.resale is not None else None,
+        resale=float(stock.resale * sold),
+        export_note=note,
+    )
+
+
+def in_service(plan: Plan) -> frozenset[str]:
+    """Server models the plan runs from the owned stock (for the compliance lines)."""
+    if plan.inventory is None:
+        return frozenset()
+    return frozenset(line.server for line in plan.inventory.servers if line.in_service)

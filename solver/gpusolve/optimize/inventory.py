@@ -1,0 +1,215 @@
+"""The inventory in the model: servers already owned and racks already contracted.
+
+Notation. For a (SKU, site) with q servers owned (`Instance.stock`), n[k@s] (the servers in
+service there, `model._server_vars`) is made of kept owned servers and bought ones:
+buy[k@s] >= 0, 0 <= n - buy <= q. Only `buy` is capex (and residual value); the owned
+servers not in service (q - (n - buy)) are sold when a resale price is given, credited on
+their own line apart from the TCO (the objective sees the credit), or left idle (powered
+off: no rack, no energy). Owned servers are used before any is bought: a Bool full[k@s]
+with buy <= ub x full and n - buy >= q x full, so buying one more of a model while
+selling one of the same is never a plan (it would only trade at the price spread). A model
+the market forbids buying has buy fixed at 0 (export rules apply to purchases, not to stock
+already held).
+
+Contracted racks at a site (`Instance.contracts`): c racks whose rent is paid for m months
+of the horizon h. Of the racks the site needs, covered[s] <= min(R, c) come from the
+contract: each costs only the months past the paid term, (h - m)+ x the monthly rent
+(renewed at the offer's price), instead of the offer's full term. The model adds the
+difference as a credit on rent, so the objective fills contracted racks first. Racks of
+the contract left empty are sunk: they cost nothing more. The offer's availability counts
+on top of the contract (the candidates stage adds it), and the set-up fee is not charged
+again at a site already contracted.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from ortools.sat.python import cp_model
+
+from gpusolve.optimize import finance
+from gpusolve.optimize.builder import Expr, Var, wsum
+from gpusolve.optimize.ir import Instance, Stock
+
+
+@dataclass
+class InventoryVars:
+    """The inventory's handles in the model."""
+
+    bought: dict[tuple[str, str], Var]  # servers bought per (sku, site): what capex counts
+    resale: Expr  # owned servers sold, credited apart from the TCO
+    rent_credit: Expr  # rent the contracted racks save (<= 0 added to rent)
+    full: dict[tuple[str, str], Var] = field(default_factory=dict)  # every owned one in service
+    covered: dict[str, Var] = field(default_factory=dict)  # racks from the contract, by site
+
+    def variables(self) -> list[Var]:
+        """Every variable of the family, for complete hints."""
+        buys = [v for key, v in self.bought.items() if key in self.full]
+        return buys + list(self.full.values()) + list(self.covered.values())
+
+    def site_variables(self) -> dict[str, list[Var]]:
+        """The family's variables by the site they belong to."""
+        out: dict[str, list[Var]] = defaultdict(list)
+        for key, var in self.full.items():
+            out[key[1]] += [self.bought[key], var]
+        for site, var in self.covered.items():
+            out[site].append(var)
+        return out
+
+
+def stock_by_key(instance: Instance) -> dict[tuple[str, str], Stock]:
+    """The owned servers per (sku, site)."""
+    return {(s.sku, s.site): s for s in instance.stock}
+
+
+def add_inventory(
+    model: cp_model.CpModel,
+    instance: Instance,
+    servers: Mapping[tuple[str, str], Var],
+    servers_ub: Mapping[tuple[str, str], int],
+    racks_at: Mapping[str, Expr],
+    racks_ub: Mapping[str, int],
+) -> InventoryVars:
+    """Purchases, resale and the contracted racks' rent credit (see the module notes)."""
+    stock = stock_by_key(instance)
+    bought: dict[tuple[str, str], Var] = {}
+    full: dict[tuple[str, str], Var] = {}
+    resale_terms: list[tuple[int, Var]] = []
+    resale_fixed = 0
+    for key in sorted(servers):
+        n = servers[key]
+        sku = instance.skus.get(key[0])
+        buyable = sku is None or sku.buyable
+        held = stock.get(key)
+        if held is None:
+            if not buyable:
+                model.add(n == 0)  # nothing owned here and none may be bought
+            bought[key] = n
+            continue
+        ub = servers_ub[key]
+        buy = model.new_int_var(0, ub if buyable else 0, f"buy[{key[0]}@{key[1]}]")
+        all_in = model.new_bool_var(f"full[{key[0]}@{key[1]}]")
+        kept = n - buy
+        model.add(kept >= 0)
+        model.add(kept <= held.count)
+        model.add(buy <= ub * all_in)
+        model.add(kept >= held.count * all_in)
+        bought[key] = buy
+        full[key] = all_in
+        # Sold: count - kept, as `resale x count - resale x n + resale x buy`.
+        resale_fixed += held.resale * held.count
+        resale_terms += [(-held.resale, n), (held.resale, buy)]
+    for key, held in stock.items():
+        if key not in servers:  # no workload can use them there: all sold (or idle)
+            resale_fixed += held.resale * held.count
+    resale = wsum(resale_terms) + resale_fixed
+    credit, covered = _contract_credit(model, instance, racks_at, racks_ub)
+    return InventoryVars(bought, resale, credit, full, covered)
+
+
+def contract_saving(instance: Instance, site_id: str) -> int:
+    """What one contracted rack saves over renting it: the offer's full term less the
+    months past the paid term (renewed at the monthly price)."""
+    site = instance.sites[site_id]
+    contract = instance.contracts[site_id]
+    h = instance.horizon_months
+    full_term = finance.rent_months(h, site.rent_months)
+    renewal = max(0, h - contract.months_paid)
+    return (full_term - renewal) * site.rack_rent_month
+
+
+def _contract_credit(
+    model: cp_model.CpModel,
+    instance: Instance,
+    racks_at: Mapping[str, Expr],
+    racks_ub: Mapping[str, int],
+) -> tuple[Expr, dict[str, Var]]:
+    """covered[s] <= min(racks at s, contracted racks), and the rent it saves (negative)."""
+    terms: list[tuple[int, Var]] = []
+    covered: dict[str, Var] = {}
+    for site_id in sorted(instance.contracts):
+        if site_id not in racks_at:
+            continue  # no server can go there: the contract is sunk
+        contract = instance.contracts[site_id]
+        top = min(contract.racks, racks_ub.get(site_id, contract.racks))
+        var = model.new_int_var(0, top, f"covered[{site_id}]")
+        model.add(var <= racks_at[site_id])
+        covered[site_id] = var
+        terms.append((-contract_saving(instance, site_id), var))
+    return wsum(terms), covered
+
+
+def purchases(
+    instance: Instance,
+    servers: Mapping[tuple[str, str], int],
+    bought: Mapping[tuple[str, str], int],
+) -> dict[tuple[str, str], int]:
+    """Servers bought per (sku, site): `bought` when the instance holds stock, else every
+    server in service (a solution read without an inventory need not list them)."""
+    if not instance.stock:
+        return dict(servers)
+    return {k: v for k, v in bought.items() if v > 0}
+
+
+def inventory_problems(
+    instance: Instance,
+    servers: Mapping[tuple[str, str], int],
+    bought: Mapping[tuple[str, str], int],
+) -> list[str]:
+    """What a solution's counts break of the inventory's rules (the model's, restated)."""
+    problems: list[str] = []
+    stock = stock_by_key(instance)
+    for key, n in purchases(instance, servers, bought).items():
+        held = stock.get(key)
+        kept = servers.get(key, 0) - n
+        if n < 0 or kept < 0:
+            problems.append(f"{key}: {n} bought of {servers.get(key, 0)} in service")
+        if n > 0 and not instance.skus[key[0]].buyable:
+            problems.append(f"{key}: {n} bought although the market forbids it")
+        if n > 0 and held is not None and kept != held.count:
+            problems.append(f"{key}: {n} bought while {held.count - kept} owned stay out")
+    for key, held in stock.items():
+        if servers.get(key, 0) - bought.get(key, 0) > held.count:
+            problems.append(f"{key}: more owned servers in service than the {held.count} held")
+    return problems
+
+
+def rent_credit(instance: Instance, racks_by_site: Mapping[str, int]) -> int:
+    """The rent the contracted racks save in a plan with these racks per site (<= 0)."""
+    return -sum(
+        contract_saving(instance, site) * covered
+        for site, covered in covered_racks(instance, racks_by_site).items()
+    )
+
+
+def kept_counts(
+    instance: Instance,
+    servers: Mapping[tuple[str, str], int],
+    bought: Mapping[tuple[str, str], int],
+) -> dict[tuple[str, str], int]:
+    """Owned servers in service per (sku, site), from a solution's counts."""
+    out: dict[tuple[str, str], int] = defaultdict(int)
+    for key in stock_by_key(instance):
+        out[key] = servers.get(key, 0) - bought.get(key, 0)
+    return dict(out)
+
+
+def resale_value(
+    instance: Instance,
+    servers: Mapping[tuple[str, str], int],
+    bought: Mapping[tuple[str, str], int],
+) -> int:
+    """The credit for owned servers sold: resale x (owned - in service)."""
+    kept = kept_counts(instance, servers, bought)
+    return sum(s.resale * (s.count - kept[(s.sku, s.site)]) for s in instance.stock)
+
+
+def covered_racks(instance: Instance, racks_by_site: Mapping[str, int]) -> dict[str, int]:
+    """Racks of each site that the contract covers: as many as the plan uses, up to it."""
+    return {
+        site: min(c.racks, racks_by_site.get(site, 0))
+        for site, c in instance.contracts.items()
+        if site in instance.sites
+    }

@@ -1,0 +1,39 @@
+"""The inventory section of a plan: owned servers and contracted racks, and their fate."""
+
+from __future__ import annotations
+
+from gpusolve.models.plan import Inventory
+from gpusolve.render.fmt import money
+
+
+def inventory_text(inv: Inventory | None, cur: str) -> list[str]:
+    """'Owned (inventory)': per model and site what is used, sold or left idle; the sunk
+    price (never in the TCO); the contracted racks and the rent they save."""
+    if inv is None:
+        return []
+    out = ["", "Owned (inventory; sunk, never in the TCO)"]
+    for s in inv.servers:
+        fate = [f"{s.in_service} in service"]
+        if s.sold:
+            fate.append(f"{s.sold} sold x {money(s.resale_each or 0.0, cur)}")
+        if s.idle:
+            fate.append(f"{s.idle} left idle (powered off; no resale price given)")
+        out.append(f"  {s.owned} x {s.server} at {s.site}: {', '.join(fate)}")
+        paid = []
+        if s.bought:
+            paid.append(f"bought {s.bought}")
+        if s.price_paid is not None:
+            paid.append(f"{money(s.price_paid, cur)} each, {money(s.sunk or 0.0, cur)} sunk")
+        if paid:
+            out.append(f"      {'; '.join(paid)}")
+        if s.export_note:
+            out.append(f"      {s.export_note}")
+    for r in inv.racks:
+        use = f"{r.used} of {r.racks} contracted rack(s) used"
+        term = f"paid for {r.months_paid} months of the horizon"
+        renewal = f"; renewed {r.renewed_months} months" if r.renewed_months else ""
+        saved = f"; saves {money(r.saved, cur)} of rent" if r.saved else ""
+        out.append(f"  {r.site}: {use}, {term}{renewal}{saved}")
+    if inv.resale:
+        out.append(f"  resale credit {money(inv.resale, cur)} (apart from the TCO)")
+    return out

@@ -20,10 +20,7 @@ def inventory(solution: ir.Solution, instance: ir.Instance, reqs: Requirements) 
         _server_line(held, kept.get((held.server, held.site), 0), instance)
         for held in owned.servers
     ]
-    racks_at: dict[str, int] = {}
-    for (site, _), count in solution.racks.items():
-        racks_at[site] = racks_at.get(site, 0) + count
-    covered = covered_racks(instance, racks_at)
+    covered = covered_racks(instance, solution.racks)
     h = instance.horizon_months
     racks = []
     for contract in owned.racks:

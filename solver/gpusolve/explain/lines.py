@@ -62,7 +62,7 @@ def cost_items(
     racks: dict[str, int] = defaultdict(int)
     for (site, _fill), count in solution.racks.items():
         racks[site] += count
-    covered = covered_racks(instance, racks)
+    covered = covered_racks(instance, solution.racks)
     for site_id in sorted(racks):
         rent = instance.sites[site_id].rack_rent_month
         months = finance.rent_months(h, instance.sites[site_id].rent_months)

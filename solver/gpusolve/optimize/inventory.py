@@ -176,11 +176,13 @@ def inventory_problems(
     return problems
 
 
-def rent_credit(instance: Instance, racks_by_site: Mapping[str, int]) -> int:
-    """The rent the contracted racks save in a plan with these racks per site (<= 0)."""
+def rent_credit(
+    instance: Instance, racks: Mapping[tuple[str, tuple[tuple[str, int], ...]], int]
+) -> int:
+    """The rent the contracted racks save in a plan with these racks (<= 0)."""
     return -sum(
         contract_saving(instance, site) * covered
-        for site, covered in covered_racks(instance, racks_by_site).items()
+        for site, covered in covered_racks(instance, racks).items()
     )
 
 
@@ -206,10 +208,18 @@ def resale_value(
     return sum(s.resale * (s.count - kept[(s.sku, s.site)]) for s in instance.stock)
 
 
-def covered_racks(instance: Instance, racks_by_site: Mapping[str, int]) -> dict[str, int]:
-    """Racks of each site that the contract covers: as many as the plan uses, up to it."""
+def covered_racks(
+    instance: Instance, racks: Mapping[tuple[str, tuple[tuple[str, int], ...]], int]
+) -> dict[str, int]:
+    """Racks of each site that the contract covers: as many racks holding servers as the
+    plan uses there, up to the contract (`Solution.racks`: (site, fill) -> racks; racks
+    holding switches alone are rented as the fabric sizes them)."""
+    holding: dict[str, int] = defaultdict(int)
+    for (site, fill), count in racks.items():
+        if fill:
+            holding[site] += count
     return {
-        site: min(c.racks, racks_by_site.get(site, 0))
+        site: min(c.racks, holding[site])
         for site, c in instance.contracts.items()
         if site in instance.sites
     }

@@ -216,7 +216,7 @@ def build(instance: Instance, options: BuildOptions | None = None) -> Built:
         if b.mode == "normal" and b.enforced(f"racks:{s}")
     }
     net = add_fabric(b.model, instance, owned, servers, racks_at, available)
-    inv = inventory_terms(b, servers, servers_ub, packing, net.racks)
+    inv = inventory_terms(b, servers, servers_ub, packing)
     bought = inv.bought if inv is not None else None
     money = money_terms(b, instance, servers, packing, used, owned, cloud, bought)
     capex, rent, energy, bandwidth, cloud_cost, residual = money
@@ -291,16 +291,11 @@ def inventory_terms(
     servers: dict[tuple[str, str], Var],
     servers_ub: dict[tuple[str, str], int],
     packing: dict[str, SitePacking],
-    switch_racks: dict[str, Var],
 ) -> InventoryVars | None:
-    """The inventory family (`inventory.py`), only when the instance holds one. Racks at a
-    site include those holding switches alone: a contracted rack may hold them too."""
+    """The inventory family (`inventory.py`), only when the instance holds one."""
     if not b.instance.stock and not b.instance.contracts:
         return None
-    racks_at = {
-        site: pack.total + switch_racks[site] if site in switch_racks else pack.total
-        for site, pack in packing.items()
-    }
+    racks_at = {site: pack.total for site, pack in packing.items()}
     racks_ub = {site: pack.total_ub for site, pack in packing.items()}
     return add_inventory(b.model, b.instance, servers, servers_ub, racks_at, racks_ub)
 

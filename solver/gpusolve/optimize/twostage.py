@@ -101,7 +101,7 @@ def solve_two_stage(
     ts = build_two_stage(scenarios, fixed)
     if any(b.unplaceable for b in ts.built):
         return TwoStageResult("infeasible", wall_s=time.perf_counter() - start)
-    costs = [b.tco + b.penalties for b in ts.built]
+    costs = [b.net_cost + b.penalties for b in ts.built]
     weights = probability_weights([s.probability for s in scenarios])
     if fixed is not None:
         objective: Expr = wsum_expr([(1, c) for c in costs])
@@ -377,7 +377,7 @@ def _add_hint(ts: TwoStage, hint: TwoStageResult) -> None:
 
 def _read(built: Built, solver: cp_model.CpSolver, status: Status, wall: float) -> Solution:
     """One scenario's plan, checked against its own instance like any single plan."""
-    tco = int(solver.value(built.tco + built.penalties))
+    tco = int(solver.value(built.net_cost + built.penalties))
     solution = read_solution(built, solver, status, tco, tco, wall)
     assert_consistent(built.instance, solution)
     return solution

@@ -46,6 +46,7 @@ from gpusolve.optimize.checks import instance_errors
 from gpusolve.optimize.costs import add_budgets, money_terms, throughput_scores
 from gpusolve.optimize.fabric import add_fabric, with_infrastructure
 from gpusolve.optimize.guard import check_scale
+from gpusolve.optimize.inventory import InventoryVars
 from gpusolve.optimize.ir import (
     SLOTS_COVERED,
     Instance,
@@ -54,7 +55,15 @@ from gpusolve.optimize.ir import (
     Site,
     Sku,
 )
-from gpusolve.optimize.model import SLOTS, Built, choice_vars, exactly_one, max_demand, rank_expr
+from gpusolve.optimize.model import (
+    SLOTS,
+    Built,
+    choice_vars,
+    exactly_one,
+    inventory_terms,
+    max_demand,
+    rank_expr,
+)
 from gpusolve.optimize.packing import SitePacking, add_packing
 from gpusolve.optimize.prune import usable_cloud, usable_owned
 
@@ -193,8 +202,10 @@ def build_two_stage(
     owned_all = [o for part in parts for o in part.owned] + idle
     choices = sum(len(p.owned) + len(p.cloud) for p in parts)
     packing = add_packing(b, owned_all, servers, servers_ub, used, choices)
+    # Owned servers and contracted racks are first-stage, decided once (`inventory.py`).
+    inv = inventory_terms(b, servers, servers_ub, packing)
     built = tuple(
-        _scenario_view(part, s.instance, servers, packing, used)
+        _scenario_view(part, s.instance, servers, packing, used, inv)
         for part, s in zip(parts, scenarios, strict=True)
     )
     return TwoStage(b.model, tuple(scenarios), built, servers, used)
@@ -305,6 +316,7 @@ def _scenario_view(
     servers: dict[tuple[str, str], Var],
     packing: dict[str, SitePacking],
     used: dict[str, Var],
+    inv: InventoryVars | None = None,
 ) -> Built:
     """One scenario's costs over the shared purchase, as a `Built` so that the single
     model's readout (`readout.read_solution`) reads it unchanged."""
@@ -317,8 +329,11 @@ def _scenario_view(
     # in a single plan (`model._site_used`, which `validate.py` recomputes): a site
     # holding only servers the scenario leaves idle pays its racks, not its line.
     here = _scenario_used(part, used)
-    money = money_terms(part.b, instance, servers, packing, here, owned, cloud)
+    bought = inv.bought if inv is not None else None
+    money = money_terms(part.b, instance, servers, packing, here, owned, cloud, bought)
     capex, rent, energy, bandwidth, cloud_cost, residual = money
+    if inv is not None:
+        rent += inv.rent_credit
     capex, rent = with_infrastructure(instance, net, capex, rent)
     penalties = wsum(
         [(o.option.penalty + o.placement.penalty, o.var) for o in owned]
@@ -356,6 +371,7 @@ def _scenario_view(
         storage=net.storage,
         storage_nodes=net.storage_nodes,
         residual=residual,
+        inventory=inv,
     )
 
 

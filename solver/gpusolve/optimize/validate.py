@@ -180,7 +180,7 @@ def recompute_costs(instance: Instance, solution: Solution, placed: Placed) -> C
         * count
         for site, count in racks_at.items()
     )
-    rent += inventory_rent_credit(instance, racks_at)
+    rent += inventory_rent_credit(instance, solution.racks)
     energy += sum(item[1].busy_energy for item in placed if isinstance(item, tuple))
     sites_used = {item[1].site for item in placed if isinstance(item, tuple)}
     rent += sum(instance.sites[s].setup_fee for s in sites_used)

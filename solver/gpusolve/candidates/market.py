@@ -13,11 +13,12 @@ cards, where a user's catalogue can `patch:` them to their legal team's view.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from gpusolve.models.catalog import Card, Catalog, Server
+from gpusolve.models.inventory import Owned
 from gpusolve.models.params import Params
 from gpusolve.models.plan import ComplianceLine, Deployment, Excluded
 from gpusolve.models.policy import Penalty, RuleHit, WorkloadPolicy
@@ -43,22 +44,36 @@ class MarketView:
 
 def resolve_market(reqs: Requirements, catalog: Catalog) -> MarketView:
     """The stated market, else cn when every region the run may use is in China."""
-    allowed = frozenset(reqs.allow_restricted)
+    return market_view(
+        catalog, reqs.market, reqs.regions.allowed, reqs.allow_restricted, reqs.owned
+    )
+
+
+def market_view(
+    catalog: Catalog,
+    market: str | None,
+    regions: Sequence[str] | None,
+    allow_restricted: Sequence[str],
+    owned: Owned,
+) -> MarketView:
+    """The market of a run (`plan`'s requirements or `colo`'s fleet): the stated one, else
+    cn when every allowed region (or, without any, every catalogue region) is in China."""
+    allowed = frozenset(allow_restricted)
     held: dict[str, set[str]] = {}
-    for owned in reqs.owned.servers:
-        held.setdefault(owned.server, set()).add(owned.site)
+    for item in owned.servers:
+        held.setdefault(item.server, set()).add(item.site)
     stock = {k: frozenset(v) for k, v in held.items()}
-    if reqs.market is not None:
-        return MarketView(reqs.market, "stated in the requirements (market:)", allowed, stock)
-    if reqs.regions.allowed:
-        in_china = all(_term_in_china(t, catalog) for t in reqs.regions.allowed)
+    if market is not None:
+        return MarketView(market, "stated in the requirements (market:)", allowed, stock)
+    if regions:
+        in_china = all(_term_in_china(t, catalog) for t in regions)
         where = "every allowed region is" if in_china else "an allowed region is not"
     else:
-        regions = _catalogue_regions(catalog)
-        in_china = bool(regions) and all(r in CHINA_REGIONS for r in regions)
+        known = _catalogue_regions(catalog)
+        in_china = bool(known) and all(r in CHINA_REGIONS for r in known)
         where = "every catalogue region is" if in_china else "a catalogue region is not"
-    market = "cn" if in_china else "global"
-    return MarketView(market, f"default: {where} in China", allowed, stock)
+    resolved = "cn" if in_china else "global"
+    return MarketView(resolved, f"default: {where} in China", allowed, stock)
 
 
 def _catalogue_regions(catalog: Catalog) -> set[str]:
@@ -160,7 +175,7 @@ def compliance(
     """One line per card the plan uses: its export status and how the plan acquires it.
     `owned`: server ids the plan runs from stock already held (the requirements' `owned:`);
     a server model both owned and bought counts as both."""
-    uses: dict[str, set[str]] = {}
+    uses: list[tuple[str, str]] = []
     for d in deployments:
         if d.mode != "owned":
             how = "rented"
@@ -168,8 +183,19 @@ def compliance(
             how = "owned"
         else:
             how = "bought"
-        uses.setdefault(d.card, set()).add(how)
-    return [_line(catalog.cards[c], sorted(u), view) for c, u in sorted(uses.items())]
+        uses.append((d.card, how))
+    return compliance_lines(uses, catalog, view)
+
+
+def compliance_lines(
+    uses: Iterable[tuple[str, str]], catalog: Catalog, view: MarketView
+) -> list[ComplianceLine]:
+    """One line per card of the (card id, use) pairs, use one of bought, owned, rented, or
+    "to buy" (`colo`: servers of a fleet that the market forbids buying)."""
+    by_card: dict[str, set[str]] = {}
+    for card, how in uses:
+        by_card.setdefault(card, set()).add(how)
+    return [_line(catalog.cards[c], sorted(u), view) for c, u in sorted(by_card.items())]
 
 
 def _line(card: Card, uses: list[str], view: MarketView) -> ComplianceLine:
@@ -182,13 +208,18 @@ def _line(card: Card, uses: list[str], view: MarketView) -> ComplianceLine:
         verdict = f"not restricted for China as of {status.as_of}"
     elif view.market != "cn":
         verdict = f"{state} for China; market {view.market}: not applied"
+    elif "to buy" in uses:  # `colo`: a fleet the market forbids buying
+        verdict = (
+            f"{state} for China; not bought in market cn: add it to allow_restricted: if "
+            "you own the stock (or list it under owned:) or have a compliant channel"
+        )
     elif "bought" in uses:
         verdict = (
             f"{state} for China; bought under allow_restricted (owned stock or a compliant channel)"
         )
     elif "owned" in uses:
         verdict = (
-            f"{state} for China; owned already (the requirements' owned:): export rules "
+            f"{state} for China; owned already (listed under owned:): export rules "
             "restrict sales, not the use of stock already held; none is bought"
         )
     else:

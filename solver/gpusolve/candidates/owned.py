@@ -11,12 +11,15 @@ sites that hold it, `market.py`).
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 
 from gpusolve.candidates.market import purchase_block, resolve_market
 from gpusolve.models.catalog import Catalog
+from gpusolve.models.inventory import Owned
 from gpusolve.models.money import to_money
 from gpusolve.models.requirements import Requirements
 from gpusolve.optimize import ir
+from gpusolve.optimize.inventory import covered_racks
 
 
 def held_blocked(reqs: Requirements, catalog: Catalog) -> frozenset[str]:
@@ -68,3 +71,31 @@ def contracted_sites(sites: dict[str, ir.Site], reqs: Requirements) -> dict[str,
         else site
         for k, site in sites.items()
     }
+
+
+def with_contracts(instance: ir.Instance, owned: Owned) -> ir.Instance:
+    """`instance` with the contracted racks of `owned` at its sites (`colo`: the fleet's
+    offer; the owned servers are fleet lines there, not stock)."""
+    contracts = {
+        r.site: ir.Contract(r.site, r.racks, min(r.term_months, instance.horizon_months))
+        for r in owned.racks
+        if r.site in instance.sites
+    }
+    if not contracts:
+        return instance
+    sites = {
+        k: dataclasses.replace(site, racks_available=site.racks_available + contracts[k].racks)
+        if k in contracts
+        else site
+        for k, site in instance.sites.items()
+    }
+    return dataclasses.replace(instance, sites=sites, contracts=contracts)
+
+
+def paid_rack_months(
+    instance: ir.Instance, racks: Mapping[tuple[str, tuple[tuple[str, int], ...]], int]
+) -> int:
+    """Rack-months of a solution already paid by the contracts (racks in use, up to the
+    contract, times the months paid)."""
+    covered = covered_racks(instance, racks)
+    return sum(instance.contracts[site].months_paid * n for site, n in covered.items())

@@ -10,12 +10,21 @@ and offers are ranked like plans, by TCO + penalties.
 
 from __future__ import annotations
 
+from gpusolve.candidates.market import (
+    MarketView,
+    compliance_lines,
+    exclusions,
+    market_view,
+    purchase_block,
+)
+from gpusolve.candidates.owned import paid_rack_months, with_contracts
 from gpusolve.candidates.reserve import rack_reserve
 from gpusolve.colo.placement import PlacementRules, judge, line_layout, placement_rules
 from gpusolve.models.catalog import Catalog, ColoOffer, Server
 from gpusolve.models.colo import ColoReport, ColoRow, ColoRuleHit, RuleNotJudged
-from gpusolve.models.fleet import Fleet
+from gpusolve.models.fleet import Fleet, FleetItem
 from gpusolve.models.money import energy_per_server_month, to_money
+from gpusolve.models.plan import ComplianceLine
 from gpusolve.models.regions import resolve
 from gpusolve.optimize import ir
 from gpusolve.rules.loader import RuleSet
@@ -33,6 +42,7 @@ def compare_offers(
 
         ruleset = load_ruleset([])
     rules = placement_rules(ruleset, catalog)
+    fleet = with_owned(fleet)
     servers = {item.server: catalog.servers[item.server] for item in fleet.servers}
     counts: dict[str, int] = {}
     for item in fleet.servers:
@@ -43,7 +53,12 @@ def compare_offers(
         for offer in catalog.colo_offers.values()
     ]
     rows.sort(key=lambda r: (not r.feasible, r.objective or 0.0, r.offer))
+    view = market_view(catalog, fleet.market, fleet.regions, fleet.allow_restricted, fleet.owned)
     return ColoReport(
+        market=view.market,
+        market_basis=view.basis,
+        compliance=fleet_compliance(fleet, catalog, view),
+        excluded=exclusions(catalog, view),
         currency=fleet.currency,
         horizon_months=fleet.horizon_months,
         fleet=counts,
@@ -54,6 +69,29 @@ def compare_offers(
             RuleNotJudged(rule=k.rule, source=k.source, why=k.why) for k in rules.skipped
         ],
     )
+
+
+def with_owned(fleet: Fleet) -> Fleet:
+    """The fleet with its owned servers (`owned:`) as lines of their own: they are hosted
+    like the others; the offers holding contracted racks pay less for them (`_instance`)."""
+    if not fleet.owned.servers:
+        return fleet
+    lines = [FleetItem(server=s.server, count=s.count) for s in fleet.owned.servers]
+    return fleet.model_copy(update={"servers": [*fleet.servers, *lines]})
+
+
+def fleet_compliance(fleet: Fleet, catalog: Catalog, view: MarketView) -> list[ComplianceLine]:
+    """The compliance lines `plan` prints, for the fleet's cards: owned servers are "owned"
+    (export rules restrict sales, not stock held); the others are bought, or "to buy" where
+    the market forbids buying them."""
+    owned = {s.server for s in fleet.owned.servers}
+    listed = {item.server for item in fleet.servers} - owned
+    uses = [(catalog.servers[k].card, "owned") for k in sorted(owned)]
+    for k in sorted(listed):
+        server = catalog.servers[k]
+        blocked = purchase_block(catalog.cards[server.card], server, view) is not None
+        uses.append((server.card, "to buy" if blocked else "bought"))
+    return compliance_lines(uses, catalog, view)
 
 
 def rule_hits(
@@ -186,6 +224,7 @@ def _instance(
         cloud=(),
         horizon_months=fleet.horizon_months,
     )
+    instance = with_contracts(instance, fleet.owned)
     energy_month = sum(energy[item.server] * item.count for item in fleet.servers)
     return instance, energy_month, bandwidth
 
@@ -243,7 +282,10 @@ def _row(
         )
     racks = sum(n for (_, _), n in solution.racks.items())
     fill = [dict(p) for (_, p), n in sorted(solution.racks.items()) for _ in range(n)]
-    rent = racks * offer.rack_price_per_month
+    # Contracted racks are paid for their term: the horizon's rent, averaged per month.
+    h = fleet.horizon_months
+    paid = paid_rack_months(instance, solution.racks)
+    rent = (racks * h - paid) * offer.rack_price_per_month / h
     monthly = rent + energy_month + bandwidth_month
     return base.model_copy(
         update={

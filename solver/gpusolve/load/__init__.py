@@ -73,6 +73,7 @@ def check_fleet(fleet: Fleet, doc: Document, catalog: Catalog) -> None:
             problems.append(
                 Problem(doc.name, loc[0], loc[1], f"unknown server {item.server!r}", close)
             )
+    problems += inventory_problems(fleet.owned, doc, catalog)
     if fleet.currency != catalog.currency:
         loc = doc.locate(("currency",)) or (None, None)
         problems.append(
@@ -127,7 +128,7 @@ def check_against_catalog(reqs: Requirements, doc: Document, catalog: Catalog) -
                     Problem(doc.name, loc[0], loc[1], f"unknown region or city {term!r}", hint)
                 )
     problems += preset_problems(reqs, doc)
-    problems += inventory_problems(reqs, doc, catalog)
+    problems += inventory_problems(reqs.owned, doc, catalog)
     if reqs.scenarios:
         from gpusolve.load.scenarios import scenario_problems
 

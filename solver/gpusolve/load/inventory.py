@@ -8,7 +8,7 @@ import difflib
 from gpusolve.errors import Problem
 from gpusolve.load.yamlio import Document
 from gpusolve.models.catalog import Catalog
-from gpusolve.models.requirements import Requirements
+from gpusolve.models.inventory import Owned
 
 
 def _hint(word: str, known: list[str], listing: str) -> str:
@@ -16,8 +16,9 @@ def _hint(word: str, known: list[str], listing: str) -> str:
     return f"did you mean {', '.join(close)}?" if close else f"see `{listing}`"
 
 
-def inventory_problems(reqs: Requirements, doc: Document, catalog: Catalog) -> list[Problem]:
-    """Located problems of `owned:`: unknown server or site, a site that cannot host it."""
+def inventory_problems(owned: Owned, doc: Document, catalog: Catalog) -> list[Problem]:
+    """Located problems of the document's `owned:` (requirements or fleet): an unknown
+    server or site, a site that cannot host the server."""
     problems: list[Problem] = []
 
     def problem(path: tuple[str | int, ...], what: str, hint: str) -> None:
@@ -25,7 +26,7 @@ def inventory_problems(reqs: Requirements, doc: Document, catalog: Catalog) -> l
         problems.append(Problem(doc.name, line, column, what, hint))
 
     sites = list(catalog.colo_offers)
-    for i, held in enumerate(reqs.owned.servers):
+    for i, held in enumerate(owned.servers):
         server = catalog.servers.get(held.server)
         if server is None:
             hint = _hint(held.server, list(catalog.servers), "gpusolve catalog list --kind servers")
@@ -43,7 +44,7 @@ def inventory_problems(reqs: Requirements, doc: Document, catalog: Catalog) -> l
                 f"{held.server} ({server.power_kw:g} kW, {' or '.join(server.cooling)})",
                 "give the colo offer where these servers are actually hosted",
             )
-    for i, racks in enumerate(reqs.owned.racks):
+    for i, racks in enumerate(owned.racks):
         if racks.site not in catalog.colo_offers:
             hint = _hint(racks.site, sites, "gpusolve catalog list --kind colo")
             problem(("owned", "racks", i, "site"), f"unknown colo site {racks.site!r}", hint)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from gpusolve.models.plan import OutModel
+from gpusolve.models.plan import ComplianceLine, Excluded, OutModel
 
 
 class ColoRuleHit(OutModel):
@@ -69,6 +69,14 @@ class ColoReport(OutModel):
     fleet: dict[str, int]
     fleet_power_kw: float
     offers: list[ColoRow]
+    market: str | None = Field(default=None, description="cn or global, as in `plan`.")
+    market_basis: str | None = Field(default=None, description="Why the run is in that market.")
+    compliance: list[ComplianceLine] = Field(
+        default_factory=list, description="Each card of the fleet, judged as `plan` does."
+    )
+    excluded: list[Excluded] = Field(
+        default_factory=list, description="Servers the market keeps from being bought."
+    )
     rules_judged: list[str] = Field(
         default_factory=list, description="Placement rules applied to every offer, as `plan`."
     )

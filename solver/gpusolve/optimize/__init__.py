@@ -7,7 +7,8 @@ The shape, in the order a plan goes through it:
 
 - the exact model: `ir` (the data), `checks` (its contract), `prune` (what enters),
   `builder` and `model` (choices, servers, sites), `patterns` and `packing` (racks),
-  `fabric` and `finance` (network, storage, money rules), `costs` (money terms, budgets);
+  `fabric` and `finance` (network, storage, money rules), `inventory` (servers already
+  owned, racks already contracted), `costs` (money terms, budgets);
 - the solve: `solve` (its table of contents), `stages` (the lexicographic criteria),
   `runner` (one CP-SAT solve per stage), `cpsat` (parameters), `tuning` (every tuning
   value, one frozen object); `search/` holds the large-instance search (warm start,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from gpusolve.models.colo import ColoReport, ColoRow
+from gpusolve.render.compliance import market_text
 
 
 def _fleet(report: ColoReport) -> str:
@@ -40,6 +41,7 @@ def colo_text(report: ColoReport, top: int | None = None) -> str:
         for r in refused:
             lines.append(f"  {r.offer} ({r.city}, {r.cooling} {r.rack_kw:g} kW): {r.reasons[0]}")
     lines += _not_judged(report)
+    lines += market_text(report.market, report.market_basis, report.compliance, report.excluded)
     return "\n".join(lines) + "\n"
 
 

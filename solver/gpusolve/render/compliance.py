@@ -5,18 +5,28 @@ Shared by the text and Markdown renderers (JSON and YAML carry the fields as the
 
 from __future__ import annotations
 
-from gpusolve.models.plan import Excluded, Plan, SourceRef
+from gpusolve.models.plan import ComplianceLine, Excluded, Plan, SourceRef
 
 
 def compliance_text(plan: Plan) -> list[str]:
-    if plan.market is None:
+    return market_text(plan.market, plan.market_basis, plan.compliance, plan.excluded)
+
+
+def market_text(
+    market: str | None,
+    basis: str | None,
+    compliance: list[ComplianceLine],
+    excluded: list[Excluded],
+) -> list[str]:
+    """The compliance section `plan` and `colo` print alike."""
+    if market is None:
         return []
-    lines = ["", f"Compliance: market {plan.market} ({plan.market_basis})"]
-    for c in plan.compliance:
+    lines = ["", f"Compliance: market {market} ({basis})"]
+    for c in compliance:
         lines.append(f"  {c.card} ({c.use}): {c.verdict}")
         if c.rule:
             lines.append(f"      {c.rule}; {c.source}")
-    groups = _grouped(plan.excluded)
+    groups = _grouped(excluded)
     if groups:
         lines.append(
             "  Not bought (restricted for China; to allow one, add it to allow_restricted:)"

@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import dataclasses
 
+from tests.factories.instances import H100, HOT, ONE, instance, owned, rented
+
 from gpusolve.optimize.ir import Contract, Stock
 from gpusolve.optimize.solve import solve
 from gpusolve.optimize.validate import check
-from tests.factories.instances import H100, HOT, ONE, instance, owned, rented
 
 
 def _solved(inst):  # type: ignore[no-untyped-def]

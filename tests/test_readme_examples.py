@@ -26,7 +26,7 @@ README = ROOT / "README.md"
 START, END = "<!-- examples:start -->", "<!-- examples:end -->"
 # The sections of a plan that the README shows; the rest (cost lines, rules, advice,
 # solver) is long and is covered by the example tests themselves.
-PLAN_SECTIONS = ("Deployments", "Sites", "Binding constraints")
+PLAN_SECTIONS = ("Deployments", "Sites", "Owned (inventory)", "Binding constraints")
 EXAMPLE = re.compile(r"^\*\*(?P<title>.+?)\*\* — `(?P<command>gpusolve [^`]+)`\n\n```text\n", re.M)
 
 

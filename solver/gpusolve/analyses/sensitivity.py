@@ -65,6 +65,7 @@ from gpusolve.candidates.scaling import (
 from gpusolve.models.catalog import Catalog
 from gpusolve.models.plan import Plan, Sensitivity, SensitivityKind
 from gpusolve.optimize import twostage
+from gpusolve.optimize.inventory import purchases
 from gpusolve.optimize.ir import Instance, Solution, SolveConfig
 from gpusolve.plan.solved import Hedged, Single, Solved
 from gpusolve.plan.twostage import NOMINAL
@@ -94,7 +95,8 @@ def price_parameters(
 ) -> list[Parameter]:
     """Every price that enters the plan's cost, but zero prices (no factor moves them)."""
     out: list[Parameter] = []
-    for sku in sorted({sku for (sku, _), n in solution.servers.items() if n}):
+    bought = purchases(instance, solution.servers, solution.bought)  # owned ones cost nothing
+    for sku in sorted({sku for (sku, _), n in bought.items() if n}):
         server = catalog.servers[sku]
         out.append(
             Parameter("server_price", sku, f"price of {sku}", f"{currency}/server", server.price)

@@ -58,7 +58,8 @@ def compare_offers(
         market=view.market,
         market_basis=view.basis,
         compliance=fleet_compliance(fleet, catalog, view),
-        excluded=exclusions(catalog, view),
+        # The fleet's own servers the market keeps from being bought (`plan` lists all).
+        excluded=[e for e in exclusions(catalog, view) if e.item in servers],
         currency=fleet.currency,
         horizon_months=fleet.horizon_months,
         fleet=counts,

@@ -70,6 +70,19 @@ def _server_line(held: OwnedServers, in_service: int, instance: ir.Instance) -> 
         resale_each=float(stock.resale) if held.resale is not None else None,
         resale=float(stock.resale * sold),
         export_note=note,
+        unusable=_unusable(held, instance),
+    )
+
+
+def _unusable(held: OwnedServers, instance: ir.Instance) -> str | None:
+    """Why the owned servers cannot work where they are: no workload has a layout on this
+    model that may run at this site (its racks, the rules, the regions)."""
+    for option in instance.owned:
+        if option.sku == held.server and any(p.site == held.site for p in option.placements):
+            return None
+    return (
+        f"no workload can run on {held.server} at {held.site} (its racks' power or cooling, "
+        "the rules or the allowed regions rule it out)"
     )
 
 

@@ -125,6 +125,10 @@ class OwnedServersLine(OutModel):
         description="When the market forbids buying more of them: owned stock is used, "
         "none is bought.",
     )
+    unusable: str | None = Field(
+        default=None,
+        description="Why no workload can run on them where they are, when none can.",
+    )
 
 
 class ContractedRacksLine(OutModel):

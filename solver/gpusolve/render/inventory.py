@@ -11,7 +11,7 @@ def inventory_text(inv: Inventory | None, cur: str) -> list[str]:
     price (never in the TCO); the contracted racks and the rent they save."""
     if inv is None:
         return []
-    out = ["", "Owned (inventory; sunk, never in the TCO)"]
+    out = ["", "Owned (inventory)"]
     for s in inv.servers:
         fate = [f"{s.in_service} in service"]
         if s.sold:
@@ -23,11 +23,14 @@ def inventory_text(inv: Inventory | None, cur: str) -> list[str]:
         if s.bought:
             paid.append(f"bought {s.bought}")
         if s.price_paid is not None:
-            paid.append(f"{money(s.price_paid, cur)} each, {money(s.sunk or 0.0, cur)} sunk")
+            sunk = money(s.sunk or 0.0, cur)
+            paid.append(f"{money(s.price_paid, cur)} each, {sunk} sunk (never in the TCO)")
         if paid:
             out.append(f"      {'; '.join(paid)}")
         if s.export_note:
             out.append(f"      {s.export_note}")
+        if s.unusable:
+            out.append(f"      {s.unusable}")
     for r in inv.racks:
         use = f"{r.used} of {r.racks} contracted rack(s) used"
         term = f"paid for {r.months_paid} months of the horizon"

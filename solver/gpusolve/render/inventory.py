@@ -40,3 +40,28 @@ def inventory_text(inv: Inventory | None, cur: str) -> list[str]:
     if inv.resale:
         out.append(f"  resale credit {money(inv.resale, cur)} (apart from the TCO)")
     return out
+
+
+def inventory_markdown(inv: Inventory | None, cur: str) -> list[str]:
+    """The same as `inventory_text`, as a Markdown section."""
+    if inv is None:
+        return []
+    out = ["", "## Owned (inventory)", "", "Sunk: never in the TCO.", ""]
+    out += ["| servers | site | in service | sold | idle | bought | paid (sunk) |"]
+    out += ["|---|---|---:|---:|---:|---|---:|"]
+    for s in inv.servers:
+        sunk = money(s.sunk, cur) if s.sunk is not None else "-"
+        out.append(
+            f"| {s.owned}× {s.server} | {s.site} | {s.in_service} | {s.sold} | {s.idle} | "
+            f"{s.bought or '-'} | {sunk} |"
+        )
+    if inv.racks or inv.resale:
+        out.append("")
+    for r in inv.racks:
+        out.append(
+            f"- {r.site}: {r.used} of {r.racks} contracted rack(s) used, paid for "
+            f"{r.months_paid} months of the horizon; saves {money(r.saved, cur)} of rent."
+        )
+    if inv.resale:
+        out.append(f"- Resale credit {money(inv.resale, cur)} (apart from the TCO).")
+    return out

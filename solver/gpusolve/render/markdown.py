@@ -6,6 +6,7 @@ from gpusolve.models.plan import Cost, Plan
 from gpusolve.render.bom_tables import bom_markdown
 from gpusolve.render.compliance import compliance_markdown, sources_markdown
 from gpusolve.render.fmt import COST_LABELS, hardware, layout, memory, money, proof_scope, work
+from gpusolve.render.inventory import inventory_markdown
 from gpusolve.render.scenarios import scenarios_markdown
 from gpusolve.render.sensitivity import sensitivity_markdown
 
@@ -72,6 +73,7 @@ def plan_markdown(plan: Plan) -> str:
                 f"| {s.offer} | {s.city} ({s.region}) | {s.cooling} | {s.racks} | "
                 f"{s.rack_kw:g} | {s.reserved_kw:g} | {servers} | {s.power_kw:g} |"
             )
+    out.extend(inventory_markdown(plan.inventory, c.currency))
     add("")
     out.extend(_cost_table(c))
     if plan.bom:
@@ -134,6 +136,8 @@ def _cost_table(c: Cost) -> list[str]:
         if items:
             out.append(f"| **{label}** | | **{getattr(b, kind):,.0f}** |")
     out.append(f"| **TCO** | | **{c.tco:,.0f}** |")
+    if c.resale:
+        out.append(f"| resale of owned servers (apart from the TCO) | | {-c.resale:,.0f} |")
     if b.penalty_items:
         out += ["", "Soft-rule penalties: they steer the choice and are never spent.", ""]
         out += ["| rule | applies to | reason | amount |", "|---|---|---|---:|"]

@@ -4,7 +4,8 @@ rack (`optimize/inventory.py`), with the sunk price shown apart and the resale c
 from __future__ import annotations
 
 from gpusolve.models.inventory import OwnedServers
-from gpusolve.models.plan import ContractedRacksLine, Inventory, OwnedServersLine, Plan
+from gpusolve.models.inventory_report import ContractedRacksLine, Inventory, OwnedServersLine
+from gpusolve.models.plan import Plan
 from gpusolve.models.requirements import Requirements
 from gpusolve.optimize import ir
 from gpusolve.optimize.inventory import contract_saving, covered_racks, kept_counts

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from gpusolve.models.plan import Inventory
+from gpusolve.models.inventory_report import Inventory
 from gpusolve.render.fmt import money
 
 

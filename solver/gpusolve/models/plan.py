@@ -119,7 +119,7 @@ class PlanDelta(OutModel):
 
     tco: float
     penalties: float
-    objective_value: float = Field(description="tco + penalties")
+    objective_value: float = Field(description="tco + penalties - resale (the owned servers sold)")
     throughput: list[ThroughputDelta] = Field(default_factory=list)
     summary: str = Field(description="The deltas in words, signed by wording, never '+-'.")
 

@@ -43,7 +43,7 @@ REQUIRED_CARDS = {
     "Ascend 910B": "ascend-910b",
 }
 EXPORT_VARIANTS = {"a800-80gb-sxm", "a800-80gb-pcie", "h800-sxm", "h20-96gb", "l20", "rtx-4090d"}
-UNCERTAIN_CARDS = {"h20-96gb", "l20", "ascend-910b"}
+UNCERTAIN_CARDS = {"h20-96gb", "l20", "ascend-910b", "ascend-910c"}
 
 # 8-GPU boards the issue asks for: card id -> required topology.
 REQUIRED_BOARDS = {
@@ -218,8 +218,10 @@ EXPORT_STATUS = {
         "a800-80gb-sxm", "a800-80gb-pcie", "h100-sxm", "h100-pcie", "h800-sxm",
         "h200-sxm", "b200", "l40s", "l4", "rtx-4090", "rtx-6000-ada", "mi300x",
     },
-    "licence-required": {"h20-96gb"},
-    "not-restricted": {"l20", "rtx-4090d", "ascend-910b"},
+    "licence-required": set(),
+    # The H20: licence required since 2025-04, licences promised to NVIDIA in 2025-07.
+    "licensed": {"h20-96gb"},
+    "not-restricted": {"l20", "rtx-4090d", "ascend-910b", "ascend-910c", "mlu370-x8"},
     "unknown": {"a10"},
 }  # fmt: skip
 

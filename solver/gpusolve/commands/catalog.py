@@ -61,20 +61,30 @@ def validate(paths: tuple[Path, ...], alone: bool) -> None:
     default=None,
     help="Only this kind of item.",
 )
+@click.option(
+    "--market",
+    type=click.Choice(["cn", "global"]),
+    default=None,
+    help="Only what a buyer in this market can buy (cn: no server whose card is "
+    "restricted for export to China); the servers left out are listed with the reason.",
+)
 @catalog_option
 @format_option("text", "json")
-def list_items(kind: str | None, catalog_paths: tuple[Path, ...], fmt: str) -> None:
+def list_items(
+    kind: str | None, market: str | None, catalog_paths: tuple[Path, ...], fmt: str
+) -> None:
     """List catalogue items with their key figures (json: every field)."""
     from gpusolve.render.catalog import list_text
-    from gpusolve.runs.catalog import list_json
+    from gpusolve.runs.catalog import in_market, list_json
 
     loaded = load_catalog(list(catalog_paths) or None)
     kinds = [KIND_ALIASES[kind]] if kind else list(KINDS)
     if fmt == "json":
-        payload = list_json(loaded, kinds, one_kind=kind is not None)
+        payload = list_json(loaded, kinds, one_kind=kind is not None, market=market)
         click.echo(json.dumps(payload, indent=2, ensure_ascii=False))
         return
-    click.echo(list_text(loaded, kinds), nl=False)
+    shown, excluded = in_market(loaded.catalog, market)
+    click.echo(list_text(shown, kinds, market, excluded), nl=False)
 
 
 @catalog.command("show")

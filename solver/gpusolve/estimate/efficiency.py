@@ -118,6 +118,21 @@ FAMILIES: dict[str, Efficiency] = {
             "30.0% MFU on 6K Ascend NPUs (arXiv 2505.04519) as the end-to-end check"
         ),
     ),
+    # Cambricon MLU (MLU370 class): no public GEMM sweep, stream figure or CNCL busbw. H39:
+    # non-NVIDIA stacks support BF16 "less maturely"; Cambricon's own claim is the 8-card
+    # MLU370-X8 at 155% of a "350 W RTX GPU" server on YOLOv3/Transformer/BERT/ResNet101
+    # (Cambricon launch note, 2022-03). Labelled estimate: Ascend's row, the family with the
+    # closest software maturity, less for GDDR-class LPDDR5 streaming.
+    "mlu": Efficiency(
+        family="mlu",
+        gemm=0.60,
+        gemm_fp8=0.60,  # no FP8: runs as BF16
+        attention_fwd=0.35,
+        attention_bwd=0.28,
+        memory=0.70,  # estimate: LPDDR5 streams below HBM
+        library="CNCL",
+        source="estimate (H39 software maturity): Ascend's row; no public MLU GEMM or stream data",
+    ),
 }
 
 # A card whose family the catalogue does not name: the most conservative datacentre row.
@@ -138,6 +153,8 @@ def family_of(card: Card) -> str:
         return "cdna3"
     if card.vendor == "huawei":
         return "ascend"
+    if card.vendor == "cambricon":
+        return "mlu"
     for prefix, family in (
         ("b2", "blackwell"),
         ("gb", "blackwell"),

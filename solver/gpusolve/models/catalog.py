@@ -22,7 +22,7 @@ FabricKind = Literal["infiniband", "roce", "ethernet", "none"]
 PeerLink = Literal["nvlink", "nvlink_bridge", "infinity_fabric", "hccs", "pcie", "none"]
 FormFactor = Literal["sxm", "oam", "pcie", "consumer"]
 GpuTopology = Literal["nvswitch", "full_mesh", "nvlink_bridge_pairs", "pcie_switch", "pcie"]
-Architecture = Literal["ampere", "hopper", "blackwell", "ada", "cdna3", "ascend"]
+Architecture = Literal["ampere", "hopper", "blackwell", "ada", "cdna3", "ascend", "mlu"]
 
 # Range checks where catalogue figures enter (issue 22). Prices: a price above 1e12 of the
 # run's currency (a trillion yuan, ~100x the capex of the largest announced AI cluster) is
@@ -60,9 +60,11 @@ class Mamf(StrictModel):
     source: str = Field(min_length=3)
 
 
-ExportState = Literal["restricted", "licence-required", "not-restricted", "unknown"]
+ExportState = Literal["restricted", "licence-required", "licensed", "not-restricted", "unknown"]
 """restricted: no licence expected; licence-required: sale needs a US licence case by case;
-not-restricted: below every threshold as of `as_of`; unknown: nobody checked."""
+licensed: a licence is required and the seller reports holding one (e.g. the H20 after
+2025-07), so a buyer in China can order it through the seller's channel; not-restricted:
+below every threshold as of `as_of`; unknown: nobody checked."""
 
 RESTRICTED_STATES: frozenset[str] = frozenset({"restricted", "licence-required"})
 
@@ -82,6 +84,54 @@ class ExportStatus(StrictModel):
     def restricted(self) -> bool:
         """True when buying the card for use in China needs a licence the buyer lacks."""
         return self.status in RESTRICTED_STATES
+
+
+DATE_PATTERN = r"^\d{4}-\d{2}(-\d{2})?$"
+
+
+class SpecRange(StrictModel):
+    """The range a figure's sources give where they differ (or an estimate's stated bounds):
+    the figure used must lie inside it. `field` is the figure's path on the item."""
+
+    field: str = Field(
+        pattern=r"^[a-z0-9_]+(\.[a-z0-9_]+)?$",
+        description="Path of the figure on the item: memory_bandwidth_gbs, tflops.bf16, ...",
+    )
+    low: NonNegativeFloat
+    high: NonNegativeFloat
+    source: str = Field(min_length=3, description="The sources and what each says.")
+    as_of: str = Field(pattern=DATE_PATTERN, description="Date the sources were read.")
+
+
+class PriceRange(StrictModel):
+    """The range of prices seen or estimated for an item; `price` is the point inside it the
+    plan uses. Its date and label are the item's `pricing` (as_of, illustrative)."""
+
+    low: PositiveFloat = Field(le=MAX_PRICE)
+    high: PositiveFloat = Field(le=MAX_PRICE)
+
+
+def figure_at(item: BaseModel, path: str) -> float | None:
+    """The number at a dotted path on a catalogue item (`tflops.bf16`), None when unset."""
+    value: object = item
+    for part in path.split("."):
+        value = getattr(value, part, None)
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
+def check_spec_ranges(item: BaseModel, ranges: tuple[SpecRange, ...]) -> None:
+    """Every ranged figure exists and lies within the range its sources give."""
+    for r in ranges:
+        if r.low > r.high:
+            raise ValueError(f"spec_ranges {r.field}: low {r.low:g} is above high {r.high:g}")
+        value = figure_at(item, r.field)
+        if value is None:
+            raise ValueError(f"spec_ranges names {r.field!r}, which is not a figure of this item")
+        if not r.low <= value <= r.high:
+            raise ValueError(
+                f"{r.field} {value:g} is outside the range {r.low:g}-{r.high:g} its sources "
+                f"give ({r.source}); correct the figure or the range"
+            )
 
 
 class Card(StrictModel):
@@ -134,7 +184,20 @@ class Card(StrictModel):
     )
     confidence: Confidence
     source: str = Field(min_length=3)
+    as_of: str | None = Field(
+        default=None, pattern=DATE_PATTERN, description="Date the figures' sources were read."
+    )
+    spec_ranges: tuple[SpecRange, ...] = Field(
+        default=(),
+        description="Per figure where sources differ: the range they give; the figure used "
+        "must lie inside it (checked on load and by `catalog validate`).",
+    )
     notes: str | None = None
+
+    @model_validator(mode="after")
+    def _figures_in_their_ranges(self) -> Card:
+        check_spec_ranges(self, self.spec_ranges)
+        return self
 
     @model_validator(mode="after")
     def _reported_memory_matches(self) -> Card:
@@ -229,9 +292,34 @@ class Server(StrictModel):
     )
     price: PositiveFloat = Field(le=MAX_PRICE, description="Purchase price, catalogue currency.")
     pricing: PriceNote
+    price_range: PriceRange | None = Field(
+        default=None,
+        description="Low and high purchase price seen or estimated; `price` lies inside it. "
+        "Dated and labelled by `pricing`.",
+    )
     confidence: Confidence
     source: str = Field(min_length=3)
+    as_of: str | None = Field(
+        default=None, pattern=DATE_PATTERN, description="Date the figures' sources were read."
+    )
+    spec_ranges: tuple[SpecRange, ...] = Field(
+        default=(),
+        description="Per figure where sources differ or it is estimated: the range; the "
+        "figure used must lie inside it.",
+    )
     notes: str | None = None
+
+    @model_validator(mode="after")
+    def _figures_in_their_ranges(self) -> Server:
+        check_spec_ranges(self, self.spec_ranges)
+        r = self.price_range
+        if r is not None and not r.low <= self.price <= r.high:
+            raise ValueError(
+                f"price {self.price:,.0f} is outside its price_range {r.low:,.0f}-{r.high:,.0f}; "
+                "correct the price or the range (for a quote, patch price_range too, or set "
+                "it to null)"
+            )
+        return self
 
 
 class ColoOffer(StrictModel):

@@ -2,25 +2,51 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from gpusolve.load.catalog import KINDS, LoadedCatalog
+from gpusolve.models.catalog import Catalog
+from gpusolve.models.plan import Excluded
 
 
 def validate_text(loaded: LoadedCatalog) -> str:
     counts = loaded.counts()
-    lines = [f"ok: {len(loaded.files)} file(s), currency {loaded.catalog.currency}"]
+    cat = loaded.catalog
+    lines = [f"ok: {len(loaded.files)} file(s), currency {cat.currency}"]
     lines += [f"  {kind:<13} {counts[kind]:>4}" for kind in KINDS]
+    cards, servers = list(cat.cards.values()), list(cat.servers.values())
+    ranged = sum(len(i.spec_ranges) for i in cards) + sum(len(i.spec_ranges) for i in servers)
+    priced = sum(1 for s in servers if s.price_range is not None)
+    dated = sum(1 for c in cards if c.as_of) + sum(1 for s in servers if s.as_of)
+    items = cards + servers
+    lines.append(
+        f"  {ranged} figure(s) within the ranges their sources give; {priced} server price "
+        f"range(s) hold their price; {dated} of {len(items)} cards and servers dated (as_of)"
+    )
     return "\n".join(lines) + "\n"
 
 
-def list_text(loaded: LoadedCatalog, kinds: list[str]) -> str:
-    cat = loaded.catalog
+def list_text(
+    cat: Catalog,
+    kinds: list[str],
+    market: str | None = None,
+    excluded: Sequence[Excluded] = (),
+) -> str:
+    """Items by kind; with a market, a head line and the servers it keeps out, and why."""
     lines = []
+    if market is not None:
+        lines.append(
+            f"market {market}: {len(cat.servers)} server(s) can be bought, {len(excluded)} "
+            "left out (export status for China; add one to allow_restricted: to allow it)"
+        )
     for k in kinds:
         items = list(getattr(cat, k).values())
         lines.append(f"{k} ({len(items)})")
         lines += ["  " + summary(k, item, cat.currency) for item in items]
+    if excluded and "servers" in kinds:
+        lines.append(f"not bought in market {market} ({len(excluded)})")
+        lines += [f"  {e.item:<26} {e.card}: {e.status} ({e.rule})" for e in excluded]
     return "\n".join(lines) + "\n"
 
 
@@ -34,9 +60,13 @@ def summary(kind: str, item: Any, currency: str) -> str:
             f"China: {export}"
         )
     if kind == "servers":
+        r = item.price_range
+        span = f" ({r.low:,.0f}-{r.high:,.0f})" if r is not None else ""
+        label = " illustrative" if item.pricing.illustrative else ""
         return (
             f"{item.id:<26} {item.gpus}x {item.card:<18} {item.power_kw:>5.1f} kW "
             f"{item.rack_units:>2}U {'/'.join(item.cooling):<24} {item.price:>12,.0f} {currency}"
+            f"{span}{label} {item.pricing.as_of}"
         )
     if kind == "colo_offers":
         return (

@@ -8,6 +8,21 @@ from __future__ import annotations
 from gpusolve.models.plan import ComplianceLine, Excluded, Plan, SourceRef
 
 
+def market_header(plan: Plan) -> list[str]:
+    """The header's line on the market: how many catalogue servers it kept out, and why."""
+    if plan.market is None or not plan.excluded:
+        return []
+    by_status: dict[str, int] = {}
+    for e in plan.excluded:
+        by_status[e.status] = by_status.get(e.status, 0) + 1
+    why = ", ".join(f"{n} {status}" for status, n in sorted(by_status.items()))
+    n = len(plan.excluded)
+    return [
+        f"  market {plan.market}: {n} catalogue server{'s' if n != 1 else ''} not bought "
+        f"(export status for China: {why}; see Compliance)"
+    ]
+
+
 def compliance_text(plan: Plan) -> list[str]:
     return market_text(plan.market, plan.market_basis, plan.compliance, plan.excluded)
 

@@ -6,7 +6,7 @@ from collections.abc import Callable
 
 from gpusolve.models.plan import Plan
 from gpusolve.render.bom_tables import bom_text
-from gpusolve.render.compliance import compliance_text, sources_text
+from gpusolve.render.compliance import compliance_text, market_header, sources_text
 from gpusolve.render.fmt import (
     cost_lines,
     hardware,
@@ -51,6 +51,7 @@ def plan_text(plan: Plan) -> str:
                 f"  soft-rule penalties {money(c.penalties, cur)} (not spent); objective "
                 f"TCO + penalties = {money(c.objective_value, cur)}"
             )
+    lines += market_header(plan)
     add("")
     add("Deployments")
     for d in plan.deployments:

@@ -5,14 +5,39 @@ from __future__ import annotations
 import difflib
 from typing import Any
 
+from gpusolve.candidates.market import MarketView, exclusions
 from gpusolve.load.catalog import KINDS, LoadedCatalog
+from gpusolve.models.catalog import Catalog
+from gpusolve.models.plan import Excluded
 
 
-def list_json(loaded: LoadedCatalog, kinds: list[str], one_kind: bool) -> Any:
-    """Every field of every item of these kinds; one kind asked for is a bare list."""
-    cat = loaded.catalog
+def in_market(catalog: Catalog, market: str | None) -> tuple[Catalog, list[Excluded]]:
+    """The catalogue as a buyer in `market` sees it: servers it cannot buy (and cards with
+    no purchase allowed) left out, with the reason for each server. None: everything."""
+    if market is None:
+        return catalog, []
+    excluded = exclusions(catalog, MarketView(market, "stated on the command line (--market)"))
+    out = {e.item for e in excluded}
+    servers = {k: s for k, s in catalog.servers.items() if k not in out}
+    blocked_cards = {e.card for e in excluded}
+    cards = {k: c for k, c in catalog.cards.items() if k not in blocked_cards}
+    return catalog.model_copy(update={"servers": servers, "cards": cards}), excluded
+
+
+def list_json(
+    loaded: LoadedCatalog, kinds: list[str], one_kind: bool, market: str | None = None
+) -> Any:
+    """Every field of every item of these kinds; one kind asked for is a bare list. With a
+    market, only what a buyer there can buy, and (whole listing) what was left out, why."""
+    cat, excluded = in_market(loaded.catalog, market)
     out = {k: [v.model_dump(mode="json") for v in getattr(cat, k).values()] for k in kinds}
-    return out[kinds[0]] if one_kind else {"currency": cat.currency, **out}
+    if one_kind:
+        return out[kinds[0]]
+    head: dict[str, Any] = {"currency": cat.currency}
+    if market is not None:
+        head["market"] = market
+        head["excluded"] = [e.model_dump(mode="json") for e in excluded]
+    return {**head, **out}
 
 
 def find_item(loaded: LoadedCatalog, item_id: str) -> tuple[str, dict[str, Any]]:

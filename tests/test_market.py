@@ -25,13 +25,12 @@ from gpusolve.candidates.market import (
     resolve_market,
 )
 from gpusolve.load import load_catalog
-from gpusolve.models.catalog import Catalog
+from gpusolve.models.catalog import RESTRICTED_STATES, Catalog
 from gpusolve.models.requirements import Requirements
 
 PRETRAIN = "pretrain-70b-infiniband.yaml"
 # Every shipped card the US rules restrict for sale into China, as the catalogue says.
-RESTRICTED = {c["id"] for c in shipped("cards") if c["export_cn"]["status"] != "not-restricted"}
-RESTRICTED -= {c["id"] for c in shipped("cards") if c["export_cn"]["status"] == "unknown"}
+RESTRICTED = {c["id"] for c in shipped("cards") if c["export_cn"]["status"] in RESTRICTED_STATES}
 
 
 @pytest.fixture(scope="module")
@@ -158,10 +157,65 @@ def test_a_user_catalogue_can_patch_the_export_status(gpusolve, tmp_path: Path) 
     assert "hgx-h100-8gpu" in {e["item"] for e in plan["excluded"]}
 
 
-def test_when_the_market_leaves_nothing_to_buy_the_fix_is_allow_restricted(gpusolve) -> None:
+def test_when_the_market_leaves_nothing_to_buy_the_fix_is_allow_restricted(
+    gpusolve, tmp_path: Path
+) -> None:
+    # Only restricted servers on offer and no cloud: the market leaves nothing to buy.
+    servers = [s for s in shipped("servers") if s["card"] in RESTRICTED]
+    only = tmp_path / "servers.yaml"
+    only.write_text(yaml.safe_dump({"currency": "CNY", "servers": servers}))
     path = str(ROOT / "examples" / PRETRAIN)
-    result = gpusolve("plan", "-q", path, *owned_only(), "--format", "json")
+    result = gpusolve("plan", "-q", path, *owned_only(only), "--format", "json")
     assert result.code == 1
     conflicting = json.loads(result.out)["infeasibility"]["conflicting"]
     export = [c for c in conflicting if c["requirement"] == "rule:export-cn"]
     assert export and "allow_restricted" in (export[0]["suggestion"] or "")
+
+
+def test_in_market_cn_the_china_catalogue_offers_domestic_and_licensed_servers(
+    catalog: Catalog,
+) -> None:
+    # Issue 35: the H20 (licensed since 2025-07) and the domestic accelerators are buyable.
+    cn = MarketView("cn", "test")
+    blocked = {e.item for e in exclusions(catalog, cn)}
+    buyable = set(catalog.servers) - blocked
+    assert {"hgx-h20-8gpu", "atlas-800t-a2", "atlas-800t-a3", "pcie8-l20"} <= buyable
+    assert {"pcie8-rtx4090d", "pcie8-mlu370-x8"} <= buyable
+    h20 = catalog.cards["h20-96gb"].export_cn
+    assert h20 is not None and h20.status == "licensed" and not h20.restricted
+    assert "2025-07" in h20.rule and "2025-04" in h20.rule
+    # A legal team that reads it otherwise patches it back; the server is then excluded.
+    strict = h20.model_copy(update={"status": "licence-required"})
+    card = catalog.cards["h20-96gb"].model_copy(update={"export_cn": strict})
+    assert purchase_block(card, catalog.servers["hgx-h20-8gpu"], cn) is not None
+
+
+def test_catalog_list_market_cn_shows_what_can_be_bought_and_why_not(gpusolve) -> None:
+    result = gpusolve("catalog", "list", "--market", "cn", "--kind", "servers")
+    assert result.code == 0, result.err
+    head, rest = result.out.split("\n", 1)
+    listed, left_out = rest.split("not bought in market cn", 1)
+    shipped_servers = {s["id"]: s for s in shipped("servers")}
+    n_out = sum(1 for s in shipped_servers.values() if s["card"] in RESTRICTED)
+    assert head.startswith(f"market cn: {len(shipped_servers) - n_out} server(s) can be bought")
+    assert f"{n_out} left out" in head
+    assert "atlas-800t-a3" in listed and "hgx-h100-8gpu" not in listed
+    assert "hgx-h100-8gpu" in left_out and "restricted (US BIS IFR of 2022-10-07" in left_out
+    # Prices show their labelled range and date.
+    assert "1,200,000 CNY (1,100,000-1,300,000) illustrative 2026-11" in listed
+    data = json.loads(gpusolve("catalog", "list", "--market", "cn", "--format", "json").out)
+    assert data["market"] == "cn" and len(data["excluded"]) == n_out
+    assert not {s["card"] for s in data["servers"]} & RESTRICTED
+    everything = json.loads(gpusolve("catalog", "list", "--format", "json").out)
+    assert len(everything["servers"]) == len(shipped_servers) and "excluded" not in everything
+
+
+def test_plan_header_counts_the_servers_the_market_excluded(gpusolve) -> None:
+    result = gpusolve("plan", "-q", str(ROOT / "examples" / PRETRAIN))
+    assert result.code == 0, result.err
+    header = result.out.split("Deployments", 1)[0]
+    n_out = sum(1 for s in shipped("servers") if s["card"] in RESTRICTED)
+    assert (
+        f"market cn: {n_out} catalogue servers not bought (export status for China: "
+        f"{n_out} restricted; see Compliance)" in header
+    )

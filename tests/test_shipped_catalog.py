@@ -381,3 +381,55 @@ def test_cloud_offers() -> None:
     assert rented & {"a800-80gb-sxm", "a100-80gb-sxm"}
     assert rented & {"l40s", "l20"}
     assert rented & {"a10", "l4"}
+
+
+# ------------------------------------------------------------------ China market (issue 35)
+# Cards and servers added or restated for the China market: every figure dated and sourced.
+CN_CARDS = {"h20-96gb", "l20", "rtx-4090d", "ascend-910b", "ascend-910c", "mlu370-x8"}
+CN_SERVERS = {
+    "hgx-h20-8gpu", "pcie8-l20", "atlas-800t-a2", "atlas-800t-a3", "pcie8-rtx4090d",
+    "pcie8-mlu370-x8",
+}  # fmt: skip
+
+
+def test_china_market_items_are_dated_and_ranged() -> None:
+    cards, servers = _cards(), _servers()
+    for cid in CN_CARDS:
+        card = cards[cid]
+        assert card.as_of and card.as_of >= "2026-11", cid
+        assert card.export_cn is not None and card.export_cn.as_of >= "2026-11", cid
+        # Uncertain figures say where the sources disagree, each range dated and sourced.
+        if card.confidence == "U":
+            assert card.spec_ranges, cid
+        for r in card.spec_ranges:
+            assert r.as_of and len(r.source) > 10, (cid, r.field)
+    for sid in CN_SERVERS:
+        server = servers[sid]
+        assert server.as_of and server.spec_ranges, sid
+        assert server.price_range is not None, sid
+        assert server.pricing.illustrative and server.pricing.as_of, sid
+        assert server.price_range.low < server.price < server.price_range.high, sid
+
+
+def test_catalog_validate_checks_figures_against_their_source_ranges(gpusolve, tmp_path) -> None:
+    ok = gpusolve("catalog", "validate")
+    assert ok.code == 0, ok.err
+    ranged = sum(len(c.spec_ranges) for c in _cards().values())
+    ranged += sum(len(s.spec_ranges) for s in _servers().values())
+    assert f"{ranged} figure(s) within the ranges their sources give" in ok.out
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(
+        "currency: CNY\npatch:\n  - id: ascend-910b\n    tflops: {bf16: 500}\n"
+        "  - id: atlas-800t-a2\n    price: 2500000\n"
+    )
+    result = gpusolve("catalog", "validate", str(bad))
+    assert result.code == 2
+    err = result.err
+    assert f"{bad}:3:5" in err and "tflops.bf16 500 is outside the range 256-376" in err
+    assert f"{bad}:5:5" in err and "outside its price_range 1,300,000-1,700,000" in err
+    # A quote outside the illustrative range is entered with its own range.
+    quote = tmp_path / "quote.yaml"
+    quote.write_text(
+        "currency: CNY\npatch:\n  - id: atlas-800t-a2\n    price: 2500000\n    price_range: null\n"
+    )
+    assert gpusolve("catalog", "validate", str(quote)).code == 0

@@ -21,7 +21,8 @@ from tests.factories import requirements as factory_reqs
 from tests.support.optimize_reference import choices_of, min_racks, random_instance
 
 from gpusolve.candidates.scaling import scenario_catalog
-from gpusolve.models.catalog import Catalog
+from gpusolve.load import load_catalog
+from gpusolve.models.catalog import RESTRICTED_STATES, Catalog
 from gpusolve.models.plan import Plan
 from gpusolve.models.requirements import Scenario as ScenarioSpec
 from gpusolve.optimize.ir import (
@@ -429,12 +430,18 @@ def test_demand_scales_tokens_and_throughput_targets() -> None:
 
 
 def test_a_scenario_no_hardware_can_meet_is_named(gpusolve, tmp_path: Path) -> None:
-    # Rentals are out (regions: northern Jiangsu only) and the one card bought there is
-    # gone in this scenario: nothing can run the workloads in it.
+    # Rentals are out (regions: northern Jiangsu only) and every card market cn may buy (the
+    # H20, L20, RTX 4090 D, Ascend, MLU, A10: issue 35's China catalogue) is gone in this
+    # scenario: nothing can run the workloads in it.
+    buyable = sorted(
+        c.id
+        for c in load_catalog().catalog.cards.values()
+        if c.export_cn is None or c.export_cn.status not in RESTRICTED_STATES
+    )
     path = _with_scenarios(
         tmp_path,
         "scenarios:\n  - name: nominal\n    probability: 0.5\n"
-        "  - name: no-ascend\n    probability: 0.5\n    unavailable: [ascend-910b]\n",
+        f"  - name: no-ascend\n    probability: 0.5\n    unavailable: [{', '.join(buyable)}]\n",
     )
     result = gpusolve("plan", "-q", str(path), "--format", "json")
     assert result.code == 1

@@ -143,13 +143,14 @@ def test_cards_come_inside_their_servers(path: Path) -> None:
 
 
 def test_chat_example_by_hand() -> None:
-    """2 x atlas-800t-a2 (8 cards each) bought, 1 rack over 36 months."""
+    """1 x hgx-h20-8gpu (8 cards; the H20 is buyable in market cn since its 2025-07
+    licences, issue 35) bought for day and night, 1 rack over 36 months."""
     plan = _plan(CHAT)
     by_section = {ln.section: ln for ln in plan.bom}
-    assert by_section["card"].quantity == 16 and by_section["card"].item == "ascend-910b"
+    assert by_section["card"].quantity == 8 and by_section["card"].item == "h20-96gb"
     (server,) = [ln for ln in plan.bom if ln.section == "server" and ln.amount > 0]
-    assert (server.quantity, server.unit) == (2, "server")
-    assert server.unit_price == _catalog().servers["atlas-800t-a2"].price
+    assert (server.quantity, server.unit) == (1, "server")
+    assert server.unit_price == _catalog().servers["hgx-h20-8gpu"].price
     rack = by_section["rack"]
     assert (rack.quantity, rack.unit) == (36, "rack-month")
     assert rack.unit_price == _catalog().colo_offers[rack.item].rack_price_per_month
@@ -224,8 +225,8 @@ def test_a_quote_patched_in_is_the_source_with_its_file_and_line(tmp_path: Path)
     quote.write_text(
         "currency: CNY\n"
         "patch:\n"
-        "  - id: atlas-800t-a2\n"
-        "    price: 1400000\n"
+        "  - id: hgx-h20-8gpu\n"
+        "    price: 1150000\n"
         '    pricing: {illustrative: false, as_of: "2026-11", source: "quote from vendor X"}\n',
         encoding="utf-8",
     )
@@ -235,8 +236,8 @@ def test_a_quote_patched_in_is_the_source_with_its_file_and_line(tmp_path: Path)
     server = next(r for r in rows if r["section"] == "server")
     assert server["source"] == f"quote from vendor X (as of 2026-11); {quote}:3"
     assert (server["unit_price"], server["amount"], server["illustrative"]) == (
-        "1400000",
-        "2800000",
+        "1150000",
+        "1150000",
         "no",
     )
     # Not patched: the rack's price is where the shipped catalogue defines the offer.

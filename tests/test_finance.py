@@ -245,9 +245,11 @@ def test_vat_taxes_the_network_and_storage_like_the_servers(gpusolve, tmp_path: 
     ):
         data = yaml.safe_load((ROOT / "catalog" / name).read_text(encoding="utf-8"))
         net.update({e["id"]: e["price"] for kind in kinds for e in data.get(kind) or []})
-    text = (ROOT / "examples" / "chat-day-lora-night.yaml").read_text(encoding="utf-8")
+    # The 70B example kept to northern Jiangsu (no cloud): it buys a multi-rack fabric and a
+    # storage node (the day/night example no longer does: one H20 server, issue 35).
+    text = (ROOT / "examples" / "pretrain-70b-infiniband.yaml").read_text(encoding="utf-8")
     path = tmp_path / "vat.yaml"
-    path.write_text(text + "\nfinance:\n  vat: {}\n", encoding="utf-8")
+    path.write_text(text + "\nregions:\n  allowed: [苏北]\nfinance:\n  vat: {}\n", encoding="utf-8")
     result = gpusolve("plan", "-q", "--format", "json", str(path))
     assert result.code == 0, result.err
     items = json.loads(result.out)["cost"]["breakdown"]["items"]

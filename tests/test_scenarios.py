@@ -441,13 +441,13 @@ def test_a_scenario_no_hardware_can_meet_is_named(gpusolve, tmp_path: Path) -> N
     path = _with_scenarios(
         tmp_path,
         "scenarios:\n  - name: nominal\n    probability: 0.5\n"
-        f"  - name: no-ascend\n    probability: 0.5\n    unavailable: [{', '.join(buyable)}]\n",
+        f"  - name: no-card\n    probability: 0.5\n    unavailable: [{', '.join(buyable)}]\n",
     )
     result = gpusolve("plan", "-q", str(path), "--format", "json")
     assert result.code == 1
     plan = Plan.model_validate_json(result.out)
     assert plan.status == "infeasible" and plan.infeasibility is not None
-    assert "scenario no-ascend" in plan.infeasibility.reason
+    assert "scenario no-card" in plan.infeasibility.reason
 
 
 def test_a_scenario_pays_bandwidth_only_where_it_places_something() -> None:
@@ -678,7 +678,8 @@ def test_why_not_on_a_hedged_plan_forces_every_scenario(gpusolve) -> None:
     assert report["compared"]["tco"] == delta
     assert any(d["card"] == "l20" for d in report["deployments"] if d["workload"] == "chat-13b")
     # The item in the plan itself, and --top-k still refused.
-    used = gpusolve("plan", "-q", str(EXAMPLE), "--why-not", "atlas-800t-a2", "--format", "json")
+    chosen = next(d["server"] for d in plan["deployments"] if d["workload"] == "chat-13b")
+    used = gpusolve("plan", "-q", str(EXAMPLE), "--why-not", chosen, "--format", "json")
     assert used.code == 0 and "is in the chosen plan" in used.out
     top = gpusolve("plan", "-q", str(EXAMPLE), "--top-k", "2")
     assert top.code == 2 and "--top-k" in top.err

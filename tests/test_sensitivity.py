@@ -12,6 +12,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -280,18 +281,32 @@ def _repriced(item: Any, kind: str, value: float) -> Any:
     )
 
 
+CHAT = "chat-day-lora-night.yaml"
+
+
+def _two_node_chat(tmp_path: Path) -> Path:
+    """The day/night example with five times the nightly LoRA tokens: the LoRA then needs
+    two servers, so the plan buys a fabric and a storage node (with issue 35's China
+    catalogue, one H20 server serves both shifts of the example and buys neither)."""
+    text = (ROOT / "examples" / CHAT).read_text(encoding="utf-8")
+    assert "tokens: 8.0e8 " in text
+    path = tmp_path / "chat-two-node.yaml"
+    path.write_text(text.replace("tokens: 8.0e8 ", "tokens: 4.0e9 "), encoding="utf-8")
+    return path
+
+
 @pytest.mark.parametrize(
     ("example", "kinds"),
     [
         (
-            "chat-day-lora-night.yaml",
+            CHAT,
             {"server_price", "rack_rent", "power_price", "network_price", "storage_price"},
         ),
         ("south-latency-north-batch.yaml", {"cloud_price"}),
     ],
 )
 def test_acceptance_on_a_shipped_example_through_the_catalogue(
-    example: str, kinds: set[str]
+    example: str, kinds: set[str], tmp_path: Path
 ) -> None:
     """The ranges come from scaled optimiser coefficients; here each end is checked by
     re-pricing the catalogue itself and generating the candidates again: the plan is the
@@ -299,7 +314,8 @@ def test_acceptance_on_a_shipped_example_through_the_catalogue(
     from gpusolve.analyses.sensitivity import analyse
     from gpusolve.plan.inputs import prepare_run
 
-    run = prepare_run(ROOT / "examples" / example, [], [])
+    path = _two_node_chat(tmp_path) if example == CHAT else ROOT / "examples" / example
+    run = prepare_run(path, [], [])
     base_instance = _instance(run, run.catalog)
     inputs = CandidateInputs(run.reqs, run.catalog, run.policies)
     result = analyse(base_instance, inputs, CONFIG, 1, efficiency=False)
@@ -411,7 +427,9 @@ def test_one_card_generated_again_equals_generating_everything(
 
 
 @pytest.mark.parametrize("factor", [0.25, 4.0])
-def test_a_network_price_priced_again_equals_generating_everything(factor: float) -> None:
+def test_a_network_price_priced_again_equals_generating_everything(
+    factor: float, tmp_path: Path
+) -> None:
     """A switch, link or storage probe prices a catalogue copy through the candidates
     stage's network functions: the instance must be the one a whole generation from the
     re-priced catalogue gives, and each such item the plan buys is a parameter."""
@@ -419,7 +437,7 @@ def test_a_network_price_priced_again_equals_generating_everything(factor: float
     from gpusolve.candidates.scaling import network_instance, scale_item
     from gpusolve.plan.inputs import prepare_run
 
-    run = prepare_run(ROOT / "examples" / "chat-day-lora-night.yaml", [], [])
+    run = prepare_run(_two_node_chat(tmp_path), [], [])
     base = _instance(run, run.catalog)
     plan = probe_solve(base, CONFIG, None)
     items = bought_network(plan, base, run.catalog)

@@ -52,8 +52,8 @@ def plan_markdown(plan: Plan) -> str:
         f"Total cost of ownership over {c.horizon_months} months: **{money(c.tco, cur)}** "
         f"(capex {money(c.capex, cur)}, {money(c.monthly_opex, cur)} per month)."
         + (
-            f" Soft-rule penalties {money(c.penalties, cur)} (not spent); objective TCO + "
-            f"penalties = {money(c.objective_value, cur)}."
+            f" Soft-rule penalties {money(c.penalties, cur)} (not spent); "
+            f"{objective_words(c)} = {money(c.objective_value, cur)}."
             if c.penalties
             else ""
         )

@@ -97,8 +97,9 @@ class ResaleLine(OutModel):
 
 
 class ResaleCredit(OutModel):
-    """The owned servers' value if sold at the end of the horizon (`finance.residual_value`):
-    shown beside the TCO, never inside it; a money objective subtracts it."""
+    """What the servers bought would fetch if sold at the end of the horizon
+    (`finance.residual_value`): shown beside the TCO, never inside it; a money objective
+    subtracts it."""
 
     amount: float = Field(description="Sum of the lines, >= 0.")
     month: int = Field(description="When the servers would be sold: the horizon's end.")

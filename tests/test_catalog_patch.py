@@ -19,7 +19,6 @@ from tests.support.shipped import ROOT, shipped
 from gpusolve.load import load_catalog
 from gpusolve.load.catalog import deep_merge
 from gpusolve.load.data import data_dir
-from gpusolve.optimize import finance
 
 CHAT = ROOT / "examples" / "chat-day-lora-night.yaml"
 
@@ -54,12 +53,9 @@ def test_one_field_patch_changes_that_price_and_nothing_else(gpusolve, tmp_path:
     saving = 10_000 * count
     assert patched["cost"]["capex"] == pytest.approx(base["cost"]["capex"] - saving)
     parts, old_parts = patched["cost"]["breakdown"], base["cost"]["breakdown"]
-    # The residual value at the horizon falls with the price (issue 24): its credit shrinks
-    # by the residual share of the saving.
-    share = finance.residual_fraction(base["cost"]["horizon_months"])
-    credit_lost = parts["residual_value"] - old_parts["residual_value"]
-    assert credit_lost == pytest.approx(share * saving, abs=count)
-    assert patched["cost"]["tco"] == pytest.approx(base["cost"]["tco"] - saving + credit_lost)
+    # No resale credit by default (issue 35): the TCO falls by the whole saving.
+    assert base["cost"]["horizon_resale"] is None
+    assert patched["cost"]["tco"] == pytest.approx(base["cost"]["tco"] - saving)
     assert parts["servers_capex"] == pytest.approx(old_parts["servers_capex"] - saving)
     # Everything but the money (the cost and the bill of materials that lists it) and the
     # provenance of the patched server is the same.

@@ -18,7 +18,7 @@ from tests.factories import instances as factory
 from tests.factories.files import write_reqs
 from tests.support.shipped import CARDS, COLO, ROOT, SERVERS, example
 
-from gpusolve.candidates.network import down_ports
+from gpusolve.candidates.network import down_ports, fabric_class, rack_network, servers_per_rack
 from gpusolve.load import load_catalog
 from gpusolve.optimize.fabric import needed
 from gpusolve.optimize.ir import (
@@ -26,6 +26,7 @@ from gpusolve.optimize.ir import (
     FabricCount,
     Instance,
     SolveConfig,
+    SwitchOption,
 )
 from gpusolve.optimize.solve import solve
 from gpusolve.optimize.validate import check
@@ -161,7 +162,7 @@ def test_the_70b_example_bought_lists_its_network_by_hand(gpusolve: Any, tmp_pat
     assert network > 0 and cost["breakdown"]["network"] == network
     assert cost["capex"] == cost["breakdown"]["servers_capex"] + network
     parts = ("servers_capex", "network", "rack_rent", "energy", "bandwidth", "cloud_rental")
-    parts += ("residual_value", "storage")  # a credit: the servers' value at the horizon
+    parts += ("storage",)
     assert cost["tco"] == sum(cost["breakdown"][k] for k in parts)
 
 
@@ -180,3 +181,126 @@ def test_hardware_reads_the_users_oversubscription() -> None:
                     assert ratio == max(wanted, offer.fabric_oversubscription)
                 else:
                     assert ratio == 1.0  # single-server layouts only: no fabric crossed
+
+
+# Small sites (issue 35, deliverable 5): the same class with a 32-port switch for 100 (1 U,
+# 300 W) beside the 64-port one, and NIC-to-NIC cables at 5 each for two servers.
+SMALL_SITE = dataclasses.replace(
+    IB,
+    small=(SwitchOption("sw32", 32, 100, 300, 1),),
+    direct_link="cable",
+    direct_link_price=5,
+)
+
+
+def _jobs(*jobs: tuple[str, int, str], fabric: FabricClass = SMALL_SITE) -> Instance:
+    """(workload, servers, slot) per job, each on `node`s spanning servers at `hall`."""
+    hall = factory.site("hall", 100_000, 50, energy={"node": 1}, units=100)
+    options = tuple(
+        factory.owned(w, w, n, slot, sku="node", sites=("hall",), spans=True)  # type: ignore[arg-type]
+        for w, n, slot in jobs
+    )
+    names = tuple(w for w, _, _ in jobs)
+    return factory.instance(
+        names, options, sites=(hall,), skus=(NODE,), horizon_months=1, fabrics={fabric.id: fabric}
+    )
+
+
+@pytest.mark.parametrize(
+    ("jobs", "count", "network"),
+    [
+        # Two servers: 8 cables at 5 = 40, against the 32-port switch and 16 links: 100 +
+        # 16 x 9 = 244.
+        ((("job", 2, "always"),), FabricCount(0, 0, 0, 0, None, 8), 40),
+        # Three servers (24 ports): no direct links; the 32-port switch, 100 + 24 x 9 = 316,
+        # beats the 64-port one, 300 + 216 = 516.
+        ((("job", 3, "always"),), FabricCount(24, 0, 0, 0, "sw32"), 316),
+        # Four (32 ports) still fit it: 100 + 288 = 388. Five (40) do not: 300 + 360 = 660.
+        ((("job", 4, "always"),), FabricCount(32, 0, 0, 0, "sw32"), 388),
+        ((("job", 5, "always"),), FabricCount(40, 1, 0, 0), 660),
+        # Day and night jobs of two servers each share the pair of servers: 8 cables.
+        ((("day", 2, "day"), ("night", 2, "night")), FabricCount(0, 0, 0, 0, None, 8), 40),
+        # Two pairs at once are four servers: a switch (32 ports, 388), not direct links.
+        ((("a", 2, "always"), ("b", 2, "always")), FabricCount(32, 0, 0, 0, "sw32"), 388),
+    ],
+)
+def test_a_small_site_cables_directly_or_buys_the_smallest_switch(
+    jobs: tuple[tuple[str, int, str], ...], count: FabricCount, network: int
+) -> None:
+    instance = _jobs(*jobs)
+    solution = solve(instance, CONFIG)
+    assert solution.status == "optimal"
+    assert check(instance, solution) == []
+    assert solution.fabric[("hall", "ib-400g")] == count
+    assert solution.costs is not None and solution.costs.network == network
+
+
+def test_the_catalogue_gives_the_atlas_fabric_its_small_options() -> None:
+    # 8 x 200G RoCE per Atlas 800T A2: the 256 x 200G SN5600 builds large fabrics (cheapest
+    # per port: 450,000 / 256); the 32-port SN3700 and the 128 x 200G SN5400 may serve a
+    # small one alone; two servers may use the 200G NIC-to-NIC cable.
+    catalog = load_catalog().catalog
+    fabric = fabric_class(catalog, catalog.servers["atlas-800t-a2"], 1.0, 1.0)
+    assert fabric is not None
+    assert (fabric.switch, fabric.radix) == ("sn5600-800g-64p", 256)
+    assert [(s.id, s.radix) for s in fabric.small] == [
+        ("sn3700-200g-32p", 32),
+        ("sn5400-400g-64p", 128),
+    ]
+    assert fabric.direct_link == "qsfp56-200g-aoc-nic-to-nic"
+    # Four of them (32 ports): the SN3700 and 32 links, 108,000 + 32 x 4,000 = 236,000,
+    # against 300,000 + 128,000 (SN5400) and 450,000 + 128,000 (SN5600).
+    atlas = factory.sku("atlas", capex=1000, power_w=1_000, rack_units=1, fabric=fabric.id, nics=8)
+    hall = factory.site("hall", 100_000, 50, energy={"atlas": 1}, units=100)
+    job = factory.owned("job", "job", 4, sku="atlas", sites=("hall",), spans=True)
+    instance = factory.instance(
+        ("job",),
+        (job,),
+        sites=(hall,),
+        skus=(atlas,),
+        horizon_months=1,
+        fabrics={fabric.id: fabric},
+    )
+    solution = solve(instance, CONFIG)
+    assert solution.fabric[("hall", fabric.id)] == FabricCount(32, 0, 0, 0, "sn3700-200g-32p")
+    assert solution.costs is not None and solution.costs.network == 236_000
+
+
+def test_the_day_night_example_buys_no_64_port_switch(gpusolve: Any, tmp_path: Path) -> None:
+    # With no H20 or Ascend 910C to buy (the catalogue before its China-market servers,
+    # when this example bought a 64-port 800G switch for two servers), two Atlas 800T A2
+    # share the LoRA job at night: 8 NIC-to-NIC cables (8 NICs each, NIC i to NIC i) at
+    # 3,000, no fabric switch; one 18-port ToR for the one rack.
+    patch = tmp_path / "no-h20-no-910c.yaml"
+    patch.write_text(
+        "currency: CNY\npatch:\n"
+        "  - id: h20-96gb\n    export_cn: {status: licence-required, source: test}\n"
+        "  - id: ascend-910c\n    export_cn: {status: licence-required, source: test}\n"
+    )
+    result = gpusolve("plan", "-q", str(ROOT / "examples" / "chat-day-lora-night.yaml"),
+                      "--catalog", str(patch), "--format", "json")  # fmt: skip
+    assert result.code == 0, result.err
+    plan = json.loads(result.out)
+    catalog = load_catalog().catalog
+    items = [i for i in plan["cost"]["breakdown"]["items"] if i["kind"] == "network"]
+    switches = [catalog.switches[i["subject"]] for i in items if i["unit"] == "switch"]
+    assert [(s.id, s.role, s.ports) for s in switches] == [("sn2010-25g-tor", "tor", 18)]
+    cables = [i for i in items if i["subject"] == "qsfp56-200g-aoc-nic-to-nic"]
+    assert [(i["quantity"], i["unit_price"]) for i in cables] == [(8, 3_000)]
+    (storage,) = [i for i in plan["cost"]["breakdown"]["items"] if i["kind"] == "storage"]
+    assert storage["subject"] == "nvme-nas-2x3.84tb" and storage["quantity"] == 1
+
+
+def test_each_rack_gets_the_smallest_tor_with_a_port_per_server() -> None:
+    # An Atlas 800T A2 (5.5 kW, 4 U): a rack with 16 kW and 38 U usable holds 2 (16 /
+    # 5.5), so the 18-port SN2010 (36,000) serves it; 30 servers need the 48-port SN2410
+    # (60,000); beyond every ToR's ports, the one with the most.
+    catalog = load_catalog().catalog
+    atlas = catalog.servers["atlas-800t-a2"]
+    assert servers_per_rack(16_000, 38, "enhanced_air", [atlas]) == 2
+    assert servers_per_rack(60_000, 38, "enhanced_air", [atlas]) == 9  # 38 U / 4 U
+    liquid = catalog.servers["hgx-h200-8gpu-liquid"]
+    assert servers_per_rack(60_000, 38, "air", [liquid]) == 0  # not in an air-cooled rack
+    for servers, tor in ((4, "sn2010-25g-tor"), (30, "sn2410-25g-tor"), (100, "sn2410-25g-tor")):
+        network = rack_network(catalog, 1.0, servers)
+        assert network is not None and network.switch.id == tor

@@ -4,6 +4,7 @@ tiers, colocation terms and N+1 spares. The arithmetic is in each test's comment
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -83,22 +84,66 @@ def test_residual_value_flips_rent_to_buy(gpusolve, tmp_path: Path) -> None:
     # Buying: 2,000,000 + rent 5,000 x 36 = 180,000 + bandwidth 100 Mbps x 50 x 36 = 180,000
     # + energy: 1,788/month idle (2.5 kW x 730 h x 1.4 x 0.7 = 1,788.5, half-even) x 36 =
     # 64,368 and 7 - 2.5 kW above idle for 26,280 h x 0.98 = 115,895: 2,540,263 CNY.
-    # Renting: 80/h x 26,280 h = 2,102,400 CNY: cheaper, without residual value.
-    # With it: the box is worth 43% of 2,000,000 = 860,000 after 36 months, so buying
-    # costs 1,680,263: now cheaper than renting.
+    # Renting: 80/h x 26,280 h = 2,102,400 CNY: cheaper, without residual value (the
+    # default). With book value: the box is worth 43% of 2,000,000 = 860,000 after 36
+    # months, so buying nets 1,680,263: now cheaper than renting. The TCO stays what is
+    # spent (2,540,263); the credit stands beside it and only the objective subtracts it.
     cat = _catalog(tmp_path)
-    without = _plan(gpusolve, tmp_path, {"finance": {"residual_value": False}}, cat)
+    without = _plan(gpusolve, tmp_path, {}, cat)
     assert without["deployments"][0]["mode"] == "cloud"
-    assert without["cost"]["tco"] == 2_102_400
-    plan = _plan(gpusolve, tmp_path, {}, cat)
+    assert without["cost"]["tco"] == 2_102_400 and without["cost"]["horizon_resale"] is None
+    plan = _plan(gpusolve, tmp_path, {"finance": {"residual_value": True}}, cat)
     assert plan["deployments"][0]["mode"] == "owned"
-    parts = plan["cost"]["breakdown"]
-    assert parts["residual_value"] == -860_000
-    assert parts["servers_capex"] == plan["cost"]["capex"] == 2_000_000  # the budget's figure
-    assert plan["cost"]["tco"] == 2_540_263 - 860_000
-    (line,) = [i for i in parts["items"] if i["kind"] == "residual_value"]
-    assert (line["quantity"], line["unit_price"]) == (1, -860_000)
-    assert "43.0% of 2,000,000" in line["detail"]
+    cost = plan["cost"]
+    parts = cost["breakdown"]
+    assert parts["servers_capex"] == cost["capex"] == 2_000_000  # the budget's figure
+    assert cost["tco"] == 2_540_263
+    assert cost["tco"] == cost["capex"] + round(cost["monthly_opex"] * 36)
+    assert cost["horizon_resale"]["amount"] == 860_000 and cost["horizon_resale"]["month"] == 36
+    assert cost["objective_value"] == 2_540_263 - 860_000 + cost["penalties"]
+    (line,) = cost["horizon_resale"]["lines"]
+    assert (line["count"], line["unit_value"], line["server"]) == (1, 860_000, "box")
+    assert "43.0% of 2,000,000" in line["detail"] and "book value" in line["source"]
+    # Never a negative line of the TCO or of the bill of materials.
+    assert all(i["amount"] >= 0 for i in parts["items"])
+    assert all(ln["amount"] >= 0 for ln in plan["bom"])
+
+
+def test_resale_curve_sets_the_credit(gpusolve, tmp_path: Path) -> None:
+    # A user's curve: 60% at month 12, 20% at month 48; at 36 months 60 - 40 x 24/36 =
+    # 33.33...%, so the box is credited 2,000,000 x 1/3 = 666,667 (rounded half-even).
+    # 2,540,263 - 666,667 = 1,873,596 still beats renting (2,102,400).
+    curve = [{"month": 12, "fraction": 0.6}, {"month": 48, "fraction": 0.2}]
+    terms = {"residual_value": True, "resale_curve": curve}
+    plan = _plan(gpusolve, tmp_path, {"finance": terms}, _catalog(tmp_path))
+    cost = plan["cost"]
+    assert plan["deployments"][0]["mode"] == "owned"
+    assert cost["tco"] == 2_540_263 and cost["horizon_resale"]["amount"] == 666_667
+    assert "resale curve" in cost["horizon_resale"]["basis"]
+
+
+def test_resale_fraction_interpolates_from_new() -> None:
+    curve = ((12, 0.6), (48, 0.2))
+    assert finance.resale_fraction(0, curve) == 1.0
+    assert abs(finance.resale_fraction(6, curve) - 0.8) < 1e-12  # (0, 1) to (12, 0.6)
+    assert abs(finance.resale_fraction(30, curve) - 0.4) < 1e-12
+    assert finance.resale_fraction(60, curve) == 0.2
+    off = finance.Terms()
+    assert finance.credit_fraction(36, off) == 0.0  # off by default
+
+
+def test_resale_curve_must_reach_the_horizon(gpusolve, tmp_path: Path) -> None:
+    curve = [{"month": 12, "fraction": 0.6}, {"month": 24, "fraction": 0.4}]
+    reqs = {"horizon_months": 36, "workloads": [SERVICE]}
+    reqs["finance"] = {"residual_value": True, "resale_curve": curve}
+    path = write_reqs(tmp_path, reqs, "r.yaml")
+    result = gpusolve("plan", "-q", str(path))
+    assert result.code == 2
+    assert "resale_curve ends at month 24" in result.err and "Traceback" not in result.err
+    curve.reverse()
+    path = write_reqs(tmp_path, reqs, "r2.yaml")
+    result = gpusolve("plan", "-q", str(path))
+    assert result.code == 2 and "months must increase" in result.err
 
 
 # Owned, no residual value, 36 months, one box: capex 2,000,000; one rack 5,000 x 36 =
@@ -258,3 +303,44 @@ def test_vat_taxes_the_network_and_storage_like_the_servers(gpusolve, tmp_path: 
     for i in taxed:
         assert i["unit_price"] == to_money(net[i["subject"]] * 1.13), i
         assert "incl. VAT 13%" in i["detail"], i
+
+
+def test_resale_credit_is_printed_beside_the_tco(gpusolve, tmp_path: Path) -> None:
+    # The text a finance reader adds up: the TCO (capex + opex), the credit on its own line
+    # with its month, no negative server row in the breakdown or the bill of materials.
+    reqs = {"horizon_months": 36, "workloads": [SERVICE], "finance": {"residual_value": True}}
+    path = write_reqs(tmp_path, reqs, "r.yaml")
+    cat = _catalog(tmp_path)
+    result = gpusolve("plan", "-q", str(path), "--no-default-catalog", "--catalog", str(cat))
+    assert result.code == 0, result.err
+    text = result.out
+    assert "TCO over 36 months: 2,540,263 CNY" in text
+    assert "resale credit 860,000 CNY (if sold at month 36; not in the TCO)" in text
+    assert "objective TCO - resale = 1,680,263 CNY" in text
+    assert "total = TCO over the horizon: 2,540,263 CNY" in text
+    assert "if the servers are sold at month 36 (not in the TCO" in text
+    assert not re.search(r"^  server .*-\d", text, re.M)  # no negative server row
+    assert "residual value" not in text
+
+
+def test_energy_and_bandwidth_lines_cite_their_own_price_sources(gpusolve, tmp_path: Path) -> None:
+    # The offer's own notes for its power and bandwidth prices, where it gives them; the
+    # rack rent keeps citing the offer's pricing; no line cites the server's price source.
+    power = {"illustrative": False, "as_of": "2026-10", "source": "State Grid Jiangsu tariff"}
+    line = {"illustrative": True, "as_of": "2026-09", "source": "BGP quote, 50/Mbps-month"}
+    cat = _catalog(tmp_path, None, power_pricing=power, bandwidth_pricing=line)
+    plan = _plan(gpusolve, tmp_path, {}, cat)
+    items = plan["cost"]["breakdown"]["items"]
+    sources = {i["kind"]: set() for i in items}
+    for i in items:
+        sources[i["kind"]].add(i["source"])
+    assert sources["energy"] == {"State Grid Jiangsu tariff (as of 2026-10)"}
+    assert sources["bandwidth"] == {"BGP quote, 50/Mbps-month (as of 2026-09)"}
+    assert all(i["illustrative"] is False for i in items if i["kind"] == "energy")
+    assert sources["rack_rent"] == {"test (as of 2026-11)"}
+    # Without them, each line names the offer's figure it uses.
+    plain = _plan(gpusolve, tmp_path, {}, _catalog(tmp_path, None))
+    energy = {i["source"] for i in plain["cost"]["breakdown"]["items"] if i["kind"] == "energy"}
+    assert energy == {
+        "power price 0.7/kWh, PUE 1.4: figures of colo offer s (test) (as of 2026-11)"
+    }

@@ -22,7 +22,6 @@ KINDS = (
     "energy",
     "bandwidth",
     "cloud_rental",
-    "residual_value",
     "network",
     "storage",
 )
@@ -34,7 +33,6 @@ MONEY_LABELS = {
     "energy",
     "bandwidth",
     "cloud rental",
-    "residual value (credit)",
 }
 WORDED = re.compile(r"\b(dearer|cheaper|higher|lower) by (\S+)")
 
@@ -69,18 +67,20 @@ def _check_cost_adds_up(cost: Cost) -> None:
     for kind in KINDS:
         lines = [i.amount for i in b.items if i.kind == kind]
         assert sum(lines) == getattr(b, kind), kind
-        # whole units, printed exactly; the residual value is a credit; a network line
-        # may cost nothing (NICs inside a server's price are still listed as parts)
+        # whole units, printed exactly, never negative (a resale credit is not a TCO line);
+        # a network line may cost nothing (NICs inside a server's price are still parts)
         if kind == "network":
             assert all(a == int(a) >= 0 for a in lines)
             continue
-        assert all(a == int(a) != 0 and (a < 0) == (kind == "residual_value") for a in lines)
+        assert all(a == int(a) > 0 for a in lines)
     assert sum(getattr(b, k) for k in KINDS) == cost.tco
     assert cost.capex == b.servers_capex + b.network + b.storage
     assert sum(p.amount for p in b.penalty_items) == b.penalties == cost.penalties
     assert all(p.rule and p.reason and p.deployment for p in b.penalty_items)
-    assert cost.objective_value == cost.tco + cost.penalties
-    opex = cost.tco - cost.capex - b.residual_value
+    if cost.horizon_resale is not None:
+        assert cost.horizon_resale.amount == sum(ln.amount for ln in cost.horizon_resale.lines) > 0
+    assert cost.objective_value == cost.tco - cost.credits + cost.penalties
+    opex = cost.tco - cost.capex
     assert cost.monthly_opex == round(opex / cost.horizon_months, 2)
 
 
@@ -112,12 +112,16 @@ def _check_text_adds_up(text: str, cost: Cost) -> None:
             assert sum(items) == value, label
     money = [*MONEY_LABELS]
     assert sum(printed.get(k, 0) for k in money) == printed["TCO"] == cost.tco
+    credit = printed.get("resale credit, sold now", 0)
+    credit += printed.get("resale credit at the horizon", 0)
+    assert credit == cost.credits
     if cost.penalties:
         assert printed["soft-rule penalties"] == cost.penalties
-        objective = printed["objective = TCO + penalties"]
-        assert printed["TCO"] + printed["soft-rule penalties"] == objective
     else:
         assert "soft-rule penalties" not in printed
+    if cost.penalties or credit:
+        (objective,) = [v for k, v in printed.items() if k.startswith("objective = TCO")]
+        assert printed["TCO"] - credit + printed.get("soft-rule penalties", 0) == objective
 
 
 def _check_markdown_adds_up(markdown: str, cost: Cost) -> None:

@@ -36,7 +36,6 @@ def test_example_plans_and_validates(gpusolve, path: Path) -> None:
             "energy",
             "bandwidth",
             "cloud_rental",
-            "residual_value",
             "network",
             "storage",
         )

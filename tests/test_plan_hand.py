@@ -202,12 +202,15 @@ def test_rental_beats_purchase_for_a_three_day_job(gpusolve, tmp_path: Path) -> 
 def test_purchase_beats_rental_for_a_36_month_service(gpusolve, tmp_path: Path) -> None:
     # A 13B service around the clock for 36 months = 26,280 h. The cheapest rental that
     # meets 2,000 tokens/s is an 8-GPU instance at tens of CNY per hour (> 1 M CNY over the
-    # horizon); a bought 8-GPU server plus a rack costs less over three years.
+    # horizon); a bought 8-GPU server plus a rack costs less over three years once its
+    # value at the horizon is credited (finance.residual_value: book value here; off by
+    # default since issue 35, when this service rents).
     reqs = write_reqs(
         tmp_path,
         {
             "horizon_months": 36,
             "market": "global",  # the economics of owning, not which cards China may buy
+            "finance": {"residual_value": True},
             "workloads": [
                 {
                     "name": "svc",

@@ -38,10 +38,26 @@ def test_what_a_workload_keeps() -> None:
     assert storage_need_gb("pretrain", 98e9, 3, 500) == 794
     assert storage_need_gb("inference", 14e9, 3, None) == 14
     assert storage_need_gb("lora", 0.1e9, 3, None) == 1  # rounded up to whole GB
+    # At most 90% full (storage_fill_fraction): 3 x 98 + 500 = 794 GB / 0.9 = 882.2 -> 883.
+    assert storage_need_gb("pretrain", 98e9, 3, 500, 0.9) == 883
 
 
-def _instance(keep_gb: int) -> Instance:
-    hall = factory.site("hall", 100_000, 50, energy={"node": 1}, units=100, storage=(SMALL, LARGE))
+TINY = StorageKind("tiny", capacity_gb=3_800, price=32, power_w=250, rack_units=1)
+
+
+def test_a_small_need_buys_the_smallest_node_that_holds_it() -> None:
+    # 2 GB (a LoRA's checkpoints): one tiny node (32), not a small (90) or a large (860).
+    # 4,000 GB: two tiny (64) beat one small (90). 9,000 GB: one small (90) beats three
+    # tiny (96).
+    for keep, expected in ((2, {"tiny": 1}), (4_000, {"tiny": 2}), (9_000, {"small": 1})):
+        instance = _instance(keep, (TINY, SMALL, LARGE))
+        solution = solve(instance, CONFIG)
+        assert check(instance, solution) == []
+        assert {k: n for (_, k), n in solution.storage.items() if n} == expected, keep
+
+
+def _instance(keep_gb: int, kinds: tuple[StorageKind, ...] = (SMALL, LARGE)) -> Instance:
+    hall = factory.site("hall", 100_000, 50, energy={"node": 1}, units=100, storage=kinds)
     job = factory.owned(
         "job", "job", 2, sku="node", sites=("hall",), spans=True, storage_gb=keep_gb
     )
@@ -83,8 +99,9 @@ def test_the_70b_example_bought_stores_its_checkpoints(gpusolve: Any, tmp_path: 
     plan = json.loads(result.out)
     (dep,) = plan["deployments"]
     assert dep["servers"] > 1  # a job across servers keeps its checkpoints on shared storage
-    # By hand: llama-2-70b has ~69.0e9 parameters; a bf16 AdamW checkpoint is 14 B/param.
-    need = math.ceil(3 * 68.98e9 * 14 / 1e9 + 40_000)
+    # By hand: llama-2-70b has ~69.0e9 parameters; a bf16 AdamW checkpoint is 14 B/param;
+    # the storage is at most 90% full (storage_fill_fraction).
+    need = math.ceil((3 * 68.98e9 * 14 / 1e9 + 40_000) / 0.9)
     items = [i for i in plan["cost"]["breakdown"]["items"] if i["kind"] == "storage"]
     assert items
     kept = int(items[0]["detail"].split(" for ")[1].split(" GB")[0].replace(",", ""))
@@ -93,13 +110,15 @@ def test_the_70b_example_bought_stores_its_checkpoints(gpusolve: Any, tmp_path: 
     bought = {i["subject"]: i["quantity"] for i in items}
     capacity = sum(nodes[k].capacity_tb * 1000 * n for k, n in bought.items())
     assert capacity >= kept
-    # The cheapest mix, by enumeration over the catalogue's two node sizes.
-    small, large = sorted(nodes.values(), key=lambda n: n.capacity_tb)
+    # The cheapest mix, by enumeration over the catalogue's three node sizes.
+    tiny, small, large = sorted(nodes.values(), key=lambda n: n.capacity_tb)
     best = min(
-        (s * small.price + g * large.price, s, g)
+        (t * tiny.price + s * small.price + g * large.price, t, s, g)
         for g in range(0, math.ceil(kept / (large.capacity_tb * 1000)) + 1)
         for s in range(0, math.ceil(kept / (small.capacity_tb * 1000)) + 1)
-        if (s * small.capacity_tb + g * large.capacity_tb) * 1000 >= kept
+        # more tiny nodes than a small one's price buys are never cheaper than it
+        for t in range(0, math.ceil(small.price / tiny.price) + 1)
+        if (t * tiny.capacity_tb + s * small.capacity_tb + g * large.capacity_tb) * 1000 >= kept
     )
     assert sum(i["amount"] for i in items) == best[0]
     assert plan["cost"]["breakdown"]["storage"] == best[0]

@@ -172,10 +172,16 @@ def bought_network(
 
     for (_, cls), count in solution.fabric.items():
         fabric = instance.fabrics[cls]
-        if count.switches and fabric.switch in catalog.switches:
+        own = count.single + count.leaves + count.spines
+        if own and fabric.switch in catalog.switches:
             add("network_price", fabric.switch, "switch", catalog.switches[fabric.switch].price)
+        if count.small is not None and count.small in catalog.switches:
+            add("network_price", count.small, "switch", catalog.switches[count.small].price)
         if count.ports and fabric.link in catalog.links:
             add("network_price", fabric.link, "link", catalog.links[fabric.link].price)
+        cable = fabric.direct_link
+        if count.direct_links and cable is not None and cable in catalog.links:
+            add("network_price", cable, "link", catalog.links[cable].price)
     on_fabric = {site for site, _ in solution.fabric}
     for (sku_id, site), n in solution.servers.items():
         sku = instance.skus[sku_id]
@@ -184,11 +190,12 @@ def bought_network(
             if nic is not None:
                 add("network_price", nic.id, "NIC", nic.price)
     racked = {site for (site, fill), n in solution.racks.items() if fill and n}
-    tor = rack_network(catalog, 1.0)
-    if tor is not None and any(instance.sites[s].rack_network_capex for s in racked):
-        add("network_price", tor.switch.id, "switch", tor.switch.price)
-        if tor.uplink is not None and tor.switch.uplinks:
-            add("network_price", tor.uplink.id, "link", tor.uplink.price)
+    for site in sorted(racked):
+        tor = rack_network(catalog, 1.0, instance.sites[site].rack_servers)
+        if tor is not None and instance.sites[site].rack_network_capex:
+            add("network_price", tor.switch.id, "switch", tor.switch.price)
+            if tor.uplink is not None and tor.switch.uplinks:
+                add("network_price", tor.uplink.id, "link", tor.uplink.price)
     for (_, kind_id), nodes in solution.storage.items():
         if nodes and kind_id in catalog.storage:
             add("storage_price", kind_id, "storage node", catalog.storage[kind_id].price)

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Iterable, Mapping
+from collections import defaultdict
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -17,6 +18,7 @@ from gpusolve.candidates.network import (
     fabric_class,
     nic_capex,
     rack_network,
+    servers_per_rack,
     storage_kinds,
     storage_need_gb,
 )
@@ -203,17 +205,14 @@ def finance_terms(
         useful_life_months=f.useful_life_months or min(p.server_useful_life_months for p in params),
         salvage_fraction=salvage if f.salvage_fraction is None else f.salvage_fraction,
         residual_value=f.residual_value,
+        resale_curve=tuple((p.month, p.fraction) for p in f.resale_curve or ()),
     )
 
 
 def residual_share(reqs: Requirements, terms: finance.Terms) -> float:
-    """Share of its price an owned server is worth at the end of the horizon (0 when the
-    requirements leave residual value out)."""
-    if not terms.residual_value:
-        return 0.0
-    return finance.residual_fraction(
-        reqs.horizon_months, terms.useful_life_months, terms.salvage_fraction
-    )
+    """Share of its price an owned server is credited at the end of the horizon (0 when
+    the requirements leave residual value out, the default)."""
+    return finance.credit_fraction(reqs.horizon_months, terms)
 
 
 # --- owned servers ---------------------------------------------------------------
@@ -341,6 +340,7 @@ def _add_owned(
                 estimate.checkpoint_bytes,
                 b.policies[w.name].params.checkpoint_copies_kept,
                 w.dataset_gb,
+                b.policies[w.name].params.storage_fill_fraction,
             )
             if sized.spans_servers
             else 0,
@@ -710,11 +710,16 @@ def owned_busy_hours(w: Workload, estimate: ConfigEstimate, horizon_months: int)
 
 
 def _sites(b: _Builder) -> dict[str, ir.Site]:
-    used = {p.site for o in b.owned for p in o.placements}
+    skus: dict[str, set[str]] = defaultdict(set)  # site -> the server models placed there
+    for o in b.owned:
+        for p in o.placements:
+            skus[p.site].add(o.sku)
     return {
-        offer.id: price_site(offer, b.catalog, b.reqs, b.reserves.get(offer.id), b.terms)
+        offer.id: price_site(
+            offer, b.catalog, b.reqs, b.reserves.get(offer.id), b.terms, skus[offer.id]
+        )
         for offer in b.catalog.colo_offers.values()
-        if offer.id in used
+        if offer.id in skus
     }
 
 
@@ -762,13 +767,22 @@ def price_site(
     reqs: Requirements,
     reserve: RackReserve | None = None,
     terms: finance.Terms | None = None,
+    skus: Collection[str] | None = None,
+    rack_servers: int | None = None,
 ) -> ir.Site:
     """A colo offer as the optimiser prices it: idle energy per server model (what each
     workload draws above idle is its placement's `busy_energy`), bandwidth, terms, VAT;
-    racks hold servers within what the rack reserve leaves (`reserve.py`)."""
+    racks hold servers within what the rack reserve leaves (`reserve.py`), and each its
+    top-of-rack switch sized for the most servers of `skus` (every catalogue server when
+    None) a rack holds, or for `rack_servers` where given."""
     goods, services = vat_factors(reqs)
     fraction = (terms or finance_terms(reqs)).idle_power_fraction
-    tor = rack_network(catalog, goods)
+    rack_w = reserve.usable_w if reserve else round(offer.rack_kw * 1000)
+    rack_units = reserve.usable_units if reserve else offer.rack_units
+    if rack_servers is None:
+        models = [s for s in catalog.servers.values() if skus is None or s.id in skus]
+        rack_servers = servers_per_rack(rack_w, rack_units, offer.cooling, models)
+    tor = rack_network(catalog, goods, rack_servers)
     h = reqs.horizon_months
     price = goods * finance.energy_price_per_kwh(
         offer.pue, offer.power_price_per_kwh, offer.power_included
@@ -783,8 +797,8 @@ def price_site(
         id=offer.id,
         region=offer.region,
         cooling=offer.cooling,
-        rack_w=reserve.usable_w if reserve else round(offer.rack_kw * 1000),
-        rack_units=reserve.usable_units if reserve else offer.rack_units,
+        rack_w=rack_w,
+        rack_units=rack_units,
         racks_available=offer.racks_available,
         rack_rent_month=to_money(offer.rack_price_per_month * services),
         bandwidth_month=to_money(
@@ -799,6 +813,7 @@ def price_site(
         reserved_w=reserve.reserved_w if reserve else 0,
         reserved_units=reserve.reserved_units if reserve else 0,
         rack_network_capex=tor.capex if tor is not None else 0,
+        rack_servers=rack_servers,
         rack_network_w=tor.power_w if tor is not None else 0,
         rack_network_units=tor.switch.rack_units if tor is not None else 0,
         storage=storage_kinds(catalog, goods),

@@ -4,8 +4,12 @@ NICs, what one rack's top-of-rack switch costs, and which NICs a server lacks.
 The optimiser sizes the fabric (`optimize/fabric.py`); this module only turns catalogue
 items into the integer figures it needs. A server's NICs join a compute fabric of their
 kind (InfiniBand on InfiniBand switches; RoCE and Ethernet on Ethernet switches) at their
-rate; the switch is the catalogue's cheapest per port at that rate, the link the cheapest
-optical or AOC link at least that fast (fabric links cross racks, beyond a DAC's reach).
+rate; the switch a large fabric is built of is the catalogue's cheapest per port at that
+rate, and every fewer-port, cheaper one may serve a small fabric alone. The link is the
+cheapest optical or AOC link at least that fast (fabric links cross racks, beyond a DAC's
+reach); two servers may instead be cabled NIC to NIC with the cheapest `nic_to_nic` link
+at least that fast. A rack's top-of-rack switch is the cheapest with a port for every
+server the rack can hold.
 Every price is multiplied by `goods` (1 + VAT on goods, `generate.vat_factors`), as a
 server's is: switches, links, NICs and storage nodes are bought goods like the servers.
 """
@@ -13,6 +17,7 @@ server's is: switches, links, NICs and storage nodes are bought goods like the s
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from gpusolve.models.catalog import Catalog, NetworkLink, NetworkNic, NetworkSwitch, Server
@@ -72,8 +77,47 @@ def _switch_for(catalog: Catalog, fabric: str, gbps: float) -> NetworkSwitch | N
     return min(fits, key=lambda s: (s.price / s.ports_at(gbps), s.id), default=None)
 
 
-def _link_for(catalog: Catalog, gbps: float, kinds: tuple[str, ...]) -> NetworkLink | None:
-    fits = [x for x in catalog.links.values() if x.gbps >= gbps and x.kind in kinds]
+def _small_switches(
+    catalog: Catalog, fabric: str, gbps: float, main: NetworkSwitch, goods: float
+) -> tuple[ir.SwitchOption, ...]:
+    """Switches with fewer ports than `main` at this rate and a lower price, fewest ports
+    first; one that costs as much as another with more ports is left out."""
+    fits = sorted(
+        (
+            s
+            for s in catalog.switches.values()
+            if s.role == "fabric"
+            and s.fabric == fabric
+            and 0 < s.ports_at(gbps) < main.ports_at(gbps)
+            and s.price < main.price
+        ),
+        key=lambda s: (s.ports_at(gbps), s.price, s.id),
+    )
+    kept = [
+        s
+        for s in fits
+        if not any(o.ports_at(gbps) > s.ports_at(gbps) and o.price <= s.price for o in fits)
+    ]
+    return tuple(
+        ir.SwitchOption(
+            id=s.id,
+            radix=s.ports_at(gbps),
+            price=to_money(s.price * goods),
+            power_w=round(s.power_w),
+            units=s.rack_units,
+        )
+        for s in kept
+    )
+
+
+def _link_for(
+    catalog: Catalog, gbps: float, kinds: tuple[str, ...], nic_to_nic: bool = False
+) -> NetworkLink | None:
+    fits = [
+        x
+        for x in catalog.links.values()
+        if x.gbps >= gbps and x.kind in kinds and x.nic_to_nic == nic_to_nic
+    ]
     return min(fits, key=lambda x: (x.price, x.id), default=None)
 
 
@@ -91,6 +135,7 @@ def fabric_class(
     if switch is None or link is None:
         return None
     radix = switch.ports_at(gbps)
+    direct = _link_for(catalog, gbps, ("dac", "aoc", "optical"), nic_to_nic=True)
     return ir.FabricClass(
         id=class_id,
         switch=switch.id,
@@ -101,20 +146,35 @@ def fabric_class(
         switch_power_w=round(switch.power_w),
         switch_units=switch.rack_units,
         link_price=to_money(link.price * goods),
+        small=_small_switches(catalog, RDMA_SWITCH_FABRIC[server.fabric.kind], gbps, switch, goods),
+        direct_link=direct.id if direct is not None else None,
+        direct_link_price=to_money(direct.price * goods) if direct is not None else 0,
     )
 
 
-def rack_network(catalog: Catalog, goods: float) -> RackNetwork | None:
-    """The cheapest top-of-rack switch and the link for its uplinks."""
-    tor = min(
-        (s for s in catalog.switches.values() if s.role == "tor"),
-        key=lambda s: (s.price, s.id),
-        default=None,
-    )
-    if tor is None:
+def rack_network(catalog: Catalog, goods: float, servers_per_rack: int = 0) -> RackNetwork | None:
+    """The cheapest top-of-rack switch with a port for each of `servers_per_rack` servers
+    (else the one with the most ports), and the link for its uplinks."""
+    tors = [s for s in catalog.switches.values() if s.role == "tor"]
+    fits = [s for s in tors if s.ports >= servers_per_rack]
+    if fits:
+        tor = min(fits, key=lambda s: (s.price, s.id))
+    elif tors:
+        tor = max(tors, key=lambda s: (s.ports, -s.price, s.id))
+    else:
         return None
     uplink = _link_for(catalog, 0.0, ("dac", "aoc", "optical")) if tor.uplinks else None
     return RackNetwork(tor, uplink, goods)
+
+
+def servers_per_rack(rack_w: int, rack_units: int, cooling: str, servers: Iterable[Server]) -> int:
+    """The most servers of any one of these models a rack holds (its usable W and U, and
+    its cooling): what its top-of-rack switch needs ports for."""
+    most = 0
+    for s in servers:
+        if cooling in s.cooling:
+            most = max(most, min(rack_units // s.rack_units, int(rack_w // (s.power_kw * 1000))))
+    return most
 
 
 def nic_capex(catalog: Catalog, server: Server, goods: float) -> int:
@@ -152,9 +212,16 @@ def storage_kinds(catalog: Catalog, goods: float) -> tuple[ir.StorageKind, ...]:
 
 
 def storage_need_gb(
-    kind: str, checkpoint_bytes: float, copies: int, dataset_gb: float | None
+    kind: str,
+    checkpoint_bytes: float,
+    copies: int,
+    dataset_gb: float | None,
+    fill_fraction: float = 1.0,
 ) -> int:
-    """What a workload keeps on its site's storage (H16): training keeps `copies` full
-    checkpoints (weights + optimizer state) and its dataset; a service keeps its weights."""
+    """The usable capacity a workload needs on its site's storage (H16): what it keeps over
+    the most the storage may be filled (`Params.storage_fill_fraction`). Training keeps
+    `copies` full checkpoints (weights + optimizer state) and its dataset; a service keeps
+    its weights."""
     kept = 1 if kind == "inference" else copies
-    return math.ceil(checkpoint_bytes * kept / 1e9 + (dataset_gb or 0.0))
+    data_gb = checkpoint_bytes * kept / 1e9 + (dataset_gb or 0.0)
+    return math.ceil(data_gb / fill_fraction)

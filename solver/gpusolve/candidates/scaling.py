@@ -52,14 +52,24 @@ def network_instance(
         else s
         for k, s in base.skus.items()
     }
-    tor = rack_network(catalog, goods)
     storage = storage_kinds(catalog, goods)
     sites = {
-        k: replace(s, rack_network_capex=tor.capex if tor else 0, storage=storage)
-        for k, s in base.sites.items()
+        k: replace(_rack_network(catalog, goods, s), storage=storage) for k, s in base.sites.items()
     }
     fabrics = {**base.fabrics, **fabric_classes(catalog, servers, inputs.reqs)}
     return replace(base, skus=skus, sites=sites, fabrics=fabrics)
+
+
+def _rack_network(catalog: Catalog, goods: float, site: Site) -> Site:
+    """`site` with the ToR the re-priced catalogue gives its racks (another one may now be
+    the cheapest that fits), as `price_site` chooses it."""
+    tor = rack_network(catalog, goods, site.rack_servers)
+    return replace(
+        site,
+        rack_network_capex=tor.capex if tor is not None else 0,
+        rack_network_w=tor.power_w if tor is not None else 0,
+        rack_network_units=tor.switch.rack_units if tor is not None else 0,
+    )
 
 
 def scale_item(catalog: Catalog, item_id: str, factor: float) -> Catalog:

@@ -22,8 +22,6 @@ SECTION_OF_KIND: dict[str, BomSection] = {
     "energy": "site",
     "bandwidth": "site",
     "cloud_rental": "cloud",
-    # The servers' book value at the horizon: a credit on the server line it follows.
-    "residual_value": "server",
 }
 SECTION_OF_PREFIX: tuple[tuple[str, BomSection], ...] = (
     ("network", "network"),

@@ -40,10 +40,9 @@ def compare(
         change("TCO", tco, chosen.currency, ("dearer", "cheaper")),
         change("penalties", penalties, chosen.currency, ("higher", "lower")),
     ]
-    # Owned servers sold: a credit apart from the TCO that the objective counts.
-    resale = other.resale - chosen.resale
-    if other.resale or chosen.resale:
-        money_words.append(change("resale credit", resale, chosen.currency, ("higher", "lower")))
+    credit = other.credits - chosen.credits
+    if other.credits or chosen.credits:
+        money_words.append(change("resale credit", credit, chosen.currency, ("higher", "lower")))
     if objective == "max-throughput":
         words = [
             change(f"{t.workload} throughput", t.delta, t.unit, ("higher", "lower"))
@@ -51,13 +50,13 @@ def compare(
         ]
         summary = "; ".join(words + money_words)
     else:
-        label = "TCO + penalties - resale" if resale else "TCO + penalties"
-        total = change(label, tco + penalties - resale, chosen.currency, ("dearer", "cheaper"))
+        label = "TCO + penalties - resale" if other.credits or chosen.credits else "TCO + penalties"
+        total = change(label, tco + penalties - credit, chosen.currency, ("dearer", "cheaper"))
         summary = "; ".join([*money_words, total])
     return PlanDelta(
         tco=tco,
         penalties=penalties,
-        objective_value=tco + penalties - resale,
+        objective_value=tco + penalties - credit,
         throughput=throughput,
         summary=summary,
     )

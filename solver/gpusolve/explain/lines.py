@@ -4,7 +4,10 @@ Every amount is the optimiser's own integer (whole units of the run currency ove
 horizon), recomputed from the plan's counts and the instance's coefficients, so the lines
 of a kind add up to its total exactly as printed and the totals equal what the solver
 minimised. Soft-rule penalties are listed apart from the TCO: they steer the choice and
-are never spent. Two plans are compared in `compare.py`.
+are never spent. So is the resale credit (`finance.residual_value`): what the owned
+servers would fetch at the horizon is money received after it, not a negative purchase, so
+it stands beside the TCO (capex + opex) and only the objective subtracts it. Two plans are
+compared in `compare.py`.
 """
 
 from __future__ import annotations
@@ -23,6 +26,8 @@ from gpusolve.models.plan import (
     CostItem,
     CostKind,
     PenaltyItem,
+    ResaleCredit,
+    ResaleLine,
 )
 from gpusolve.optimize import finance, ir
 from gpusolve.optimize.inventory import covered_racks, purchases
@@ -36,7 +41,7 @@ def cost_items(
     solution: ir.Solution, instance: ir.Instance, cand: Candidates, catalog: Catalog
 ) -> list[CostItem]:
     """Capex per (SKU, site), rent, energy and bandwidth per site, rental per cloud option,
-    then the owned servers' residual value (a credit)."""
+    network and storage: every line of the TCO (the resale credit is `resale_credit`)."""
     h = instance.horizon_months
     items: list[CostItem] = []
     held = {(s.sku, s.site) for s in instance.stock}
@@ -93,7 +98,6 @@ def cost_items(
         option = cloud.get(choice.option)
         if option is not None:
             items.append(_cloud_line(choice, option, cand, catalog))
-    items += _residual(solution, instance, cand, catalog)
     items = [i for i in items if i.amount]
     # Network lines stay even at no cost: NICs inside a server's price are still parts.
     return (
@@ -191,28 +195,74 @@ def _renewal(
     return [priced(line, covered * months, "rack-month", rent, note, site=site_id)]
 
 
-def _residual(
+def power_pricing(catalog: Catalog, offer_id: str) -> PriceNote | None:
+    """The source of a colo offer's power price and PUE: its own note where the catalogue
+    gives one, else the offer's figures named, under the offer's pricing note's date."""
+    offer = catalog.colo_offers.get(offer_id)
+    if offer is None:
+        return None
+    if offer.power_pricing is not None:
+        return offer.power_pricing
+    if offer.power_included:
+        what = "power included in the rack price"
+    else:
+        what = f"power price {offer.power_price_per_kwh:g}/kWh"
+    return _offer_figure(offer.pricing, f"{what}, PUE {offer.pue:g}", offer_id)
+
+
+def bandwidth_pricing(catalog: Catalog, offer_id: str) -> PriceNote | None:
+    """The source of a colo offer's bandwidth figures, as `power_pricing`."""
+    offer = catalog.colo_offers.get(offer_id)
+    if offer is None:
+        return None
+    if offer.bandwidth_pricing is not None:
+        return offer.bandwidth_pricing
+    what = (
+        f"bandwidth {offer.bandwidth_mbps:g} Mbps included, "
+        f"{offer.bandwidth_price_per_mbps_month:g}/Mbps-month beyond"
+    )
+    return _offer_figure(offer.pricing, what, offer_id)
+
+
+def _offer_figure(note: PriceNote, what: str, offer_id: str) -> PriceNote:
+    return note.model_copy(
+        update={"source": f"{what}: figures of colo offer {offer_id} ({note.source})"}
+    )
+
+
+def resale_credit(
     solution: ir.Solution, instance: ir.Instance, cand: Candidates, catalog: Catalog
-) -> list[CostItem]:
-    """Each owned server model's value at the end of the horizon, as a negative line."""
-    out: list[CostItem] = []
+) -> ResaleCredit | None:
+    """What each model of the servers bought would fetch if sold at the end of the horizon
+    (the model's `residual`, per server; servers already owned are not in it); None when
+    nothing is credited."""
+    h = instance.horizon_months
+    basis = finance.credit_basis(cand.finance_terms)
+    lines: list[ResaleLine] = []
     for (sku, site), n in sorted(purchases(instance, solution.servers, solution.bought).items()):
         value = instance.skus[sku].residual
-        server = catalog.servers.get(sku)
-        if not value or server is None:
+        if not value or not n:
             continue
+        server = catalog.servers.get(sku)
+        price, _ = price_source(server.pricing if server is not None else None)
         detail = (
             f"{n} at {site} x {value:,} ({cand.residual_share:.1%} of "
-            f"{instance.skus[sku].capex:,} "
-            f"after {instance.horizon_months} months: straight-line over "
-            f"{cand.finance_terms.useful_life_months} months to "
-            f"{cand.finance_terms.salvage_fraction:.0%})"
+            f"{instance.skus[sku].capex:,} at month {h})"
         )
-        line = CostItem(kind="residual_value", subject=sku, detail=detail, amount=-n * value)
-        line = priced(line, n, "server", -value, server.pricing, site=site)
-        source = "book value: rule parameters server_useful_life_months, server_salvage_fraction"
-        out.append(line.model_copy(update={"source": f"{source}; price {line.source}"}))
-    return out
+        lines.append(
+            ResaleLine(
+                server=sku,
+                site=site,
+                count=n,
+                unit_value=value,
+                amount=n * value,
+                detail=detail,
+                source=f"{basis}; price {price}",
+            )
+        )
+    if not lines:
+        return None
+    return ResaleCredit(amount=sum(ln.amount for ln in lines), month=h, basis=basis, lines=lines)
 
 
 def _bandwidth(
@@ -231,7 +281,7 @@ def _bandwidth(
     for site_id in sorted({c.site for c in solution.choices if c.site is not None}):
         site = instance.sites[site_id]
         offer = catalog.colo_offers.get(site_id)
-        note = colo_pricing(catalog, site_id)
+        note = bandwidth_pricing(catalog, site_id)
         month = site.bandwidth_month
         detail = f"{site.bandwidth_mbps:,} Mbps included: {month:,}/month x {h} months"
         line = CostItem(kind="bandwidth", subject=site_id, detail=detail, amount=h * month)
@@ -272,7 +322,7 @@ def _energy(
             idle = f" ({idle_kw:,.2f} kW idle)"
         detail = f"idle: {n} x {sku}{idle} x {month:,}/month x {h} months"
         line = CostItem(kind="energy", subject=site_id, detail=detail, amount=h * n * month)
-        note = colo_pricing(catalog, site_id)
+        note = power_pricing(catalog, site_id)
         out.append(priced(line, n * h, "server-month idle", month, note, site=site_id))
     owned = {o.key: o for o in instance.owned}
     for choice in solution.choices:
@@ -305,7 +355,8 @@ def _busy_line(
     line = CostItem(
         kind="energy", subject=placement.site, detail=detail, amount=placement.busy_energy
     )
-    return priced(line, round(kwh, 3), "kWh", price, offer.pricing, site=placement.site)
+    note = power_pricing(catalog, placement.site)
+    return priced(line, round(kwh, 3), "kWh", price, note, site=placement.site)
 
 
 def penalty_items(solution: ir.Solution, cand: Candidates) -> list[PenaltyItem]:
@@ -350,7 +401,9 @@ def cost(solution: ir.Solution, cand: Candidates, currency: str, catalog: Catalo
     penalty_total = sum(p.amount for p in penalties)
     months = instance.horizon_months
     capex = sum(total[k] for k in CAPEX_KINDS)
-    opex = tco - capex - total["residual_value"]
+    opex = tco - capex
+    horizon = resale_credit(solution, instance, cand, catalog)
+    end_credit = horizon.amount if horizon is not None else 0
     return Cost(
         capex=capex,
         monthly_opex=round(opex / months, 2),
@@ -365,12 +418,12 @@ def cost(solution: ir.Solution, cand: Candidates, currency: str, catalog: Catalo
             cloud_rental=total["cloud_rental"],
             network=total["network"],
             storage=total["storage"],
-            residual_value=total["residual_value"],
             penalties=penalty_total,
             items=items,
             penalty_items=penalties,
         ),
         penalties=penalty_total,
-        objective_value=tco + penalty_total - solution.costs.resale,
         resale=solution.costs.resale,
+        horizon_resale=horizon,
+        objective_value=tco + penalty_total - solution.costs.resale - end_credit,
     )

@@ -13,6 +13,7 @@ from gpusolve.models.common import PriceNote
 from gpusolve.models.money import vat_note
 from gpusolve.models.plan import CostItem
 from gpusolve.optimize import ir
+from gpusolve.optimize.fabric import small_switch
 
 
 def _line(
@@ -47,6 +48,11 @@ def _source(note: PriceNote | None) -> str:
 
 def topology(count: ir.FabricCount, fabric: ir.FabricClass) -> str:
     """In words: 'one 64-port switch' / '4 leaves (32 down, 32 up) + 2 spines'."""
+    small = small_switch(fabric, count)
+    if small is not None:
+        return f"one {small.radix}-port switch, the smallest that holds {count.ports} ports"
+    if count.direct_links and not count.switches:
+        return "two servers cabled back-to-back, no switch"
     if count.single:
         return f"one {fabric.radix}-port switch"
     return (
@@ -66,14 +72,30 @@ def network_items(
         switch = catalog.switches.get(fabric.switch)
         link = catalog.links.get(fabric.link)
         where = f"at {site}, {topology(count, fabric)}{vat}"
-        if count.switches:
-            detail = f"{count.switches} x {fabric.switch} {where}"
+        small = small_switch(fabric, count)
+        if small is not None:
+            detail = f"1 x {small.id} {where}"
+            item = catalog.switches.get(small.id)
+            out.append(_line(site, small.id, detail, 1, "switch", small.price, item))
+        if count.direct_links and fabric.direct_link is not None:
+            cable = catalog.links.get(fabric.direct_link)
+            detail = (
+                f"{count.direct_links} NIC-to-NIC links at {site}: two servers cabled "
+                f"back-to-back, NIC i to NIC i, no switch{vat}"
+            )
+            price = fabric.direct_link_price
+            out.append(
+                _line(site, fabric.direct_link, detail, count.direct_links, "link", price, cable)
+            )
+        if count.single or count.leaves or count.spines:
+            own = count.single + count.leaves + count.spines
+            detail = f"{own} x {fabric.switch} {where}"
             out.append(
                 _line(
                     site,
                     fabric.switch,
                     detail,
-                    count.switches,
+                    own,
                     "switch",
                     fabric.switch_price,
                     switch,
@@ -81,8 +103,11 @@ def network_items(
             )
         up = fabric.up_ports * count.leaves
         links = count.ports + up
-        if links:
+        if links and count.leaves:
             detail = f"{count.ports} server-to-switch + {up} leaf-to-spine links at {site}{vat}"
+            out.append(_line(site, fabric.link, detail, links, "link", fabric.link_price, link))
+        elif links:
+            detail = f"{count.ports} server-to-switch links at {site}{vat}"
             out.append(_line(site, fabric.link, detail, links, "link", fabric.link_price, link))
     out += _nics(solution, instance, catalog, vat)
     out += _tors(solution, instance, catalog, goods)
@@ -133,15 +158,17 @@ def _tors(
     for (site, fill), count in solution.racks.items():
         if fill:  # racks of switches alone have no servers to connect
             racks[site] += count
-    tor = rack_network(catalog, goods)
     vat = vat_note(goods)
     out: list[CostItem] = []
-    if tor is None:
-        return out
     for site, count in sorted(racks.items()):
-        if not count or not instance.sites[site].rack_network_capex:
+        tor = rack_network(catalog, goods, instance.sites[site].rack_servers)
+        if tor is None or not count or not instance.sites[site].rack_network_capex:
             continue
-        detail = f"one top-of-rack switch per rack: {count} rack(s) at {site}{vat}"
+        fits = instance.sites[site].rack_servers
+        detail = (
+            f"one top-of-rack switch per rack ({tor.switch.ports} ports; a rack there holds "
+            f"up to {fits} servers): {count} rack(s) at {site}{vat}"
+        )
         price = tor.switch_price
         out.append(_line(site, tor.switch.id, detail, count, "switch", price, tor.switch))
         if tor.uplink is not None and tor.switch.uplinks:
@@ -172,7 +199,8 @@ def storage_items(
         node = catalog.storage.get(kind.id)
         detail = (
             f"{nodes} x {kind.id} ({kind.capacity_gb:,} GB usable each) at {site_id} for "
-            f"{need[site_id]:,} GB of checkpoints and datasets{vat_note(goods)}"
+            f"{need[site_id]:,} GB: checkpoints, datasets and weights kept, within the fill "
+            f"limit (rule parameter storage_fill_fraction){vat_note(goods)}"
         )
         note = node.pricing if node is not None else None
         out.append(

@@ -391,6 +391,16 @@ class ColoOffer(StrictModel):
     setup_fee: NonNegativeFloat = Field(
         default=0.0, le=MAX_PRICE, description="One-off fee when the site is used at all."
     )
+    power_pricing: PriceNote | None = Field(
+        default=None,
+        description="Where power_price_per_kwh and pue come from, when not the rack price's "
+        "source (`pricing`): the energy lines of a plan cite it.",
+    )
+    bandwidth_pricing: PriceNote | None = Field(
+        default=None,
+        description="Where bandwidth_mbps and bandwidth_price_per_mbps_month come from, when "
+        "not the rack price's source: the bandwidth lines of a plan cite it.",
+    )
 
     @model_validator(mode="after")
     def _reserve_inside_rack(self) -> ColoOffer:
@@ -538,6 +548,11 @@ class NetworkLink(StrictModel):
     name: str
     kind: Literal["optical", "dac", "aoc"]
     gbps: PositiveFloat = Field(le=MAX_NIC_GBPS, description="Rate of the link, Gbit/s.")
+    nic_to_nic: bool = Field(
+        default=False,
+        description="Both ends plug into server NICs: two servers cabled back-to-back, no "
+        "switch (a plan uses it only for a fabric of two servers).",
+    )
     parts: str = Field(min_length=3, description="What one link is made of.")
     power_w: NonNegativeFloat = Field(le=MAX_POWER_W, description="Both ends, W.")
     price: PositiveFloat = Field(le=MAX_PRICE, description="Per link.")

@@ -186,6 +186,16 @@ class Params:
         minimum=1,
         maximum=1000,
     )
+    storage_fill_fraction: float = _param(
+        0.9,
+        "Most a site's shared storage is filled: nodes are bought for what the workloads "
+        "keep divided by this share. Oracle Solaris 11.4 ZFS, 'Storage Pool Practices for "
+        "Performance': keep pool capacity below 90% for best performance (up to ~95% for "
+        "large files written once and removed in bulk, as checkpoints are).",
+        "H16",
+        minimum=0.1,
+        maximum=1,
+    )
     max_nodes: int = _param(
         100000,
         "Largest number of servers one job may span; by default what the sites can hold.",

@@ -23,7 +23,6 @@ CostKind = Literal[
     "energy",
     "bandwidth",
     "cloud_rental",
-    "residual_value",
     "network",
     "storage",
 ]
@@ -77,10 +76,6 @@ class CostBreakdown(OutModel):
         default=0.0,
         description="Capex of shared checkpoint and dataset storage (H16): storage nodes.",
     )
-    residual_value: float = Field(
-        default=0.0,
-        description="Owned servers' value at the end of the horizon: a credit (<= 0) in the TCO.",
-    )
     items: list[CostItem] = Field(
         default_factory=list, description="The TCO line by line; sums to `Cost.tco`."
     )
@@ -89,23 +84,63 @@ class CostBreakdown(OutModel):
     )
 
 
+class ResaleLine(OutModel):
+    """What the servers of one model at one site would fetch if sold at the horizon."""
+
+    server: str
+    site: str
+    count: int
+    unit_value: float = Field(description="Per server, whole units.")
+    amount: float = Field(description="count x unit_value: a credit, >= 0.")
+    detail: str = Field(description="How the value is made up, in words.")
+    source: str = Field(description="The curve or book-value rule, and the price's source.")
+
+
+class ResaleCredit(OutModel):
+    """What the servers bought would fetch if sold at the end of the horizon
+    (`finance.residual_value`): shown beside the TCO, never inside it; a money objective
+    subtracts it."""
+
+    amount: float = Field(description="Sum of the lines, >= 0.")
+    month: int = Field(description="When the servers would be sold: the horizon's end.")
+    basis: str = Field(description="Resale curve or straight-line book value, in words.")
+    lines: list[ResaleLine] = Field(default_factory=list)
+
+
 class Cost(OutModel):
     capex: float
     monthly_opex: float
-    tco: float = Field(description="Money: capex plus every monthly item over the horizon.")
+    tco: float = Field(
+        description="Money spent: capex plus every monthly item over the horizon "
+        "(capex + monthly_opex x horizon_months); no resale credit."
+    )
     currency: str
     horizon_months: int
     breakdown: CostBreakdown
     penalties: float = Field(default=0.0, description="Soft-rule penalties: steer, not spent.")
+    horizon_resale: ResaleCredit | None = Field(
+        default=None,
+        description="What the servers bought would fetch if sold at the end of the horizon "
+        "(finance.residual_value): a credit apart from the TCO; None when residual value is "
+        "off (the default) or nothing is bought.",
+    )
     objective_value: float = Field(
         default=0.0,
-        description="What a money objective minimises: tco + penalties - resale.",
+        description="What a money objective minimises: tco + penalties - resale - "
+        "horizon_resale (both credits, apart from the TCO).",
     )
     resale: float = Field(
         default=0.0,
         description="Owned servers sold (the requirements' `owned:` resale prices): a credit "
         "apart from the TCO.",
     )
+
+    @property
+    def credits(self) -> float:
+        """Both resale credits the objective subtracts: owned servers sold now and the
+        servers bought, sold at the horizon."""
+        end = self.horizon_resale.amount if self.horizon_resale is not None else 0.0
+        return self.resale + end
 
 
 class ThroughputDelta(OutModel):
@@ -119,7 +154,9 @@ class PlanDelta(OutModel):
 
     tco: float
     penalties: float
-    objective_value: float = Field(description="tco + penalties - resale (the owned servers sold)")
+    objective_value: float = Field(
+        description="Objective, other minus chosen: tco + penalties - resale credits."
+    )
     throughput: list[ThroughputDelta] = Field(default_factory=list)
     summary: str = Field(description="The deltas in words, signed by wording, never '+-'.")
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Mapping
 from typing import Annotated, Any, Literal
 
@@ -523,21 +524,41 @@ class VatRates(StrictModel):
     )
 
 
+class ResalePoint(StrictModel):
+    """One point of a resale curve: what a buyer pays for a server `month` months after its
+    purchase, as a share of its purchase price."""
+
+    month: int = Field(ge=0, le=240, description="Months after the purchase.")
+    fraction: Fraction = Field(description="Resale price as a share of the purchase price.")
+
+
 class Finance(StrictModel):
     """How the TCO treats money beyond the purchase and running prices."""
 
     residual_value: bool = Field(
-        default=True,
-        description="Subtract the owned hardware's value at the end of the horizon (straight-"
-        "line book value, see useful_life_months) from the TCO; the capex budget still counts "
-        "the full price.",
+        default=False,
+        description="Credit what the owned servers would fetch if sold at the end of the "
+        "horizon: shown as its own line beside the TCO (never inside it), and subtracted in "
+        "the objective the plan minimises. The value follows resale_curve when given, else "
+        "straight-line book value (useful_life_months, salvage_fraction). Off by default: "
+        "accelerators' resale prices fall faster than book value, and no published curve is "
+        "reliable enough to assume one.",
+    )
+    resale_curve: list[ResalePoint] | None = Field(
+        default=None,
+        min_length=1,
+        description="Resale price over time as points (month, fraction of the purchase "
+        "price), linear between them, from (0, 1) to the first; the last point must reach "
+        "the horizon. E.g. secondary-market figures for datacentre GPUs (your broker's or "
+        "a published index); used only when residual_value is true.",
     )
     useful_life_months: int | None = Field(
         default=None,
         ge=1,
         le=240,
-        description="Months over which a server's value falls to the salvage fraction; "
-        "default 60 (optimize/finance.py, with its source).",
+        description="Months over which a server's book value falls to the salvage fraction "
+        "(residual_value without resale_curve); default 60 (optimize/finance.py, with its "
+        "source).",
     )
     salvage_fraction: Fraction | None = Field(
         default=None,
@@ -545,6 +566,19 @@ class Finance(StrictModel):
         description="Share of the price a server keeps at the end of its useful life; default "
         "0.05 (optimize/finance.py).",
     )
+
+    @field_validator("resale_curve")
+    @classmethod
+    def _months_increase(cls, value: list[ResalePoint] | None) -> list[ResalePoint] | None:
+        months = [p.month for p in value or []]
+        for a, b in itertools.pairwise(months):
+            if b <= a:
+                raise ValueError(
+                    f"resale_curve months must increase: month {b} follows month {a}; "
+                    "list the points in order, one per month"
+                )
+        return value
+
     vat: VatRates | None = Field(
         default=None,
         description="Add VAT to every price (catalogue prices are taken as net); `vat: {}` "
@@ -618,6 +652,17 @@ class Requirements(StrictModel):
                 "adjust them"
             )
         return value
+
+    @model_validator(mode="after")
+    def _resale_curve_reaches_horizon(self) -> Requirements:
+        curve = self.finance.resale_curve
+        if curve and curve[-1].month < self.horizon_months:
+            raise ValueError(
+                f"finance.resale_curve ends at month {curve[-1].month}, before the horizon "
+                f"({self.horizon_months} months): add a point at or after month "
+                f"{self.horizon_months}"
+            )
+        return self
 
     @model_validator(mode="after")
     def _unique_names(self) -> Requirements:

@@ -3,14 +3,28 @@
 For every site and fabric class (the switch and link that serve one kind of server NIC,
 `ir.FabricClass`) the ports to cable are the NICs of the servers that run jobs across
 servers there, in the busiest slot (day and night work share the fabric as they share the
-servers). They are served either by one switch (`single`: up to `radix` ports) or by a
-two-tier fat tree (`two`): `leaves` with `down_ports` each towards servers and the rest up,
-and enough `spines` to take every leaf's uplinks:
+servers). They are served by one switch (`single`: up to `radix` ports), by one of the class's
+smaller, cheaper switches (`small[i]`: up to its radix; a 32-port switch for four servers
+rather than a 256-port one), by a two-tier fat tree (`two`): `leaves` with `down_ports`
+each towards servers and the rest up, and enough `spines` to take every leaf's uplinks;
+or, where the class has a NIC-to-NIC cable, by none (`direct`):
 
-    ports <= radix * single + down * leaves          (every server NIC gets a port)
-    single + two <= 1,  2 * two <= leaves <= L_max * two
+    ports + cap * direct >= each slot's ports        (every server NIC gets a port ...)
+    ports <= radix * single + sum r_i * small_i + down * leaves
+    single + sum small_i + two + direct <= 1,  2 * two <= leaves <= L_max * two
     radix * spines >= up * leaves,  spines <= S_max * two
     links = ports + up * leaves                      (server-leaf plus leaf-spine)
+
+Direct links (back-to-back): two servers cable NIC i to NIC i of the other and need no
+switch. RDMA runs over such a cable as over a switch: RoCE is Ethernet between two ports,
+and an InfiniBand pair needs only a subnet manager on one host ("all InfiniBand networks
+must have a subnet manager running ... even if two machines are connected directly with no
+switch involved", Red Hat, "Installing and configuring the OpenSM InfiniBand subnet
+manager", access.redhat.com/node/7087953). The rule: `direct` only where, in every slot,
+the jobs across servers there use two servers in all (a third server would need a port on
+each of the other two: that is a switch's job); then each server model with such a job
+is one pair, cabled once (its NICs' worth of cables), whichever slot uses it, since the
+day's and the night's jobs of one model share its servers as they share the fabric.
 
 With `down = up` the tree is non-blocking; `requirements.network.oversubscription` sets
 `down / up`. A rail-optimised cluster (NIC i of every server on leaf i) needs the same
@@ -41,11 +55,13 @@ from gpusolve.optimize import finance
 from gpusolve.optimize.ir import (
     SLOTS_COVERED,
     FabricClass,
+    FabricCount,
     Instance,
     OwnedOption,
     Placement,
     Site,
     StorageKind,
+    SwitchOption,
 )
 
 Var = cp_model.IntVar
@@ -78,21 +94,42 @@ class FabricVars:
     two: Var
     leaves: Var
     spines: Var
+    small: tuple[Var, ...] = ()  # one Bool per `FabricClass.small` switch
+    direct: Var | None = None  # Bool: two servers back-to-back, no switch
+    cables: Var | None = None  # the direct NIC-to-NIC cables
 
     def variables(self) -> list[Var]:
-        return [self.ports, self.single, self.two, self.leaves, self.spines]
+        extra = [v for v in (self.direct, self.cables) if v is not None]
+        return [self.ports, self.single, self.two, self.leaves, self.spines, *self.small, *extra]
 
     @property
     def switches(self) -> Expr:
+        """The class's own switches (single, leaves, spines); `small` ones are apart."""
         return self.single + self.leaves + self.spines
 
     @property
     def links(self) -> Expr:
         return self.ports + self.fabric.up_ports * self.leaves
 
+    def _small(self, field: str) -> Expr:
+        values = [getattr(s, field) for s in self.fabric.small]
+        return cp_model.LinearExpr.weighted_sum(list(self.small), values)
+
+    @property
+    def units(self) -> Expr:
+        return self.fabric.switch_units * self.switches + self._small("units")
+
+    @property
+    def power_w(self) -> Expr:
+        return self.fabric.switch_power_w * self.switches + self._small("power_w")
+
     @property
     def cost(self) -> Expr:
-        return self.fabric.switch_price * self.switches + self.fabric.link_price * self.links
+        cost = self.fabric.switch_price * self.switches + self.fabric.link_price * self.links
+        cost = cost + self._small("price")
+        if self.cables is not None:
+            cost = cost + self.fabric.direct_link_price * self.cables
+        return cost
 
 
 @dataclass(frozen=True)
@@ -113,6 +150,8 @@ class _Need:
     slot: str  # the option's slot: always, day or night
     ports: int
     var: Var
+    sku: str = ""
+    servers: int = 0
 
 
 def _demand(instance: Instance, owned: Sequence[_Choice]) -> dict[tuple[str, str], list[_Need]]:
@@ -123,7 +162,8 @@ def _demand(instance: Instance, owned: Sequence[_Choice]) -> dict[tuple[str, str
         sku = instance.skus[o.option.sku]
         if not o.option.spans or sku.fabric is None or sku.fabric not in instance.fabrics:
             continue
-        need = _Need(o.option.workload, o.option.slot, o.option.servers * sku.nics, o.var)
+        ports = o.option.servers * sku.nics
+        need = _Need(o.option.workload, o.option.slot, ports, o.var, sku.id, o.option.servers)
         out[(o.placement.site, sku.fabric)].append(need)
     return out
 
@@ -159,12 +199,13 @@ def add_fabric(
         ub = _ports_bound(demand)
         if ub == 0:
             continue
-        fv = _fabric_vars(model, site, fabric, ub)
+        fv = _fabric_vars(model, site, fabric, ub, instance, demand)
         for slot in SLOTS:
             row = [n for n in demand if slot in SLOTS_COVERED[n.slot]]
             if row:
                 ports = [n.ports for n in row]
-                model.add(cp_model.LinearExpr.weighted_sum([n.var for n in row], ports) <= fv.ports)
+                need = cp_model.LinearExpr.weighted_sum([n.var for n in row], ports)
+                model.add(need <= fv.ports + (ub * fv.direct if fv.direct is not None else 0))
         fabrics[(site, class_id)] = fv
         terms.append(fv.cost)
     # Servers of SKUs this instance does not know (a scenario's view of a shared purchase)
@@ -239,7 +280,14 @@ def _storage(
     return nodes
 
 
-def _fabric_vars(model: cp_model.CpModel, site: str, fabric: FabricClass, ub: int) -> FabricVars:
+def _fabric_vars(
+    model: cp_model.CpModel,
+    site: str,
+    fabric: FabricClass,
+    ub: int,
+    instance: Instance,
+    demand: Sequence[_Need],
+) -> FabricVars:
     name = f"{site}/{fabric.id}"
     leaves_ub = max(2, math.ceil(ub / fabric.down_ports))
     spines_ub = max(1, math.ceil(fabric.up_ports * leaves_ub / fabric.radix))
@@ -248,13 +296,54 @@ def _fabric_vars(model: cp_model.CpModel, site: str, fabric: FabricClass, ub: in
     two = model.new_bool_var(f"two_tier[{name}]")
     leaves = model.new_int_var(0, leaves_ub, f"leaves[{name}]")
     spines = model.new_int_var(0, spines_ub, f"spines[{name}]")
-    model.add(single + two <= 1)
-    model.add(ports <= fabric.radix * single + fabric.down_ports * leaves)
+    # Small switches that could hold some of the ports (one that could hold none is idle).
+    small = tuple(model.new_bool_var(f"small[{name}/{s.id}]") for s in fabric.small)
+    direct = _direct_vars(model, name, fabric, instance, demand)
+    modes = single + two + sum(small)
+    if direct is not None:
+        modes = modes + direct[0]
+    model.add(modes <= 1)
+    held = cp_model.LinearExpr.weighted_sum(list(small), [s.radix for s in fabric.small])
+    model.add(ports <= fabric.radix * single + held + fabric.down_ports * leaves)
     model.add(leaves <= leaves_ub * two)
     model.add(leaves >= 2 * two)
     model.add(fabric.radix * spines >= fabric.up_ports * leaves)
     model.add(spines <= spines_ub * two)
-    return FabricVars(site, fabric, ports, single, two, leaves, spines)
+    on, cables = direct if direct is not None else (None, None)
+    return FabricVars(site, fabric, ports, single, two, leaves, spines, small, on, cables)
+
+
+def _direct_vars(
+    model: cp_model.CpModel,
+    name: str,
+    fabric: FabricClass,
+    instance: Instance,
+    demand: Sequence[_Need],
+) -> tuple[Var, Var] | None:
+    """(direct, cables) where two servers back-to-back could serve every slot (module
+    docstring), else None: on `direct`, each slot's jobs across servers use two servers in
+    all, and each server model with such a job buys its NICs' worth of cables once."""
+    if fabric.direct_link is None:
+        return None
+    most = {slot: sum(n.servers for n in demand if slot in SLOTS_COVERED[n.slot]) for slot in SLOTS}
+    if min(n.servers for n in demand) > 2:
+        return None
+    direct = model.new_bool_var(f"direct[{name}]")
+    for slot in SLOTS:
+        row = [n for n in demand if slot in SLOTS_COVERED[n.slot]]
+        if row and most[slot] > 2:
+            used = cp_model.LinearExpr.weighted_sum([n.var for n in row], [n.servers for n in row])
+            model.add(used <= 2 + (most[slot] - 2) * (1 - direct))
+    skus = sorted({n.sku for n in demand})
+    pairs = {sku: model.new_bool_var(f"pair[{name}/{sku}]") for sku in skus}
+    for n in demand:
+        model.add_implication(n.var, pairs[n.sku])
+    nics = [instance.skus[sku].nics for sku in skus]
+    ub = sum(nics)
+    cables = model.new_int_var(0, ub, f"direct_links[{name}]")
+    wanted = cp_model.LinearExpr.weighted_sum([pairs[s] for s in skus], nics)
+    model.add(cables >= wanted - ub * (1 - direct))
+    return direct, cables
 
 
 def _fits_reserve(
@@ -280,8 +369,8 @@ def _fits_reserve(
     power: Expr = cp_model.LinearExpr.weighted_sum([], [])
     most = 0  # items the site could ever need: each extra rack holds at least one
     for fv in mine:
-        units = units + fv.fabric.switch_units * fv.switches
-        power = power + fv.fabric.switch_power_w * fv.switches
+        units = units + fv.units
+        power = power + fv.power_w
         most += 1 + _ub(fv.leaves) + _ub(fv.spines)
     kinds = storage_kinds(site)
     for kind_id, var in sorted((storage_nodes or {}).items()):
@@ -312,15 +401,33 @@ def _ub(var: Var) -> int:
     return int(var.proto.domain[-1])
 
 
-def fabric_cost(fabric: FabricClass, ports: int, single: int, leaves: int, spines: int) -> int:
+def small_switch(fabric: FabricClass, count: FabricCount) -> SwitchOption | None:
+    """The small switch a solved fabric uses, if any."""
+    return next((s for s in fabric.small if s.id == count.small), None)
+
+
+def fabric_cost(fabric: FabricClass, count: FabricCount) -> int:
     """What `FabricVars.cost` charges for these counts (validation and cost lines)."""
-    links = ports + fabric.up_ports * leaves
-    return fabric.switch_price * (single + leaves + spines) + fabric.link_price * links
+    links = count.ports + fabric.up_ports * count.leaves
+    own = fabric.switch_price * (count.single + count.leaves + count.spines)
+    small = small_switch(fabric, count)
+    cost = own + fabric.link_price * links + fabric.direct_link_price * count.direct_links
+    return cost + (small.price if small is not None else 0)
+
+
+def fabric_room(fabric: FabricClass, count: FabricCount) -> tuple[int, int]:
+    """(U, W) of a solved fabric's switches."""
+    own = count.single + count.leaves + count.spines
+    small = small_switch(fabric, count)
+    units = fabric.switch_units * own + (small.units if small is not None else 0)
+    power = fabric.switch_power_w * own + (small.power_w if small is not None else 0)
+    return units, power
 
 
 def needed(fabric: FabricClass, ports: int) -> tuple[int, int, int]:
-    """The cheapest (single, leaves, spines) that serve `ports` server ports: the closed
-    form of the model's choice, for tests and checks."""
+    """The cheapest (single, leaves, spines) of the class's own switch that serve `ports`
+    server ports: the closed form of the model's choice without small switches or direct
+    links, for tests and checks."""
     if ports == 0:
         return 0, 0, 0
     if ports <= fabric.radix:

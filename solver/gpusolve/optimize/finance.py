@@ -14,8 +14,10 @@ Bandwidth: a used site pays its offer's included bandwidth (`Site.bandwidth_mont
 before) and, when the workloads placed there need more (`OwnedOption.bandwidth_mbps`, the
 busiest slot's sum), each Mbps beyond it at the offer's price per Mbps-month.
 
-Finance: owned servers' book value at the horizon is a credit (`Sku.residual`, the model's
-`residual`; the capex budget still counts the full price); VAT scales every coefficient
+Finance: when the requirements ask for it (`finance.residual_value`, off by default), what
+the owned servers would fetch at the horizon is a credit in the objective (`Sku.residual`,
+the model's `residual`), shown beside the TCO and never inside it; the capex budget still
+counts the full price. VAT scales every coefficient
 once in the candidates stage; racks are paid for the offer's minimum term when longer than
 the horizon and a set-up fee once per site used (`Site.rent_months`, `Site.setup_fee`); N+1
 adds a Bool per (SKU, site) (`spare_flags`); each cloud option is priced at the cheapest
@@ -24,6 +26,7 @@ tier its use allows (`cloud_tiers`), precomputed, so the model stays exact and l
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -48,7 +51,10 @@ class Terms:
     idle_power_fraction: float = IDLE_POWER_FRACTION
     useful_life_months: int = USEFUL_LIFE_MONTHS
     salvage_fraction: float = SALVAGE_FRACTION
-    residual_value: bool = True
+    residual_value: bool = False
+    # The user's resale curve, (month, share of the price) points in month order; empty:
+    # straight-line book value.
+    resale_curve: tuple[tuple[int, float], ...] = ()
 
 
 def idle_power_kw(
@@ -89,12 +95,20 @@ def busy_energy(busy_kwh: float, price_per_server_kwh: float) -> int:
 
 # --- residual value ------------------------------------------------------------------
 
-# A server's value falls straight-line from its price to a salvage fraction over its useful
-# life; what is left at the end of the horizon is credited to the TCO (the capex budget still
-# counts the full price). Book value, not a resale quote (assumption, confidence C): the rule
-# parameters server_useful_life_months (60: Amazon shortened servers' useful life from six
-# to five years from 2025-01-01, Amazon.com 10-K for 2024, note 1; Chinese tax law allows no
-# less than 3 years for electronic equipment, 企业所得税法实施条例 第六十条) and
+# Off by default (`Terms.residual_value`). Accelerators' resale prices fall faster than a
+# straight-line book value and steeply once the next generation ships: Silicon Data's
+# analysis of secondary-market listings finds H100 prices falling sharply after about two
+# years of service, used H100s trading at US$15,000-28,000 (computeforecast.com, "The
+# secondary market for AI hardware", 2026) against US$25,000-30,000 new in 2023
+# (catalog-facts §2c, Raymond James via epoch-research). No published curve
+# is firm enough to assume, so the user states one (`finance.resale_curve`); without it the
+# credit is the book value below, labelled as such.
+#
+# Book value: a server's value falls straight-line from its price to a salvage fraction
+# over its useful life (assumption, confidence C): the rule parameters
+# server_useful_life_months (60: Amazon shortened servers' useful life from six to five
+# years from 2025-01-01, Amazon.com 10-K for 2024, note 1; Chinese tax law allows no less
+# than 3 years for electronic equipment, 企业所得税法实施条例 第六十条) and
 # server_salvage_fraction (0.05: the customary 3-5% 预计净残值率 of Chinese fixed-asset
 # accounting, at its top).
 
@@ -107,6 +121,40 @@ def residual_fraction(
     """Share of its price a server is worth at `age_months`: straight-line to salvage."""
     left = 1.0 - min(1.0, age_months / useful_life_months)
     return salvage_fraction + (1.0 - salvage_fraction) * left
+
+
+def resale_fraction(age_months: float, curve: Sequence[tuple[int, float]]) -> float:
+    """Share of its price a server fetches at `age_months` on a resale curve: linear between
+    its points, from (0, 1) to the first; the last point's share beyond it."""
+    points = list(curve)
+    if not points or points[0][0] > 0:
+        points.insert(0, (0, 1.0))
+    for (m0, f0), (m1, f1) in itertools.pairwise(points):
+        if age_months <= m1:
+            return f0 + (f1 - f0) * (age_months - m0) / (m1 - m0)
+    return points[-1][1]
+
+
+def credit_fraction(age_months: float, terms: Terms) -> float:
+    """Share of its price an owned server is credited at `age_months`: 0 when residual
+    value is off, else the resale curve where given, else book value."""
+    if not terms.residual_value:
+        return 0.0
+    if terms.resale_curve:
+        return resale_fraction(age_months, terms.resale_curve)
+    return residual_fraction(age_months, terms.useful_life_months, terms.salvage_fraction)
+
+
+def credit_basis(terms: Terms) -> str:
+    """How the credit was valued, in words (for its line and its source)."""
+    if terms.resale_curve:
+        points = ", ".join(f"{f:.0%} at month {m}" for m, f in terms.resale_curve)
+        return f"resale curve of the requirements (finance.resale_curve: {points})"
+    return (
+        f"book value, not a resale quote: straight-line over {terms.useful_life_months} months "
+        f"to {terms.salvage_fraction:.0%} (rule parameters server_useful_life_months, "
+        "server_salvage_fraction)"
+    )
 
 
 def residual_value(price: float, fraction: float) -> int:

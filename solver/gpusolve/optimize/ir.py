@@ -76,6 +76,7 @@ class Site:
     reserved_w: int = 0
     reserved_units: int = 0
     rack_network_capex: int = 0  # per rack: top-of-rack switch and its uplinks
+    rack_servers: int = 0  # most servers a rack holds: its ToR has a port for each
     rack_network_w: int = 0
     rack_network_units: int = 0
     storage: tuple[StorageKind, ...] = ()  # shared-storage nodes the site may buy
@@ -143,12 +144,25 @@ class StorageKind:
 
 
 @dataclass(frozen=True)
+class SwitchOption:
+    """A smaller switch that may serve a site's whole fabric of one class alone."""
+
+    id: str
+    radix: int  # logical ports at the class's NIC rate
+    price: int
+    power_w: int
+    units: int
+
+
+@dataclass(frozen=True)
 class FabricClass:
     """A compute fabric for servers of one NIC kind and rate: its switch and link.
 
-    A site's fabric of this class is one switch (up to `radix` ports) or a two-tier fat
-    tree: leaves with `down_ports` to servers and `radix - down_ports` to spines (equal
-    when non-blocking; `down_ports / up` is the oversubscription)."""
+    A site's fabric of this class is one switch (up to `radix` ports), one of the smaller
+    switches in `small` (up to its radix), a two-tier fat tree (leaves with `down_ports`
+    to servers and `radix - down_ports` to spines, equal when non-blocking; `down_ports /
+    up` is the oversubscription), or, for two servers, NIC-to-NIC cables (`direct_link`)
+    and no switch at all."""
 
     id: str
     switch: str  # catalogue ids, for the cost lines
@@ -159,6 +173,9 @@ class FabricClass:
     switch_power_w: int
     switch_units: int
     link_price: int
+    small: tuple[SwitchOption, ...] = ()  # fewer ports and cheaper than `switch`
+    direct_link: str | None = None  # catalogue id of a NIC-to-NIC cable; None: no direct
+    direct_link_price: int = 0
 
     @property
     def up_ports(self) -> int:
@@ -285,11 +302,13 @@ class Solution:
 class FabricCount:
     """A site's compute fabric of one class as solved: switches and links."""
 
-    ports: int  # server ports cabled
-    single: int  # 1 when one switch holds every port
+    ports: int  # server ports cabled to switches
+    single: int  # 1 when one `FabricClass.switch` holds every port
     leaves: int
     spines: int
+    small: str | None = None  # the `FabricClass.small` switch that holds every port
+    direct_links: int = 0  # NIC-to-NIC cables of two servers back-to-back (no switch)
 
     @property
     def switches(self) -> int:
-        return self.single + self.leaves + self.spines
+        return self.single + self.leaves + self.spines + (self.small is not None)

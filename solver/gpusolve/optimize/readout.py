@@ -77,13 +77,16 @@ def _bought(
 def _fabric(built: Built, solver: cp_model.CpSolver) -> dict[tuple[str, str], FabricCount]:
     out = {}
     for key, fv in built.fabric.items():
+        small = [s.id for s, v in zip(fv.fabric.small, fv.small, strict=True) if solver.value(v)]
         count = FabricCount(
             ports=int(solver.value(fv.ports)),
             single=int(solver.value(fv.single)),
             leaves=int(solver.value(fv.leaves)),
             spines=int(solver.value(fv.spines)),
+            small=small[0] if small else None,
+            direct_links=int(solver.value(fv.cables)) if fv.cables is not None else 0,
         )
-        if count.ports or count.switches:
+        if count.ports or count.switches or count.direct_links:
             out[key] = count
     return out
 

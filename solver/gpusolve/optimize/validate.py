@@ -10,7 +10,14 @@ from __future__ import annotations
 from collections import defaultdict
 
 from gpusolve.optimize import finance
-from gpusolve.optimize.fabric import fabric_cost, rack_room_units, rack_room_w, storage_kinds
+from gpusolve.optimize.fabric import (
+    fabric_cost,
+    fabric_room,
+    rack_room_units,
+    rack_room_w,
+    small_switch,
+    storage_kinds,
+)
 from gpusolve.optimize.inventory import (
     inventory_problems,
     purchases,
@@ -231,10 +238,7 @@ def _check_storage(
 
 def recompute_network(instance: Instance, solution: Solution) -> int:
     """Fabric switches and links, NICs bought apart, and each rack's ToR and uplinks."""
-    total = sum(
-        fabric_cost(instance.fabrics[cls], c.ports, c.single, c.leaves, c.spines)
-        for (_, cls), c in solution.fabric.items()
-    )
+    total = sum(fabric_cost(instance.fabrics[cls], c) for (_, cls), c in solution.fabric.items())
     total += sum(instance.skus[k].nic_capex * n for (k, _), n in solution.servers.items())
     total += sum(  # a ToR per rack of servers (racks of switches alone need none)
         instance.sites[site].rack_network_capex * count
@@ -249,6 +253,7 @@ def _check_fabric(
 ) -> None:
     """Every NIC of a job across servers has a switch port, and the tiers connect."""
     need: dict[tuple[str, str, str], int] = defaultdict(int)
+    servers: dict[tuple[str, str, str], int] = defaultdict(int)
     for item in placed:
         if not isinstance(item, tuple) or not item[0].spans:
             continue
@@ -258,16 +263,23 @@ def _check_fabric(
             continue
         for slot in SLOTS_COVERED[option.slot]:
             need[(placement.site, sku.fabric, slot)] += option.servers * sku.nics
+            servers[(placement.site, sku.fabric, slot)] += option.servers
     for (site, cls, slot), ports in sorted(need.items()):
         count = solution.fabric.get((site, cls))
-        if count is None or count.ports < ports:
+        direct = count is not None and count.direct_links > 0
+        if direct and servers[(site, cls, slot)] > 2:
+            problems.append(f"fabric {cls}@{site} {slot}: direct links for more than 2 servers")
+        if count is None or (count.ports < ports and not direct):
             problems.append(f"fabric {cls}@{site} {slot}: {ports} ports needed")
     for (site, cls), c in solution.fabric.items():
         f = instance.fabrics[cls]
         two_tier = c.leaves > 0 or c.spines > 0
-        if c.single + (1 if two_tier else 0) > 1 or (two_tier and c.leaves < 2):
-            problems.append(f"fabric {cls}@{site}: not one switch nor a two-tier tree")
-        if c.ports > f.radix * c.single + f.down_ports * c.leaves:
+        small = small_switch(f, c)
+        modes = c.single + two_tier + (small is not None) + (c.direct_links > 0)
+        if modes > 1 or (two_tier and c.leaves < 2):
+            problems.append(f"fabric {cls}@{site}: not one switch, a two-tier tree nor direct")
+        held = small.radix if small is not None else 0
+        if c.ports > f.radix * c.single + held + f.down_ports * c.leaves:
             problems.append(f"fabric {cls}@{site}: {c.ports} ports on too few switches")
         if f.radix * c.spines < f.up_ports * c.leaves:
             problems.append(f"fabric {cls}@{site}: too few spines for the leaves' uplinks")
@@ -284,8 +296,8 @@ def _check_switch_room(instance: Instance, solution: Solution, problems: list[st
         units = power = 0
         for (s, cls), c in solution.fabric.items():
             if s == site_id:
-                units += instance.fabrics[cls].switch_units * c.switches
-                power += instance.fabrics[cls].switch_power_w * c.switches
+                u, w = fabric_room(instance.fabrics[cls], c)
+                units, power = units + u, power + w
         kinds = storage_kinds(site)
         for (s, kind), n in solution.storage.items():
             if s == site_id:

@@ -139,7 +139,9 @@ def _site(p: Prepared, other: ir.Site) -> ir.Site:
     # Priced on this scenario's catalogue and requirements as the candidates stage prices
     # it, with the room its rack reserve leaves as the scenario that uses it built it.
     offer = p.catalog.colo_offers[other.id]
-    priced = price_site(offer, p.catalog, p.reqs, terms=p.cand.finance_terms)
+    priced = price_site(
+        offer, p.catalog, p.reqs, terms=p.cand.finance_terms, rack_servers=other.rack_servers
+    )
     return dataclasses.replace(priced, rack_w=other.rack_w, rack_units=other.rack_units)
 
 

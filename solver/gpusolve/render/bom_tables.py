@@ -70,7 +70,7 @@ def bom_text(plan: Plan) -> list[str]:
     rows = [_cells(ln) for ln in plan.bom]
     sources = list(dict.fromkeys(ln.source for ln in plan.bom if ln.source))
     for row, ln in zip(rows, plan.bom, strict=True):
-        what = ln.note.split(":")[0]  # the cost line's kind ("residual value"), or "inside X"
+        what = ln.note.split(":")[0]  # the cost line's kind ("energy"), or "inside X"
         ref = f"[{sources.index(ln.source) + 1}] " if ln.source else ""
         row.append(ref + what)
     widths = [max(len(r[i]) for r in [head, *rows]) for i in range(len(head))]
@@ -88,6 +88,9 @@ def bom_text(plan: Plan) -> list[str]:
     out = [f"Bill of materials ({currency}; * illustrative price, not a quote)", fmt(head)]
     out += [fmt(r) for r in rows]
     out.append(f"  total = TCO over the horizon: {total:,.0f} {currency}")
+    credit = resale_note(plan)
+    if credit:
+        out.append(f"  {credit}")
     out += [f"  [{i}] {s}" for i, s in enumerate(sources, 1)]
     return out
 
@@ -107,4 +110,20 @@ def bom_markdown(plan: Plan) -> list[str]:
         out.append("| " + " | ".join([*cells, source.replace("|", "/")]) + " |")
     total = sum(ln.amount for ln in plan.bom if ln.unit_price is not None)
     out += ["", f"Total = TCO over the horizon: {total:,.0f} {currency}."]
+    credit = resale_note(plan)
+    if credit:
+        out += ["", f"{credit[0].upper()}{credit[1:]}."]
     return out
+
+
+def resale_note(plan: Plan) -> str:
+    """The resale credit under the BOM's total: money received after the horizon, not a
+    line of the bill ("" when there is none)."""
+    c = plan.cost
+    if c is None or c.horizon_resale is None:
+        return ""
+    end = c.horizon_resale
+    return (
+        f"resale credit {end.amount:,.0f} {c.currency} if the servers are sold at month "
+        f"{end.month} (not in the TCO, not a line of this bill)"
+    )

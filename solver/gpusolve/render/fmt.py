@@ -69,7 +69,6 @@ COST_LABELS = {
     "energy": "energy",
     "bandwidth": "bandwidth",
     "cloud_rental": "cloud rental",
-    "residual_value": "residual value (credit)",
 }
 
 
@@ -78,10 +77,11 @@ def cost_lines(c: Cost) -> list[str]:
     printed figures add up to the printed totals (all whole units over the horizon).
     Totals stand in one column, their lines indented under them with the amount first."""
     cur = c.currency
-    width = len(f"{max(c.objective_value, c.tco):,.0f}")
+    width = len(f"{max(c.objective_value, c.tco, c.credits):,.0f}")
+    labels = max(30, len(objective_words(c)) + 2)
 
     def total(label: str, amount: float) -> str:
-        return f"  {label:<30} {amount:>{width},.0f} {cur}"
+        return f"  {label:<{labels}} {amount:>{width},.0f} {cur}"
 
     out = [f"Cost breakdown (whole horizon, {c.horizon_months} months)"]
     b = c.breakdown
@@ -92,8 +92,14 @@ def cost_lines(c: Cost) -> list[str]:
             out += [f"      {i.amount:>{width},.0f}  {i.subject}: {i.detail}" for i in items]
     out.append(total("TCO", c.tco))
     if c.resale:
-        out.append(total("resale of owned servers", -c.resale) + "  (credit apart from the TCO)")
-        out.append(total("TCO less resale", c.tco - c.resale))
+        out.append(total("resale credit, sold now", c.resale) + "  (owned servers; not in the TCO)")
+    end = c.horizon_resale
+    if end is not None:
+        out.append(total("resale credit at the horizon", end.amount) + f"  ({resale_words(c)})")
+        out += [f"      {ln.amount:>{width},.0f}  {ln.server}: {ln.detail}" for ln in end.lines]
+        out.append(f"      {'':>{width}}  {end.basis}")
+    if c.credits:
+        out.append(total("TCO less resale credits", c.tco - c.credits))
     if b.penalty_items:
         out.append(total("soft-rule penalties", c.penalties) + "  (steer the choice; not spent)")
         for p in b.penalty_items:
@@ -102,9 +108,25 @@ def cost_lines(c: Cost) -> list[str]:
                 f"      {p.amount:>{width},.0f}  {p.rule}{src}: {p.workload} on {p.deployment}"
             )
             out.append(f"      {'':>{width}}  {p.judged}: {p.reason}")
-        label = "objective = TCO + penalties" + (" - resale" if c.resale else "")
-        out.append(total(label, c.objective_value))
+    if b.penalty_items or c.credits:
+        out.append(total(objective_words(c).replace(" ", " = ", 1), c.objective_value))
     return out
+
+
+def resale_words(c: Cost) -> str:
+    """Where the resale credit stands: "if sold at month 36; not in the TCO"."""
+    month = c.horizon_resale.month if c.horizon_resale is not None else c.horizon_months
+    return f"if sold at month {month}; not in the TCO"
+
+
+def objective_words(c: Cost) -> str:
+    """What the objective adds up, as its line is labelled."""
+    parts = ["TCO"]
+    if c.penalties:
+        parts.append("+ penalties")
+    if c.credits:
+        parts.append("- resale")
+    return "objective " + " ".join(parts)
 
 
 def proof_scope(info: SolverInfo) -> str | None:

@@ -5,7 +5,17 @@ from __future__ import annotations
 from gpusolve.models.plan import Cost, Plan
 from gpusolve.render.bom_tables import bom_markdown
 from gpusolve.render.compliance import compliance_markdown, sources_markdown
-from gpusolve.render.fmt import COST_LABELS, hardware, layout, memory, money, proof_scope, work
+from gpusolve.render.fmt import (
+    COST_LABELS,
+    hardware,
+    layout,
+    memory,
+    money,
+    objective_words,
+    proof_scope,
+    resale_words,
+    work,
+)
 from gpusolve.render.inventory import inventory_markdown
 from gpusolve.render.scenarios import scenarios_markdown
 from gpusolve.render.sensitivity import sensitivity_markdown
@@ -42,8 +52,8 @@ def plan_markdown(plan: Plan) -> str:
         f"Total cost of ownership over {c.horizon_months} months: **{money(c.tco, cur)}** "
         f"(capex {money(c.capex, cur)}, {money(c.monthly_opex, cur)} per month)."
         + (
-            f" Soft-rule penalties {money(c.penalties, cur)} (not spent); objective TCO + "
-            f"penalties = {money(c.objective_value, cur)}."
+            f" Soft-rule penalties {money(c.penalties, cur)} (not spent); "
+            f"{objective_words(c)} = {money(c.objective_value, cur)}."
             if c.penalties
             else ""
         )
@@ -137,7 +147,12 @@ def _cost_table(c: Cost) -> list[str]:
             out.append(f"| **{label}** | | **{getattr(b, kind):,.0f}** |")
     out.append(f"| **TCO** | | **{c.tco:,.0f}** |")
     if c.resale:
-        out.append(f"| resale of owned servers (apart from the TCO) | | {-c.resale:,.0f} |")
+        out.append(
+            f"| resale credit, owned servers sold now (apart from the TCO) | | {c.resale:,.0f} |"
+        )
+    end = c.horizon_resale
+    if end is not None:
+        out += ["", f"Resale credit {end.amount:,.0f} {c.currency} ({resale_words(c)}).", ""]
     if b.penalty_items:
         out += ["", "Soft-rule penalties: they steer the choice and are never spent.", ""]
         out += ["| rule | applies to | reason | amount |", "|---|---|---|---:|"]
@@ -148,7 +163,8 @@ def _cost_table(c: Cost) -> list[str]:
                 f"{p.amount:,.0f} |"
             )
         out.append(f"| **penalties** | | | **{c.penalties:,.0f}** |")
-        out.append(f"| **objective = TCO + penalties** | | | **{c.objective_value:,.0f}** |")
+        label = objective_words(c).replace(" ", " = ", 1)
+        out.append(f"| **{label}** | | | **{c.objective_value:,.0f}** |")
     return out
 
 

@@ -14,8 +14,10 @@ from gpusolve.render.fmt import (
     layout,
     memory,
     money,
+    objective_words,
     proof_scope,
     rack_use,
+    resale_words,
     work,
 )
 from gpusolve.render.inventory import inventory_text
@@ -46,11 +48,15 @@ def plan_text(plan: Plan) -> str:
             f"  TCO over {c.horizon_months} months: {money(c.tco, cur)}   "
             f"capex {money(c.capex, cur)}   monthly {money(c.monthly_opex, cur)}"
         )
+        objective = f"{objective_words(c)} = {money(c.objective_value, cur)}"
+        if c.resale:
+            add(f"  resale credit {money(c.resale, cur)} (owned servers sold now; not in the TCO)")
+        if c.horizon_resale is not None:
+            add(f"  resale credit {money(c.horizon_resale.amount, cur)} ({resale_words(c)})")
         if c.penalties:
-            add(
-                f"  soft-rule penalties {money(c.penalties, cur)} (not spent); objective "
-                f"TCO + penalties = {money(c.objective_value, cur)}"
-            )
+            add(f"  soft-rule penalties {money(c.penalties, cur)} (not spent); {objective}")
+        elif c.credits:
+            add(f"  {objective}")
     lines += market_header(plan)
     add("")
     add("Deployments")

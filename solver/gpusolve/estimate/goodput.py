@@ -12,7 +12,7 @@ T meets λ·T of them, so
 
 and when λ·(τ/2 + R) ≥ 1 the job never finishes. Young's first-order optimum interval
 (J. W. Young 1974, "A first order approximation to the optimum checkpoint interval", CACM 17(9))
-τ* = √(2·δ/λ) for a save of δ seconds is reported next to the interval used.
+is τ* = √(2·δ/λ) for a save of δ seconds.
 
 Defaults (each can be replaced in the workload's `goodput:` block):
   * failures per GPU-hour: Llama 3 report (Dubey et al. 2024, §3.3.4, Table 5): 419 unexpected
@@ -23,8 +23,10 @@ Defaults (each can be replaced in the workload's `goodput:` block):
   * restart: 10 minutes of detection and rescheduling — an assumption, stated as such (the
     Llama 3 report says automation handled all but three interruptions but gives no time);
     the checkpoint reload is added at the storage speed the checkpoint model writes at;
-  * checkpoint interval: the rules' `checkpoint_interval_steps` × the step time, the interval
-    whose save stalls the steady state already counts;
+  * checkpoint interval: Young's τ* when it is shorter than the rules' interval
+    (`checkpoint_interval_steps` × the step time, whose save stalls the steady state already
+    counts) — a job that fails often saves often; the extra saves are charged as their own
+    part;
   * evaluation and ramp-up: none unless given (no published run separates them).
 """
 
@@ -61,6 +63,7 @@ class Goodput:
 
     steady_s: float  # the modelled run: steps × step time + checkpoint stalls
     overhead_s: float  # evaluation, ramp-up and other planned time
+    extra_saves_s: float  # checkpoint saves beyond those the steady state counts
     lost_work_s: float  # work redone since the last checkpoint, over all failures
     restart_s: float  # detection, rescheduling and checkpoint reloads, over all failures
     failures: float  # expected interruptions over the run
@@ -72,7 +75,9 @@ class Goodput:
 
     @property
     def total_s(self) -> float:
-        return self.steady_s + self.overhead_s + self.lost_work_s + self.restart_s
+        return (
+            self.steady_s + self.overhead_s + self.extra_saves_s + self.lost_work_s + self.restart_s
+        )
 
     @property
     def fraction(self) -> float:
@@ -89,13 +94,15 @@ class Goodput:
 def goodput(
     *,
     steady_s: float,
+    stall_s: float,
     gpus: int,
     step_s: float,
     interval_steps: int,
     save_s: float,
     inputs: GoodputInputs = GoodputInputs(),
 ) -> Goodput:
-    """The expected time of one run with failures, restarts and planned overhead."""
+    """The expected time of one run with failures, restarts and planned overhead.
+    `steady_s` includes `stall_s` of saves every `interval_steps` steps of `step_s`."""
     rate = (
         FAILURES_PER_GPU_HOUR
         if inputs.failures_per_gpu_hour is None
@@ -103,26 +110,28 @@ def goodput(
     )
     source = FAILURE_SOURCE if inputs.failures_per_gpu_hour is None else "given in goodput:"
     per_s = rate * gpus / SECONDS_PER_HOUR  # interruptions per second of the job
-    interval = (
-        inputs.checkpoint_interval_s
-        if inputs.checkpoint_interval_s is not None
-        else interval_steps * step_s
-    )
+    optimal = math.sqrt(2 * save_s / per_s) if per_s > 0 and save_s > 0 else math.inf
+    if inputs.checkpoint_interval_s is not None:
+        interval = inputs.checkpoint_interval_s
+    else:
+        interval = min(interval_steps * step_s, max(step_s, optimal))
     reload_s = save_s if math.isfinite(save_s) else 0.0
     restart_each = (RESTART_S if inputs.restart_s is None else inputs.restart_s) + reload_s
     overhead = steady_s * (inputs.overhead_share or 0.0)
+    work_s = steady_s - stall_s
+    extra = max(0.0, work_s / interval * reload_s - stall_s) if interval > 0 else math.inf
     loss_rate = per_s * (interval / 2 + restart_each)
-    optimal = math.sqrt(2 * save_s / per_s) if per_s > 0 and save_s > 0 else math.inf
-    if not math.isfinite(steady_s) or loss_rate >= 1:
-        inf = math.inf
+    inf = math.inf
+    if not (math.isfinite(steady_s) and math.isfinite(extra)) or loss_rate >= 1:
         return Goodput(
-            steady_s, overhead, inf, inf, inf, rate, interval, optimal, restart_each, source
+            steady_s, overhead, extra, inf, inf, inf, rate, interval, optimal, restart_each, source
         )
-    total = (steady_s + overhead) / (1 - loss_rate)
+    total = (steady_s + overhead + extra) / (1 - loss_rate)
     failures = per_s * total
     return Goodput(
         steady_s=steady_s,
         overhead_s=overhead,
+        extra_saves_s=extra,
         lost_work_s=failures * interval / 2,
         restart_s=failures * restart_each,
         failures=failures,

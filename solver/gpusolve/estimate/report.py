@@ -22,16 +22,19 @@ from gpusolve.estimate import (
     thumb_figures,
     whole_model_memory,
 )
+from gpusolve.estimate.goodput import Goodput
 from gpusolve.estimate.search import max_decode_batch
 from gpusolve.estimate.serving import serving_layout
-from gpusolve.estimate.units import GB
+from gpusolve.estimate.units import GB, SECONDS_PER_HOUR
 from gpusolve.models.catalog import Card, Catalog
 from gpusolve.models.estimate import (
     ArchOut,
     ConfigOut,
     EstimateReport,
+    GoodputOut,
     MemoryGB,
     ServingOut,
+    StageOut,
     StepOut,
     ThumbOut,
     WorkloadEstimate,
@@ -273,6 +276,18 @@ def config_out(e: ConfigEstimate) -> ConfigOut:
         feasible=e.feasible,
         flops=e.flops,
         time_to_train_h=e.time_to_train_h,
+        steady_time_h=None if e.goodput is None else e.goodput.steady_s / SECONDS_PER_HOUR,
+        goodput=goodput_out(e.goodput),
+        stages=[
+            StageOut(
+                rank=st.rank,
+                layers=st.layers,
+                embedding=st.embedding,
+                head=st.head,
+                memory_gb=MemoryGB(**st.memory.as_gb()),
+            )
+            for st in e.stages
+        ],
         tokens_per_s=e.tokens_per_s,
         mfu=e.mfu,
         hfu=e.hfu,
@@ -290,4 +305,28 @@ def config_out(e: ConfigEstimate) -> ConfigOut:
         calibration=list(e.calibration),
         reasons=list(e.reasons),
         notes=list(e.notes),
+    )
+
+
+def goodput_out(g: Goodput | None) -> GoodputOut | None:
+    """Hours and minutes of a run's goodput, None for serving."""
+    if g is None:
+        return None
+    hour = SECONDS_PER_HOUR
+    return GoodputOut(
+        steady_h=g.steady_s / hour,
+        overhead_h=g.overhead_s / hour,
+        extra_saves_h=g.extra_saves_s / hour,
+        lost_work_h=g.lost_work_s / hour,
+        restart_h=g.restart_s / hour,
+        total_h=g.total_s / hour,
+        goodput=g.fraction,
+        failures=g.failures,
+        failures_per_gpu_hour=g.failures_per_gpu_hour,
+        checkpoint_interval_min=g.interval_s / 60,
+        optimal_interval_min=(
+            g.optimal_interval_s / 60 if math.isfinite(g.optimal_interval_s) else None
+        ),
+        restart_each_min=g.restart_each_s / 60,
+        source=g.source,
     )

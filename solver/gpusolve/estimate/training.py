@@ -191,6 +191,7 @@ def evaluate_training(
     hfu = executed / (time_s * gpus * peak) if finite else 0.0
     run = goodput(
         steady_s=time_s,
+        stall_s=stall.stall_s,
         gpus=gpus,
         step_s=step_s,
         interval_steps=params.checkpoint_interval_steps,

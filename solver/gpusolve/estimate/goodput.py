@@ -36,6 +36,7 @@ import math
 from dataclasses import dataclass
 
 from gpusolve.estimate.units import SECONDS_PER_HOUR
+from gpusolve.models.estimate import GoodputOut
 
 LLAMA3_INTERRUPTIONS = 419
 LLAMA3_DAYS = 54
@@ -140,4 +141,30 @@ def goodput(
         optimal_interval_s=optimal,
         restart_each_s=restart_each,
         source=source,
+    )
+
+
+def goodput_out(g: Goodput | None, gpus: int) -> GoodputOut | None:
+    """Hours and minutes of a run's goodput, None for serving."""
+    if g is None:
+        return None
+    hour = SECONDS_PER_HOUR
+    return GoodputOut(
+        steady_h=g.steady_s / hour,
+        overhead_h=g.overhead_s / hour,
+        extra_saves_h=g.extra_saves_s / hour,
+        lost_work_h=g.lost_work_s / hour,
+        restart_h=g.restart_s / hour,
+        total_h=g.total_s / hour,
+        goodput=g.fraction,
+        failures=g.failures,
+        failures_per_gpu_hour=g.failures_per_gpu_hour,
+        checkpoint_interval_min=g.interval_s / 60,
+        optimal_interval_min=(
+            g.optimal_interval_s / 60 if math.isfinite(g.optimal_interval_s) else None
+        ),
+        restart_each_min=g.restart_each_s / 60,
+        source=g.source,
+        gpu_hours_steady=g.steady_s / hour * gpus,
+        gpu_hours=g.total_s / hour * gpus,
     )

@@ -22,7 +22,7 @@ from gpusolve.estimate import (
     thumb_figures,
     whole_model_memory,
 )
-from gpusolve.estimate.goodput import Goodput
+from gpusolve.estimate.goodput import goodput_out
 from gpusolve.estimate.search import max_decode_batch
 from gpusolve.estimate.serving import serving_layout
 from gpusolve.estimate.units import GB, SECONDS_PER_HOUR
@@ -31,7 +31,6 @@ from gpusolve.models.estimate import (
     ArchOut,
     ConfigOut,
     EstimateReport,
-    GoodputOut,
     MemoryGB,
     ServingOut,
     StageOut,
@@ -277,7 +276,7 @@ def config_out(e: ConfigEstimate) -> ConfigOut:
         flops=e.flops,
         time_to_train_h=e.time_to_train_h,
         steady_time_h=None if e.goodput is None else e.goodput.steady_s / SECONDS_PER_HOUR,
-        goodput=goodput_out(e.goodput),
+        goodput=goodput_out(e.goodput, e.gpus),
         stages=[
             StageOut(
                 rank=st.rank,
@@ -305,28 +304,4 @@ def config_out(e: ConfigEstimate) -> ConfigOut:
         calibration=list(e.calibration),
         reasons=list(e.reasons),
         notes=list(e.notes),
-    )
-
-
-def goodput_out(g: Goodput | None) -> GoodputOut | None:
-    """Hours and minutes of a run's goodput, None for serving."""
-    if g is None:
-        return None
-    hour = SECONDS_PER_HOUR
-    return GoodputOut(
-        steady_h=g.steady_s / hour,
-        overhead_h=g.overhead_s / hour,
-        extra_saves_h=g.extra_saves_s / hour,
-        lost_work_h=g.lost_work_s / hour,
-        restart_h=g.restart_s / hour,
-        total_h=g.total_s / hour,
-        goodput=g.fraction,
-        failures=g.failures,
-        failures_per_gpu_hour=g.failures_per_gpu_hour,
-        checkpoint_interval_min=g.interval_s / 60,
-        optimal_interval_min=(
-            g.optimal_interval_s / 60 if math.isfinite(g.optimal_interval_s) else None
-        ),
-        restart_each_min=g.restart_each_s / 60,
-        source=g.source,
     )

@@ -64,6 +64,8 @@ class GoodputOut(OutModel):
     )
     restart_each_min: float = Field(description="One restart, the checkpoint reload included.")
     source: str = Field(description="Where the failure rate comes from.")
+    gpu_hours_steady: float = Field(description="GPUs × steady_h.")
+    gpu_hours: float = Field(description="GPUs × total_h: what plans budget.")
 
 
 class StepOut(OutModel):

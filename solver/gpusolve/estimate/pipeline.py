@@ -133,8 +133,10 @@ def split_stages(
     per_rank = rank_layers(layers, pp, first=first, last=last, per_stage=per_stage)
     if schedule == "dualpipe":
         # Stage s of the model sits on ranks s and PP − 1 − s (both directions).
-        ranks = tuple((r, pp - 1 - r) if pp > 1 else (r,) for r in range(pp))
-        return StageSplit(per_rank, ranks)
+        pairs: tuple[tuple[int, ...], ...] = tuple(
+            (r, pp - 1 - r) if pp > 1 else (r,) for r in range(pp)
+        )
+        return StageSplit(per_rank, pairs)
     vp = max(1, vp)
     chunks = [
         _spread(n, vp, trim_front=(r == 0 and first is not None)) for r, n in enumerate(per_rank)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from gpusolve.models.estimate import ConfigOut, EstimateReport, WorkloadEstimate
+from gpusolve.models.estimate import ConfigOut, EstimateReport, StageOut, WorkloadEstimate
 from gpusolve.render.fmt import extra_degrees
 
 
@@ -245,9 +245,9 @@ def _stage_rows(w: WorkloadEstimate) -> list[str]:
     return out
 
 
-def _stage_key(st: object) -> tuple[object, ...]:
-    m = st.memory_gb  # type: ignore[attr-defined]
-    return (st.layers, st.embedding, st.head, round(m.total, 1), round(m.activations, 1))  # type: ignore[attr-defined]
+def _stage_key(st: StageOut) -> tuple[object, ...]:
+    m = st.memory_gb
+    return (st.layers, st.embedding, st.head, round(m.total, 1), round(m.activations, 1))
 
 
 def _serving_rows(w: WorkloadEstimate) -> list[str]:

@@ -43,7 +43,7 @@ from dataclasses import dataclass, field, replace
 
 from gpusolve.estimate.calibration import calibration_for
 from gpusolve.estimate.compute import compute_precision, weight_flops_per_token
-from gpusolve.estimate.efficiency import FIT_GEMM_SHAPES, efficiency_of, mamf_fraction
+from gpusolve.estimate.efficiency import efficiency_of, gemm_shape_factor, mamf_fraction
 from gpusolve.estimate.evaluation import evaluate
 from gpusolve.estimate.hardware import Hardware
 from gpusolve.estimate.layout import ConfigEstimate, Layout, overhead_bytes, usable_memory_bytes
@@ -242,7 +242,8 @@ def _time_lower_bound(
     accum = _accum(workload, dp, 1, pp)
     if tflops is None or accum is None:
         return 0.0
-    rate = tflops * 1e12 * mamf_fraction(hw.card, efficiency_of(hw.card), fmt) * FIT_GEMM_SHAPES
+    eff = efficiency_of(hw.card)
+    rate = tflops * 1e12 * mamf_fraction(hw.card, eff, fmt) * gemm_shape_factor(eff.family)
     bubble = (accum + (pp - 1) / max(VIRTUAL_STAGES)) / accum
     flops = weight_flops_per_token(arch, workload.kind) * float(workload.tokens or 0.0)
     return flops * bubble / (gpus * rate)

@@ -55,7 +55,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from gpusolve.estimate.compute import EIGHT_BIT
-from gpusolve.estimate.efficiency import FIT_GEMM_SHAPES, Efficiency, mamf_fraction
+from gpusolve.estimate.efficiency import Efficiency, gemm_shape_factor, mamf_fraction
 from gpusolve.estimate.hardware import Hardware
 from gpusolve.estimate.shapes import Arch
 
@@ -286,7 +286,7 @@ def device(hw: Hardware, eff: Efficiency, sh: StepShape, gemm_mamf: float) -> De
     """`gemm_mamf`: the card's MAMF over its peak in the GEMMs' format."""
     bw = hw.card.memory_bandwidth_gbs * 1e9 * eff.memory
     return Device(
-        gemm_flops=sh.gemm_peak * gemm_mamf * FIT_GEMM_SHAPES,
+        gemm_flops=sh.gemm_peak * gemm_mamf * gemm_shape_factor(eff.family),
         attention_flops=sh.attention_peak,
         attention_fwd=eff.attention_fwd,
         attention_bwd=eff.attention_bwd,

@@ -16,7 +16,7 @@ from gpusolve.estimate.compute import (
     compute_precision,
     weight_flops_per_token,
 )
-from gpusolve.estimate.hardware import Hardware
+from gpusolve.estimate.hardware import Hardware, pcie_peer_bidir_gbs
 from gpusolve.estimate.layout import Layout
 from gpusolve.estimate.memory import (
     MOMENT_BYTES,
@@ -312,7 +312,23 @@ def step_shape(
         optimizer_bytes=opt_b,
         trained_dense=trained_dense,
         trained_expert=trained_expert,
+        stage_layers=_rank_layers(workload, arch, layout),
+        schedule=schedule_of(workload, layout),
+        offload_optimizer=savings_of(workload).offload_optimizer,
+        host_bytes_per_s=pcie_peer_bidir_gbs(card) * 1e9 / 2,
     )
+
+
+def _rank_layers(workload: Training, arch: Arch, layout: Layout) -> tuple[int, ...]:
+    """Layers per rank for the step time (DualPipe: a rank computes one stage per micro-batch
+    on average, so its stage's layers); empty when the split cannot be built."""
+    try:
+        split = stage_split(workload, arch, layout)
+    except SplitError:
+        return ()
+    if schedule_of(workload, layout) == "dualpipe":
+        return tuple(split.virtual)
+    return tuple(split.layers(r) for r in range(split.pp))
 
 
 def model_flops_per_token(arch: Arch, workload: Training) -> float:

@@ -215,3 +215,49 @@ def test_a_bad_pipeline_block_is_a_located_error(
     reqs.write_text(DEEPSEEK.replace("bf16_moments]", "bf16_moment]"))
     res = gpusolve("estimate", str(reqs))
     assert res.code == 2 and "memory_savings" in res.err and "Traceback" not in res.err
+
+
+# --------------------------------------------------------------------------- step time
+
+
+def _llama8b(**over: Any) -> Any:
+    from gpusolve.models.requirements import ModelShape, make_workload
+
+    base: dict[str, Any] = {
+        "name": "l8",
+        "kind": "pretrain",
+        "model": ModelShape(preset="llama-3-8b"),
+        "seq_len": 4096,
+        "tokens": 1e9,
+    }
+    return make_workload(**{**base, **over})
+
+
+def test_dualpipe_shrinks_the_bubble_by_its_published_ratio() -> None:
+    from tests.factories.hardware import H100, hgx
+
+    from gpusolve.estimate import Layout, evaluate
+
+    lay = Layout(nodes=1, tp=1, pp=8, dp=1, micro_batch=1, grad_accum=32)
+    plain = evaluate(_llama8b(), hgx(H100), lay, Params()).step
+    dual = evaluate(_llama8b(pipeline={"schedule": "dualpipe"}), hgx(H100), lay, Params()).step
+    assert plain is not None and dual is not None
+    # DeepSeek-V3 Table 2: (PP/2 − 1) against 1F1B's (PP − 1) for PP 8: 3/7.
+    assert dual.bubble_s == pytest.approx(plain.bubble_s * 3 / 7)
+    assert dual.compute_s == pytest.approx(plain.compute_s)
+
+
+def test_offloading_moves_the_optimizer_to_the_host_link() -> None:
+    from tests.factories.hardware import H100, hgx
+
+    from gpusolve.estimate import Layout, evaluate
+    from gpusolve.estimate.hardware import pcie_peer_bidir_gbs
+
+    lay = Layout(nodes=1, tp=1, pp=1, dp=8, sharding="zero2", micro_batch=1, grad_accum=4)
+    w = _llama8b(memory_savings=["offload_optimizer"])
+    est = evaluate(w, hgx(H100), lay, Params())
+    assert est.memory.optimizer_bytes == 0.0 and est.step is not None
+    # Gradients (4 B, fp32) down and bf16 weights (2 B) up for this rank's 1/8 share.
+    share = est.checkpoint_weights_bytes / 2 / 8  # parameters on this GPU's shard
+    link = pcie_peer_bidir_gbs(H100) * 1e9 / 2
+    assert est.step.optimizer_s == pytest.approx(share * (4 + 2) / link, rel=1e-6)

@@ -1,7 +1,7 @@
 """Print the physics' residuals against published results (tests/support/validation_cases.py).
 
     python benchmarks/validation.py            # the residual table, one row per case
-    python benchmarks/validation.py --fit      # sweep FIT_GEMM_SHAPES over the fitted cases
+    python benchmarks/validation.py --fit      # sweep each family's GEMM_SHAPES (own rows)
     python benchmarks/validation.py --markdown # the table as Markdown (benchmarks/README.md)
 
 Exit status 1 when any case is outside its tolerance (the same check as
@@ -55,29 +55,32 @@ def _table(rows: list[tuple[Case, float, float]], markdown: bool) -> str:
 
 
 def _fit(cases: list[Case]) -> None:
+    """Sweep each family's GEMM_SHAPES over that family's fitted cases alone."""
     import gpusolve.estimate.efficiency as efficiency
     import gpusolve.estimate.steptime as steptime
 
-    fitted = [c for c in cases if c.fitted_on]
-    original = efficiency.FIT_GEMM_SHAPES
-    print(f"sweeping FIT_GEMM_SHAPES over {len(fitted)} fitted cases (now {original})")
-    best: tuple[float, float] | None = None
-    for step in range(60, 101, 2):
-        value = step / 100
-        efficiency.FIT_GEMM_SHAPES = value
-        steptime.FIT_GEMM_SHAPES = value
+    for family in sorted({c.family for c in cases if c.fitted_on}):
+        fitted = [c for c in cases if c.fitted_on and c.family == family]
+        original = efficiency.GEMM_SHAPES.get(family)
+        print(f"{family}: sweeping GEMM_SHAPES over {len(fitted)} fitted cases (now {original})")
+        best: tuple[float, float] | None = None
+        for step in range(60, 101, 2):
+            value = step / 100
+            efficiency.GEMM_SHAPES[family] = value
+            steptime._training_step.cache_clear()
+            logs = [math.log(c.predict() / c.published) for c in fitted]
+            rms = math.sqrt(sum(x * x for x in logs) / len(logs))
+            worst = max(abs(x) for x in logs)
+            print(f"  {value:.2f}: rms log residual {rms:.3f}, worst {math.expm1(worst):.1%}")
+            if best is None or rms < best[1]:
+                best = (value, rms)
+        if original is None:
+            del efficiency.GEMM_SHAPES[family]
+        else:
+            efficiency.GEMM_SHAPES[family] = original
         steptime._training_step.cache_clear()
-        logs = [math.log(c.predict() / c.published) for c in fitted]
-        rms = math.sqrt(sum(x * x for x in logs) / len(logs))
-        worst = max(abs(x) for x in logs)
-        line = f"rms log residual {rms:.3f}, worst |residual| {math.expm1(worst):.1%}"
-        print(f"  {value:.2f}: {line}")
-        if best is None or rms < best[1]:
-            best = (value, rms)
-    efficiency.FIT_GEMM_SHAPES = original
-    steptime.FIT_GEMM_SHAPES = original
-    assert best is not None
-    print(f"least squares (log residuals): {best[0]:.2f}")
+        assert best is not None
+        print(f"{family}: least squares (log residuals): {best[0]:.2f}")
 
 
 def main() -> int:

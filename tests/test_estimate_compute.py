@@ -59,7 +59,8 @@ def test_the_step_is_the_sum_of_its_parts_and_mfu_is_an_output() -> None:
     assert s.bubble_s > 0 and s.tp_comm_s > 0 and s.pp_comm_s > 0 and s.compute_s > 0
     # MFU = model FLOPs over time × GPUs × peak: recomputing the definition from the output.
     assert est.time_to_train_s is not None and est.mfu is not None
-    assert est.mfu == pytest.approx(est.model_flops / (est.time_to_train_s * est.gpus * 989e12))
+    assert est.steady_time_s is not None
+    assert est.mfu == pytest.approx(est.model_flops / (est.steady_time_s * est.gpus * 989e12))
 
 
 def test_pipeline_bubble_follows_1f1b_and_interleaving() -> None:

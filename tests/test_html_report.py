@@ -228,7 +228,7 @@ def test_every_report_has_its_sections_charts_and_pictures(reports: list[Rendere
             # The heuristic's own words stand beside the rule that cites it.
             assert "Start by classifying" in r.html or r.plan.rules_fired[0].source in r.html
         claim = page.find("section", id="claim")[0].all_text()
-        assert "Proven optimal" in claim and "layouts" in claim, r.name
+        assert "Proven optimal" in claim and " layout" in claim, r.name  # "1 layout", "2 layouts"
         assumptions = page.find("section", id="assumptions")[0].all_text()
         assert f"Horizon {r.plan.cost.horizon_months} months" in assumptions  # type: ignore[union-attr]
         assert "Illustrative prices" in assumptions

@@ -16,10 +16,12 @@ from gpusolve.models.params import Params
 from gpusolve.models.requirements import ModelShape, Workload, make_workload
 
 # Bytes autograd saves for backward in one micro-batch's forward (incl. the fp32 loss) against
-# Korthikanti's per-layer formula plus the output layer, on tiny shapes: within 25% (measured
-# 0.5-17% above: the int64 token ids, RMSNorm's saved statistics and the causal-mask-free
-# SDPA kernel's log-sum-exp are not in the formula, and weigh most at tiny widths).
-ACTIVATION_TOLERANCE = 0.25
+# the formula's tensor inventory plus the output layer, on tiny shapes: within 30% (measured
+# 3-27% above: the int64 token ids, RMSNorm's saved statistics, SiLU's separately saved
+# output and the SDPA kernel's log-sum-exp are not in the inventory, which counts what fused
+# kernels keep — grouped-query K/V at their width, no dropout masks without dropout — and
+# weigh most at tiny widths: the Llama-like 64-wide bf16 case is the 27%).
+ACTIVATION_TOLERANCE = 0.30
 
 TINY = ModelShape(layers=2, hidden=64, heads=4, kv_heads=2, ffn=160, vocab=512)
 GPT_LIKE = ModelShape(

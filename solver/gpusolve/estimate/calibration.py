@@ -39,7 +39,7 @@ import math
 from dataclasses import dataclass, replace
 
 from gpusolve.estimate.compute import compute_precision
-from gpusolve.estimate.efficiency import FIT_GEMM_SHAPES, efficiency_of, family_of, mamf_fraction
+from gpusolve.estimate.efficiency import efficiency_of, family_of, gemm_shape_factor, mamf_fraction
 from gpusolve.estimate.hardware import Hardware
 from gpusolve.estimate.layout import Layout
 from gpusolve.estimate.shapes import Arch
@@ -245,7 +245,8 @@ class Transfer:
 def transfer(cal: Calibration, target: Card, fmt: str) -> Transfer:
     """The documented mechanism (module docstring): same family, the measured efficiency;
     another family, the ratio of the two families' parameters; capped at a GEMM fraction of 1."""
-    gemm = mamf_fraction(target, efficiency_of(target), fmt) * FIT_GEMM_SHAPES
+    eff = efficiency_of(target)
+    gemm = mamf_fraction(target, eff, fmt) * gemm_shape_factor(eff.family)
     cap = 1.0 / gemm if gemm > 0 else math.inf
     factor = min(cal.compute_factor, cap)
     family = family_of(target)

@@ -15,6 +15,7 @@ from dataclasses import dataclass, replace
 from typing import get_args
 
 from gpusolve.estimate.checkpoint import CheckpointSize
+from gpusolve.estimate.goodput import Goodput
 from gpusolve.estimate.hardware import Hardware
 from gpusolve.estimate.memory import SHARDING_STAGE, MemoryBreakdown
 from gpusolve.estimate.shapes import Arch
@@ -103,6 +104,17 @@ class ServingFigures:
 
 
 @dataclass(frozen=True)
+class StageFigures:
+    """One pipeline rank's memory (training): what it holds and its total."""
+
+    rank: int
+    layers: int  # transformer layers
+    embedding: bool  # holds the input embedding
+    head: bool  # holds the output layer and the loss
+    memory: MemoryBreakdown
+
+
+@dataclass(frozen=True)
 class ConfigEstimate:
     """Everything the physics says about one (workload, hardware, layout)."""
 
@@ -142,6 +154,15 @@ class ConfigEstimate:
     measured: bool  # a measured run (H12) set the throughput
     # How a measured run calibrated this estimate and how it was transferred to this card.
     calibration: tuple[str, ...] = ()
+    # Training: every pipeline rank's memory (`memory` is the fullest one's).
+    stages: tuple[StageFigures, ...] = ()
+    # Training: the run with failures, restarts and planned overhead; `time_to_train_s` is
+    # its total, `steady_time_s` the steady state it grows from.
+    goodput: Goodput | None = None
+
+    @property
+    def steady_time_s(self) -> float | None:
+        return self.goodput.steady_s if self.goodput is not None else self.time_to_train_s
 
     @property
     def feasible(self) -> bool:
@@ -187,6 +208,8 @@ class ConfigEstimate:
         checkpoint_stall_fraction: float = 0.0,
         meets_deadline: bool = True,
         calibration: Iterable[str] = (),
+        stages: tuple[StageFigures, ...] = (),
+        goodput: Goodput | None = None,
     ) -> ConfigEstimate:
         """The one way training.py and serving.py make an estimate. What was sized and on
         what comes from the arguments; whether `memory` fits the card's usable memory is
@@ -234,6 +257,8 @@ class ConfigEstimate:
             coarse=arch.coarse,
             measured=measured,
             calibration=tuple(calibration),
+            stages=stages,
+            goodput=goodput,
         )
 
 
@@ -287,7 +312,11 @@ def structure_reasons(
         out.append(f"TP {layout.tp} does not divide the {arch.heads} attention heads")
     if layout.pp > arch.layers:
         out.append(f"PP {layout.pp} exceeds the {arch.layers} layers")
-    if layout.vp > 1 and (layout.pp < 2 or layout.pp * layout.vp > arch.layers):
+    # A split the user gives may leave a chunk with only the embedding or the loss (Llama 3
+    # §3.3.2); pipeline.py checks that split itself.
+    pipe = getattr(workload, "pipeline", None)
+    chunks_needed = arch.layers + 2 if pipe is not None else arch.layers
+    if layout.vp > 1 and (layout.pp < 2 or layout.pp * layout.vp > chunks_needed):
         out.append(
             f"{layout.vp} virtual stages need PP > 1 and at least one of the {arch.layers} "
             f"layers in each of the {layout.pp} x {layout.vp} chunks"

@@ -16,16 +16,27 @@ Transformer Models", §4 (2-byte activations, per layer, per micro-batch):
   full recomputation .......... 2·s·b·h (/t with SP): only each layer's input is kept
 Flash attention never materialises the a·s² score matrices, so it stores what selective
 recomputation stores (34·s·b·h). The constants assume ffn = 4h and one K/V per head; for
-SwiGLU and grouped-query attention they are the paper's approximation, kept on purpose.
+SwiGLU and grouped-query attention they are the paper's approximation; `activation_bytes_per_layer`
+keeps them as the published reference.
+
+The training estimate counts a layer's stored tensors one by one instead (`stored_tensors`):
+the same inventory as Korthikanti's (a GPT layer with dropout gives exactly 34·s·b·h), with
+the real widths of grouped-query K/V, MLA latents and SwiGLU, dropout masks only when dropout
+is on, and the named memory savings of the frontier reports (`Savings`) removing or shrinking
+tensors. Each pipeline rank is then sized on its own (`stage_memory`): the parameters the
+framework places on it (embedding on the first stage, the output layer on the last, uneven
+splits as given) and the micro-batches its schedule keeps in flight.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from collections.abc import Iterable
+from dataclasses import dataclass, fields
 from functools import lru_cache
 
-from gpusolve.estimate.shapes import Arch, layers_per_stage
+from gpusolve.estimate.pipeline import StageSplit, in_flight
+from gpusolve.estimate.shapes import Arch, attention_params, layers_per_stage
 from gpusolve.estimate.units import GB
 
 WEIGHT_BYTES: dict[str, float] = {
@@ -298,6 +309,64 @@ def _gathered_layers_bytes(arch: Arch, par: Parallel, weight_bytes: float) -> fl
     return layers * (dense_per_layer + expert_per_layer) / par.tp * weight_bytes
 
 
+@dataclass(frozen=True)
+class Savings:
+    """The memory savings the frontier reports describe, as named options (all off = none).
+
+    recompute_norms: norm outputs are recomputed from the kept norm inputs in the backward
+      pass (DeepSeek-V3 §3.2.3 "Recomputation of RMSNorm and MLA Up-Projection");
+    recompute_up_projections: MLA's per-head queries, keys and values are recomputed from the
+      kept latents (same section); no effect on grouped-query attention;
+    recompute_activation_function: the MLP keeps the SwiGLU/GeLU inputs and recomputes the
+      output (DeepSeek-V3 §3.3.3 "inputs of the SwiGLU operator in MoE");
+    fp8_activations: the inputs of the Linear layers are cached in FP8 for their backward
+      (DeepSeek-V3 §3.3.3 "Low-Precision Storage"), 1 byte per element;
+    bf16_moments: AdamW's two moments in BF16 (DeepSeek-V3 §3.3.3 "Low-Precision Optimizer
+      States"): 4 B/param instead of 8, master weights and gradients unchanged;
+    offload_optimizer: the optimizer states (fp32 master and moments) live in host memory and
+      the update runs there (ZeRO-Offload, Ren et al. 2021).
+    """
+
+    recompute_norms: bool = False
+    recompute_up_projections: bool = False
+    recompute_activation_function: bool = False
+    fp8_activations: bool = False
+    bf16_moments: bool = False
+    offload_optimizer: bool = False
+
+    @classmethod
+    def of(cls, names: Iterable[str]) -> Savings:
+        return cls(**{name: True for name in names})
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(f.name for f in fields(self) if getattr(self, f.name))
+
+
+NO_SAVINGS = Savings()
+MEMORY_SAVINGS: tuple[str, ...] = tuple(f.name for f in fields(Savings))
+
+
+def with_savings(per: StateBytes, optimizer: str, savings: Savings) -> StateBytes:
+    """Bytes per parameter once BF16 moments halve the moments and offloading moves the
+    optimizer states off the GPU."""
+    opt = per.optimizer
+    if savings.bf16_moments:
+        opt -= MOMENT_BYTES[optimizer] / 2
+    if savings.offload_optimizer:
+        opt = 0.0
+    return StateBytes(per.weights, per.gradients, opt)
+
+
+@dataclass(frozen=True)
+class StageParams:
+    """Parameters one pipeline rank holds, before TP/EP division and DP sharding."""
+
+    dense: float  # attention, norms, dense MLPs, shared experts, routers, embeddings
+    expert: float  # routed experts
+    layers: int  # transformer layers
+
+
 @lru_cache(maxsize=8192)
 def training_states(
     arch: Arch,
@@ -309,25 +378,30 @@ def training_states(
     par: Parallel,
     lora_rank: int = 16,
     lora_fraction: float | None = None,
+    stage: StageParams | None = None,
+    savings: Savings = NO_SAVINGS,
 ) -> ModelStates:
     """Model states on one GPU for a training layout.
 
-    Dense parameters are split by TP × PP and sharded over DP; MoE expert parameters are
-    split by TP × PP × EP and sharded over the expert-data-parallel group DP / EP
-    (DeepSpeed-MoE). LoRA/QLoRA: the frozen base has weights only; the adapters carry
-    gradients and optimizer state.
+    Dense parameters are split by TP and sharded over DP; MoE expert parameters are split by
+    TP × EP and sharded over the expert-data-parallel group DP / EP (DeepSpeed-MoE). `stage`
+    is what this pipeline rank holds (default: an even 1/PP share of everything). LoRA/QLoRA:
+    the frozen base has weights only; the adapters carry gradients and optimizer state.
     """
-    mp = par.tp * par.pp
+    if stage is None:
+        stage = StageParams(
+            arch.dense_params / par.pp, arch.expert_params / par.pp, layers_per_stage(arch, par.pp)
+        )
     ep = max(1, par.ep)
-    dense = arch.dense_params / mp
-    expert = arch.expert_params / (mp * ep)
+    dense = stage.dense / par.tp
+    expert = stage.expert / (par.tp * ep)
     edp = max(1, par.dp // ep)
     if kind in ("lora", "qlora"):
         fmt = frozen_base_format(kind, precision)
         # Average bytes per frozen dense parameter, 16-bit embeddings included.
         base_b = weights_bytes(arch, fmt, arch.dense_params) / max(1.0, arch.dense_params)
         frozen = StateBytes(base_b, 0.0, 0.0)
-        adapters = lora_params(arch, lora_rank, lora_fraction) / mp
+        adapters = lora_params(arch, lora_rank, lora_fraction) * stage.layers / arch.layers
         states = (
             model_states_bytes(
                 dense, frozen, sharding=par.sharding, dp=par.dp, shard_group=par.shard_group
@@ -340,8 +414,8 @@ def training_states(
                 shard_group=par.shard_group,
             )
             + model_states_bytes(
-                adapters,
-                adapter_state_bytes(optimizer),
+                adapters / par.tp,
+                with_savings(adapter_state_bytes(optimizer), optimizer, savings),
                 sharding=par.sharding,
                 dp=par.dp,
                 shard_group=par.shard_group,
@@ -349,7 +423,9 @@ def training_states(
         )
         weight_b = base_b
     else:
-        per = full_training_state_bytes(precision, optimizer, convention)
+        per = with_savings(
+            full_training_state_bytes(precision, optimizer, convention), optimizer, savings
+        )
         states = model_states_bytes(
             dense, per, sharding=par.sharding, dp=par.dp, shard_group=par.shard_group
         ) + model_states_bytes(
@@ -422,10 +498,165 @@ def output_layer_bytes(
     return 4.0 * seq * micro_batch * (hidden + vocab) / max(1, tp) * act_bytes / 2
 
 
+@dataclass(frozen=True)
+class Stored:
+    """Bytes per token of one layer's stored activations. `replicated`: norm inputs and
+    outputs and dropout masks, whole on every TP rank unless sequence parallelism splits them
+    (Korthikanti's 10·s·b·h); `split`: divided by TP in any case."""
+
+    replicated: float
+    split: float
+
+
+def stored_tensors(
+    arch: Arch, *, moe_layer: bool, dropout: bool, savings: Savings, act_bytes: float
+) -> Stored:
+    """What one layer keeps for its backward pass, tensor by tensor (Korthikanti 2022 §4's
+    inventory with the model's real widths; a GPT layer with dropout gives 10 + 24 = 34 bytes
+    per s·b·h). Attention scores are not here (`layer_activation_bytes` adds them when they
+    are materialised)."""
+    h, e = float(arch.hidden), act_bytes
+    lin = 1.0 if savings.fp8_activations and act_bytes == 2 else e  # Linear inputs in FP8
+    norms = 0.0 if savings.recompute_norms else lin
+    rep = 2 * (e * h + norms * h)  # each sub-block's norm input and output (Linear input)
+    rep += 2 * h if dropout else 0.0  # 1-byte masks after attention and after the MLP
+    split = lin * arch.heads * arch.value_head_dim  # attention output: O-projection input
+    if arch.is_mla:
+        # Latents: RMSNorm inputs, and normalised, the up-projections' inputs.
+        latents = float(arch.q_lora_rank + arch.kv_lora_rank)
+        rep += e * latents + norms * latents + e * arch.rope_head_dim
+        if not savings.recompute_up_projections:
+            qk = arch.qk_head_dim
+            split += e * arch.heads * (2 * qk + arch.value_head_dim)
+    else:
+        split += e * arch.head_dim * (arch.heads + 2 * arch.kv_heads)
+    if moe_layer:
+        rep += 4.0 * arch.experts  # fp32 router probabilities
+        visits = arch.active_experts + arch.shared_experts
+        # The routing weights multiply inside the fused activation (Megatron-LM's
+        # moe/experts.py applies `weighted_bias_swiglu_impl(intermediate, bias, probs)`), so
+        # their gradient needs the activation's inputs, already kept: no expert outputs.
+        split += visits * (lin * h + _mlp_inner(arch, arch.expert_width, e, lin, savings))
+    else:
+        split += _mlp_inner(arch, arch.ffn, e, lin, savings)
+    return Stored(rep, split)
+
+
+def _mlp_inner(arch: Arch, width: int, e: float, lin: float, savings: Savings) -> float:
+    """The MLP's tensors past its input: the activation function's inputs (gate and up for
+    SwiGLU) and its output (the down-projection's input), per token."""
+    inputs = (2.0 if arch.gated_ffn else 1.0) * width
+    if savings.recompute_activation_function:
+        return lin * inputs  # DeepSeek-V3 caches the SwiGLU inputs (in FP8 when it can)
+    return e * inputs + lin * width
+
+
 @lru_cache(maxsize=8192)
-def training_activations_bytes(
+def layer_activation_bytes(
     arch: Arch,
     *,
+    moe_layer: bool,
+    seq: int,
+    micro_batch: int,
+    tp: int,
+    sequence_parallel: bool,
+    checkpointing: str,
+    flash_attention: bool,
+    act_bytes: float,
+    dropout: bool,
+    savings: Savings,
+    kv_seq: int | None = None,
+) -> float:
+    """One layer's stored activations for one micro-batch on one GPU."""
+    t = max(1, tp)
+    sb = float(seq) * micro_batch
+    sp = sequence_parallel or t == 1
+    if checkpointing == "full":
+        return 2.0 * sb * arch.hidden / (t if sp else 1) * act_bytes / ACTIVATION_BYTES_BASE
+    st = stored_tensors(
+        arch, moe_layer=moe_layer, dropout=dropout, savings=savings, act_bytes=act_bytes
+    )
+    per = sb * (st.replicated / (t if sp else 1) + st.split / t)
+    if not (checkpointing == "selective" or flash_attention):
+        keys = kv_seq or seq
+        per += 5.0 * arch.heads * keys * sb / t * act_bytes / ACTIVATION_BYTES_BASE
+    return per
+
+
+def layer_params(arch: Arch) -> tuple[float, float, float]:
+    """Parameters of (a dense layer, an MoE layer outside its routed experts, an MoE layer's
+    routed experts), scaled so that all layers add up to the model's body."""
+    attn = (
+        attention_params(
+            hidden=arch.hidden,
+            heads=arch.heads,
+            kv_heads=arch.kv_heads,
+            head_dim=arch.head_dim,
+            kv_lora_rank=arch.kv_lora_rank,
+            q_lora_rank=arch.q_lora_rank,
+            rope_head_dim=arch.rope_head_dim,
+            v_head_dim=arch.v_head_dim,
+        )
+        + 2 * arch.hidden
+    )
+    matrices = 3 if arch.gated_ffn else 2
+    dense_layer = attn + matrices * arch.hidden * arch.ffn
+    moe_dense = attn + arch.shared_experts * matrices * arch.hidden * arch.expert_width
+    moe_dense += arch.hidden * arch.experts  # router
+    moe_layers = arch.moe_layers
+    dense_layers = arch.layers - moe_layers
+    counted = dense_layers * dense_layer + moe_layers * moe_dense
+    body = arch.dense_params - arch.embedding_params
+    scale = body / counted if counted > 0 else 0.0
+    expert = arch.expert_params / moe_layers if moe_layers else 0.0
+    return dense_layer * scale, moe_dense * scale, expert
+
+
+def head_params(arch: Arch, pp: int) -> float:
+    """The output layer (and final norm) on the last stage. With tied embeddings and a
+    pipeline the last stage keeps its own copy of the embedding (Megatron-LM's shared word
+    embeddings, gradients all-reduced between the first and last stage)."""
+    untied_head = arch.embedding_params - arch.input_embedding_params
+    if pp > 1 and untied_head < 0.5 * arch.vocab * arch.hidden:
+        return untied_head + arch.input_embedding_params
+    return untied_head
+
+
+def _chunk_mix(arch: Arch, split: StageSplit, v: int) -> tuple[int, int]:
+    """(dense-MLP layers, MoE layers) of virtual stage `v`: an MoE model's first
+    `dense_layers` layers keep a dense MLP."""
+    first_moe = arch.layers - arch.moe_layers
+    start, n = split.first_layer(v), split.virtual[v]
+    dense_here = max(0, min(start + n, first_moe) - start)
+    return dense_here, n - dense_here
+
+
+@lru_cache(maxsize=1024)
+def stage_params(arch: Arch, split: StageSplit) -> tuple[StageParams, ...]:
+    """What each rank holds: its layers, the input embedding on the first virtual stage, the
+    output layer on the last."""
+    dense_layer, moe_dense, moe_expert = layer_params(arch)
+    out = []
+    for rank, virtual in enumerate(split.ranks):
+        dense = expert = 0.0
+        for v in virtual:
+            d, m = _chunk_mix(arch, split, v)
+            dense += d * dense_layer + m * moe_dense
+            expert += m * moe_expert
+        if split.holds_embedding(rank):
+            dense += arch.input_embedding_params
+        if split.holds_head(rank):
+            dense += head_params(arch, split.pp)
+        out.append(StageParams(dense, expert, split.layers(rank)))
+    return tuple(out)
+
+
+@lru_cache(maxsize=8192)
+def stage_activations_bytes(
+    arch: Arch,
+    *,
+    split: StageSplit,
+    schedule: str,
     seq: int,
     micro_batch: int,
     grad_accum: int,
@@ -433,41 +664,34 @@ def training_activations_bytes(
     checkpointing: str,
     flash_attention: bool,
     act_bytes: float = ACTIVATION_BYTES_BASE,
-) -> float:
-    """Activations on the fullest GPU. With 1F1B the first stage holds min(pp, micro-batches)
-    micro-batches in flight; the interleaved schedule with v virtual stages holds
-    pp·(1 + (pp − 1)/(pp·v)) of them (Korthikanti §4.2.3); the last stage one micro-batch plus
-    the logits. Context parallelism splits the sequence over cp ranks."""
-    cp = max(1, par.cp)
-    local_seq = max(1, seq // cp)
+    dropout: bool = True,
+    savings: Savings = NO_SAVINGS,
+) -> tuple[float, ...]:
+    """Activations on each pipeline rank at its peak: each chunk's layers times the micro-
+    batches its schedule keeps in flight there (pipeline.in_flight), plus, where the output
+    layer sits, one micro-batch of the final norm, LM-head input and fp32 logits
+    (Korthikanti §4.2). Context parallelism splits the sequence over cp ranks."""
+    local_seq = max(1, seq // max(1, par.cp))
 
     def per_layer(moe_layer: bool) -> float:
-        return activation_bytes_per_layer(
+        return layer_activation_bytes(
+            arch,
+            moe_layer=moe_layer,
             seq=local_seq,
             micro_batch=micro_batch,
-            hidden=arch.hidden,
-            heads=arch.heads,
             tp=par.tp,
             sequence_parallel=par.sequence_parallel,
             checkpointing=checkpointing,
             flash_attention=flash_attention,
             act_bytes=act_bytes,
-            mlp_coeff=mlp_activation_coeff(arch, moe_layer=moe_layer),
+            dropout=dropout,
+            savings=savings,
             kv_seq=seq,
         )
 
-    moe_share = arch.moe_layers / arch.layers if arch.is_moe else 0.0
-    layer = per_layer(False)
-    if moe_share:
-        layer = (1 - moe_share) * layer + moe_share * per_layer(True)
-    stage_layers = layers_per_stage(arch, par.pp)
-    if par.vp > 1 and par.pp > 1:
-        in_flight = par.pp * (1 + (par.pp - 1) / (par.pp * par.vp))
-        in_flight = min(in_flight, float(grad_accum) * par.vp)
-    else:
-        in_flight = max(1, min(par.pp, grad_accum))
-    first = stage_layers * in_flight * layer
-    last = stage_layers * layer + output_layer_bytes(
+    dense_b = per_layer(False)
+    moe_b = per_layer(True) if arch.is_moe else dense_b
+    logits = output_layer_bytes(
         seq=local_seq,
         micro_batch=micro_batch,
         hidden=arch.hidden,
@@ -475,7 +699,16 @@ def training_activations_bytes(
         tp=par.tp,
         act_bytes=act_bytes,
     )
-    return max(first, last)
+    out = []
+    for rank, virtual in enumerate(split.ranks):
+        chunk_bytes = []
+        for v in virtual:
+            d, m = _chunk_mix(arch, split, v)
+            chunk_bytes.append(d * dense_b + m * moe_b)
+        states = in_flight(schedule, par.pp, par.vp, grad_accum, rank)
+        peak = max(sum(c * b for c, b in zip(st, chunk_bytes, strict=True)) for st in states)
+        out.append(peak + (logits if split.holds_head(rank) else 0.0))
+    return tuple(out)
 
 
 def inference_activations_bytes(arch: Arch, *, context: int, tp: int, chunk: int = 2048) -> float:

@@ -22,9 +22,10 @@ from gpusolve.estimate import (
     thumb_figures,
     whole_model_memory,
 )
+from gpusolve.estimate.goodput import goodput_out
 from gpusolve.estimate.search import max_decode_batch
 from gpusolve.estimate.serving import serving_layout
-from gpusolve.estimate.units import GB
+from gpusolve.estimate.units import GB, SECONDS_PER_HOUR
 from gpusolve.models.catalog import Card, Catalog
 from gpusolve.models.estimate import (
     ArchOut,
@@ -32,6 +33,7 @@ from gpusolve.models.estimate import (
     EstimateReport,
     MemoryGB,
     ServingOut,
+    StageOut,
     StepOut,
     ThumbOut,
     WorkloadEstimate,
@@ -273,6 +275,18 @@ def config_out(e: ConfigEstimate) -> ConfigOut:
         feasible=e.feasible,
         flops=e.flops,
         time_to_train_h=e.time_to_train_h,
+        steady_time_h=None if e.goodput is None else e.goodput.steady_s / SECONDS_PER_HOUR,
+        goodput=goodput_out(e.goodput, e.gpus),
+        stages=[
+            StageOut(
+                rank=st.rank,
+                layers=st.layers,
+                embedding=st.embedding,
+                head=st.head,
+                memory_gb=MemoryGB(**st.memory.as_gb()),
+            )
+            for st in e.stages
+        ],
         tokens_per_s=e.tokens_per_s,
         mfu=e.mfu,
         hfu=e.hfu,

@@ -43,13 +43,13 @@ from dataclasses import dataclass, field, replace
 
 from gpusolve.estimate.calibration import calibration_for
 from gpusolve.estimate.compute import compute_precision, weight_flops_per_token
-from gpusolve.estimate.efficiency import FIT_GEMM_SHAPES, efficiency_of, mamf_fraction
+from gpusolve.estimate.efficiency import efficiency_of, gemm_shape_factor, mamf_fraction
 from gpusolve.estimate.evaluation import evaluate
 from gpusolve.estimate.hardware import Hardware
 from gpusolve.estimate.layout import ConfigEstimate, Layout, overhead_bytes, usable_memory_bytes
 from gpusolve.estimate.serving import batch_limit, replica_tokens_per_s, serving_layout
 from gpusolve.estimate.shapes import Arch, resolve_arch
-from gpusolve.estimate.trainshape import training_activations_for, training_states_for
+from gpusolve.estimate.trainshape import stage_memory_for
 from gpusolve.estimate.units import SECONDS_PER_HOUR
 from gpusolve.models.params import Params
 from gpusolve.models.requirements import InferenceWorkload, Training, Workload
@@ -242,40 +242,28 @@ def _time_lower_bound(
     accum = _accum(workload, dp, 1, pp)
     if tflops is None or accum is None:
         return 0.0
-    rate = tflops * 1e12 * mamf_fraction(hw.card, efficiency_of(hw.card), fmt) * FIT_GEMM_SHAPES
+    eff = efficiency_of(hw.card)
+    rate = tflops * 1e12 * mamf_fraction(hw.card, eff, fmt) * gemm_shape_factor(eff.family)
     bubble = (accum + (pp - 1) / max(VIRTUAL_STAGES)) / accum
     flops = weight_flops_per_token(arch, workload.kind) * float(workload.tokens or 0.0)
     return flops * bubble / (gpus * rate)
 
 
 class _Fit:
-    """Memory-fit checks with the states and activations memoised: the search asks about
-    the same pieces many times."""
+    """Memory-fit checks on the fullest pipeline rank, the ranks' memory memoised: the search
+    asks about the same layouts many times."""
 
     def __init__(self, workload: Training, arch: Arch, hw: Hardware, params: Params) -> None:
         self.w, self.arch, self.gpn, self.params = workload, arch, hw.gpus_per_node, params
         self.usable = usable_memory_bytes(hw.card, params.headroom)
-        self.states: dict[tuple[int, int, int, int, int, str], float] = {}
-        self.acts: dict[tuple[int, int, int, int, str, int, float], float] = {}
         cal = calibration_for(workload, arch, params, hw.card)
         self.act_factor = 1.0 if cal is None else cal.activation_factor
 
     def __call__(self, lay: Layout) -> bool:
         free = self.usable - overhead_bytes(self.params, lay.gpus)
-        key_s = (lay.tp, lay.cp, lay.pp, lay.dp, lay.ep, lay.sharding)
-        st = self.states.get(key_s)
-        if st is None:
-            st = training_states_for(self.w, self.arch, self.gpn, lay, self.params).total_bytes
-            self.states[key_s] = st
-        if st > free:
-            return False
-        in_flight = float(min(lay.pp, lay.grad_accum)) if lay.vp == 1 else float(lay.vp)
-        key_a = (lay.tp, lay.cp, lay.pp, lay.vp, lay.checkpointing, lay.micro_batch, in_flight)
-        act = self.acts.get(key_a)
-        if act is None:
-            act = training_activations_for(self.w, self.arch, self.gpn, lay) * self.act_factor
-            self.acts[key_a] = act
-        return st + act <= free
+        stages = stage_memory_for(self.w, self.arch, self.gpn, lay, self.params)
+        need = max(st.states.total_bytes + st.activations_bytes * self.act_factor for st in stages)
+        return need <= free
 
 
 def _candidates_for(

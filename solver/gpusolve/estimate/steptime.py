@@ -55,7 +55,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from gpusolve.estimate.compute import EIGHT_BIT
-from gpusolve.estimate.efficiency import FIT_GEMM_SHAPES, Efficiency, mamf_fraction
+from gpusolve.estimate.efficiency import Efficiency, gemm_shape_factor, mamf_fraction
 from gpusolve.estimate.hardware import Hardware
 from gpusolve.estimate.shapes import Arch
 
@@ -118,6 +118,12 @@ class StepShape:
     optimizer_bytes: float  # optimizer state per trained parameter (master + moments)
     trained_dense: float  # trained parameters outside experts (whole model)
     trained_expert: float  # trained expert parameters (whole model)
+    # Transformer layers per pipeline rank (pipeline.py; empty: ceil(L/p) on every rank) and
+    # whether the last rank, which holds the LM head, is the one listed last.
+    stage_layers: tuple[int, ...] = ()
+    schedule: str = "1f1b"  # 1f1b | interleaved | dualpipe
+    offload_optimizer: bool = False  # optimizer states and update on the host
+    host_bytes_per_s: float = 0.0  # host link per GPU, one direction (offload)
 
 
 @dataclass(frozen=True)
@@ -286,7 +292,7 @@ def device(hw: Hardware, eff: Efficiency, sh: StepShape, gemm_mamf: float) -> De
     """`gemm_mamf`: the card's MAMF over its peak in the GEMMs' format."""
     bw = hw.card.memory_bandwidth_gbs * 1e9 * eff.memory
     return Device(
-        gemm_flops=sh.gemm_peak * gemm_mamf * FIT_GEMM_SHAPES,
+        gemm_flops=sh.gemm_peak * gemm_mamf * gemm_shape_factor(eff.family),
         attention_flops=sh.attention_peak,
         attention_fwd=eff.attention_fwd,
         attention_bwd=eff.attention_bwd,
@@ -433,7 +439,7 @@ def _training_step(
     elem = 1.0 if sh.gemm_format in EIGHT_BIT else sh.act_bytes
     dense = layer_work(arch, sh, moe=False, elem=elem)
     lt_dense = layer_times(dense, dev, flash=sh.flash_attention, frozen_base=sh.frozen_base)
-    layers_rank = math.ceil(arch.layers / sh.pp)
+    layers_rank, head_on_slowest = _slowest_rank(arch, sh)
     moe_share = arch.moe_layers / arch.layers if arch.is_moe else 0.0
     moe_rank = layers_rank * moe_share
     dense_rank = layers_rank - moe_rank
@@ -455,6 +461,8 @@ def _training_step(
     def per_rank(dense_value: float, moe_value: float) -> float:
         return dense_rank * dense_value + moe_rank * moe_value
 
+    if not head_on_slowest:
+        head_fwd = head_bwd = 0.0
     fwd = per_rank(lt_dense.fwd_s, lt_moe.fwd_s) + head_fwd
     bwd = per_rank(lt_dense.bwd_s, lt_moe.bwd_s) + head_bwd
     wgrad = per_rank(lt_dense.wgrad_s, lt_moe.wgrad_s)
@@ -523,6 +531,11 @@ def _training_step(
     per_micro += ep_s + pp_s
     m = sh.grad_accum
     bubble = (sh.pp - 1) / sh.vp * per_micro
+    if sh.schedule == "dualpipe" and sh.pp > 1:
+        # DeepSeek-V3 Table 2: (PP/2 − 1)(F&B + B − 3W) against 1F1B's (PP − 1)(F + B); with
+        # the overlapped F&B chunk taken as F + B and the W terms as hidden, the bubble scales
+        # by (PP/2 − 1)/(PP − 1).
+        bubble *= (sh.pp / 2 - 1) / (sh.pp - 1)
 
     # --- data parallelism
     dp_exposed, dp_total, dp_link = _data_parallel(arch, sh, hw, fw, fwd=fwd, bwd=bwd, m=m)
@@ -533,6 +546,11 @@ def _training_step(
         local /= max(1, sh.dp)
     per_param = 2 * sh.optimizer_bytes + 2 * sh.grad_bytes + sh.weight_bytes
     optimizer = local * per_param / dev.stream_bytes_per_s
+    if sh.offload_optimizer:
+        # ZeRO-Offload (Ren et al. 2021 §4): gradients go to the host and updated weights come
+        # back over the host link; the host's Adam overlaps the transfers and is not timed.
+        link = sh.host_bytes_per_s
+        optimizer = local * (sh.grad_bytes + sh.weight_bytes) / link if link > 0 else math.inf
 
     return StepBreakdown(
         compute_s=m * (fwd + bwd),
@@ -551,6 +569,23 @@ def _training_step(
         pp_link=pp_link,
         ep_link=ep_link,
     )
+
+
+def _slowest_rank(arch: Arch, sh: StepShape) -> tuple[int, bool]:
+    """Layers of the rank that sets the pace (the most layers; the LM head counts as its
+    FLOPs' worth of layers on the last rank) and whether that rank holds the head."""
+    if not sh.stage_layers:
+        return math.ceil(arch.layers / sh.pp), True
+    # The head's GEMM is h·V per token against a layer's active parameters: its weight in
+    # layers.
+    active_layer = (arch.active_params - arch.embedding_params) / arch.layers
+    head_layers = arch.hidden * arch.vocab / max(1.0, active_layer)
+    last = len(sh.stage_layers) - 1
+    rank = max(
+        range(len(sh.stage_layers)),
+        key=lambda r: sh.stage_layers[r] + (head_layers if r == last else 0.0),
+    )
+    return sh.stage_layers[rank], rank == last
 
 
 def _forward_flops(w: LayerWork) -> float:

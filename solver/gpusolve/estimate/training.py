@@ -11,16 +11,17 @@ a bottleneck class, not inputs and not rejections.
 from __future__ import annotations
 
 import math
-from dataclasses import replace
 
 from gpusolve.estimate.calibration import calibrated_step, calibration_for, transfer
 from gpusolve.estimate.checkpoint import checkpoint_stall, training_checkpoint
 from gpusolve.estimate.compute import compute_precision, training_intensity
 from gpusolve.estimate.efficiency import efficiency_of
+from gpusolve.estimate.goodput import Goodput, GoodputInputs, goodput
 from gpusolve.estimate.hardware import Hardware
 from gpusolve.estimate.layout import (
     ConfigEstimate,
     Layout,
+    StageFigures,
     gb,
     overhead_bytes,
     pct,
@@ -31,15 +32,16 @@ from gpusolve.estimate.memory import SHARDING_STAGE, MemoryBreakdown
 from gpusolve.estimate.shapes import Arch
 from gpusolve.estimate.steptime import StepBreakdown, training_step
 from gpusolve.estimate.trainshape import (
+    StageMemory,
     framework,
     model_flops_per_token,
+    split_reason,
+    stage_memory_for,
     step_shape,
-    training_activations_for,
-    training_states_for,
 )
 from gpusolve.estimate.units import GB, SECONDS_PER_HOUR
 from gpusolve.models.params import Params
-from gpusolve.models.requirements import FineTuneWorkload, Training
+from gpusolve.models.requirements import FineTuneWorkload, Training, TrainingBase
 
 # H10: "gradient checkpointing ... adds 20-30% time"; H15: a ZeRO-3 loss within 10% is
 # excellent. Checks on the computed result, printed as notes.
@@ -47,19 +49,56 @@ H10_RECOMPUTE_BAND = (0.20, 0.30)
 H15_ZERO3_LOSS = 0.10
 
 
+def training_stages(
+    workload: Training,
+    arch: Arch,
+    gpus_per_node: int,
+    layout: Layout,
+    params: Params,
+    activation_factor: float = 1.0,
+) -> tuple[StageFigures, ...]:
+    """Memory of every pipeline rank; a measured run's activation factor applies to each."""
+    overhead = overhead_bytes(params, layout.gpus)
+    stages = stage_memory_for(workload, arch, gpus_per_node, layout, params)
+    return tuple(_figures(st, overhead, activation_factor) for st in stages)
+
+
+def _figures(st: StageMemory, overhead: float, activation_factor: float) -> StageFigures:
+    memory = MemoryBreakdown(
+        weights_bytes=st.states.weights_bytes,
+        gradients_bytes=st.states.gradients_bytes,
+        optimizer_bytes=st.states.optimizer_bytes,
+        activations_bytes=st.activations_bytes * activation_factor,
+        kv_cache_bytes=0.0,
+        overhead_bytes=overhead,
+        gathered_weights_bytes=st.states.gathered_weights_bytes,
+    )
+    return StageFigures(st.rank, st.layers, st.embedding, st.head, memory)
+
+
+def fullest(stages: tuple[StageFigures, ...]) -> MemoryBreakdown:
+    """The memory of the fullest pipeline rank: the one the fit is judged on."""
+    return max(stages, key=lambda st: st.memory.total_bytes).memory
+
+
 def training_memory(
     workload: Training, arch: Arch, gpus_per_node: int, layout: Layout, params: Params
 ) -> MemoryBreakdown:
-    """Memory per GPU of a training layout (the fullest GPU)."""
-    states = training_states_for(workload, arch, gpus_per_node, layout, params)
-    return MemoryBreakdown(
-        weights_bytes=states.weights_bytes,
-        gradients_bytes=states.gradients_bytes,
-        optimizer_bytes=states.optimizer_bytes,
-        activations_bytes=training_activations_for(workload, arch, gpus_per_node, layout),
-        kv_cache_bytes=0.0,
-        overhead_bytes=overhead_bytes(params, layout.gpus),
-        gathered_weights_bytes=states.gathered_weights_bytes,
+    """Memory per GPU of a training layout (the fullest pipeline rank)."""
+    return fullest(training_stages(workload, arch, gpus_per_node, layout, params))
+
+
+def goodput_inputs(workload: TrainingBase) -> GoodputInputs:
+    g = workload.goodput
+    if g is None:
+        return GoodputInputs()
+    return GoodputInputs(
+        failures_per_gpu_hour=g.failures_per_gpu_hour,
+        restart_s=None if g.restart_minutes is None else g.restart_minutes * 60,
+        checkpoint_interval_s=(
+            None if g.checkpoint_interval_minutes is None else g.checkpoint_interval_minutes * 60
+        ),
+        overhead_share=g.overhead_share,
     )
 
 
@@ -80,11 +119,21 @@ def evaluate_training(
 
     fmt = compute_precision(workload.kind, workload.precision, workload.optimizer)
     cal = calibration_for(workload, arch, params, card)
-    memory = training_memory(workload, arch, hw.gpus_per_node, layout, params)
+    split_problem = split_reason(workload, arch, layout)
+    if split_problem:
+        reasons.append(split_problem)
+    stages = training_stages(
+        workload,
+        arch,
+        hw.gpus_per_node,
+        layout,
+        params,
+        1.0 if cal is None else cal.activation_factor,
+    )
+    memory = fullest(stages)
     calibration: list[str] = []
     if cal is not None:
         calibration += cal.notes
-        memory = replace(memory, activations_bytes=memory.activations_bytes * cal.activation_factor)
 
     # --- the step
     tokens = float(workload.tokens or 0.0)
@@ -140,6 +189,17 @@ def evaluate_training(
     executed = model_flops + step.recompute_flops * layout.gpus * steps
     mfu = model_flops / (time_s * gpus * peak) if finite else 0.0
     hfu = executed / (time_s * gpus * peak) if finite else 0.0
+    run = goodput(
+        steady_s=time_s,
+        stall_s=stall.stall_s,
+        gpus=gpus,
+        step_s=step_s,
+        interval_steps=params.checkpoint_interval_steps,
+        save_s=stall.save_time_s,
+        inputs=goodput_inputs(workload),
+    )
+    if finite and not run.finishes:
+        reasons.append(_never_finishes(run, gpus))
 
     # --- classification and checks on the result
     elem = 4.0 if fmt == "tf32" else 2.0
@@ -172,7 +232,7 @@ def evaluate_training(
     notes += _checks(step, layout)
     meets = True
     if workload.deadline_hours is not None:
-        meets = time_s <= workload.deadline_hours * SECONDS_PER_HOUR
+        meets = run.total_s <= workload.deadline_hours * SECONDS_PER_HOUR
 
     return ConfigEstimate.build(
         workload,
@@ -183,7 +243,7 @@ def evaluate_training(
         memory=memory,
         flops=executed,
         model_flops=model_flops,
-        time_to_train_s=time_s,
+        time_to_train_s=run.total_s if finite else time_s,
         step_time_s=step_s,
         steps=steps,
         tokens_per_s=tokens / time_s if finite else 0.0,
@@ -201,6 +261,18 @@ def evaluate_training(
         notes=notes,
         measured=cal is not None,
         calibration=calibration,
+        stages=stages,
+        goodput=run,
+    )
+
+
+def _never_finishes(run: Goodput, gpus: int) -> str:
+    per_hour = run.failures_per_gpu_hour * gpus
+    return (
+        f"at {run.failures_per_gpu_hour:.2e} interruptions per GPU-hour the {gpus}-GPU job "
+        f"stops {per_hour:.2f} times an hour and loses {run.interval_s / 2 / 60:.0f} min of work "
+        f"plus a {run.restart_each_s / 60:.0f} min restart each time: it never finishes "
+        "(checkpoint more often or restart faster, `goodput:`)"
     )
 
 

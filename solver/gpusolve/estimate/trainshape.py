@@ -8,26 +8,33 @@ uses them to model the measured run's own layout, so it never imports training.p
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from functools import lru_cache
+
 from gpusolve.estimate.compute import (
     attention_precision,
     compute_precision,
     weight_flops_per_token,
 )
-from gpusolve.estimate.hardware import Hardware
+from gpusolve.estimate.hardware import Hardware, pcie_peer_bidir_gbs
 from gpusolve.estimate.layout import Layout
 from gpusolve.estimate.memory import (
     MOMENT_BYTES,
     SHARDING_STAGE,
     ModelStates,
     Parallel,
+    Savings,
+    StageParams,
     adapter_state_bytes,
     frozen_base_bytes,
     full_training_state_bytes,
     is_fp32_training,
     lora_params,
-    training_activations_bytes,
+    stage_activations_bytes,
+    stage_params,
     training_states,
 )
+from gpusolve.estimate.pipeline import SplitError, StageSplit, split_stages
 from gpusolve.estimate.shapes import Arch
 from gpusolve.estimate.steptime import Framework, StepShape
 from gpusolve.models.params import Params
@@ -54,21 +61,165 @@ def parallel(layout: Layout, gpus_per_node: int) -> Parallel:
     )
 
 
-def training_states_for(
+def savings_of(workload: Training) -> Savings:
+    return Savings.of(workload.memory_savings)
+
+
+def schedule_of(workload: Training, layout: Layout) -> str:
+    """The pipeline schedule: the workload's, else interleaved with virtual stages, else 1F1B."""
+    chosen = workload.pipeline.schedule if workload.pipeline else None
+    if chosen == "dualpipe":
+        return "dualpipe"
+    return "interleaved" if layout.vp > 1 else "1f1b"
+
+
+def stage_split(workload: Training, arch: Arch, layout: Layout) -> StageSplit:
+    """The layers per virtual stage for this layout. Raises SplitError (`split_reason`)."""
+    pipe = workload.pipeline
+    per_stage = tuple(pipe.layers_per_stage) if pipe and pipe.layers_per_stage else None
+    return split_stages(
+        arch.layers,
+        layout.pp,
+        layout.vp,
+        schedule_of(workload, layout),
+        first=pipe.first_stage_layers if pipe else None,
+        last=pipe.last_stage_layers if pipe else None,
+        per_stage=per_stage,
+    )
+
+
+def split_reason(workload: Training, arch: Arch, layout: Layout) -> str | None:
+    """Why the workload's pipeline cannot be built on this layout, or None."""
+    pipe = workload.pipeline
+    if pipe and pipe.schedule == "interleaved" and layout.vp < 2 and layout.pp > 1:
+        return "pipeline.schedule interleaved needs virtual stages (VP ≥ 2)"
+    if pipe and pipe.schedule == "dualpipe" and layout.vp > 1:
+        return "pipeline.schedule dualpipe runs one chunk per direction (VP 1)"
+    if pipe and pipe.schedule == "dualpipe" and layout.pp % 2:
+        return f"pipeline.schedule dualpipe needs an even PP (got {layout.pp})"
+    try:
+        stage_split(workload, arch, layout)
+    except SplitError as exc:
+        return f"pipeline: {exc}"
+    return None
+
+
+@dataclass(frozen=True)
+class StageMemory:
+    """One pipeline rank's memory: the model states it holds and its activations at peak."""
+
+    rank: int
+    layers: int
+    embedding: bool
+    head: bool
+    states: ModelStates
+    activations_bytes: float
+
+    @property
+    def total_bytes(self) -> float:
+        return self.states.total_bytes + self.activations_bytes
+
+
+def stage_memory_for(
     workload: Training, arch: Arch, gpus_per_node: int, layout: Layout, params: Params
-) -> ModelStates:
-    """Model states per GPU of a training layout."""
+) -> tuple[StageMemory, ...]:
+    """Every pipeline rank's memory (an even split where the workload's cannot be built:
+    `split_reason` reports that)."""
+    try:
+        split = stage_split(workload, arch, layout)
+    except SplitError:
+        split = split_stages(arch.layers, layout.pp, layout.vp, schedule_of(workload, layout))
     rank, fraction = lora_rank(workload) if isinstance(workload, FineTuneWorkload) else (16, None)
-    return training_states(
+    return _stage_memory(
         arch,
+        split,
+        schedule_of(workload, layout),
+        parallel(layout, gpus_per_node),
         kind=workload.kind,
         precision=workload.precision,
         optimizer=workload.optimizer,
         convention=params.bytes_per_param_convention,
-        par=parallel(layout, gpus_per_node),
-        lora_rank=rank,
-        lora_fraction=fraction,
+        lora=(rank, fraction),
+        seq=workload.seq_len,
+        micro_batch=layout.micro_batch,
+        grad_accum=layout.grad_accum,
+        checkpointing=layout.checkpointing,
+        flash_attention=workload.flash_attention,
+        act_bytes=act_bytes(workload),
+        dropout=workload.dropout,
+        savings=savings_of(workload),
     )
+
+
+@lru_cache(maxsize=4096)
+def _stage_memory(
+    arch: Arch,
+    split: StageSplit,
+    schedule: str,
+    par: Parallel,
+    *,
+    kind: str,
+    precision: str,
+    optimizer: str,
+    convention: int,
+    lora: tuple[int, float | None],
+    seq: int,
+    micro_batch: int,
+    grad_accum: int,
+    checkpointing: str,
+    flash_attention: bool,
+    act_bytes: float,
+    dropout: bool,
+    savings: Savings,
+) -> tuple[StageMemory, ...]:
+    acts = stage_activations_bytes(
+        arch,
+        split=split,
+        schedule=schedule,
+        seq=seq,
+        micro_batch=micro_batch,
+        grad_accum=grad_accum,
+        par=par,
+        checkpointing=checkpointing,
+        flash_attention=flash_attention,
+        act_bytes=act_bytes,
+        dropout=dropout,
+        savings=savings,
+    )
+    out = []
+    memo: dict[StageParams, ModelStates] = {}  # most ranks hold the same
+    for r, held in enumerate(stage_params(arch, split)):
+        states = memo.get(held)
+        if states is None:
+            states = memo[held] = training_states(
+                arch,
+                kind=kind,
+                precision=precision,
+                optimizer=optimizer,
+                convention=convention,
+                par=par,
+                lora_rank=lora[0],
+                lora_fraction=lora[1],
+                stage=held,
+                savings=savings,
+            )
+        out.append(
+            StageMemory(
+                r, held.layers, split.holds_embedding(r), split.holds_head(r), states, acts[r]
+            )
+        )
+    return tuple(out)
+
+
+def fullest_stage(stages: tuple[StageMemory, ...]) -> StageMemory:
+    return max(stages, key=lambda st: st.total_bytes)
+
+
+def training_states_for(
+    workload: Training, arch: Arch, gpus_per_node: int, layout: Layout, params: Params
+) -> ModelStates:
+    """Model states on the fullest GPU of a training layout."""
+    return fullest_stage(stage_memory_for(workload, arch, gpus_per_node, layout, params)).states
 
 
 def act_bytes(workload: Training) -> float:
@@ -78,16 +229,26 @@ def act_bytes(workload: Training) -> float:
 def training_activations_for(
     workload: Training, arch: Arch, gpus_per_node: int, layout: Layout
 ) -> float:
-    """Activation bytes on the fullest GPU of a training layout."""
-    return training_activations_bytes(
-        arch,
-        seq=workload.seq_len,
-        micro_batch=layout.micro_batch,
-        grad_accum=layout.grad_accum,
-        par=parallel(layout, gpus_per_node),
-        checkpointing=layout.checkpointing,
-        flash_attention=workload.flash_attention,
-        act_bytes=act_bytes(workload),
+    """Activation bytes on the pipeline rank that holds the most of them."""
+    try:
+        split = stage_split(workload, arch, layout)
+    except SplitError:
+        split = split_stages(arch.layers, layout.pp, layout.vp, schedule_of(workload, layout))
+    return max(
+        stage_activations_bytes(
+            arch,
+            split=split,
+            schedule=schedule_of(workload, layout),
+            seq=workload.seq_len,
+            micro_batch=layout.micro_batch,
+            grad_accum=layout.grad_accum,
+            par=parallel(layout, gpus_per_node),
+            checkpointing=layout.checkpointing,
+            flash_attention=workload.flash_attention,
+            act_bytes=act_bytes(workload),
+            dropout=workload.dropout,
+            savings=savings_of(workload),
+        )
     )
 
 
@@ -151,7 +312,23 @@ def step_shape(
         optimizer_bytes=opt_b,
         trained_dense=trained_dense,
         trained_expert=trained_expert,
+        stage_layers=_rank_layers(workload, arch, layout),
+        schedule=schedule_of(workload, layout),
+        offload_optimizer=savings_of(workload).offload_optimizer,
+        host_bytes_per_s=pcie_peer_bidir_gbs(card) * 1e9 / 2,
     )
+
+
+def _rank_layers(workload: Training, arch: Arch, layout: Layout) -> tuple[int, ...]:
+    """Layers per rank for the step time (DualPipe: a rank computes one stage per micro-batch
+    on average, so its stage's layers); empty when the split cannot be built."""
+    try:
+        split = stage_split(workload, arch, layout)
+    except SplitError:
+        return ()
+    if schedule_of(workload, layout) == "dualpipe":
+        return tuple(split.virtual)
+    return tuple(split.layers(r) for r in range(split.pp))
 
 
 def model_flops_per_token(arch: Arch, workload: Training) -> float:

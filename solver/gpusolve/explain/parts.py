@@ -6,6 +6,7 @@ from collections import defaultdict
 from typing import Any
 
 from gpusolve.candidates.generate import Candidates, OptionMeta
+from gpusolve.estimate.goodput import goodput_out
 from gpusolve.explain import lines as itemise
 from gpusolve.explain.compare import compare
 from gpusolve.models.catalog import Catalog
@@ -71,6 +72,7 @@ def _deployment(meta: OptionMeta, site: str | None, schedule: str) -> Deployment
         usable_memory_gb=round(est.usable_memory_bytes / 1e9, 2),
         headroom=est.headroom,  # the workload's parameters travel with its estimate
         time_to_train_h=round(time_h, 2) if time_h is not None else None,
+        goodput=goodput_out(getattr(est, "goodput", None), est.gpus),
         mfu=round(est.mfu, 3) if est.mfu is not None else None,
         throughput=round(est.tokens_per_s, 1),
         replicas=layout.replicas,

@@ -34,6 +34,40 @@ class MemoryGB(OutModel):
     total: float
 
 
+class StageOut(OutModel):
+    """Training: one pipeline rank's memory (the layout's memory is the fullest rank's)."""
+
+    rank: int = Field(description="Pipeline rank, 0 = the first stage.")
+    layers: int = Field(description="Transformer layers it holds (all its chunks).")
+    embedding: bool = Field(description="Holds the input embedding.")
+    head: bool = Field(description="Holds the output layer and the loss.")
+    memory_gb: MemoryGB
+
+
+class GoodputOut(OutModel):
+    """Training: one run's time beyond steady state (estimate/goodput.py), hours."""
+
+    steady_h: float = Field(description="Steps × step time + checkpoint stalls.")
+    overhead_h: float = Field(description="Evaluation, ramp-up and other planned time.")
+    extra_saves_h: float = Field(
+        description="Checkpoint saves beyond the steady state's (a shorter interval)."
+    )
+    lost_work_h: float = Field(description="Work redone since the last checkpoint.")
+    restart_h: float = Field(description="Detection, rescheduling and checkpoint reloads.")
+    total_h: float = Field(description="What the run takes and what plans budget.")
+    goodput: float = Field(description="steady_h / total_h.")
+    failures: float = Field(description="Expected interruptions over one run.")
+    failures_per_gpu_hour: float
+    checkpoint_interval_min: float
+    optimal_interval_min: float | None = Field(
+        description="Young's interval √(2·save/λ) for comparison; null without failures."
+    )
+    restart_each_min: float = Field(description="One restart, the checkpoint reload included.")
+    source: str = Field(description="Where the failure rate comes from.")
+    gpu_hours_steady: float = Field(description="GPUs × steady_h.")
+    gpu_hours: float = Field(description="GPUs × total_h: what plans budget.")
+
+
 class StepOut(OutModel):
     """Training: one optimizer step's time on the slowest GPU, by cause (seconds)."""
 
@@ -137,7 +171,16 @@ class ConfigOut(OutModel):
         description="Training: FLOPs per run including recomputation; inference: FLOPs per "
         "generated token."
     )
-    time_to_train_h: float | None = Field(description="One run, hours; null for inference.")
+    time_to_train_h: float | None = Field(
+        description="One run, hours, failures and restarts included (goodput); null for inference."
+    )
+    steady_time_h: float | None = Field(
+        default=None, description="One run at steady state, hours (training)."
+    )
+    goodput: GoodputOut | None = Field(default=None, description="Training: the time's parts.")
+    stages: list[StageOut] = Field(
+        default_factory=list, description="Training: memory of every pipeline rank."
+    )
     tokens_per_s: float = Field(
         description="Training tokens/s, or generated tokens/s over all replicas."
     )

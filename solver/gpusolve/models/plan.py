@@ -6,6 +6,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from gpusolve.models.estimate import GoodputOut
 from gpusolve.models.inventory_report import Inventory
 
 # "timeout": no plan was found within the time limit and none was proven impossible.
@@ -195,7 +196,14 @@ class Deployment(OutModel):
     card_memory_gb: float = Field(description="Memory the device reports, GB.")
     usable_memory_gb: float = Field(description="card_memory_gb × (1 − headroom), GB.")
     headroom: float
-    time_to_train_h: float | None
+    time_to_train_h: float | None = Field(
+        description="Hours per run, failures and restarts included (see goodput)."
+    )
+    goodput: GoodputOut | None = Field(
+        default=None,
+        description="Training: steady-state time and what failures, restarts and planned "
+        "overhead add (estimate/goodput.py); rental hours and cost use the total.",
+    )
     mfu: float | None = Field(default=None, description="Training: the MFU the step gives.")
     throughput: float = Field(description="Training tokens/s, or generated tokens/s for inference.")
     replicas: int = 1

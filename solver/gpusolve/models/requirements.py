@@ -25,6 +25,16 @@ Checkpointing = Literal["none", "selective", "full"]
 Schedule = Literal["always", "day", "night"]
 Objective = Literal["min-tco", "min-capex", "min-monthly", "max-throughput"]
 Sharding = Literal["ddp", "zero1", "zero2", "zero3", "fsdp_full", "fsdp_hybrid"]
+PipelineSchedule = Literal["1f1b", "interleaved", "dualpipe"]
+# The frontier reports' memory savings (estimate/memory.py `Savings` says where each is from).
+MemorySaving = Literal[
+    "recompute_norms",
+    "recompute_up_projections",
+    "recompute_activation_function",
+    "fp8_activations",
+    "bf16_moments",
+    "offload_optimizer",
+]
 # Reports name it for inference too, where no optimizer runs (their output kept its shape).
 DEFAULT_OPTIMIZER: Optimizer = "adamw"
 
@@ -152,6 +162,75 @@ class Lora(StrictModel):
         default=None,
         gt=0,  # nothing trainable is not a fine-tune
         description="Trainable fraction of parameters; derived from rank and shape if absent.",
+    )
+
+
+class Pipeline(StrictModel):
+    """How the pipeline is cut and scheduled (estimate/pipeline.py). Without it: layers split
+    evenly, 1F1B (interleaved when the layout has virtual stages)."""
+
+    schedule: PipelineSchedule | None = Field(
+        default=None,
+        description="1f1b, interleaved (needs virtual stages) or dualpipe (DeepSeek-V3: "
+        "each rank holds two stages, PP + 1 micro-batches in flight).",
+    )
+    first_stage_layers: int | None = Field(
+        default=None,
+        ge=0,
+        le=MAX_LAYERS,
+        description="Transformer layers on the first stage (it also holds the embedding).",
+    )
+    last_stage_layers: int | None = Field(
+        default=None,
+        ge=0,
+        le=MAX_LAYERS,
+        description="Transformer layers on the last stage (it also holds the output layer).",
+    )
+    layers_per_stage: list[Annotated[int, Field(ge=0, le=MAX_LAYERS)]] | None = Field(
+        default=None,
+        min_length=1,
+        description="Transformer layers on every stage, first to last (sets PP).",
+    )
+
+    @model_validator(mode="after")
+    def _one_way(self) -> Pipeline:
+        if self.layers_per_stage is not None and (
+            self.first_stage_layers is not None or self.last_stage_layers is not None
+        ):
+            raise ValueError(
+                "give either layers_per_stage or first_stage_layers/last_stage_layers, not both"
+            )
+        return self
+
+
+class Goodput(StrictModel):
+    """Your own figures for the time a run loses beyond steady state (estimate/goodput.py
+    says where the defaults come from)."""
+
+    failures_per_gpu_hour: float | None = Field(
+        default=None,
+        ge=0,
+        le=1,
+        description="Job-stopping interruptions per GPU-hour (default: Llama 3's 419 in "
+        "54 days on 16,384 GPUs).",
+    )
+    restart_minutes: float | None = Field(
+        default=None,
+        ge=0,
+        le=MAX_HOURS * 60,
+        description="Detection, rescheduling and restart per interruption, before the "
+        "checkpoint reload (which is computed).",
+    )
+    checkpoint_interval_minutes: PositiveFloat | None = Field(
+        default=None,
+        le=MAX_HOURS * 60,
+        description="Minutes between checkpoints (default: the rules' interval in steps).",
+    )
+    overhead_share: Fraction | None = Field(
+        default=None,
+        lt=1,
+        description="Evaluation, ramp-up and other planned time, as a share of the "
+        "steady-state time.",
     )
 
 
@@ -325,6 +404,12 @@ class TrainingBase(WorkloadBase):
         default=None, ge=1, le=MAX_TOKENS, description="Tokens per training run."
     )
     measured: Measured | None = None
+    pipeline: Pipeline | None = None
+    memory_savings: list[MemorySaving] = Field(
+        default_factory=list,
+        description="Memory savings the run uses (DeepSeek-V3 §3.2-3.3, ZeRO-Offload).",
+    )
+    goodput: Goodput | None = None
 
     @model_validator(mode="after")
     def _needs_tokens(self) -> TrainingBase:

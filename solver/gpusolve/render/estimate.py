@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from gpusolve.models.estimate import ConfigOut, EstimateReport, WorkloadEstimate
+from gpusolve.models.estimate import ConfigOut, EstimateReport, StageOut, WorkloadEstimate
 from gpusolve.render.fmt import extra_degrees
 
 
@@ -168,7 +168,86 @@ def _training_rows(w: WorkloadEstimate) -> list[str]:
         )
     header = ["card", "GPUs", "FLOPs", "time_h", "tok/s", "comm", "DP link", "ckpt_GB"]
     header += ["stall", "bottleneck", "feasible"]
-    return [*out, "  run:", *_table(header, rows)]
+    return [
+        *out,
+        "  run (time_h includes failures and restarts, see goodput):",
+        *_table(header, rows),
+        *_goodput_rows(w),
+        *_stage_rows(w),
+    ]
+
+
+def _goodput_rows(w: WorkloadEstimate) -> list[str]:
+    """Steady state and what a real run adds to it, per configuration."""
+    rows = []
+    for c in w.configs:
+        g = c.goodput
+        if g is None:
+            continue
+        rows.append(
+            [
+                c.card,
+                str(c.gpus),
+                _num(g.steady_h),
+                f"{g.failures:,.1f}",
+                _num(g.lost_work_h),
+                _num(g.restart_h),
+                _num(g.overhead_h + g.extra_saves_h),
+                _num(g.total_h),
+                _pct(g.goodput),
+                _num(g.steady_h * c.gpus, 0),
+                _num(g.total_h * c.gpus, 0),
+                f"{g.checkpoint_interval_min:,.0f}/{_num(g.optimal_interval_min, 0)}",
+            ]
+        )
+    if not rows:
+        return []
+    header = ["card", "GPUs", "steady_h", "failures", "lost_h", "restart_h", "other_h"]
+    header += ["total_h", "goodput", "GPU-h steady", "GPU-h total", "ckpt_min/best"]
+    source = w.configs[0].goodput.source if w.configs[0].goodput else ""
+    title = f"  goodput (failures: {source}; other = evaluation/ramp-up + extra saves):"
+    return [title, *_table(header, rows)]
+
+
+def _stage_rows(w: WorkloadEstimate) -> list[str]:
+    """Memory per pipeline rank, runs of identical ranks shown once."""
+    out: list[str] = []
+    for c in w.configs:
+        if len(c.stages) < 2:
+            continue
+        rows: list[list[str]] = []
+        groups: list[tuple[int, int]] = []
+        for st in c.stages:
+            key = _stage_key(st)
+            if groups and _stage_key(c.stages[groups[-1][0]]) == key:
+                groups[-1] = (groups[-1][0], st.rank)
+            else:
+                groups.append((st.rank, st.rank))
+        for first, last in groups:
+            st = c.stages[first]
+            m = st.memory_gb
+            extra = ("+embed" if st.embedding else "") + ("+head" if st.head else "")
+            ranks = str(first) if first == last else f"{first}-{last}"
+            rows.append(
+                [
+                    ranks,
+                    f"{st.layers}{extra}",
+                    _num(m.weights + m.gathered_weights),
+                    _num(m.gradients),
+                    _num(m.optimizer),
+                    _num(m.activations),
+                    _num(m.total),
+                ]
+            )
+        header = ["ranks", "layers", "weights", "grads", "optim", "activ", "total"]
+        out += [f"  memory per pipeline stage, {c.card} {_layout_text(c, False)}, GB:"]
+        out += _table(header, rows)
+    return out
+
+
+def _stage_key(st: StageOut) -> tuple[object, ...]:
+    m = st.memory_gb
+    return (st.layers, st.embedding, st.head, round(m.total, 1), round(m.activations, 1))
 
 
 def _serving_rows(w: WorkloadEstimate) -> list[str]:

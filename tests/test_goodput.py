@@ -1,0 +1,118 @@
+"""Goodput: failures, restarts and planned overhead on top of the steady-state run."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from gpusolve.estimate.goodput import FAILURES_PER_GPU_HOUR, GoodputInputs, goodput
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_default_rate_is_llama3s_interruptions() -> None:
+    # Llama 3 report Table 5: 419 unexpected interruptions, 54 days, 16,384 GPUs.
+    assert pytest.approx(419 / (54 * 24 * 16384)) == FAILURES_PER_GPU_HOUR
+
+
+def test_the_run_grows_by_the_expected_losses() -> None:
+    # 1,000 GPUs at 1e-4 failures per GPU-hour: λ = 0.1 per hour. Saves take 60 s every 100
+    # steps of 36 s (an hour), the restart 30 min + the 60 s reload: each failure costs half
+    # an hour of work and 31 min, so the loss rate is 0.1·(0.5 + 31/60) and
+    # T = 100 h / (1 − that). The user's interval is used as given; the steady state already
+    # counts its 100 saves.
+    g = goodput(
+        steady_s=100 * 3600,
+        stall_s=100 * 60.0,
+        gpus=1000,
+        step_s=36.0,
+        interval_steps=100,
+        save_s=60.0,
+        inputs=GoodputInputs(1e-4, 1800.0, 3600.0, None),
+    )
+    loss = 0.1 * (0.5 + 31 / 60)
+    assert g.total_s == pytest.approx(100 * 3600 / (1 - loss))
+    assert g.failures == pytest.approx(0.1 * g.total_s / 3600)
+    assert g.lost_work_s == pytest.approx(g.failures * 1800)
+    assert g.restart_s == pytest.approx(g.failures * 31 * 60)
+    # The parts add up; Young's interval √(2·60 s / λ) is reported beside the one used.
+    assert g.total_s == pytest.approx(
+        g.steady_s + g.overhead_s + g.extra_saves_s + g.lost_work_s + g.restart_s
+    )
+    assert g.optimal_interval_s == pytest.approx(math.sqrt(2 * 60 / (0.1 / 3600)))
+
+
+def test_frequent_failures_shorten_the_interval_and_pay_for_the_saves() -> None:
+    # The rules' interval (1,000 steps of 10 s) is longer than Young's, so Young's is used and
+    # the saves beyond those the steady state counts are their own part.
+    g = goodput(
+        steady_s=3.6e6, stall_s=0.0, gpus=16384, step_s=10.0, interval_steps=1000, save_s=5.0
+    )
+    assert g.interval_s == pytest.approx(g.optimal_interval_s) and g.interval_s < 10_000
+    assert g.extra_saves_s == pytest.approx(3.6e6 / g.interval_s * 5.0)
+    # Llama 3 405B's run kept "more than 90% effective training time" (§3.3.4).
+    assert 0.90 < g.fraction < 1.0
+
+
+def test_a_job_that_fails_faster_than_it_progresses_never_finishes() -> None:
+    g = goodput(
+        steady_s=3600.0,
+        stall_s=0.0,
+        gpus=100_000,
+        step_s=10.0,
+        interval_steps=1000,
+        save_s=5.0,
+        inputs=GoodputInputs(1e-3, 3600.0, 3600.0, 0.0),
+    )
+    assert not g.finishes and g.fraction == 0.0
+
+
+def test_every_training_deployment_in_a_plan_carries_its_goodput(
+    gpusolve: Callable[..., Any],
+) -> None:
+    res = gpusolve(
+        "plan", str(ROOT / "examples" / "pretrain-70b-infiniband.yaml"), "--format", "json"
+    )
+    assert res.code == 0, res.err
+    deployments = json.loads(res.out)["deployments"]
+    training = [d for d in deployments if d["time_to_train_h"] is not None]
+    assert training
+    for d in training:
+        g = d["goodput"]
+        parts = g["steady_h"] + g["overhead_h"] + g["extra_saves_h"]
+        parts += g["lost_work_h"] + g["restart_h"]
+        assert g["total_h"] == pytest.approx(parts)
+        assert g["total_h"] > g["steady_h"] > 0
+        # The plan budgets the total: its hours per run and the hours it rents or runs.
+        assert d["time_to_train_h"] == pytest.approx(g["total_h"], abs=0.01)
+        assert d["rental_hours"] == pytest.approx(g["total_h"], abs=0.1)  # runs: 1
+        assert g["gpu_hours"] == pytest.approx(g["total_h"] * d["gpus"])
+
+
+def test_a_users_goodput_block_replaces_the_defaults_and_bad_values_are_located(
+    gpusolve: Callable[..., Any], tmp_path: Path
+) -> None:
+    base = """\
+workloads:
+  - name: ft
+    kind: full_finetune
+    model: {preset: llama-2-7b}
+    tokens: 1.0e9
+    goodput: {failures_per_gpu_hour: 0.001, restart_minutes: 20, overhead_share: 0.1}
+"""
+    reqs = tmp_path / "reqs.yaml"
+    reqs.write_text(base)
+    res = gpusolve("estimate", str(reqs), "--card", "h100-sxm", "--gpus", "8", "--format", "json")
+    assert res.code == 0, res.err
+    g = json.loads(res.out)["workloads"][0]["configs"][0]["goodput"]
+    assert g["failures_per_gpu_hour"] == 0.001 and g["source"] == "given in goodput:"
+    assert g["overhead_h"] == pytest.approx(0.1 * g["steady_h"])
+    assert g["restart_each_min"] >= 20
+    reqs.write_text(base.replace("overhead_share: 0.1", "overhead_share: 1.5"))
+    res = gpusolve("estimate", str(reqs))
+    assert res.code == 2 and "reqs.yaml:6:" in res.err and "overhead_share" in res.err

@@ -64,8 +64,10 @@ CASES = [
     Case(R + "tokens-nan.yaml", plan(), 2, "finite"),
     Case(R + "tokens-inf.yaml", plan(), 2, "finite"),
     Case(R + "tokens-chinese.yaml", plan(), 2, "tokens"),
-    # Too small to buy for: never servers (here no rental fits either: exit 1, plainly said).
-    Case(R + "tiny-job.yaml", plan(), 1, "use any GPU you have"),
+    # Too small to buy for: never servers, and every rental that fits the work (issue 39:
+    # exit 1 "no rental fits" for 1,000 and 2e6 tokens, a rental for 3e9).
+    Case(R + "tiny-job.yaml", plan(), 0, "too small to buy servers for"),
+    Case(R + "small-job-2e6.yaml", plan(), 0, ": rent 1 x cloud-"),
     # Messages with a line and column: control characters, NUL bytes, tabs, encodings.
     Case(R + "control-char.yaml", plan(), 2, "control-char.yaml:3:13"),
     Case(R + "nul-byte.yaml", plan(), 2, "nul-byte.yaml:3:13"),

@@ -41,6 +41,7 @@ def with_catalog(cmd: str = "plan") -> tuple[str, ...]:
 
 
 R = "requirements/"
+RULES_PLAN = ("plan", "-q", REQS, "--rules", "{}", *FAST)
 CASES = [
     # Tracebacks in the issue: huge numbers reached CP-SAT, division by zero, MemoryError.
     Case(R + "tokens-1e300.yaml", plan(), 2, "tokens"),
@@ -102,6 +103,14 @@ CASES = [
     Case("rules/cel-python-eval.yaml", ("rules", "check", "{}"), 2, "cel-python-eval.yaml"),
     Case("rules/cel-garbage.yaml", ("rules", "check", "{}"), 2, "cel-garbage.yaml"),
     Case("rules/cel-huge-list.yaml", ("rules", "check", "{}"), 2, "nest at most"),
+    # Integers beyond CEL's 64 bits, and beyond any parameter (issue 39: exit 70).
+    Case("rules/int-400-digits-when.yaml", ("rules", "check", "{}"), 2, "when.yaml:7:11"),
+    Case("rules/int-400-digits-when.yaml", RULES_PLAN, 2, "beyond CEL's 64-bit int range"),
+    Case("rules/int-400-digits-require.yaml", ("rules", "check", "{}"), 2, "require.yaml:9:"),
+    Case("rules/int-400-digits-require.yaml", RULES_PLAN, 2, "beyond CEL's 64-bit int range"),
+    Case("rules/int-400-digits-set.yaml", ("rules", "check", "{}"), 2, "set.yaml:8:7"),
+    Case("rules/int-400-digits-set.yaml", RULES_PLAN, 2, "checkpoint_interval_steps must be"),
+    Case(R + "tokens-5000-digits.yaml", plan(), 2, "tokens-5000-digits.yaml:15:13"),
     # int64: figures each in range whose products overflow: exit 2 naming the figure.
     Case(
         "catalogue/cloud-price-overflow.yaml",

@@ -180,10 +180,7 @@ class _Builder:
         if isinstance(node, yaml.SequenceNode):
             return [self.build(item, (*path, i), depth + 1) for i, item in enumerate(node.value)]
         assert isinstance(node, yaml.ScalarNode)
-        try:
-            value = self.loader.construct_object(node, deep=True)
-        except yaml.constructor.ConstructorError as exc:
-            self._fail(node, f"cannot read value: {exc.problem}", "value")
+        value = self._scalar(node)
         if isinstance(value, dt.datetime | dt.date):
             return value.isoformat()
         if isinstance(value, bytes):
@@ -204,7 +201,7 @@ class _Builder:
         for key_node, value_node in node.value:
             if not isinstance(key_node, yaml.ScalarNode):
                 self._fail(key_node, "mapping keys must be plain names", "key")
-            key = str(self.loader.construct_object(key_node))
+            key = str(self._scalar(key_node))
             child = (*path, key)
             if id(key_node) not in own_keys:
                 merged.add(key)
@@ -214,6 +211,14 @@ class _Builder:
             result[key] = self.build(value_node, child, depth + 1)
         return result
 
+    def _scalar(self, node: yaml.Node) -> Any:
+        try:
+            return self.loader.construct_object(node, deep=True)
+        except yaml.constructor.ConstructorError as exc:
+            return self._fail(node, f"cannot read value: {exc.problem}", "value")
+        except ValueError:  # Python converts at most 4,300 digits to an int
+            return self._fail(node, f"a number of {len(node.value):,} characters", "long")
+
     def _fail(self, node: yaml.Node, message: str, kind: str) -> Any:
         line, col = _mark(node)
         hints = {
@@ -221,6 +226,7 @@ class _Builder:
             "depth": "flatten the structure",
             "key": "use each key once; keys are plain strings",
             "finite": "give a finite number",
+            "long": "no figure has that many digits; give it in scientific notation, e.g. 1.5e12",
         }
         raise InputError.single(self.doc.name, message, line=line, column=col, hint=hints.get(kind))
 

@@ -7,8 +7,11 @@ from __future__ import annotations
 import math
 
 import pytest
+from tests.factories.instances import ONE, instance, owned
 
 from gpusolve.models.params import MAX_MAGNITUDE, check_value
+from gpusolve.optimize.explain import relaxation
+from gpusolve.optimize.ir import Requirement
 from gpusolve.rules.bindings import as_double
 from gpusolve.rules.check import number_literal_problem
 from gpusolve.rules.compile import compile_predicate
@@ -58,3 +61,17 @@ def test_a_set_value_beyond_any_parameter_is_refused(value: float) -> None:
 
 def test_a_set_value_at_the_bound_is_kept() -> None:
     assert check_value("checkpoint_interval_steps", MAX_MAGNITUDE) == MAX_MAGNITUDE
+
+
+def test_a_deadline_move_beyond_cp_sat_integers_is_not_computed() -> None:
+    """The explain path's guard: times beyond the model's integers give no relaxation
+    (printed "relax it") instead of an out-of-range coefficient (exit 70)."""
+    inst = instance(
+        ("w",),
+        (owned("slow", "w", 1, violates=frozenset({"deadline:w"})),),
+        requirements={"deadline:w": Requirement("deadline:w", "deadline of 72 h for w", 5)},
+    )
+    huge = {o.key: 10**300 for o in inst.owned}
+    assert relaxation(inst, "deadline:w", ONE, huge, 72 * 3600) is None
+    found = relaxation(inst, "deadline:w", ONE, {o.key: 100 * 3600 for o in inst.owned}, 72 * 3600)
+    assert found is not None and found.needed == 100 * 3600

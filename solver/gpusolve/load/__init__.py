@@ -145,6 +145,9 @@ def check_against_catalog(reqs: Requirements, doc: Document, catalog: Catalog) -
                     "use a card id from `gpusolve catalog list --kind cards`",
                 )
             )
+    from gpusolve.load.measured import measured_problems
+
+    problems += measured_problems(reqs, doc, catalog)
     for j, item in enumerate(reqs.allow_restricted):
         if item not in catalog.cards and item not in catalog.servers:
             loc = doc.locate(("allow_restricted", j)) or (None, None)

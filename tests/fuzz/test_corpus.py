@@ -166,6 +166,15 @@ CLI_CASES = [
     (("plan", "-q", REQS, "-o", REQS), "input file"),
     (("colo", FLEET, "-o", FLEET), "input file"),
     (("estimate", REQS, "-o", REQS), "input file"),
+    # Issue 39: a trailing slash wrote a file named like the folder; /dev/zero never ends.
+    (("plan", "-q", REQS, "-o", "no-such-folder/"), "names a folder"),
+    (("colo", FLEET, "-o", "no-such-folder/"), "names a folder"),
+    (("frontier", "-q", REQS, "--plot", "no-such-folder/"), "names a folder"),
+    (("plan", "-q", "/dev/zero"), "/dev/zero: more than 5 MB"),
+    (("colo", "/dev/zero"), "/dev/zero: more than 5 MB"),
+    (("plan", "-q", REQS, "--catalog", "/dev/zero"), "/dev/zero: more than 5 MB"),
+    (("plan", "-q", REQS, "--rules", "/dev/zero"), "/dev/zero: more than 5 MB"),
+    (("profile", "/dev/zero"), "/dev/zero: the log is larger than"),
 ]
 
 
@@ -182,6 +191,22 @@ def test_seed_at_the_int32_limit_is_accepted() -> None:
     outcome = run_cli("plan", "-q", REQS, "--seed", str(2**31 - 1), *FAST)
     check_outcome(outcome)
     assert outcome.code == 0, outcome.describe()
+
+
+def test_a_read_only_output_is_not_replaced(tmp_path: Path) -> None:
+    """Issue 39: renaming over a file needs only the folder's permission, so a read-only
+    -o file was silently replaced (root is granted everything by access(2): the mode bits
+    decide)."""
+    kept = tmp_path / "plan.txt"
+    kept.write_text("the last plan\n")
+    kept.chmod(0o444)
+    outcome = run_cli("plan", "-q", REQS, "-o", str(kept), *FAST)
+    check_outcome(outcome)
+    assert outcome.code == 2 and "read-only" in outcome.err, outcome.describe()
+    assert kept.read_text() == "the last plan\n"
+    kept.chmod(0o644)  # writable again: replaced
+    outcome = run_cli("plan", "-q", REQS, "-o", str(kept), *FAST)
+    assert outcome.code == 0 and kept.read_text().startswith("Plan ("), outcome.describe()
 
 
 def test_huge_file_is_refused_before_reading(tmp_path: Path) -> None:

@@ -145,9 +145,18 @@ def _read_text(path: Path, max_bytes: int) -> str:
             hint="split it into several files",
         )
     try:
-        raw = path.read_bytes()
+        with path.open("rb") as handle:
+            # Read no more than the limit allows: a device or a pipe reports no size
+            # (/dev/zero never ends: it ran the machine out of memory, issue 39).
+            raw = handle.read(max_bytes + 1)
     except OSError as exc:
         raise InputError.single(name, f"cannot read: {exc.strerror}") from None
+    if len(raw) > max_bytes:
+        raise InputError.single(
+            name,
+            f"more than {max_bytes / 1e6:.0f} MB to read; input files are limited to that",
+            hint="give a regular YAML file",
+        )
     try:
         return raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:

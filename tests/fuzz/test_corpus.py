@@ -129,6 +129,9 @@ CASES = [
     Case("fleet/count-2-63.yaml", ("colo", "{}"), 2, "count"),
     Case("fleet/utilisation-zero.yaml", ("colo", "{}"), 2, "utilisation"),
     Case("fleet/unknown-server.yaml", ("colo", "{}"), 2, "did you mean"),
+    Case(
+        "fleet/unknown-region.yaml", ("colo", "{}"), 2, "unknown-region.yaml:14:15: unknown region"
+    ),
 ]
 
 

@@ -41,6 +41,7 @@ def with_catalog(cmd: str = "plan") -> tuple[str, ...]:
 
 
 R = "requirements/"
+VALIDATE = ("catalog", "validate", "{}")
 RULES_PLAN = ("plan", "-q", REQS, "--rules", "{}", *FAST)
 CASES = [
     # Tracebacks in the issue: huge numbers reached CP-SAT, division by zero, MemoryError.
@@ -99,6 +100,8 @@ CASES = [
     Case("catalogue/rack-rent-1e300.yaml", with_catalog("colo"), 2, "rack_price_per_month"),
     Case("catalogue/pue-zero.yaml", ("catalog", "validate", "{}"), 2, "pue"),
     Case("catalogue/cloud-price-negative.yaml", ("catalog", "validate", "{}"), 2, "price"),
+    Case("catalogue/patch-unknown-card.yaml", VALIDATE, 2, "patch-unknown-card.yaml:8:11"),
+    Case("catalogue/replace-same-id-twice.yaml", VALIDATE, 2, "define each id once per file"),
     # Rules: a penalty of 1e17 is an int64 overflow once summed: exit 2 naming it.
     Case("rules/penalty-1e17.yaml", ("plan", "-q", REQS, "--rules", "{}", *FAST), 2, "penalt"),
     Case("rules/penalty-float.yaml", ("plan", "-q", REQS, "--rules", "{}", *FAST), 0, "Plan"),

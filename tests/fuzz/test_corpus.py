@@ -102,6 +102,10 @@ CASES = [
     Case("catalogue/cloud-price-negative.yaml", ("catalog", "validate", "{}"), 2, "price"),
     Case("catalogue/patch-unknown-card.yaml", VALIDATE, 2, "patch-unknown-card.yaml:8:11"),
     Case("catalogue/replace-same-id-twice.yaml", VALIDATE, 2, "define each id once per file"),
+    Case("catalogue/figures-1e-300.yaml", VALIDATE, 2, "figures-1e-300.yaml:5:21: cloud offer"),
+    Case("catalogue/figures-1e-300.yaml", VALIDATE, 2, "figures-1e-300.yaml:9:14: colo offer"),
+    Case(R + "scenario-factors.yaml", plan(), 2, "scenario-factors.yaml:39:23: efficiency 100"),
+    Case(R + "scenario-factors.yaml", plan(), 2, "demand.lora-7b 1e-300 is below 0.01"),
     # Rules: a penalty of 1e17 is an int64 overflow once summed: exit 2 naming it.
     Case("rules/penalty-1e17.yaml", ("plan", "-q", REQS, "--rules", "{}", *FAST), 2, "penalt"),
     Case("rules/penalty-float.yaml", ("plan", "-q", REQS, "--rules", "{}", *FAST), 0, "Plan"),

@@ -35,6 +35,11 @@ KINDS = ("cards", "servers", "colo_offers", "cloud_offers", *PART_KINDS)
 # rack ~130 kW. A "server" above this is a typo (W written as kW, a rack entered as a node).
 MAX_SERVER_KW = 40.0
 MAX_RACK_KW = 250.0
+# The smallest positive figure a catalogue item may hold, in any of its units. The shipped
+# catalogue's smallest is 0.5 (GB/s, kW, CNY per kWh); a thousandth is a tenth of a fen, a
+# watt in kW, a megabyte in GB. Below it a price or a capacity is a slip (issue 39: a
+# 1e-300 price was taken as free, a 1e-300 capacity as present); 0 stays as written.
+MIN_FIGURE = 1e-3
 _MODELS: dict[str, type[BaseModel]] = {
     "cards": Card,
     "servers": Server,
@@ -304,10 +309,10 @@ def _cross_check(
 ) -> list[Problem]:
     problems: list[Problem] = []
 
-    def problem(item_id: str, field_path: tuple[str, ...], message: str, hint: str) -> None:
+    def problem(item_id: str, field_path: FieldPath, message: str, hint: str) -> None:
         # Blamed where the figure was last written: the patch that set it, if one did
         # (an unknown card from a `patch:` was blamed on the shipped definition, issue 39).
-        written = patched.get((item_id, field_path[0]))
+        written = patched.get((item_id, str(field_path[0])))
         if written is not None:
             at = written.doc.locate(written.path) or (None, None)
             problems.append(Problem(written.doc.name, at[0], at[1], message, hint))
@@ -352,6 +357,16 @@ def _cross_check(
                 f"cloud offer {offer.id!r} names unknown card {offer.card!r}",
                 f"known cards: {', '.join(card_ids) or '(none)'}",
             )
+    for kind in KINDS:
+        for item_id, item in getattr(catalog, kind).items():
+            for field_path, value in _tiny_figures(item.model_dump(by_alias=True)):
+                problem(
+                    item_id,
+                    field_path,
+                    f"{kind[:-1].replace('_', ' ')} {item_id!r}: {_dotted(field_path)} is "
+                    f"{value:g}, below the smallest figure a catalogue holds ({MIN_FIGURE:g})",
+                    "check the unit; write 0 if it is none",
+                )
     for colo in catalog.colo_offers.values():
         if colo.rack_kw > MAX_RACK_KW:
             problem(
@@ -362,6 +377,24 @@ def _cross_check(
                 "give the contracted kW of one rack",
             )
     return problems
+
+
+FieldPath = tuple[str | int, ...]
+
+
+def _tiny_figures(data: Any, at: FieldPath = ()) -> list[tuple[FieldPath, float]]:
+    """(field path, value) of every number strictly between 0 and `MIN_FIGURE` in size."""
+    if isinstance(data, dict):
+        return [hit for k, v in data.items() for hit in _tiny_figures(v, (*at, str(k)))]
+    if isinstance(data, list):
+        return [hit for i, v in enumerate(data) for hit in _tiny_figures(v, (*at, i))]
+    if isinstance(data, int | float) and not isinstance(data, bool) and 0 < abs(data) < MIN_FIGURE:
+        return [(at, float(data))]
+    return []
+
+
+def _dotted(path: FieldPath) -> str:
+    return "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in path).lstrip(".")
 
 
 def _line(doc: Document, path: tuple[str | int, ...]) -> int | None:

@@ -100,6 +100,20 @@ def _workers(proc: subprocess.Popen[str], limit_s: float = 120) -> list[int]:
     return []
 
 
+def _survivors(workers: list[int]) -> list[int]:
+    """The workers still running `ORPHAN_S` from now (none: at once)."""
+    deadline = time.monotonic() + ORPHAN_S
+    while any(_running(w) for w in workers) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return [w for w in workers if _running(w)]
+
+
+def _survivors_of_kill_9(proc: subprocess.Popen[str], workers: list[int]) -> list[int]:
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait(timeout=10)
+    return _survivors(workers)
+
+
 def _end_group(proc: subprocess.Popen[str]) -> None:
     with contextlib.suppress(ProcessLookupError):
         os.killpg(proc.pid, signal.SIGKILL)
@@ -124,10 +138,7 @@ def test_group_ctrl_c_during_sensitivity_exits_130_without_a_worker_traceback() 
         assert [line for line in err.splitlines() if "nterrupt" in line] == [SAID], err
         assert out.startswith("Plan (") and "Sensitivity" not in out
         assert took < PROMPT_S
-        deadline = time.monotonic() + ORPHAN_S
-        while any(_running(w) for w in workers) and time.monotonic() < deadline:
-            time.sleep(0.1)
-        assert not [w for w in workers if _running(w)]
+        assert not _survivors(workers)
         return
     pytest.fail("the pool was never seen running, three times: too loaded to judge")
 
@@ -141,12 +152,7 @@ def test_no_worker_outlives_a_killed_parent(watcher: bool) -> None:
     try:
         workers = _workers(proc, limit_s=60)
         assert len(workers) == 2, proc.stderr.read() if proc.poll() is not None else workers
-        os.kill(proc.pid, signal.SIGKILL)
-        proc.wait(timeout=10)
-        deadline = time.monotonic() + ORPHAN_S
-        while any(_running(w) for w in workers) and time.monotonic() < deadline:
-            time.sleep(0.1)
-        assert not [w for w in workers if _running(w)], "workers outlived their parent"
+        assert not _survivors_of_kill_9(proc, workers), "workers outlived their parent"
     finally:
         _end_group(proc)
 
@@ -158,12 +164,7 @@ def test_no_worker_outlives_a_killed_plan_sensitivity() -> None:
         workers = _workers(proc)
         if not workers:
             pytest.skip("the analysis ended before its pool was seen")
-        os.kill(proc.pid, signal.SIGKILL)
-        proc.wait(timeout=10)
-        deadline = time.monotonic() + ORPHAN_S
-        while any(_running(w) for w in workers) and time.monotonic() < deadline:
-            time.sleep(0.1)
-        assert not [w for w in workers if _running(w)], "workers outlived their parent"
+        assert not _survivors_of_kill_9(proc, workers), "workers outlived their parent"
     finally:
         _end_group(proc)
 

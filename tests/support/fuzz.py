@@ -190,9 +190,9 @@ KINDS: dict[str, InputKind] = {
 
 
 # Blocks of a larger input, each fuzzed on its own (issue 39). An input block that lands
-# later (inventory:, periods:, engines:) is one more row: a valid base document holding
-# the block (tests/corpus/valid/ or an example), the block's key, a cheap command and the
-# commands that read it; give it cases in test_fuzz_generated.CHEAP_CASES.
+# later (periods:, engines:) is one more row: a valid base document holding the block
+# (tests/corpus/valid/ or an example), the block's key, a cheap command and the commands
+# that read it; give it cases in test_fuzz_generated.CHEAP_CASES.
 BLOCKS: dict[str, InputKind] = {
     "scenarios": InputKind(
         "scenarios",
@@ -207,6 +207,13 @@ BLOCKS: dict[str, InputKind] = {
         ("rules", "explain", "{}"),
         (("plan", "-q", "{}", *FAST), ("plan", "-q", "{}", *FAST, "--bom")),
         focus="finance",
+    ),
+    "inventory": InputKind(
+        "inventory",
+        (EXAMPLES / "owned-a800-what-to-add.yaml",),
+        ("rules", "explain", "{}"),
+        (("plan", "-q", "{}", *FAST),),
+        focus="owned",
     ),
     "patch": InputKind(
         "patch",

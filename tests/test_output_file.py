@@ -20,7 +20,7 @@ from gpusolve.errors import InputError
 
 EXAMPLE = ROOT / "examples" / "finetune-7b-deadline.yaml"
 FLEET = ROOT / "examples" / "fleets" / "h100-training-cluster.yaml"
-TINY = ROOT / "tests" / "corpus" / "requirements" / "tiny-job.yaml"  # exit 1
+TINY = ROOT / "tests" / "corpus" / "requirements" / "beyond-horizon.yaml"  # exit 1
 
 
 def test_output_naming_the_requirements_file_is_refused(gpusolve: Any, tmp_path: Path) -> None:

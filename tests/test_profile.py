@@ -197,3 +197,28 @@ def test_cli_param_sets_a_threshold(gpusolve: Callable[..., Any]) -> None:
     bad = gpusolve("profile", str(A100_THROTTLE), "--param", "thermal_warning_c=hot")
     assert bad.code == 2 and "--param" in bad.err
     assert gpusolve("profile", str(A100_THROTTLE), "--param", "nope=1").code == 2
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "says"),
+    [
+        ("     99     28", "    999     28", "sm is '999', out of range: a utilisation is a share"),
+        ("    659 ", "   -659 ", "pwr is '-659', out of range: a GPU's draw is 0-10,000 W"),
+    ],
+)
+def test_figures_no_gpu_reports_are_refused_with_their_line(old: str, new: str, says: str) -> None:
+    """Issue 39: 999% SM use and a negative power draw were summarised as if real."""
+    lines = H100_DT.read_text().splitlines()
+    at = next(i for i, line in enumerate(lines) if old in line)
+    lines[at] = lines[at].replace(old, new, 1)
+    line, column, message = problems_of("\n".join(lines))[0]
+    assert line == at + 1 and column is not None and says in message
+
+
+def test_a_csv_utilisation_above_100_percent_is_refused() -> None:
+    lines = L40S_CSV.read_text().splitlines()
+    at, cell = next(
+        (i, c) for i, line in enumerate(lines[1:], 1) for c in line.split(",") if c.endswith(" %")
+    )
+    lines[at] = lines[at].replace(cell, " 250 %", 1)
+    assert "out of range" in problems_of("\n".join(lines))[0][2]

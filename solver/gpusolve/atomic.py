@@ -21,10 +21,13 @@ def write_bytes_atomic(path: Path, data: bytes, *, private: bool = True) -> None
     A symlink is followed, so its target is replaced and the link kept. A private file
     (caches: pickles are only ever read back from the user's own 0600 files) stays 0600;
     otherwise the result gets the mode of the file it replaces, or the user's umask for a
-    new file (mkstemp alone would leave it 0600). A missing folder is an input error.
+    new file (mkstemp alone would leave it 0600), and a read-only file is not replaced. A
+    missing folder is an input error.
     """
     target = Path(os.path.realpath(path))
     folder = target.parent
+    if not private:
+        check_replaceable(path)
     if not folder.is_dir():
         raise InputError.single(
             str(path),
@@ -46,6 +49,23 @@ def write_bytes_atomic(path: Path, data: bytes, *, private: bool = True) -> None
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def check_replaceable(path: Path) -> None:
+    """Refuse to replace an existing file made read-only. Renaming over a file needs only
+    the folder's permission, so a read-only -o file was silently replaced (issue 39); the
+    mode bits are read as well as access(2), which grants root everything."""
+    target = Path(os.path.realpath(path))
+    try:
+        mode = target.stat().st_mode
+    except OSError:  # no such file yet (or unreadable: the write itself will say)
+        return
+    if stat.S_ISREG(mode) and (not mode & 0o222 or not os.access(target, os.W_OK)):
+        raise InputError.single(
+            str(path),
+            "the file is read-only: gpusolve does not replace it",
+            hint="make it writable (chmod u+w) or choose another output file",
+        )
 
 
 def _mode_for(target: Path) -> int:

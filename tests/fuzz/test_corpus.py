@@ -41,6 +41,8 @@ def with_catalog(cmd: str = "plan") -> tuple[str, ...]:
 
 
 R = "requirements/"
+VALIDATE = ("catalog", "validate", "{}")
+RULES_PLAN = ("plan", "-q", REQS, "--rules", "{}", *FAST)
 CASES = [
     # Tracebacks in the issue: huge numbers reached CP-SAT, division by zero, MemoryError.
     Case(R + "tokens-1e300.yaml", plan(), 2, "tokens"),
@@ -48,6 +50,9 @@ CASES = [
     Case(R + "runs-2-63.yaml", plan(), 2, "runs"),
     Case(R + "measured-mfu-zero.yaml", plan(), 2, "mfu"),
     Case(R + "measured-mfu-zero.yaml", ("estimate", "{}"), 2, "mfu"),
+    Case(R + "measured-mfu-1e-300.yaml", plan(), 2, "measured.mfu 1e-300 is too low"),
+    Case(R + "measured-mfu-1e-300.yaml", ("estimate", "{}"), 2, "below 0.1% mfu"),
+    Case(R + "measured-tokens-1e-300.yaml", plan(), 2, "measured.tokens_per_s 1e-300"),
     Case(R + "budget-string.yaml", plan(), 2, "capex_max"),
     Case(R + "horizon-2-63.yaml", plan(), 2, "horizon_months"),
     Case(R + "seq-len-huge.yaml", ("estimate", "{}"), 2, "seq_len"),
@@ -64,8 +69,10 @@ CASES = [
     Case(R + "tokens-nan.yaml", plan(), 2, "finite"),
     Case(R + "tokens-inf.yaml", plan(), 2, "finite"),
     Case(R + "tokens-chinese.yaml", plan(), 2, "tokens"),
-    # Too small to buy for: never servers (here no rental fits either: exit 1, plainly said).
-    Case(R + "tiny-job.yaml", plan(), 1, "use any GPU you have"),
+    # Too small to buy for: never servers, and every rental that fits the work (issue 39:
+    # exit 1 "no rental fits" for 1,000 and 2e6 tokens, a rental for 3e9).
+    Case(R + "tiny-job.yaml", plan(), 0, "too small to buy servers for"),
+    Case(R + "small-job-2e6.yaml", plan(), 0, ": rent 1 x cloud-"),
     # Messages with a line and column: control characters, NUL bytes, tabs, encodings.
     Case(R + "control-char.yaml", plan(), 2, "control-char.yaml:3:13"),
     Case(R + "nul-byte.yaml", plan(), 2, "nul-byte.yaml:3:13"),
@@ -93,6 +100,12 @@ CASES = [
     Case("catalogue/rack-rent-1e300.yaml", with_catalog("colo"), 2, "rack_price_per_month"),
     Case("catalogue/pue-zero.yaml", ("catalog", "validate", "{}"), 2, "pue"),
     Case("catalogue/cloud-price-negative.yaml", ("catalog", "validate", "{}"), 2, "price"),
+    Case("catalogue/patch-unknown-card.yaml", VALIDATE, 2, "patch-unknown-card.yaml:8:11"),
+    Case("catalogue/replace-same-id-twice.yaml", VALIDATE, 2, "define each id once per file"),
+    Case("catalogue/figures-1e-300.yaml", VALIDATE, 2, "figures-1e-300.yaml:5:21: cloud offer"),
+    Case("catalogue/figures-1e-300.yaml", VALIDATE, 2, "figures-1e-300.yaml:9:14: colo offer"),
+    Case(R + "scenario-factors.yaml", plan(), 2, "scenario-factors.yaml:39:23: efficiency 100"),
+    Case(R + "scenario-factors.yaml", plan(), 2, "demand.lora-7b 1e-300 is below 0.01"),
     # Rules: a penalty of 1e17 is an int64 overflow once summed: exit 2 naming it.
     Case("rules/penalty-1e17.yaml", ("plan", "-q", REQS, "--rules", "{}", *FAST), 2, "penalt"),
     Case("rules/penalty-float.yaml", ("plan", "-q", REQS, "--rules", "{}", *FAST), 0, "Plan"),
@@ -100,6 +113,14 @@ CASES = [
     Case("rules/cel-python-eval.yaml", ("rules", "check", "{}"), 2, "cel-python-eval.yaml"),
     Case("rules/cel-garbage.yaml", ("rules", "check", "{}"), 2, "cel-garbage.yaml"),
     Case("rules/cel-huge-list.yaml", ("rules", "check", "{}"), 2, "nest at most"),
+    # Integers beyond CEL's 64 bits, and beyond any parameter (issue 39: exit 70).
+    Case("rules/int-400-digits-when.yaml", ("rules", "check", "{}"), 2, "when.yaml:7:11"),
+    Case("rules/int-400-digits-when.yaml", RULES_PLAN, 2, "beyond CEL's 64-bit int range"),
+    Case("rules/int-400-digits-require.yaml", ("rules", "check", "{}"), 2, "require.yaml:9:"),
+    Case("rules/int-400-digits-require.yaml", RULES_PLAN, 2, "beyond CEL's 64-bit int range"),
+    Case("rules/int-400-digits-set.yaml", ("rules", "check", "{}"), 2, "set.yaml:8:7"),
+    Case("rules/int-400-digits-set.yaml", RULES_PLAN, 2, "checkpoint_interval_steps must be"),
+    Case(R + "tokens-5000-digits.yaml", plan(), 2, "tokens-5000-digits.yaml:15:13"),
     # int64: figures each in range whose products overflow: exit 2 naming the figure.
     Case(
         "catalogue/cloud-price-overflow.yaml",
@@ -115,6 +136,9 @@ CASES = [
     Case("fleet/count-2-63.yaml", ("colo", "{}"), 2, "count"),
     Case("fleet/utilisation-zero.yaml", ("colo", "{}"), 2, "utilisation"),
     Case("fleet/unknown-server.yaml", ("colo", "{}"), 2, "did you mean"),
+    Case(
+        "fleet/unknown-region.yaml", ("colo", "{}"), 2, "unknown-region.yaml:14:15: unknown region"
+    ),
 ]
 
 
@@ -134,7 +158,8 @@ def test_corpus_case(case: Case) -> None:
 
 def test_every_corpus_file_has_a_case() -> None:
     files = {p.relative_to(CORPUS).as_posix() for p in CORPUS.rglob("*.yaml")}
-    covered = {c.file for c in CASES} | {"valid/rules-user.yaml"}
+    bases = {"valid/rules-user.yaml", "valid/requirements-finance.yaml", "valid/catalog-patch.yaml"}
+    covered = {c.file for c in CASES} | bases
     assert files <= covered, sorted(files - covered)
 
 
@@ -152,6 +177,15 @@ CLI_CASES = [
     (("plan", "-q", REQS, "-o", REQS), "input file"),
     (("colo", FLEET, "-o", FLEET), "input file"),
     (("estimate", REQS, "-o", REQS), "input file"),
+    # Issue 39: a trailing slash wrote a file named like the folder; /dev/zero never ends.
+    (("plan", "-q", REQS, "-o", "no-such-folder/"), "names a folder"),
+    (("colo", FLEET, "-o", "no-such-folder/"), "names a folder"),
+    (("frontier", "-q", REQS, "--plot", "no-such-folder/"), "names a folder"),
+    (("plan", "-q", "/dev/zero"), "/dev/zero: more than 5 MB"),
+    (("colo", "/dev/zero"), "/dev/zero: more than 5 MB"),
+    (("plan", "-q", REQS, "--catalog", "/dev/zero"), "/dev/zero: more than 5 MB"),
+    (("plan", "-q", REQS, "--rules", "/dev/zero"), "/dev/zero: more than 5 MB"),
+    (("profile", "/dev/zero"), "/dev/zero: the log is larger than"),
 ]
 
 
@@ -168,6 +202,22 @@ def test_seed_at_the_int32_limit_is_accepted() -> None:
     outcome = run_cli("plan", "-q", REQS, "--seed", str(2**31 - 1), *FAST)
     check_outcome(outcome)
     assert outcome.code == 0, outcome.describe()
+
+
+def test_a_read_only_output_is_not_replaced(tmp_path: Path) -> None:
+    """Issue 39: renaming over a file needs only the folder's permission, so a read-only
+    -o file was silently replaced (root is granted everything by access(2): the mode bits
+    decide)."""
+    kept = tmp_path / "plan.txt"
+    kept.write_text("the last plan\n")
+    kept.chmod(0o444)
+    outcome = run_cli("plan", "-q", REQS, "-o", str(kept), *FAST)
+    check_outcome(outcome)
+    assert outcome.code == 2 and "read-only" in outcome.err, outcome.describe()
+    assert kept.read_text() == "the last plan\n"
+    kept.chmod(0o644)  # writable again: replaced
+    outcome = run_cli("plan", "-q", REQS, "-o", str(kept), *FAST)
+    assert outcome.code == 0 and kept.read_text().startswith("Plan ("), outcome.describe()
 
 
 def test_huge_file_is_refused_before_reading(tmp_path: Path) -> None:

@@ -14,6 +14,7 @@ import io
 import math
 import os
 import signal
+import tempfile
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -114,10 +115,17 @@ class InputKind:
     bases: tuple[Path, ...]
     cheap: tuple[str, ...]  # a command that loads and checks the file without solving
     full: tuple[tuple[str, ...], ...]  # every command that reads it, solves included
+    # The top-level block the data mutations aim at (None: anywhere in the document). A block
+    # of a larger file (scenarios:, finance:, patch:) would otherwise get a few of its cases.
+    focus: str | None = None
 
 
 EXAMPLES = ROOT / "examples"
+VALID = ROOT / "tests" / "corpus" / "valid"
 FAST = ("--time-limit", "2")
+REQS = str(EXAMPLES / "finetune-7b-deadline.yaml")
+# Where --format html writes its report: one file, replaced by every case.
+HTML_OUT = str(Path(tempfile.mkdtemp(prefix="gpusolve-fuzz-html-")) / "report.html")
 
 KINDS: dict[str, InputKind] = {
     "requirements": InputKind(
@@ -126,6 +134,9 @@ KINDS: dict[str, InputKind] = {
         ("rules", "explain", "{}"),
         (
             ("plan", "-q", "{}", *FAST),
+            ("plan", "-q", "{}", *FAST, "--bom"),
+            ("plan", "-q", "{}", *FAST, "--format", "html", "-o", HTML_OUT),
+            ("plan", "-q", "{}", *FAST, "--sensitivity"),
             ("estimate", "{}", "--card", "h100-sxm"),
             ("frontier", "-q", "{}", "--points", "2", *FAST),
             ("rules", "explain", "{}"),
@@ -176,6 +187,43 @@ KINDS: dict[str, InputKind] = {
         (("colo", "{}"), ("colo", "{}", "--format", "json")),
     ),
 }
+
+
+# Blocks of a larger input, each fuzzed on its own (issue 39). An input block that lands
+# later (periods:, engines:) is one more row: a valid base document holding the block
+# (tests/corpus/valid/ or an example), the block's key, a cheap command and the commands
+# that read it; give it cases in test_fuzz_generated.CHEAP_CASES.
+BLOCKS: dict[str, InputKind] = {
+    "scenarios": InputKind(
+        "scenarios",
+        (EXAMPLES / "scenarios-demand-growth.yaml",),
+        ("rules", "explain", "{}"),
+        (("plan", "-q", "{}", *FAST),),
+        focus="scenarios",
+    ),
+    "finance": InputKind(
+        "finance",
+        (VALID / "requirements-finance.yaml",),
+        ("rules", "explain", "{}"),
+        (("plan", "-q", "{}", *FAST), ("plan", "-q", "{}", *FAST, "--bom")),
+        focus="finance",
+    ),
+    "inventory": InputKind(
+        "inventory",
+        (EXAMPLES / "owned-a800-what-to-add.yaml",),
+        ("rules", "explain", "{}"),
+        (("plan", "-q", "{}", *FAST),),
+        focus="owned",
+    ),
+    "patch": InputKind(
+        "patch",
+        (VALID / "catalog-patch.yaml",),
+        ("catalog", "validate", "{}"),
+        (("plan", "-q", REQS, "--catalog", "{}", *FAST),),
+        focus="patch",
+    ),
+}
+KINDS.update(BLOCKS)
 
 
 def command_for(template: tuple[str, ...], path: Path) -> tuple[str, ...]:

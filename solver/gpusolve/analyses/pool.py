@@ -5,16 +5,29 @@ The command's main thread only waits (`stoppable`), so Ctrl-C and SIGTERM end th
 analysis at once: no task starts after the stop, the searches running end, the workers
 are terminated. The run's inputs reach the workers through the fork, never a pickle (the
 rule policies hold compiled CEL programs, which do not pickle).
+
+The workers leave signals to the parent and never outlive it (issue 39). A forked worker
+inherits the parent's Python handlers, which raise KeyboardInterrupt: Ctrl-C to the
+process group, or the parent's SIGTERM ending the pool, printed a worker's traceback
+about one run in three. So the thread that forks blocks SIGINT and SIGTERM while it does
+(the child inherits the mask: no signal lands before the worker has set its own
+dispositions), and each worker ignores SIGINT, takes SIGTERM's default, and dies with
+its parent: `kill -9` of the parent left the workers waiting on their task queue forever.
+On Linux the kernel kills the worker when its parent goes (prctl PR_SET_PDEATHSIG);
+elsewhere a thread in the worker watches for its parent to change.
 """
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
 import multiprocessing
 import os
 import signal
 import sys
 import threading
-from collections.abc import Callable, Sequence
+import time
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from types import FrameType
 from typing import Any, Protocol, TypeVar
@@ -39,10 +52,53 @@ OnDone = Callable[[Outcome], None]
 _WORKER_INPUTS: list[Any] = [None]
 
 
-def _adopt(inputs: Any) -> None:
+_PARENT_SIGNALS = {signal.SIGINT, signal.SIGTERM}
+# Linux's prctl option that sends the calling process a signal when its parent exits
+# (<linux/prctl.h>).
+PR_SET_PDEATHSIG = 1
+# How often the fallback watcher looks for its parent, seconds.
+PARENT_POLL_S = 0.5
+
+
+def _adopt(inputs: Any, parent_pid: int) -> None:
+    """A worker's start: signals as the parent leaves them to it, death with the parent,
+    then the run's inputs. Runs with SIGINT and SIGTERM blocked (`_forking`)."""
     # Ctrl-C reaches the whole process group: the parent alone answers it (`run_tasks`).
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    # The parent ends the pool with SIGTERM (`_terminate`): end at once, no traceback.
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    exit_with_parent(parent_pid)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, _PARENT_SIGNALS)
     _WORKER_INPUTS[0] = inputs
+
+
+def exit_with_parent(parent_pid: int) -> None:
+    """End this process when `parent_pid`, its parent, exits: the kernel's parent-death
+    signal where there is one, else a watching thread; at once if it has already gone."""
+    if not parent_death_signal():
+        threading.Thread(
+            target=_watch_parent, args=(parent_pid,), name="gpusolve-parent", daemon=True
+        ).start()
+    if os.getppid() != parent_pid:  # gone before the signal was armed
+        os._exit(1)
+
+
+def parent_death_signal() -> bool:
+    """Ask Linux to SIGKILL this process when its parent exits; False where it cannot."""
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        return bool(libc.prctl(PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0) == 0)
+    except (OSError, AttributeError):
+        return False
+
+
+def _watch_parent(parent_pid: int) -> None:
+    # An orphan is re-parented (to init or a subreaper), so its parent id changes.
+    while os.getppid() == parent_pid:
+        time.sleep(PARENT_POLL_S)
+    os._exit(1)
 
 
 def _pooled(task: AnyTask) -> Outcome:
@@ -65,6 +121,18 @@ class Stop:
         interrupt.request_stop()
         if self.pool is not None:
             _terminate(self.pool)
+
+
+@contextlib.contextmanager
+def _forking() -> Iterator[None]:
+    """SIGINT and SIGTERM blocked in this thread while it forks the workers: they inherit
+    the mask and unblock once their own dispositions are set (`_adopt`). The parent's
+    signals are still handled, by its main thread."""
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, _PARENT_SIGNALS)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
 
 
 def _terminate(pool: ProcessPoolExecutor) -> None:
@@ -104,14 +172,15 @@ def run_tasks(
         max_workers=min(workers, len(tasks)),
         mp_context=multiprocessing.get_context("fork"),
         initializer=_adopt,
-        initargs=(inputs,),
+        initargs=(inputs, os.getpid()),
     )
     stop.pool = pool
     try:
         # The longest first: an efficiency parameter generates the candidates at every
         # probe and takes several times a price's time, so it must not start last.
         order = sorted(range(len(tasks)), key=lambda i: tasks[i].parameter.kind != "efficiency")
-        futures = {pool.submit(_pooled, tasks[i]): i for i in order}
+        with _forking():  # a fork-context pool starts its workers at the first submit
+            futures = {pool.submit(_pooled, tasks[i]): i for i in order}
         for future in as_completed(futures):
             found[futures[future]] = future.result()
             on_done(found[futures[future]])

@@ -3,7 +3,13 @@
 Too small: a 7B fine-tune of 1,000 tokens is a fraction of a second of GPU work, yet the candidates
 stage sized servers for it as if it were a real run (four HGX H20 servers, 5.9 M CNY:
 per-run overheads such as checkpoint stalls dominate a run that short). Buying servers
-for minutes of work is never the answer, so such a workload keeps only its rentals.
+for minutes of work is never the answer, so such a workload keeps only its rentals, and
+every rental that fits the work (memory, deadline) stays: a run that short saves one
+checkpoint, at its end, and that save can be a large share of seconds of training, so
+H16's limit on the share of time synchronous saves stall (a long run's throughput) does
+not apply to it. The save's time is still charged in the run's hours (issue 39: a 7B
+fine-tune of 1e6 tokens found no rental, while the same job of 3e9 tokens rented one
+8 x H800 instance).
 
 Too large: 10^15 tokens run 10^6 times on one RTX 4090 server takes 22 million hours a
 run; the plan bought it anyway because only a deadline bounded time. An option whose runs
@@ -12,11 +18,14 @@ do not all fit in the hours its schedule has over the horizon cannot serve the w
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
+from typing import Any
 
 from gpusolve.candidates.generate import Candidates, Rejection
 from gpusolve.models.catalog import Catalog
 from gpusolve.models.money import slot_hours_per_month
+from gpusolve.models.params import Params
+from gpusolve.models.policy import Penalty, RuleHit, WorkloadPolicy
 from gpusolve.models.requirements import InferenceWorkload, Requirements, Workload
 
 # One GPU-hour over the whole horizon: "a single GPU finishes it in minutes" with a wide
@@ -56,6 +65,43 @@ def small_jobs(reqs: Requirements, catalog: Catalog) -> dict[str, str]:
                 "rent by the hour or use any GPU you have"
             )
     return found
+
+
+# The stall share a short run may have: all of it (a share cannot exceed 1).
+SHORT_RUN_STALL_MAX_FRACTION = 1.0
+SHORT_RUN = "small job (minutes of work: one checkpoint, at the end of the run)"
+
+
+@dataclass(frozen=True)
+class ShortRunPolicy:
+    """A small workload's policy: its rules as they are, with no limit on the share of the
+    run a checkpoint save stalls (see the module's docstring)."""
+
+    inner: WorkloadPolicy
+
+    @property
+    def params(self) -> Params:
+        return replace(
+            self.inner.params, checkpoint_stall_max_fraction=SHORT_RUN_STALL_MAX_FRACTION
+        )
+
+    def failed(self, kind: str, subject: Any, context: dict[str, Any]) -> list[RuleHit]:
+        return self.inner.failed(kind, subject, context)
+
+    def penalty(self, kind: str, subject: Any, context: dict[str, Any]) -> Penalty:
+        return self.inner.penalty(kind, subject, context)
+
+    def param_origin(self, name: str) -> str | None:
+        if name == "checkpoint_stall_max_fraction":
+            return SHORT_RUN
+        return self.inner.param_origin(name)
+
+
+def short_run_policies(
+    policies: dict[str, WorkloadPolicy], small: dict[str, str]
+) -> dict[str, WorkloadPolicy]:
+    """The policies with the small workloads' ones wrapped in `ShortRunPolicy`."""
+    return {name: ShortRunPolicy(p) if name in small else p for name, p in policies.items()}
 
 
 def rent_only(cand: Candidates, small: dict[str, str]) -> Candidates:

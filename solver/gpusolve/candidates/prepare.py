@@ -1,7 +1,8 @@
 """The one sequence that turns a run's inputs into the instance `plan` solves.
 
 Candidates (`generate.build_candidates`), then the filters before a solve
-(`filters.py`): work too small to buy servers for keeps only its rentals, and options
+(`filters.py`): work too small to buy servers for keeps only its rentals (every one that
+fits the work, however short the run), and options
 whose runs do not fit in the horizon are dropped. Every caller that needs "the instance
 the plan solves" — the single plan, each scenario of a two-stage plan, the frontier's
 points, an efficiency probe of the sensitivity analysis — prepares it here, so a filter
@@ -12,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from gpusolve.candidates.filters import beyond_horizon, rent_only, small_jobs
+from gpusolve.candidates.filters import beyond_horizon, rent_only, short_run_policies, small_jobs
 from gpusolve.candidates.generate import Candidates, build_candidates
 from gpusolve.models.catalog import Catalog
 from gpusolve.models.policy import WorkloadPolicy
@@ -39,8 +40,8 @@ def prepare(
     """The candidates for `reqs` on `catalog`, filtered as `plan` solves them. `whole`: the
     full catalogue when `catalog` is a part of it (what counts as a small job depends on
     the fastest card of all)."""
-    cand = build_candidates(reqs, catalog, policies)
     small = small_jobs(reqs, whole or catalog)
+    cand = build_candidates(reqs, catalog, short_run_policies(policies, small))
     if small:  # minutes of work: never buy servers for it
         cand = rent_only(cand, small)
     had_options = set(cand.instance.workloads) - set(cand.workloads_without_options())

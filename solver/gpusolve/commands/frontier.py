@@ -8,6 +8,7 @@ import click
 
 from gpusolve.commands.options import (
     FiniteFloatRange,
+    OutputPath,
     catalog_option,
     check_output,
     format_option,
@@ -58,7 +59,7 @@ from gpusolve.commands.options import (
 @click.option(
     "--plot",
     metavar="FILE.svg|png",
-    type=click.Path(dir_okay=False, path_type=Path),
+    type=OutputPath(),
     default=None,
     help="Also draw the frontier to this SVG or PNG file (needs gpusolve[report]).",
 )

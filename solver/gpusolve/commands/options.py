@@ -118,6 +118,23 @@ _OUTPUT_HELP = (
 )
 
 
+class OutputPath(click.Path):
+    """A file to write: a name ending in a separator names a folder and is refused
+    (`-o newdir/` wrote a file named newdir: the slash is gone once it is a Path)."""
+
+    def __init__(self) -> None:
+        super().__init__(dir_okay=False, path_type=Path)
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if isinstance(value, str) and value.endswith(("/", os.sep)):
+            self.fail(
+                f"{value!r} names a folder (it ends in '/'); name a file inside it",
+                param,
+                ctx,
+            )
+        return super().convert(value, param, ctx)
+
+
 def output_option_with(help_text: str = _OUTPUT_HELP) -> Callable[[F], F]:
     """`-o/--output FILE`; commands may say what they write there."""
 
@@ -125,7 +142,7 @@ def output_option_with(help_text: str = _OUTPUT_HELP) -> Callable[[F], F]:
         return click.option(
             "-o",
             "--output",
-            type=click.Path(dir_okay=False, path_type=Path),
+            type=OutputPath(),
             help=help_text,
         )(func)
 
@@ -175,6 +192,7 @@ def check_output(output: Path | None, inputs: Sequence[Path]) -> None:
     """Refuse an -o that would destroy an input or cannot be written, before any work."""
     if output is None:
         return
+    from gpusolve.atomic import check_replaceable
     from gpusolve.errors import InputError
 
     target = Path(os.path.realpath(output))
@@ -187,6 +205,7 @@ def check_output(output: Path | None, inputs: Sequence[Path]) -> None:
             )
     if target.is_dir():
         raise InputError.single(str(output), "-o is a directory", hint="name a file inside it")
+    check_replaceable(output)
     if not target.parent.is_dir():
         raise InputError.single(
             str(output),

@@ -85,8 +85,31 @@ def check_fleet(fleet: Fleet, doc: Document, catalog: Catalog) -> None:
                 "use one currency per run",
             )
         )
+    # An unknown region matched no offer: "no colocation offer can host", exit 1 (issue 39).
+    problems += region_problems(doc, catalog, [(("regions",), fleet.regions)])
     if problems:
         raise InputError(problems)
+
+
+RegionList = tuple[tuple[str | int, ...], list[str] | None]  # where it is written, its terms
+
+
+def region_problems(doc: Document, catalog: Catalog, lists: list[RegionList]) -> list[Problem]:
+    """Region or city names that match no offer's region, each at its line."""
+    known = frozenset(o.region for o in catalog.colo_offers.values()) | frozenset(
+        o.region for o in catalog.cloud_offers.values()
+    )
+    problems = []
+    for base, terms in lists:
+        for j, term in enumerate(terms or []):
+            if resolve(term, known) is None:
+                loc = doc.locate((*base, j)) or (None, None)
+                close = suggestions(term, known)
+                hint = f"did you mean {', '.join(close)}?" if close else "use a region or city name"
+                problems.append(
+                    Problem(doc.name, loc[0], loc[1], f"unknown region or city {term!r}", hint)
+                )
+    return problems
 
 
 def suggestions_for(word: str, known: list[str]) -> str:
@@ -110,23 +133,12 @@ def check_against_catalog(reqs: Requirements, doc: Document, catalog: Catalog) -
                 "use one currency per run (give a catalogue priced in the same currency)",
             )
         )
-    known = frozenset(o.region for o in catalog.colo_offers.values()) | frozenset(
-        o.region for o in catalog.cloud_offers.values()
-    )
-    region_lists: list[tuple[tuple[str | int, ...], list[str] | None]] = [
+    region_lists: list[RegionList] = [
         (("regions", "allowed"), reqs.regions.allowed),
         (("regions", "preferred"), reqs.regions.preferred),
     ]
     region_lists += [(("workloads", i, "regions"), w.regions) for i, w in enumerate(reqs.workloads)]
-    for base, terms in region_lists:
-        for j, term in enumerate(terms or []):
-            if resolve(term, known) is None:
-                loc = doc.locate((*base, j)) or (None, None)
-                close = suggestions(term, known)
-                hint = f"did you mean {', '.join(close)}?" if close else "use a region or city name"
-                problems.append(
-                    Problem(doc.name, loc[0], loc[1], f"unknown region or city {term!r}", hint)
-                )
+    problems += region_problems(doc, catalog, region_lists)
     problems += preset_problems(reqs, doc)
     problems += inventory_problems(reqs.owned, doc, catalog)
     if reqs.scenarios:
@@ -145,6 +157,9 @@ def check_against_catalog(reqs: Requirements, doc: Document, catalog: Catalog) -
                     "use a card id from `gpusolve catalog list --kind cards`",
                 )
             )
+    from gpusolve.load.measured import measured_problems
+
+    problems += measured_problems(reqs, doc, catalog)
     for j, item in enumerate(reqs.allow_restricted):
         if item not in catalog.cards and item not in catalog.servers:
             loc = doc.locate(("allow_restricted", j)) or (None, None)

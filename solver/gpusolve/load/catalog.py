@@ -35,6 +35,11 @@ KINDS = ("cards", "servers", "colo_offers", "cloud_offers", *PART_KINDS)
 # rack ~130 kW. A "server" above this is a typo (W written as kW, a rack entered as a node).
 MAX_SERVER_KW = 40.0
 MAX_RACK_KW = 250.0
+# The smallest positive figure a catalogue item may hold, in any of its units. The shipped
+# catalogue's smallest is 0.5 (GB/s, kW, CNY per kWh); a thousandth is a tenth of a fen, a
+# watt in kW, a megabyte in GB. Below it a price or a capacity is a slip (issue 39: a
+# 1e-300 price was taken as free, a 1e-300 capacity as present); 0 stays as written.
+MIN_FIGURE = 1e-3
 _MODELS: dict[str, type[BaseModel]] = {
     "cards": Card,
     "servers": Server,
@@ -56,6 +61,14 @@ class _Origin:
     def where(self) -> tuple[int | None, int | None]:
         loc = self.doc.locate((self.kind, self.index))
         return loc if loc else (None, None)
+
+
+@dataclass(frozen=True)
+class _Written:
+    """Where a patch wrote one field: its document and the field's path in it."""
+
+    doc: Document
+    path: tuple[str | int, ...]
 
 
 @dataclass(frozen=True)
@@ -114,6 +127,7 @@ def load_catalog(paths: Sequence[Path] | None = None) -> LoadedCatalog:
     merged: dict[str, dict[str, Any]] = {k: {} for k in KINDS}
     origins: dict[str, _Origin] = {}
     patches: dict[str, list[PatchRecord]] = {}
+    patched: dict[tuple[str, str], _Written] = {}  # (id, field) -> the patch that set it last
     currency: tuple[str, Document] | None = None
     problems: list[Problem] = []
     for path in files:
@@ -136,17 +150,21 @@ def load_catalog(paths: Sequence[Path] | None = None) -> LoadedCatalog:
             for index, item in enumerate(getattr(part, kind)):
                 origin = _Origin(doc, index, kind)
                 problems.extend(_merge_one(merged, origins, kind, item, origin, part.replace))
-                if item.id in patches and origins[item.id] is origin:
-                    del patches[item.id]  # a whole replacement drops earlier patches
+                if origins.get(item.id) is origin:  # a whole replacement drops earlier patches
+                    patches.pop(item.id, None)
+                    patched = {k: w for k, w in patched.items() if k[0] != item.id}
         for index, item_patch in enumerate(part.patch):
             problems.extend(_apply_patch(merged, origins, patches, doc, index, item_patch))
+            if item_patch.id in patches:
+                for name in item_patch.model_extra or {}:
+                    patched[(item_patch.id, name)] = _Written(doc, ("patch", index, name))
     if problems:
         raise InputError(problems)
     catalog = Catalog(
         currency=currency[0] if currency else "CNY",
         **{k: merged[k] for k in KINDS},
     )
-    problems = _cross_check(catalog, origins)
+    problems = _cross_check(catalog, origins, patched)
     if problems:
         raise InputError(problems)
     return LoadedCatalog(
@@ -170,14 +188,19 @@ def _merge_one(
     if previous is not None:
         prev_line = previous.where()[0]
         same_kind = previous.kind == kind
-        if not (same_kind and replace):
+        # `replace: true` restates items of earlier files; one file defining an id twice
+        # is a slip whichever way it is read (the second silently won, issue 39).
+        same_file = previous.doc is origin.doc
+        if not (same_kind and replace) or same_file:
             line, col = origin.where()
             hint = (
-                "to change some of its fields list them under `patch:` (with `id:`); to "
+                "ids are shared by all kinds; rename one"
+                if not same_kind
+                else "define each id once per file (`replace: true` restates items of other files)"
+                if same_file
+                else "to change some of its fields list them under `patch:` (with `id:`); to "
                 "restate the whole item set `replace: true` at the top of this file; to use "
                 "only your files pass --no-default-catalog"
-                if same_kind
-                else "ids are shared by all kinds; rename one"
             )
             return [
                 Problem(
@@ -281,10 +304,19 @@ def _patch_problem(
     )
 
 
-def _cross_check(catalog: Catalog, origins: dict[str, _Origin]) -> list[Problem]:
+def _cross_check(
+    catalog: Catalog, origins: dict[str, _Origin], patched: dict[tuple[str, str], _Written]
+) -> list[Problem]:
     problems: list[Problem] = []
 
-    def problem(item_id: str, field_path: tuple[str, ...], message: str, hint: str) -> None:
+    def problem(item_id: str, field_path: FieldPath, message: str, hint: str) -> None:
+        # Blamed where the figure was last written: the patch that set it, if one did
+        # (an unknown card from a `patch:` was blamed on the shipped definition, issue 39).
+        written = patched.get((item_id, str(field_path[0])))
+        if written is not None:
+            at = written.doc.locate(written.path) or (None, None)
+            problems.append(Problem(written.doc.name, at[0], at[1], message, hint))
+            return
         o = origins[item_id]
         loc = o.doc.locate((o.kind, o.index, *field_path)) or o.where()
         problems.append(Problem(o.doc.name, loc[0], loc[1], message, hint))
@@ -325,6 +357,16 @@ def _cross_check(catalog: Catalog, origins: dict[str, _Origin]) -> list[Problem]
                 f"cloud offer {offer.id!r} names unknown card {offer.card!r}",
                 f"known cards: {', '.join(card_ids) or '(none)'}",
             )
+    for kind in KINDS:
+        for item_id, item in getattr(catalog, kind).items():
+            for field_path, value in _tiny_figures(item.model_dump(by_alias=True)):
+                problem(
+                    item_id,
+                    field_path,
+                    f"{kind[:-1].replace('_', ' ')} {item_id!r}: {_dotted(field_path)} is "
+                    f"{value:g}, below the smallest figure a catalogue holds ({MIN_FIGURE:g})",
+                    "check the unit; write 0 if it is none",
+                )
     for colo in catalog.colo_offers.values():
         if colo.rack_kw > MAX_RACK_KW:
             problem(
@@ -335,6 +377,24 @@ def _cross_check(catalog: Catalog, origins: dict[str, _Origin]) -> list[Problem]
                 "give the contracted kW of one rack",
             )
     return problems
+
+
+FieldPath = tuple[str | int, ...]
+
+
+def _tiny_figures(data: Any, at: FieldPath = ()) -> list[tuple[FieldPath, float]]:
+    """(field path, value) of every number strictly between 0 and `MIN_FIGURE` in size."""
+    if isinstance(data, dict):
+        return [hit for k, v in data.items() for hit in _tiny_figures(v, (*at, str(k)))]
+    if isinstance(data, list):
+        return [hit for i, v in enumerate(data) for hit in _tiny_figures(v, (*at, i))]
+    if isinstance(data, int | float) and not isinstance(data, bool) and 0 < abs(data) < MIN_FIGURE:
+        return [(at, float(data))]
+    return []
+
+
+def _dotted(path: FieldPath) -> str:
+    return "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in path).lstrip(".")
 
 
 def _line(doc: Document, path: tuple[str | int, ...]) -> int | None:

@@ -145,9 +145,18 @@ def _read_text(path: Path, max_bytes: int) -> str:
             hint="split it into several files",
         )
     try:
-        raw = path.read_bytes()
+        with path.open("rb") as handle:
+            # Read no more than the limit allows: a device or a pipe reports no size
+            # (/dev/zero never ends: it ran the machine out of memory, issue 39).
+            raw = handle.read(max_bytes + 1)
     except OSError as exc:
         raise InputError.single(name, f"cannot read: {exc.strerror}") from None
+    if len(raw) > max_bytes:
+        raise InputError.single(
+            name,
+            f"more than {max_bytes / 1e6:.0f} MB to read; input files are limited to that",
+            hint="give a regular YAML file",
+        )
     try:
         return raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
@@ -180,10 +189,7 @@ class _Builder:
         if isinstance(node, yaml.SequenceNode):
             return [self.build(item, (*path, i), depth + 1) for i, item in enumerate(node.value)]
         assert isinstance(node, yaml.ScalarNode)
-        try:
-            value = self.loader.construct_object(node, deep=True)
-        except yaml.constructor.ConstructorError as exc:
-            self._fail(node, f"cannot read value: {exc.problem}", "value")
+        value = self._scalar(node)
         if isinstance(value, dt.datetime | dt.date):
             return value.isoformat()
         if isinstance(value, bytes):
@@ -204,7 +210,7 @@ class _Builder:
         for key_node, value_node in node.value:
             if not isinstance(key_node, yaml.ScalarNode):
                 self._fail(key_node, "mapping keys must be plain names", "key")
-            key = str(self.loader.construct_object(key_node))
+            key = str(self._scalar(key_node))
             child = (*path, key)
             if id(key_node) not in own_keys:
                 merged.add(key)
@@ -214,6 +220,14 @@ class _Builder:
             result[key] = self.build(value_node, child, depth + 1)
         return result
 
+    def _scalar(self, node: yaml.Node) -> Any:
+        try:
+            return self.loader.construct_object(node, deep=True)
+        except yaml.constructor.ConstructorError as exc:
+            return self._fail(node, f"cannot read value: {exc.problem}", "value")
+        except ValueError:  # Python converts at most 4,300 digits to an int
+            return self._fail(node, f"a number of {len(node.value):,} characters", "long")
+
     def _fail(self, node: yaml.Node, message: str, kind: str) -> Any:
         line, col = _mark(node)
         hints = {
@@ -221,6 +235,7 @@ class _Builder:
             "depth": "flatten the structure",
             "key": "use each key once; keys are plain strings",
             "finite": "give a finite number",
+            "long": "no figure has that many digits; give it in scientific notation, e.g. 1.5e12",
         }
         raise InputError.single(self.doc.name, message, line=line, column=col, hint=hints.get(kind))
 

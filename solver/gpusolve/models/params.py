@@ -7,6 +7,7 @@ this sits on the hot path of rule evaluation.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
@@ -286,6 +287,13 @@ REMOVED: dict[str, str] = {
 }
 
 
+# The largest magnitude any numeric parameter takes: 2^53, beyond which whole numbers are
+# not exact as doubles (the physics reads every parameter as one). No parameter (steps,
+# hours, GB, fractions, factors) has a real value anywhere near it; without this bound a
+# 400-digit `set:` value was an OverflowError (exit 70) instead of a located error.
+MAX_MAGNITUDE = 2**53
+
+
 def check_value(name: str, value: Any) -> Any:
     """Coerce and range-check one value; raise ValueError with a sentence a user can act on."""
     spec = SPEC_BY_NAME.get(name)
@@ -306,6 +314,14 @@ def check_value(name: str, value: Any) -> Any:
         return value
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise ValueError(f"parameter {name} takes a number, not {value!r}")
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ValueError(f"parameter {name} takes a finite number, not {value!r}")
+    if abs(value) > MAX_MAGNITUDE:
+        shown = f"{value:.3g}" if isinstance(value, float) else f"about 2^{value.bit_length()}"
+        raise ValueError(
+            f"parameter {name} must be at most {MAX_MAGNITUDE:,} in size (2^53, beyond which "
+            f"whole numbers are not exact as doubles), got {shown}"
+        )
     coerced: float | int = float(value) if spec.kind is float else value
     if spec.kind is int and not float(value).is_integer():
         raise ValueError(f"parameter {name} takes a whole number, not {value!r}")

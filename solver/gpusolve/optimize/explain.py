@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Literal
 
@@ -36,6 +36,7 @@ from ortools.sat.python import cp_model
 
 from gpusolve.optimize import interrupt
 from gpusolve.optimize.builder import BuildOptions, Expr
+from gpusolve.optimize.guard import LIMIT
 from gpusolve.optimize.ir import Instance, Requirement, SolveConfig
 from gpusolve.optimize.model import Built, build
 from gpusolve.optimize.prune import usable_owned
@@ -229,6 +230,8 @@ def relaxation(
         # No placement can use the site once the others are enforced: zero racks there.
         target = pack.total if pack is not None else cp_model.LinearExpr.weighted_sum([], [])
     elif kind == "deadline" and option_seconds is not None and deadline_s is not None:
+        if not _within_integers(deadline_s, option_seconds.values()):
+            return None  # no move can be stated in CP-SAT's integers (issue 39)
         current, target = deadline_s, _chosen_seconds(built, subject, option_seconds)
     else:
         return None
@@ -245,6 +248,14 @@ def relaxation(
     return Relaxation(
         requirement, current, needed, "least" if status == cp_model.OPTIMAL else "enough"
     )
+
+
+def _within_integers(deadline_s: int, seconds: Iterable[int]) -> bool:
+    """Whether a deadline and the options' times fit the guard's limit on the model's
+    integers. Inputs are bounded where they are written (a measured MFU of 1e-300 made
+    times of 10^300 s, beyond int64, exit 70); this keeps any figure the bounds miss from
+    reaching CP-SAT as an out-of-range coefficient."""
+    return all(0 <= s <= LIMIT for s in (deadline_s, *seconds))
 
 
 def _chosen_seconds(built: Built, workload: str, option_seconds: Mapping[str, int]) -> Expr:

@@ -74,6 +74,22 @@ CSV_FIELDS: dict[str, str] = {
 CSV_THERMAL_REASONS = ("hw_thermal_slowdown", "sw_thermal_slowdown")
 CSV_POWER_REASONS = ("sw_power_cap", "hw_power_brake_slowdown")
 
+# What each figure can be, and why. A utilisation is a share of the sampling period; a draw
+# or a limit is never negative, and no GPU draws 10 kW (the largest boards are rated about
+# 1.2-1.4 kW: B200 1 kW, GB300 1.4 kW); clocks and memory are never negative. A log
+# outside these was edited or mis-parsed (issue 39: 999% SM use and negative power passed).
+RANGES: dict[str, tuple[float, float, str]] = {
+    "sm_pct": (0.0, 100.0, "a utilisation is a share of the time, 0-100%"),
+    "mem_pct": (0.0, 100.0, "a utilisation is a share of the time, 0-100%"),
+    "power_violation_pct": (0.0, 100.0, "a share of the time, 0-100%"),
+    "power_w": (0.0, 10_000.0, "a GPU's draw is 0-10,000 W (the largest boards: ~1.4 kW)"),
+    "power_limit_w": (0.0, 10_000.0, "a GPU's power limit is 0-10,000 W"),
+    "sm_clock_mhz": (0.0, math.inf, "a clock is never negative"),
+    "mem_clock_mhz": (0.0, math.inf, "a clock is never negative"),
+    "fb_used_mib": (0.0, math.inf, "memory in use is never negative"),
+    "fb_total_mib": (0.0, math.inf, "a memory size is never negative"),
+}
+
 # A broken log reports this many problems at most: enough to see the pattern, never a flood.
 MAX_PROBLEMS = 12
 MISSING = frozenset({"-", "N/A", "[N/A]", "[Not Supported]", "Not Supported", ""})
@@ -222,14 +238,15 @@ def _dmon_sample(
         if col not in cells:
             continue
         value = _number(cells[col])
-        if value is _BAD:
+        wrong = "not a number or '-'" if value is _BAD else _out_of_range(canon, value)
+        if wrong is not None:
             column = columns.index(col) + 1
             problems.append(
                 Problem(
                     name,
                     number,
                     _column_of(tokens, column),
-                    f"{col} is {cells[col]!r}, not a number or '-'",
+                    f"{col} is {cells[col]!r}, {wrong}",
                     "give the log as nvidia-smi printed it",
                 )
             )
@@ -276,6 +293,14 @@ def _number(cell: str) -> float | _Bad | None:
     except ValueError:
         return _BAD
     return value if math.isfinite(value) else _BAD
+
+
+def _out_of_range(canon: str, value: float | _Bad | None) -> str | None:
+    """Why a parsed figure cannot be what the log says it is (`RANGES`), or None."""
+    if not isinstance(value, float) or canon not in RANGES:
+        return None
+    low, high, why = RANGES[canon]
+    return None if low <= value <= high else f"out of range: {why}"
 
 
 # --------------------------------------------------------------------------- csv
@@ -348,14 +373,15 @@ def _csv_sample(
         if canon is None:
             continue
         value = _number(cell.split()[0] if cell and cell not in MISSING else cell)
-        if value is _BAD:
+        wrong = "not a number" if value is _BAD else _out_of_range(canon, value)
+        if wrong is not None:
             column = 1 + sum(len(c) + 1 for c in row[: names.index(field_name)])
             problems.append(
                 Problem(
                     name,
                     number,
                     column,
-                    f"{field_name} is {cell!r}, not a number",
+                    f"{field_name} is {cell!r}, {wrong}",
                     "give the log as nvidia-smi --format=csv printed it",
                 )
             )

@@ -1,8 +1,10 @@
 """What an evaluation reads and what a failed one gives: shared by the evaluator
-(`evaluate.py`) and the direct path for simple terms (`direct.py`)."""
+(`evaluate.py`), its operators (`operators.py`) and the direct path for simple terms
+(`direct.py`)."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Hashable, Mapping
 from dataclasses import dataclass
 
@@ -20,6 +22,16 @@ class EvalFailure:
 
     def __bool__(self) -> bool:  # never mistaken for true
         return False
+
+
+def as_double(value: int | float) -> float:
+    """A number as CEL compares it, a double: an integer beyond the double range (no literal
+    can be, `check.py` bounds them; an integer product can) is the infinity of its sign,
+    never an OverflowError."""
+    try:
+        return float(value)
+    except OverflowError:
+        return math.inf if value > 0 else -math.inf
 
 
 class Bindings:

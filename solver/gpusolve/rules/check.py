@@ -14,6 +14,7 @@ of the data. Each problem is a `CelError` at the node it concerns, with a hint.
 from __future__ import annotations
 
 import difflib
+import math
 from collections.abc import Callable
 
 import lark
@@ -32,6 +33,14 @@ from gpusolve.rules.parse import (
 from gpusolve.rules.scope import Scope
 
 MAX_MACRO_NESTING = 2
+# CEL's int is a 64-bit signed integer and its uint a 64-bit unsigned one (cel-spec,
+# langdef.md "Values"): a literal beyond them is an error in CEL itself. A double literal
+# beyond the double range (1.8e308) would be an infinity no rule can mean.
+INT_MAX = 2**63 - 1
+UINT_MAX = 2**64 - 1
+# More digits than any 64-bit value has (20 decimal, 16 hex): too large without converting
+# (Python refuses to convert a string of over 4,300 digits at all).
+_MAX_DIGITS = 20
 MACROS = ("all", "exists", "exists_one", "map", "filter")
 STRING_METHODS = ("contains", "startsWith", "endsWith")
 FUNCTIONS = ("size", "int", "double", "string")
@@ -282,6 +291,9 @@ class Checker(Scope):
     def _literal(self, node: Tree) -> CelType:
         tok = token(node.children[0])
         if tok.type in ("INT_LIT", "UINT_LIT", "FLOAT_LIT"):
+            problem = number_literal_problem(tok.type, str(tok.value))
+            if problem is not None:
+                raise error_at(node, problem, "for a larger figure write a double, e.g. 1e30")
             return NUM
         if tok.type in ("STRING_LIT", "MLSTRING_LIT"):
             return STR
@@ -432,3 +444,22 @@ class Checker(Scope):
             return list_of(body)
         self.want_bool(args[1], body, f"the expression in .{name}()")
         return list_of(elem) if name == "filter" else BOOL
+
+
+def number_literal_problem(kind: str, text: str) -> str | None:
+    """Why a numeric literal is out of CEL's range, or None when it is in range."""
+    if kind == "FLOAT_LIT":
+        if math.isfinite(float(text)):
+            return None
+        return f"the number {text[:24]} is beyond the double range (about 1.8e308)"
+    digits = text.rstrip("uU")
+    negative = digits.startswith("-")
+    digits = digits.lstrip("-").lower()
+    hexa = digits.startswith("0x")
+    body = digits[2:] if hexa else digits
+    shown = text if len(text) <= 24 else f"{text[:12]}...({len(text)} characters)"
+    limit = UINT_MAX if kind == "UINT_LIT" else INT_MAX + negative
+    if len(body.lstrip("0")) <= _MAX_DIGITS and int(body, 16 if hexa else 10) <= limit:
+        return None
+    what = "uint" if kind == "UINT_LIT" else "int"
+    return f"the integer {shown} is beyond CEL's 64-bit {what} range (at most {limit:,})"

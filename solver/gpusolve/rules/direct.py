@@ -15,7 +15,7 @@ from typing import TypeGuard
 
 import lark
 
-from gpusolve.rules.bindings import Bindings, EvalFailure, Read
+from gpusolve.rules.bindings import Bindings, EvalFailure, Read, as_double
 from gpusolve.rules.parse import Node, literal_token, string_value, subtree, unwrap
 from gpusolve.rules.scope import Path
 
@@ -44,7 +44,7 @@ def plain_eq(a: object, b: object) -> bool:
         and _is_number(a)
         and _is_number(b)
     ):
-        return float(a) == float(b)
+        return as_double(a) == as_double(b)
     if isinstance(a, bool) or isinstance(b, bool):
         return isinstance(a, bool) and isinstance(b, bool) and a == b
     return bool(a == b)
@@ -161,7 +161,7 @@ def _compare(
         value = b.plain(path)
         x, y = (literal, value) if flipped else (value, literal)
         if _is_number(x) and _is_number(y):
-            return compare(float(x), float(y))
+            return compare(as_double(x), as_double(y))
         if isinstance(x, str) and isinstance(y, str):
             return compare(x, y)
         return EvalFailure("null has no order (guard the field with `!= null`)")

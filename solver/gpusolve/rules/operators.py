@@ -17,6 +17,8 @@ from typing import Any, TypeGuard
 from celpy import celtypes as ct
 from celpy import evaluation as ev
 
+from gpusolve.rules.bindings import as_double
+
 Result = ev.Result
 Binary = Callable[[Result, Result], Result]
 _NUMERIC = (ct.IntType, ct.UintType, ct.DoubleType)
@@ -30,7 +32,7 @@ def equal(a: Result, b: Result) -> Result:
     if a is None or b is None:
         return ct.BoolType(a is None and b is None)
     if _is_num(a) and _is_num(b):
-        return ct.BoolType(float(a) == float(b))
+        return ct.BoolType(as_double(a) == as_double(b))
     if isinstance(a, ct.ListType) and isinstance(b, ct.ListType):
         return ct.BoolType(len(a) == len(b) and all(equal(x, y) for x, y in zip(a, b, strict=True)))
     return ev.bool_eq(a, b)
@@ -43,7 +45,7 @@ def _not_equal(a: Result, b: Result) -> ct.BoolType:
 def _order(op: Callable[[Any, Any], bool]) -> Binary:  # any CEL values that order
     def compare(a: Result, b: Result) -> Result:
         if _is_num(a) and _is_num(b):
-            return ct.BoolType(op(float(a), float(b)))
+            return ct.BoolType(op(as_double(a), as_double(b)))
         if a is None or b is None:
             raise TypeError("null has no order (guard the field with `!= null`)")
         return ct.BoolType(op(a, b))
@@ -58,9 +60,9 @@ def _arith(op: Callable[[float, float], float], base: Callable[[Result, Result],
             and _is_num(b)
             and (isinstance(a, ct.DoubleType) or isinstance(b, ct.DoubleType))
         ):
-            if op is operator.truediv and float(b) == 0.0:
+            if op is operator.truediv and as_double(b) == 0.0:
                 raise ZeroDivisionError("division by zero")
-            result = op(float(a), float(b))
+            result = op(as_double(a), as_double(b))
             if not math.isfinite(result):
                 raise ZeroDivisionError("result is not a finite number")
             return ct.DoubleType(result)

@@ -139,11 +139,13 @@ def solve_interruptibly(run: Inputs, options: PlanOptions, progress: Progress) -
 
 
 def analysed(solved: Solved, progress: Progress) -> Solved:
-    """`solved` with its next-best plans (--top-k) and why-not lines (--why-not)."""
-    from gpusolve.analyses import topk, whynot
+    """`solved` with its next-best plans (--top-k), why-not lines (--why-not) and its
+    payback against the cheapest all-rental plan."""
+    from gpusolve.analyses import payback, topk, whynot
 
     solved = solved.with_plan(topk.run(solved, progress))
-    return solved.with_plan(whynot.run(solved, progress))
+    solved = solved.with_plan(whynot.run(solved, progress))
+    return solved.with_plan(payback.run(solved, progress))
 
 
 def _with_ranges(solved: Solved, bar: bool, progress: Progress) -> Plan:

@@ -1,0 +1,252 @@
+"""The purchase memo: the one screen a finance lead reads before signing, from a Plan.
+
+What to buy (model, count, unit price, total), where (site, racks, kW), what to rent,
+capex, the monthly bill, the TCO over the horizon (what is paid: credits such as the
+servers' residual value stand apart), the payback against the cheapest all-rental plan
+(`Plan.payback`, solved by `analyses/payback.py`), and the three facts that would change
+the decision: the narrowest sensitivity ranges when they were computed, else the binding
+constraints, then the largest cost lines. Every figure is the plan's own (the HTML and
+Markdown reports print them; the browser test compares them with the JSON).
+
+Also the payment schedule by period: months for a horizon of a year or less, else
+quarters, with the cumulative spend of the plan and of the all-rental plan.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from gpusolve.explain.payments import is_credit, spend
+from gpusolve.models.plan import Cost, Plan, SensitivityRange, Site
+from gpusolve.render.fmt import hardware
+
+# Cost kinds bought as equipment, in the memo's order; servers are listed model by model.
+EQUIPMENT = {"servers_capex": "server", "network": "network", "storage": "storage"}
+CREDIT_LABELS = {"residual_value": "residual value of the servers at the horizon"}
+
+
+@dataclass(frozen=True)
+class Purchase:
+    kind: str  # server, network, storage
+    item: str
+    site: str | None
+    count: float | None
+    unit: str
+    unit_price: float | None
+    amount: float
+
+
+@dataclass(frozen=True)
+class Rental:
+    workload: str
+    what: str
+    amount: float
+
+
+@dataclass(frozen=True)
+class Credit:
+    label: str
+    amount: float  # <= 0
+
+
+@dataclass(frozen=True)
+class Memo:
+    currency: str
+    horizon_months: int
+    buys: list[Purchase]
+    sites: list[Site]
+    rents: list[Rental]
+    capex: float
+    monthly_opex: float
+    tco: float  # what is paid over the horizon, credits apart
+    credits: list[Credit]
+    net: float  # tco plus the credits
+    payback: str
+    payback_month: int | None
+    rental_tco: float | None
+    facts: list[str]
+    facts_from: str
+
+
+def credits(cost: Cost) -> list[Credit]:
+    """The credit lines (residual value), or the breakdown's figure when it has no lines."""
+    lines = [i for i in cost.breakdown.items if is_credit(i)]
+    if lines:
+        totals: dict[str, float] = {}
+        for i in lines:
+            totals[i.kind] = totals.get(i.kind, 0.0) + i.amount
+        return [Credit(CREDIT_LABELS.get(k, k.replace("_", " ")), a) for k, a in totals.items()]
+    if cost.breakdown.residual_value:
+        return [Credit(CREDIT_LABELS["residual_value"], cost.breakdown.residual_value)]
+    return []
+
+
+def purchases(cost: Cost) -> list[Purchase]:
+    """Equipment bought: each server model at each site, then network and storage lines."""
+    out = []
+    for kind, name in EQUIPMENT.items():
+        for i in cost.breakdown.items:
+            if i.kind == kind and i.amount:
+                out.append(
+                    Purchase(name, i.subject, i.site, i.quantity, i.unit, i.unit_price, i.amount)
+                )
+    return out
+
+
+def rentals(plan: Plan) -> list[Rental]:
+    assert plan.cost is not None
+    rented = [i for i in plan.cost.breakdown.items if i.kind == "cloud_rental"]
+    out = []
+    for d in plan.deployments:
+        if d.mode != "cloud":
+            continue
+        amount = sum(
+            i.amount
+            for i in rented
+            if i.subject == d.cloud_offer and i.detail.startswith(f"{d.workload}:")
+        )
+        out.append(Rental(d.workload, hardware(d), amount))
+    return out
+
+
+def memo(plan: Plan) -> Memo | None:
+    """The memo of a plan with a cost (None without one)."""
+    cost = plan.cost
+    if cost is None:
+        return None
+    found = credits(cost)
+    pb = plan.payback
+    facts, source = deciding_facts(plan)
+    return Memo(
+        currency=cost.currency,
+        horizon_months=cost.horizon_months,
+        buys=purchases(cost),
+        sites=plan.sites,
+        rents=rentals(plan),
+        capex=cost.capex,
+        monthly_opex=cost.monthly_opex,
+        tco=spend(cost),
+        credits=found,
+        net=spend(cost) + sum(c.amount for c in found),
+        payback=pb.summary if pb is not None else "not computed",
+        payback_month=pb.payback_month if pb is not None else None,
+        rental_tco=pb.rental_tco if pb is not None else None,
+        facts=facts,
+        facts_from=source,
+    )
+
+
+# ------------------------------------------------------------------ what would change it
+
+
+def narrowest(ranges: list[SensitivityRange]) -> list[SensitivityRange]:
+    """The ranges whose nearer switching end is closest to the current value, first."""
+    return sorted(ranges, key=lambda r: (_nearest(r)[0], r.parameter))
+
+
+def _nearest(r: SensitivityRange) -> tuple[float, str]:
+    """How far (as a share of the current value) the nearer end that switches the plan
+    lies, and which end ("low" or "high"); ends where the search ran out count as far."""
+    ends = []
+    if r.low is not None and r.current:
+        ends.append((abs(1 - r.low / r.current), "low"))
+    if r.high is not None and r.current:
+        ends.append((abs(r.high / r.current - 1), "high"))
+    return min(ends) if ends else (float("inf"), "")
+
+
+def range_fact(r: SensitivityRange, currency: str) -> str:
+    share, end = _nearest(r)
+    if not end:
+        return f"{r.parameter}: the plan holds over the whole range searched"
+    value, switch, tco = (
+        (r.low, r.below, r.below_tco) if end == "low" else (r.high, r.above, r.above_tco)
+    )
+    move = "lower" if end == "low" else "higher"
+    then = f": {switch}" if switch else ""
+    cost = f" (TCO {tco:,.0f} {currency})" if tco is not None else ""
+    return (
+        f"{r.parameter} {share:.0%} {move} ({value:,.4g} {r.unit}, now {r.current:,.4g}) "
+        f"changes the plan{then}{cost}"
+    )
+
+
+def deciding_facts(plan: Plan, count: int = 3) -> tuple[list[str], str]:
+    """Up to `count` facts that would change the decision, and where they come from."""
+    assert plan.cost is not None
+    currency = plan.cost.currency
+    if plan.sensitivity is not None and plan.sensitivity.ranges:
+        ranges = narrowest(plan.sensitivity.ranges)[:count]
+        return [range_fact(r, currency) for r in ranges], "the narrowest sensitivity ranges"
+    facts = [f"{b.detail} (binding)" for b in plan.binding][:count]
+    sources = ["binding constraints"] if facts else []
+    if len(facts) < count:
+        facts += largest_lines(plan.cost, count - len(facts))
+        sources.append("the largest cost lines")
+    return facts, " and ".join(sources) + " (run --sensitivity for ranges)"
+
+
+def largest_lines(cost: Cost, count: int) -> list[str]:
+    spent = spend(cost) or 1.0
+    lines = sorted(
+        (i for i in cost.breakdown.items if i.amount > 0), key=lambda i: (-i.amount, i.subject)
+    )
+    return [
+        f"{i.subject} ({i.kind.replace('_', ' ')}) is {i.amount / spent:.0%} of the TCO: "
+        "its price moves the decision most"
+        for i in lines[:count]
+    ]
+
+
+# ------------------------------------------------------------------ the payment schedule
+
+
+@dataclass(frozen=True)
+class Period:
+    label: str  # "month 1", "Q1 (months 1-3)"
+    capex: float
+    rent: float
+    energy: float
+    cloud: float
+    other: float
+    total: float
+    cumulative: float
+    rental_cumulative: float | None  # the all-rental plan's, when there is one
+
+
+def period_months(horizon_months: int) -> int:
+    """Months a period spans: one up to a year, else a quarter."""
+    return 1 if horizon_months <= 12 else 3
+
+
+def periods(plan: Plan) -> list[Period]:
+    """The plan's payments grouped by period, with both cumulative spends."""
+    step = period_months(len(plan.payments))
+    rental = plan.payback.rental_months if plan.payback is not None else []
+    out: list[Period] = []
+    total = rental_total = 0.0
+    for start in range(0, len(plan.payments), step):
+        months = plan.payments[start : start + step]
+        sums = {
+            k: sum(getattr(m, k) for m in months)
+            for k in ("capex", "rent", "energy", "cloud", "other", "total")
+        }
+        total += sums["total"]
+        rental_total += sum(rental[start : start + step])
+        first, last = months[0].month, months[-1].month
+        label = (
+            f"month {first}"
+            if step == 1
+            else f"Q{start // 3 + 1} (months {first}-{last})"
+            if first != last
+            else f"Q{start // 3 + 1} (month {first})"
+        )
+        out.append(
+            Period(
+                label=label,
+                **sums,
+                cumulative=total,
+                rental_cumulative=rental_total if rental else None,
+            )
+        )
+    return out

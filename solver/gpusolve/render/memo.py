@@ -172,18 +172,59 @@ def range_fact(r: SensitivityRange, currency: str) -> str:
 
 
 def deciding_facts(plan: Plan, count: int = 3) -> tuple[list[str], str]:
-    """Up to `count` facts that would change the decision, and where they come from."""
+    """Up to `count` facts that would change the decision, and where they come from: the
+    narrowest sensitivity ranges when computed; else the binding constraints, the margin
+    over renting everything, the soft rules the plan pays for, the largest cost lines."""
     assert plan.cost is not None
     currency = plan.cost.currency
     if plan.sensitivity is not None and plan.sensitivity.ranges:
         ranges = narrowest(plan.sensitivity.ranges)[:count]
         return [range_fact(r, currency) for r in ranges], "the narrowest sensitivity ranges"
-    facts = [f"{b.detail} (binding)" for b in plan.binding][:count]
-    sources = ["binding constraints"] if facts else []
-    if len(facts) < count:
-        facts += largest_lines(plan.cost, count - len(facts))
-        sources.append("the largest cost lines")
-    return facts, " and ".join(sources) + " (run --sensitivity for ranges)"
+    found: list[tuple[str, list[str]]] = [
+        ("binding constraints", [f"{b.detail} (binding)" for b in plan.binding]),
+        ("the all-rental comparison", rental_margin(plan)),
+        ("soft rules", penalty_facts(plan)),
+        ("the largest cost lines", largest_lines(plan.cost, count)),
+    ]
+    facts: list[str] = []
+    sources: list[str] = []
+    for source, lines in found:
+        taken = lines[: count - len(facts)]
+        if taken:
+            facts += taken
+            sources.append(source)
+    return facts, ", ".join(sources) + " (plan --sensitivity gives ranges)"
+
+
+def rental_margin(plan: Plan) -> list[str]:
+    """How far renting everything is from the plan: the cloud price cut that would make
+    renting the cheaper choice (a plan that buys, against the all-rental plan)."""
+    pb, cost = plan.payback, plan.cost
+    if pb is None or pb.rental_tco is None or pb.saving is None or cost is None:
+        return []
+    cur = cost.currency
+    if pb.saving > 0 and pb.rental_tco > 0:
+        cut = pb.saving / pb.rental_tco
+        return [
+            f"renting everything costs {pb.saving:,.0f} {cur} more over the horizon: cloud "
+            f"prices {cut:.0%} lower would make renting the cheaper plan"
+        ]
+    return [
+        f"renting everything would cost {-pb.saving:,.0f} {cur} less over the horizon: the "
+        "plan buys for its objective or soft rules, not for the money"
+    ]
+
+
+def penalty_facts(plan: Plan) -> list[str]:
+    """Soft-rule penalties the chosen plan carries: the plan holds although a rule
+    counts against it (a larger penalty, or a cheaper alternative, would switch it)."""
+    assert plan.cost is not None
+    cur = plan.cost.currency
+    return [
+        f"rule {p.rule}{f' ({p.source})' if p.source else ''} counts {p.amount:,.0f} {cur} "
+        f"against {p.workload} on {p.deployment} and the plan keeps it: {p.reason}"
+        for p in plan.cost.breakdown.penalty_items
+    ]
 
 
 def largest_lines(cost: Cost, count: int) -> list[str]:

@@ -1,7 +1,9 @@
-"""Charts drawn with matplotlib (the optional `gpusolve[report]` extra), as inline SVG.
+"""Charts drawn with matplotlib (a base dependency since the memo report), as inline SVG.
 
-matplotlib is imported inside each function: `gpusolve --help` and every command that
-draws nothing never pay for it. Figures are built with the object API (no pyplot, so no
+matplotlib is imported inside each function: `gpusolve --help`, `plan` text output and
+every command that draws nothing never pay for it (tests/test_memo.py checks sys.modules).
+Each chart stands beside a table or a caption carrying its figures, so the page reads the
+same to a screen reader and on paper. Figures are built with the object API (no pyplot, so no
 global backend state and no display), text is written as paths (the SVG needs no font)
 and every figure has its own id salt, so several can sit in one HTML page.
 """
@@ -19,19 +21,22 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from gpusolve.models.frontier import Frontier
-from gpusolve.models.plan import Cost, Sensitivity, SensitivityRange
+from gpusolve.models.plan import Cost, PaymentMonth, Sensitivity, SensitivityRange
 from gpusolve.render.fmt import COST_LABELS
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
-INSTALL_HINT = "pip install 'gpusolve[report]'"
+# matplotlib comes with gpusolve; an install that lost it (a --no-deps install, a broken
+# environment) is told how to bring it back.
+INSTALL_HINT = "pip install 'matplotlib>=3.8' (gpusolve's own dependency, missing here)"
 # One hue per cost kind, readable in greyscale print (light to dark).
 _KIND_COLOURS = ("#9ecae1", "#6baed6", "#4292c6", "#2171b5", "#084594", "#74c476")
 
 
 def available() -> bool:
-    """True when matplotlib can be imported (the `report` extra is installed)."""
+    """True when matplotlib can be imported (it is a dependency: false only in a broken
+    or --no-deps install)."""
     return importlib.util.find_spec("matplotlib") is not None
 
 
@@ -167,6 +172,98 @@ def tornado_chart(s: Sensitivity) -> str | None:
     ax.set_xlabel(f"% change with the plan unchanged (cut at ±{TORNADO_CAP_PCT:g}%)")
     ax.spines[["top", "right"]].set_visible(False)
     return _svg(fig, "tornado")
+
+
+# The payment schedule's kinds, in stacking order, with their colours.
+PAYMENT_KINDS = (
+    ("capex", "purchases", "#08519c"),
+    ("rent", "rack rent and bandwidth", "#6baed6"),
+    ("energy", "energy", "#fd8d3c"),
+    ("cloud", "cloud rental", "#74c476"),
+    ("other", "other", "#bdbdbd"),
+)
+
+
+def payment_chart(
+    months: list[PaymentMonth],
+    currency: str,
+    rental_months: list[float] | None = None,
+    payback_month: int | None = None,
+) -> str | None:
+    """Cumulative spend month by month, stacked by kind, against the cheapest all-rental
+    plan's cumulative spend (dashed) and the payback month. None without matplotlib or
+    without months."""
+    if not available() or not months:
+        return None
+    fig = _figure(7.5, 3.2)
+    ax = fig.subplots()
+    x = [m.month for m in months]
+    stacks, labels, colours = [], [], []
+    for key, label, colour in PAYMENT_KINDS:
+        values = [getattr(m, key) for m in months]
+        if any(values):
+            stacks.append(_running(values))
+            labels.append(label)
+            colours.append(colour)
+    ax.stackplot(x, *stacks, labels=labels, colors=colours, step="post", alpha=0.9)
+    if rental_months:
+        ax.step(
+            x,
+            _running(rental_months),
+            where="post",
+            color="#333333",
+            linestyle="--",
+            linewidth=1.2,
+            label="cheapest all-rental plan",
+        )
+    if payback_month is not None:
+        ax.axvline(payback_month, color="#e6550d", linewidth=1.0)
+        ax.annotate(
+            f"pays back, month {payback_month}",
+            (payback_month, 0),
+            xytext=(4, 4),
+            textcoords="offset points",
+            fontsize=8,
+            color="#a63603",
+        )
+    ax.set_xlim(1, max(x) + 1 if len(x) > 1 else 2)
+    ax.set_ylim(bottom=0)
+    ax.set_xlabel("month (1 = purchase)")
+    ax.set_ylabel(f"cumulative spend ({currency})")
+    ax.yaxis.set_major_formatter(_thousands())
+    ax.yaxis.set_major_locator(_few_ticks())
+    ax.legend(fontsize=7, loc="upper left", frameon=False)
+    ax.spines[["top", "right"]].set_visible(False)
+    return _svg(fig, "payments")
+
+
+def _running(values: list[float]) -> list[float]:
+    total, out = 0.0, []
+    for v in values:
+        total += v
+        out.append(total)
+    return out
+
+
+def capacity_chart(rows: list[tuple[str, float, str]]) -> str | None:
+    """Per workload, the share of its deployment's capacity the demand takes (time per run
+    against the deadline, or target tokens/s against tokens/s deployed), labelled with the
+    figures; 100% is the limit. `rows`: (workload, share, label)."""
+    if not available() or not rows:
+        return None
+    fig = _figure(7.0, 0.6 + 0.4 * len(rows))
+    ax = fig.subplots()
+    shown = rows[::-1]
+    for y, (_w, share, label) in enumerate(shown):
+        colour = "#e6550d" if share > 1 else "#3182bd"
+        bar = ax.barh(y, share * 100, color=colour, edgecolor="#333333", linewidth=0.5)
+        ax.bar_label(bar, [label], padding=3, fontsize=7)
+    ax.axvline(100, color="#333333", linewidth=1.0, linestyle="--")
+    ax.set_yticks(range(len(shown)), [textwrap.shorten(w, 24, placeholder="…") for w, *_ in shown])
+    ax.set_xlim(0, max(150.0, max(share for _, share, _ in rows) * 100 * 1.9))
+    ax.set_xlabel("% of the deployment's capacity the demand uses (100% = the limit)")
+    ax.spines[["top", "right"]].set_visible(False)
+    return _svg(fig, "capacity")
 
 
 def frontier_figure(f: Frontier, from_zero: bool = True) -> Figure:

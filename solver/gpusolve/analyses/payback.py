@@ -17,7 +17,7 @@ from dataclasses import replace
 
 from gpusolve.candidates.prepare import Prepared
 from gpusolve.explain import parts
-from gpusolve.explain.payments import payback_month, payment_months, spend
+from gpusolve.explain.payments import credit_total, payback_month, payment_months, spend
 from gpusolve.models.plan import Payback, Plan
 from gpusolve.optimize import ir
 from gpusolve.plan.assemble import runs_of
@@ -94,7 +94,8 @@ def compare(plan: Plan, prepared: Prepared, config: ir.SolveConfig) -> Payback:
         rental_months=rental,
         payback_month=month,
         saving=saving,
-        summary=summary(month, saving, plan.cost.horizon_months, plan.cost.currency),
+        summary=summary(month, saving, plan.cost.horizon_months, plan.cost.currency)
+        + credited(saving, credit_total(plan.cost), plan.cost.currency),
     )
 
 
@@ -109,6 +110,19 @@ def first_reason(prepared: Prepared, workloads: list[str]) -> str:
 
 def no_rental(reason: str) -> Payback:
     return Payback(basis=BASIS, rental_tco=None, summary=f"no payback to compute: {reason}")
+
+
+def credited(saving: float, credit: float, currency: str) -> str:
+    """The comparison once the plan's credits (residual value: book value, not cash) are
+    counted, when there are any."""
+    if not credit:
+        return ""
+    net = saving - credit  # credit <= 0: counting it makes the plan cheaper
+    verb = "saves" if net >= 0 else "costs"
+    return (
+        f"; counting the servers' residual value of {-credit:,.0f} {currency} (book value, "
+        f"not cash) buying {verb} {abs(net):,.0f} {currency}"
+    )
 
 
 def summary(month: int | None, saving: float, horizon_months: int, currency: str) -> str:

@@ -16,8 +16,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from gpusolve.explain.bom import ITEM_SECTIONS, price_location, section_of
 from gpusolve.explain.payments import is_credit, spend
-from gpusolve.models.plan import Cost, Plan, SensitivityRange, Site
+from gpusolve.models.plan import Cost, CostItem, Plan, SensitivityRange, Site
 from gpusolve.render.fmt import hardware
 
 # Cost kinds bought as equipment, in the memo's order; servers are listed model by model.
@@ -203,15 +204,22 @@ def rental_margin(plan: Plan) -> list[str]:
     if pb is None or pb.rental_tco is None or pb.saving is None or cost is None:
         return []
     cur = cost.currency
+    credit = -sum(c.amount for c in credits(cost))  # >= 0: the book value counted
     if pb.saving > 0 and pb.rental_tco > 0:
         cut = pb.saving / pb.rental_tco
         return [
             f"renting everything costs {pb.saving:,.0f} {cur} more over the horizon: cloud "
             f"prices {cut:.0%} lower would make renting the cheaper plan"
         ]
+    if credit > -pb.saving:
+        return [
+            f"renting everything costs {-pb.saving:,.0f} {cur} less in cash; buying wins only "
+            f"by the servers' residual value ({credit:,.0f} {cur} book value): a resale below "
+            f"{-pb.saving:,.0f} {cur} makes renting the cheaper plan"
+        ]
     return [
-        f"renting everything would cost {-pb.saving:,.0f} {cur} less over the horizon: the "
-        "plan buys for its objective or soft rules, not for the money"
+        f"renting everything would cost {-pb.saving:,.0f} {cur} less over the horizon, credits "
+        "counted: the plan buys for its objective or soft rules, not for the money"
     ]
 
 
@@ -291,3 +299,14 @@ def periods(plan: Plan) -> list[Period]:
             )
         )
     return out
+
+
+def located_source(plan: Plan, item: CostItem) -> str:
+    """A cost line's price source with the catalogue file:line it is defined at (the item
+    for equipment and rentals, the colo offer for a site's charges), as the BOM has it."""
+    key = item.subject if section_of(item.kind) in ITEM_SECTIONS else item.site
+    ref = next((r for r in plan.sources if r.id == key), None)
+    at = price_location(ref) if ref is not None else None
+    if not at or at in item.source:
+        return item.source
+    return f"{item.source}; {at}" if item.source else at

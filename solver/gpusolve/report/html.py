@@ -18,7 +18,7 @@ from gpusolve.models.estimate import EstimateReport
 from gpusolve.models.frontier import Frontier
 from gpusolve.models.plan import Cost, CostItem, Deployment, Plan
 from gpusolve.render.fmt import COST_LABELS, hardware, hours, layout, proof_scope, work
-from gpusolve.render.memo import memo, periods
+from gpusolve.render.memo import located_source, memo, periods
 from gpusolve.report import charts, racks
 
 # Order and words of the memory parts (estimate's MemoryGB fields).
@@ -228,10 +228,11 @@ def cost_rows(plan: Plan) -> CostLines:
 
     def row(item: CostItem) -> CostRow:
         note = None
-        if item.source:
-            if item.source not in sources:
-                sources.append(item.source)
-            note = sources.index(item.source) + 1
+        source = located_source(plan, item)
+        if source:
+            if source not in sources:
+                sources.append(source)
+            note = sources.index(source) + 1
         return CostRow(item, COST_LABELS.get(item.kind, item.kind), inside_of(plan, item), note)
 
     spend = []

@@ -231,12 +231,7 @@ def memo_markdown(m: Memo) -> list[str]:
             f"{b.amount:,.0f} |"
             for b in servers
         ]
-        for kind in ("network", "storage"):
-            parts = [b for b in m.buys if b.kind == kind]
-            if parts:
-                names = ", ".join(b.item for b in parts)
-                total = sum(b.amount for b in parts)
-                out.append(f"| {kind}: {names} (lines below) | | | | {total:,.0f} |")
+        out += [f"| {k.kind}: {k.summary} | {k.sites} | | | {k.amount:,.0f} |" for k in m.kits]
     else:
         out.append("Nothing: every workload is rented.")
     if m.sites:

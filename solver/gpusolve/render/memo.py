@@ -38,6 +38,32 @@ class Purchase:
 
 
 @dataclass(frozen=True)
+class Kit:
+    """Network or storage bought, summed for the memo: what, by unit ('2 x switch,
+    18 x link'), where, and the total; the cost table lists it line by line."""
+
+    kind: str
+    summary: str
+    sites: str
+    amount: float
+
+
+def kits(buys: list[Purchase]) -> list[Kit]:
+    out = []
+    for kind in ("network", "storage"):
+        parts = [b for b in buys if b.kind == kind]
+        if not parts:
+            continue
+        units: dict[str, float] = {}
+        for b in parts:
+            units[b.unit or b.item] = units.get(b.unit or b.item, 0.0) + (b.count or 1)
+        summary = ", ".join(f"{n:g} x {unit}" for unit, n in units.items())
+        sites = ", ".join(dict.fromkeys(b.site for b in parts if b.site)) or "-"
+        out.append(Kit(kind, summary, sites, sum(b.amount for b in parts)))
+    return out
+
+
+@dataclass(frozen=True)
 class Rental:
     workload: str
     what: str
@@ -54,7 +80,8 @@ class Credit:
 class Memo:
     currency: str
     horizon_months: int
-    buys: list[Purchase]
+    buys: list[Purchase]  # servers, then network and storage line by line
+    kits: list[Kit]  # network and storage, summed
     sites: list[Site]
     rents: list[Rental]
     capex: float
@@ -122,6 +149,7 @@ def memo(plan: Plan) -> Memo | None:
         currency=cost.currency,
         horizon_months=cost.horizon_months,
         buys=purchases(cost),
+        kits=kits(purchases(cost)),
         sites=plan.sites,
         rents=rentals(plan),
         capex=cost.capex,

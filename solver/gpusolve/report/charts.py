@@ -20,6 +20,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from gpusolve.explain.payments import CREDIT_KINDS
 from gpusolve.models.frontier import Frontier
 from gpusolve.models.plan import Cost, PaymentMonth, Sensitivity, SensitivityRange
 from gpusolve.render.fmt import COST_LABELS
@@ -30,8 +31,17 @@ if TYPE_CHECKING:
 # matplotlib comes with gpusolve; an install that lost it (a --no-deps install, a broken
 # environment) is told how to bring it back.
 INSTALL_HINT = "pip install 'matplotlib>=3.8' (gpusolve's own dependency, missing here)"
-# One hue per cost kind, readable in greyscale print (light to dark).
-_KIND_COLOURS = ("#9ecae1", "#6baed6", "#4292c6", "#2171b5", "#084594", "#74c476")
+# One colour per cost kind, the payment chart's families: purchases in dark blues, site
+# charges in light blues, energy orange, cloud green (distinct in greyscale print too).
+KIND_COLOURS = {
+    "servers_capex": "#08519c",
+    "network": "#3182bd",
+    "storage": "#6baed6",
+    "rack_rent": "#9ecae1",
+    "energy": "#fd8d3c",
+    "bandwidth": "#c6dbef",
+    "cloud_rental": "#74c476",
+}
 
 
 def available() -> bool:
@@ -84,16 +94,18 @@ def _money(value: float) -> str:
 
 
 def cost_chart(cost: Cost) -> str | None:
-    """The TCO by kind (servers, rent, energy, bandwidth, cloud) as horizontal bars, each
-    labelled with its amount and its share of the spend; a credit (the servers' residual
-    value) runs left of zero. None without matplotlib or with nothing to draw."""
+    """The TCO paid by kind (servers, network, storage, rent, energy, bandwidth, cloud) as
+    horizontal bars, each labelled with its amount and its share of the spend. Credits (the
+    servers' residual value) stand apart from the TCO: not drawn here. None without
+    matplotlib or with nothing to draw."""
     if not available():
         return None
     kinds = [
-        (label, getattr(cost.breakdown, kind), _KIND_COLOURS[i % len(_KIND_COLOURS)])
-        for i, (kind, label) in enumerate(COST_LABELS.items())
+        (label, getattr(cost.breakdown, kind), KIND_COLOURS.get(kind, "#bdbdbd"))
+        for kind, label in COST_LABELS.items()
+        if kind not in CREDIT_KINDS
     ]
-    kinds = [row for row in kinds if row[1] != 0][::-1]  # matplotlib draws bottom-up
+    kinds = [row for row in kinds if row[1] > 0][::-1]  # matplotlib draws bottom-up
     if not kinds:
         return None
     fig = _figure(7.0, 0.5 + 0.45 * len(kinds))
@@ -102,12 +114,9 @@ def cost_chart(cost: Cost) -> str | None:
     spend = sum(a for a in amounts if a > 0) or 1.0
     for y, (_label, amount, colour) in enumerate(kinds):
         bar = ax.barh(y, amount, color=colour, edgecolor="#333333", linewidth=0.5)
-        if amount > 0:  # the spend: amount and share beyond the bar's end
-            ax.bar_label(bar, [f"{_money(amount)} ({amount / spend:.0%})"], padding=3, fontsize=8)
-        else:  # a credit: written inside its bar, clear of the kind's name
-            ax.bar_label(bar, [f"{_money(amount)} credit"], label_type="center", fontsize=8)
+        ax.bar_label(bar, [f"{_money(amount)} ({amount / spend:.0%})"], padding=3, fontsize=8)
     ax.set_yticks(range(len(kinds)), [label for label, _, _ in kinds])
-    ax.set_xlim(min(0.0, min(amounts) * 1.6), max(0.0, max(amounts)) * 1.35 or 1.0)
+    ax.set_xlim(0.0, max(amounts) * 1.35 or 1.0)
     ax.axvline(0, color="#333333", linewidth=0.8)
     ax.set_xlabel(f"{cost.currency} over {cost.horizon_months} months")
     ax.xaxis.set_major_formatter(_thousands())
@@ -232,7 +241,8 @@ def payment_chart(
     ax.set_ylabel(f"cumulative spend ({currency})")
     ax.yaxis.set_major_formatter(_thousands())
     ax.yaxis.set_major_locator(_few_ticks())
-    ax.legend(fontsize=7, loc="upper left", frameon=False)
+    # Below the axes: inside, it would cover the first months' rise.
+    fig.legend(loc="outside lower center", ncols=3, fontsize=7, frameon=False)
     ax.spines[["top", "right"]].set_visible(False)
     return _svg(fig, "payments")
 

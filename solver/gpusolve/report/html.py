@@ -111,6 +111,7 @@ def _environment() -> Any:
     env.filters["num"] = num
     env.filters["exact"] = exact
     env.filters["sig"] = sig
+    env.filters["qty"] = qty
     env.filters["names"] = lambda keys: {k: k.replace("_", " ") for k in keys}
     env.filters["pct"] = lambda x, digits=0: "-" if x is None else f"{x:.{digits}%}"
     env.filters["hours"] = hours
@@ -141,6 +142,14 @@ def exact(value: float | None) -> str:
     if float(value).is_integer():
         return f"{int(value):,}"
     return f"{value:,}"
+
+
+def qty(value: float | None) -> str:
+    """A quantity as a purchase order prints it: at most two decimals (10,123.33
+    instance-hours), none when whole."""
+    if value is None:
+        return "-"
+    return f"{value:,.2f}".removesuffix(".00")
 
 
 def sig(value: float | None) -> str:

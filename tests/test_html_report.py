@@ -307,7 +307,7 @@ def test_penalties_in_the_report_equal_the_json(reports: list[Rendered]) -> None
 
 
 def test_every_report_has_its_sections_charts_and_pictures(reports: list[Rendered]) -> None:
-    assert charts.available(), "the test extra installs gpusolve[report]"
+    assert charts.available(), "matplotlib is a dependency of gpusolve"
     for r in reports:
         page = parse(r.html)
         ids = {n.attrs.get("id") for n in page.walk()}

@@ -735,3 +735,12 @@ def test_the_memo_screen_shows_the_decision_without_scrolling(
                     drawn.setdefault(f["name"], []).append(float(found.group().replace(",", "")))
             assert drawn == expected_memo(r.json), where
             assert {"capex", "monthly_opex", "tco"} <= set(drawn), where
+
+
+def test_a_plan_report_draws_the_frontier_when_given_one(reports: list[Rendered]) -> None:
+    f = frontier_of([(150_000, 5), (100_000, 20), (90_000, 40)])
+    page = parse(plan_html(reports[0].plan, frontier=f))
+    assert [n for n in page.find("svg") if n.attrs.get("id") == "frontier-chart"]
+    rows = page.find("table", id="frontier")[0].find("tr")[1:]
+    assert [number(r.find("td")[2]) for r in rows] == [150_000, 100_000, 90_000]
+    assert not parse(plan_html(reports[0].plan)).find("section", id="frontier-section")

@@ -165,7 +165,7 @@ def test_the_narrowest_sensitivity_ranges_are_the_deciding_facts() -> None:
     )
     facts, source = deciding_facts(plan)
     assert source == "the narrowest sensitivity ranges"
-    assert facts[0].startswith("price of tight 1% lower (99 CNY/server, now 100)")
+    assert facts[0].startswith("price of tight 1% lower (99 CNY/server, now 100) changes the plan")
     assert "buy 2 x b" in facts[0]
     assert facts[1].startswith("price of wide 50% lower")
     assert facts[2] == "price of open: the plan holds over the whole range searched"

@@ -20,6 +20,7 @@ from gpusolve.explain.bom import ITEM_SECTIONS, price_location, section_of
 from gpusolve.explain.payments import is_credit, spend
 from gpusolve.models.plan import Cost, CostItem, Plan, SensitivityRange, Site
 from gpusolve.render.fmt import hardware
+from gpusolve.render.sensitivity import number
 
 # Cost kinds bought as equipment, in the memo's order; servers are listed model by model.
 EQUIPMENT = {"servers_capex": "server", "network": "network", "storage": "storage"}
@@ -192,10 +193,11 @@ def range_fact(r: SensitivityRange, currency: str) -> str:
         (r.low, r.below, r.below_tco) if end == "low" else (r.high, r.above, r.above_tco)
     )
     move = "lower" if end == "low" else "higher"
-    then = f": {switch}" if switch else ""
+    then = f" to: {switch}" if switch else ""
     cost = f" (TCO {tco:,.0f} {currency})" if tco is not None else ""
+    assert value is not None  # the nearer end is one that switches
     return (
-        f"{r.parameter} {share:.0%} {move} ({value:,.4g} {r.unit}, now {r.current:,.4g}) "
+        f"{r.parameter} {share:.0%} {move} ({number(value)} {r.unit}, now {number(r.current)}) "
         f"changes the plan{then}{cost}"
     )
 

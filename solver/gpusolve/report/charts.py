@@ -20,7 +20,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from gpusolve.explain.payments import CREDIT_KINDS
+from gpusolve.explain.payments import CREDIT_KINDS, cumulative
 from gpusolve.models.frontier import Frontier
 from gpusolve.models.plan import Cost, PaymentMonth, Sensitivity, SensitivityRange
 from gpusolve.render.fmt import COST_LABELS
@@ -211,14 +211,14 @@ def payment_chart(
     for key, label, colour in PAYMENT_KINDS:
         values = [getattr(m, key) for m in months]
         if any(values):
-            stacks.append(_running(values))
+            stacks.append(cumulative(values))
             labels.append(label)
             colours.append(colour)
     ax.stackplot(x, *stacks, labels=labels, colors=colours, step="post", alpha=0.9)
     if rental_months:
         ax.step(
             x,
-            _running(rental_months),
+            cumulative(rental_months),
             where="post",
             color="#333333",
             linestyle="--",
@@ -245,14 +245,6 @@ def payment_chart(
     fig.legend(loc="outside lower center", ncols=3, fontsize=7, frameon=False)
     ax.spines[["top", "right"]].set_visible(False)
     return _svg(fig, "payments")
-
-
-def _running(values: list[float]) -> list[float]:
-    total, out = 0.0, []
-    for v in values:
-        total += v
-        out.append(total)
-    return out
 
 
 def capacity_chart(rows: list[tuple[str, float, str]]) -> str | None:

@@ -5,7 +5,8 @@ capex, the monthly bill, the TCO over the horizon (what is paid: credits such as
 servers' residual value stand apart), the payback against the cheapest all-rental plan
 (`Plan.payback`, solved by `analyses/payback.py`), and the three facts that would change
 the decision: the narrowest sensitivity ranges when they were computed, else the binding
-constraints, then the largest cost lines. Every figure is the plan's own (the HTML and
+constraints, the margin over renting everything, the soft rules the plan pays for and the
+largest cost lines. Every figure is the plan's own (the HTML and
 Markdown reports print them; the browser test compares them with the JSON).
 
 Also the payment schedule by period: months for a horizon of a year or less, else
@@ -17,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from gpusolve.explain.bom import ITEM_SECTIONS, price_location, section_of
-from gpusolve.explain.payments import is_credit, spend
+from gpusolve.explain.payments import is_credit, rented_by, spend
 from gpusolve.models.plan import Cost, CostItem, Plan, SensitivityRange, Site
 from gpusolve.render.fmt import hardware
 from gpusolve.render.sensitivity import number
@@ -129,11 +130,7 @@ def rentals(plan: Plan) -> list[Rental]:
     for d in plan.deployments:
         if d.mode != "cloud":
             continue
-        amount = sum(
-            i.amount
-            for i in rented
-            if i.subject == d.cloud_offer and i.detail.startswith(f"{d.workload}:")
-        )
+        amount = sum(i.amount for i in rented if rented_by(i, [d]) is d)
         out.append(Rental(d.workload, hardware(d), amount))
     return out
 

@@ -275,9 +275,10 @@ def expected_memo(plan: dict[str, Any]) -> dict[str, list[float]]:
             sum(i["amount"] for i in rentals if i["detail"].startswith(f"{d['workload']}:"))
             for d in rented
         ]
-    credit = sum(i["amount"] for i in lines if is_credit(i))
-    if credit:
-        out["credit"] = [credit]
+    # Credits apart from the TCO: the residual value, then owned servers sold now.
+    credits = [sum(i["amount"] for i in lines if is_credit(i)), -cost.get("resale", 0.0)]
+    if any(credits):
+        out["credit"] = [c for c in credits if c]
     if pb["rental_tco"] is not None:
         out["rental_tco"] = [pb["rental_tco"]]
     return out

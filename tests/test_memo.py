@@ -119,6 +119,15 @@ def test_each_kind_is_paid_when_it_is_bought_or_used() -> None:
     assert spend(cost_of(items, net_credits=False)) == 1810  # a tco that leaves them out
 
 
+def test_racks_already_contracted_are_paid_again_once_their_months_run_out() -> None:
+    renewal = line(
+        "rack_rent", 400, site="s", detail="1 contracted rack(s) renewed after the 8 months paid"
+    )
+    new_rack = line("rack_rent", 120, site="s", detail="1 rack(s) x 10/month x 12 months")
+    months = payment_months(cost_of([renewal, new_rack]), [], {}, {"s": 8})
+    assert [m.rent for m in months] == [10] * 8 + [110] * 4
+
+
 def test_a_rental_billed_by_the_month_is_paid_in_equal_months() -> None:
     # One 1,000 h run on a monthly term: months 1 and 2, the same each.
     assert run_weights(12, 1, 1000, whole_months=True)[:3] == [730, 730, 0]

@@ -1,13 +1,14 @@
 """Payback: the plan against the cheapest plan that buys nothing.
 
 The all-rental plan is not a hand estimate: it is the plan's own instance (the same
-candidates, deadlines, budgets and regions) solved again with every purchase option
-removed and the soft-rule penalties set to zero, minimising TCO, so "cheapest" means the
-lowest TCO of any plan that rents everything. Its cost lines are laid out by month the
-same way as the plan's (`explain/payments.py`) and the payback month is the first from
-which the plan's cumulative spend stays at or below it. A plan that buys nothing is its
-own all-rental plan: nothing is solved. A plan hedged over scenarios is compared in the
-scenario it shows.
+candidates, deadlines, budgets and regions) solved again with no server model buyable
+and the soft-rule penalties set to zero, minimising TCO, so "cheapest" means the lowest
+TCO of any plan that buys no server. Servers already owned (an inventory) stay usable:
+the question is whether the purchase pays back, not whether the stock does. Its cost
+lines are laid out by month the same way as the plan's (`explain/payments.py`) and the
+payback month is the first from which the plan's cumulative spend stays at or below it.
+A plan that buys nothing is its own all-rental plan: nothing is solved. A plan hedged over
+scenarios is compared in the scenario it shows.
 """
 
 from __future__ import annotations
@@ -17,8 +18,14 @@ from dataclasses import replace
 
 from gpusolve.candidates.prepare import Prepared
 from gpusolve.explain import parts
-from gpusolve.explain.payments import credit_total, payback_month, payment_months, spend
-from gpusolve.models.plan import Payback, Plan
+from gpusolve.explain.payments import (
+    contracted,
+    credit_total,
+    payback_month,
+    payment_months,
+    spend,
+)
+from gpusolve.models.plan import Deployment, Payback, Plan
 from gpusolve.optimize import ir
 from gpusolve.plan.assemble import runs_of
 from gpusolve.plan.solved import Hedged, Solved
@@ -26,9 +33,10 @@ from gpusolve.plan.solved import Hedged, Solved
 Progress = Callable[[str], None]
 
 BASIS = (
-    "the plan's own candidates solved again with every purchase removed and soft-rule "
-    "penalties at zero, minimising TCO"
+    "the plan's own candidates solved again with no server bought and soft-rule penalties "
+    "at zero, minimising TCO"
 )
+WITH_STOCK = "; the servers already owned stay in use"
 
 
 def run(solved: Solved, progress: Progress = lambda _: None) -> Plan:
@@ -52,9 +60,17 @@ def nothing_bought() -> Payback:
 
 
 def rental_instance(instance: ir.Instance) -> ir.Instance:
-    """`instance` with no purchase possible, penalties at zero, minimising TCO."""
+    """`instance` with no server model buyable (the stock still usable), penalties at
+    zero, minimising TCO."""
+    held = {s.sku for s in instance.stock}
+    owned = tuple(
+        replace(o, penalty=0, placements=tuple(replace(p, penalty=0) for p in o.placements))
+        for o in instance.owned
+        if o.sku in held
+    )
     cloud = tuple(replace(o, penalty=0) for o in instance.cloud)
-    return replace(instance, owned=(), cloud=cloud, objective="min-tco")
+    skus = {k: replace(s, buyable=False) for k, s in instance.skus.items()}
+    return replace(instance, skus=skus, owned=owned, cloud=cloud, objective="min-tco")
 
 
 def compare(plan: Plan, prepared: Prepared, config: ir.SolveConfig) -> Payback:
@@ -63,7 +79,8 @@ def compare(plan: Plan, prepared: Prepared, config: ir.SolveConfig) -> Payback:
     assert plan.cost is not None
     cand, reqs, catalog = prepared.cand, prepared.reqs, prepared.catalog
     instance = rental_instance(cand.instance)
-    unrentable = sorted(set(instance.workloads) - {o.workload for o in instance.cloud})
+    served = {o.workload for o in instance.cloud} | {o.workload for o in instance.owned}
+    unrentable = sorted(set(instance.workloads) - served)
     if unrentable:
         return no_rental(
             f"no cloud offer can run {', '.join(unrentable)}" + first_reason(prepared, unrentable)
@@ -80,17 +97,16 @@ def compare(plan: Plan, prepared: Prepared, config: ir.SolveConfig) -> Payback:
     rental_cost = parts.cost(found, cand, reqs, catalog)
     assert rental_cost is not None
     deployments = parts.deployments(found, cand, reqs)
-    rental = [m.total for m in payment_months(rental_cost, deployments, runs_of(reqs))]
+    paid = contracted(plan)  # the alternative keeps the same contracted racks
+    rental = [m.total for m in payment_months(rental_cost, deployments, runs_of(reqs), paid)]
     month = payback_month([m.total for m in plan.payments], rental)
     saving = rental_cost.tco - spend(plan.cost)
     return Payback(
-        basis=BASIS,
+        basis=BASIS + (WITH_STOCK if instance.stock else ""),
         rental_tco=rental_cost.tco,
         rental_proven_optimal=found.status == "optimal",
-        rental_hardware=[
-            f"{d.workload}: rent {d.servers} x {d.cloud_offer} ({d.gpus} x {d.card})"
-            for d in deployments
-        ],
+        rental_cloud=rental_cost.breakdown.cloud_rental,
+        rental_hardware=[f"{d.workload}: {words(d)}" for d in deployments],
         rental_months=rental,
         payback_month=month,
         saving=saving,
@@ -106,6 +122,13 @@ def first_reason(prepared: Prepared, workloads: list[str]) -> str:
         if r.candidate in offers and r.reasons:
             return f" (e.g. {r.reasons[0]})"
     return ""
+
+
+def words(d: Deployment) -> str:
+    """What a deployment of the all-rental plan uses, as the plan's tables say it."""
+    if d.mode == "cloud":
+        return f"rent {d.servers} x {d.cloud_offer} ({d.gpus} x {d.card})"
+    return f"{d.servers} x {d.server} already owned, at {d.site}"
 
 
 def no_rental(reason: str) -> Payback:
@@ -128,10 +151,10 @@ def credited(saving: float, credit: float, currency: str) -> str:
 def summary(month: int | None, saving: float, horizon_months: int, currency: str) -> str:
     if month is None:
         return (
-            f"does not pay back within {horizon_months} months: renting everything costs "
-            f"{-saving:,.0f} {currency} less over the horizon"
+            f"does not pay back within {horizon_months} months: renting instead of buying "
+            f"costs {-saving:,.0f} {currency} less over the horizon"
         )
     return (
         f"pays back in month {month}; over {horizon_months} months buying saves "
-        f"{saving:,.0f} {currency} against renting everything"
+        f"{saving:,.0f} {currency} against renting instead"
     )

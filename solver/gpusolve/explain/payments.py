@@ -3,7 +3,9 @@
 A finance team signs cash, not a horizon total. Each cost line is paid by what it buys:
 - a purchase (servers, network, storage) and a one-off set-up fee: at purchase, month 1;
 - rack rent, bandwidth and energy: the same amount every month of the horizon (energy of a
-  workload that runs in bursts is spread too: it is a small share of any plan);
+  workload that runs in bursts is spread too: it is a small share of any plan); the
+  renewal of racks already contracted (an inventory) from the month after the months
+  already paid;
 - a cloud rental of a training workload: by run, the runs spaced evenly over the horizon
   (`runs` from the requirements), each run paid over the hours it runs from its start (a
   60-day pretraining rented once is paid in months 1 and 2, a monthly fine-tune monthly);
@@ -20,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from gpusolve.models.money import HOURS_PER_MONTH
-from gpusolve.models.plan import Cost, CostItem, Deployment, PaymentMonth
+from gpusolve.models.plan import Cost, CostItem, Deployment, PaymentMonth, Plan
 
 # Kinds bought once, at purchase. Kinds named by a later change are matched by prefix.
 PURCHASE_KINDS = ("servers_capex", "network", "storage")
@@ -38,7 +40,8 @@ COLUMNS = {
 }
 COLUMN_NAMES = ("capex", "rent", "energy", "cloud", "other")
 BASIS = (
-    "purchases and set-up fees in month 1; rack rent, bandwidth and energy every month; "
+    "purchases and set-up fees in month 1; rack rent, bandwidth and energy every month (racks "
+    "already contracted from the month after those paid); "
     "cloud rentals by run, the runs spaced evenly over the horizon (a service's rental every "
     "month); credits (residual value) apart: they are not cash"
 )
@@ -69,9 +72,11 @@ def line_months(
     horizon_months: int,
     deployments: Sequence[Deployment],
     runs: Mapping[str, float],
+    paid_months: Mapping[str, int] | None = None,
 ) -> list[float]:
-    """What one cost line pays in each month of the horizon (index 0 = month 1)."""
-    weights = _weights(item, horizon_months, deployments, runs)
+    """What one cost line pays in each month of the horizon (index 0 = month 1).
+    `paid_months`: per site with racks already contracted, the months already paid."""
+    weights = _weights(item, horizon_months, deployments, runs, paid_months or {})
     return _whole(item.amount, weights)
 
 
@@ -80,11 +85,15 @@ def _weights(
     horizon_months: int,
     deployments: Sequence[Deployment],
     runs: Mapping[str, float],
+    paid_months: Mapping[str, int],
 ) -> list[float]:
     once = [1.0] + [0.0] * (horizon_months - 1)
     every = [1.0] * horizon_months
     if item.kind in PURCHASE_KINDS or item.unit == "set-up fee":
         return once
+    paid = paid_months.get(item.site or "", 0)
+    if item.kind == "rack_rent" and "contracted" in item.detail and 0 < paid < horizon_months:
+        return [0.0] * paid + [1.0] * (horizon_months - paid)  # the contract's renewal
     if item.kind != "cloud_rental":
         return every
     d = rented_by(item, deployments)
@@ -136,7 +145,10 @@ def _whole(amount: float, weights: list[float]) -> list[float]:
 
 
 def schedule(
-    cost: Cost, deployments: Sequence[Deployment], runs: Mapping[str, float]
+    cost: Cost,
+    deployments: Sequence[Deployment],
+    runs: Mapping[str, float],
+    paid_months: Mapping[str, int] | None = None,
 ) -> list[dict[str, float]]:
     """Per month of the horizon, the amount paid per column (capex, rent, energy, cloud,
     other); credits left out."""
@@ -146,7 +158,7 @@ def schedule(
         if is_credit(item) or not item.amount:
             continue
         column = COLUMNS.get(item.kind, "capex" if item.kind in PURCHASE_KINDS else "other")
-        for m, amount in enumerate(line_months(item, months, deployments, runs)):
+        for m, amount in enumerate(line_months(item, months, deployments, runs, paid_months)):
             out[m][column] += amount
     return out
 
@@ -171,12 +183,22 @@ def payback_month(plan_months: Sequence[float], rental_months: Sequence[float]) 
 
 
 def payment_months(
-    cost: Cost | None, deployments: Sequence[Deployment], runs: Mapping[str, float]
+    cost: Cost | None,
+    deployments: Sequence[Deployment],
+    runs: Mapping[str, float],
+    paid_months: Mapping[str, int] | None = None,
 ) -> list[PaymentMonth]:
     """The schedule as the plan carries it (empty without a cost)."""
     if cost is None:
         return []
     return [
         PaymentMonth(month=m, **paid, total=sum(paid.values()))
-        for m, paid in enumerate(schedule(cost, deployments, runs), start=1)
+        for m, paid in enumerate(schedule(cost, deployments, runs, paid_months), start=1)
     ]
+
+
+def contracted(plan: Plan) -> dict[str, int]:
+    """Per site with racks already contracted (the plan's inventory), the months paid."""
+    if plan.inventory is None:
+        return {}
+    return {r.site: r.months_paid for r in plan.inventory.racks}

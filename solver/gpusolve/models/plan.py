@@ -471,6 +471,9 @@ class Payback(OutModel):
         "meet the requirements or the plan itself buys nothing."
     )
     rental_proven_optimal: bool = False
+    rental_cloud: float | None = Field(
+        default=None, description="Of rental_tco, the cloud rental (the rest runs owned stock)."
+    )
     rental_hardware: list[str] = Field(
         default_factory=list, description="What the all-rental plan rents, per workload."
     )

@@ -15,7 +15,7 @@ from gpusolve.explain import parts
 from gpusolve.explain.bom import bill_of_materials, locate
 from gpusolve.explain.inventory import in_service
 from gpusolve.explain.inventory import inventory as owned_lines
-from gpusolve.explain.payments import BASIS, payment_months
+from gpusolve.explain.payments import BASIS, contracted, payment_months
 from gpusolve.load.catalog import sources_of
 from gpusolve.models.catalog import PART_KINDS, Catalog
 from gpusolve.models.common import PriceNote
@@ -60,7 +60,9 @@ def planned(
         update={
             "illustrative_prices": illustrative_prices(plan, where.catalog),
             "bom": bill_of_materials(plan, where.catalog),
-            "payments": payment_months(plan.cost, plan.deployments, runs_of(where.reqs)),
+            "payments": payment_months(
+                plan.cost, plan.deployments, runs_of(where.reqs), contracted(plan)
+            ),
             "payments_basis": BASIS if plan.cost is not None else "",
         }
     )

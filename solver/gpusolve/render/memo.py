@@ -5,7 +5,7 @@ capex, the monthly bill, the TCO over the horizon (what is paid: credits such as
 servers' residual value stand apart), the payback against the cheapest all-rental plan
 (`Plan.payback`, solved by `analyses/payback.py`), and the three facts that would change
 the decision: the narrowest sensitivity ranges when they were computed, else the binding
-constraints, the margin over renting everything, the soft rules the plan pays for and the
+constraints, the margin over renting instead, the soft rules the plan pays for and the
 largest cost lines. Every figure is the plan's own (the HTML and
 Markdown reports print them; the browser test compares them with the JSON).
 
@@ -25,7 +25,10 @@ from gpusolve.render.sensitivity import number
 
 # Cost kinds bought as equipment, in the memo's order; servers are listed model by model.
 EQUIPMENT = {"servers_capex": "server", "network": "network", "storage": "storage"}
-CREDIT_LABELS = {"residual_value": "residual value of the servers at the horizon"}
+CREDIT_LABELS = {
+    "residual_value": "residual value of the servers at the horizon",
+    "resale": "owned servers sold now",
+}
 
 
 @dataclass(frozen=True)
@@ -99,16 +102,18 @@ class Memo:
 
 
 def credits(cost: Cost) -> list[Credit]:
-    """The credit lines (residual value), or the breakdown's figure when it has no lines."""
+    """The credits: the credit lines (residual value), or the breakdown's figure when it
+    has no lines, and the resale of owned servers (a figure apart from the TCO)."""
     lines = [i for i in cost.breakdown.items if is_credit(i)]
-    if lines:
-        totals: dict[str, float] = {}
-        for i in lines:
-            totals[i.kind] = totals.get(i.kind, 0.0) + i.amount
-        return [Credit(CREDIT_LABELS.get(k, k.replace("_", " ")), a) for k, a in totals.items()]
-    if cost.breakdown.residual_value:
-        return [Credit(CREDIT_LABELS["residual_value"], cost.breakdown.residual_value)]
-    return []
+    totals: dict[str, float] = {}
+    for i in lines:
+        totals[i.kind] = totals.get(i.kind, 0.0) + i.amount
+    if not lines and cost.breakdown.residual_value:
+        totals["residual_value"] = cost.breakdown.residual_value
+    resale = getattr(cost, "resale", 0.0)  # a plan model without the inventory has none
+    if resale:
+        totals["resale"] = -resale
+    return [Credit(CREDIT_LABELS.get(k, k.replace("_", " ")), a) for k, a in totals.items()]
 
 
 def purchases(cost: Cost) -> list[Purchase]:
@@ -202,7 +207,7 @@ def range_fact(r: SensitivityRange, currency: str) -> str:
 def deciding_facts(plan: Plan, count: int = 3) -> tuple[list[str], str]:
     """Up to `count` facts that would change the decision, and where they come from: the
     narrowest sensitivity ranges when computed; else the binding constraints, the margin
-    over renting everything, the soft rules the plan pays for, the largest cost lines."""
+    over renting instead, the soft rules the plan pays for, the largest cost lines."""
     assert plan.cost is not None
     currency = plan.cost.currency
     if plan.sensitivity is not None and plan.sensitivity.ranges:
@@ -225,27 +230,27 @@ def deciding_facts(plan: Plan, count: int = 3) -> tuple[list[str], str]:
 
 
 def rental_margin(plan: Plan) -> list[str]:
-    """How far renting everything is from the plan: the cloud price cut that would make
-    renting the cheaper choice (a plan that buys, against the all-rental plan)."""
+    """How far renting is from the plan: the cut in the alternative's cloud prices that
+    would make it the cheaper choice, or the resale value buying depends on."""
     pb, cost = plan.payback, plan.cost
     if pb is None or pb.rental_tco is None or pb.saving is None or cost is None:
         return []
     cur = cost.currency
     credit = -sum(c.amount for c in credits(cost))  # >= 0: the book value counted
-    if pb.saving > 0 and pb.rental_tco > 0:
-        cut = pb.saving / pb.rental_tco
-        return [
-            f"renting everything costs {pb.saving:,.0f} {cur} more over the horizon: cloud "
-            f"prices {cut:.0%} lower would make renting the cheaper plan"
-        ]
+    if pb.saving > 0:
+        dearer = f"renting instead of buying costs {pb.saving:,.0f} {cur} more over the horizon"
+        cut = pb.saving / pb.rental_cloud if pb.rental_cloud else 1.0
+        if cut < 1:
+            return [f"{dearer}: cloud prices {cut:.0%} lower would make renting the cheaper plan"]
+        return [f"{dearer}, and would even at no cloud price: buying is the cheaper plan"]
     if credit > -pb.saving:
         return [
-            f"renting everything costs {-pb.saving:,.0f} {cur} less in cash; buying wins only "
-            f"by the servers' residual value ({credit:,.0f} {cur} book value): a resale below "
-            f"{-pb.saving:,.0f} {cur} makes renting the cheaper plan"
+            f"renting instead of buying costs {-pb.saving:,.0f} {cur} less in cash; buying "
+            f"wins only by the servers' residual value ({credit:,.0f} {cur} book value): a "
+            f"resale below {-pb.saving:,.0f} {cur} makes renting the cheaper plan"
         ]
     return [
-        f"renting everything would cost {-pb.saving:,.0f} {cur} less over the horizon, credits "
+        f"renting instead would cost {-pb.saving:,.0f} {cur} less over the horizon, credits "
         "counted: the plan buys for its objective or soft rules, not for the money"
     ]
 

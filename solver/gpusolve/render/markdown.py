@@ -233,7 +233,9 @@ def memo_markdown(m: Memo) -> list[str]:
         ]
         out += [f"| {k.kind}: {k.summary} | {k.sites} | | | {k.amount:,.0f} |" for k in m.kits]
     else:
-        out.append("Nothing: every workload is rented.")
+        out.append("Nothing." if m.kept else "Nothing: every workload is rented.")
+    if m.kept:
+        out += ["", "Already owned (sunk, not in the capex or the TCO): " + "; ".join(m.kept) + "."]
     if m.sites:
         out += ["", "**Where**", ""]
         out += ["| site | city | racks | kW per rack | peak kW |", "|---|---|---:|---:|---:|"]

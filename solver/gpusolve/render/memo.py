@@ -87,6 +87,7 @@ class Memo:
     horizon_months: int
     buys: list[Purchase]  # servers, then network and storage line by line
     kits: list[Kit]  # network and storage, summed
+    kept: list[str]  # servers already owned (an inventory) the plan uses or sells
     sites: list[Site]
     rents: list[Rental]
     capex: float
@@ -114,6 +115,19 @@ def credits(cost: Cost) -> list[Credit]:
     if resale:
         totals["resale"] = -resale
     return [Credit(CREDIT_LABELS.get(k, k.replace("_", " ")), a) for k, a in totals.items()]
+
+
+def kept(plan: Plan) -> list[str]:
+    """The servers already owned, as the memo names them: how many the plan keeps in
+    service, sells and leaves idle (sunk: never in the capex or the TCO)."""
+    if plan.inventory is None:
+        return []
+    out = []
+    for s in plan.inventory.servers:
+        fates = [(s.in_service, "in service"), (s.sold, "sold"), (s.idle, "idle")]
+        said = ", ".join(f"{n} {what}" for n, what in fates if n)
+        out.append(f"{s.owned} x {s.server} at {s.site}: {said or 'none used'}")
+    return out
 
 
 def purchases(cost: Cost) -> list[Purchase]:
@@ -153,6 +167,7 @@ def memo(plan: Plan) -> Memo | None:
         horizon_months=cost.horizon_months,
         buys=purchases(cost),
         kits=kits(purchases(cost)),
+        kept=kept(plan),
         sites=plan.sites,
         rents=rentals(plan),
         capex=cost.capex,

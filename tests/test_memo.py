@@ -22,6 +22,7 @@ from gpusolve.models.plan import (
     CostItem,
     Deployment,
     Parallel,
+    Payback,
     Plan,
     Sensitivity,
     SensitivityRange,
@@ -32,7 +33,7 @@ from gpusolve.plan import make_plan
 from gpusolve.plan.inputs import prepare_run
 from gpusolve.plan.solved import PlanOptions
 from gpusolve.render.markdown import plan_markdown
-from gpusolve.render.memo import deciding_facts, memo, periods
+from gpusolve.render.memo import deciding_facts, memo, periods, rental_margin
 
 CHAT = ROOT / "examples" / "chat-day-lora-night.yaml"
 # A dear 8 x Ascend 910B rental in northern Jiangsu, the only region the chat example
@@ -185,8 +186,8 @@ def test_the_narrowest_sensitivity_ranges_are_the_deciding_facts() -> None:
 
 @pytest.fixture(scope="module")
 def bought_and_rented(tmp_path_factory: pytest.TempPathFactory) -> Plan:
-    """The chat example with a northern rental in the catalogue: one model bought, one
-    rented, residual value credited, and an all-rental plan to compare with."""
+    """The chat example with a northern rental in the catalogue: servers bought, residual
+    value credited, and an all-rental plan to compare with."""
     extra = tmp_path_factory.mktemp("catalog") / "north-cloud.yaml"
     extra.write_text(NORTH_CLOUD, encoding="utf-8")
     run = prepare_run(CHAT, (data_dir("catalog"), extra), ())
@@ -199,23 +200,56 @@ def test_payback_solves_the_cheapest_all_rental_plan(bought_and_rented: Plan) ->
     assert plan.cost is not None and plan.cost.capex > 0
     assert pb is not None and pb.rental_tco is not None and pb.rental_proven_optimal
     assert pb.rental_hardware and all(": rent " in h for h in pb.rental_hardware)
-    assert sum(pb.rental_months) == pb.rental_tco
+    assert sum(pb.rental_months) == pb.rental_tco == pb.rental_cloud  # nothing owned
     assert pb.saving == pb.rental_tco - spend(plan.cost)
     plan_months = [m.total for m in plan.payments]
     assert pb.payback_month == payback_month(plan_months, pb.rental_months)
-    # Buying is dearer in cash and cheaper with the residual value: the memo says both.
-    assert pb.saving < 0 < pb.saving - plan.cost.breakdown.residual_value
-    assert "does not pay back within 36 months" in pb.summary
-    assert "counting the servers' residual value" in pb.summary
+    assert pb.payback_month is not None and pb.saving > 0
+    assert f"pays back in month {pb.payback_month}" in pb.summary
+    # The month before, renting was still cheaper: the payback month is the first.
+    before = pb.payback_month - 1
+    assert sum(plan_months[:before]) > sum(pb.rental_months[:before])
+    cut = pb.saving / pb.rental_tco
     facts, _ = deciding_facts(plan)
-    assert any("buying wins only by the servers' residual value" in f for f in facts)
+    assert any(f"cloud prices {cut:.0%} lower would make renting" in f for f in facts)
+
+
+def with_payback(saving: float, rental_cloud: float, residual: float) -> Plan:
+    items = [line("servers_capex", 1000), line("residual_value", residual)]
+    return Plan(
+        status="optimal",
+        objective="min-tco",
+        cost=cost_of(items),
+        solver=SolverInfo(status="optimal", workers=1, seed=1),
+        payback=Payback(
+            basis="test",
+            rental_tco=rental_cloud,
+            rental_cloud=rental_cloud,
+            saving=saving,
+            summary="test",
+        ),
+    )
+
+
+def test_the_margin_over_renting_names_what_would_flip_it() -> None:
+    # Buying saves 250 of a 1,000 cloud bill: cloud 25% cheaper flips it.
+    assert (
+        "cloud prices 25% lower would make renting" in rental_margin(with_payback(250, 1000, 0))[0]
+    )
+    # Renting is 100 cheaper in cash; the 300 book value makes buying win: a resale
+    # below 100 flips it.
+    [fact] = rental_margin(with_payback(-100, 1000, -300))
+    assert "wins only by the servers' residual value (300 CNY" in fact
+    assert "a resale below 100 CNY" in fact
+    # Renting is cheaper even counting the credit: the plan buys for other reasons.
+    assert "not for the money" in rental_margin(with_payback(-400, 1000, -300))[0]
 
 
 def test_the_markdown_memo_comes_first_and_each_cost_line_once(bought_and_rented: Plan) -> None:
     plan = bought_and_rented
     assert plan.cost is not None
     text = plan_markdown(plan)
-    order = ["## The decision", "**Buy**", "**Where**", "**Rent**", "capex (at purchase)"]
+    order = ["## The decision", "**Buy**", "**Where**", "capex (at purchase)"]
     order += ["## When the money is paid", "## Details", "### Cost and bill of materials"]
     at = [text.index(heading) for heading in order]
     assert at == sorted(at)
@@ -228,6 +262,7 @@ def test_the_markdown_memo_comes_first_and_each_cost_line_once(bought_and_rented
     rows = periods(plan)
     assert rows[-1].cumulative == spend(plan.cost)
     assert rows[-1].rental_cumulative == plan.payback.rental_tco  # type: ignore[union-attr]
+    assert f"month {plan.payback.payback_month}" in memo_part  # type: ignore[union-attr]
 
 
 # ------------------------------------------------------------------ charts load on demand

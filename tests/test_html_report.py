@@ -275,8 +275,14 @@ def expected_memo(plan: dict[str, Any]) -> dict[str, list[float]]:
             sum(i["amount"] for i in rentals if i["detail"].startswith(f"{d['workload']}:"))
             for d in rented
         ]
-    # Credits apart from the TCO: the residual value, then owned servers sold now.
-    credits = [sum(i["amount"] for i in lines if is_credit(i)), -cost.get("resale", 0.0)]
+    # Credits apart from the TCO: residual value lines, the servers bought sold at the
+    # horizon, owned servers sold now.
+    end = cost.get("horizon_resale") or {"amount": 0.0}
+    credits = [
+        sum(i["amount"] for i in lines if is_credit(i)),
+        -end["amount"],
+        -cost.get("resale", 0.0),
+    ]
     if any(credits):
         out["credit"] = [c for c in credits if c]
     if pb["rental_tco"] is not None:

@@ -14,7 +14,13 @@ import pytest
 from tests.support.shipped import ROOT
 
 from gpusolve.analyses import payback
-from gpusolve.explain.payments import payback_month, payment_months, run_weights, spend
+from gpusolve.explain.payments import (
+    credit_total,
+    payback_month,
+    payment_months,
+    run_weights,
+    spend,
+)
 from gpusolve.load.data import data_dir
 from gpusolve.models.plan import (
     Cost,
@@ -24,6 +30,7 @@ from gpusolve.models.plan import (
     Parallel,
     Payback,
     Plan,
+    ResaleCredit,
     Sensitivity,
     SensitivityRange,
     SolverInfo,
@@ -65,16 +72,18 @@ def line(kind: str, amount: float, **extra: Any) -> CostItem:
     return CostItem(kind=kind, amount=amount, **fields)  # type: ignore[arg-type]
 
 
-def cost_of(items: list[CostItem], months: int = 12, net_credits: bool = True) -> Cost:
-    paid = sum(i.amount for i in items if i.kind != "residual_value")
-    credit = sum(i.amount for i in items if i.kind == "residual_value")
+def cost_of(items: list[CostItem], months: int = 12, resale: float = 0) -> Cost:
+    """A plan's cost from its lines; `resale`: the servers bought, sold at the horizon (a
+    credit apart from the TCO)."""
+    end = ResaleCredit(amount=resale, month=months, basis="test") if resale else None
     return Cost(
         capex=sum(i.amount for i in items if i.kind == "servers_capex"),
         monthly_opex=0,
-        tco=paid + credit if net_credits else paid,
+        tco=sum(i.amount for i in items),
         currency="CNY",
         horizon_months=months,
-        breakdown=CostBreakdown(residual_value=credit, items=items),
+        breakdown=CostBreakdown(items=items),
+        horizon_resale=end,
     )
 
 
@@ -109,15 +118,14 @@ def test_each_kind_is_paid_when_it_is_bought_or_used() -> None:
         line("rack_rent", 360),
         line("rack_rent", 50, unit="set-up fee"),
         line("cloud_rental", 200, subject="cloud-a", detail="ft: 1 instance(s) x 200 h"),
-        line("residual_value", -500),
     ]
-    months = payment_months(cost_of(items), [trainer(100)], {"ft": 2})
+    months = payment_months(cost_of(items, resale=500), [trainer(100)], {"ft": 2})
     assert [m.capex for m in months] == [1200] + [0] * 11
     assert [m.rent for m in months] == [80] + [30] * 11
     assert [m.cloud for m in months] == [100, 0, 0, 0, 0, 0, 100, 0, 0, 0, 0, 0]
-    # Credits are not cash: the schedule adds up to the TCO before them.
-    assert sum(m.total for m in months) == 1810 == spend(cost_of(items))
-    assert spend(cost_of(items, net_credits=False)) == 1810  # a tco that leaves them out
+    # Credits are not cash: the schedule adds up to the TCO, the resale apart.
+    assert sum(m.total for m in months) == 1810 == spend(cost_of(items, resale=500))
+    assert credit_total(cost_of(items, resale=500)) == -500
 
 
 def test_racks_already_contracted_are_paid_again_once_their_months_run_out() -> None:
@@ -186,8 +194,8 @@ def test_the_narrowest_sensitivity_ranges_are_the_deciding_facts() -> None:
 
 @pytest.fixture(scope="module")
 def bought_and_rented(tmp_path_factory: pytest.TempPathFactory) -> Plan:
-    """The chat example with a northern rental in the catalogue: servers bought, residual
-    value credited, and an all-rental plan to compare with."""
+    """The chat example with a northern rental in the catalogue: servers bought and an
+    all-rental plan to compare with."""
     extra = tmp_path_factory.mktemp("catalog") / "north-cloud.yaml"
     extra.write_text(NORTH_CLOUD, encoding="utf-8")
     run = prepare_run(CHAT, (data_dir("catalog"), extra), ())
@@ -215,11 +223,10 @@ def test_payback_solves_the_cheapest_all_rental_plan(bought_and_rented: Plan) ->
 
 
 def with_payback(saving: float, rental_cloud: float, residual: float) -> Plan:
-    items = [line("servers_capex", 1000), line("residual_value", residual)]
     return Plan(
         status="optimal",
         objective="min-tco",
-        cost=cost_of(items),
+        cost=cost_of([line("servers_capex", 1000)], resale=-residual),
         solver=SolverInfo(status="optimal", workers=1, seed=1),
         payback=Payback(
             basis="test",
@@ -239,7 +246,7 @@ def test_the_margin_over_renting_names_what_would_flip_it() -> None:
     # Renting is 100 cheaper in cash; the 300 book value makes buying win: a resale
     # below 100 flips it.
     [fact] = rental_margin(with_payback(-100, 1000, -300))
-    assert "wins only by the servers' residual value (300 CNY" in fact
+    assert "wins only by the servers' resale value (300 CNY" in fact
     assert "a resale below 100 CNY" in fact
     # Renting is cheaper even counting the credit: the plan buys for other reasons.
     assert "not for the money" in rental_margin(with_payback(-400, 1000, -300))[0]

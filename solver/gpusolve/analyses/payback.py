@@ -143,8 +143,8 @@ def credited(saving: float, credit: float, currency: str) -> str:
     net = saving - credit  # credit <= 0: counting it makes the plan cheaper
     verb = "saves" if net >= 0 else "costs"
     return (
-        f"; counting the servers' residual value of {-credit:,.0f} {currency} (book value, "
-        f"not cash) buying {verb} {abs(net):,.0f} {currency}"
+        f"; counting the servers' resale value of {-credit:,.0f} {currency} (not cash) "
+        f"buying {verb} {abs(net):,.0f} {currency}"
     )
 
 

@@ -52,10 +52,14 @@ def is_credit(item: CostItem) -> bool:
 
 
 def credit_total(cost: Cost) -> float:
-    """The plan's credits (<= 0): the credit lines, or the breakdown's residual value when
-    the plan carries it without lines."""
+    """The plan's credits on the servers it buys (<= 0): the credit lines, or the
+    breakdown's residual value when the plan carries it without lines, and their resale
+    at the horizon when the plan keeps it apart (`horizon_resale`)."""
     lines = [i.amount for i in cost.breakdown.items if is_credit(i)]
-    return sum(lines) if lines else cost.breakdown.residual_value
+    end = cost.horizon_resale
+    at_end = -end.amount if end is not None else 0.0
+    residual = float(getattr(cost.breakdown, "residual_value", 0))  # older plan models
+    return (sum(lines) if lines else residual) + at_end
 
 
 def spend(cost: Cost) -> float:

@@ -254,8 +254,8 @@ def memo_markdown(m: Memo) -> list[str]:
     out.append(f"| **TCO over {m.horizon_months} months (paid)** | **{_cell(m.tco)}** |")
     for credit in m.credits:
         out.append(
-            f"| credit, apart from the TCO: {credit.label} (book value, not cash; TCO net "
-            f"of it {_cell(m.net)}) | {_cell(credit.amount)} |"
+            f"| credit, apart from the TCO: {credit.label} (not cash; TCO net of credits "
+            f"{_cell(m.net)}) | {_cell(credit.amount)} |"
         )
     payback = "n/a" if m.payback_month is None else f"month {m.payback_month}"
     if m.payback_month is None and m.rental_tco is not None:

@@ -28,6 +28,7 @@ EQUIPMENT = {"servers_capex": "server", "network": "network", "storage": "storag
 CREDIT_LABELS = {
     "residual_value": "residual value of the servers at the horizon",
     "resale": "owned servers sold now",
+    "horizon_resale": "the servers bought, sold at the horizon",
 }
 
 
@@ -109,11 +110,14 @@ def credits(cost: Cost) -> list[Credit]:
     totals: dict[str, float] = {}
     for i in lines:
         totals[i.kind] = totals.get(i.kind, 0.0) + i.amount
-    if not lines and cost.breakdown.residual_value:
-        totals["residual_value"] = cost.breakdown.residual_value
-    resale = getattr(cost, "resale", 0.0)  # a plan model without the inventory has none
-    if resale:
-        totals["resale"] = -resale
+    residual = float(getattr(cost.breakdown, "residual_value", 0))  # older plan models
+    if not lines and residual:
+        totals["residual_value"] = residual
+    end = cost.horizon_resale  # off by default
+    if end is not None and end.amount:
+        totals["horizon_resale"] = -end.amount
+    if cost.resale:
+        totals["resale"] = -cost.resale
     return [Credit(CREDIT_LABELS.get(k, k.replace("_", " ")), a) for k, a in totals.items()]
 
 
@@ -261,7 +265,7 @@ def rental_margin(plan: Plan) -> list[str]:
     if credit > -pb.saving:
         return [
             f"renting instead of buying costs {-pb.saving:,.0f} {cur} less in cash; buying "
-            f"wins only by the servers' residual value ({credit:,.0f} {cur} book value): a "
+            f"wins only by the servers' resale value ({credit:,.0f} {cur}, not cash): a "
             f"resale below {-pb.saving:,.0f} {cur} makes renting the cheaper plan"
         ]
     return [

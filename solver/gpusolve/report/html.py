@@ -259,7 +259,9 @@ def cost_rows(plan: Plan) -> CostLines:
 
 
 def credits_of(cost: Cost, rows: list[CostRow]) -> float:
-    return sum(r.item.amount for r in rows) if rows else cost.breakdown.residual_value
+    return (
+        sum(r.item.amount for r in rows) if rows else getattr(cost.breakdown, "residual_value", 0.0)
+    )
 
 
 def inside_of(plan: Plan, item: CostItem) -> str:

@@ -187,7 +187,7 @@ def test_bom_text_and_every_report_show_it() -> None:
     _, report = _cli("plan", "-q", str(CHAT))
     assert "\nBill of materials (CNY" in report
     _, md = _cli("plan", "-q", str(CHAT), "--format", "markdown")
-    assert "\n## Bill of materials\n" in md
+    assert "\n### Cost and bill of materials\n" in md  # the BOM merged with the cost lines
 
 
 def test_csv_needs_bom() -> None:

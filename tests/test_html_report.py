@@ -10,15 +10,11 @@ Chromium binary is installed (`.ci/run` installs Debian's).
 
 from __future__ import annotations
 
-import fcntl
 import json
 import os
-import select
-import shutil
+import re
 import subprocess
 import sys
-import tempfile
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from html.parser import HTMLParser
@@ -26,8 +22,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.support import chromium
 from tests.support.shipped import EXAMPLES, ROOT
 
+from gpusolve.analyses import payback
 from gpusolve.load.data import data_dir
 from gpusolve.models.frontier import Frontier, FrontierPoint
 from gpusolve.models.plan import Plan
@@ -113,7 +111,8 @@ def parse(html: str) -> Node:
 
 
 def number(cell: Node) -> float | None:
-    text = cell.all_text().strip()
+    """A cell's figure, without its marks (<sup>: illustrative, source note)."""
+    text = "".join(c.text for c in cell.children if c.tag == "#text").strip()
     return None if text == "-" else float(text.replace(",", ""))
 
 
@@ -143,11 +142,12 @@ def reports(tmp_path_factory: pytest.TempPathFactory) -> list[Rendered]:
         run = prepare_run(example, catalog_paths, ())
         options = PlanOptions(config=SolveConfig(time_limit_s=60, workers=1, seed=1))
         try:
-            plan = make_plan(run, options).plan
+            plan = payback.run(make_plan(run, options))  # as `plan` runs it
         except RuntimeError as exc:  # the planner's own consistency check
             FAILED_EXAMPLES[example.stem] = str(exc)
             continue
-        html = plan_html(plan, context_for(run.catalog, list(catalog_paths), [example]))
+        ctx = context_for(run.catalog, list(catalog_paths), [example], run.reqs)
+        html = plan_html(plan, ctx)
         path = folder / f"{example.stem}.html"
         path.write_text(html, encoding="utf-8")
         out.append(Rendered(example.stem, plan, json.loads(render_plan(plan, "json")), html, path))
@@ -160,38 +160,145 @@ def test_every_example_has_a_plan(reports: list[Rendered]) -> None:
     assert all(r.json["status"] == "optimal" for r in reports)
 
 
+def is_credit(item: dict[str, Any]) -> bool:
+    return str(item["kind"]).startswith("residual")
+
+
+def paid(cost: dict[str, Any]) -> float:
+    """The JSON plan's TCO as paid: its lines other than credits (residual value)."""
+    return sum(i["amount"] for i in cost["breakdown"]["items"] if not is_credit(i))
+
+
 def test_every_number_in_the_cost_table_equals_the_json(reports: list[Rendered]) -> None:
     for r in reports:
         cost = r.json["cost"]
         table = parse(r.html).find("table", id="cost")
         assert len(table) == 1, r.name
         checked = 0
-        items = iter(
-            [i for kind in COST_LABELS for i in cost["breakdown"]["items"] if i["kind"] == kind]
-        )
+        lines = cost["breakdown"]["items"]
+        spent = [i for kind in COST_LABELS for i in lines if i["kind"] == kind and not is_credit(i)]
+        items = iter(spent + [i for i in lines if is_credit(i)])
         for row in table[0].find("tr"):
             cells = [c for c in row.find("td") if "num" in c.classes()]
             if "item" in row.classes():
                 item = next(items)
                 assert row.attrs["data-kind"] == item["kind"], r.name
                 for cell in cells:
-                    assert number(cell) == item[cell.attrs["data-field"]], (r.name, item)
+                    expected = item[cell.attrs["data-field"]]
+                    if cell.attrs["data-field"] == "quantity" and expected is not None:
+                        expected = round(expected, 2)  # a purchase order's two decimals
+                    assert number(cell) == expected, (r.name, item)
                     checked += 1
                 texts = [c.all_text() for c in row.find("td")]
-                assert item["subject"] in texts and item["detail"] in texts
+                assert item["detail"] in texts and any(t.startswith(item["subject"]) for t in texts)
+            elif "subtotal" in row.classes() and "credit" in row.classes():
+                (cell,) = cells  # the TCO net of credits: the JSON's tco
+                assert number(cell) == cost["tco"], r.name
+                checked += 1
             elif "subtotal" in row.classes():
                 (cell,) = cells
                 assert number(cell) == cost["breakdown"][cell.attrs["data-field"]], r.name
                 checked += 1
             elif "total" in row.classes():
                 (cell,) = cells
-                assert number(cell) == cost["tco"], r.name
+                assert number(cell) == paid(cost), r.name
                 checked += 1
             else:
                 assert not cells, f"{r.name}: an unchecked figure in the cost table"
         assert next(items, None) is None, f"{r.name}: a cost line is missing from the table"
-        kinds = {i["kind"] for i in cost["breakdown"]["items"]}
-        assert checked == 3 * len(cost["breakdown"]["items"]) + len(kinds) + 1
+        kinds = {i["kind"] for i in spent}
+        credits = any(is_credit(i) for i in lines)
+        assert checked == 3 * len(lines) + len(kinds) + 1 + credits
+
+
+def test_no_cost_line_appears_twice_in_the_report(reports: list[Rendered]) -> None:
+    """The bill of materials is merged into the cost table: each cost line is one row of
+    the whole page, its price source a numbered note printed once."""
+    for r in reports:
+        page = parse(r.html)
+        assert not page.find("table", id="bom"), r.name
+        rows = page.find("tr")
+        for item in r.json["cost"]["breakdown"]["items"]:
+            holding = [row for row in rows if item["detail"] in row.all_text()]
+            assert len(holding) == 1, (r.name, item["detail"])
+        notes = [li.all_text() for li in page.find("ol", id="sources")[0].find("li")]
+        assert len(notes) == len(set(notes)) >= 1, r.name
+        for line in r.json["bom"]:  # the BOM's located sources are the notes
+            if line["unit_price"] is not None and line["source"]:
+                assert line["source"] in notes, (r.name, line["item"])
+
+
+def memo_number(node: Node) -> float:
+    """The first figure of a memo cell ('3,665,200 CNY', 'month 7')."""
+    found = re.search(r"-?\d[\d,]*(\.\d+)?", node.all_text())
+    assert found, node.all_text()
+    return float(found.group().replace(",", ""))
+
+
+def memo_figures(html: str) -> dict[str, list[float]]:
+    """Every figure of the memo screen, by its data-memo name, in page order."""
+    memo = parse(html).find("section", id="memo")[0]
+    out: dict[str, list[float]] = {}
+    for node in memo.walk():
+        name = node.attrs.get("data-memo")
+        if name and name != "payback":
+            out.setdefault(name, []).append(memo_number(node))
+    return out
+
+
+def expected_memo(plan: dict[str, Any]) -> dict[str, list[float]]:
+    """The same figures read from the JSON plan, by hand."""
+    cost, pb = plan["cost"], plan["payback"]
+    lines = cost["breakdown"]["items"]
+    servers = [i for i in lines if i["kind"] == "servers_capex" and i["amount"]]
+    out: dict[str, list[float]] = {
+        "capex": [cost["capex"]],
+        "monthly_opex": [cost["monthly_opex"]],
+        "tco": [paid(cost)],
+    }
+    amounts = [i["amount"] for i in servers]
+    for kind in ("network", "storage"):
+        if any(i["kind"] == kind and i["amount"] for i in lines):
+            amounts.append(sum(i["amount"] for i in lines if i["kind"] == kind))
+    if servers:
+        out["count"] = [i["quantity"] for i in servers]
+        out["unit_price"] = [i["unit_price"] for i in servers]
+    if amounts:
+        out["amount"] = amounts
+    if plan["sites"]:
+        out["racks"] = [s["racks"] for s in plan["sites"]]
+        out["power_kw"] = [s["power_kw"] for s in plan["sites"]]
+    rented = [d for d in plan["deployments"] if d["mode"] == "cloud"]
+    if rented:
+        rentals = [i for i in lines if i["kind"] == "cloud_rental"]
+        out["rent"] = [
+            sum(i["amount"] for i in rentals if i["detail"].startswith(f"{d['workload']}:"))
+            for d in rented
+        ]
+    # Credits apart from the TCO: residual value lines, the servers bought sold at the
+    # horizon, owned servers sold now.
+    end = cost.get("horizon_resale") or {"amount": 0.0}
+    credits = [
+        sum(i["amount"] for i in lines if is_credit(i)),
+        -end["amount"],
+        -cost.get("resale", 0.0),
+    ]
+    if any(credits):
+        out["credit"] = [c for c in credits if c]
+    if pb["rental_tco"] is not None:
+        out["rental_tco"] = [pb["rental_tco"]]
+    return out
+
+
+def test_every_figure_of_the_memo_equals_the_json(reports: list[Rendered]) -> None:
+    for r in reports:
+        assert memo_figures(r.html) == expected_memo(r.json), r.name
+        payback_text = parse(r.html).find("dd", id="memo-payback")[0].all_text()
+        month = r.json["payback"]["payback_month"]
+        assert (f"month {month}" if month is not None else "n/a") in payback_text or (
+            r.json["payback"]["rental_tco"] is not None and "none within" in payback_text
+        ), r.name
+        assert r.json["payback"]["summary"] in payback_text, r.name
 
 
 def test_penalties_in_the_report_equal_the_json(reports: list[Rendered]) -> None:
@@ -207,13 +314,15 @@ def test_penalties_in_the_report_equal_the_json(reports: list[Rendered]) -> None
 
 
 def test_every_report_has_its_sections_charts_and_pictures(reports: list[Rendered]) -> None:
-    assert charts.available(), "the test extra installs gpusolve[report]"
+    assert charts.available(), "matplotlib is a dependency of gpusolve"
     for r in reports:
         page = parse(r.html)
         ids = {n.attrs.get("id") for n in page.walk()}
-        assert {"claim", "cost", "deployments", "assumptions"} <= ids, r.name
+        assert {"memo", "payments", "claim", "cost", "deployments", "assumptions"} <= ids
         svg_ids = [n.attrs.get("id", "") for n in page.find("svg")]
-        assert "cost-chart" in svg_ids, f"{r.name}: no cost chart"
+        assert {"cost-chart", "payments-chart", "capacity-chart"} <= set(svg_ids), r.name
+        # Each chart has its text equivalent: a table with the same figures.
+        assert {"cost", "payments", "capacity"} <= ids, r.name
         bars = [n for n in page.find("svg") if "bar" in n.classes()]
         assert len(bars) == len(r.plan.deployments), r.name
         for d, bar in zip(r.plan.deployments, bars, strict=True):
@@ -281,7 +390,7 @@ def test_without_the_charting_extra_the_report_keeps_its_tables(
     page = parse(plan_html(r.plan))
     assert page.find("table", id="cost")
     assert not [n for n in page.find("svg") if n.attrs.get("id", "").startswith("cost-")]
-    assert "pip install 'gpusolve[report]'" in page.all_text()
+    assert "pip install 'matplotlib" in page.all_text()
     assert page.find("div", **{"class": "rack"}), "rack pictures are drawn without matplotlib"
 
 
@@ -353,8 +462,9 @@ def test_plan_writes_the_html_report(gpusolve, reports: list[Rendered], tmp_path
     )
     assert result.code == 0, result.err
     assert result.out == ""  # the page goes to the file, never to the terminal
-    cells = parse(out.read_text(encoding="utf-8")).find("td", **{"data-field": "tco"})
-    assert [number(c) for c in cells] == [example.json["cost"]["tco"]]
+    page = out.read_text(encoding="utf-8")
+    assert memo_figures(page) == expected_memo(example.json)
+    assert "capacity-chart" in page  # the command passes the requirements' demand
 
 
 @dataclass
@@ -500,130 +610,22 @@ def test_frontier_html_renders_a_hand_made_frontier() -> None:
 # ---------------------------------------------------------------- in a real browser
 
 
-def chromium() -> str | None:
-    for name in ("chromium", "chromium-browser", "google-chrome"):
-        found = shutil.which(name)
-        if found:
-            return found
-    return None
+@pytest.fixture(scope="module")
+def browser() -> Iterator[chromium.Browser]:
+    """One headless Chromium for the module's browser tests; they skip without one."""
+    binary = chromium.binary()
+    if binary is None:
+        pytest.skip("no Chromium binary (.ci/run installs one)")
+    with chromium.Browser(binary) as b:
+        yield b
 
 
-def open_in_chromium(binary: str, pages: list[Path], timeout_s: float = 60.0) -> dict[str, Any]:
-    """Load each page in one headless Chromium, driven over the DevTools pipe (fds 3 and 4:
-    no port, no extra package). Per page: the console messages, exceptions and log entries
-    it raised, and every URL it requested. Host names resolve nowhere, so a page that
-    reaches for the network also fails loudly."""
-    to_browser_r, to_browser_w = os.pipe()
-    from_browser_r, from_browser_w = os.pipe()
-
-    def wire() -> None:  # in the child: the pipe ends on the fds Chromium reads and writes
-        read_end = fcntl.fcntl(to_browser_r, fcntl.F_DUPFD, 10)
-        write_end = fcntl.fcntl(from_browser_w, fcntl.F_DUPFD, 10)
-        os.dup2(read_end, 3)
-        os.dup2(write_end, 4)
-
-    profile = tempfile.mkdtemp(prefix="gpusolve-chromium-")
-    proc = subprocess.Popen(
-        [
-            binary,
-            "--headless=new",
-            "--no-sandbox",  # CI runs as root
-            "--disable-gpu",
-            "--no-first-run",
-            "--disable-extensions",
-            "--disable-dev-shm-usage",
-            f"--user-data-dir={profile}",
-            "--host-resolver-rules=MAP * ~NOTFOUND",
-            "--remote-debugging-pipe",
-            "about:blank",
-        ],
-        pass_fds=(3, 4),
-        preexec_fn=wire,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    os.close(to_browser_r)
-    os.close(from_browser_w)
-    deadline = time.monotonic() + timeout_s
-    buffer = b""
-    sent = 0
-    events: list[dict[str, Any]] = []
-
-    def messages() -> Iterator[dict[str, Any]]:
-        nonlocal buffer
-        while True:
-            while b"\0" in buffer:
-                raw, buffer = buffer.split(b"\0", 1)
-                yield json.loads(raw)
-            left = deadline - time.monotonic()
-            if left <= 0:
-                raise TimeoutError("Chromium did not answer in time")
-            if select.select([from_browser_r], [], [], left)[0]:
-                chunk = os.read(from_browser_r, 1 << 16)
-                if not chunk:
-                    raise RuntimeError("Chromium closed the DevTools pipe")
-                buffer += chunk
-
-    def call(method: str, params: dict[str, Any] | None = None, session: str = "") -> Any:
-        nonlocal sent
-        sent += 1
-        message: dict[str, Any] = {"id": sent, "method": method, "params": params or {}}
-        if session:
-            message["sessionId"] = session
-        os.write(to_browser_w, json.dumps(message).encode() + b"\0")
-        for m in messages():
-            if m.get("id") == sent:
-                if "error" in m:
-                    raise RuntimeError(f"{method}: {m['error']}")
-                return m["result"]
-            events.append(m)
-        raise AssertionError("unreachable")
-
-    try:
-        target = call("Target.createTarget", {"url": "about:blank"})["targetId"]
-        session = call("Target.attachToTarget", {"targetId": target, "flatten": True})
-        sid = session["sessionId"]
-        for domain in ("Runtime", "Log", "Network", "Page"):
-            call(f"{domain}.enable", session=sid)
-        seen: dict[str, Any] = {}
-        for page in pages:
-            events.clear()
-            call("Page.navigate", {"url": page.resolve().as_uri()}, sid)
-            if not any(e.get("method") == "Page.loadEventFired" for e in events):
-                for m in messages():
-                    events.append(m)
-                    if m.get("method") == "Page.loadEventFired":
-                        break
-            problems, urls = [], []
-            for e in events:
-                method, p = e.get("method"), e.get("params", {})
-                if method == "Runtime.consoleAPICalled":
-                    problems.append(f"console.{p['type']}: {p.get('args')}")
-                elif method == "Runtime.exceptionThrown":
-                    problems.append(f"exception: {p['exceptionDetails'].get('text')}")
-                elif method == "Log.entryAdded":
-                    problems.append(f"{p['entry']['level']}: {p['entry']['text']}")
-                elif method == "Network.requestWillBeSent":
-                    urls.append(p["request"]["url"])
-            seen[page.name] = (problems, urls)
-        return seen
-    finally:
-        os.close(to_browser_w)
-        os.close(from_browser_r)
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-        shutil.rmtree(profile, ignore_errors=True)
-
-
-@pytest.mark.skipif(chromium() is None, reason="no Chromium binary (.ci/run installs one)")
 def test_every_report_opens_in_chromium_without_errors_or_requests(
-    reports: list[Rendered], command_pages: dict[str, Page], tmp_path: Path
+    reports: list[Rendered],
+    command_pages: dict[str, Page],
+    tmp_path: Path,
+    browser: chromium.Browser,
 ) -> None:
-    binary = chromium()
-    assert binary is not None
     frontier = tmp_path / "frontier.html"
     frontier.write_text(frontier_html(frontier_of([(150_000, 5), (100_000, 20)])), "utf-8")
     # A page that breaks both rules, so the check is seen to fail when it should.
@@ -634,14 +636,13 @@ def test_every_report_opens_in_chromium_without_errors_or_requests(
         "utf-8",
     )
     pages = [r.path for r in reports] + [p.html for p in command_pages.values()] + [frontier, bad]
-    seen = open_in_chromium(binary, pages)
+    browser.viewport(1280, 900)
+    seen = {page.name: browser.load(page) for page in pages}
     for page in pages[:-1]:
-        problems, urls = seen[page.name]
-        assert problems == [], page.name
-        assert urls == [page.resolve().as_uri()], page.name
-    problems, urls = seen[bad.name]
-    assert any("boom" in p for p in problems)
-    assert "http://example.invalid/x.png" in urls
+        assert seen[page.name].problems == [], page.name
+        assert seen[page.name].urls == [page.resolve().as_uri()], page.name
+    assert any("boom" in p for p in seen[bad.name].problems)
+    assert "http://example.invalid/x.png" in seen[bad.name].urls
 
 
 def test_help_imports_neither_the_templates_nor_the_charts() -> None:
@@ -684,5 +685,69 @@ def test_plot_without_the_charting_extra_says_what_to_install(
     monkeypatch.setattr(charts, "available", lambda: False)
     example = str(EXAMPLES_BY_NAME["startup-tight-capex"])
     result = gpusolve("frontier", "-q", example, "--plot", str(tmp_path / "f.svg"))
-    assert result.code == 2 and "gpusolve[report]" in result.err
+    assert result.code == 2 and "matplotlib" in result.err
     assert not (tmp_path / "f.svg").exists()
+
+
+# The memo screen, measured in the browser: where each figure is drawn (CSS pixels from the
+# page's top left) and the text it shows.
+MEASURE = """(() => {
+  const box = (el) => { const r = el.getBoundingClientRect();
+    return {bottom: r.bottom + scrollY, right: r.right + scrollX, width: r.width,
+            height: r.height, text: el.innerText}; };
+  const one = (sel) => { const el = document.querySelector(sel); return el ? box(el) : null; };
+  return {
+    figures: [...document.querySelectorAll('#memo [data-memo]')]
+      .map((el) => ({name: el.dataset.memo, ...box(el)})),
+    memo: one('#memo'), buy: one('#memo-buy'), where: one('#memo-where'),
+    rent: one('#memo-rent'), payback: one('#memo-payback'), facts: one('#memo-facts'),
+    page_width: document.documentElement.scrollWidth,
+  };
+})()"""
+# Desktop: a 1280 x 900 window. Print: A4 less the page's 12 mm side and 14 mm top and
+# bottom margins (base.html.j2 @page) at 96 CSS px per inch: 703 x 1017 px.
+SCREENS = {"desktop": (1280, 900, "screen"), "print": (703, 1017, "print")}
+
+
+def test_the_memo_screen_shows_the_decision_without_scrolling(
+    reports: list[Rendered], browser: chromium.Browser, tmp_path: Path
+) -> None:
+    """At desktop and print width, the memo (what to buy, where, what to rent, capex,
+    monthly opex, TCO, payback, what would change it) ends within the first screen or
+    page, nothing overflows sideways, and each figure drawn equals the JSON plan's.
+    Screenshots go to $GPUSOLVE_SCREENSHOTS when set (to look at), else tmp_path."""
+    folder = Path(os.environ.get("GPUSOLVE_SCREENSHOTS") or tmp_path)
+    folder.mkdir(parents=True, exist_ok=True)
+    for screen, (width, height, media) in SCREENS.items():
+        browser.viewport(width, height, media)
+        for r in reports:
+            where = f"{r.name} ({screen} {width}x{height})"
+            assert browser.load(r.path).problems == [], where
+            seen = browser.evaluate(MEASURE)
+            browser.screenshot(folder / f"{r.name}-{screen}.png")
+            assert seen["page_width"] <= width, f"{where}: the page scrolls sideways"
+            assert seen["memo"]["bottom"] <= height, f"{where}: memo ends at {seen['memo']}"
+            parts = ["buy", "payback", "facts"] + ["where"] * bool(r.plan.sites)
+            parts += ["rent"] * any(d.mode == "cloud" for d in r.plan.deployments)
+            for part in parts:
+                box = seen[part]
+                assert box is not None and box["height"] > 0, f"{where}: no {part}"
+                assert box["bottom"] <= height and box["right"] <= width, (where, part, box)
+            drawn: dict[str, list[float]] = {}
+            for f in seen["figures"]:
+                assert f["width"] > 0 and f["bottom"] <= height, (where, f)
+                if f["name"] != "payback":
+                    found = re.search(r"-?\d[\d,]*(\.\d+)?", f["text"])
+                    assert found, (where, f)
+                    drawn.setdefault(f["name"], []).append(float(found.group().replace(",", "")))
+            assert drawn == expected_memo(r.json), where
+            assert {"capex", "monthly_opex", "tco"} <= set(drawn), where
+
+
+def test_a_plan_report_draws_the_frontier_when_given_one(reports: list[Rendered]) -> None:
+    f = frontier_of([(150_000, 5), (100_000, 20), (90_000, 40)])
+    page = parse(plan_html(reports[0].plan, frontier=f))
+    assert [n for n in page.find("svg") if n.attrs.get("id") == "frontier-chart"]
+    rows = page.find("table", id="frontier")[0].find("tr")[1:]
+    assert [number(r.find("td")[2]) for r in rows] == [150_000, 100_000, 90_000]
+    assert not parse(plan_html(reports[0].plan)).find("section", id="frontier-section")

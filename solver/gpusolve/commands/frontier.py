@@ -61,7 +61,7 @@ from gpusolve.commands.options import (
     metavar="FILE.svg|png",
     type=OutputPath(),
     default=None,
-    help="Also draw the frontier to this SVG or PNG file (needs gpusolve[report]).",
+    help="Also draw the frontier to this SVG or PNG file.",
 )
 @click.option(
     "--axis-from-data",
@@ -147,7 +147,7 @@ def frontier(
 
 
 def _check_plot(plot: Path) -> None:
-    """--plot names an SVG or PNG file and the charting extra is installed, before any work."""
+    """--plot names an SVG or PNG file and matplotlib imports, before any work."""
     from gpusolve.report.charts import INSTALL_HINT, PLOT_SUFFIXES, available
 
     if plot.suffix.lower() not in PLOT_SUFFIXES:

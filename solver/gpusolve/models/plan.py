@@ -458,6 +458,48 @@ class Scenarios(OutModel):
     outcomes: list[ScenarioOutcome] = Field(default_factory=list)
 
 
+class PaymentMonth(OutModel):
+    """What the plan pays in one month of the horizon, by kind (credits are not cash)."""
+
+    month: int = Field(description="1 = the month of purchase.")
+    capex: float = Field(description="Servers, network and storage bought, set-up fees.")
+    rent: float = Field(description="Rack rent and bandwidth.")
+    energy: float
+    cloud: float = Field(description="Cloud rental.")
+    other: float = Field(default=0.0, description="Kinds not named above.")
+    total: float
+
+
+class Payback(OutModel):
+    """The plan against the cheapest plan that buys nothing (every workload rented)."""
+
+    basis: str = Field(description="How the all-rental plan was found, in words.")
+    rental_tco: float | None = Field(
+        description="TCO of the cheapest all-rental plan; None when renting alone cannot "
+        "meet the requirements or the plan itself buys nothing."
+    )
+    rental_proven_optimal: bool = False
+    rental_cloud: float | None = Field(
+        default=None, description="Of rental_tco, the cloud rental (the rest runs owned stock)."
+    )
+    rental_hardware: list[str] = Field(
+        default_factory=list, description="What the all-rental plan rents, per workload."
+    )
+    rental_months: list[float] = Field(
+        default_factory=list, description="The all-rental plan's spend per month."
+    )
+    payback_month: int | None = Field(
+        default=None,
+        description="First month from which the plan's cumulative spend stays at or below "
+        "the all-rental plan's; None: never within the horizon, or nothing to compare.",
+    )
+    saving: float | None = Field(
+        default=None,
+        description="All-rental TCO minus the plan's spend over the horizon (credits apart).",
+    )
+    summary: str = Field(description="The comparison in words.")
+
+
 class Plan(OutModel):
     status: PlanStatus
     objective: str
@@ -496,4 +538,12 @@ class Plan(OutModel):
     )
     scenarios: Scenarios | None = Field(
         default=None, description="A scenarios: block: the two-stage plan against the nominal."
+    )
+    payments: list[PaymentMonth] = Field(
+        default_factory=list,
+        description="When the plan's money is paid, month by month (explain/payments.py).",
+    )
+    payments_basis: str = Field(default="", description="How each kind is timed, in words.")
+    payback: Payback | None = Field(
+        default=None, description="The plan against the cheapest all-rental plan."
     )

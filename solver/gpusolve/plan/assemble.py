@@ -15,6 +15,7 @@ from gpusolve.explain import parts
 from gpusolve.explain.bom import bill_of_materials, locate
 from gpusolve.explain.inventory import in_service
 from gpusolve.explain.inventory import inventory as owned_lines
+from gpusolve.explain.payments import BASIS, contracted, payment_months
 from gpusolve.load.catalog import sources_of
 from gpusolve.models.catalog import PART_KINDS, Catalog
 from gpusolve.models.common import PriceNote
@@ -59,8 +60,17 @@ def planned(
         update={
             "illustrative_prices": illustrative_prices(plan, where.catalog),
             "bom": bill_of_materials(plan, where.catalog),
+            "payments": payment_months(
+                plan.cost, plan.deployments, runs_of(where.reqs), contracted(plan)
+            ),
+            "payments_basis": BASIS if plan.cost is not None else "",
         }
     )
+
+
+def runs_of(reqs: Requirements) -> dict[str, float]:
+    """Runs over the horizon per workload: when its rentals are paid (explain/payments.py)."""
+    return {w.name: w.runs for w in reqs.workloads}
 
 
 def finish(run: Inputs, plan: Plan) -> Plan:

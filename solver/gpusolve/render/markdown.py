@@ -1,9 +1,11 @@
-"""A plan as a procurement memo in Markdown."""
+"""A plan as a procurement memo in Markdown: the memo first (what to buy, where, what to
+rent, capex, monthly opex, TCO, payback, what would change the decision), then the payment
+schedule, then the details, each cost line once (the bill of materials merged in)."""
 
 from __future__ import annotations
 
-from gpusolve.models.plan import Cost, Plan
-from gpusolve.render.bom_tables import bom_markdown
+from gpusolve.explain.payments import is_credit
+from gpusolve.models.plan import Cost, CostItem, Plan
 from gpusolve.render.compliance import compliance_markdown, sources_markdown
 from gpusolve.render.fmt import (
     COST_LABELS,
@@ -17,6 +19,7 @@ from gpusolve.render.fmt import (
     work,
 )
 from gpusolve.render.inventory import inventory_markdown
+from gpusolve.render.memo import Memo, located_source, memo, periods
 from gpusolve.render.scenarios import scenarios_markdown
 from gpusolve.render.sensitivity import sensitivity_markdown
 
@@ -46,23 +49,33 @@ def plan_markdown(plan: Plan) -> str:
         return "\n".join(out) + "\n"
     c = plan.cost
     cur = c.currency
-    add(
-        f"Objective **{plan.objective}**, "
-        f"{'proven optimal' if plan.solver.proven_optimal else _status(plan)}. "
-        f"Total cost of ownership over {c.horizon_months} months: **{money(c.tco, cur)}** "
-        f"(capex {money(c.capex, cur)}, {money(c.monthly_opex, cur)} per month)."
-        + (
-            f" Soft-rule penalties {money(c.penalties, cur)} (not spent); "
-            f"{objective_words(c)} = {money(c.objective_value, cur)}."
-            if c.penalties
-            else ""
-        )
+    verdict = "proven optimal" if plan.solver.proven_optimal else _status(plan)
+    add(f"Objective **{plan.objective}**, {verdict}; horizon {c.horizon_months} months, {cur}.")
+    add("")
+    m = memo(plan)
+    assert m is not None  # the plan has a cost
+    out += memo_markdown(m)
+    out += payments_markdown(plan)
+    add("")
+    add("## Details")
+    add("")
+    net = (
+        [f"The optimiser counts the TCO net of credits: {money(c.tco, cur)}."]
+        if m.tco != c.tco
+        else []
     )
+    if c.penalties:
+        net.append(
+            f"Soft-rule penalties {money(c.penalties, cur)} steer the choice and are not spent; "
+            f"{objective_words(c)} = {money(c.objective_value, cur)}."
+        )
+    if net:
+        add(" ".join(net))
     scope = proof_scope(plan.solver)
     if scope:
         add(f"{scope[0].upper()}{scope[1:]}.")
     add("")
-    add("## Deployments")
+    add("### Deployments")
     add("")
     add("| workload | schedule | hardware | site | layout | memory | speed |")
     add("|---|---|---|---|---|---|---|")
@@ -73,7 +86,7 @@ def plan_markdown(plan: Plan) -> str:
         )
     if plan.sites:
         add("")
-        add("## Colocation")
+        add("### Colocation")
         add("")
         add("| offer | city | cooling | racks | rack kW | reserved kW | servers | peak kW |")
         add("|---|---|---|---|---|---|---|---|")
@@ -85,9 +98,7 @@ def plan_markdown(plan: Plan) -> str:
             )
     out.extend(inventory_markdown(plan.inventory, c.currency))
     add("")
-    out.extend(_cost_table(c))
-    if plan.bom:
-        out += ["", *bom_markdown(plan)]
+    out.extend(_cost_table(plan, c))
     out.extend(scenarios_markdown(plan))
     if plan.binding:
         add("")
@@ -135,24 +146,64 @@ def plan_markdown(plan: Plan) -> str:
     return "\n".join(out) + "\n"
 
 
-def _cost_table(c: Cost) -> list[str]:
-    """Every line of the TCO and each soft-rule penalty; the lines add up to the totals."""
+def _cell(value: float | None) -> str:
+    if value is None:
+        return ""
+    return f"{value:,.2f}".removesuffix(".00")
+
+
+def _cost_table(plan: Plan, c: Cost) -> list[str]:
+    """Every line of the TCO once, with the bill of materials' quantity, unit and unit
+    price, each source a numbered note; credits after the TCO paid; then each soft-rule
+    penalty. The lines add up to the totals."""
     b = c.breakdown
-    out = ["## Cost", "", f"Whole horizon ({c.horizon_months} months), {c.currency}.", ""]
-    out += ["| item | detail | amount |", "|---|---|---:|"]
+    out = ["### Cost and bill of materials", ""]
+    out += [f"Whole horizon ({c.horizon_months} months), {c.currency}; * illustrative price.", ""]
+    out += [
+        "| item | detail | quantity | unit | unit price | amount |",
+        "|---|---|---:|---|---:|---:|",
+    ]
+    sources: list[str] = []
+
+    def row(label: str, i: CostItem) -> str:
+        note = ""
+        source = located_source(plan, i)
+        if source:
+            if source not in sources:
+                sources.append(source)
+            note = f" [{sources.index(source) + 1}]"
+        star = "*" if i.illustrative else ""
+        detail = i.detail.replace("|", "/")
+        return (
+            f"| {label}: {i.subject} | {detail} | {_cell(i.quantity)} | {i.unit} | "
+            f"{_cell(i.unit_price)}{star} | {i.amount:,.0f}{note} |"
+        )
+
+    paid = 0.0
     for kind, label in COST_LABELS.items():
-        items = [i for i in b.items if i.kind == kind]
-        out += [f"| {label}: {i.subject} | {i.detail} | {i.amount:,.0f} |" for i in items]
+        items = [i for i in b.items if i.kind == kind and not is_credit(i)]
+        out += [row(label, i) for i in items]
+        paid += sum(i.amount for i in items)
         if items:
-            out.append(f"| **{label}** | | **{getattr(b, kind):,.0f}** |")
-    out.append(f"| **TCO** | | **{c.tco:,.0f}** |")
+            out.append(f"| **{label}** | | | | | **{getattr(b, kind):,.0f}** |")
+    credits = [i for i in b.items if is_credit(i)]
+    if credits:
+        out.append(f"| **TCO paid (credits apart)** | | | | | **{paid:,.0f}** |")
+        out += [row(COST_LABELS.get(i.kind, i.kind), i) for i in credits]
+        net = paid + sum(i.amount for i in credits)
+        out.append(f"| **TCO** | net of credits (not cash) | | | | **{net:,.0f}** |")
+    else:
+        out.append(f"| **TCO** | | | | | **{c.tco:,.0f}** |")
     if c.resale:
         out.append(
-            f"| resale credit, owned servers sold now (apart from the TCO) | | {c.resale:,.0f} |"
+            f"| resale credit, owned servers sold now (apart from the TCO) | | | | | "
+            f"{c.resale:,.0f} |"
         )
     end = c.horizon_resale
     if end is not None:
-        out += ["", f"Resale credit {end.amount:,.0f} {c.currency} ({resale_words(c)}).", ""]
+        out += ["", f"Resale credit {end.amount:,.0f} {c.currency} ({resale_words(c)})."]
+    if sources:
+        out += ["", *(f"{n}. {s}" for n, s in enumerate(sources, 1))]
     if b.penalty_items:
         out += ["", "Soft-rule penalties: they steer the choice and are never spent.", ""]
         out += ["| rule | applies to | reason | amount |", "|---|---|---|---:|"]
@@ -165,6 +216,76 @@ def _cost_table(c: Cost) -> list[str]:
         out.append(f"| **penalties** | | | **{c.penalties:,.0f}** |")
         label = objective_words(c).replace(" ", " = ", 1)
         out.append(f"| **{label}** | | | **{c.objective_value:,.0f}** |")
+    return out
+
+
+def memo_markdown(m: Memo) -> list[str]:
+    """The memo: buy, where, rent, the figures, and what would change the decision."""
+    cur = m.currency
+    out = ["## The decision", "", "**Buy**", ""]
+    servers = [b for b in m.buys if b.kind == "server"]
+    if m.buys:
+        out += ["| what | site | count | unit price | total |", "|---|---|---:|---:|---:|"]
+        out += [
+            f"| {b.item} | {b.site or '-'} | {_cell(b.count)} | {_cell(b.unit_price)} | "
+            f"{b.amount:,.0f} |"
+            for b in servers
+        ]
+        out += [f"| {k.kind}: {k.summary} | {k.sites} | | | {k.amount:,.0f} |" for k in m.kits]
+    else:
+        out.append("Nothing." if m.kept else "Nothing: every workload is rented.")
+    if m.kept:
+        out += ["", "Already owned (sunk, not in the capex or the TCO): " + "; ".join(m.kept) + "."]
+    if m.sites:
+        out += ["", "**Where**", ""]
+        out += ["| site | city | racks | kW per rack | peak kW |", "|---|---|---:|---:|---:|"]
+        out += [
+            f"| {s.offer} | {s.city} ({s.region}, {s.cooling}) | {s.racks} | {s.rack_kw:g} | "
+            f"{s.power_kw:g} |"
+            for s in m.sites
+        ]
+    if m.rents:
+        out += ["", "**Rent**", ""]
+        out += [f"| workload | what | over {m.horizon_months} months |", "|---|---|---:|"]
+        out += [f"| {r.workload} | {r.what} | {r.amount:,.0f} |" for r in m.rents]
+    out += ["", f"| figure | {cur} |", "|---|---:|"]
+    out.append(f"| capex (at purchase) | {_cell(m.capex)} |")
+    out.append(f"| monthly opex (average) | {_cell(m.monthly_opex)} |")
+    out.append(f"| **TCO over {m.horizon_months} months (paid)** | **{_cell(m.tco)}** |")
+    for credit in m.credits:
+        out.append(
+            f"| credit, apart from the TCO: {credit.label} (not cash; TCO net of credits "
+            f"{_cell(m.net)}) | {_cell(credit.amount)} |"
+        )
+    payback = "n/a" if m.payback_month is None else f"month {m.payback_month}"
+    if m.payback_month is None and m.rental_tco is not None:
+        payback = "none within the horizon"
+    out.append(f"| payback against the cheapest all-rental plan | {payback} |")
+    out += ["", f"Payback: {m.payback}."]
+    out += ["", "**What would change the decision**", ""]
+    out += [f"{n}. {f}" for n, f in enumerate(m.facts, 1)]
+    out += ["", f"_From {m.facts_from}._"]
+    return out
+
+
+def payments_markdown(plan: Plan) -> list[str]:
+    """The payment schedule by month (a year or less) or quarter, with the cumulative
+    spend of the plan and of the cheapest all-rental plan."""
+    rows = periods(plan)
+    if not rows:
+        return []
+    rental = rows[0].rental_cumulative is not None
+    out = ["", "## When the money is paid", "", f"{plan.payments_basis}.", ""]
+    head = (
+        "| period | purchases | rent and bandwidth | energy | cloud | other | paid | cumulative |"
+    )
+    out += [head + (" all-rental, cumulative |" if rental else "")]
+    out += ["|---" + "|---:" * (8 if rental else 7) + "|"]
+    for p in rows:
+        cells = [p.capex, p.rent, p.energy, p.cloud, p.other, p.total, p.cumulative]
+        if p.rental_cumulative is not None:
+            cells.append(p.rental_cumulative)
+        out.append(f"| {p.label} | " + " | ".join(f"{v:,.0f}" for v in cells) + " |")
     return out
 
 

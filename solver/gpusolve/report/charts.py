@@ -1,7 +1,9 @@
-"""Charts drawn with matplotlib (the optional `gpusolve[report]` extra), as inline SVG.
+"""Charts drawn with matplotlib (a base dependency since the memo report), as inline SVG.
 
-matplotlib is imported inside each function: `gpusolve --help` and every command that
-draws nothing never pay for it. Figures are built with the object API (no pyplot, so no
+matplotlib is imported inside each function: `gpusolve --help`, `plan` text output and
+every command that draws nothing never pay for it (tests/test_memo.py checks sys.modules).
+Each chart stands beside a table or a caption carrying its figures, so the page reads the
+same to a screen reader and on paper. Figures are built with the object API (no pyplot, so no
 global backend state and no display), text is written as paths (the SVG needs no font)
 and every figure has its own id salt, so several can sit in one HTML page.
 """
@@ -18,20 +20,33 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from gpusolve.explain.payments import CREDIT_KINDS, cumulative
 from gpusolve.models.frontier import Frontier
-from gpusolve.models.plan import Cost, Sensitivity, SensitivityRange
+from gpusolve.models.plan import Cost, PaymentMonth, Sensitivity, SensitivityRange
 from gpusolve.render.fmt import COST_LABELS
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
-INSTALL_HINT = "pip install 'gpusolve[report]'"
-# One hue per cost kind, readable in greyscale print (light to dark).
-_KIND_COLOURS = ("#9ecae1", "#6baed6", "#4292c6", "#2171b5", "#084594", "#74c476")
+# matplotlib comes with gpusolve; an install that lost it (a --no-deps install, a broken
+# environment) is told how to bring it back.
+INSTALL_HINT = "pip install 'matplotlib>=3.8' (gpusolve's own dependency, missing here)"
+# One colour per cost kind, the payment chart's families: purchases in dark blues, site
+# charges in light blues, energy orange, cloud green (distinct in greyscale print too).
+KIND_COLOURS = {
+    "servers_capex": "#08519c",
+    "network": "#3182bd",
+    "storage": "#6baed6",
+    "rack_rent": "#9ecae1",
+    "energy": "#fd8d3c",
+    "bandwidth": "#c6dbef",
+    "cloud_rental": "#74c476",
+}
 
 
 def available() -> bool:
-    """True when matplotlib can be imported (the `report` extra is installed)."""
+    """True when matplotlib can be imported (it is a dependency: false only in a broken
+    or --no-deps install)."""
     return importlib.util.find_spec("matplotlib") is not None
 
 
@@ -79,16 +94,18 @@ def _money(value: float) -> str:
 
 
 def cost_chart(cost: Cost) -> str | None:
-    """The TCO by kind (servers, rent, energy, bandwidth, cloud) as horizontal bars, each
-    labelled with its amount and its share of the spend; a credit (the servers' residual
-    value) runs left of zero. None without matplotlib or with nothing to draw."""
+    """The TCO paid by kind (servers, network, storage, rent, energy, bandwidth, cloud) as
+    horizontal bars, each labelled with its amount and its share of the spend. Credits (the
+    servers' residual value) stand apart from the TCO: not drawn here. None without
+    matplotlib or with nothing to draw."""
     if not available():
         return None
     kinds = [
-        (label, getattr(cost.breakdown, kind), _KIND_COLOURS[i % len(_KIND_COLOURS)])
-        for i, (kind, label) in enumerate(COST_LABELS.items())
+        (label, getattr(cost.breakdown, kind), KIND_COLOURS.get(kind, "#bdbdbd"))
+        for kind, label in COST_LABELS.items()
+        if kind not in CREDIT_KINDS
     ]
-    kinds = [row for row in kinds if row[1] != 0][::-1]  # matplotlib draws bottom-up
+    kinds = [row for row in kinds if row[1] > 0][::-1]  # matplotlib draws bottom-up
     if not kinds:
         return None
     fig = _figure(7.0, 0.5 + 0.45 * len(kinds))
@@ -97,12 +114,9 @@ def cost_chart(cost: Cost) -> str | None:
     spend = sum(a for a in amounts if a > 0) or 1.0
     for y, (_label, amount, colour) in enumerate(kinds):
         bar = ax.barh(y, amount, color=colour, edgecolor="#333333", linewidth=0.5)
-        if amount > 0:  # the spend: amount and share beyond the bar's end
-            ax.bar_label(bar, [f"{_money(amount)} ({amount / spend:.0%})"], padding=3, fontsize=8)
-        else:  # a credit: written inside its bar, clear of the kind's name
-            ax.bar_label(bar, [f"{_money(amount)} credit"], label_type="center", fontsize=8)
+        ax.bar_label(bar, [f"{_money(amount)} ({amount / spend:.0%})"], padding=3, fontsize=8)
     ax.set_yticks(range(len(kinds)), [label for label, _, _ in kinds])
-    ax.set_xlim(min(0.0, min(amounts) * 1.6), max(0.0, max(amounts)) * 1.35 or 1.0)
+    ax.set_xlim(0.0, max(amounts) * 1.35 or 1.0)
     ax.axvline(0, color="#333333", linewidth=0.8)
     ax.set_xlabel(f"{cost.currency} over {cost.horizon_months} months")
     ax.xaxis.set_major_formatter(_thousands())
@@ -167,6 +181,91 @@ def tornado_chart(s: Sensitivity) -> str | None:
     ax.set_xlabel(f"% change with the plan unchanged (cut at ±{TORNADO_CAP_PCT:g}%)")
     ax.spines[["top", "right"]].set_visible(False)
     return _svg(fig, "tornado")
+
+
+# The payment schedule's kinds, in stacking order, with their colours.
+PAYMENT_KINDS = (
+    ("capex", "purchases", "#08519c"),
+    ("rent", "rack rent and bandwidth", "#6baed6"),
+    ("energy", "energy", "#fd8d3c"),
+    ("cloud", "cloud rental", "#74c476"),
+    ("other", "other", "#bdbdbd"),
+)
+
+
+def payment_chart(
+    months: list[PaymentMonth],
+    currency: str,
+    rental_months: list[float] | None = None,
+    payback_month: int | None = None,
+) -> str | None:
+    """Cumulative spend month by month, stacked by kind, against the cheapest all-rental
+    plan's cumulative spend (dashed) and the payback month. None without matplotlib or
+    without months."""
+    if not available() or not months:
+        return None
+    fig = _figure(7.5, 3.2)
+    ax = fig.subplots()
+    x = [m.month for m in months]
+    stacks, labels, colours = [], [], []
+    for key, label, colour in PAYMENT_KINDS:
+        values = [getattr(m, key) for m in months]
+        if any(values):
+            stacks.append(cumulative(values))
+            labels.append(label)
+            colours.append(colour)
+    ax.stackplot(x, *stacks, labels=labels, colors=colours, step="post", alpha=0.9)
+    if rental_months:
+        ax.step(
+            x,
+            cumulative(rental_months),
+            where="post",
+            color="#333333",
+            linestyle="--",
+            linewidth=1.2,
+            label="cheapest all-rental plan",
+        )
+    if payback_month is not None:
+        ax.axvline(payback_month, color="#e6550d", linewidth=1.0)
+        ax.annotate(
+            f"pays back, month {payback_month}",
+            (payback_month, 0),
+            xytext=(4, 4),
+            textcoords="offset points",
+            fontsize=8,
+            color="#a63603",
+        )
+    ax.set_xlim(1, max(x) + 1 if len(x) > 1 else 2)
+    ax.set_ylim(bottom=0)
+    ax.set_xlabel("month (1 = purchase)")
+    ax.set_ylabel(f"cumulative spend ({currency})")
+    ax.yaxis.set_major_formatter(_thousands())
+    ax.yaxis.set_major_locator(_few_ticks())
+    # Below the axes: inside, it would cover the first months' rise.
+    fig.legend(loc="outside lower center", ncols=3, fontsize=7, frameon=False)
+    ax.spines[["top", "right"]].set_visible(False)
+    return _svg(fig, "payments")
+
+
+def capacity_chart(rows: list[tuple[str, float, str]]) -> str | None:
+    """Per workload, the share of its deployment's capacity the demand takes (time per run
+    against the deadline, or target tokens/s against tokens/s deployed), labelled with the
+    figures; 100% is the limit. `rows`: (workload, share, label)."""
+    if not available() or not rows:
+        return None
+    fig = _figure(7.0, 0.6 + 0.4 * len(rows))
+    ax = fig.subplots()
+    shown = rows[::-1]
+    for y, (_w, share, label) in enumerate(shown):
+        colour = "#e6550d" if share > 1 else "#3182bd"
+        bar = ax.barh(y, share * 100, color=colour, edgecolor="#333333", linewidth=0.5)
+        ax.bar_label(bar, [label], padding=3, fontsize=7)
+    ax.axvline(100, color="#333333", linewidth=1.0, linestyle="--")
+    ax.set_yticks(range(len(shown)), [textwrap.shorten(w, 24, placeholder="…") for w, *_ in shown])
+    ax.set_xlim(0, max(150.0, max(share for _, share, _ in rows) * 100 * 1.9))
+    ax.set_xlabel("% of the deployment's capacity the demand uses (100% = the limit)")
+    ax.spines[["top", "right"]].set_visible(False)
+    return _svg(fig, "capacity")
 
 
 def frontier_figure(f: Frontier, from_zero: bool = True) -> Figure:

@@ -12,11 +12,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from gpusolve.explain.payments import is_credit
 from gpusolve.models.colo import ColoReport, ColoRow
 from gpusolve.models.estimate import EstimateReport
 from gpusolve.models.frontier import Frontier
-from gpusolve.models.plan import Deployment, Plan
+from gpusolve.models.plan import Cost, CostItem, Deployment, Plan
 from gpusolve.render.fmt import COST_LABELS, hardware, hours, layout, proof_scope, work
+from gpusolve.render.memo import located_source, memo, periods
 from gpusolve.report import charts, racks
 
 # Order and words of the memory parts (estimate's MemoryGB fields).
@@ -53,10 +55,17 @@ class ReportContext:
     server_kw: dict[str, float] = field(default_factory=dict)
     offer_units: dict[str, int] = field(default_factory=dict)
     heuristics: dict[str, str] = field(default_factory=dict)
+    # The demand each workload states (requirements), for capacity against demand.
+    deadlines_h: dict[str, float] = field(default_factory=dict)
+    targets_tps: dict[str, float] = field(default_factory=dict)
 
 
-def context_for(catalog: Any, catalog_paths: list[Path], inputs: list[Path]) -> ReportContext:
-    """The report context of a run: its catalogue (a `Catalog`) and the files it read."""
+def context_for(
+    catalog: Any, catalog_paths: list[Path], inputs: list[Path], reqs: Any = None
+) -> ReportContext:
+    """The report context of a run: its catalogue (a `Catalog`), the files it read and,
+    for a plan, its `Requirements` (each workload's deadline or target throughput)."""
+    workloads = reqs.workloads if reqs is not None else []
     return ReportContext(
         inputs=[str(p) for p in inputs],
         catalog_paths=[str(p) for p in catalog_paths],
@@ -64,6 +73,12 @@ def context_for(catalog: Any, catalog_paths: list[Path], inputs: list[Path]) -> 
         server_kw={k: s.power_kw for k, s in catalog.servers.items()},
         offer_units={k: o.rack_units for k, o in catalog.colo_offers.items()},
         heuristics=heuristic_texts(),
+        deadlines_h={w.name: w.deadline_hours for w in workloads if w.deadline_hours},
+        targets_tps={
+            w.name: w.target_tokens_per_s
+            for w in workloads
+            if getattr(w, "target_tokens_per_s", None)
+        },
     )
 
 
@@ -96,6 +111,7 @@ def _environment() -> Any:
     env.filters["num"] = num
     env.filters["exact"] = exact
     env.filters["sig"] = sig
+    env.filters["qty"] = qty
     env.filters["names"] = lambda keys: {k: k.replace("_", " ") for k in keys}
     env.filters["pct"] = lambda x, digits=0: "-" if x is None else f"{x:.{digits}%}"
     env.filters["hours"] = hours
@@ -128,6 +144,14 @@ def exact(value: float | None) -> str:
     return f"{value:,}"
 
 
+def qty(value: float | None) -> str:
+    """A quantity as a purchase order prints it: at most two decimals (10,123.33
+    instance-hours), none when whole."""
+    if value is None:
+        return "-"
+    return f"{value:,.2f}".removesuffix(".00")
+
+
 def sig(value: float | None) -> str:
     """A searched figure (a range end found by bisection) to four significant digits, whole
     units with separators from 1,000 up: the search's precision, not the float's."""
@@ -142,7 +166,11 @@ def _render(template: str, **values: Any) -> str:
     return str(_environment().get_template(template).render(**values))
 
 
-def plan_html(plan: Plan, ctx: ReportContext | None = None) -> str:
+def plan_html(
+    plan: Plan, ctx: ReportContext | None = None, frontier: Frontier | None = None
+) -> str:
+    """The plan's report: the memo screen, the payment schedule, then the details. With
+    `frontier` (points solved by `gpusolve frontier`), its chart and table too."""
     ctx = ctx or ReportContext()
     rack_pictures = [
         picture
@@ -152,18 +180,129 @@ def plan_html(plan: Plan, ctx: ReportContext | None = None) -> str:
         )
     ]
     cost = plan.cost
+    pb = plan.payback
+    capacity = capacity_rows(plan, ctx)
     return _render(
         "plan.html.j2",
         plan=plan,
         ctx=ctx,
         cost=cost,
+        memo=memo(plan),
+        periods=periods(plan),
         scope=proof_scope(plan.solver),
         racks=rack_pictures,
         catalogue_files=catalogue_files(plan),
+        lines=cost_rows(plan) if cost is not None else None,
         cost_chart=charts.cost_chart(cost) if cost is not None else None,
+        payment_chart=charts.payment_chart(
+            plan.payments,
+            cost.currency if cost is not None else "",
+            pb.rental_months if pb is not None else None,
+            pb.payback_month if pb is not None else None,
+        ),
+        capacity=capacity,
+        capacity_chart=charts.capacity_chart([(c.workload, c.share, c.label) for c in capacity]),
         tornado=charts.tornado_chart(plan.sensitivity) if plan.sensitivity else None,
         memory_bars=[memory_bar(d) for d in plan.deployments],
+        frontier=frontier,
+        frontier_chart=charts.frontier_chart(frontier) if frontier is not None else None,
     )
+
+
+@dataclass(frozen=True)
+class CostRow:
+    """One line of the TCO as the report prints it: the cost line and its bill-of-materials
+    facts merged (quantity, unit price, what comes inside), its source a footnote number."""
+
+    item: CostItem
+    label: str
+    inside: str  # "8 x ascend-910b each" for a server line
+    note: int | None  # footnote number of its price source
+
+
+@dataclass(frozen=True)
+class CostLines:
+    spend: list[tuple[str, str, list[CostRow], float]]  # (kind, label, rows, subtotal) paid
+    credits: list[CostRow]
+    sources: list[str]  # footnotes, numbered from 1
+    paid: float  # the TCO as paid, credits apart
+    net: float  # paid plus the credits
+
+
+def cost_rows(plan: Plan) -> CostLines:
+    """Every cost line once, by kind; credits apart; each distinct source once."""
+    cost = plan.cost
+    assert cost is not None
+    sources: list[str] = []
+
+    def row(item: CostItem) -> CostRow:
+        note = None
+        source = located_source(plan, item)
+        if source:
+            if source not in sources:
+                sources.append(source)
+            note = sources.index(source) + 1
+        return CostRow(item, COST_LABELS.get(item.kind, item.kind), inside_of(plan, item), note)
+
+    spend = []
+    for kind, label in COST_LABELS.items():
+        rows = [row(i) for i in cost.breakdown.items if i.kind == kind and not is_credit(i)]
+        if rows:
+            spend.append((kind, label, rows, getattr(cost.breakdown, kind)))
+    known = set(COST_LABELS)
+    others = [row(i) for i in cost.breakdown.items if i.kind not in known and not is_credit(i)]
+    if others:
+        spend.append(("other", "other", others, sum(r.item.amount for r in others)))
+    credit_rows = [row(i) for i in cost.breakdown.items if is_credit(i)]
+    paid = sum(r.item.amount for *_, rows, _total in spend for r in rows)
+    return CostLines(spend, credit_rows, sources, paid, paid + credits_of(cost, credit_rows))
+
+
+def credits_of(cost: Cost, rows: list[CostRow]) -> float:
+    return (
+        sum(r.item.amount for r in rows) if rows else getattr(cost.breakdown, "residual_value", 0.0)
+    )
+
+
+def inside_of(plan: Plan, item: CostItem) -> str:
+    """What the bill of materials counts inside a server line: its cards, per server."""
+    if item.kind != "servers_capex":
+        return ""
+    cards = [
+        b
+        for b in plan.bom
+        if b.section == "card" and b.note == f"inside {item.subject}" and b.site == item.site
+    ]
+    per = item.quantity or 1
+    return "; ".join(f"{b.quantity / per:g} x {b.item} each" for b in cards)
+
+
+@dataclass(frozen=True)
+class Capacity:
+    workload: str
+    need: str  # the demand in words
+    have: str  # what the deployment gives
+    share: float  # demand / capacity: 1.0 is the limit
+    label: str
+
+
+def capacity_rows(plan: Plan, ctx: ReportContext) -> list[Capacity]:
+    """Per workload with a stated demand: a training run's time against its deadline, a
+    service's target tokens/s against the tokens/s deployed."""
+    out = []
+    for d in plan.deployments:
+        deadline = ctx.deadlines_h.get(d.workload)
+        target = ctx.targets_tps.get(d.workload)
+        if d.time_to_train_h is not None and deadline:
+            share = d.time_to_train_h / deadline
+            need, have = f"a run within {hours(deadline)}", f"{hours(d.time_to_train_h)} per run"
+        elif d.time_to_train_h is None and target and d.throughput:
+            share = target / d.throughput
+            need, have = f"{target:,.0f} tokens/s", f"{d.throughput:,.0f} tokens/s"
+        else:
+            continue
+        out.append(Capacity(d.workload, need, have, share, f"{have} for {need} ({share:.0%})"))
+    return out
 
 
 def catalogue_files(plan: Plan) -> list[str]:

@@ -14,6 +14,7 @@ from gpusolve.runs.output import CommandOutput, OptionConflict, RunResult, writt
 
 if TYPE_CHECKING:
     from gpusolve.models.catalog import Catalog
+    from gpusolve.models.requirements import Requirements
     from gpusolve.plan.inputs import Inputs
     from gpusolve.plan.solved import PlanOptions, Solved
 
@@ -79,7 +80,7 @@ def run_plan(request: PlanRequest, progress: Progress = lambda _: None) -> RunRe
             plan = _with_ranges(solved, request.bar, progress)
         except KeyboardInterrupt:  # the plan itself is finished: print it, without ranges
             return RunResult(plan, _sensitivity_interrupted(plan, request.fmt))
-    text = plan_text(plan, request, run.catalog)
+    text = plan_text(plan, request, run.catalog, run.reqs)
     shown = _shown(text, finished, request.output, EXIT_CODES.get(plan.status, 0))
     if request.launch is not None:
         shown = _with_launch_files(shown, plan, run, request.launch)
@@ -139,11 +140,13 @@ def solve_interruptibly(run: Inputs, options: PlanOptions, progress: Progress) -
 
 
 def analysed(solved: Solved, progress: Progress) -> Solved:
-    """`solved` with its next-best plans (--top-k) and why-not lines (--why-not)."""
-    from gpusolve.analyses import topk, whynot
+    """`solved` with its next-best plans (--top-k), why-not lines (--why-not) and its
+    payback against the cheapest all-rental plan."""
+    from gpusolve.analyses import payback, topk, whynot
 
     solved = solved.with_plan(topk.run(solved, progress))
-    return solved.with_plan(whynot.run(solved, progress))
+    solved = solved.with_plan(whynot.run(solved, progress))
+    return solved.with_plan(payback.run(solved, progress))
 
 
 def _with_ranges(solved: Solved, bar: bool, progress: Progress) -> Plan:
@@ -167,7 +170,9 @@ def check_robust(has_scenarios: bool, request: PlanRequest) -> None:
         )
 
 
-def plan_text(plan: Plan, request: PlanRequest, catalog: Catalog) -> str:
+def plan_text(
+    plan: Plan, request: PlanRequest, catalog: Catalog, reqs: Requirements | None = None
+) -> str:
     """The HTML report of a finished plan, else the bill of materials (--bom), else the
     plan in its format; a run without a plan explains itself as text, never as markup."""
     from gpusolve.render import render_plan
@@ -176,7 +181,7 @@ def plan_text(plan: Plan, request: PlanRequest, catalog: Catalog) -> str:
     if request.fmt == "html" and plan.status in ("optimal", "feasible"):
         from gpusolve.report.html import context_for, plan_html
 
-        ctx = context_for(catalog, list(request.catalog_paths), [request.requirements])
+        ctx = context_for(catalog, list(request.catalog_paths), [request.requirements], reqs)
         return plan_html(plan, ctx)
     if request.bom:
         return render_bom(plan, request.fmt)

@@ -1,0 +1,160 @@
+"""Payback: the plan against the cheapest plan that buys nothing.
+
+The all-rental plan is not a hand estimate: it is the plan's own instance (the same
+candidates, deadlines, budgets and regions) solved again with no server model buyable
+and the soft-rule penalties set to zero, minimising TCO, so "cheapest" means the lowest
+TCO of any plan that buys no server. Servers already owned (an inventory) stay usable:
+the question is whether the purchase pays back, not whether the stock does. Its cost
+lines are laid out by month the same way as the plan's (`explain/payments.py`) and the
+payback month is the first from which the plan's cumulative spend stays at or below it.
+A plan that buys nothing is its own all-rental plan: nothing is solved. A plan hedged over
+scenarios is compared in the scenario it shows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import replace
+
+from gpusolve.candidates.prepare import Prepared
+from gpusolve.explain import parts
+from gpusolve.explain.payments import (
+    contracted,
+    credit_total,
+    payback_month,
+    payment_months,
+    spend,
+)
+from gpusolve.models.plan import Deployment, Payback, Plan
+from gpusolve.optimize import ir
+from gpusolve.plan.assemble import runs_of
+from gpusolve.plan.solved import Hedged, Solved
+
+Progress = Callable[[str], None]
+
+BASIS = (
+    "the plan's own candidates solved again with no server bought and soft-rule penalties "
+    "at zero, minimising TCO"
+)
+WITH_STOCK = "; the servers already owned stay in use"
+
+
+def run(solved: Solved, progress: Progress = lambda _: None) -> Plan:
+    """The plan with its `payback` (unchanged without a plan)."""
+    plan, solution = solved.plan, solved.solution
+    if plan.cost is None or solution is None:
+        return plan
+    if plan.cost.capex <= 0:
+        return plan.model_copy(update={"payback": nothing_bought()})
+    prepared = solution.where.prepared if isinstance(solution, Hedged) else solution.prepared
+    progress("payback: solving the cheapest plan that rents everything")
+    return plan.model_copy(update={"payback": compare(plan, prepared, solved.options.config)})
+
+
+def nothing_bought() -> Payback:
+    return Payback(
+        basis="the plan buys nothing: it is itself an all-rental plan",
+        rental_tco=None,
+        summary="nothing to pay back: the plan buys no hardware",
+    )
+
+
+def rental_instance(instance: ir.Instance) -> ir.Instance:
+    """`instance` with no server model buyable (the stock still usable), penalties at
+    zero, minimising TCO."""
+    held = {s.sku for s in instance.stock}
+    owned = tuple(
+        replace(o, penalty=0, placements=tuple(replace(p, penalty=0) for p in o.placements))
+        for o in instance.owned
+        if o.sku in held
+    )
+    cloud = tuple(replace(o, penalty=0) for o in instance.cloud)
+    skus = {k: replace(s, buyable=False) for k, s in instance.skus.items()}
+    return replace(instance, skus=skus, owned=owned, cloud=cloud, objective="min-tco")
+
+
+def compare(plan: Plan, prepared: Prepared, config: ir.SolveConfig) -> Payback:
+    from gpusolve.optimize.solve import solve  # ortools only on this path
+
+    assert plan.cost is not None
+    cand, reqs, catalog = prepared.cand, prepared.reqs, prepared.catalog
+    instance = rental_instance(cand.instance)
+    served = {o.workload for o in instance.cloud} | {o.workload for o in instance.owned}
+    unrentable = sorted(set(instance.workloads) - served)
+    if unrentable:
+        return no_rental(
+            f"no cloud offer can run {', '.join(unrentable)}" + first_reason(prepared, unrentable)
+        )
+    found = solve(instance, config)
+    if found.costs is None or found.status not in ("optimal", "feasible"):
+        why = (
+            "renting alone cannot meet the requirements (cloud instance limits, deadlines "
+            "or the monthly budget)"
+            if found.status == "infeasible"
+            else "no all-rental plan found within the time limit"
+        )
+        return no_rental(why)
+    rental_cost = parts.cost(found, cand, reqs, catalog)
+    assert rental_cost is not None
+    deployments = parts.deployments(found, cand, reqs)
+    paid = contracted(plan)  # the alternative keeps the same contracted racks
+    rental = [m.total for m in payment_months(rental_cost, deployments, runs_of(reqs), paid)]
+    month = payback_month([m.total for m in plan.payments], rental)
+    saving = rental_cost.tco - spend(plan.cost)
+    return Payback(
+        basis=BASIS + (WITH_STOCK if instance.stock else ""),
+        rental_tco=rental_cost.tco,
+        rental_proven_optimal=found.status == "optimal",
+        rental_cloud=rental_cost.breakdown.cloud_rental,
+        rental_hardware=[f"{d.workload}: {words(d)}" for d in deployments],
+        rental_months=rental,
+        payback_month=month,
+        saving=saving,
+        summary=summary(month, saving, plan.cost.horizon_months, plan.cost.currency)
+        + credited(saving, credit_total(plan.cost), plan.cost.currency),
+    )
+
+
+def first_reason(prepared: Prepared, workloads: list[str]) -> str:
+    """Why the first cloud offer was refused to the first of `workloads`, for the memo."""
+    offers = prepared.catalog.cloud_offers
+    for r in prepared.cand.rejections.get(workloads[0], []):
+        if r.candidate in offers and r.reasons:
+            return f" (e.g. {r.reasons[0]})"
+    return ""
+
+
+def words(d: Deployment) -> str:
+    """What a deployment of the all-rental plan uses, as the plan's tables say it."""
+    if d.mode == "cloud":
+        return f"rent {d.servers} x {d.cloud_offer} ({d.gpus} x {d.card})"
+    return f"{d.servers} x {d.server} already owned, at {d.site}"
+
+
+def no_rental(reason: str) -> Payback:
+    return Payback(basis=BASIS, rental_tco=None, summary=f"no payback to compute: {reason}")
+
+
+def credited(saving: float, credit: float, currency: str) -> str:
+    """The comparison once the plan's credits (residual value: book value, not cash) are
+    counted, when there are any."""
+    if not credit:
+        return ""
+    net = saving - credit  # credit <= 0: counting it makes the plan cheaper
+    verb = "saves" if net >= 0 else "costs"
+    return (
+        f"; counting the servers' resale value of {-credit:,.0f} {currency} (not cash) "
+        f"buying {verb} {abs(net):,.0f} {currency}"
+    )
+
+
+def summary(month: int | None, saving: float, horizon_months: int, currency: str) -> str:
+    if month is None:
+        return (
+            f"does not pay back within {horizon_months} months: renting instead of buying "
+            f"costs {-saving:,.0f} {currency} less over the horizon"
+        )
+    return (
+        f"pays back in month {month}; over {horizon_months} months buying saves "
+        f"{saving:,.0f} {currency} against renting instead"
+    )

@@ -1,0 +1,363 @@
+"""The purchase memo: the one screen a finance lead reads before signing, from a Plan.
+
+What to buy (model, count, unit price, total), where (site, racks, kW), what to rent,
+capex, the monthly bill, the TCO over the horizon (what is paid: credits such as the
+servers' residual value stand apart), the payback against the cheapest all-rental plan
+(`Plan.payback`, solved by `analyses/payback.py`), and the three facts that would change
+the decision: the narrowest sensitivity ranges when they were computed, else the binding
+constraints, the margin over renting instead, the soft rules the plan pays for and the
+largest cost lines. Every figure is the plan's own (the HTML and
+Markdown reports print them; the browser test compares them with the JSON).
+
+Also the payment schedule by period: months for a horizon of a year or less, else
+quarters, with the cumulative spend of the plan and of the all-rental plan.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from gpusolve.explain.bom import ITEM_SECTIONS, price_location, section_of
+from gpusolve.explain.payments import is_credit, rented_by, spend
+from gpusolve.models.plan import Cost, CostItem, Plan, SensitivityRange, Site
+from gpusolve.render.fmt import hardware
+from gpusolve.render.sensitivity import number
+
+# Cost kinds bought as equipment, in the memo's order; servers are listed model by model.
+EQUIPMENT = {"servers_capex": "server", "network": "network", "storage": "storage"}
+CREDIT_LABELS = {
+    "residual_value": "residual value of the servers at the horizon",
+    "resale": "owned servers sold now",
+    "horizon_resale": "the servers bought, sold at the horizon",
+}
+
+
+@dataclass(frozen=True)
+class Purchase:
+    kind: str  # server, network, storage
+    item: str
+    site: str | None
+    count: float | None
+    unit: str
+    unit_price: float | None
+    amount: float
+
+
+@dataclass(frozen=True)
+class Kit:
+    """Network or storage bought, summed for the memo: what, by unit ('2 x switch,
+    18 x link'), where, and the total; the cost table lists it line by line."""
+
+    kind: str
+    summary: str
+    sites: str
+    amount: float
+
+
+def kits(buys: list[Purchase]) -> list[Kit]:
+    out = []
+    for kind in ("network", "storage"):
+        parts = [b for b in buys if b.kind == kind]
+        if not parts:
+            continue
+        units: dict[str, float] = {}
+        for b in parts:
+            units[b.unit or b.item] = units.get(b.unit or b.item, 0.0) + (b.count or 1)
+        summary = ", ".join(f"{n:g} x {unit}" for unit, n in units.items())
+        sites = ", ".join(dict.fromkeys(b.site for b in parts if b.site)) or "-"
+        out.append(Kit(kind, summary, sites, sum(b.amount for b in parts)))
+    return out
+
+
+@dataclass(frozen=True)
+class Rental:
+    workload: str
+    what: str
+    amount: float
+
+
+@dataclass(frozen=True)
+class Credit:
+    label: str
+    amount: float  # <= 0
+
+
+@dataclass(frozen=True)
+class Memo:
+    currency: str
+    horizon_months: int
+    buys: list[Purchase]  # servers, then network and storage line by line
+    kits: list[Kit]  # network and storage, summed
+    kept: list[str]  # servers already owned (an inventory) the plan uses or sells
+    sites: list[Site]
+    rents: list[Rental]
+    capex: float
+    monthly_opex: float
+    tco: float  # what is paid over the horizon, credits apart
+    credits: list[Credit]
+    net: float  # tco plus the credits
+    payback: str
+    payback_month: int | None
+    rental_tco: float | None
+    facts: list[str]
+    facts_from: str
+
+
+def credits(cost: Cost) -> list[Credit]:
+    """The credits: the credit lines (residual value), or the breakdown's figure when it
+    has no lines, and the resale of owned servers (a figure apart from the TCO)."""
+    lines = [i for i in cost.breakdown.items if is_credit(i)]
+    totals: dict[str, float] = {}
+    for i in lines:
+        totals[i.kind] = totals.get(i.kind, 0.0) + i.amount
+    residual = float(getattr(cost.breakdown, "residual_value", 0))  # older plan models
+    if not lines and residual:
+        totals["residual_value"] = residual
+    end = cost.horizon_resale  # off by default
+    if end is not None and end.amount:
+        totals["horizon_resale"] = -end.amount
+    if cost.resale:
+        totals["resale"] = -cost.resale
+    return [Credit(CREDIT_LABELS.get(k, k.replace("_", " ")), a) for k, a in totals.items()]
+
+
+def kept(plan: Plan) -> list[str]:
+    """The servers already owned, as the memo names them: how many the plan keeps in
+    service, sells and leaves idle (sunk: never in the capex or the TCO)."""
+    if plan.inventory is None:
+        return []
+    out = []
+    for s in plan.inventory.servers:
+        fates = [(s.in_service, "in service"), (s.sold, "sold"), (s.idle, "idle")]
+        said = ", ".join(f"{n} {what}" for n, what in fates if n)
+        out.append(f"{s.owned} x {s.server} at {s.site}: {said or 'none used'}")
+    return out
+
+
+def purchases(cost: Cost) -> list[Purchase]:
+    """Equipment bought: each server model at each site, then network and storage lines."""
+    out = []
+    for kind, name in EQUIPMENT.items():
+        for i in cost.breakdown.items:
+            if i.kind == kind and i.amount:
+                out.append(
+                    Purchase(name, i.subject, i.site, i.quantity, i.unit, i.unit_price, i.amount)
+                )
+    return out
+
+
+def rentals(plan: Plan) -> list[Rental]:
+    assert plan.cost is not None
+    rented = [i for i in plan.cost.breakdown.items if i.kind == "cloud_rental"]
+    out = []
+    for d in plan.deployments:
+        if d.mode != "cloud":
+            continue
+        amount = sum(i.amount for i in rented if rented_by(i, [d]) is d)
+        out.append(Rental(d.workload, hardware(d), amount))
+    return out
+
+
+def memo(plan: Plan) -> Memo | None:
+    """The memo of a plan with a cost (None without one)."""
+    cost = plan.cost
+    if cost is None:
+        return None
+    found = credits(cost)
+    pb = plan.payback
+    facts, source = deciding_facts(plan)
+    return Memo(
+        currency=cost.currency,
+        horizon_months=cost.horizon_months,
+        buys=purchases(cost),
+        kits=kits(purchases(cost)),
+        kept=kept(plan),
+        sites=plan.sites,
+        rents=rentals(plan),
+        capex=cost.capex,
+        monthly_opex=cost.monthly_opex,
+        tco=spend(cost),
+        credits=found,
+        net=spend(cost) + sum(c.amount for c in found),
+        payback=pb.summary if pb is not None else "not computed",
+        payback_month=pb.payback_month if pb is not None else None,
+        rental_tco=pb.rental_tco if pb is not None else None,
+        facts=facts,
+        facts_from=source,
+    )
+
+
+# ------------------------------------------------------------------ what would change it
+
+
+def narrowest(ranges: list[SensitivityRange]) -> list[SensitivityRange]:
+    """The ranges whose nearer switching end is closest to the current value, first."""
+    return sorted(ranges, key=lambda r: (_nearest(r)[0], r.parameter))
+
+
+def _nearest(r: SensitivityRange) -> tuple[float, str]:
+    """How far (as a share of the current value) the nearer end that switches the plan
+    lies, and which end ("low" or "high"); ends where the search ran out count as far."""
+    ends = []
+    if r.low is not None and r.current:
+        ends.append((abs(1 - r.low / r.current), "low"))
+    if r.high is not None and r.current:
+        ends.append((abs(r.high / r.current - 1), "high"))
+    return min(ends) if ends else (float("inf"), "")
+
+
+def range_fact(r: SensitivityRange, currency: str) -> str:
+    share, end = _nearest(r)
+    if not end:
+        return f"{r.parameter}: the plan holds over the whole range searched"
+    value, switch, tco = (
+        (r.low, r.below, r.below_tco) if end == "low" else (r.high, r.above, r.above_tco)
+    )
+    move = "lower" if end == "low" else "higher"
+    then = f" to: {switch}" if switch else ""
+    cost = f" (TCO {tco:,.0f} {currency})" if tco is not None else ""
+    assert value is not None  # the nearer end is one that switches
+    return (
+        f"{r.parameter} {share:.0%} {move} ({number(value)} {r.unit}, now {number(r.current)}) "
+        f"changes the plan{then}{cost}"
+    )
+
+
+def deciding_facts(plan: Plan, count: int = 3) -> tuple[list[str], str]:
+    """Up to `count` facts that would change the decision, and where they come from: the
+    narrowest sensitivity ranges when computed; else the binding constraints, the margin
+    over renting instead, the soft rules the plan pays for, the largest cost lines."""
+    assert plan.cost is not None
+    currency = plan.cost.currency
+    if plan.sensitivity is not None and plan.sensitivity.ranges:
+        ranges = narrowest(plan.sensitivity.ranges)[:count]
+        return [range_fact(r, currency) for r in ranges], "the narrowest sensitivity ranges"
+    found: list[tuple[str, list[str]]] = [
+        ("binding constraints", [f"{b.detail} (binding)" for b in plan.binding]),
+        ("the all-rental comparison", rental_margin(plan)),
+        ("soft rules", penalty_facts(plan)),
+        ("the largest cost lines", largest_lines(plan.cost, count)),
+    ]
+    facts: list[str] = []
+    sources: list[str] = []
+    for source, lines in found:
+        taken = lines[: count - len(facts)]
+        if taken:
+            facts += taken
+            sources.append(source)
+    return facts, ", ".join(sources) + " (plan --sensitivity gives ranges)"
+
+
+def rental_margin(plan: Plan) -> list[str]:
+    """How far renting is from the plan: the cut in the alternative's cloud prices that
+    would make it the cheaper choice, or the resale value buying depends on."""
+    pb, cost = plan.payback, plan.cost
+    if pb is None or pb.rental_tco is None or pb.saving is None or cost is None:
+        return []
+    cur = cost.currency
+    credit = -sum(c.amount for c in credits(cost))  # >= 0: the book value counted
+    if pb.saving > 0:
+        dearer = f"renting instead of buying costs {pb.saving:,.0f} {cur} more over the horizon"
+        cut = pb.saving / pb.rental_cloud if pb.rental_cloud else 1.0
+        if cut < 1:
+            return [f"{dearer}: cloud prices {cut:.0%} lower would make renting the cheaper plan"]
+        return [f"{dearer}, and would even at no cloud price: buying is the cheaper plan"]
+    if credit > -pb.saving:
+        return [
+            f"renting instead of buying costs {-pb.saving:,.0f} {cur} less in cash; buying "
+            f"wins only by the servers' resale value ({credit:,.0f} {cur}, not cash): a "
+            f"resale below {-pb.saving:,.0f} {cur} makes renting the cheaper plan"
+        ]
+    return [
+        f"renting instead would cost {-pb.saving:,.0f} {cur} less over the horizon, credits "
+        "counted: the plan buys for its objective or soft rules, not for the money"
+    ]
+
+
+def penalty_facts(plan: Plan) -> list[str]:
+    """Soft-rule penalties the chosen plan carries: the plan holds although a rule
+    counts against it (a larger penalty, or a cheaper alternative, would switch it)."""
+    assert plan.cost is not None
+    cur = plan.cost.currency
+    return [
+        f"rule {p.rule}{f' ({p.source})' if p.source else ''} counts {p.amount:,.0f} {cur} "
+        f"against {p.workload} on {p.deployment} and the plan keeps it: {p.reason}"
+        for p in plan.cost.breakdown.penalty_items
+    ]
+
+
+def largest_lines(cost: Cost, count: int) -> list[str]:
+    spent = spend(cost) or 1.0
+    lines = sorted(
+        (i for i in cost.breakdown.items if i.amount > 0), key=lambda i: (-i.amount, i.subject)
+    )
+    return [
+        f"{i.subject} ({i.kind.replace('_', ' ')}) is {i.amount / spent:.0%} of the TCO: "
+        "its price moves the decision most"
+        for i in lines[:count]
+    ]
+
+
+# ------------------------------------------------------------------ the payment schedule
+
+
+@dataclass(frozen=True)
+class Period:
+    label: str  # "month 1", "Q1 (months 1-3)"
+    capex: float
+    rent: float
+    energy: float
+    cloud: float
+    other: float
+    total: float
+    cumulative: float
+    rental_cumulative: float | None  # the all-rental plan's, when there is one
+
+
+def period_months(horizon_months: int) -> int:
+    """Months a period spans: one up to a year, else a quarter."""
+    return 1 if horizon_months <= 12 else 3
+
+
+def periods(plan: Plan) -> list[Period]:
+    """The plan's payments grouped by period, with both cumulative spends."""
+    step = period_months(len(plan.payments))
+    rental = plan.payback.rental_months if plan.payback is not None else []
+    out: list[Period] = []
+    total = rental_total = 0.0
+    for start in range(0, len(plan.payments), step):
+        months = plan.payments[start : start + step]
+        sums = {
+            k: sum(getattr(m, k) for m in months)
+            for k in ("capex", "rent", "energy", "cloud", "other", "total")
+        }
+        total += sums["total"]
+        rental_total += sum(rental[start : start + step])
+        first, last = months[0].month, months[-1].month
+        label = (
+            f"month {first}"
+            if step == 1
+            else f"Q{start // 3 + 1} (months {first}-{last})"
+            if first != last
+            else f"Q{start // 3 + 1} (month {first})"
+        )
+        out.append(
+            Period(
+                label=label,
+                **sums,
+                cumulative=total,
+                rental_cumulative=rental_total if rental else None,
+            )
+        )
+    return out
+
+
+def located_source(plan: Plan, item: CostItem) -> str:
+    """A cost line's price source with the catalogue file:line it is defined at (the item
+    for equipment and rentals, the colo offer for a site's charges), as the BOM has it."""
+    key = item.subject if section_of(item.kind) in ITEM_SECTIONS else item.site
+    ref = next((r for r in plan.sources if r.id == key), None)
+    at = price_location(ref) if ref is not None else None
+    if not at or at in item.source:
+        return item.source
+    return f"{item.source}; {at}" if item.source else at

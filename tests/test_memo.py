@@ -1,0 +1,321 @@
+"""The purchase memo: when the money is paid, payback against the cheapest all-rental plan,
+the facts that would change the decision, the Markdown memo, and charts that load only
+when drawn (the browser checks of the HTML memo are in tests/test_html_report.py)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import tomllib
+from typing import Any
+
+import pytest
+from tests.support.shipped import ROOT
+
+from gpusolve.analyses import payback
+from gpusolve.explain.payments import (
+    credit_total,
+    payback_month,
+    payment_months,
+    run_weights,
+    spend,
+)
+from gpusolve.load.data import data_dir
+from gpusolve.models.plan import (
+    Cost,
+    CostBreakdown,
+    CostItem,
+    Deployment,
+    Parallel,
+    Payback,
+    Plan,
+    ResaleCredit,
+    Sensitivity,
+    SensitivityRange,
+    SolverInfo,
+)
+from gpusolve.optimize.ir import SolveConfig
+from gpusolve.plan import make_plan
+from gpusolve.plan.inputs import prepare_run
+from gpusolve.plan.solved import PlanOptions
+from gpusolve.render.markdown import plan_markdown
+from gpusolve.render.memo import deciding_facts, memo, periods, rental_margin
+
+CHAT = ROOT / "examples" / "chat-day-lora-night.yaml"
+# A dear 8 x Ascend 910B rental in northern Jiangsu, the only region the chat example
+# allows: renting everything becomes possible, and buying still wins (test data).
+NORTH_CLOUD = """
+currency: CNY
+cloud_offers:
+  - id: cloud-8x-910b-suqian
+    provider: test offer
+    card: ascend-910b
+    gpus_per_instance: 8
+    price_per_hour: 120
+    price_per_month: 70080
+    region: jiangsu-north
+    max_instances: 8
+    fabric: roce
+    fabric_gbps: 200
+    peer_bandwidth_gbs: 392
+    pricing: {illustrative: true, as_of: "2026-11", source: "test: a dear northern rental"}
+    source: test
+"""
+
+
+# ------------------------------------------------------------------ hand-made figures
+
+
+def line(kind: str, amount: float, **extra: Any) -> CostItem:
+    fields: dict[str, Any] = {"subject": "x", "detail": "", **extra}
+    return CostItem(kind=kind, amount=amount, **fields)  # type: ignore[arg-type]
+
+
+def cost_of(items: list[CostItem], months: int = 12, resale: float = 0) -> Cost:
+    """A plan's cost from its lines; `resale`: the servers bought, sold at the horizon (a
+    credit apart from the TCO)."""
+    end = ResaleCredit(amount=resale, month=months, basis="test") if resale else None
+    return Cost(
+        capex=sum(i.amount for i in items if i.kind == "servers_capex"),
+        monthly_opex=0,
+        tco=sum(i.amount for i in items),
+        currency="CNY",
+        horizon_months=months,
+        breakdown=CostBreakdown(items=items),
+        horizon_resale=end,
+    )
+
+
+def trainer(hours_per_run: float) -> Deployment:
+    parallel = Parallel(
+        tp=1, pp=1, dp=8, zero_stage=1, gradient_checkpointing="none", micro_batch=1, grad_accum=1
+    )
+    return Deployment(
+        workload="ft",
+        mode="cloud",
+        card="h800-sxm",
+        server=None,
+        cloud_offer="cloud-a",
+        servers=1,
+        gpus=8,
+        parallel=parallel,
+        site=None,
+        schedule="always",
+        memory_per_gpu_gb=1,
+        card_memory_gb=80,
+        usable_memory_gb=64,
+        headroom=0.2,
+        time_to_train_h=hours_per_run,
+        throughput=1,
+    )
+
+
+def test_each_kind_is_paid_when_it_is_bought_or_used() -> None:
+    # 12 months of 730 h. Two runs of 100 h: the second starts at 4,380 h, month 7.
+    items = [
+        line("servers_capex", 1200),
+        line("rack_rent", 360),
+        line("rack_rent", 50, unit="set-up fee"),
+        line("cloud_rental", 200, subject="cloud-a", detail="ft: 1 instance(s) x 200 h"),
+    ]
+    months = payment_months(cost_of(items, resale=500), [trainer(100)], {"ft": 2})
+    assert [m.capex for m in months] == [1200] + [0] * 11
+    assert [m.rent for m in months] == [80] + [30] * 11
+    assert [m.cloud for m in months] == [100, 0, 0, 0, 0, 0, 100, 0, 0, 0, 0, 0]
+    # Credits are not cash: the schedule adds up to the TCO, the resale apart.
+    assert sum(m.total for m in months) == 1810 == spend(cost_of(items, resale=500))
+    assert credit_total(cost_of(items, resale=500)) == -500
+
+
+def test_racks_already_contracted_are_paid_again_once_their_months_run_out() -> None:
+    renewal = line(
+        "rack_rent", 400, site="s", detail="1 contracted rack(s) renewed after the 8 months paid"
+    )
+    new_rack = line("rack_rent", 120, site="s", detail="1 rack(s) x 10/month x 12 months")
+    months = payment_months(cost_of([renewal, new_rack]), [], {}, {"s": 8})
+    assert [m.rent for m in months] == [10] * 8 + [110] * 4
+
+
+def test_a_rental_billed_by_the_month_is_paid_in_equal_months() -> None:
+    # One 1,000 h run on a monthly term: months 1 and 2, the same each.
+    assert run_weights(12, 1, 1000, whole_months=True)[:3] == [730, 730, 0]
+    # By the hour: 730 h in month 1, 270 h in month 2.
+    assert run_weights(12, 1, 1000)[:3] == [730, 270, 0]
+    # The split is in whole units, its remainder in the last month paid.
+    item = line("cloud_rental", 1001, subject="cloud-a", detail="ft: x", unit="instance-month")
+    months = payment_months(cost_of([item]), [trainer(1000)], {"ft": 1})
+    assert [m.cloud for m in months[:3]] == [500, 501, 0]
+
+
+def test_payback_is_the_first_month_from_which_buying_stays_cheaper() -> None:
+    # Cumulative: buying 100, 110, 120, 130; renting 40, 80, 120, 160: even in month 3.
+    assert payback_month([100, 10, 10, 10], [40, 40, 40, 40]) == 3
+    assert payback_month([100, 10, 10, 10], [10, 10, 10, 10]) is None
+    # Cheaper in month 1, dearer from month 2 on: no payback.
+    assert payback_month([10, 100, 0], [20, 20, 20]) is None
+
+
+def test_the_narrowest_sensitivity_ranges_are_the_deciding_facts() -> None:
+    def rng(name: str, low: float | None, high: float | None) -> SensitivityRange:
+        return SensitivityRange(
+            kind="server_price",
+            subject=name,
+            parameter=f"price of {name}",
+            unit="CNY/server",
+            current=100,
+            low=low,
+            high=high,
+            searched_low=10,
+            searched_high=1000,
+            below="buy 2 x b",
+            above="rent c",
+            above_tco=5000,
+        )
+
+    ranges = [rng("wide", 50, 300), rng("open", None, None), rng("tight", 99, 400)]
+    plan = Plan(
+        status="optimal",
+        objective="min-tco",
+        cost=cost_of([line("servers_capex", 100)]),
+        solver=SolverInfo(status="optimal", workers=1, seed=1),
+        sensitivity=Sensitivity(ranges=ranges),
+    )
+    facts, source = deciding_facts(plan)
+    assert source == "the narrowest sensitivity ranges"
+    assert facts[0].startswith("price of tight 1% lower (99 CNY/server, now 100) changes the plan")
+    assert "buy 2 x b" in facts[0]
+    assert facts[1].startswith("price of wide 50% lower")
+    assert facts[2] == "price of open: the plan holds over the whole range searched"
+
+
+# ------------------------------------------------------------------ a real plan
+
+
+@pytest.fixture(scope="module")
+def bought_and_rented(tmp_path_factory: pytest.TempPathFactory) -> Plan:
+    """The chat example with a northern rental in the catalogue: servers bought and an
+    all-rental plan to compare with."""
+    extra = tmp_path_factory.mktemp("catalog") / "north-cloud.yaml"
+    extra.write_text(NORTH_CLOUD, encoding="utf-8")
+    run = prepare_run(CHAT, (data_dir("catalog"), extra), ())
+    options = PlanOptions(config=SolveConfig(time_limit_s=60, workers=1, seed=1))
+    return payback.run(make_plan(run, options))
+
+
+def test_payback_solves_the_cheapest_all_rental_plan(bought_and_rented: Plan) -> None:
+    plan, pb = bought_and_rented, bought_and_rented.payback
+    assert plan.cost is not None and plan.cost.capex > 0
+    assert pb is not None and pb.rental_tco is not None and pb.rental_proven_optimal
+    assert pb.rental_hardware and all(": rent " in h for h in pb.rental_hardware)
+    assert sum(pb.rental_months) == pb.rental_tco == pb.rental_cloud  # nothing owned
+    assert pb.saving == pb.rental_tco - spend(plan.cost)
+    plan_months = [m.total for m in plan.payments]
+    assert pb.payback_month == payback_month(plan_months, pb.rental_months)
+    assert pb.payback_month is not None and pb.saving > 0
+    assert f"pays back in month {pb.payback_month}" in pb.summary
+    # The month before, renting was still cheaper: the payback month is the first.
+    before = pb.payback_month - 1
+    assert sum(plan_months[:before]) > sum(pb.rental_months[:before])
+    cut = pb.saving / pb.rental_tco
+    facts, _ = deciding_facts(plan)
+    assert any(f"cloud prices {cut:.0%} lower would make renting" in f for f in facts)
+
+
+def with_payback(saving: float, rental_cloud: float, residual: float) -> Plan:
+    return Plan(
+        status="optimal",
+        objective="min-tco",
+        cost=cost_of([line("servers_capex", 1000)], resale=-residual),
+        solver=SolverInfo(status="optimal", workers=1, seed=1),
+        payback=Payback(
+            basis="test",
+            rental_tco=rental_cloud,
+            rental_cloud=rental_cloud,
+            saving=saving,
+            summary="test",
+        ),
+    )
+
+
+def test_the_margin_over_renting_names_what_would_flip_it() -> None:
+    # Buying saves 250 of a 1,000 cloud bill: cloud 25% cheaper flips it.
+    assert (
+        "cloud prices 25% lower would make renting" in rental_margin(with_payback(250, 1000, 0))[0]
+    )
+    # Renting is 100 cheaper in cash; the 300 book value makes buying win: a resale
+    # below 100 flips it.
+    [fact] = rental_margin(with_payback(-100, 1000, -300))
+    assert "wins only by the servers' resale value (300 CNY" in fact
+    assert "a resale below 100 CNY" in fact
+    # Renting is cheaper even counting the credit: the plan buys for other reasons.
+    assert "not for the money" in rental_margin(with_payback(-400, 1000, -300))[0]
+
+
+def test_the_markdown_memo_comes_first_and_each_cost_line_once(bought_and_rented: Plan) -> None:
+    plan = bought_and_rented
+    assert plan.cost is not None
+    text = plan_markdown(plan)
+    order = ["## The decision", "**Buy**", "**Where**", "capex (at purchase)"]
+    order += ["## When the money is paid", "## Details", "### Cost and bill of materials"]
+    at = [text.index(heading) for heading in order]
+    assert at == sorted(at)
+    memo_part = text[: text.index("## When the money is paid")]
+    assert f"**{spend(plan.cost):,.0f}**" in memo_part  # the TCO paid
+    assert f"{plan.cost.capex:,.0f}" in memo_part
+    for item in plan.cost.breakdown.items:
+        assert text.count(item.detail) == 1, item.detail
+    assert "## Bill of materials" not in text
+    rows = periods(plan)
+    assert rows[-1].cumulative == spend(plan.cost)
+    assert rows[-1].rental_cumulative == plan.payback.rental_tco  # type: ignore[union-attr]
+    assert f"month {plan.payback.payback_month}" in memo_part  # type: ignore[union-attr]
+
+
+# ------------------------------------------------------------------ charts load on demand
+
+
+def test_help_and_plan_text_import_no_charts_library() -> None:
+    probe = (
+        "import sys\n"
+        "from gpusolve.cli import main\n"
+        "for args in (['--help'], ['plan', '-q', sys.argv[1]]):\n"
+        "    try:\n"
+        "        main(args)\n"
+        "    except SystemExit as exc:\n"
+        "        assert exc.code in (0, None), (args, exc.code)\n"
+        "    loaded = sorted(m for m in sys.modules if m.split('.')[0] in\n"
+        "                    ('matplotlib', 'jinja2', 'PIL'))\n"
+        "    print('LOADED', args[0], loaded, file=sys.stderr)\n"
+    )
+    startup = ROOT / "examples" / "startup-tight-capex.yaml"
+    done = subprocess.run(
+        [sys.executable, "-c", probe, str(startup)], capture_output=True, text=True, check=True
+    )
+    loaded = [ln for ln in done.stderr.splitlines() if ln.startswith("LOADED")]
+    assert loaded == ["LOADED --help []", "LOADED plan []"]
+    assert "Plan (min-tco" in done.stdout  # the plan was printed, as text
+
+
+def test_charts_come_with_the_base_install() -> None:
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    names = [d.split(">")[0].split("=")[0].strip() for d in project["dependencies"]]
+    assert "matplotlib" in names
+    assert "report" in project["optional-dependencies"]  # old install commands still work
+
+
+def test_the_plan_json_carries_the_schedule(gpusolve: Any) -> None:
+    startup = ROOT / "examples" / "startup-tight-capex.yaml"
+    result = gpusolve("plan", "-q", str(startup), "--format", "json")
+    data = json.loads(result.out)
+    assert len(data["payments"]) == data["cost"]["horizon_months"]
+    assert sum(m["total"] for m in data["payments"]) == data["cost"]["tco"]
+    assert data["payback"]["payback_month"] is None  # it buys nothing
+    assert "buys no hardware" in data["payback"]["summary"]
+
+
+def test_a_plan_without_a_cost_has_no_memo() -> None:
+    info = SolverInfo(status="infeasible", workers=1, seed=1)
+    plan = Plan(status="infeasible", objective="min-tco", cost=None, solver=info)
+    assert memo(plan) is None and periods(plan) == []
+    assert plan_markdown(plan).startswith("# GPU procurement plan\n\n**No feasible plan.**")

@@ -316,44 +316,63 @@ def replicas_per_node(d: Deployment) -> int:
     return max(1, gpus_per_node(d) // per_replica)
 
 
-def vllm_args(d: Deployment, w: InferenceWorkload, port: int) -> list[str]:
+@dataclass(frozen=True)
+class EngineFlags:
+    """One serving engine's names for the same settings."""
+
+    tp: str
+    pp: str
+    seqs: str
+    max_len: str
+    memory: str
+    kv_fp8: str  # its name for an FP8 (e4m3) KV cache
+
+
+VLLM = EngineFlags(
+    "--tensor-parallel-size",
+    "--pipeline-parallel-size",
+    "--max-num-seqs",
+    "--max-model-len",
+    "--gpu-memory-utilization",
+    "fp8",
+)
+SGLANG = EngineFlags(
+    "--tp-size",
+    "--pp-size",
+    "--max-running-requests",
+    "--context-length",
+    "--mem-fraction-static",
+    "fp8_e4m3",
+)
+QUANTIZATION = {"fp8": "fp8", "int4": "awq", "nf4": "bitsandbytes"}
+
+
+def serve_args(engine: EngineFlags, d: Deployment, w: InferenceWorkload, port: int) -> list[str]:
     p = d.parallel
     args = [
-        "--tensor-parallel-size", str(p.tp),
-        "--pipeline-parallel-size", str(p.pp),
-        "--max-num-seqs", str(p.micro_batch),
-        "--max-model-len", str(serving_max_len(w)),
-        "--gpu-memory-utilization", f"{memory_fraction(d):g}",
+        engine.tp, str(p.tp),
+        engine.pp, str(p.pp),
+        engine.seqs, str(p.micro_batch),
+        engine.max_len, str(serving_max_len(w)),
+        engine.memory, f"{memory_fraction(d):g}",
         "--dtype", "float16" if w.precision == "fp16" else "bfloat16",
         "--port", str(port),
     ]  # fmt: skip
-    quant = {"fp8": "fp8", "int4": "awq", "nf4": "bitsandbytes"}.get(w.precision)
+    quant = QUANTIZATION.get(w.precision)
     if quant:
         args += ["--quantization", quant]
     if w.kv_cache_precision == "fp8":
-        args += ["--kv-cache-dtype", "fp8"]
+        args += ["--kv-cache-dtype", engine.kv_fp8]
     return args
+
+
+def vllm_args(d: Deployment, w: InferenceWorkload, port: int) -> list[str]:
+    return serve_args(VLLM, d, w, port)
 
 
 def sglang_args(d: Deployment, w: InferenceWorkload, port: int, device: str | None) -> list[str]:
-    p = d.parallel
-    args = [
-        "--tp-size", str(p.tp),
-        "--pp-size", str(p.pp),
-        "--max-running-requests", str(p.micro_batch),
-        "--context-length", str(serving_max_len(w)),
-        "--mem-fraction-static", f"{memory_fraction(d):g}",
-        "--dtype", "float16" if w.precision == "fp16" else "bfloat16",
-        "--port", str(port),
-    ]  # fmt: skip
-    quant = {"fp8": "fp8", "int4": "awq", "nf4": "bitsandbytes"}.get(w.precision)
-    if quant:
-        args += ["--quantization", quant]
-    if w.kv_cache_precision == "fp8":
-        args += ["--kv-cache-dtype", "fp8_e4m3"]
-    if device is not None:
-        args += ["--device", device]
-    return args
+    args = serve_args(SGLANG, d, w, port)
+    return [*args, "--device", device] if device is not None else args
 
 
 def _serving(d: Deployment, w: InferenceWorkload, vendor: Vendor) -> list[LaunchFile]:

@@ -61,6 +61,18 @@ class PenaltyItem(OutModel):
     amount: float
 
 
+class UnmetPreference(OutModel):
+    """A soft rule (`prefer`) that no allowed option of a workload meets: it charges no
+    penalty (it would tilt nothing the plan can change) and the plan says why."""
+
+    workload: str
+    rule: str
+    source: str = Field(description="Heuristic the rule comes from (H01-H44), when known.")
+    judged: str = Field(description="What the rule judges: card, server, offer, cloud, deployment.")
+    reason: str = Field(description="The rule's own reason for the preference.")
+    why: str = Field(description="Why no allowed option meets it.")
+
+
 class CostBreakdown(OutModel):
     servers_capex: float = 0.0
     rack_rent: float = 0.0
@@ -510,6 +522,10 @@ class Plan(OutModel):
         default=None, description="The owned servers and contracted racks, and their fate."
     )
     binding: list[Constraint] = Field(default_factory=list)
+    unmet_preferences: list[UnmetPreference] = Field(
+        default_factory=list,
+        description="Soft rules no allowed option meets: no penalty charged, and why.",
+    )
     rules_fired: list[RuleFired] = Field(default_factory=list)
     advice: list[str] = Field(default_factory=list)
     alternatives: list[Alternative] = Field(default_factory=list)

@@ -29,7 +29,8 @@ class PreviousValue(_Out):
 
 class TracePrefer(_Out):
     expr: str
-    penalty: float
+    share: float | None = Field(default=None, description="Penalty as a share of the option's cost.")
+    penalty: float | None = Field(default=None, description="Penalty in money, where stated.")
 
 
 class TraceEntryOut(_Out):
@@ -74,7 +75,8 @@ class LayoutRule(_Out):
 class PreferOut(_Out):
     rule: str
     expr: str
-    penalty: float
+    share: float | None = Field(default=None, description="Penalty as a share of the option's cost.")
+    penalty: float | None = Field(default=None, description="Penalty in money, where stated.")
 
 
 class WorkloadExplain(_Out):

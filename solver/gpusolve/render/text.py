@@ -97,6 +97,11 @@ def plan_text(plan: Plan) -> str:
         add("Binding constraints")
         for bound in plan.binding:
             add(f"  {bound.detail}")
+    unmet = [
+        f"  {u.workload}: {u.rule} ({u.source}) {u.reason or u.judged}: {u.why}"
+        for u in plan.unmet_preferences
+    ]
+    _section(add, "Preferences no allowed option meets (no penalty charged)", unmet)
     lines += scenarios_text(plan)
     _rules_and_advice(plan, add)
     if plan.alternatives:

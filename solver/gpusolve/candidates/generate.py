@@ -160,6 +160,11 @@ def build_candidates(
         b.require("capex", f"capex cap of {capex_max:,.0f} {currency}", 2)
     if monthly_max is not None:
         b.require("monthly", f"monthly spend cap of {monthly_max:,.0f} {currency}", 2)
+    total_max = reqs.budget.total_max
+    if total_max is not None:
+        b.require(
+            "total", f"total spend cap of {total_max:,.0f} {currency} over the horizon", 2
+        )
     instance = ir.Instance(
         workloads=tuple(w.name for w in reqs.workloads),
         skus=skus,
@@ -170,6 +175,7 @@ def build_candidates(
         requirements=b.requirements,
         capex_max=to_money(capex_max) if capex_max is not None else None,
         monthly_max=to_money(monthly_max) if monthly_max is not None else None,
+        total_max=to_money(total_max) if total_max is not None else None,
         objective=reqs.objective,
         throughput_weights={w.name: w.throughput_weight for w in reqs.workloads},
         spares=reqs.finance.spares == "n+1",

@@ -261,6 +261,12 @@ class RuleFired(OutModel):
 class Constraint(OutModel):
     name: str
     detail: str
+    used: float | None = Field(
+        default=None,
+        description="What the plan uses against the limit: money, racks, or the fullest "
+        "rack's kW (rack power), where a figure shows it.",
+    )
+    limit: float | None = Field(default=None, description="The cap or limit itself.")
 
 
 class Alternative(OutModel):
@@ -522,6 +528,10 @@ class Plan(OutModel):
         default=None, description="The owned servers and contracted racks, and their fate."
     )
     binding: list[Constraint] = Field(default_factory=list)
+    budgets_not_binding: list[Constraint] = Field(
+        default_factory=list,
+        description="Budget caps the plan is not at, with what it spends under each.",
+    )
     unmet_preferences: list[UnmetPreference] = Field(
         default_factory=list,
         description="Soft rules no allowed option meets: no penalty charged, and why.",

@@ -53,6 +53,13 @@ def plan_text(plan: Plan) -> str:
             add(f"  resale credit {money(c.resale, cur)} (owned servers sold now; not in the TCO)")
         if c.horizon_resale is not None:
             add(f"  resale credit {money(c.horizon_resale.amount, cur)} ({resale_words(c)})")
+        if plan.scenarios is not None:
+            s = plan.scenarios
+            what = "expected" if s.robust == "expected" else "worst-case"
+            add(
+                f"  {what} TCO over {len(s.outcomes)} scenarios: {money(s.tco, cur)} "
+                "(the line above is the nominal scenario's)"
+            )
         if c.penalties:
             add(f"  soft-rule penalties {money(c.penalties, cur)} (not spent); {objective}")
         elif c.credits:
@@ -97,6 +104,8 @@ def plan_text(plan: Plan) -> str:
         add("Binding constraints")
         for bound in plan.binding:
             add(f"  {bound.detail}")
+    slack = [f"  {b.detail}" for b in plan.budgets_not_binding]
+    _section(add, "Budgets not binding", slack)
     unmet = [
         f"  {u.workload}: {u.rule} ({u.source}) {u.reason or u.judged}: {u.why}"
         for u in plan.unmet_preferences

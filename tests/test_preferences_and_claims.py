@@ -106,9 +106,7 @@ def test_h42_steady_buy_does_not_charge_a_monthly_eight_hour_run(tmp_path: Path)
 
 def _solution(servers: dict[tuple[str, str], int], racks: dict[Any, int], capex: int) -> Solution:
     costs = Costs(capex=capex, rack_rent=0, energy=0, bandwidth=0, cloud=0, penalties=0)
-    return Solution(
-        status="optimal", choices=(), servers=servers, racks=racks, costs=costs
-    )
+    return Solution(status="optimal", choices=(), servers=servers, racks=racks, costs=costs)
 
 
 def test_one_server_is_not_bound_by_rack_power() -> None:

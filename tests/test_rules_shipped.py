@@ -303,7 +303,8 @@ def test_advice_interpolates_values() -> None:
 
 # Every shipped soft rule (rule, kind it judges): a workload it fires for, a candidate that
 # misses the preference, and a near miss that meets it (the threshold's other side).
-C80, C24, C32, C48, C120 = card(), card("c24", 24), card("c32", 32), card("c48", 48), card("c120", 120)
+C80, C24, C32, C48 = card(), card("c24", 24), card("c32", 32), card("c48", 48)
+C64, C120 = card("c64", 64), card("c120", 120)
 SLOW_FP32, FAST_FP32 = card("fp32-39", tflops={"fp32": 39.9}), card("fp32-40", tflops={"fp32": 40})
 AIR, ENHANCED = colo_offer("air", cooling="air"), colo_offer("enh", cooling="enhanced_air")
 SOUTH, NORTH = colo_offer("south"), colo_offer("north", region="苏北", city="Xuzhou")
@@ -323,41 +324,105 @@ def dep(parts: dict[str, Any] | None = None, **kw: Any) -> Subject:
 
 HGX_AT = {"card": C80, "server": server()}
 PREFER_CASES: list[tuple[str, str, Workload, Subject, Subject]] = [
-    ("h37-on-site-operations", "offer", W(),
-     ("offer", colo_offer("no-ops", ops_24h=False)), ("offer", colo_offer("ops", ops_24h=True))),
-    ("h18-dense-servers-need-enhanced-cooling", "deployment", W(),
-     dep({**HGX_AT, "offer": AIR}), dep({**HGX_AT, "offer": ENHANCED})),
+    (
+        "h37-on-site-operations",
+        "offer",
+        W(),
+        ("offer", colo_offer("no-ops", ops_24h=False)),
+        ("offer", colo_offer("ops", ops_24h=True)),
+    ),
+    (
+        "h18-dense-servers-need-enhanced-cooling",
+        "deployment",
+        W(),
+        dep({**HGX_AT, "offer": AIR}),
+        dep({**HGX_AT, "offer": ENHANCED}),
+    ),
     # H17's week-long run is the layout's own run time, not the deadline that allows it.
-    ("h17-long-runs-need-cooling", "deployment", W(deadline_hours=400),
-     dep({**HGX_AT, "offer": AIR}, time_to_train_h=170),
-     dep({**HGX_AT, "offer": AIR}, time_to_train_h=160)),
-    ("h19-licensed-provider", "offer", W(),
-     ("offer", colo_offer("isp", licences=["ISP"])), ("offer", colo_offer("idc", licences=["IDC"]))),
+    (
+        "h17-long-runs-need-cooling",
+        "deployment",
+        W(deadline_hours=400),
+        dep({**HGX_AT, "offer": AIR}, time_to_train_h=170),
+        dep({**HGX_AT, "offer": AIR}, time_to_train_h=160),
+    ),
+    (
+        "h19-licensed-provider",
+        "offer",
+        W(),
+        ("offer", colo_offer("isp", licences=["ISP"])),
+        ("offer", colo_offer("idc", licences=["IDC"])),
+    ),
     ("h27-inference-13b-32gb", "card", W("inference", 13), ("card", C24), ("card", C32)),
     ("h41-inference-small-no-80gb", "card", W("inference", 7), ("card", C80), ("card", C48)),
-    ("h13-long-sequence-finetune", "card", W("lora", seq_len=8192),
-     ("card", card("c40", 40)), ("card", C48)),
-    ("h13-small-model-throughput", "card", W(params_b=0.3), ("card", SLOW_FP32),
-     ("card", FAST_FP32)),
+    (
+        "h13-long-sequence-finetune",
+        "card",
+        W("lora", seq_len=8192),
+        ("card", card("c40", 40)),
+        ("card", C48),
+    ),
+    (
+        "h13-small-model-throughput",
+        "card",
+        W(params_b=0.3),
+        ("card", SLOW_FP32),
+        ("card", FAST_FP32),
+    ),
     ("h21-one-node-first", "deployment", W("lora"), dep(multi_node=True), dep(multi_node=False)),
     ("h41-pretrain-10b-multi-node", "card", W("pretrain", 13), ("card", C80), ("card", C120)),
-    ("h20-host-platform-floor", "server", W(),
-     ("server", server("ghz24", cpu={"base_ghz": 2.4})), ("server", server("ghz25", cpu={"base_ghz": 2.5}))),
-    ("h16-checkpoint-storage", "server", W(),
-     ("server", server("disk09", storage_write_gbs=0.9)), ("server", server("disk10", storage_write_gbs=1.0))),
-    ("h16-checkpoint-storage", "cloud", W(),
-     ("cloud", cloud_offer("cdisk09", storage_write_gbs=0.9)), ("cloud", cloud_offer("cdisk10", storage_write_gbs=1.0))),
-    ("h16-checkpoint-storage", "deployment", W(),
-     dep(checkpoint_stall_fraction=0.06), dep(checkpoint_stall_fraction=0.05)),
-    ("h40-latency-sensitive-south", "offer", W("inference", latency_sensitive=True),
-     ("offer", NORTH), ("offer", SOUTH)),
+    ("h13-large-dense-training", "card", W("pretrain", 7), ("card", C64), ("card", C80)),
+    (
+        "h20-host-platform-floor",
+        "server",
+        W(),
+        ("server", server("ghz24", cpu={"base_ghz": 2.4})),
+        ("server", server("ghz25", cpu={"base_ghz": 2.5})),
+    ),
+    (
+        "h16-checkpoint-storage",
+        "server",
+        W(),
+        ("server", server("disk09", storage_write_gbs=0.9)),
+        ("server", server("disk10", storage_write_gbs=1.0)),
+    ),
+    (
+        "h16-checkpoint-storage",
+        "cloud",
+        W(),
+        ("cloud", cloud_offer("cdisk09", storage_write_gbs=0.9)),
+        ("cloud", cloud_offer("cdisk10", storage_write_gbs=1.0)),
+    ),
+    (
+        "h16-checkpoint-storage",
+        "deployment",
+        W(),
+        dep(checkpoint_stall_fraction=0.06),
+        dep(checkpoint_stall_fraction=0.05),
+    ),
+    (
+        "h40-latency-sensitive-south",
+        "offer",
+        W("inference", latency_sensitive=True),
+        ("offer", NORTH),
+        ("offer", SOUTH),
+    ),
     ("h40-batch-training-north", "offer", W(), ("offer", SOUTH), ("offer", NORTH)),
     # Half of a 36-month horizon is 13,140 h: one run of 13,000 h is still one-off demand.
-    ("h42-one-off-job-rent-cloud", "deployment", W(runs=1),
-     dep(time_to_train_h=13_000), dep(time_to_train_h=13_200)),
-    ("h42-steady-training-buy", "deployment", W(runs=36),
-     dep({"card": C80, "cloud": cloud_offer()}, time_to_train_h=366),
-     dep({"card": C80, "cloud": cloud_offer()}, time_to_train_h=364)),
+    (
+        "h42-one-off-job-rent-cloud",
+        "deployment",
+        W(runs=1),
+        dep(time_to_train_h=13_000),
+        dep(time_to_train_h=13_200),
+    ),
+    (
+        "h42-steady-training-buy",
+        "deployment",
+        W(runs=36),
+        dep({"card": C80, "cloud": cloud_offer()}, time_to_train_h=366),
+        dep({"card": C80, "cloud": cloud_offer()}, time_to_train_h=364),
+    ),
 ]
 
 
@@ -369,7 +434,7 @@ PREFER_CASES: list[tuple[str, str, Workload, Subject, Subject]] = [
 def test_soft_rule_charges_its_case_not_the_near_miss(
     rule: str, kind: str, w: Workload, misses: Subject, meets: Subject
 ) -> None:
-    cards = {c.id: c for c in (C80, C24, C32, C48, C120, SLOW_FP32, FAST_FP32)}
+    cards = {c.id: c for c in (C80, C24, C32, C48, C64, C120, SLOW_FP32, FAST_FP32)}
     cache = ActivationCache(cards)
     wr = run(w)
     assert rule in wr.penalty(kind, _facts(cache, misses))[1]

@@ -162,9 +162,7 @@ def build_candidates(
         b.require("monthly", f"monthly spend cap of {monthly_max:,.0f} {currency}", 2)
     total_max = reqs.budget.total_max
     if total_max is not None:
-        b.require(
-            "total", f"total spend cap of {total_max:,.0f} {currency} over the horizon", 2
-        )
+        b.require("total", f"total spend cap of {total_max:,.0f} {currency} over the horizon", 2)
     instance = ir.Instance(
         workloads=tuple(w.name for w in reqs.workloads),
         skus=skus,
@@ -214,7 +212,8 @@ def _drop_unmeetable(b: _Builder, w: Workload) -> list[UnmetPreference]:
     drop = preferences.unmeetable(allowed)
     if not drop:
         return []
-    charged = [c for o in [*owned, *cloud] for c in b.meta[o.key].charges]
+    keys = [o.key for o in owned] + [c.key for c in cloud]
+    charged = [c for key in keys for c in b.meta[key].charges]
     charged += [c for o in owned for cs in b.meta[o.key].site_charges.values() for c in cs]
     rejected = {r.candidate: r.reasons for r in b.rejections.get(w.name, [])}
     placed = {p.site for o in owned if not o.violates for p in o.placements if not p.violates}
@@ -246,9 +245,7 @@ def _strip_owned(
         dataclasses.replace(p, penalty=sum(c.amount for c in sites.get(p.site, ())))
         for p in option.placements
     )
-    return dataclasses.replace(
-        option, penalty=sum(c.amount for c in kept), placements=placements
-    )
+    return dataclasses.replace(option, penalty=sum(c.amount for c in kept), placements=placements)
 
 
 def _strip_cloud(
@@ -354,7 +351,8 @@ def _size(
         if deadline_tag:
             tags.add(deadline_tag)
         missed = [("deployment", policy.penalty("deployment", deployment, dep_context))]
-        missed += [(k, policy.penalty(k, item, context)) for k, item in (("card", card), (kind, subject))]
+        parts: tuple[tuple[str, Any], ...] = (("card", card), (kind, subject))
+        missed += [(k, policy.penalty(k, item, context)) for k, item in parts]
         out.append(_Sized(estimate, deployment, spans, frozenset(tags), tuple(missed)))
     if not out and first_reasons:
         b.reject(w.name, subject.id, first_reasons)

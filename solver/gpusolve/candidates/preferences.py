@@ -28,7 +28,7 @@ CATALOG_KINDS = {
     "cloud": "cloud_offers",
     "offer": "colo_offers",
 }
-MAX_ITEMS = 3  # catalogue items named per unmet preference
+MAX_ITEMS = 2  # catalogue items named per unmet preference
 
 
 def keys(charged: Iterable[Charge]) -> frozenset[Key]:
@@ -123,5 +123,5 @@ def _reasons(
     return out
 
 
-def _clip(text: str, limit: int = 160) -> str:
+def _clip(text: str, limit: int = 120) -> str:
     return text if len(text) <= limit else text[: limit - 3].rstrip() + "..."

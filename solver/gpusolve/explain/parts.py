@@ -187,11 +187,15 @@ def budgets_not_binding(
     for name, what, cap, used, spent in caps:
         if cap is None or name in solution.binding:
             continue
-        if name == "capex" and used == 0 and (cheapest is None or cheapest > cap):
-            among = f" (the cheapest costs {cheapest:,} {cur})" if cheapest else ""
+        if name == "capex" and used == 0 and cheapest is None:
+            detail = (
+                f"the {what} of {cap:,.0f} {cur} binds nothing: no allowed option buys "
+                "servers (capex 0)"
+            )
+        elif name == "capex" and used == 0 and cheapest is not None and cheapest > cap:
             detail = (
                 f"the {what} of {cap:,.0f} {cur} is below every server purchase among the "
-                f"options{among}: the plan buys none"
+                f"options (the cheapest costs {cheapest:,} {cur}): the plan buys none"
             )
         else:
             detail = f"the {what} of {cap:,.0f} {cur} binds nothing: {spent} is {used:,.0f} {cur}"

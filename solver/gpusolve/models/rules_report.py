@@ -27,9 +27,12 @@ class PreviousValue(_Out):
     by: str = Field(description="Rule id, `default` or `user` that set the earlier value.")
 
 
+SHARE = "Penalty as a share of the option's cost."
+
+
 class TracePrefer(_Out):
     expr: str
-    share: float | None = Field(default=None, description="Penalty as a share of the option's cost.")
+    share: float | None = Field(default=None, description=SHARE)
     penalty: float | None = Field(default=None, description="Penalty in money, where stated.")
 
 
@@ -75,7 +78,7 @@ class LayoutRule(_Out):
 class PreferOut(_Out):
     rule: str
     expr: str
-    share: float | None = Field(default=None, description="Penalty as a share of the option's cost.")
+    share: float | None = Field(default=None, description=SHARE)
     penalty: float | None = Field(default=None, description="Penalty in money, where stated.")
 
 

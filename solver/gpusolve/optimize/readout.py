@@ -182,12 +182,12 @@ def binding(instance: Instance, solution: Solution) -> tuple[str, ...]:
     h = instance.horizon_months
     capex_step = min((s.capex for s in instance.skus.values() if s.capex > 0), default=1)
     opex = costs.rack_rent + costs.energy + costs.bandwidth + costs.cloud
-    if instance.capex_max is not None:
-        if costs.capex > 0 and instance.capex_max - costs.capex < capex_step:
-            names.append("capex")
-    if instance.monthly_max is not None:
-        if opex > 0 and h * instance.monthly_max - opex < _monthly_step(instance):
-            names.append("monthly")
+    cap = instance.capex_max
+    if cap is not None and costs.capex > 0 and cap - costs.capex < capex_step:
+        names.append("capex")
+    monthly = instance.monthly_max
+    if monthly is not None and opex > 0 and h * monthly - opex < _monthly_step(instance):
+        names.append("monthly")
     if instance.total_max is not None:
         spend = costs.capex + opex
         step = min(capex_step, _monthly_step(instance))

@@ -339,4 +339,4 @@ def _check_budgets(instance: Instance, costs: Costs, problems: list[str]) -> Non
     if instance.total_max is not None:
         spend = costs.capex + costs.rack_rent + costs.energy + costs.bandwidth + costs.cloud
         if spend > instance.total_max:
-            problems.append(f"capex + spend over the horizon {spend} > total cap {instance.total_max}")
+            problems.append(f"capex + spend {spend} > total cap {instance.total_max}")

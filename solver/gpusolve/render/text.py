@@ -54,10 +54,10 @@ def plan_text(plan: Plan) -> str:
         if c.horizon_resale is not None:
             add(f"  resale credit {money(c.horizon_resale.amount, cur)} ({resale_words(c)})")
         if plan.scenarios is not None:
-            s = plan.scenarios
-            what = "expected" if s.robust == "expected" else "worst-case"
+            hedge = plan.scenarios
+            what = "expected" if hedge.robust == "expected" else "worst-case"
             add(
-                f"  {what} TCO over {len(s.outcomes)} scenarios: {money(s.tco, cur)} "
+                f"  {what} TCO over {len(hedge.outcomes)} scenarios: {money(hedge.tco, cur)} "
                 "(the line above is the nominal scenario's)"
             )
         if c.penalties:

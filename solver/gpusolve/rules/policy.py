@@ -93,9 +93,7 @@ class RulesPolicy:
                 amounts.append((pred.penalty or 0.0) if pred is not None else 0.0)
                 shares.append((pred.share or 0.0) if pred is not None else 0.0)
             kinds += [k] * len(rule_ids)
-        return Penalty(
-            total, tuple(hits), tuple(amounts), kinds=tuple(kinds), shares=tuple(shares)
-        )
+        return Penalty(total, tuple(hits), tuple(amounts), kinds=tuple(kinds), shares=tuple(shares))
 
     # ------------------------------------------------------------------ internals
     def _violations(self, kind: str, subject: Any, context: dict[str, Any]) -> list[Violation]:

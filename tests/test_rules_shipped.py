@@ -88,7 +88,7 @@ CASES: list[tuple[str, Any, Any]] = [
     ("h16-checkpoint-storage", W(), W("inference")),
     ("h37-on-site-operations", W(), W("inference")),
     ("h17-long-runs-need-cooling", W(deadline_hours=200), W(deadline_hours=48)),
-    ("h41-long-training-site", W(deadline_hours=400), W(deadline_hours=100)),
+    ("h41-long-training-site", W(deadline_hours=400), W("inference")),
     ("h40-latency-sensitive-south", W("inference", latency_sensitive=True), W("inference")),
     ("h40-latency-sensitive-south", W(latency_sensitive=True), W()),
     ("h40-batch-training-north", W(), W("inference")),
@@ -225,11 +225,20 @@ def test_h19_h40_h37_offer_penalties() -> None:
 
 
 def test_h41_long_training_requires_ops_and_dual_power() -> None:
-    cache = ActivationCache({})
+    c = card()
+    cache = ActivationCache({c.id: c})
     wr = run(W(deadline_hours=400))
-    assert wr.check("offer", cache.offer(colo_offer("good"))) == []
-    bad = cache.offer(colo_offer("bad", ops_24h=False))
-    assert [v.rule for v in wr.check("offer", bad)] == ["h41-long-training-site"]
+    good, bad = colo_offer("good"), colo_offer("bad", ops_24h=False)
+
+    def failed(offer: Any, hours: float) -> list[str]:
+        facts = cache.deployment(
+            layout(time_to_train_h=hours), card=c, server=server(), offer=offer
+        )
+        return [v.rule for v in wr.check("deployment", facts)]
+
+    assert failed(good, 200) == []
+    assert failed(bad, 200) == ["h41-long-training-site"]  # a run of 200 h: long
+    assert failed(bad, 160) == []  # a run of 160 h is not, whatever the deadline allows
 
 
 def test_h20_h16_server_preferences() -> None:

@@ -14,9 +14,10 @@ import json
 from pathlib import Path
 from typing import Any
 
+import yaml
 from tests.factories.files import rule_file, write_reqs
 from tests.factories.instances import ONE, instance, owned, rented, site, sku
-from tests.support.shipped import example
+from tests.support.shipped import ROOT, example
 
 from gpusolve.candidates.generate import build_candidates
 from gpusolve.models.regions import resolve
@@ -26,9 +27,11 @@ from gpusolve.optimize.solve import solve
 from gpusolve.plan.inputs import prepare_run
 
 
-def _candidates(tmp_path: Path, data: dict[str, Any], *rules: dict[str, Any]) -> Any:
+def _candidates(
+    tmp_path: Path, data: dict[str, Any], *rules: dict[str, Any], catalogs: tuple[Path, ...] = ()
+) -> Any:
     paths = [rule_file(tmp_path, *rules)] if rules else []
-    run = prepare_run(write_reqs(tmp_path, data), [], paths)
+    run = prepare_run(write_reqs(tmp_path, data), list(catalogs), paths)
     cand = build_candidates(run.reqs, run.catalog, run.policies)
     cand.catalog = run.catalog  # for the test's own look-ups
     return cand
@@ -84,12 +87,19 @@ def test_a_preference_some_allowed_option_meets_is_charged_as_its_share(tmp_path
 def test_h41_largest_memory_is_not_charged_when_the_market_excludes_every_such_card(
     tmp_path: Path,
 ) -> None:
-    """A 14B continued pretraining in market cn: every card of 120 GB or more is restricted,
-    so H41's "largest memory" preference cannot be met and charges nothing (it charged
-    200,000 CNY against a 112,128 TCO before)."""
+    """A 14B continued pretraining in market cn where every card of 120 GB or more is
+    restricted (the shipped Ascend 910C patched so, as a legal team might): H41's "largest
+    memory" preference cannot be met and charges nothing (it charged 200,000 CNY against a
+    112,128 TCO before)."""
+    memo = tmp_path / "legal.yaml"
+    restricted = {"status": "restricted", "as_of": "2026-12"}
+    memo.write_text(
+        yaml.safe_dump({"patch": [{"id": "ascend-910c", "export_cn": restricted}]}),
+        encoding="utf-8",
+    )
     data = example("pretrain-70b-infiniband.yaml")
     data["workloads"][0]["model"] = {"params_b": 14, "layers": 40, "hidden": 5120}
-    cand = _candidates(tmp_path, data)
+    cand = _candidates(tmp_path, data, catalogs=(ROOT / "catalog", memo))
     assert "h41-pretrain-10b-multi-node" not in _charged_rules(cand)
     [unmet] = [u for u in cand.unmet if u.rule == "h41-pretrain-10b-multi-node"]
     assert "restricted for China" in unmet.why

@@ -62,13 +62,13 @@ def test_a_preference_no_allowed_option_meets_charges_nothing(tmp_path: Path) ->
 
 
 def test_a_preference_some_allowed_option_meets_is_charged_as_its_share(tmp_path: Path) -> None:
-    # 80 GB or more: the H800 rentals meet it, the 4090 ones miss it and pay 10% of the rental.
+    # 96 GB or more: the H20 rentals meet it, the 80 GB ones miss it and pay 10% of the rental.
     some = {
         "id": "big-memory",
         "source": "H23",
-        "title": "Cards of 80 GB",
+        "title": "Cards of 96 GB",
         "when": "true",
-        "prefer": {"card": {"expr": "card.memory_gb >= 80", "share": 0.1}},
+        "prefer": {"card": {"expr": "card.memory_gb >= 96", "share": 0.1}},
     }
     cand = _candidates(tmp_path, example("finetune-7b-deadline.yaml"), some)
     assert not [u for u in cand.unmet if u.rule == "big-memory"]
@@ -77,7 +77,7 @@ def test_a_preference_some_allowed_option_meets_is_charged_as_its_share(tmp_path
         card = cand.meta[c.key].card
         charge = [x for x in cand.meta[c.key].charges if x.rule == "big-memory"]
         memory = cand.catalog.cards[card].memory_gb
-        assert bool(charge) == (memory < 80), c.key
+        assert bool(charge) == (memory < 96), c.key
         if charge:
             missed += 1
             assert charge[0].amount == round(0.1 * c.cost_total)

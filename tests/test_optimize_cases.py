@@ -160,10 +160,13 @@ def test_binding_reports_tight_caps_and_full_sites() -> None:
     inst = instance(("w",), (owned("o", "w", 4),), sites=(site(racks=2),), capex_max=4000)
     solution = solve(inst, ONE)
     assert set(solution.binding) == {"capex", "racks:sz", "rack_power:sz"}
-    # 5 servers in one 60 kW rack: 50 kW and 40 of 42 U; a sixth would fit by power (60 kW)
-    # but not by space (48 U).
+    # 5 servers in one 60 kW rack: 50 kW and 40 of 42 U; a sixth would fit by power but
+    # not by space, yet one rack is all five need: nothing binds (issue 35).
     dense = instance(("w",), (owned("o", "w", 5),), sites=(site(rack_w=60_000),))
-    assert solve(dense, ONE).binding == ("rack_space:sz",)
+    assert solve(dense, ONE).binding == ()
+    # 6 servers: 60 kW fits one rack by power, 48 U does not: space takes a second rack.
+    denser = instance(("w",), (owned("o", "w", 6),), sites=(site(rack_w=60_000),))
+    assert solve(denser, ONE).binding == ("rack_space:sz",)
 
 
 def test_max_throughput_spends_the_budget_then_saves() -> None:

@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import jsonschema
 import pytest
-from tests.support.shipped import EXAMPLES, ROOT
+from tests.support.shipped import EXAMPLES, ROOT, example
+
+from gpusolve.load import load_catalog
 
 SCHEMA = json.loads((ROOT / "schemas" / "plan.schema.json").read_text())
+CATALOG = load_catalog().catalog
 
 
 @pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.stem)
@@ -45,6 +49,31 @@ def test_example_plans_and_validates(gpusolve, path: Path) -> None:
     for site in plan["sites"]:
         assert len(site["fill_kw"]) == len(site["fill"]) == site["racks"]
         assert all(kw <= site["rack_kw"] + 1e-9 for kw in site["fill_kw"])
+    # Issue 35: no shipped preference outweighs the money, and every binding claim is tight.
+    assert cost["penalties"] <= cost["tco"]
+    for bound in plan["binding"]:
+        assert_tight(bound, plan, example(path.name))
+
+
+def assert_tight(bound: dict[str, Any], plan: dict[str, Any], reqs: dict[str, Any]) -> None:
+    """A binding constraint's figures against its limit: a money cap is spent under and not
+    exceeded; every rack of a site is taken; a power-bound site's fullest rack has no power
+    left for one more of its servers, and the site uses more than one rack."""
+    kind, _, where = bound["name"].partition(":")
+    used, limit = bound["used"], bound["limit"]
+    budget = reqs.get("budget", {})
+    if kind in ("capex", "monthly", "total"):
+        assert limit == budget[f"{kind}_max"]
+        assert 0 < used <= limit + 1e-6, bound
+    elif kind == "racks":
+        assert used >= limit, bound
+    elif kind == "rack_power":
+        [site] = [s for s in plan["sites"] if s["offer"] == where]
+        usable = site["rack_kw"] - site["reserved_kw"]
+        smallest = min(CATALOG.servers[k].power_kw for k in site["servers"])
+        assert site["racks"] > 1 and used + smallest > usable + 1e-9, bound
+    else:
+        assert kind == "rack_space", bound
 
 
 def test_same_input_gives_byte_identical_json(gpusolve) -> None:

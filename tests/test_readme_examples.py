@@ -3,7 +3,8 @@
 Each excerpt in README.md between `<!-- examples:start -->` and `<!-- examples:end -->` is a
 bold title, the command in backticks, and a ```text block. The test runs the command and
 compares the block with the excerpt of today's output: for `plan`, the headline and the
-Deployments, Sites and Binding constraints sections; for other commands, all of it.
+Deployments, Sites, Binding constraints, Budgets not binding and unmet-preference sections;
+for other commands, all of it.
 
 After a change that moves an example's output on purpose, refresh the README with
 `python tests/test_readme_examples.py --write` and read the diff.
@@ -26,7 +27,14 @@ README = ROOT / "README.md"
 START, END = "<!-- examples:start -->", "<!-- examples:end -->"
 # The sections of a plan that the README shows; the rest (cost lines, rules, advice,
 # solver) is long and is covered by the example tests themselves.
-PLAN_SECTIONS = ("Deployments", "Sites", "Owned (inventory)", "Binding constraints")
+PLAN_SECTIONS = (
+    "Deployments",
+    "Sites",
+    "Owned (inventory)",
+    "Binding constraints",
+    "Budgets not binding",
+    "Preferences no allowed option meets (no penalty charged)",
+)
 EXAMPLE = re.compile(r"^\*\*(?P<title>.+?)\*\* — `(?P<command>gpusolve [^`]+)`\n\n```text\n", re.M)
 
 

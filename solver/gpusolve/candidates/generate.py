@@ -14,6 +14,7 @@ from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from gpusolve.candidates import preferences
 from gpusolve.candidates.network import (
     fabric_class,
     nic_capex,
@@ -29,7 +30,8 @@ from gpusolve.estimate.search import SearchResult
 from gpusolve.models.catalog import Card, Catalog, CloudOffer, ColoOffer, Server
 from gpusolve.models.money import slot_hours_per_month, to_money
 from gpusolve.models.params import Params
-from gpusolve.models.policy import Charge, WorkloadPolicy, charges
+from gpusolve.models.plan import UnmetPreference
+from gpusolve.models.policy import Charge, Penalty, WorkloadPolicy, charges
 from gpusolve.models.regions import Place, resolve
 from gpusolve.models.requirements import Requirements, Workload
 from gpusolve.optimize import finance, ir
@@ -82,6 +84,8 @@ class Candidates:
     # Price multipliers for VAT on goods and on services (1.0 without VAT).
     vat_goods: float = 1.0
     vat_services: float = 1.0
+    # Preferences no allowed option of a workload meets: charged nowhere (`preferences.py`).
+    unmet: list[UnmetPreference] = field(default_factory=list)
 
     def workloads_without_options(self) -> list[str]:
         have = {o.workload for o in self.instance.owned} | {o.workload for o in self.instance.cloud}
@@ -134,9 +138,11 @@ def build_candidates(
     b.terms = finance_terms(reqs, policies)
     chosen = [p.params for p in policies.values()]
     b.reserves = {o.id: rack_reserve(o, chosen) for o in catalog.colo_offers.values()}
+    unmet: list[UnmetPreference] = []
     for workload in reqs.workloads:
         _owned_options(b, workload)
         _cloud_options(b, workload)
+        unmet += _drop_unmeetable(b, workload)
     sites = contracted_sites(_sites(b), reqs)
     used_skus = {o.sku for o in b.owned}
     skus = {
@@ -154,6 +160,9 @@ def build_candidates(
         b.require("capex", f"capex cap of {capex_max:,.0f} {currency}", 2)
     if monthly_max is not None:
         b.require("monthly", f"monthly spend cap of {monthly_max:,.0f} {currency}", 2)
+    total_max = reqs.budget.total_max
+    if total_max is not None:
+        b.require("total", f"total spend cap of {total_max:,.0f} {currency} over the horizon", 2)
     instance = ir.Instance(
         workloads=tuple(w.name for w in reqs.workloads),
         skus=skus,
@@ -164,6 +173,7 @@ def build_candidates(
         requirements=b.requirements,
         capex_max=to_money(capex_max) if capex_max is not None else None,
         monthly_max=to_money(monthly_max) if monthly_max is not None else None,
+        total_max=to_money(total_max) if total_max is not None else None,
         objective=reqs.objective,
         throughput_weights={w.name: w.throughput_weight for w in reqs.workloads},
         spares=reqs.finance.spares == "n+1",
@@ -180,7 +190,71 @@ def build_candidates(
         finance_terms=b.terms,
         vat_goods=vat_goods,
         vat_services=vat_services,
+        unmet=unmet,
     )
+
+
+def _drop_unmeetable(b: _Builder, w: Workload) -> list[UnmetPreference]:
+    """Strip from `w`'s options the preferences none of its allowed options meets
+    (`preferences.py`), and say why each could not be met."""
+    owned = [o for o in b.owned if o.workload == w.name]
+    cloud = [c for c in b.cloud if c.workload == w.name]
+    allowed: list[frozenset[preferences.Key]] = []
+    for o in owned:
+        meta = b.meta[o.key]
+        mine = preferences.keys(meta.charges)
+        allowed += [
+            mine | preferences.keys(meta.site_charges.get(p.site, ()))
+            for p in o.placements
+            if not o.violates and not p.violates
+        ]
+    allowed += [preferences.keys(b.meta[c.key].charges) for c in cloud if not c.violates]
+    drop = preferences.unmeetable(allowed)
+    if not drop:
+        return []
+    keys = [o.key for o in owned] + [c.key for c in cloud]
+    charged = [c for key in keys for c in b.meta[key].charges]
+    charged += [c for o in owned for cs in b.meta[o.key].site_charges.values() for c in cs]
+    rejected = {r.candidate: r.reasons for r in b.rejections.get(w.name, [])}
+    placed = {p.site for o in owned if not o.violates for p in o.placements if not p.violates}
+    for offer in b.catalog.colo_offers.values():
+        if offer.id in placed:
+            continue
+        if not _region_ok(b.reqs, w, offer.region, offer.city):
+            rejected[offer.id] = [f"region {offer.region} is not allowed for {w.name}"]
+        else:
+            rejected[offer.id] = [
+                f"{offer.rack_kw:g} kW {offer.cooling} racks ({offer.fabric} fabric) host "
+                f"no allowed server of {w.name}"
+            ]
+    policy = b.policies[w.name]
+    unmet = preferences.describe(w, drop, charged, policy, b.catalog, rejected)
+    b.owned = [_strip_owned(b, o, drop) if o.workload == w.name else o for o in b.owned]
+    b.cloud = [_strip_cloud(b, c, drop) if c.workload == w.name else c for c in b.cloud]
+    return unmet
+
+
+def _strip_owned(
+    b: _Builder, option: ir.OwnedOption, drop: frozenset[preferences.Key]
+) -> ir.OwnedOption:
+    meta = b.meta[option.key]
+    kept = preferences.without(meta.charges, drop)
+    sites = {k: preferences.without(v, drop) for k, v in meta.site_charges.items()}
+    b.meta[option.key] = dataclasses.replace(meta, charges=kept, site_charges=sites)
+    placements = tuple(
+        dataclasses.replace(p, penalty=sum(c.amount for c in sites.get(p.site, ())))
+        for p in option.placements
+    )
+    return dataclasses.replace(option, penalty=sum(c.amount for c in kept), placements=placements)
+
+
+def _strip_cloud(
+    b: _Builder, option: ir.CloudOption, drop: frozenset[preferences.Key]
+) -> ir.CloudOption:
+    meta = b.meta[option.key]
+    kept = preferences.without(meta.charges, drop)
+    b.meta[option.key] = dataclasses.replace(meta, charges=kept)
+    return dataclasses.replace(option, penalty=sum(c.amount for c in kept))
 
 
 def vat_factors(reqs: Requirements) -> tuple[float, float]:
@@ -220,14 +294,22 @@ def residual_share(reqs: Requirements, terms: finance.Terms) -> float:
 
 @dataclass(frozen=True)
 class _Sized:
-    """One candidate (server SKU or cloud offer) sized for one workload, rules applied."""
+    """One candidate (server SKU or cloud offer) sized for one workload, rules applied:
+    the preferences it misses are priced once its cost is known (`_charged`)."""
 
     estimate: ConfigEstimate
     deployment: dict[str, Any]
     spans_servers: bool
-    penalty: float
     violates: frozenset[str]
-    charges: tuple[Charge, ...] = ()
+    missed: tuple[tuple[str, Penalty], ...] = ()
+
+
+def _charged(missed: Iterable[tuple[str, Penalty]], base: float) -> tuple[Charge, ...]:
+    """The charges of the preferences an option misses, priced on its cost `base`."""
+    out: tuple[Charge, ...] = ()
+    for kind, penalty in missed:
+        out += charges(kind, penalty, base)
+    return out
 
 
 def _size(
@@ -268,11 +350,10 @@ def _size(
         tags = {_rule_requirement(b, h.rule, h.source, h.title) for h in [*hits, *dep_hits]}
         if deadline_tag:
             tags.add(deadline_tag)
-        charged = charges("deployment", policy.penalty("deployment", deployment, dep_context))
-        for k, item in (("card", card), (kind, subject)):
-            charged += charges(k, policy.penalty(k, item, context))
-        penalty = float(sum(c.amount for c in charged))  # whole units: the charges add up
-        out.append(_Sized(estimate, deployment, spans, penalty, frozenset(tags), charged))
+        missed = [("deployment", policy.penalty("deployment", deployment, dep_context))]
+        parts: tuple[tuple[str, Any], ...] = (("card", card), (kind, subject))
+        missed += [(k, policy.penalty(k, item, context)) for k, item in parts]
+        out.append(_Sized(estimate, deployment, spans, frozenset(tags), tuple(missed)))
     if not out and first_reasons:
         b.reject(w.name, subject.id, first_reasons)
     return out
@@ -303,11 +384,15 @@ def _add_owned(
     sized: _Sized,
 ) -> None:
     site_charges: dict[str, tuple[Charge, ...]] = {}
+    goods, _ = vat_factors(b.reqs)
+    # A preference an owned option misses is priced on what its servers cost.
+    base = sized.estimate.nodes * server.price * goods
     placements = _placements(
-        b, w, server, sized.spans_servers, sized.deployment, offers, site_charges
+        b, w, server, sized.spans_servers, sized.deployment, offers, base, site_charges
     )
     if not placements:
         return
+    charged = _charged(sized.missed, base)
     estimate = sized.estimate
     hours = owned_busy_hours(w, estimate, b.reqs.horizon_months)
     idle_kw = finance.idle_power_kw(
@@ -330,7 +415,7 @@ def _add_owned(
             placements=tuple(placements),
             throughput=max(0, round(estimate.tokens_per_s)),
             headroom_permille=_headroom_permille(estimate),
-            penalty=to_money(sized.penalty),
+            penalty=sum(c.amount for c in charged),  # whole units: the charges add up
             violates=sized.violates,
             spans=sized.spans_servers,
             # One server keeps its checkpoints on its own NVMe (H16); a job across servers
@@ -356,7 +441,7 @@ def _add_owned(
         None,
         estimate.nodes,
         estimate,
-        charges=sized.charges,
+        charges=charged,
         site_charges=site_charges,
         busy_hours=hours,
         busy_kw=busy_kw,
@@ -528,6 +613,7 @@ def _placements(
     needs_fabric: bool,
     deployment: dict[str, Any],
     offers: list[ColoOffer],
+    base: float,
     site_charges: dict[str, tuple[Charge, ...]] | None = None,
 ) -> list[ir.Placement]:
     policy = b.policies[w.name]
@@ -548,7 +634,7 @@ def _placements(
         if hits and not b.explain:
             continue
         tags |= {_rule_requirement(b, h.rule, h.source, h.title) for h in hits}
-        charged = charges("offer", policy.penalty("offer", offer, context))
+        charged = charges("offer", policy.penalty("offer", offer, context), base)
         if site_charges is not None:
             site_charges[offer.id] = charged
         out.append(ir.Placement(offer.id, sum(c.amount for c in charged), frozenset(tags)))
@@ -649,6 +735,9 @@ def _add_cloud(b: _Builder, w: Workload, offer: CloudOffer, card: Card, sized: _
     _, services = vat_factors(b.reqs)
     tier = rental_tier(w, estimate, offer, hours, b.reqs.horizon_months)
     key = _unique_key(b, f"{w.name}|cloud:{offer.id}|{estimate.nodes}i")
+    cost_total = to_money(estimate.nodes * tier.cost * services)
+    # A preference a rental misses is priced on the rental over the horizon.
+    charged = _charged(sized.missed, cost_total)
     b.cloud.append(
         ir.CloudOption(
             key=key,
@@ -656,10 +745,10 @@ def _add_cloud(b: _Builder, w: Workload, offer: CloudOffer, card: Card, sized: _
             offer=offer.id,
             region=offer.region,
             instances=estimate.nodes,
-            cost_total=to_money(estimate.nodes * tier.cost * services),
+            cost_total=cost_total,
             throughput=max(0, round(estimate.tokens_per_s)),
             headroom_permille=_headroom_permille(estimate),
-            penalty=to_money(sized.penalty),
+            penalty=sum(c.amount for c in charged),
             violates=frozenset(tags),
         )
     )
@@ -673,7 +762,7 @@ def _add_cloud(b: _Builder, w: Workload, offer: CloudOffer, card: Card, sized: _
         estimate.nodes,
         estimate,
         hours,
-        charges=sized.charges,
+        charges=charged,
         rental_tier=tier,
     )
 

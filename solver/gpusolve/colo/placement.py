@@ -100,5 +100,7 @@ def judge(
     """The same calls `plan` makes for a layout of `server` placed at `offer`."""
     context = {"deployment": layout, "server": server}
     failed = rules.policy.failed("offer", offer, context)
-    charged = charges("offer", rules.policy.penalty("offer", offer, context))
+    # A preference is priced on what the servers it judges cost, as `plan` prices it.
+    base = server.price * int(layout.get("nodes", 1))
+    charged = charges("offer", rules.policy.penalty("offer", offer, context), base)
     return Verdict(tuple(failed), charged)

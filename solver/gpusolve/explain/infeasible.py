@@ -104,7 +104,7 @@ def summarise(rejections: list[Rejection]) -> list[str]:
 
 def _suggest(name: str, relaxed: Candidates, reqs: Requirements, config: ir.SolveConfig) -> str:
     kind, _, subject = name.partition(":")
-    if name in ("capex", "monthly") or kind in ("racks", "deadline"):
+    if name in ("capex", "monthly", "total") or kind in ("racks", "deadline"):
         return _move(name, relaxed, reqs, config)
     if kind == "regions":
         regions = sorted(
@@ -172,7 +172,7 @@ def _move(name: str, relaxed: Candidates, reqs: Requirements, config: ir.SolveCo
         )
     if kind == "racks":
         return f"feasible with {r.needed} racks at {subject} ({r.delta} more){unsure}"
-    cap = "capex cap" if name == "capex" else "monthly cap"
+    cap = {"capex": "capex cap", "monthly": "monthly cap"}.get(name, "total cap")
     return f"feasible if the {cap} is {r.delta:,} {cur} higher (at least {r.needed:,}){unsure}"
 
 

@@ -155,11 +155,51 @@ def alternative(
 def binding(
     solution: ir.Solution, instance: ir.Instance, catalog: Catalog, reqs: Requirements
 ) -> list[Constraint]:
+    """The constraints tight in the solution (`optimize/readout.py` decides which), each
+    with the figures that show it: what the plan uses against the limit."""
     out = []
     for name in solution.binding:
         req = instance.requirements.get(name)
-        detail = _binding_detail(name, req, catalog, reqs, instance)
-        out.append(Constraint(name=name, detail=detail))
+        detail, used, limit = _binding_detail(name, req, catalog, reqs, instance, solution)
+        out.append(Constraint(name=name, detail=detail, used=used, limit=limit))
+    return out
+
+
+def budgets_not_binding(
+    solution: ir.Solution, instance: ir.Instance, reqs: Requirements
+) -> list[Constraint]:
+    """Every budget cap the solution is not at, and what it spends under it: a cap with
+    room for a further step binds nothing; a capex cap below the cheapest server keeps
+    every purchase out (a plan without purchases is not at its cap either)."""
+    costs = solution.costs
+    if costs is None:
+        return []
+    cur = reqs.currency
+    h = instance.horizon_months
+    opex = costs.rack_rent + costs.energy + costs.bandwidth + costs.cloud
+    cheapest = min((s.capex for s in instance.skus.values() if s.capex > 0), default=None)
+    caps = [
+        ("capex", "capex cap", reqs.budget.capex_max, costs.capex, "capex"),
+        ("monthly", "monthly cap", reqs.budget.monthly_max, opex / h, "monthly spend"),
+        ("total", "total cap", reqs.budget.total_max, costs.capex + opex, "capex + spend"),
+    ]
+    out = []
+    for name, what, cap, used, spent in caps:
+        if cap is None or name in solution.binding:
+            continue
+        if name == "capex" and used == 0 and cheapest is None:
+            detail = (
+                f"the {what} of {cap:,.0f} {cur} binds nothing: no allowed option buys "
+                "servers (capex 0)"
+            )
+        elif name == "capex" and used == 0 and cheapest is not None and cheapest > cap:
+            detail = (
+                f"the {what} of {cap:,.0f} {cur} is below every server purchase among the "
+                f"options (the cheapest costs {cheapest:,} {cur}): the plan buys none"
+            )
+        else:
+            detail = f"the {what} of {cap:,.0f} {cur} binds nothing: {spent} is {used:,.0f} {cur}"
+        out.append(Constraint(name=name, detail=detail, used=float(used), limit=float(cap)))
     return out
 
 
@@ -169,29 +209,71 @@ def _binding_detail(
     catalog: Catalog,
     reqs: Requirements,
     instance: ir.Instance,
-) -> str:
+    solution: ir.Solution,
+) -> tuple[str, float | None, float | None]:
     kind, _, site = name.partition(":")
     offer = catalog.colo_offers.get(site)
     packed = instance.sites.get(site)
-    if kind == "rack_power" and offer is not None:
-        usable = f" ({packed.rack_w / 1000:g} kW usable)" if packed is not None else ""
+    cur = reqs.currency
+    costs = solution.costs
+    fills = [
+        sum(instance.skus[k].power_w * n for k, n in fill)
+        for (sid, fill), count in solution.racks.items()
+        if sid == site and fill
+        for _ in range(count)
+    ]
+    if kind == "rack_power" and offer is not None and packed is not None:
         return (
-            f"rack power at {site}: a {offer.rack_kw:g} kW rack{usable} has room for another "
-            "server but not the power for it"
+            f"rack power at {site}: its {len(fills)} racks of {offer.rack_kw:g} kW "
+            f"({packed.rack_w / 1000:g} kW usable) hold the servers, and by space alone they "
+            "would fit in fewer; a rack with room for another server lacks the power for it",
+            max(fills, default=0) / 1000,
+            packed.rack_w / 1000,
         )
-    if kind == "rack_space" and offer is not None:
-        usable = f" ({packed.rack_units}U usable)" if packed is not None else ""
+    if kind == "rack_space" and offer is not None and packed is not None:
         return (
-            f"rack space at {site}: {offer.rack_units}U racks{usable} are full before their "
-            "power is"
+            f"rack space at {site}: its {len(fills)} racks of {offer.rack_units}U "
+            f"({packed.rack_units}U usable) are full before their power is, and by power alone "
+            "the servers would fit in fewer",
+            None,
+            float(packed.rack_units),
         )
     if kind == "racks" and offer is not None:
-        return f"all {offer.racks_available} racks available at {site} are used"
-    if name == "capex" and reqs.budget.capex_max is not None:
-        return f"capex is at the cap of {reqs.budget.capex_max:,.0f} {reqs.currency}"
+        used = sum(n for (sid, _), n in solution.racks.items() if sid == site)
+        return (
+            f"all {offer.racks_available} racks available at {site} are used",
+            float(used),
+            float(offer.racks_available),
+        )
+    opex = (
+        costs.rack_rent + costs.energy + costs.bandwidth + costs.cloud if costs is not None else 0
+    )
+    h = instance.horizon_months
+    if name == "capex" and reqs.budget.capex_max is not None and costs is not None:
+        cap = reqs.budget.capex_max
+        return (
+            f"capex {costs.capex:,} {cur} is at the cap of {cap:,.0f} {cur}: the "
+            f"{cap - costs.capex:,.0f} left buys no further server",
+            float(costs.capex),
+            cap,
+        )
     if name == "monthly" and reqs.budget.monthly_max is not None:
-        return f"monthly spend is at the cap of {reqs.budget.monthly_max:,.0f} {reqs.currency}"
-    return req.description if req else name
+        cap = reqs.budget.monthly_max
+        return (
+            f"monthly spend {opex / h:,.0f} {cur} is at the cap of {cap:,.0f} {cur}: what is "
+            "left pays for no further rack, server's energy, bandwidth or rental",
+            opex / h,
+            cap,
+        )
+    if name == "total" and reqs.budget.total_max is not None and costs is not None:
+        cap = reqs.budget.total_max
+        return (
+            f"capex + spend over the horizon {costs.capex + opex:,} {cur} is at the total cap "
+            f"of {cap:,.0f} {cur}",
+            float(costs.capex + opex),
+            cap,
+        )
+    return (req.description if req else name), None, None
 
 
 def solver_info(solution: ir.Solution, config: ir.SolveConfig) -> SolverInfo:

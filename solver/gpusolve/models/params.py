@@ -95,6 +95,14 @@ class Params:
     long_training_hours: float = _param(
         168.0, "A run at least this long counts as 'long training' (H17, H41).", "H41", minimum=1
     )
+    steady_use_fraction: float = _param(
+        0.5,
+        "Training whose runs keep a layout busy at least this share of the horizon's hours is "
+        "steady (buy, H42); below it, demand is occasional (rent). A threshold chosen here.",
+        "H42",
+        minimum=0,
+        maximum=1,
+    )
     dp_comm_overlap: bool = _param(
         True,
         "Gradient buckets are reduced during the last micro-batch's backward and parameters "

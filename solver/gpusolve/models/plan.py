@@ -61,6 +61,18 @@ class PenaltyItem(OutModel):
     amount: float
 
 
+class UnmetPreference(OutModel):
+    """A soft rule (`prefer`) that no allowed option of a workload meets: it charges no
+    penalty (it would tilt nothing the plan can change) and the plan says why."""
+
+    workload: str
+    rule: str
+    source: str = Field(description="Heuristic the rule comes from (H01-H44), when known.")
+    judged: str = Field(description="What the rule judges: card, server, offer, cloud, deployment.")
+    reason: str = Field(description="The rule's own reason for the preference.")
+    why: str = Field(description="Why no allowed option meets it.")
+
+
 class CostBreakdown(OutModel):
     servers_capex: float = 0.0
     rack_rent: float = 0.0
@@ -249,6 +261,12 @@ class RuleFired(OutModel):
 class Constraint(OutModel):
     name: str
     detail: str
+    used: float | None = Field(
+        default=None,
+        description="What the plan uses against the limit: money, racks, or the fullest "
+        "rack's kW (rack power), where a figure shows it.",
+    )
+    limit: float | None = Field(default=None, description="The cap or limit itself.")
 
 
 class Alternative(OutModel):
@@ -510,6 +528,14 @@ class Plan(OutModel):
         default=None, description="The owned servers and contracted racks, and their fate."
     )
     binding: list[Constraint] = Field(default_factory=list)
+    budgets_not_binding: list[Constraint] = Field(
+        default_factory=list,
+        description="Budget caps the plan is not at, with what it spends under each.",
+    )
+    unmet_preferences: list[UnmetPreference] = Field(
+        default_factory=list,
+        description="Soft rules no allowed option meets: no penalty charged, and why.",
+    )
     rules_fired: list[RuleFired] = Field(default_factory=list)
     advice: list[str] = Field(default_factory=list)
     alternatives: list[Alternative] = Field(default_factory=list)

@@ -28,7 +28,9 @@ class RuleHit:
 class Penalty:
     money: float = 0.0
     rules: tuple[RuleHit, ...] = ()
-    amounts: tuple[float, ...] = ()  # what each of `rules` charges, same order
+    amounts: tuple[float, ...] = ()  # the money each of `rules` charges, same order
+    # the share of the missing option's cost each of `rules` charges, same order (0 = none)
+    shares: tuple[float, ...] = ()
     kinds: tuple[str, ...] = ()  # the candidate kind each of `rules` judged, same order
 
 
@@ -43,15 +45,24 @@ class Charge:
     amount: int
 
 
-def charges(kind: str, penalty: Penalty) -> tuple[Charge, ...]:
+def charges(kind: str, penalty: Penalty, base: float = 0.0) -> tuple[Charge, ...]:
     """A penalty split by rule, each rounded to whole units once (so the charges sum to the
-    penalty the optimiser sees). A policy that gives only a total yields one unnamed line."""
+    penalty the optimiser sees). A rule's amount is its money plus its share of `base`, the
+    cost of the option that misses it (its servers' price, or its rental over the horizon).
+    A policy that gives only a total yields one unnamed line."""
     from gpusolve.models.money import to_money
 
     if len(penalty.amounts) == len(penalty.rules) and penalty.rules:
         kinds = penalty.kinds if len(penalty.kinds) == len(penalty.rules) else ()
+        shares = penalty.shares if len(penalty.shares) == len(penalty.rules) else ()
         out = tuple(
-            Charge(h.rule, h.source, h.detail or h.title, kinds[i] if kinds else kind, to_money(a))
+            Charge(
+                h.rule,
+                h.source,
+                h.detail or h.title,
+                kinds[i] if kinds else kind,
+                to_money(a + (shares[i] * base if shares else 0.0)),
+            )
             for i, (h, a) in enumerate(zip(penalty.rules, penalty.amounts, strict=True))
         )
         return tuple(c for c in out if c.amount)

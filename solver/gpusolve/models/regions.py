@@ -1,7 +1,9 @@
 """Region and city names, in English and Chinese, as people type them.
 
 A user may write `苏南`, `southern Jiangsu`, `jiangsu-south`, `Suzhou` or `苏州`; all resolve
-to a `Place` that matches catalogue offers by region id or by city.
+to a `Place` that matches catalogue offers by region id or by city. A city matches the colo
+offers in that city and the cloud offers of its province (a cloud region has no city: a
+team in Suzhou reaches a Jiangsu cloud region as well as any rack in town).
 """
 
 from __future__ import annotations
@@ -54,16 +56,26 @@ GROUPS: dict[str, tuple[str, ...]] = {
 
 @dataclass(frozen=True)
 class Place:
-    """What a user's region word means: a set of regions, or one city."""
+    """What a user's region word means: a set of regions, or one city (with the regions of
+    its province, which its cloud offers may be in)."""
 
     term: str
     regions: frozenset[str] = frozenset()
     city: str | None = None
 
     def matches(self, region: str, city: str) -> bool:
-        if self.city is not None:
+        """Whether an offer in `region` (and `city`; "" for a cloud region) is in this place."""
+        if self.city is not None and city:
             return _norm(city) == _norm(self.city) or _city_key(city) == _city_key(self.city)
         return region in self.regions
+
+
+def province(region: str) -> frozenset[str]:
+    """The regions of the province `region` is in (itself when it is a province alone)."""
+    for regions in GROUPS.values():
+        if region in regions:
+            return frozenset(regions)
+    return frozenset({region})
 
 
 def _norm(text: str) -> str:
@@ -84,8 +96,8 @@ def _index() -> dict[str, Place]:
         for name in (region, *aliases):
             index[_norm(name)] = Place(name, regions=frozenset({region}))
         for en, zh in cities:
-            index.setdefault(_norm(en), Place(en, city=en))
-            index.setdefault(_norm(zh), Place(zh, city=en))
+            index.setdefault(_norm(en), Place(en, province(region), city=en))
+            index.setdefault(_norm(zh), Place(zh, province(region), city=en))
     for name, regions in GROUPS.items():
         index[_norm(name)] = Place(name, regions=frozenset(regions))
     return index

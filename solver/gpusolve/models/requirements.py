@@ -517,6 +517,14 @@ def make_workload(data: Mapping[str, Any] | None = None, /, **fields: Any) -> Wo
 class Budget(StrictModel):
     capex_max: PositiveFloat | None = Field(default=None, le=MAX_MONEY)
     monthly_max: PositiveFloat | None = Field(default=None, le=MAX_MONEY)
+    total_max: PositiveFloat | None = Field(
+        default=None,
+        le=MAX_MONEY,
+        description=(
+            "Cap on everything spent over the horizon: capex (servers, network, storage) "
+            "plus rack rent, energy, bandwidth and cloud rentals; no residual value credited."
+        ),
+    )
 
 
 class Regions(StrictModel):

@@ -13,12 +13,45 @@ ParamValue = bool | int | FiniteFloat | str
 
 
 class Prefer(StrictModel):
-    """A soft predicate: each violation costs a money-equivalent penalty in the run currency."""
+    """A soft predicate. A violation costs either a share of what the option that misses it
+    costs (`share`: the plan pays up to that much more to meet it) or, where the rule's
+    author says so, a fixed money-equivalent (`penalty`, in the run currency). Either way it
+    is charged only where some allowed option meets the preference."""
 
     expr: str = Field(min_length=1, max_length=4000, description="CEL; true means preferred.")
+    share: FiniteFloat | None = Field(
+        default=None,
+        gt=0,
+        le=1,
+        description=(
+            "Penalty as a share of the cost of the option that misses the preference: its "
+            "servers' purchase price, or its rental over the horizon (0.05 = 5%)."
+        ),
+    )
     # Money-equivalent: above the largest price a catalogue may hold it outweighs any cost.
-    penalty: FiniteFloat = Field(ge=0, le=1e12)
+    penalty: FiniteFloat | None = Field(
+        default=None,
+        ge=0,
+        le=1e12,
+        description="Penalty in money (run currency) per violation, stated by the rule's author.",
+    )
     reason: str | None = None
+
+    @model_validator(mode="after")
+    def _one_penalty(self) -> Prefer:
+        if (self.share is None) == (self.penalty is None):
+            raise ValueError(
+                "a prefer needs exactly one of `share` (a share of the option's cost, "
+                "e.g. 0.05) or `penalty` (money, run currency)"
+            )
+        return self
+
+
+def penalty_text(share: float | None, penalty: float | None) -> str:
+    """How a prefer charges, in words: `5% of the option's cost` or `50,000 (money)`."""
+    if share is not None:
+        return f"{share:.0%} of the option's cost"
+    return f"{penalty or 0:,.0f} (money)"
 
 
 class Rule(StrictModel):

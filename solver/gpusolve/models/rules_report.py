@@ -27,9 +27,13 @@ class PreviousValue(_Out):
     by: str = Field(description="Rule id, `default` or `user` that set the earlier value.")
 
 
+SHARE = "Penalty as a share of the option's cost."
+
+
 class TracePrefer(_Out):
     expr: str
-    penalty: float
+    share: float | None = Field(default=None, description=SHARE)
+    penalty: float | None = Field(default=None, description="Penalty in money, where stated.")
 
 
 class TraceEntryOut(_Out):
@@ -74,7 +78,8 @@ class LayoutRule(_Out):
 class PreferOut(_Out):
     rule: str
     expr: str
-    penalty: float
+    share: float | None = Field(default=None, description=SHARE)
+    penalty: float | None = Field(default=None, description="Penalty in money, where stated.")
 
 
 class WorkloadExplain(_Out):

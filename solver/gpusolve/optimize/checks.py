@@ -60,7 +60,7 @@ def negative_numbers(instance: Instance) -> list[str]:
             numbers.append(option.cost_total)
         if min(numbers) < 0:
             errors.append(f"option {option.key}: negative price, penalty or figure")
-    for cap in (instance.capex_max, instance.monthly_max):
+    for cap in (instance.capex_max, instance.monthly_max, instance.total_max):
         if cap is not None and cap < 0:
             errors.append("budget caps must be >= 0")
     return errors
@@ -79,6 +79,8 @@ def requirement_names(instance: Instance, owned: Sequence[OwnedOption]) -> list[
         names.add("capex")
     if instance.monthly_max is not None:
         names.add("monthly")
+    if instance.total_max is not None:
+        names.add("total")
     for site in sorted({p.site for o in owned for p in o.placements}):
         names.add(f"racks:{site}")
     return sorted(names)
@@ -95,4 +97,6 @@ def describe(instance: Instance, name: str) -> Requirement:
         return Requirement(name, f"purchase budget of {instance.capex_max}")
     if name == "monthly":
         return Requirement(name, f"monthly budget of {instance.monthly_max}")
+    if name == "total":
+        return Requirement(name, f"total budget over the horizon of {instance.total_max}")
     return Requirement(name, name)

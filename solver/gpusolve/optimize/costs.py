@@ -103,9 +103,12 @@ def bandwidth_by_duty(b: Builder, owned: Sequence[OwnedVar], used: dict[str, Var
 
 def add_budgets(b: Builder, capex: Expr, opex: Expr) -> None:
     """Budget caps as named requirements. The monthly cap is compared over the whole
-    horizon (horizon x cap) so no division appears and the comparison stays exact."""
+    horizon (horizon x cap) so no division appears and the comparison stays exact; the
+    total cap bounds capex + opex (what is spent; the residual value is not cash)."""
     inst = b.instance
     if inst.capex_max is not None and b.enforced("capex"):
         b.guard(b.model.add(capex <= inst.capex_max), "capex")
     if inst.monthly_max is not None and b.enforced("monthly"):
         b.guard(b.model.add(opex <= inst.horizon_months * inst.monthly_max), "monthly")
+    if inst.total_max is not None and b.enforced("total"):
+        b.guard(b.model.add(capex + opex <= inst.total_max), "total")

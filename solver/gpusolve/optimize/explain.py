@@ -224,6 +224,8 @@ def relaxation(
         current, target = instance.capex_max, built.capex
     elif requirement == "monthly" and instance.monthly_max is not None:
         current, target = instance.monthly_max, built.opex
+    elif requirement == "total" and instance.total_max is not None:
+        current, target = instance.total_max, built.capex + built.opex
     elif kind == "racks" and subject in _placeable_sites(instance):
         current = instance.sites[subject].racks_available
         pack = built.packing.get(subject)

@@ -83,6 +83,8 @@ def terms(instance: Instance) -> list[Term]:
         found.append(Term(instance.capex_max, "budget.capex_max"))
     if instance.monthly_max is not None:
         found.append(Term(instance.monthly_max * h, "budget.monthly_max"))
+    if instance.total_max is not None:
+        found.append(Term(instance.total_max, "budget.total_max"))
     return found
 
 
@@ -113,6 +115,7 @@ def _total(instance: Instance) -> int:
         for o in instance.owned
     )
     total += (instance.capex_max or 0) + (instance.monthly_max or 0) * h
+    total += instance.total_max or 0
     return total
 
 

@@ -218,6 +218,8 @@ class Instance:
     requirements: dict[str, Requirement] = field(default_factory=dict)
     capex_max: int | None = None  # enforced by requirement "capex"
     monthly_max: int | None = None  # enforced by requirement "monthly"
+    # Capex + opex over the horizon (no residual credit), enforced by requirement "total".
+    total_max: int | None = None
     objective: ObjectiveKind = "min-tco"
     # max-throughput: each workload's weight (default 1); see `costs.throughput_scores`.
     throughput_weights: dict[str, float] = field(default_factory=dict)

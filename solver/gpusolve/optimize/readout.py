@@ -164,26 +164,35 @@ def deal(
 def binding(instance: Instance, solution: Solution) -> tuple[str, ...]:
     """Requirements and capacities that are tight in a plan.
 
-    Money is integral, so "at the cap" means the slack cannot buy the smallest further
-    step (one more server of the cheapest SKU for capex; one more rack-month, server's
-    energy, site's bandwidth or cloud rental for the monthly cap, over the horizon).
-    Racks bind when every available rack at a site is taken; rack power (space) binds
-    when some rack has room for another server of a SKU used at that site by space
-    (power) and cooling, but not by power (space). Deadlines are the caller's to judge.
+    Money is integral, so "at the cap" means the plan spends under that heading and the
+    slack cannot buy the smallest further step (one more server of the cheapest SKU for
+    capex; one more rack-month, server's energy, site's bandwidth or cloud rental for the
+    monthly cap, over the horizon; the smaller of the two for the total cap). A plan that
+    spends nothing under a cap is not at it, whatever the cap keeps out.
+    Racks bind when every available rack at a site is taken. Rack power (space) binds when
+    some rack has room for another server of a SKU used at that site by space (power) and
+    cooling but not by power (space), and the site's servers would fit in fewer racks were
+    power (space) no limit: a site with one rack's worth of servers is bound by neither.
+    Deadlines are the caller's to judge.
     """
     if solution.costs is None:
         return ()
     names: list[str] = []
     costs = solution.costs
     h = instance.horizon_months
-    if instance.capex_max is not None:
-        step = min((s.capex for s in instance.skus.values() if s.capex > 0), default=1)
-        if instance.capex_max - costs.capex < step:
-            names.append("capex")
-    if instance.monthly_max is not None:
-        opex = costs.rack_rent + costs.energy + costs.bandwidth + costs.cloud
-        if h * instance.monthly_max - opex < _monthly_step(instance):
-            names.append("monthly")
+    capex_step = min((s.capex for s in instance.skus.values() if s.capex > 0), default=1)
+    opex = costs.rack_rent + costs.energy + costs.bandwidth + costs.cloud
+    cap = instance.capex_max
+    if cap is not None and costs.capex > 0 and cap - costs.capex < capex_step:
+        names.append("capex")
+    monthly = instance.monthly_max
+    if monthly is not None and opex > 0 and h * monthly - opex < _monthly_step(instance):
+        names.append("monthly")
+    if instance.total_max is not None:
+        spend = costs.capex + opex
+        step = min(capex_step, _monthly_step(instance))
+        if spend > 0 and instance.total_max - spend < step:
+            names.append("total")
     racks_at: dict[str, int] = defaultdict(int)
     for (site, _), count in solution.racks.items():
         racks_at[site] += count
@@ -231,8 +240,29 @@ def _rack_limits(instance: Instance, solution: Solution, site_id: str, skus: set
             power_bound |= fits_u and not fits_w
             space_bound |= fits_w and not fits_u
     out = []
-    if power_bound:
+    held = [
+        instance.skus[sku]
+        for (sku, s), n in sorted(solution.servers.items())
+        if s == site_id
+        for _ in range(n)
+    ]
+    racks = sum(n for (sid, fill), n in solution.racks.items() if sid == site_id and fill)
+    if power_bound and _first_fit([s.rack_units for s in held], site.rack_units) < racks:
         out.append(f"rack_power:{site_id}")
-    if space_bound:
+    if space_bound and _first_fit([s.power_w for s in held], site.rack_w) < racks:
         out.append(f"rack_space:{site_id}")
     return out
+
+
+def _first_fit(sizes: list[int], capacity: int) -> int:
+    """Racks first-fit decreasing needs for these sizes (of one kind: units or watts): an
+    upper bound on the fewest, so fewer than the plan's racks proves the other limit binds."""
+    free: list[int] = []
+    for size in sorted(sizes, reverse=True):
+        for i, room in enumerate(free):
+            if size <= room:
+                free[i] -= size
+                break
+        else:
+            free.append(capacity - size)
+    return len(free)

@@ -336,3 +336,7 @@ def _check_budgets(instance: Instance, costs: Costs, problems: list[str]) -> Non
         cap = instance.horizon_months * instance.monthly_max
         if spend > cap:
             problems.append(f"spend over the horizon {spend} > {cap} (monthly cap x horizon)")
+    if instance.total_max is not None:
+        spend = costs.capex + costs.rack_rent + costs.energy + costs.bandwidth + costs.cloud
+        if spend > instance.total_max:
+            problems.append(f"capex + spend {spend} > total cap {instance.total_max}")

@@ -50,6 +50,8 @@ def planned(
         sites=parts.sites(solution, inst, where.catalog),
         inventory=owned_lines(solution, inst, where.reqs),
         binding=parts.binding(solution, inst, where.catalog, where.reqs),
+        budgets_not_binding=parts.budgets_not_binding(solution, inst, where.reqs),
+        unmet_preferences=where.cand.unmet,
         rules_fired=run.rules.fired,
         advice=[*where.small.values(), *run.rules.advice],
         solver=solver,

@@ -113,6 +113,7 @@ def _override(
         budget = Budget(
             capex_max=capex_max if capex_max is not None else budget.capex_max,
             monthly_max=monthly_max if monthly_max is not None else budget.monthly_max,
+            total_max=budget.total_max,
         )
     update: dict[str, object] = {"budget": budget}
     if objective is not None:
@@ -122,10 +123,12 @@ def _override(
         result.objective == "max-throughput"
         and budget.capex_max is None
         and budget.monthly_max is None
+        and budget.total_max is None
     ):
         raise InputError.single(
             "--objective",
             "max-throughput needs a budget to spend",
-            hint="give --capex-max or --monthly-max (or budget: in the requirements)",
+            hint="give --capex-max or --monthly-max (or budget: in the requirements, "
+            "total_max included)",
         )
     return result

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from gpusolve.models.params import SPECS, Params
+from gpusolve.models.rules import penalty_text
 from gpusolve.models.rules_report import (
     CheckedFile,
     RulesExplainReport,
@@ -112,7 +113,8 @@ def _entry_lines(entry: TraceEntryOut) -> list[str]:
     for kind, expr in entry.require.items():
         lines.append(f"require {kind}: {one_line(expr)}")
     for kind, pref in entry.prefer.items():
-        lines.append(f"prefer {kind}: {one_line(pref.expr)} (penalty {pref.penalty:,.0f})")
+        penalty = penalty_text(pref.share, pref.penalty)
+        lines.append(f"prefer {kind}: {one_line(pref.expr)} (penalty {penalty})")
     if entry.advice:
         lines.append("advise (see advice below)")
     return lines
@@ -168,7 +170,8 @@ def show_text(rule: CompiledRule, heuristic: dict[str, Any] | None) -> str:
     for kind, expr in r.require.items():
         lines.append(f"  require {kind}: {one_line(expr)}")
     for kind, pref in r.prefer.items():
-        lines.append(f"  prefer {kind}: {one_line(pref.expr)}  (penalty {pref.penalty:,.0f})")
+        penalty = penalty_text(pref.share, pref.penalty)
+        lines.append(f"  prefer {kind}: {one_line(pref.expr)}  (penalty {penalty})")
         if pref.reason:
             lines.append(f"    reason: {pref.reason}")
     if r.advise:

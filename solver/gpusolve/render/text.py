@@ -53,6 +53,13 @@ def plan_text(plan: Plan) -> str:
             add(f"  resale credit {money(c.resale, cur)} (owned servers sold now; not in the TCO)")
         if c.horizon_resale is not None:
             add(f"  resale credit {money(c.horizon_resale.amount, cur)} ({resale_words(c)})")
+        if plan.scenarios is not None:
+            hedge = plan.scenarios
+            what = "expected" if hedge.robust == "expected" else "worst-case"
+            add(
+                f"  {what} TCO over {len(hedge.outcomes)} scenarios: {money(hedge.tco, cur)} "
+                "(the line above is the nominal scenario's)"
+            )
         if c.penalties:
             add(f"  soft-rule penalties {money(c.penalties, cur)} (not spent); {objective}")
         elif c.credits:
@@ -97,6 +104,13 @@ def plan_text(plan: Plan) -> str:
         add("Binding constraints")
         for bound in plan.binding:
             add(f"  {bound.detail}")
+    slack = [f"  {b.detail}" for b in plan.budgets_not_binding]
+    _section(add, "Budgets not binding", slack)
+    unmet = [
+        f"  {u.workload}: {u.rule} ({u.source}) {u.reason or u.judged}: {u.why}"
+        for u in plan.unmet_preferences
+    ]
+    _section(add, "Preferences no allowed option meets (no penalty charged)", unmet)
     lines += scenarios_text(plan)
     _rules_and_advice(plan, add)
     if plan.alternatives:

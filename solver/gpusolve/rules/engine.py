@@ -28,6 +28,7 @@ from gpusolve.errors import InputError
 from gpusolve.models.catalog import Card, Catalog, CloudOffer, ColoOffer, Server
 from gpusolve.models.params import Params
 from gpusolve.models.requirements import Requirements, Workload
+from gpusolve.models.rules import penalty_text
 from gpusolve.rules.bindings import Bindings, EvalFailure
 from gpusolve.rules.environment import (
     ActivationCache,
@@ -68,7 +69,8 @@ class TraceEntry:
     previous: dict[str, tuple[ParamValue, str]] = field(default_factory=dict)  # name -> (value, by)
     overridden_by: dict[str, str] = field(default_factory=dict)  # name -> later rule / "user"
     require: dict[str, str] = field(default_factory=dict)  # kind -> expression
-    prefer: dict[str, tuple[str, float]] = field(default_factory=dict)  # kind -> (expr, penalty)
+    # kind -> (expr, share of the option's cost, money penalty): one of the two is None
+    prefer: dict[str, tuple[str, float | None, float | None]] = field(default_factory=dict)
     advice: str | None = None
     error: str | None = None  # `when` could not be evaluated: the rule did not fire
 
@@ -90,8 +92,8 @@ class TraceEntry:
             lines.append(text)
         for kind, expr in self.require.items():
             lines.append(f"require {kind}: {expr}")
-        for kind, (expr, penalty) in self.prefer.items():
-            lines.append(f"prefer {kind}: {expr} (penalty {_show(penalty)} per violation)")
+        for kind, (expr, share, penalty) in self.prefer.items():
+            lines.append(f"prefer {kind}: {expr} (penalty {penalty_text(share, penalty)})")
         if self.advice:
             lines.append(f"advise: {self.advice}")
         return lines
@@ -99,7 +101,9 @@ class TraceEntry:
     def to_dict(self) -> dict[str, Any]:
         out = asdict(self)
         out["previous"] = {k: {"value": v, "by": by} for k, (v, by) in self.previous.items()}
-        out["prefer"] = {k: {"expr": e, "penalty": p} for k, (e, p) in self.prefer.items()}
+        out["prefer"] = {
+            k: {"expr": e, "share": sh, "penalty": p} for k, (e, sh, p) in self.prefer.items()
+        }
         out["fired"] = self.fired
         return out
 
@@ -171,8 +175,9 @@ class WorkloadRules:
     def penalty(
         self, kind: str, facts: Facts, *, site: bool | None = None
     ) -> tuple[float, list[str]]:
-        """Sum of `prefer` penalties this candidate incurs, and the rules that charge them
-        (`site` as in `check`)."""
+        """Sum of the money `prefer` penalties this candidate incurs, and every rule it
+        misses (`site` as in `check`); a rule charging a `share` adds nothing to the sum: its
+        amount depends on the option's cost (`models.policy.charges`)."""
         predicates = self._predicates("prefer", kind, site)
         if not predicates:
             return 0.0, []
@@ -293,7 +298,7 @@ def _one_pass(
             entry.require[kind] = pred.expr
         for kind, pred in rule.prefers.items():
             prefers.setdefault(kind, []).append(pred)
-            entry.prefer[kind] = (pred.expr, pred.penalty or 0.0)
+            entry.prefer[kind] = (pred.expr, pred.share, pred.penalty)
         if rule.advise is not None:
             advising.append((entry, rule))
     if reqs.headroom is not None:

@@ -48,7 +48,8 @@ class CompiledPredicate:
     kind: str
     expr: str
     program: Program = field(repr=False, compare=False)
-    penalty: float | None = None  # prefer only: money-equivalent per violation
+    penalty: float | None = None  # prefer only: money-equivalent per violation, if stated
+    share: float | None = None  # prefer only: share of the missing option's cost
     reason: str | None = None
 
     @cached_property
@@ -352,7 +353,8 @@ def _compile_rule(
                 kind,
                 pref.expr,
                 program,
-                penalty=float(pref.penalty),
+                penalty=float(pref.penalty) if pref.penalty is not None else None,
+                share=float(pref.share) if pref.share is not None else None,
                 reason=pref.reason,
             )
     advise: Template | None = None

@@ -35,7 +35,7 @@ from gpusolve.models.policy import Penalty, RuleHit, WorkloadPolicy
 from gpusolve.models.requirements import Requirements
 from gpusolve.rules.engine import Violation, WorkloadRules, evaluate_workload
 from gpusolve.rules.environment import ActivationCache, Facts, estimate_params_b
-from gpusolve.rules.loader import RuleSet, load_ruleset
+from gpusolve.rules.loader import CompiledPredicate, RuleSet, load_ruleset
 from gpusolve.rules.summary import RulesSummary
 
 
@@ -82,14 +82,18 @@ class RulesPolicy:
         total = 0.0
         hits: list[RuleHit] = []
         amounts: list[float] = []
+        shares: list[float] = []
         kinds: list[str] = []
         for k, facts, site in self._subjects(kind, subject, context):
             money, rule_ids = self.rules.penalty(k, facts, site=site)
             total += money
             hits += [self._rule_hit(r) for r in rule_ids]
-            amounts += [self._prefer_penalty(k, r) for r in rule_ids]
+            for r in rule_ids:
+                pred = self._prefer(k, r)
+                amounts.append((pred.penalty or 0.0) if pred is not None else 0.0)
+                shares.append((pred.share or 0.0) if pred is not None else 0.0)
             kinds += [k] * len(rule_ids)
-        return Penalty(total, tuple(hits), tuple(amounts), tuple(kinds))
+        return Penalty(total, tuple(hits), tuple(amounts), kinds=tuple(kinds), shares=tuple(shares))
 
     # ------------------------------------------------------------------ internals
     def _violations(self, kind: str, subject: Any, context: dict[str, Any]) -> list[Violation]:
@@ -146,12 +150,12 @@ class RulesPolicy:
         base = cached[1]
         return base if offer is None else base.with_part(self._cache.offer(offer))
 
-    def _prefer_penalty(self, kind: str, rule_id: str) -> float:
-        """What rule `rule_id`'s `prefer` of this kind charges (one per rule and kind)."""
+    def _prefer(self, kind: str, rule_id: str) -> CompiledPredicate | None:
+        """Rule `rule_id`'s `prefer` of this kind (one per rule and kind)."""
         for p in self.rules.prefers.get(kind, []):
             if p.rule == rule_id:
-                return p.penalty or 0.0
-        return 0.0
+                return p
+        return None
 
     def _rule_hit(self, rule_id: str) -> RuleHit:
         for preds in self.rules.prefers.values():

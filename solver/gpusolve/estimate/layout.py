@@ -99,7 +99,7 @@ class ServingFigures:
     single_stream_tokens_per_s: float  # one sequence alone
     prefill_share: float  # of a replica's time, spent on prefill
     decode_step: dict[str, float]  # the decode step's parts, seconds
-    batch_limit: str  # memory | tpot | ttft | concurrency
+    batch_limit: str  # memory | tpot | engine (the scheduler's cap on running requests)
 
 
 @dataclass(frozen=True)

@@ -56,7 +56,9 @@ class ServingOut(OutModel):
 
     batch: int = Field(description="Sequences decoded together per replica.")
     max_batch: int = Field(description="The most that memory and the TPOT target allow.")
-    batch_limit: str = Field(description="memory | tpot: what bounds max_batch.")
+    batch_limit: str = Field(
+        description="memory | tpot | engine (its cap on running requests): what bounds max_batch."
+    )
     mean_context: float = Field(description="Mean live tokens per sequence in the KV cache.")
     tpot_ms: float = Field(description="Time per output token each user sees.")
     ttft_ms: float = Field(description="Prefill time of one mean prompt.")

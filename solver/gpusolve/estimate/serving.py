@@ -46,6 +46,7 @@ from gpusolve.estimate.engines import CUDA_GRAPH_BYTES, Engine, engine_named, re
 from gpusolve.estimate.hardware import Hardware
 from gpusolve.estimate.layout import (
     ConfigEstimate,
+    DisaggPools,
     Layout,
     ServingFigures,
     measured_memory,
@@ -313,35 +314,46 @@ class Rates:
         latency = self.tp_latency if message < 65536 else self.tp_latency_large
         return 2.0 * self.stage_layers * allreduce_s(message, self.tp, self.tp_bus, latency)
 
-    def decode_stage_s(self, batch: float) -> dict[str, float]:
+    def decode_stage_s(self, batch: float, *, prefill: bool = True) -> dict[str, float]:
         """One pipeline stage's share of an engine step for `batch` sequences in flight: the
-        kernels in turn, prompt chunks mixed in where the engine mixes them."""
+        kernels in turn, prompt chunks mixed in where the engine mixes them (`prefill=False`:
+        a decode-only pool, its prompts prefilled elsewhere)."""
         micro = max(1.0, batch / self.pp)
-        prefill_rows = micro * self.prompt / max(1.0, self.output)
+        prefill_rows = micro * self.prompt / max(1.0, self.output) if prefill else 0.0
         rows = micro + prefill_rows if self.mixed else micro
         stream, math_s = self.gemm_parts(rows)
         kv = micro * self.context * self.kv_token_gpu * PAGED_ATTENTION_SLOWDOWN / self.bandwidth
-        prefill = self.prompt_attention_s(prefill_rows, self.prompt / 2)
-        if not self.mixed:
+        prompt_s = self.prompt_attention_s(prefill_rows, self.prompt / 2)
+        if not self.mixed and prefill_rows > 0:
             # Prefill batches of their own, one chunk at a time, between decode steps.
             chunk = min(CHUNK_TOKENS, max(1.0, prefill_rows))
             p_stream, p_math = self.gemm_parts(chunk)
             per_chunk = max(p_stream, p_math) + self.tp_comm_s(chunk) + self.elementwise_s(chunk)
-            prefill += prefill_rows / chunk * per_chunk
+            prompt_s += prefill_rows / chunk * per_chunk
         gaps = self.stage_layers * DECODE_KERNELS_PER_LAYER * GRAPH_KERNEL_GAP_S
         return {
             "weights": stream,
             "compute": max(0.0, math_s - stream),
             "kv_cache": kv,
-            "prefill": prefill,
+            "prefill": prompt_s,
             "elementwise": self.elementwise_s(rows),
             "tp_comm": self.tp_comm_s(rows),
             "kernel_gaps": gaps,
         }
 
-    def tpot_decode_s(self, batch: float) -> float:
-        stage = sum(self.decode_stage_s(batch).values())
+    def tpot_decode_s(self, batch: float, *, prefill: bool = True) -> float:
+        stage = sum(self.decode_stage_s(batch, prefill=prefill).values())
         return self.pp * stage + (self.pp - 1) * self.pp_latency
+
+    def prefill_tokens_per_s(self, prompt: float) -> float:
+        """Prompt tokens/s of a replica that only prefills, its steps full chunks of prompts
+        (several short prompts share a chunk)."""
+        chunk = float(CHUNK_TOKENS)
+        stream, math_s = self.gemm_parts(chunk)
+        per_chunk = max(stream, math_s) + self.tp_comm_s(chunk) + self.elementwise_s(chunk)
+        per_token = per_chunk / chunk + self.prompt_attention_s(1.0, max(1.0, prompt) / 2)
+        # Pipeline stages each hold a chunk: the replica finishes one chunk per stage time.
+        return 1.0 / per_token
 
     def ttft_s(self, prompt: float) -> float:
         """One prompt's prefill alone: each stage's t GPUs in turn, in chunks of the engine's
@@ -353,9 +365,11 @@ class Rates:
         stage = rows / chunk * per_chunk + self.prompt_attention_s(rows, rows / 2)
         return self.pp * stage + (self.pp - 1) * self.pp_latency
 
-    def throughput(self, batch: float, prompt: float, output: float) -> tuple[float, float]:
+    def throughput(
+        self, batch: float, prompt: float, output: float, *, prefill: bool = True
+    ) -> tuple[float, float]:
         """(generated tokens/s of the replica, the share of step time spent on prefill)."""
-        parts = self.decode_stage_s(batch)
+        parts = self.decode_stage_s(batch, prefill=prefill)
         step = self.pp * sum(parts.values()) + (self.pp - 1) * self.pp_latency
         micro = max(1.0, batch / self.pp)
         plain_stream, plain_math = self.gemm_parts(micro)
@@ -412,15 +426,18 @@ def max_batch_by_engine(workload: InferenceWorkload, hw: Hardware) -> int:
     return workload_engine(workload).batch_cap(card.reported_memory_bytes, card.id)
 
 
-def max_batch_by_latency(rates: Rates, workload: InferenceWorkload, limit: int) -> int:
-    """The largest batch whose TPOT (decode slowed by interleaved prefill) meets tpot_ms."""
+def max_batch_by_latency(
+    rates: Rates, workload: InferenceWorkload, limit: int, *, prefill: bool = True
+) -> int:
+    """The largest batch whose TPOT (decode slowed by interleaved prefill, unless the prompts
+    are prefilled elsewhere) meets tpot_ms."""
     if workload.tpot_ms is None or limit < 1:
         return limit
     target = workload.tpot_ms / 1000
     prompt, output, _ = request_shape(workload)
 
     def tpot(b: int) -> float:
-        tokens, _ = rates.throughput(b, prompt, output)
+        tokens, _ = rates.throughput(b, prompt, output, prefill=prefill)
         return b / tokens
 
     if tpot(1) > target:
@@ -442,22 +459,32 @@ def _bounded_batch(
     rates: Rates,
     usable: float,
     params: Params,
+    *,
+    prefill: bool = True,
 ) -> tuple[int, str]:
     by_memory = max_batch_by_memory(workload, arch, layout, usable, params)
     held = min(by_memory, rates.engine_cap)
-    by_latency = max_batch_by_latency(rates, workload, held)
+    by_latency = max_batch_by_latency(rates, workload, held, prefill=prefill)
     if by_latency < held:
         return by_latency, "tpot"
     return held, "memory" if by_memory <= rates.engine_cap else "engine"
 
 
 def batch_limit(
-    workload: InferenceWorkload, arch: Arch, hw: Hardware, layout: Layout, params: Params
+    workload: InferenceWorkload,
+    arch: Arch,
+    hw: Hardware,
+    layout: Layout,
+    params: Params,
+    *,
+    prefill: bool = True,
 ) -> tuple[int, str]:
-    """(the largest batch one replica can run, what bounds it: memory or the TPOT target)."""
+    """(the largest batch one replica can run, what bounds it: memory, the TPOT target or the
+    engine's cap); `prefill=False` for a decode pool whose prompts are prefilled elsewhere."""
     params = serving_params(workload, arch, layout, params, hw.card.reported_memory_bytes)
     usable = usable_memory_bytes(hw.card, params.headroom)
-    return _bounded_batch(workload, arch, layout, Rates(workload, arch, hw, layout), usable, params)
+    rates = Rates(workload, arch, hw, layout)
+    return _bounded_batch(workload, arch, layout, rates, usable, params, prefill=prefill)
 
 
 # --------------------------------------------------------------------------- evaluate
@@ -481,9 +508,18 @@ def engine_notes(workload: InferenceWorkload, layout: Layout, params: Params) ->
 
 
 def evaluate_serving(
-    workload: InferenceWorkload, arch: Arch, hw: Hardware, layout: Layout, params: Params
+    workload: InferenceWorkload,
+    arch: Arch,
+    hw: Hardware,
+    layout: Layout,
+    params: Params,
+    pools: DisaggPools | None = None,
 ) -> ConfigEstimate:
+    """One serving layout; with `pools`, `layout` is the decode pool of a disaggregated
+    deployment (its prompts prefilled on the prefill pool, their KV sent over), and the
+    time to first token is the pools' (disaggregation.py sets GPUs and nodes of both)."""
     card = hw.card
+    prefill = pools is None
     mp = layout.tp * layout.pp
     gpus = mp * layout.replicas
     reasons = structure_reasons(workload, arch, hw, layout, params)
@@ -516,11 +552,14 @@ def evaluate_serving(
             f"no decode-shaped GEMM measurement for {efficiency_of(card).family} "
             f"{rates.fmt}: serving GEMMs run at the large-GEMM (training) rate"
         )
-    per_replica, prefill_share = rates.throughput(batch, prompt, output)
+    per_replica, prefill_share = rates.throughput(batch, prompt, output, prefill=prefill)
     tpot = batch / per_replica if per_replica > 0 else math.inf
-    single = 1.0 / rates.tpot_decode_s(1)
+    single = 1.0 / rates.tpot_decode_s(1, prefill=False)
     ttft = rates.ttft_s(prompt)
-    limit, bound = _bounded_batch(workload, arch, layout, rates, usable, params)
+    if pools is not None:
+        ttft = pools.prefill_ttft_s + pools.queue_s + pools.kv_transfer_s
+        prefill_share = pools.prefill_gpus / (pools.prefill_gpus + pools.decode_gpus)
+    limit, bound = _bounded_batch(workload, arch, layout, rates, usable, params, prefill=prefill)
     if workload.tpot_ms is not None:
         if 1.0 / single > workload.tpot_ms / 1000:
             reasons.append(
@@ -554,7 +593,7 @@ def evaluate_serving(
             f"{layout.replicas} replica(s) × {batch} sequences hold fewer than the "
             f"{workload.concurrency} concurrent sequences required"
         )
-    parts = rates.decode_stage_s(batch)
+    parts = rates.decode_stage_s(batch, prefill=prefill)
     stage = sum(parts.values())
     comm_fraction = parts["tp_comm"] / stage if stage > 0 else 0.0
     bound_by = (
@@ -580,6 +619,9 @@ def evaluate_serving(
         prefill_share=prefill_share,
         decode_step={k: layout.pp * v for k, v in parts.items()},
         batch_limit=bound,
+        disaggregated=pools,
+        engine=workload_engine(workload).name,
+        reserve=reserve_policy(workload),
     )
     return ConfigEstimate.build(
         workload,

@@ -6,6 +6,7 @@ from collections import defaultdict
 from typing import Any
 
 from gpusolve.candidates.generate import Candidates, OptionMeta
+from gpusolve.estimate.disaggregation import describe
 from gpusolve.explain import lines as itemise
 from gpusolve.explain.compare import compare
 from gpusolve.models.catalog import Catalog
@@ -75,8 +76,18 @@ def _deployment(meta: OptionMeta, site: str | None, schedule: str) -> Deployment
         throughput=round(est.tokens_per_s, 1),
         replicas=layout.replicas,
         rental_hours=round(meta.rental_hours, 1),
+        serving=_serving_lines(est),
         calibration=list(getattr(est, "calibration", ())),
     )
+
+
+def _serving_lines(est: Any) -> list[str]:
+    """The disaggregated pools and the aggregated/disaggregated comparison, if any."""
+    serving = getattr(est, "serving", None)
+    if serving is None:
+        return []
+    lines = [describe(serving.disaggregated)] if serving.disaggregated is not None else []
+    return [*lines, serving.comparison] if serving.comparison else lines
 
 
 def sites(solution: ir.Solution, instance: ir.Instance, catalog: Catalog) -> list[Site]:

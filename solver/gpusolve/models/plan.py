@@ -200,6 +200,11 @@ class Deployment(OutModel):
     throughput: float = Field(description="Training tokens/s, or generated tokens/s for inference.")
     replicas: int = 1
     rental_hours: float = 0.0
+    serving: list[str] = Field(
+        default_factory=list,
+        description="Inference: the prefill and decode pools when disaggregated, and why "
+        "aggregated or disaggregated serving needs fewer GPUs at the workload's targets.",
+    )
     calibration: list[str] = Field(
         default_factory=list,
         description="How a measured run (H12) calibrated these figures and how it was "

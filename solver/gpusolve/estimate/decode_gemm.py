@@ -18,7 +18,6 @@ rate (MAMF × FIT_GEMM_SHAPES, the training figure) and says so in the estimate'
 
 from __future__ import annotations
 
-import itertools
 import math
 from dataclasses import dataclass
 
@@ -376,7 +375,8 @@ def compute_fraction(table: DecodeGemm, m: float) -> float:
     pts = table.points
     if m <= pts[0][0]:
         return pts[0][1] * max(m, 1e-9) / pts[0][0]
-    for (m0, f0), (m1, f1) in itertools.pairwise(pts):
+    for i in range(1, len(pts)):
+        (m0, f0), (m1, f1) = pts[i - 1], pts[i]
         if m <= m1:
             w = (math.log(m) - math.log(m0)) / (math.log(m1) - math.log(m0))
             return f0 + w * (f1 - f0)

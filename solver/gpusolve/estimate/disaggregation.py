@@ -258,11 +258,13 @@ def compare(aggregated: ConfigEstimate | None, disaggregated: ConfigEstimate) ->
     a = aggregated.serving
     a_nodes, d_nodes = aggregated.nodes, disaggregated.nodes
     saving = aggregated.gpus - disaggregated.gpus
-    verdict = (
-        f"disaggregation saves {saving} GPUs ({a_nodes} -> {d_nodes} servers)"
-        if saving > 0 or (saving == 0 and d_nodes < a_nodes)
-        else f"disaggregation costs {-saving} more GPUs ({a_nodes} -> {d_nodes} servers)"
-    )
+    servers = f"({a_nodes} -> {d_nodes} servers)"
+    if saving > 0:
+        verdict = f"disaggregation saves {saving} GPUs {servers}"
+    elif saving < 0:
+        verdict = f"disaggregation costs {-saving} more GPUs {servers}"
+    else:
+        verdict = f"disaggregation needs the same {aggregated.gpus} GPUs {servers}"
     return (
         f"{verdict}: aggregated {aggregated.gpus} GPUs decode {a.batch} sequences per TP"
         f"{aggregated.layout.tp} replica at {a.tpot_s * 1000:,.1f} ms per token with prompt "

@@ -501,9 +501,9 @@ def engine_notes(workload: InferenceWorkload, layout: Layout, params: Params) ->
         else f"the live context, {prompt + output / 2:,.0f} tokens on average"
     )
     return [
-        f"engine {engine.name}: each running request holds {held} ({policy}); the engine's "
-        f"memory share leaves {params.headroom:.0%} of the card outside its pools "
-        f"({engine.source})"
+        f"engine {engine.name}: each running request holds {held} ({policy}); "
+        f"{params.headroom:.0%} of the card stays outside its pools (the larger of the plan's "
+        f"headroom and the engine's own share; {engine.source})"
     ]
 
 
@@ -558,7 +558,6 @@ def evaluate_serving(
     ttft = rates.ttft_s(prompt)
     if pools is not None:
         ttft = pools.prefill_ttft_s + pools.queue_s + pools.kv_transfer_s
-        prefill_share = pools.prefill_gpus / (pools.prefill_gpus + pools.decode_gpus)
     limit, bound = _bounded_batch(workload, arch, layout, rates, usable, params, prefill=prefill)
     if workload.tpot_ms is not None:
         if 1.0 / single > workload.tpot_ms / 1000:

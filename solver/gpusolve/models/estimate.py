@@ -76,7 +76,10 @@ class ServingOut(OutModel):
     )
     mean_context: float = Field(description="Mean live tokens per sequence in the KV cache.")
     tpot_ms: float = Field(description="Time per output token each user sees.")
-    ttft_ms: float = Field(description="Prefill time of one mean prompt.")
+    ttft_ms: float = Field(
+        description="Prefill time of one mean prompt (disaggregated: plus the mean wait for a "
+        "prefill replica and the KV transfer)."
+    )
     single_stream_tokens_per_s: float = Field(description="One sequence decoding alone.")
     prefill_share: float = Field(description="Share of replica time spent on prefill.")
     decode_step_ms: dict[str, float] = Field(description="The decode step's parts, ms.")

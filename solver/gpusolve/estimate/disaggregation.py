@@ -224,6 +224,8 @@ def search_disaggregated(
                 link=link,
                 prefill_ttft_s=alone,
                 queue_s=wait,
+                one_server=one_server,
+                gpus_per_node=gpn,
             )
             layout = serving_layout(t_d, 1, gpn, micro_batch=batch, replicas=r_d)
             est = evaluate_serving(workload, arch, hw, layout, params, pools)

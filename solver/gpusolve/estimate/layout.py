@@ -101,6 +101,8 @@ class DisaggPools:
     link: str  # what carries it
     prefill_ttft_s: float  # the prompt's prefill alone, before queueing and the transfer
     queue_s: float  # mean wait for a prefill replica (M/D/1 at the pool's utilisation)
+    one_server: bool = False  # both pools in one server (else each on servers of its own)
+    gpus_per_node: int = 8
 
     @property
     def prefill_gpus(self) -> int:

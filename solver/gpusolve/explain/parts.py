@@ -16,6 +16,7 @@ from gpusolve.models.plan import (
     Cost,
     Deployment,
     Parallel,
+    Pools,
     Site,
     SolverInfo,
 )
@@ -76,8 +77,25 @@ def _deployment(meta: OptionMeta, site: str | None, schedule: str) -> Deployment
         throughput=round(est.tokens_per_s, 1),
         replicas=layout.replicas,
         rental_hours=round(meta.rental_hours, 1),
+        pools=_pools(est),
         serving=_serving_lines(est),
         calibration=list(getattr(est, "calibration", ())),
+    )
+
+
+def _pools(est: Any) -> Pools | None:
+    serving = getattr(est, "serving", None)
+    p = serving.disaggregated if serving is not None else None
+    if p is None:
+        return None
+    return Pools(
+        prefill_tp=p.prefill_tp,
+        prefill_replicas=p.prefill_replicas,
+        decode_tp=p.decode_tp,
+        decode_replicas=p.decode_replicas,
+        one_server=p.one_server,
+        gpus_per_node=p.gpus_per_node,
+        link=p.link,
     )
 
 

@@ -175,6 +175,18 @@ class Parallel(OutModel):
     grad_accum: int
 
 
+class Pools(OutModel):
+    """Disaggregated serving: a prefill pool and a decode pool of the deployment's servers."""
+
+    prefill_tp: int
+    prefill_replicas: int
+    decode_tp: int
+    decode_replicas: int
+    one_server: bool = Field(description="Both pools share one server (else servers of their own).")
+    gpus_per_node: int
+    link: str = Field(description="What carries each prompt's KV cache between the pools.")
+
+
 class Deployment(OutModel):
     workload: str
     mode: Literal["owned", "cloud"]
@@ -200,6 +212,9 @@ class Deployment(OutModel):
     throughput: float = Field(description="Training tokens/s, or generated tokens/s for inference.")
     replicas: int = 1
     rental_hours: float = 0.0
+    pools: Pools | None = Field(
+        default=None, description="Inference: the prefill and decode pools when disaggregated."
+    )
     serving: list[str] = Field(
         default_factory=list,
         description="Inference: the prefill and decode pools when disaggregated, and why "

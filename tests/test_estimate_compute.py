@@ -245,7 +245,11 @@ def test_prefill_is_counted() -> None:
     )
     assert short.serving is not None and long.serving is not None
     assert long.serving.prefill_share > short.serving.prefill_share
-    assert long.serving.ttft_s > 100 * short.serving.ttft_s
+    # A 16-token prompt still streams every weight once (a GEMM kernel cannot finish before
+    # its weights are read); 4,096 tokens are compute-bound, 256x the FLOPs.
+    weights_s = short.memory.weights_bytes / (3.35e12 * 2.97 / 3.35)
+    assert short.serving.ttft_s >= weights_s
+    assert long.serving.ttft_s > 10 * short.serving.ttft_s
     assert long.tokens_per_s < short.tokens_per_s
 
 

@@ -86,6 +86,8 @@ def test_launch_files_carry_the_plans_sizes(
         p = d["parallel"]
         if (where / "vllm.sh").exists():
             _check_serving(d, p, where)
+        elif d.get("pools"):
+            _check_pools(d, where)
         else:
             _check_training(d, p, where)
 
@@ -128,6 +130,26 @@ def _check_training(d: dict[str, Any], p: dict[str, Any], where: Path) -> None:
     assert int(flags["--global-batch-size"] or 0) == global_batch
     assert ("--use-distributed-optimizer" in flags) == (p["zero_stage"] >= 1)
     assert ("--sequence-parallel" in flags) == (p["sequence_parallel"] and p["tp"] > 1)
+
+
+def _check_pools(d: dict[str, Any], where: Path) -> None:
+    # Disaggregated serving: a prefill and a decode folder, each engine in its role, the two
+    # pools' GPUs adding up to the deployment's.
+    pools = d["pools"]
+    total = 0
+    for role in ("prefill", "decode"):
+        tp, replicas = pools[f"{role}_tp"], pools[f"{role}_replicas"]
+        total += tp * replicas
+        for name, allowed in (("vllm.sh", VLLM), ("sglang.sh", SGLANG)):
+            text = (where / role / name).read_text()
+            lines = [x for x in text.splitlines() if "--port" in x]
+            assert lines
+            for line in lines:
+                flags = _flags(shlex.split(line.rstrip(" &")))
+                assert set(flags) <= allowed, (name, set(flags) - allowed)
+                assert int(flags.get("--tensor-parallel-size") or flags.get("--tp-size") or 0) == tp
+                assert "--kv-transfer-config" in flags or flags["--disaggregation-mode"] == role
+    assert total == d["gpus"]
 
 
 def _check_serving(d: dict[str, Any], p: dict[str, Any], where: Path) -> None:

@@ -156,9 +156,9 @@ def test_day_night_sharing_halves_servers(gpusolve, tmp_path: Path) -> None:
 
 def test_shipped_shared_example_reuses_servers(gpusolve, tmp_path: Path) -> None:
     # The shipped day/night example: chat by day and LoRA by night on the same server model
-    # at the same site need max(a, b) servers, not a + b. Here each shift alone needs one
-    # 8-GPU server, so the plan buys one; run around the clock, the two workloads need at
-    # least two servers (the optimiser may then pick other, cheaper models) and cost more.
+    # at the same site need max(a, b) servers, not a + b: the plan buys what the larger shift
+    # needs; run around the clock, the two workloads need more servers than that (the
+    # optimiser may then pick other, cheaper models for one of them) and cost more.
     shared = example("chat-day-lora-night.yaml")
     plan = plan_json(gpusolve, str(write_reqs(tmp_path, shared)))
     deps = {d["workload"]: d for d in plan["deployments"]}
@@ -169,7 +169,7 @@ def test_shipped_shared_example_reuses_servers(gpusolve, tmp_path: Path) -> None
     for w in shared["workloads"]:
         w["schedule"] = "always"
     apart = plan_json(gpusolve, str(write_reqs(tmp_path, shared, "apart.yaml")))
-    assert _servers(apart) >= 2 * _servers(plan)
+    assert _servers(apart) > _servers(plan)
     assert apart["cost"]["tco"] > plan["cost"]["tco"]
 
 

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import pytest
 from tests.support.validation_cases import Case, all_cases
+from tests.support.validation_serving import serving_cases
 
-CASES = all_cases()
+CASES = all_cases() + serving_cases()
 GATED = [c for c in CASES if c.gated]
 
 

@@ -37,8 +37,8 @@ part of its layout out, and `assumption` says what the case fills in):
   FRONTIER   LLaMA-65B (Touvron et al. 2023 §2.4: 380 tokens/s/GPU on 2,048 A100-80GB),
              DeepSeek-V3 (arXiv:2412.19437 §3.2: 2,048 H800, PP16, EP64, ZeRO-1; 180K
              GPU-hours per trillion tokens).
-  TRTLLM     NVIDIA/TensorRT-LLM docs/source/performance/perf-overview.md (commit 00f3768):
-             total output tokens/s at an infinite request rate, fixed input/output lengths.
+  Serving at load (TensorRT-LLM perf-overview, NIM benchmarks): tests/support/
+             validation_serving.py.
   NEMO       NVIDIA/NeMo docs/source/performance/performance_summary.md (commit 070a0bb,
              container NeMo 24.07, DGX-H100, FP8): tokens/s per GPU with TP/PP/CP/VP,
              micro-batch and global batch as published.
@@ -54,7 +54,6 @@ import yaml
 
 from gpusolve.estimate import Hardware, Layout, evaluate, resolve_arch
 from gpusolve.estimate.memory import kv_cache_bytes, kv_cache_bytes_per_token, weights_bytes
-from gpusolve.estimate.search import max_decode_batch
 from gpusolve.models.catalog import Card
 from gpusolve.models.params import Params
 from gpusolve.models.requirements import ModelShape, Workload, make_workload
@@ -724,49 +723,6 @@ def _llama3_goodput() -> Case:
     )
 
 
-TRTLLM_ROWS = (
-    # preset, card, NVLink GB/s, TP, input, output, total output tokens/s
-    ("llama-3.1-8b", "h100-sxm", 900, 1, 128, 128, 28312),
-    ("llama-3.1-8b", "h100-sxm", 900, 1, 1000, 1000, 15220),
-    ("llama-3.1-8b", "h100-sxm", 900, 1, 2048, 2048, 9305),
-    ("llama-3.1-70b", "h100-sxm", 900, 2, 1000, 1000, 4205),
-    ("llama-3.1-70b", "h200-sxm", 900, 1, 1000, 1000, 2909),
-)
-
-
-def _trtllm(row: tuple[Any, ...]) -> Case:
-    preset, card_id, nvlink, tp, isl, osl, published = row
-    w = make_workload(
-        name="serve",
-        kind="inference",
-        model=ModelShape(preset=preset),
-        precision="fp8",
-        prompt_tokens=isl,
-        output_tokens=osl,
-        concurrency=1,
-    )
-    hw = _hgx(card_id, nvlink, 400)
-    params = Params(headroom=0.05)  # kv_cache_free_gpu_mem_fraction 0.95
-
-    def run() -> float:
-        batch = max(1, max_decode_batch(w, hw, params, tp, 1))
-        est = evaluate(w, hw, Layout(1, tp, 1, 1, micro_batch=batch), params)
-        return est.tokens_per_s
-
-    return Case(
-        group="TensorRT-LLM perf-overview, throughput at load (cross-check)",
-        name=f"{preset} FP8 {card_id} TP{tp} {isl}/{osl}",
-        citation="NVIDIA/TensorRT-LLM perf-overview.md @00f3768",
-        published=float(published),
-        unit="tokens/s",
-        tolerance=0.20,
-        fitted_on=False,
-        run=run,
-        gated=False,
-        assumption="the largest batch memory allows at 95% of the card for weights and KV",
-    )
-
-
 NEMO_ROWS = (
     # preset, kind, GPUs, global batch, micro-batch, seq, TP, PP, CP, VP, tokens/s per GPU
     ("llama-2-7b", "pretrain", 8, 128, 1, 4096, 1, 1, 1, 1, 16847),
@@ -864,6 +820,5 @@ def all_cases() -> list[Case]:
     cases += [_llama65(), _deepseek()]
     cases += [_frontier_memory(k) for k in FRONTIER_MEMORY]
     cases.append(_llama3_goodput())
-    cases += [_trtllm(r) for r in TRTLLM_ROWS]
     cases += [_nemo(r) for r in NEMO_ROWS]
     return cases

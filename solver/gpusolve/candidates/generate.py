@@ -602,6 +602,11 @@ def _needs_fabric(w: Workload, estimate: ConfigEstimate, gpus_per_node: int) -> 
     """Training across servers needs RDMA; inference only when one replica spans servers
     (independent replicas behind a load balancer need no fabric, H27)."""
     if not w.is_training:
+        # Disaggregated pools on separate servers send each prompt's KV cache over it.
+        serving = estimate.serving
+        pooled = serving is not None and serving.disaggregated is not None
+        if pooled and estimate.nodes > 1:
+            return True
         return bool(estimate.layout.tp * estimate.layout.pp > gpus_per_node)
     return bool(estimate.nodes > 1)
 

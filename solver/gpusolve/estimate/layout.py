@@ -89,6 +89,32 @@ class Layout:
 
 
 @dataclass(frozen=True)
+class DisaggPools:
+    """Disaggregated serving (disaggregation.py fills it): a prefill pool and a decode pool,
+    the KV cache of each prompt sent from one to the other."""
+
+    prefill_tp: int
+    prefill_replicas: int
+    decode_tp: int
+    decode_replicas: int
+    prefill_utilisation: float  # of the prefill pool, at the service's request rate
+    kv_transfer_s: float  # one prompt's KV cache from its prefill to its decode GPUs
+    link: str  # what carries it
+    prefill_ttft_s: float  # the prompt's prefill alone, before queueing and the transfer
+    queue_s: float  # mean wait for a prefill replica (M/D/1 at the pool's utilisation)
+    one_server: bool = False  # both pools in one server (else each on servers of its own)
+    gpus_per_node: int = 8
+
+    @property
+    def prefill_gpus(self) -> int:
+        return self.prefill_tp * self.prefill_replicas
+
+    @property
+    def decode_gpus(self) -> int:
+        return self.decode_tp * self.decode_replicas
+
+
+@dataclass(frozen=True)
 class ServingFigures:
     """What a serving layout delivers per replica (serving.py fills it)."""
 
@@ -100,7 +126,11 @@ class ServingFigures:
     single_stream_tokens_per_s: float  # one sequence alone
     prefill_share: float  # of a replica's time, spent on prefill
     decode_step: dict[str, float]  # the decode step's parts, seconds
-    batch_limit: str  # memory | tpot | ttft | concurrency
+    batch_limit: str  # memory | tpot | engine (the scheduler's cap on running requests)
+    disaggregated: DisaggPools | None = None  # separate prefill and decode pools
+    comparison: str = ""  # why aggregated or disaggregated serving needs fewer GPUs here
+    engine: str = "vllm"  # the engine whose scheduler sized the batch
+    reserve: str = "mean"  # full | mean: the KV context a running request holds
 
 
 @dataclass(frozen=True)

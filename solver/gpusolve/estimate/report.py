@@ -23,6 +23,7 @@ from gpusolve.estimate import (
     whole_model_memory,
 )
 from gpusolve.estimate.goodput import goodput_out
+from gpusolve.estimate.layout import DisaggPools
 from gpusolve.estimate.search import max_decode_batch
 from gpusolve.estimate.serving import serving_layout
 from gpusolve.estimate.units import GB, SECONDS_PER_HOUR
@@ -30,6 +31,7 @@ from gpusolve.models.catalog import Card, Catalog
 from gpusolve.models.estimate import (
     ArchOut,
     ConfigOut,
+    DisaggOut,
     EstimateReport,
     MemoryGB,
     ServingOut,
@@ -159,6 +161,8 @@ def build_report(
                 continue
             fits_on.append(card.id)
             chosen = [result.feasible[0]]
+            if isinstance(w, InferenceWorkload):
+                chosen = _both_serving_modes(result.feasible)
             if w.deadline_hours is not None and not chosen[0].meets_deadline:
                 meeting = [e for e in result.feasible if e.meets_deadline]
                 if meeting:
@@ -183,6 +187,22 @@ def build_report(
             )
         )
     return EstimateReport(mode="explicit" if choice.explicit else "search", workloads=workloads)
+
+
+def _both_serving_modes(feasible: list[ConfigEstimate]) -> list[ConfigEstimate]:
+    """The fewest-GPU aggregated layout and the fewest-GPU disaggregated one, where found."""
+    out = []
+    for pooled in (False, True):
+        mode = [
+            e for e in feasible if e.serving and (e.serving.disaggregated is not None) == pooled
+        ]
+        if mode:
+            out.append(min(mode, key=lambda e: (e.gpus, e.nodes)))
+    return out
+
+
+def _pooled(e: ConfigEstimate) -> bool:
+    return e.serving is not None and e.serving.disaggregated is not None
 
 
 def arch_out(arch: Arch) -> ArchOut:
@@ -244,6 +264,27 @@ def _serving_out(e: ConfigEstimate) -> ServingOut | None:
         single_stream_tokens_per_s=v.single_stream_tokens_per_s,
         prefill_share=v.prefill_share,
         decode_step_ms={k: x * 1000 for k, x in v.decode_step.items()},
+        engine=v.engine,
+        reserve=v.reserve,
+        disaggregated=_disagg_out(v.disaggregated),
+        comparison=v.comparison,
+    )
+
+
+def _disagg_out(p: DisaggPools | None) -> DisaggOut | None:
+    if p is None:
+        return None
+    return DisaggOut(
+        prefill_tp=p.prefill_tp,
+        prefill_replicas=p.prefill_replicas,
+        decode_tp=p.decode_tp,
+        decode_replicas=p.decode_replicas,
+        prefill_gpus=p.prefill_gpus,
+        decode_gpus=p.decode_gpus,
+        prefill_utilisation=p.prefill_utilisation,
+        queue_ms=p.queue_s * 1000,
+        kv_transfer_ms=p.kv_transfer_s * 1000,
+        link=p.link,
     )
 
 

@@ -43,6 +43,7 @@ from dataclasses import dataclass, field, replace
 
 from gpusolve.estimate.calibration import calibration_for
 from gpusolve.estimate.compute import compute_precision, weight_flops_per_token
+from gpusolve.estimate.disaggregation import compare, search_disaggregated
 from gpusolve.estimate.efficiency import efficiency_of, gemm_shape_factor, mamf_fraction
 from gpusolve.estimate.evaluation import evaluate
 from gpusolve.estimate.hardware import Hardware
@@ -643,6 +644,9 @@ def _search_inference(
                 found.append(est)
         elif closest is None or _closeness(est) < _closeness(closest):
             closest = est
+    if workload.disaggregation != "off":
+        found, why = _with_disaggregated(workload, arch, hw, params, limit, found)
+        rejections += why
     if not found and closest is not None:
         rejections.insert(
             0,
@@ -651,3 +655,32 @@ def _search_inference(
         )
     found.sort(key=lambda e: e.gpus)
     return SearchResult(found, rejections)
+
+
+def _with_disaggregated(
+    workload: InferenceWorkload,
+    arch: Arch,
+    hw: Hardware,
+    params: Params,
+    limit: int,
+    found: list[ConfigEstimate],
+) -> tuple[list[ConfigEstimate], list[str]]:
+    """`found` plus the disaggregated deployment with the fewest GPUs, each of the two
+    cheapest noting why it needs fewer or more GPUs than the other."""
+    disagg, why = search_disaggregated(workload, arch, hw, params, limit)
+    if disagg is None:
+        kept = [] if workload.disaggregation == "only" else found
+        return kept, [f"{hw.label or hw.card.id}, disaggregated: {w}" for w in why[:2]]
+    aggregated = min(found, key=lambda e: (e.gpus, e.nodes), default=None)
+    line = compare(aggregated, disagg)
+    disagg = _with_comparison(disagg, line)
+    if workload.disaggregation == "only":
+        return [disagg], []
+    out = [_with_comparison(e, line) if e is aggregated else e for e in found]
+    return [*out, disagg], []
+
+
+def _with_comparison(est: ConfigEstimate, line: str) -> ConfigEstimate:
+    serving = est.serving
+    assert serving is not None
+    return replace(est, serving=replace(serving, comparison=line), notes=(*est.notes, line))

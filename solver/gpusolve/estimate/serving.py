@@ -1,23 +1,31 @@
-"""A serving layout as engines run it: continuous batching, prefill and decode.
+"""A serving layout as engines run it: continuous batching, prefill and decode as kernels.
 
 Notation, per replica of t (TP) × p (PP) GPUs:
   B  sequences decoded together (the running batch)     P, O  mean prompt and output tokens
   C  mean live context a sequence holds in the KV cache = P + O/2 (it grows from P to P + O)
 
-Decode step of the whole batch, per pipeline stage (each stage holds 1/p of the layers and
-works on B/p sequences while the others work on the rest):
-  stage = max(weights/(t·p) + KV of B/p sequences, read at the streaming bandwidth,
-              2·N_active·B/(t·p) FLOPs at the GEMM rate) + TP all-reduces + kernel gaps
-  TPOT_decode = p · stage  (a token passes every stage in turn: pipeline stages add latency
-                           and never raise one sequence's speed)
-Prefill is compute-bound: 2·N_active + attention FLOPs per prompt token, at the GEMM rate on
-all t·p GPUs; chunked prefill interleaves it with decode, so per generated token a replica
-spends P/O prompt tokens of prefill:
-  tokens/s = B / (TPOT_decode + B·(P/O)·prefill_per_token)    TPOT seen = B / tokens/s
-  TTFT = one prompt's prefill through the t GPUs of each stage in turn.
-The batch is bounded by memory (weights, activations, the KV cache at C per sequence) and by
-the latency targets (`tpot_ms`, `ttft_ms`), not by a constant. A card whose single-sequence
-TPOT already misses `tpot_ms` is "unattainable on this card".
+One engine step runs, per pipeline stage, on the B/p sequences of its micro-batch, kernel
+after kernel (nothing overlaps across kernels unless a mechanism named here overlaps it):
+  GEMMs ........ max(weights/(t·p) at the streaming bandwidth, their FLOPs at the decode-shaped
+                 GEMM rate for M rows): weight loads and MMAs overlap inside one GEMM kernel
+                 (a pipelined CUTLASS/cuBLAS mainloop), `decode_gemm.py`
+  attention .... the KV of B/p sequences at C, read by the paged decode-attention kernel, plus
+                 the attention FLOPs of the prompt tokens prefilled in this step
+  all-reduces .. two per layer over TP, messages of M rows (not overlapped: no engine's default
+                 decode path overlaps them)
+  gaps ......... a small launch gap per kernel (CUDA-graph replay)
+  TPOT = p · step (+ the hops between stages): stages add latency, never one sequence's speed.
+Prefill: engines that mix prefill chunks into decode steps (vLLM's chunked prefill, on by
+default in the V1 engine; TensorRT-LLM's in-flight batching runs context and generation
+requests in one forward) add P/O prompt tokens per sequence to each step's M rows, so those
+tokens share the step's weight stream (Agrawal et al. 2024, Sarathi-Serve, OSDI'24: decodes
+"piggyback" on prefill chunks). SGLang does not mix by default (`enable_mixed_chunk` off) and
+runs prefill batches of their own between decode steps.
+  tokens/s = B / TPOT            TTFT = one prompt's prefill through each stage in turn.
+The batch is bounded by memory (weights, the engine's profiled activations, CUDA graphs, the
+KV cache at what the engine's scheduler reserves per request, `engines.py`) and by the latency
+targets (`tpot_ms`, `ttft_ms`), not by a constant. A card whose single-sequence TPOT already
+misses `tpot_ms` is "unattainable on this card".
 
 Decode KV reads run through a paged-attention kernel, 20-26% slower than a contiguous one
 (Kwon et al. 2023, vLLM, §7.3: "20–26% higher attention kernel latency" than
@@ -32,10 +40,13 @@ from dataclasses import replace
 
 from gpusolve.estimate.checkpoint import inference_checkpoint
 from gpusolve.estimate.compute import attention_precision, compute_precision
+from gpusolve.estimate.decode_gemm import compute_fraction, measured_for
 from gpusolve.estimate.efficiency import FIT_GEMM_SHAPES, efficiency_of, mamf_fraction
+from gpusolve.estimate.engines import CUDA_GRAPH_BYTES, Engine, engine_named, reserved_context
 from gpusolve.estimate.hardware import Hardware
 from gpusolve.estimate.layout import (
     ConfigEstimate,
+    DisaggPools,
     Layout,
     ServingFigures,
     measured_memory,
@@ -75,6 +86,9 @@ DEQUANT_BANDWIDTH_SHARE = {
     "int4": 862.69 / 1397.31,
     "nf4": 862.69 / 1397.31,
 }
+# Prompt tokens per prefill step: vLLM's max_num_batched_tokens, SGLang's chunked_prefill_size
+# and TensorRT-LLM's max_num_tokens all default to 8192 on large cards (engines.py).
+CHUNK_TOKENS = 8192
 MAX_BATCH_SEARCH = 65536  # search bound only; memory and latency set the real limit
 
 
@@ -102,36 +116,86 @@ def mean_live_context(workload: InferenceWorkload) -> float:
     return prompt + output / 2
 
 
+def workload_engine(workload: InferenceWorkload) -> Engine:
+    return engine_named(workload.engine)
+
+
+def reserve_policy(workload: InferenceWorkload) -> str:
+    """full | mean: the stated policy, else the engine's scheduler default."""
+    return workload.reserve or workload_engine(workload).reserve
+
+
+def reserved_tokens(workload: InferenceWorkload) -> float:
+    """KV tokens one running request holds against the pool under the engine's scheduler."""
+    prompt, output, _ = request_shape(workload)
+    return reserved_context(reserve_policy(workload), prompt, output)
+
+
+def _static_bytes(
+    workload: InferenceWorkload, arch: Arch, layout: Layout, params: Params, card_bytes: float
+) -> tuple[float, float, float]:
+    """(weights, profiled activations, runtime overhead incl. CUDA graphs) per GPU."""
+    mp = layout.tp * layout.pp
+    engine = workload_engine(workload)
+    tokens = engine.profiled_tokens(card_bytes)
+    weights = weights_bytes(arch, workload.precision, group_size=workload.quant_group_size) / mp
+    activations = inference_activations_bytes(arch, context=tokens, tp=layout.tp, chunk=tokens)
+    return weights, activations, overhead_bytes(params, mp) + CUDA_GRAPH_BYTES
+
+
 def serving_memory(
     workload: InferenceWorkload,
     arch: Arch,
     layout: Layout,
     params: Params,
     batch: float | None = None,
+    card_bytes: float = 80e9,
 ) -> MemoryBreakdown:
-    """Memory per GPU of one replica holding `batch` sequences (default: micro_batch) at the
-    mean live context."""
-    mp = layout.tp * layout.pp
+    """Memory per GPU of one replica holding `batch` sequences (default: micro_batch), each
+    holding the KV the engine's scheduler reserves for it."""
     kv_b = kv_bytes_per_element(workload.precision, workload.kv_cache_precision)
-    prompt, _, _ = request_shape(workload)
+    weights, activations, overhead = _static_bytes(workload, arch, layout, params, card_bytes)
     return MemoryBreakdown(
-        weights_bytes=weights_bytes(arch, workload.precision, group_size=workload.quant_group_size)
-        / mp,
+        weights_bytes=weights,
         gradients_bytes=0.0,
         optimizer_bytes=0.0,
-        activations_bytes=inference_activations_bytes(
-            arch, context=max(1, round(prompt)), tp=layout.tp
-        ),
+        activations_bytes=activations,
         kv_cache_bytes=kv_cache_bytes(
             arch,
-            context=mean_live_context(workload),
+            context=reserved_tokens(workload),
             batch=layout.micro_batch if batch is None else batch,
             kv_bytes=kv_b,
             tp=layout.tp,
             pp=layout.pp,
         ),
-        overhead_bytes=overhead_bytes(params, mp),
+        overhead_bytes=overhead,
     )
+
+
+def engine_usable_bytes(
+    workload: InferenceWorkload, arch: Arch, layout: Layout, params: Params, card_bytes: float
+) -> float:
+    """What the engine lets its pools take on one GPU: vLLM and SGLang a share of the card
+    (CUDA graphs come out of the rest), TensorRT-LLM weights, activations and overhead plus a
+    share of what they leave free."""
+    engine = workload_engine(workload)
+    share = workload.kv_memory_fraction or engine.fraction(layout.tp)
+    weights, activations, overhead = _static_bytes(workload, arch, layout, params, card_bytes)
+    if engine.fraction_of == "free":
+        static = weights + activations + overhead
+        return static + share * max(0.0, card_bytes - static)
+    return share * card_bytes + CUDA_GRAPH_BYTES
+
+
+def serving_params(
+    workload: InferenceWorkload, arch: Arch, layout: Layout, params: Params, card_bytes: float
+) -> Params:
+    """`params` with the larger of the plan's headroom (H29) and what the engine leaves
+    outside its pools on this layout: a paged KV pool wastes next to nothing inside itself,
+    so the engine's share is the floor, and a rule or user asking for more keeps more."""
+    usable = engine_usable_bytes(workload, arch, layout, params, card_bytes)
+    engine_headroom = min(0.9, max(0.0, 1.0 - usable / card_bytes))
+    return replace(params, headroom=max(params.headroom, engine_headroom))
 
 
 def replica_nodes(layout: Layout, gpus_per_node: int) -> int:
@@ -155,7 +219,7 @@ def serving_layout(
 
 
 class Rates:
-    """The achievable rates of one replica's GPUs for this workload."""
+    """The achievable rates of one replica's GPUs for this workload, and its step's kernels."""
 
     def __init__(
         self, workload: InferenceWorkload, arch: Arch, hw: Hardware, layout: Layout
@@ -165,7 +229,13 @@ class Rates:
         fmt = compute_precision("inference", workload.precision)
         self.fmt = fmt
         self.peak = (card.tflops_at(fmt) or card.tflops.fp32) * 1e12
-        self.gemm = self.peak * mamf_fraction(card, eff, fmt) * FIT_GEMM_SHAPES
+        self.train_fraction = mamf_fraction(card, eff, fmt) * FIT_GEMM_SHAPES
+        self.decode_table = measured_for(
+            eff.family,
+            fmt,
+            card.tflops_at("bf16") or 0.0,
+            arch.active_params / max(1, arch.layers) / layout.tp,
+        )
         attn_peak = (card.tflops_at(attention_precision(fmt)) or 1.0) * 1e12
         self.attention = attn_peak * eff.attention_fwd
         self.bandwidth = card.memory_bandwidth_gbs * 1e9 * eff.memory
@@ -174,9 +244,12 @@ class Rates:
         )
         self.tp, self.pp = layout.tp, layout.pp
         self.arch = arch
+        self.mixed = workload_engine(workload).mixed_prefill
+        self.engine_cap = max_batch_by_engine(workload, hw)
         tp_group = hw.group_bus_bytes_per_s(layout.tp, 1) if layout.tp > 1 else math.inf
         self.tp_bus = tp_group
         self.tp_latency = hw.latency_s(layout.tp, 1, small=True) if layout.tp > 1 else 0.0
+        self.tp_latency_large = hw.latency_s(layout.tp, 1) if layout.tp > 1 else 0.0
         if layout.tp * layout.pp > hw.gpus_per_node:
             nic = hw.nic_bytes_per_s()
             self.pp_latency = hw.latency_s(1, 2, allreduce=False, small=True) + (
@@ -191,60 +264,120 @@ class Rates:
         self.kv_token_gpu = kv_cache_bytes(
             arch, context=1, batch=1, kv_bytes=kv_b, tp=layout.tp, pp=layout.pp
         )
+        self.prompt, self.output, _ = request_shape(workload)
         self.context = mean_live_context(workload)
         self.stage_layers = layers_per_stage(arch, layout.pp)
 
-    def decode_stage_s(self, batch: float) -> dict[str, float]:
-        """One pipeline stage's share of a decode step for `batch` sequences in flight."""
+    def gemm_fraction(self, rows: float) -> float:
+        """Achieved share of the dense peak on GEMMs of `rows` rows (measured decode shapes
+        where the family has them, else the large-GEMM training figure)."""
+        if self.decode_table is None:
+            return self.train_fraction
+        return compute_fraction(self.decode_table, rows)
+
+    def gemm_parts(self, rows: float) -> tuple[float, float]:
+        """(weight-stream time, GEMM math time) of one stage's GEMMs over `rows` tokens; the
+        kernels take the larger of the two (loads and MMAs overlap inside a GEMM)."""
         arch = self.arch
-        micro = max(1.0, batch / self.pp)
         weights = self.weights_gpu
         if arch.is_moe:
-            touched = 1.0 - (1.0 - arch.active_experts / arch.experts) ** micro
+            touched = 1.0 - (1.0 - arch.active_experts / arch.experts) ** rows
             share = arch.expert_params / arch.params
             weights = weights * ((1.0 - share) + share * touched)
-        memory = weights / self.weight_bandwidth
+        stream = weights / self.weight_bandwidth
+        flops = 2.0 * arch.active_params * rows / (self.tp * self.pp)
+        return stream, flops / (self.peak * self.gemm_fraction(rows))
+
+    def prompt_attention_s(self, tokens: float, position: float) -> float:
+        """Attention FLOPs of `tokens` prompt tokens at mean position `position`, one stage."""
+        arch = self.arch
+        flops = 2.0 * self.stage_layers * tokens * position * arch.heads
+        flops *= arch.qk_head_dim + arch.value_head_dim
+        return flops / (self.tp * self.attention)
+
+    def elementwise_s(self, rows: float) -> float:
+        """The step's memory-bound elementwise kernels over `rows` tokens, one stage: per layer
+        two fused residual-add + RMSNorm kernels (each reads x and the residual, writes both:
+        4·h values) and the gated activation (reads 2·f/t, writes f/t), in 16 bits (vLLM's
+        fused_add_rms_norm and silu_and_mul, csrc/layernorm_kernels.cu and
+        csrc/activation_kernels.cu). Norms run on the full hidden size on every TP rank."""
+        arch = self.arch
+        ffn = arch.expert_ffn * arch.active_experts if arch.is_moe else arch.ffn
+        values = 8.0 * arch.hidden + (3.0 if arch.gated_ffn else 2.0) * ffn / self.tp
+        return self.stage_layers * rows * values * 2.0 / self.bandwidth
+
+    def tp_comm_s(self, rows: float) -> float:
+        """Two all-reduces per layer of `rows` × hidden 16-bit activations over TP."""
+        if self.tp <= 1:
+            return 0.0
+        message = rows * self.arch.hidden * 2.0
+        latency = self.tp_latency if message < 65536 else self.tp_latency_large
+        return 2.0 * self.stage_layers * allreduce_s(message, self.tp, self.tp_bus, latency)
+
+    def decode_stage_s(self, batch: float, *, prefill: bool = True) -> dict[str, float]:
+        """One pipeline stage's share of an engine step for `batch` sequences in flight: the
+        kernels in turn, prompt chunks mixed in where the engine mixes them (`prefill=False`:
+        a decode-only pool, its prompts prefilled elsewhere)."""
+        micro = max(1.0, batch / self.pp)
+        prefill_rows = micro * self.prompt / max(1.0, self.output) if prefill else 0.0
+        rows = micro + prefill_rows if self.mixed else micro
+        stream, math_s = self.gemm_parts(rows)
         kv = micro * self.context * self.kv_token_gpu * PAGED_ATTENTION_SLOWDOWN / self.bandwidth
-        flops = 2.0 * arch.active_params * micro / (self.tp * self.pp)
-        compute = flops / self.gemm
-        tp = 0.0
-        if self.tp > 1:
-            message = micro * arch.hidden * 2.0
-            one = allreduce_s(message, self.tp, self.tp_bus, self.tp_latency)
-            tp = 2.0 * self.stage_layers * one
+        prompt_s = self.prompt_attention_s(prefill_rows, self.prompt / 2)
+        if not self.mixed and prefill_rows > 0:
+            # Prefill batches of their own, one chunk at a time, between decode steps.
+            chunk = min(CHUNK_TOKENS, max(1.0, prefill_rows))
+            p_stream, p_math = self.gemm_parts(chunk)
+            per_chunk = max(p_stream, p_math) + self.tp_comm_s(chunk) + self.elementwise_s(chunk)
+            prompt_s += prefill_rows / chunk * per_chunk
         gaps = self.stage_layers * DECODE_KERNELS_PER_LAYER * GRAPH_KERNEL_GAP_S
         return {
-            "weights": memory,
+            "weights": stream,
+            "compute": max(0.0, math_s - stream),
             "kv_cache": kv,
-            "compute": max(0.0, compute - memory - kv),
-            "tp_comm": tp,
+            "prefill": prompt_s,
+            "elementwise": self.elementwise_s(rows),
+            "tp_comm": self.tp_comm_s(rows),
             "kernel_gaps": gaps,
         }
 
-    def tpot_decode_s(self, batch: float) -> float:
-        stage = sum(self.decode_stage_s(batch).values())
+    def tpot_decode_s(self, batch: float, *, prefill: bool = True) -> float:
+        stage = sum(self.decode_stage_s(batch, prefill=prefill).values())
         return self.pp * stage + (self.pp - 1) * self.pp_latency
 
-    def prefill_per_token_s(self, prompt: float) -> float:
-        """Replica seconds per prompt token (all t·p GPUs busy: chunked, pipelined)."""
-        arch = self.arch
-        gemm = 2.0 * arch.active_params / (self.tp * self.pp * self.gemm)
-        attention_flops = (
-            2.0 * arch.layers * prompt * arch.heads * (arch.qk_head_dim + arch.value_head_dim) * 0.5
-        )
-        return gemm + attention_flops / (self.tp * self.pp * self.attention)
+    def prefill_tokens_per_s(self, prompt: float) -> float:
+        """Prompt tokens/s of a replica that only prefills, its steps full chunks of prompts
+        (several short prompts share a chunk)."""
+        chunk = float(CHUNK_TOKENS)
+        stream, math_s = self.gemm_parts(chunk)
+        per_chunk = max(stream, math_s) + self.tp_comm_s(chunk) + self.elementwise_s(chunk)
+        per_token = per_chunk / chunk + self.prompt_attention_s(1.0, max(1.0, prompt) / 2)
+        # Pipeline stages each hold a chunk: the replica finishes one chunk per stage time.
+        return 1.0 / per_token
 
     def ttft_s(self, prompt: float) -> float:
-        """One prompt's prefill: each stage's t GPUs in turn."""
-        per_token = self.prefill_per_token_s(prompt) * self.pp
-        return prompt * per_token + (self.pp - 1) * self.pp_latency
+        """One prompt's prefill alone: each stage's t GPUs in turn, in chunks of the engine's
+        size, each chunk a step of its own."""
+        rows = max(1.0, prompt)
+        chunk = min(CHUNK_TOKENS, rows)
+        stream, math_s = self.gemm_parts(chunk)
+        per_chunk = max(stream, math_s) + self.tp_comm_s(chunk) + self.elementwise_s(chunk)
+        stage = rows / chunk * per_chunk + self.prompt_attention_s(rows, rows / 2)
+        return self.pp * stage + (self.pp - 1) * self.pp_latency
 
-    def throughput(self, batch: float, prompt: float, output: float) -> tuple[float, float]:
-        """(generated tokens/s of the replica, the share of time spent on prefill)."""
-        decode = self.tpot_decode_s(batch)
-        prefill = batch * (prompt / max(1.0, output)) * self.prefill_per_token_s(prompt)
-        total = decode + prefill
-        return batch / total, prefill / total
+    def throughput(
+        self, batch: float, prompt: float, output: float, *, prefill: bool = True
+    ) -> tuple[float, float]:
+        """(generated tokens/s of the replica, the share of step time spent on prefill)."""
+        parts = self.decode_stage_s(batch, prefill=prefill)
+        step = self.pp * sum(parts.values()) + (self.pp - 1) * self.pp_latency
+        micro = max(1.0, batch / self.pp)
+        plain_stream, plain_math = self.gemm_parts(micro)
+        decode_only = max(plain_stream, plain_math) + self.tp_comm_s(micro)
+        decode_only += self.elementwise_s(micro)
+        decode_only += parts["kv_cache"] + parts["kernel_gaps"]
+        share = max(0.0, 1.0 - self.pp * decode_only / step) if step > 0 else 0.0
+        return batch / step, share
 
 
 _RATES: dict[tuple[int, Hardware, int, int], tuple[InferenceWorkload, Rates]] = {}
@@ -277,8 +410,9 @@ def replica_tokens_per_s(
 def max_batch_by_memory(
     workload: InferenceWorkload, arch: Arch, layout: Layout, usable: float, params: Params
 ) -> int:
-    empty = serving_memory(workload, arch, layout, params, batch=0).total_bytes
-    per_seq = serving_memory(workload, arch, layout, params, batch=1).total_bytes - empty
+    card_bytes = usable / (1.0 - params.headroom) if params.headroom < 1 else usable
+    empty = serving_memory(workload, arch, layout, params, 0, card_bytes).total_bytes
+    per_seq = serving_memory(workload, arch, layout, params, 1, card_bytes).total_bytes - empty
     if empty > usable:
         return 0
     if per_seq <= 0:
@@ -286,15 +420,24 @@ def max_batch_by_memory(
     return max(0, min(MAX_BATCH_SEARCH, int((usable - empty) // per_seq)))
 
 
-def max_batch_by_latency(rates: Rates, workload: InferenceWorkload, limit: int) -> int:
-    """The largest batch whose TPOT (decode slowed by interleaved prefill) meets tpot_ms."""
+def max_batch_by_engine(workload: InferenceWorkload, hw: Hardware) -> int:
+    """The scheduler's own cap on running requests per replica (engines.py)."""
+    card = hw.card
+    return workload_engine(workload).batch_cap(card.reported_memory_bytes, card.id)
+
+
+def max_batch_by_latency(
+    rates: Rates, workload: InferenceWorkload, limit: int, *, prefill: bool = True
+) -> int:
+    """The largest batch whose TPOT (decode slowed by interleaved prefill, unless the prompts
+    are prefilled elsewhere) meets tpot_ms."""
     if workload.tpot_ms is None or limit < 1:
         return limit
     target = workload.tpot_ms / 1000
     prompt, output, _ = request_shape(workload)
 
     def tpot(b: int) -> float:
-        tokens, _ = rates.throughput(b, prompt, output)
+        tokens, _ = rates.throughput(b, prompt, output, prefill=prefill)
         return b / tokens
 
     if tpot(1) > target:
@@ -316,29 +459,67 @@ def _bounded_batch(
     rates: Rates,
     usable: float,
     params: Params,
+    *,
+    prefill: bool = True,
 ) -> tuple[int, str]:
     by_memory = max_batch_by_memory(workload, arch, layout, usable, params)
-    by_latency = max_batch_by_latency(rates, workload, by_memory)
-    if by_latency < by_memory:
+    held = min(by_memory, rates.engine_cap)
+    by_latency = max_batch_by_latency(rates, workload, held, prefill=prefill)
+    if by_latency < held:
         return by_latency, "tpot"
-    return by_memory, "memory"
+    return held, "memory" if by_memory <= rates.engine_cap else "engine"
 
 
 def batch_limit(
-    workload: InferenceWorkload, arch: Arch, hw: Hardware, layout: Layout, params: Params
+    workload: InferenceWorkload,
+    arch: Arch,
+    hw: Hardware,
+    layout: Layout,
+    params: Params,
+    *,
+    prefill: bool = True,
 ) -> tuple[int, str]:
-    """(the largest batch one replica can run, what bounds it: memory or the TPOT target)."""
+    """(the largest batch one replica can run, what bounds it: memory, the TPOT target or the
+    engine's cap); `prefill=False` for a decode pool whose prompts are prefilled elsewhere."""
+    params = serving_params(workload, arch, layout, params, hw.card.reported_memory_bytes)
     usable = usable_memory_bytes(hw.card, params.headroom)
-    return _bounded_batch(workload, arch, layout, Rates(workload, arch, hw, layout), usable, params)
+    rates = Rates(workload, arch, hw, layout)
+    return _bounded_batch(workload, arch, layout, rates, usable, params, prefill=prefill)
 
 
 # --------------------------------------------------------------------------- evaluate
 
 
+def engine_notes(workload: InferenceWorkload, layout: Layout, params: Params) -> list[str]:
+    """What the engine's scheduler and memory reserve assume, for the estimate's notes."""
+    engine = workload_engine(workload)
+    policy = reserve_policy(workload)
+    prompt, output, _ = request_shape(workload)
+    held = (
+        f"prompt + output ({prompt + output:,.0f} tokens) reserved at admission"
+        if policy == "full"
+        else f"the live context, {prompt + output / 2:,.0f} tokens on average"
+    )
+    return [
+        f"engine {engine.name}: each running request holds {held} ({policy}); "
+        f"{params.headroom:.0%} of the card stays outside its pools (the larger of the plan's "
+        f"headroom and the engine's own share; {engine.source})"
+    ]
+
+
 def evaluate_serving(
-    workload: InferenceWorkload, arch: Arch, hw: Hardware, layout: Layout, params: Params
+    workload: InferenceWorkload,
+    arch: Arch,
+    hw: Hardware,
+    layout: Layout,
+    params: Params,
+    pools: DisaggPools | None = None,
 ) -> ConfigEstimate:
+    """One serving layout; with `pools`, `layout` is the decode pool of a disaggregated
+    deployment (its prompts prefilled on the prefill pool, their KV sent over), and the
+    time to first token is the pools' (disaggregation.py sets GPUs and nodes of both)."""
     card = hw.card
+    prefill = pools is None
     mp = layout.tp * layout.pp
     gpus = mp * layout.replicas
     reasons = structure_reasons(workload, arch, hw, layout, params)
@@ -354,20 +535,30 @@ def evaluate_serving(
     prompt, output, split_note = request_shape(workload)
     if split_note:
         notes.append(split_note)
+    card_bytes = card.reported_memory_bytes
+    params = serving_params(workload, arch, layout, params, card_bytes)
+    notes += engine_notes(workload, layout, params)
     batch = layout.micro_batch
     memory = measured_memory(
-        workload, hw, gpus, serving_memory(workload, arch, layout, params), notes
+        workload, hw, gpus, serving_memory(workload, arch, layout, params, None, card_bytes), notes
     )
     usable = usable_memory_bytes(card, params.headroom)
 
     fmt = compute_precision("inference", workload.precision)
     peak = peak_flops(card, fmt, reasons)
     rates = Rates(workload, arch, hw, layout)
-    per_replica, prefill_share = rates.throughput(batch, prompt, output)
+    if rates.decode_table is None:
+        notes.append(
+            f"no decode-shaped GEMM measurement for {efficiency_of(card).family} "
+            f"{rates.fmt}: serving GEMMs run at the large-GEMM (training) rate"
+        )
+    per_replica, prefill_share = rates.throughput(batch, prompt, output, prefill=prefill)
     tpot = batch / per_replica if per_replica > 0 else math.inf
-    single = 1.0 / rates.tpot_decode_s(1)
+    single = 1.0 / rates.tpot_decode_s(1, prefill=False)
     ttft = rates.ttft_s(prompt)
-    limit, bound = _bounded_batch(workload, arch, layout, rates, usable, params)
+    if pools is not None:
+        ttft = pools.prefill_ttft_s + pools.queue_s + pools.kv_transfer_s
+    limit, bound = _bounded_batch(workload, arch, layout, rates, usable, params, prefill=prefill)
     if workload.tpot_ms is not None:
         if 1.0 / single > workload.tpot_ms / 1000:
             reasons.append(
@@ -401,10 +592,14 @@ def evaluate_serving(
             f"{layout.replicas} replica(s) × {batch} sequences hold fewer than the "
             f"{workload.concurrency} concurrent sequences required"
         )
-    parts = rates.decode_stage_s(batch)
+    parts = rates.decode_stage_s(batch, prefill=prefill)
     stage = sum(parts.values())
     comm_fraction = parts["tp_comm"] / stage if stage > 0 else 0.0
-    bound_by = "compute" if parts["compute"] > 0 else "memory_bandwidth"
+    bound_by = (
+        "compute"
+        if parts["compute"] + parts["prefill"] > parts["kv_cache"]
+        else ("memory_bandwidth")
+    )
     bottleneck = "communication" if comm_fraction > params.comm_threshold else bound_by
     if memory.kv_cache_bytes > memory.weights_bytes:
         notes.append("the KV cache outweighs the weights: context × concurrency sets the card")
@@ -423,6 +618,9 @@ def evaluate_serving(
         prefill_share=prefill_share,
         decode_step={k: layout.pp * v for k, v in parts.items()},
         batch_limit=bound,
+        disaggregated=pools,
+        engine=workload_engine(workload).name,
+        reserve=reserve_policy(workload),
     )
     return ConfigEstimate.build(
         workload,

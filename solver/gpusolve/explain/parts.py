@@ -6,6 +6,7 @@ from collections import defaultdict
 from typing import Any
 
 from gpusolve.candidates.generate import Candidates, OptionMeta
+from gpusolve.estimate.disaggregation import describe
 from gpusolve.estimate.goodput import goodput_out
 from gpusolve.explain import lines as itemise
 from gpusolve.explain.compare import compare
@@ -16,6 +17,7 @@ from gpusolve.models.plan import (
     Cost,
     Deployment,
     Parallel,
+    Pools,
     Site,
     SolverInfo,
 )
@@ -77,8 +79,35 @@ def _deployment(meta: OptionMeta, site: str | None, schedule: str) -> Deployment
         throughput=round(est.tokens_per_s, 1),
         replicas=layout.replicas,
         rental_hours=round(meta.rental_hours, 1),
+        pools=_pools(est),
+        serving=_serving_lines(est),
         calibration=list(getattr(est, "calibration", ())),
     )
+
+
+def _pools(est: Any) -> Pools | None:
+    serving = getattr(est, "serving", None)
+    p = serving.disaggregated if serving is not None else None
+    if p is None:
+        return None
+    return Pools(
+        prefill_tp=p.prefill_tp,
+        prefill_replicas=p.prefill_replicas,
+        decode_tp=p.decode_tp,
+        decode_replicas=p.decode_replicas,
+        one_server=p.one_server,
+        gpus_per_node=p.gpus_per_node,
+        link=p.link,
+    )
+
+
+def _serving_lines(est: Any) -> list[str]:
+    """The disaggregated pools and the aggregated/disaggregated comparison, if any."""
+    serving = getattr(est, "serving", None)
+    if serving is None:
+        return []
+    lines = [describe(serving.disaggregated)] if serving.disaggregated is not None else []
+    return [*lines, serving.comparison] if serving.comparison else lines
 
 
 def sites(solution: ir.Solution, instance: ir.Instance, catalog: Catalog) -> list[Site]:

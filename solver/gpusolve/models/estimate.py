@@ -85,18 +85,46 @@ class StepOut(OutModel):
     dp_link: str = Field(description="The link the data-parallel ring is bounded by.")
 
 
+class DisaggOut(OutModel):
+    """Disaggregated serving: the prefill pool, the decode pool and the KV transfer."""
+
+    prefill_tp: int
+    prefill_replicas: int
+    decode_tp: int
+    decode_replicas: int
+    prefill_gpus: int
+    decode_gpus: int
+    prefill_utilisation: float = Field(description="Busy share of the prefill pool.")
+    queue_ms: float = Field(description="Mean wait for a prefill replica (M/D/1).")
+    kv_transfer_ms: float = Field(description="One prompt's KV cache, prefill to decode pool.")
+    link: str = Field(description="The link the KV cache crosses.")
+
+
 class ServingOut(OutModel):
     """Inference: what one replica runs and delivers."""
 
     batch: int = Field(description="Sequences decoded together per replica.")
     max_batch: int = Field(description="The most that memory and the TPOT target allow.")
-    batch_limit: str = Field(description="memory | tpot: what bounds max_batch.")
+    batch_limit: str = Field(
+        description="memory | tpot | engine (its cap on running requests): what bounds max_batch."
+    )
     mean_context: float = Field(description="Mean live tokens per sequence in the KV cache.")
     tpot_ms: float = Field(description="Time per output token each user sees.")
-    ttft_ms: float = Field(description="Prefill time of one mean prompt.")
+    ttft_ms: float = Field(
+        description="Prefill time of one mean prompt (disaggregated: plus the mean wait for a "
+        "prefill replica and the KV transfer)."
+    )
     single_stream_tokens_per_s: float = Field(description="One sequence decoding alone.")
     prefill_share: float = Field(description="Share of replica time spent on prefill.")
     decode_step_ms: dict[str, float] = Field(description="The decode step's parts, ms.")
+    engine: str = Field(default="vllm", description="The serving engine sized for.")
+    reserve: str = Field(default="mean", description="full | mean: KV a request holds.")
+    disaggregated: DisaggOut | None = Field(
+        default=None, description="Separate prefill and decode pools (None: aggregated)."
+    )
+    comparison: str = Field(
+        default="", description="Why aggregated or disaggregated serving needs fewer GPUs."
+    )
 
 
 class ArchOut(OutModel):

@@ -188,6 +188,18 @@ class Parallel(OutModel):
     grad_accum: int
 
 
+class Pools(OutModel):
+    """Disaggregated serving: a prefill pool and a decode pool of the deployment's servers."""
+
+    prefill_tp: int
+    prefill_replicas: int
+    decode_tp: int
+    decode_replicas: int
+    one_server: bool = Field(description="Both pools share one server (else servers of their own).")
+    gpus_per_node: int
+    link: str = Field(description="What carries each prompt's KV cache between the pools.")
+
+
 class Deployment(OutModel):
     workload: str
     mode: Literal["owned", "cloud"]
@@ -220,6 +232,14 @@ class Deployment(OutModel):
     throughput: float = Field(description="Training tokens/s, or generated tokens/s for inference.")
     replicas: int = 1
     rental_hours: float = 0.0
+    pools: Pools | None = Field(
+        default=None, description="Inference: the prefill and decode pools when disaggregated."
+    )
+    serving: list[str] = Field(
+        default_factory=list,
+        description="Inference: the prefill and decode pools when disaggregated, and why "
+        "aggregated or disaggregated serving needs fewer GPUs at the workload's targets.",
+    )
     calibration: list[str] = Field(
         default_factory=list,
         description="How a measured run (H12) calibrated these figures and how it was "

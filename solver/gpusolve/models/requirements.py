@@ -486,6 +486,31 @@ class InferenceWorkload(WorkloadBase):
         description="Weights per scale group for int4 weight-only quantisation (GPTQ/AWQ "
         "default 128).",
     )
+    # Engine and scheduler (estimate/engines.py says what each engine does by default).
+    engine: Literal["vllm", "sglang", "trtllm"] | None = Field(
+        default=None,
+        description="Serving engine whose scheduler and memory reserve size the batch; "
+        "default vllm.",
+    )
+    reserve: Literal["full", "mean"] | None = Field(
+        default=None,
+        description="KV cache a running request holds: full = prompt + output reserved at "
+        "admission (TensorRT-LLM's GUARANTEED_NO_EVICT), mean = its live context, paged on "
+        "demand (vLLM, SGLang); default: the engine's.",
+    )
+    kv_memory_fraction: float | None = Field(
+        default=None,
+        gt=0.1,
+        le=1.0,
+        description="The engine's memory share (vLLM gpu_memory_utilization, SGLang "
+        "mem_fraction_static, TensorRT-LLM kv_cache_free_gpu_mem_fraction); default: the "
+        "engine's.",
+    )
+    disaggregation: Literal["auto", "off", "only"] = Field(
+        default="auto",
+        description="Separate prefill and decode GPU pools: auto = size both ways and let "
+        "cost choose, off = aggregated only, only = disaggregated only.",
+    )
 
     @model_validator(mode="after")
     def _needs_demand(self) -> InferenceWorkload:

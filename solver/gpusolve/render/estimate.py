@@ -4,7 +4,13 @@ from __future__ import annotations
 
 import math
 
-from gpusolve.models.estimate import ConfigOut, EstimateReport, StageOut, WorkloadEstimate
+from gpusolve.models.estimate import (
+    ConfigOut,
+    EstimateReport,
+    ServingOut,
+    StageOut,
+    WorkloadEstimate,
+)
 from gpusolve.render.fmt import extra_degrees
 
 
@@ -267,9 +273,11 @@ def _serving_rows(w: WorkloadEstimate) -> list[str]:
                 _num(v.ttft_ms, 0),
                 f"{v.single_stream_tokens_per_s:,.0f}",
                 f"{v.prefill_share:.0%}",
+                _pools(v),
                 _num(d.get("weights"), 2),
-                _num(d.get("kv_cache"), 2),
                 _num(d.get("compute"), 2),
+                _num(d.get("kv_cache"), 2),
+                _num((d.get("prefill") or 0.0) + (d.get("elementwise") or 0.0), 2),
                 _num(d.get("tp_comm"), 2),
                 f"{c.tokens_per_s:,.0f}",
                 c.bottleneck,
@@ -279,11 +287,23 @@ def _serving_rows(w: WorkloadEstimate) -> list[str]:
     if not rows:
         return []
     header = ["card", "GPUs", "batch/max", "ctx", "TPOT_ms", "TTFT_ms", "1-stream", "prefill"]
-    header += ["w_ms", "kv_ms", "comp_ms", "TP_ms", "tok/s", "bottleneck", "feasible"]
+    header += ["pools", "w_ms", "gemm+", "kv_ms", "pf+elt", "TP_ms", "tok/s", "bottleneck"]
+    header += ["feasible"]
+    engines = sorted({f"{c.serving.engine} ({c.serving.reserve})" for c in w.configs if c.serving})
     return [
-        "  serving (per replica; decode step parts in ms; tok/s over all replicas):",
+        "  serving (per decode replica; step parts in ms: weight stream, GEMM math beyond it, KV "
+        "attention, prompt attention + elementwise, TP all-reduces; tok/s over all replicas; "
+        f"engine {', '.join(engines)}):",
         *_table(header, rows),
     ]
+
+
+def _pools(v: ServingOut) -> str:
+    """'agg', or 'P2xTP4+D3xTP2': prefill and decode replicas when disaggregated."""
+    p = v.disaggregated
+    if p is None:
+        return "agg"
+    return f"P{p.prefill_replicas}xTP{p.prefill_tp}+D{p.decode_replicas}xTP{p.decode_tp}"
 
 
 def _workload_text(w: WorkloadEstimate) -> list[str]:

@@ -114,6 +114,8 @@ def _model_ref(w: Workload) -> str:
 
 
 def gpus_per_node(d: Deployment) -> int:
+    if d.pools is not None:
+        return d.pools.gpus_per_node
     return max(1, d.gpus // max(1, d.servers))
 
 
@@ -375,7 +377,54 @@ def sglang_args(d: Deployment, w: InferenceWorkload, port: int, device: str | No
     return [*args, "--device", device] if device is not None else args
 
 
-def _serving(d: Deployment, w: InferenceWorkload, vendor: Vendor) -> list[LaunchFile]:
+# Disaggregated serving: each engine's own prefill/decode roles, the KV cache over NIXL
+# (vLLM docs, "Disaggregated Prefilling": NixlConnector with kv_role kv_both on both sides;
+# SGLang docs, "PD Disaggregation": --disaggregation-mode prefill|decode).
+VLLM_KV_TRANSFER = '{"kv_connector":"NixlConnector","kv_role":"kv_both"}'
+
+
+def _pool(d: Deployment, role: str) -> Deployment:
+    """The deployment as one pool of a disaggregated one: its TP, its replicas, its GPUs."""
+    pools = d.pools
+    assert pools is not None
+    tp, replicas = (
+        (pools.prefill_tp, pools.prefill_replicas)
+        if role == "prefill"
+        else (pools.decode_tp, pools.decode_replicas)
+    )
+    gpus = tp * replicas
+    servers = 1 if pools.one_server else -(-gpus // pools.gpus_per_node)
+    parallel = d.parallel.model_copy(update={"tp": tp, "pp": 1})
+    return d.model_copy(
+        update={"parallel": parallel, "replicas": replicas, "gpus": gpus, "servers": servers}
+    )
+
+
+def _disaggregated(d: Deployment, w: InferenceWorkload, vendor: Vendor) -> list[LaunchFile]:
+    pools = d.pools
+    assert pools is not None
+    files: list[LaunchFile] = []
+    for role in ("prefill", "decode"):
+        pool = _pool(d, role)
+        vllm_role = ["--kv-transfer-config", VLLM_KV_TRANSFER]
+        sglang_role = ["--disaggregation-mode", role]
+        # Sharing one server, the prefill pool takes the GPUs after the decode pool's.
+        first = pools.decode_tp * pools.decode_replicas if pools.one_server else 0
+        first = first if role == "prefill" else 0
+        for f in _serving(pool, w, vendor, (vllm_role, sglang_role), first):
+            files.append(LaunchFile(f"{d.workload}/{role}/{f.path.split('/')[-1]}", f.text))
+    return files
+
+
+def _serving(
+    d: Deployment,
+    w: InferenceWorkload,
+    vendor: Vendor,
+    role: tuple[list[str], list[str]] | None = None,
+    first_gpu: int = 0,
+) -> list[LaunchFile]:
+    if d.pools is not None and role is None:
+        return _disaggregated(d, w, vendor)
     folder = d.workload
     per_node = replicas_per_node(d)
     width = d.parallel.tp * d.parallel.pp
@@ -398,12 +447,16 @@ def _serving(d: Deployment, w: InferenceWorkload, vendor: Vendor) -> list[Launch
     vllm_lines, sglang_lines = list(head), list(head)
     for i in range(per_node if not spans_nodes else 1):
         port = FIRST_SERVE_PORT + i
-        devices = ",".join(str(g) for g in range(i * width, (i + 1) * width))
+        start = first_gpu + i * width
+        devices = ",".join(str(g) for g in range(start, start + width))
         env = "" if spans_nodes else f"{vendor.visible_devices}={devices} "
-        vllm_lines.append(f"{env}vllm serve {model} {_joined(vllm_args(d, w, port))} &")
+        vllm_extra, sglang_extra = role or ([], [])
+        vllm_lines.append(
+            f"{env}vllm serve {model} {_joined(vllm_args(d, w, port) + vllm_extra)} &"
+        )
         sglang_lines.append(
             f"{env}python -m sglang.launch_server --model-path {model} "
-            f"{_joined(sglang_args(d, w, port, vendor.sglang_device))} &"
+            f"{_joined(sglang_args(d, w, port, vendor.sglang_device) + sglang_extra)} &"
         )
     for lines in (vllm_lines, sglang_lines):
         lines.append("wait")

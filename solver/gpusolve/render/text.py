@@ -75,6 +75,8 @@ def plan_text(plan: Plan) -> str:
         add(f"      speed    {work(d)}")
         if d.mode == "cloud":
             add(f"      rental   {hours(d.rental_hours)} over the horizon")
+        for line in d.serving:
+            add(f"      serving  {line}")
         for line in d.calibration:
             add(f"      calib    {line}")
     if plan.sites:

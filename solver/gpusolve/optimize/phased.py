@@ -35,14 +35,14 @@ from __future__ import annotations
 import time
 from collections import defaultdict
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 from ortools.sat.python import cp_model
 
 from gpusolve.models.periods import Period, fiscal_year
 from gpusolve.optimize import interrupt
 from gpusolve.optimize.cpsat import STATUS, integral_bound
-from gpusolve.optimize.ir import SLOTS_COVERED, Instance, SolveConfig, Status, Stock
+from gpusolve.optimize.ir import SLOTS_COVERED, Instance, Site, Sku, SolveConfig, Status, Stock
 from gpusolve.optimize.patterns import fits_site
 
 Mode = Literal["free", "buy-now", "rent"]
@@ -118,7 +118,7 @@ class PhasedSolution:
 @dataclass
 class _Vars:
     buy: dict[tuple[str, str, int], cp_model.IntVar]
-    working: dict[tuple[str, str, int], cp_model.LinearExprT]
+    working: dict[tuple[str, str, int], Any]
     racks: dict[tuple[str, int], cp_model.IntVar]
     floor: dict[str, int]  # site -> racks already contracted (paid apart, never priced here)
     used: dict[tuple[str, int], cp_model.IntVar]
@@ -159,9 +159,7 @@ def _rack_pay_months(pi: PhasedInstance, site: str, period: Period) -> int:
     return max(pi.horizon_months - period.start_month, pi.min_term_months.get(site, 0))
 
 
-def _build(
-    pi: PhasedInstance, mode: Mode
-) -> tuple[cp_model.CpModel, _Vars, dict[str, cp_model.LinearExprT]]:
+def _build(pi: PhasedInstance, mode: Mode) -> tuple[cp_model.CpModel, _Vars, dict[str, Any]]:
     m = cp_model.CpModel()
     skus, sites = _skus_sites(pi)
     stock = _stock(pi)
@@ -174,7 +172,7 @@ def _build(
         for q in range(n_periods):
             if _buyable(pi, k, q, mode) and skus[k].buyable and fits_site(skus[k], sites[s]):
                 buy[k, s, q] = m.new_int_var(0, cap[s], f"buy[{k},{s},{q}]")
-    working: dict[tuple[str, str, int], cp_model.LinearExprT] = {}
+    working: dict[tuple[str, str, int], Any] = {}
     for k, s in pairs:
         for p in range(n_periods):
             arrived = [
@@ -223,8 +221,8 @@ def _build(
             y = m.new_bool_var(f"y[{p},{c.key}]")
             cloud[p, c.key] = y
             per_workload[c.workload].append(y)
-        for w in inst.workloads:
-            m.add_exactly_one(per_workload[w])  # no option: infeasible, honestly
+        for name in inst.workloads:
+            m.add_exactly_one(per_workload[name])  # no option: infeasible, honestly
         for (k, s, _slot), terms in use.items():
             m.add(sum(n * x for n, x in terms) <= working[k, s, p])
     v = _Vars(buy, working, racks, floors, used, owned, cloud)
@@ -256,12 +254,12 @@ def _budgets(m: cp_model.CpModel, pi: PhasedInstance, v: _Vars) -> None:
 def _cost_exprs(
     pi: PhasedInstance,
     v: _Vars,
-    skus: dict,
-    sites: dict,  # type: ignore[type-arg]
-) -> dict[str, cp_model.LinearExprT]:
+    skus: dict[str, Sku],
+    sites: dict[str, Site],
+) -> dict[str, Any]:
     """The objective's parts as expressions, per period: `capex:p`, `residual:p`, ...,
     and `penalties`."""
-    exprs: dict[str, cp_model.LinearExprT] = {}
+    exprs: dict[str, Any] = {}
     n_periods = len(pi.periods)
     for p, period in enumerate(pi.periods):
         inst = pi.instances[p]
@@ -269,8 +267,8 @@ def _cost_exprs(
         exprs[f"residual:{p}"] = sum(
             pi.residual.get(k, (0,) * n_periods)[q] * x for (k, _s, q), x in v.buy.items() if q == p
         )
-        rent = 0
-        fixed = 0
+        rent: Any = 0
+        fixed: Any = 0
         for s, site in sites.items():
             before = v.racks[s, p - 1] if p > 0 else v.floor[s]
             rent += (
@@ -287,8 +285,8 @@ def _cost_exprs(
             if q == p
         )
         owned_by_key = {o.key: o for o in inst.owned}
-        busy = 0
-        penalties = 0
+        busy: Any = 0
+        penalties: Any = 0
         for (q, key, site_id), x in v.owned.items():
             if q != p:
                 continue
@@ -309,13 +307,13 @@ def _cost_exprs(
 PARTS = ("capex", "residual", "rack_rent", "site_fixed", "energy", "cloud")
 
 
-def _tco(exprs: dict[str, cp_model.LinearExprT], n_periods: int) -> cp_model.LinearExprT:
-    total: cp_model.LinearExprT = 0
-    for p in range(n_periods):
-        for part in PARTS:
-            sign = -1 if part == "residual" else 1
-            total += sign * exprs[f"{part}:{p}"]
-    return total
+def _tco(exprs: dict[str, Any], n_periods: int) -> Any:
+    # A new sum, never `+=`: in-place addition would change the parts' own expressions.
+    return sum(
+        (-1 if part == "residual" else 1) * exprs[f"{part}:{p}"]
+        for p in range(n_periods)
+        for part in PARTS
+    )
 
 
 # --------------------------------------------------------------------------- solve
@@ -375,7 +373,7 @@ def _has_option(inst: Instance, workload: str) -> bool:
 def _read_period(
     pi: PhasedInstance,
     v: _Vars,
-    exprs: dict[str, cp_model.LinearExprT],
+    exprs: dict[str, Any],
     solver: cp_model.CpSolver,
     p: int,
 ) -> PeriodPlan:

@@ -65,6 +65,12 @@ def run_plan(request: PlanRequest, progress: Progress = lambda _: None) -> RunRe
         monthly_max=request.monthly_max,
         progress=progress,
     )
+    if run.reqs.phased:  # a purchase schedule over periods (`runs/phased.py`)
+        from gpusolve.runs.phased import run_phased
+
+        return run_phased(  # type: ignore[return-value]
+            run, plan_options(request).config, request.requirements, request.fmt, request.output
+        )
     if request.why_not is not None:
         run.check_known_id(request.why_not)
     check_robust(run.reqs.scenarios is not None, request)

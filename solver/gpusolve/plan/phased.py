@@ -1,7 +1,7 @@
 """`plan` with `periods:`: the phased instance from the requirements and the catalogue.
 
 Each period is the requirements with the period's length as the horizon, only the
-workloads running in it, their demand for it (inference: target tokens/s or concurrency
+workloads running in it, their demand for it (inference: target tokens/s and concurrency
 times the period's demand factor; training: the runs spread evenly over the months the
 workload runs, times the factor), on the catalogue as it stands at the period's start
 (items not yet available removed, rental prices moved by their trend), run through the
@@ -75,9 +75,10 @@ def _for_period(w: Workload, horizon_months: int, period: Period) -> Workload:
         "demand_by_period": None,
     }
     if isinstance(w, InferenceWorkload):
+        # More traffic is more users at once: both figures grow, per-user speed stays.
         if w.target_tokens_per_s is not None:
             cleared["target_tokens_per_s"] = w.target_tokens_per_s * factor
-        elif w.concurrency is not None:
+        if w.concurrency is not None:
             cleared["concurrency"] = max(1, math.ceil(w.concurrency * factor))
         return w.model_copy(update=cleared)
     # Training: the stated runs spread evenly over the months it runs, this period's share.

@@ -33,7 +33,10 @@ class PeriodSpend(BaseModel):
     residual_value: int = Field(
         description="What this period's purchases are worth at the horizon (a credit)."
     )
-    monthly: int = Field(description="Spend in this period apart from capex, per month.")
+    monthly: int = Field(
+        description="Spend per month in this period apart from capex: the racks held, and the "
+        "period's energy, rentals and site fees a month."
+    )
 
 
 class SchedulePeriod(BaseModel):

@@ -15,9 +15,9 @@ priced over the period). One model holds them all:
 * racks per site `racks[s, p]`, non-decreasing (a contract runs to the horizon's end, or its
   minimum term when longer), at least the racks already contracted, at most the offer's;
   the racks are a simpler model than the single plan's exact packing: the servers working
-  at a site fit the racks by total power and total rack units (a lower bound on the exact
-  packing's racks when servers do not divide evenly into racks), each server fitting one
-  rack alone;
+  at a site fit the racks by total power, total rack units and whole servers per rack
+  (each SKU's share of a rack is 1 / the servers of it one rack holds alone): exact for
+  one SKU per site, a lower bound on the exact packing's racks for a mix;
 * capex per fiscal year within `capex_by_year`, total capex within `capex_max`.
 
 The objective is the TCO over the horizon (capex less each purchase cohort's residual value
@@ -32,9 +32,10 @@ this same model: "buy-now" buys only in the first period, "rent" buys nothing.
 
 from __future__ import annotations
 
+import math
 import time
 from collections import defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from ortools.sat.python import cp_model
@@ -153,6 +154,11 @@ def _buyable(pi: PhasedInstance, sku: str, q: int, mode: Mode) -> bool:
     )
 
 
+def _per_rack(sku: Sku, site: Site) -> int:
+    """Servers of one SKU a rack of the site holds alone, by power and by rack units."""
+    return max(1, min(site.rack_w // sku.power_w, site.rack_units // sku.rack_units))
+
+
 def _rack_pay_months(pi: PhasedInstance, site: str, period: Period) -> int:
     """Months a rack contracted from `period` on is paid: to the horizon, or the offer's
     minimum term when that is longer."""
@@ -199,6 +205,10 @@ def _build(pi: PhasedInstance, mode: Mode) -> tuple[cp_model.CpModel, _Vars, dic
             here = [(k, working[k, s, p]) for k in skus if (k, s, p) in working]
             m.add(sum(skus[k].power_w * w for k, w in here) <= site.rack_w * r)
             m.add(sum(skus[k].rack_units * w for k, w in here) <= site.rack_units * r)
+            # Whole servers per rack: exact for one SKU at a site, a bound for a mix.
+            per_rack = {k: _per_rack(skus[k], site) for k, _ in here}
+            scale = math.lcm(*per_rack.values()) if per_rack else 1
+            m.add(sum(scale // per_rack[k] * w for k, w in here) <= scale * r)
     owned: dict[tuple[int, str, str], cp_model.IntVar] = {}
     cloud: dict[tuple[int, str], cp_model.IntVar] = {}
     for p, inst in enumerate(pi.instances):
@@ -344,7 +354,8 @@ def solve_phased(pi: PhasedInstance, config: SolveConfig, mode: Mode = "free") -
     status = STATUS[solver.solve(m)]
     wall = time.perf_counter() - start
     if status not in ("optimal", "feasible"):
-        return PhasedSolution(status, mode, wall_s=wall)
+        reason = _budget_reason(pi, config, mode) if status == "infeasible" else None
+        return PhasedSolution(status, mode, wall_s=time.perf_counter() - start, reason=reason)
     value = int(solver.value(objective))
     bound = integral_bound(solver.best_objective_bound, maximise=False)
     plans = tuple(_read_period(pi, v, exprs, solver, p) for p in range(n_periods))
@@ -362,6 +373,20 @@ def solve_phased(pi: PhasedInstance, config: SolveConfig, mode: Mode = "free") -
         capex_by_year=dict(sorted(by_year.items())),
         wall_s=wall,
     )
+
+
+def _budget_reason(pi: PhasedInstance, config: SolveConfig, mode: Mode) -> str | None:
+    """Why no schedule exists, when the capex budgets are the cause: the same schedule
+    without them exists (else the periods' demand cannot be met in time at all: no rental
+    and no server working yet, or not enough racks)."""
+    if pi.capex_max is None and not pi.capex_by_year:
+        return None
+    free = replace(pi, capex_max=None, capex_by_year=())
+    unbounded = solve_phased(free, config, mode)
+    if unbounded.status not in ("optimal", "feasible"):
+        return None
+    spent = ", ".join(f"year {y}: {c:,}" for y, c in unbounded.capex_by_year.items())
+    return f"the capex budgets are too tight: without them the cheapest schedule spends {spent}"
 
 
 def _has_option(inst: Instance, workload: str) -> bool:

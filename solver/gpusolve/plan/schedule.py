@@ -16,8 +16,8 @@ from gpusolve.models.schedule import (
 from gpusolve.optimize.phased import PeriodPlan, PhasedInstance, PhasedSolution
 
 MODEL_NOTES = (
-    "racks per site by total kW and rack units (each server fits one rack alone), not the "
-    "single plan's exact rack packing",
+    "racks per site by total kW, rack units and whole servers per rack (exact for one server "
+    "model per site, a lower bound for a mix), not the single plan's exact rack packing",
     "not in the phased model: compute-fabric switches, shared storage, bandwidth beyond a "
     "site's included Mbps, N+1 spares, selling owned servers",
     "a server bought in a period works from the first period that starts after its lead "
@@ -35,7 +35,7 @@ def _purchases(counts: dict[tuple[str, str], int]) -> list[Purchase]:
     return [Purchase(server=k, site=s, servers=n) for (k, s), n in sorted(counts.items())]
 
 
-def _period(pp: PeriodPlan) -> SchedulePeriod:
+def _period(pp: PeriodPlan, rent_month: dict[str, int]) -> SchedulePeriod:
     c = pp.costs
     running = [
         Running(
@@ -48,7 +48,10 @@ def _period(pp: PeriodPlan) -> SchedulePeriod:
         )
         for ch in pp.choices
     ]
-    monthly = (c.spend - c.capex) // max(1, pp.period.months)
+    # Per month in this period: the racks held, and what the period's energy, rentals and
+    # site fees come to a month (rack_rent is each new contract's whole term).
+    held = sum(rent_month.get(s, 0) * n for s, n in pp.racks.items())
+    monthly = held + (c.energy + c.cloud + c.site_fixed) // max(1, pp.period.months)
     spend = PeriodSpend(
         capex=c.capex,
         rack_rent=c.rack_rent,
@@ -82,6 +85,9 @@ def schedule(
     rent: PhasedSolution,
     currency: str,
 ) -> Schedule:
+    rent_month = {
+        s: site.rack_rent_month for inst in pi.instances for s, site in inst.sites.items()
+    }
     years = sorted({fiscal_year(p.start_month) for p in pi.periods})
     capex = [
         YearCapex(
@@ -99,7 +105,7 @@ def schedule(
         penalties=best.penalties,
         best_bound=best.best_bound,
         wall_s=round(best.wall_s, 3),
-        periods=[_period(pp) for pp in best.periods],
+        periods=[_period(pp, rent_month) for pp in best.periods],
         capex_by_year=capex if best.periods else [],
         baselines=[_baseline("buy-now", best, buy_now), _baseline("rent-as-you-go", best, rent)],
         model_notes=list(MODEL_NOTES),

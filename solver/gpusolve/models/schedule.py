@@ -60,8 +60,10 @@ class Baseline(BaseModel):
     name: Literal["buy-now", "rent-as-you-go"]
     status: ScheduleStatus
     tco: int | None
+    penalties: int = Field(default=0, description="Soft-rule penalties (not spent).")
     saving: int | None = Field(
-        description="This baseline's TCO less the schedule's; null when either has none."
+        description="This baseline's TCO + penalties less the schedule's (what the model "
+        "minimises); null when either has none."
     )
 
 

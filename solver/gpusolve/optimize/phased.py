@@ -22,7 +22,8 @@ priced over the period). One model holds them all:
 
 The objective is the TCO over the horizon (capex less each purchase cohort's residual value
 at the horizon, rack rent, site setup and bandwidth, idle energy of the servers working,
-busy energy and rentals of the choices) plus soft-rule penalties. Not modelled here (the
+busy energy and rentals of the choices) plus soft-rule penalties (each period carries its
+share by months of a penalty stated for the whole plan). Not modelled here (the
 single plan has them): compute-fabric switches, shared storage, bandwidth beyond a site's
 included Mbps, N+1 spares, selling owned servers; objectives other than min-tco.
 
@@ -152,6 +153,12 @@ def _buyable(pi: PhasedInstance, sku: str, q: int, mode: Mode) -> bool:
     return (
         prices is not None and prices[q] is not None and works is not None and works[q] is not None
     )
+
+
+def _share(penalty: int, period: Period, horizon_months: int) -> int:
+    """A soft-rule penalty is stated for a whole plan (the horizon): a period carries its
+    share by months, so a choice held all along costs what it costs in the single plan."""
+    return round(penalty * period.months / horizon_months)
 
 
 def _per_rack(sku: Sku, site: Site) -> int:
@@ -303,13 +310,17 @@ def _cost_exprs(
             o = owned_by_key[key]
             pl = next(pl for pl in o.placements if pl.site == site_id)
             busy += pl.busy_energy * x
-            penalties += (o.penalty + pl.penalty) * x
+            penalties += _share(o.penalty + pl.penalty, period, pi.horizon_months) * x
         exprs[f"energy:{p}"] = idle + busy
         cloud_by_key = {c.key: c for c in inst.cloud}
         exprs[f"cloud:{p}"] = sum(
             cloud_by_key[key].cost_total * y for (q, key), y in v.cloud.items() if q == p
         )
-        penalties += sum(cloud_by_key[key].penalty * y for (q, key), y in v.cloud.items() if q == p)
+        penalties += sum(
+            _share(cloud_by_key[key].penalty, period, pi.horizon_months) * y
+            for (q, key), y in v.cloud.items()
+            if q == p
+        )
         exprs[f"penalties:{p}"] = penalties
     return exprs
 

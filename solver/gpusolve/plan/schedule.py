@@ -74,8 +74,9 @@ def _period(pp: PeriodPlan, rent_month: dict[str, int]) -> SchedulePeriod:
 
 
 def _baseline(name: str, best: PhasedSolution, b: PhasedSolution) -> Baseline:
-    saving = b.tco - best.tco if b.tco is not None and best.tco is not None else None
-    return Baseline(name=name, status=_status(b), tco=b.tco, saving=saving)
+    ours, theirs = best.objective_value, b.objective_value
+    saving = theirs - ours if theirs is not None and ours is not None else None
+    return Baseline(name=name, status=_status(b), tco=b.tco, penalties=b.penalties, saving=saving)
 
 
 def schedule(

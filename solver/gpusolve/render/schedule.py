@@ -9,21 +9,21 @@ def _money(value: int | None, currency: str) -> str:
     return "-" if value is None else f"{value:,} {currency}"
 
 
-def _period_lines(p: SchedulePeriod, currency: str) -> list[str]:
-    head = f"P{p.index}  months {p.start_month}-{p.start_month + p.months}"
-    lines = [head]
-    bought = ", ".join(f"{b.servers} x {b.server} @ {b.site}" for b in p.bought) or "nothing"
-    lines.append(f"  buy:     {bought}")
-    racks = ", ".join(f"{n} @ {s}" for s, n in p.racks.items()) or "none"
-    lines.append(f"  racks:   {racks}")
+def _period_lines(p: SchedulePeriod, before: SchedulePeriod | None, currency: str) -> list[str]:
+    """A period: what it buys and the racks when they change, what runs, what it spends."""
+    lines = [f"P{p.index}  months {p.start_month}-{p.start_month + p.months}"]
+    if p.bought:
+        bought = ", ".join(f"{b.servers} x {b.server} @ {b.site}" for b in p.bought)
+        lines.append(f"  buy:     {bought}")
+    if before is None or p.racks != before.racks:
+        racks = ", ".join(f"{n} @ {s}" for s, n in p.racks.items()) or "none"
+        lines.append(f"  racks:   {racks}")
     for r in p.running:
         where = f"{r.count} x {r.server} @ {r.site}" if r.server else f"rent {r.count} x {r.offer}"
         lines.append(f"  run:     {r.workload}: {where}")
     s = p.spend
-    lines.append(
-        f"  spend:   capex {_money(s.capex, currency)}, then {_money(s.monthly, currency)}/month "
-        f"(racks {s.rack_rent:,} for their term, energy {s.energy:,}, rental {s.cloud_rental:,})"
-    )
+    capex = f"capex {_money(s.capex, currency)}, " if s.capex else ""
+    lines.append(f"  spend:   {capex}{_money(s.monthly, currency)}/month")
     return lines
 
 
@@ -34,9 +34,11 @@ def render_schedule(s: Schedule) -> str:
         lines.append(f"  {s.reason}")
     if s.tco is not None:
         lines.append(f"TCO {_money(s.tco, cur)} (residual value credited)")
+    if s.penalties:
+        lines.append(f"soft-rule penalties {_money(s.penalties, cur)} (not spent)")
     lines.append("")
-    for p in s.periods:
-        lines += _period_lines(p, cur)
+    for i, p in enumerate(s.periods):
+        lines += _period_lines(p, s.periods[i - 1] if i else None, cur)
     if s.capex_by_year:
         lines.append("")
         lines.append("Capex per fiscal year")
@@ -44,10 +46,11 @@ def render_schedule(s: Schedule) -> str:
             budget = f" of {_money(y.budget, cur)}" if y.budget is not None else ""
             lines.append(f"  year {y.year}: {_money(y.capex, cur)}{budget}")
     lines.append("")
-    lines.append("Against the baselines (same model)")
+    lines.append("Against the baselines (same model; saving in TCO + penalties)")
     for b in s.baselines:
+        penalties = f" + penalties {_money(b.penalties, cur)}" if b.penalties else ""
         saving = f", saving {_money(b.saving, cur)}" if b.saving is not None else ""
-        lines.append(f"  {b.name:<15} {b.status:<10} TCO {_money(b.tco, cur)}{saving}")
+        lines.append(f"  {b.name:<15} {b.status:<10} TCO {_money(b.tco, cur)}{penalties}{saving}")
     lines.append("")
     lines.append("Model notes")
     lines += [f"  - {n}" for n in s.model_notes]

@@ -365,8 +365,8 @@ def solve_phased(pi: PhasedInstance, config: SolveConfig, mode: Mode = "free") -
     status = STATUS[solver.solve(m)]
     wall = time.perf_counter() - start
     if status not in ("optimal", "feasible"):
-        reason = _budget_reason(pi, config, mode) if status == "infeasible" else None
-        return PhasedSolution(status, mode, wall_s=time.perf_counter() - start, reason=reason)
+        why = _budget_reason(pi, config, mode) if status == "infeasible" else None
+        return PhasedSolution(status, mode, wall_s=time.perf_counter() - start, reason=why)
     value = int(solver.value(objective))
     bound = integral_bound(solver.best_objective_bound, maximise=False)
     plans = tuple(_read_period(pi, v, exprs, solver, p) for p in range(n_periods))

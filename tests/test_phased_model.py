@@ -176,3 +176,13 @@ def test_adding_a_period_boundary_never_raises_the_optimum(
     a, b = _solve(base), _solve(finer)
     assert a.objective_value is not None and b.objective_value is not None
     assert b.objective_value <= a.objective_value
+
+
+def test_a_budget_too_tight_for_the_demand_is_named_as_the_cause() -> None:
+    # w needs 2 servers from P0 and has no rental; year 0 allows 1,500: no schedule, and
+    # without the budget the cheapest spends 2,000 in year 0.
+    periods = split_horizon(12, 6)
+    insts = tuple(_period(p, 2) for p in periods)
+    solution = solve_phased(_phased(periods, insts, (1000, 1000), capex_by_year=(1500,)), ONE)
+    assert solution.status == "infeasible"
+    assert solution.reason is not None and "year 0: 2,000" in solution.reason

@@ -734,7 +734,7 @@ class Requirements(StrictModel):
             if self.budget.capex_by_year is not None:
                 raise ValueError("budget.capex_by_year needs `periods: {length_months: N}`")
             return self
-        if self.scenarios is not None:
+        if self.scenarios is not None and self.periods.length_months < self.horizon_months:
             raise ValueError("`periods` and `scenarios` cannot be combined yet: drop one")
         for w in self.workloads:
             if w.start_month >= self.horizon_months:

@@ -15,7 +15,7 @@ from gpusolve.models.common import (
     PriceNote,
     StrictModel,
 )
-from gpusolve.models.periods import MAX_MONTH, PriceTrend
+from gpusolve.models.periods import AvailableFromMonth, ItemPriceTrend, PriceTrend
 
 Precision = Literal["fp32", "tf32", "bf16", "fp16", "fp8", "int8", "int4"]
 Cooling = Literal["air", "enhanced_air", "liquid"]
@@ -183,18 +183,8 @@ class Card(StrictModel):
         "rule, its source and the date it was checked. Absent = not stated (treated as "
         "unknown). A policy-risk fact, not legal advice: patch it to your legal team's view.",
     )
-    available_from_month: int = Field(
-        default=0,
-        ge=0,
-        le=MAX_MONTH,
-        description="With `periods`: the first month it can be bought or rented (a card "
-        "that ships later).",
-    )
-    price_trend: PriceTrend | None = Field(
-        default=None,
-        description="With `periods`: how its price moves per year (servers: their own, else "
-        "their card's), with a source.",
-    )
+    available_from_month: AvailableFromMonth = 0
+    price_trend: ItemPriceTrend = None
     confidence: Confidence
     source: str = Field(min_length=3)
     as_of: str | None = Field(
@@ -321,18 +311,8 @@ class Server(StrictModel):
         "figure used must lie inside it.",
     )
     notes: str | None = None
-    available_from_month: int = Field(
-        default=0,
-        ge=0,
-        le=MAX_MONTH,
-        description="With `periods`: the first month it can be bought or rented (a card "
-        "that ships later).",
-    )
-    price_trend: PriceTrend | None = Field(
-        default=None,
-        description="With `periods`: how its price moves per year (servers: their own, else "
-        "their card's), with a source.",
-    )
+    available_from_month: AvailableFromMonth = 0
+    price_trend: ItemPriceTrend = None
     lead_time_weeks: float = Field(
         default=0,
         ge=0,

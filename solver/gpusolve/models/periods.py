@@ -10,6 +10,7 @@ bought in a period works in. Months count from 0 (the plan's start); a period co
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Annotated
 
 from pydantic import Field
 
@@ -52,6 +53,25 @@ class PriceTrend(StrictModel):
         "each year).",
     )
     source: str = Field(min_length=3, description="Where the trend comes from.")
+
+
+# A catalogue card's or server's timing fields (models/catalog.py).
+AvailableFromMonth = Annotated[
+    int,
+    Field(
+        ge=0,
+        le=MAX_MONTH,
+        description="With `periods`: the first month it can be bought or rented (a card "
+        "that ships later).",
+    ),
+]
+ItemPriceTrend = Annotated[
+    PriceTrend | None,
+    Field(
+        description="With `periods`: how its price moves per year (servers: their own, else "
+        "their card's), with a source."
+    ),
+]
 
 
 @dataclass(frozen=True)

@@ -101,3 +101,14 @@ def test_one_period_is_the_single_plan() -> None:
         {"horizon_months": 12, "periods": {"length_months": 12}, "workloads": [CHAT]}
     )
     assert not reqs.phased
+
+
+def test_timing_fields_with_one_period_are_refused() -> None:
+    with pytest.raises(ValidationError, match="leave one period"):
+        Requirements.model_validate(
+            {
+                "horizon_months": 12,
+                "periods": {"length_months": 12},
+                "workloads": [{**CHAT, "start_month": 3}],
+            }
+        )

@@ -6,12 +6,14 @@ The world (tests/factories/instances.py): server h100 at 1,000 (10 kW, 8 U), sit
 
 from __future__ import annotations
 
+import dataclasses
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from tests.factories.instances import ONE, instance, owned, rented
 
 from gpusolve.models.periods import Period, split_horizon
-from gpusolve.optimize.ir import Instance
+from gpusolve.optimize.ir import Instance, Stock
 from gpusolve.optimize.phased import PhasedInstance, PhasedSolution, solve_phased
 
 
@@ -186,3 +188,14 @@ def test_a_budget_too_tight_for_the_demand_is_named_as_the_cause() -> None:
     solution = solve_phased(_phased(periods, insts, (1000, 1000), capex_by_year=(1500,)), ONE)
     assert solution.status == "infeasible"
     assert solution.reason is not None and "year 0: 2,000" in solution.reason
+
+
+def test_owned_stock_works_from_the_first_period_and_only_the_rest_is_bought() -> None:
+    # 1 h100 owned at sz; w needs 2 all year: one bought in P0 (1,000).
+    periods = split_horizon(12, 6)
+    insts = tuple(
+        dataclasses.replace(_period(p, 2), stock=(Stock("h100", "sz", 1),)) for p in periods
+    )
+    solution = _solve(_phased(periods, insts, (1000, 1000)))
+    assert [pp.bought for pp in solution.periods] == [{("h100", "sz"): 1}, {}]
+    assert solution.periods[0].working == {("h100", "sz"): 2}

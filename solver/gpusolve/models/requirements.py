@@ -734,6 +734,12 @@ class Requirements(StrictModel):
             if self.budget.capex_by_year is not None:
                 raise ValueError("budget.capex_by_year needs `periods: {length_months: N}`")
             return self
+        if timed and self.periods.length_months >= self.horizon_months:
+            raise ValueError(
+                f"workload {timed[0]!r} states when it runs or how its demand grows, but "
+                f"periods of {self.periods.length_months} months leave one period: make them "
+                "shorter than the horizon"
+            )
         if self.scenarios is not None and self.periods.length_months < self.horizon_months:
             raise ValueError("`periods` and `scenarios` cannot be combined yet: drop one")
         for w in self.workloads:

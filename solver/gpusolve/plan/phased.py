@@ -191,9 +191,16 @@ def _cohort_residual(terms: finance.Terms, credited: bool, price: int | None, ag
 
 def check_phased(reqs: Requirements, file: str) -> None:
     """What the phased model does not do yet, refused with a located message."""
+    refused = []
     if reqs.objective != "min-tco":
+        refused.append(f"objective {reqs.objective!r}")
+    if reqs.budget.monthly_max is not None:
+        refused.append("budget.monthly_max")
+    if reqs.finance.spares != "none":
+        refused.append(f"finance.spares {reqs.finance.spares!r}")
+    if refused:
         raise InputError.single(
             file,
-            f"objective {reqs.objective!r} is not planned over periods yet",
-            hint="use min-tco with `periods`, or drop `periods`",
+            f"{', '.join(refused)}: not planned over periods yet",
+            hint="drop it (min-tco, capex budgets per year), or drop `periods`",
         )

@@ -33,7 +33,9 @@ def render_schedule(s: Schedule) -> str:
     if s.reason:
         lines.append(f"  {s.reason}")
     if s.tco is not None:
-        lines.append(f"TCO {_money(s.tco, cur)} (residual value credited)")
+        credited = any(p.spend.residual_value for p in s.periods)
+        note = " (residual value credited)" if credited else ""
+        lines.append(f"TCO {_money(s.tco, cur)}{note}")
     if s.penalties:
         lines.append(f"soft-rule penalties {_money(s.penalties, cur)} (not spent)")
     lines.append("")

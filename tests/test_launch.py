@@ -15,10 +15,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.support.shipped import ROOT
+from tests.support.shipped import EXAMPLES, ROOT
 
 DATA = ROOT / "tests" / "data" / "launch"
-EXAMPLES = sorted((ROOT / "examples").glob("*.yaml"))
 
 
 def _listed(name: str) -> set[str]:

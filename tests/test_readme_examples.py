@@ -82,8 +82,8 @@ def blocks(text: str) -> list[list[str]]:
 
 
 def excerpt_of(command: str, output: str) -> str:
-    if not command.startswith("gpusolve plan "):
-        return output
+    if not command.startswith("gpusolve plan ") or output.startswith("Purchase schedule"):
+        return output  # a purchase schedule (`periods:`) is shown whole
     parts = blocks(output)
     kept = [parts[0]] + [b for b in parts[1:] if b[0] in PLAN_SECTIONS]
     return "\n\n".join("\n".join(b) for b in kept) + "\n"

@@ -10,7 +10,10 @@ from typing import Any
 import yaml
 
 ROOT = Path(__file__).resolve().parents[2]
-EXAMPLES = sorted((ROOT / "examples").glob("*.yaml"))
+# Single plans; an example with `periods:` prints a purchase schedule instead (issue 38).
+EXAMPLES = sorted(
+    p for p in (ROOT / "examples").glob("*.yaml") if "\nperiods:" not in p.read_text()
+)
 CARDS = ROOT / "catalog" / "cards.yaml"
 SERVERS = ROOT / "catalog" / "servers.yaml"
 COLO = ROOT / "catalog" / "colo-jiangsu.yaml"

@@ -15,6 +15,7 @@ from gpusolve.models.common import (
     PriceNote,
     StrictModel,
 )
+from gpusolve.models.periods import AvailableFromMonth, ItemPriceTrend, PriceTrend
 
 Precision = Literal["fp32", "tf32", "bf16", "fp16", "fp8", "int8", "int4"]
 Cooling = Literal["air", "enhanced_air", "liquid"]
@@ -182,6 +183,8 @@ class Card(StrictModel):
         "rule, its source and the date it was checked. Absent = not stated (treated as "
         "unknown). A policy-risk fact, not legal advice: patch it to your legal team's view.",
     )
+    available_from_month: AvailableFromMonth = 0
+    price_trend: ItemPriceTrend = None
     confidence: Confidence
     source: str = Field(min_length=3)
     as_of: str | None = Field(
@@ -308,6 +311,15 @@ class Server(StrictModel):
         "figure used must lie inside it.",
     )
     notes: str | None = None
+    available_from_month: AvailableFromMonth = 0
+    price_trend: ItemPriceTrend = None
+    lead_time_weeks: float = Field(
+        default=0,
+        ge=0,
+        le=104,
+        description="With `periods`: weeks from order to a working server; it works from "
+        "the first period that starts after delivery.",
+    )
 
     @model_validator(mode="after")
     def _figures_in_their_ranges(self) -> Server:
@@ -452,6 +464,10 @@ class CloudOffer(StrictModel):
     )
     max_instances: int = Field(default=64, ge=1, le=MAX_COUNT)
     storage_write_gbs: PositiveFloat = Field(default=1.0, le=MAX_BANDWIDTH_GBS)
+    price_trend: PriceTrend | None = Field(
+        default=None,
+        description="With `periods`: how its rental price moves per year, with a source.",
+    )
     pricing: PriceNote
     source: str = Field(min_length=3)
     price_per_month: PositiveFloat | None = Field(

@@ -17,6 +17,7 @@ from gpusolve.models.common import (
     StrictModel,
 )
 from gpusolve.models.inventory import Owned
+from gpusolve.models.periods import MAX_MONTH, Growth, Periods
 
 WorkloadKind = Literal["pretrain", "full_finetune", "lora", "qlora", "inference"]
 ModelPrecision = Literal["fp32", "bf16", "fp16", "fp8", "int8", "int4", "nf4"]
@@ -363,6 +364,30 @@ class WorkloadBase(StrictModel):
         "fraction of peak (a lightly loaded service draws less); default: the requirements' "
         "utilisation. Idle hours draw idle power either way.",
     )
+    start_month: int = Field(
+        default=0,
+        ge=0,
+        lt=MAX_MONTH,
+        description="With `periods`: the month the workload starts (0 = the plan's start).",
+    )
+    end_month: int | None = Field(
+        default=None,
+        ge=1,
+        le=MAX_MONTH,
+        description="With `periods`: the month the workload stops (default: the horizon).",
+    )
+    demand_growth: Growth | None = Field(
+        default=None,
+        description="With `periods`: demand grows by `factor` every `every_months` from the "
+        "start month (inference: target_tokens_per_s or concurrency; training: runs).",
+    )
+    demand_by_period: list[PositiveFloat] | None = Field(
+        default=None,
+        min_length=1,
+        max_length=MAX_MONTH,
+        description="With `periods`: demand per period as multiples of the stated figure, "
+        "one per period (the last repeats).",
+    )
     throughput_weight: PositiveFloat = Field(
         default=1.0,
         le=1000,
@@ -370,6 +395,26 @@ class WorkloadBase(StrictModel):
         "weight x (throughput / the best throughput this workload reaches on any of its "
         "options), so tokens/s of different models are never added.",
     )
+
+    @model_validator(mode="after")
+    def _timing(self) -> WorkloadBase:
+        if self.end_month is not None and self.end_month <= self.start_month:
+            raise ValueError(
+                f"end_month ({self.end_month}) must be after start_month ({self.start_month})"
+            )
+        if self.demand_growth is not None and self.demand_by_period is not None:
+            raise ValueError("give demand_growth or demand_by_period, not both")
+        return self
+
+    @property
+    def is_phased(self) -> bool:
+        """States when it runs or how its demand moves (fields that need `periods`)."""
+        return (
+            self.start_month > 0
+            or self.end_month is not None
+            or self.demand_growth is not None
+            or self.demand_by_period is not None
+        )
 
     @property
     def is_training(self) -> bool:
@@ -549,6 +594,13 @@ class Budget(StrictModel):
             "Cap on everything spent over the horizon: capex (servers, network, storage) "
             "plus rack rent, energy, bandwidth and cloud rentals; no residual value credited."
         ),
+    )
+    capex_by_year: list[PositiveFloat] | None = Field(
+        default=None,
+        min_length=1,
+        max_length=10,
+        description="With `periods`: capex allowed per fiscal year, year 0 first (months "
+        "0-11, 12-23, ...); years past the list are unbounded.",
     )
 
 
@@ -745,6 +797,12 @@ class Requirements(StrictModel):
         description="Servers and racks the team already owns (an inventory): used first, "
         "never priced in the TCO; the plan adds only what the workloads need beyond them.",
     )
+    periods: Periods | None = Field(
+        default=None,
+        description="Procurement over time: purchases, racks and rentals decided per period "
+        "(e.g. {length_months: 3} for quarters), with demand per period, catalogue price "
+        "trends, availability and lead times. Absent: one decision at month 0.",
+    )
     scenarios: list[Scenario] | None = Field(
         default=None,
         min_length=1,
@@ -781,6 +839,39 @@ class Requirements(StrictModel):
                 f"{self.horizon_months}"
             )
         return self
+
+    @model_validator(mode="after")
+    def _periods_fit(self) -> Requirements:
+        timed = [w.name for w in self.workloads if w.is_phased]
+        if self.periods is None:
+            if timed:
+                raise ValueError(
+                    f"workload {timed[0]!r} states when it runs or how its demand grows: add "
+                    "`periods: {length_months: N}` to plan over time"
+                )
+            if self.budget.capex_by_year is not None:
+                raise ValueError("budget.capex_by_year needs `periods: {length_months: N}`")
+            return self
+        if timed and self.periods.length_months >= self.horizon_months:
+            raise ValueError(
+                f"workload {timed[0]!r} states when it runs or how its demand grows, but "
+                f"periods of {self.periods.length_months} months leave one period: make them "
+                "shorter than the horizon"
+            )
+        if self.scenarios is not None and self.periods.length_months < self.horizon_months:
+            raise ValueError("`periods` and `scenarios` cannot be combined yet: drop one")
+        for w in self.workloads:
+            if w.start_month >= self.horizon_months:
+                raise ValueError(
+                    f"workload {w.name!r} starts at month {w.start_month}, at or after the "
+                    f"horizon ({self.horizon_months} months)"
+                )
+        return self
+
+    @property
+    def phased(self) -> bool:
+        """Plans over more than one period (one period is the single plan)."""
+        return self.periods is not None and self.periods.length_months < self.horizon_months
 
     @model_validator(mode="after")
     def _unique_names(self) -> Requirements:

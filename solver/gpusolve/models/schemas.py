@@ -20,6 +20,11 @@ REGISTRY: dict[str, tuple[str, str, str]] = {
     "heuristics": ("gpusolve.models.rules", "HeuristicsFile", "gpusolve heuristics catalogue"),
     "fleet": ("gpusolve.models.fleet", "Fleet", "gpusolve fleet (colocation comparison)"),
     "plan": ("gpusolve.models.plan", "Plan", "gpusolve plan output"),
+    "schedule": (
+        "gpusolve.models.schedule",
+        "Schedule",
+        "gpusolve plan output with periods (a purchase schedule)",
+    ),
     "estimate": ("gpusolve.models.estimate", "EstimateReport", "gpusolve estimate output"),
     "colo": ("gpusolve.models.colo", "ColoReport", "gpusolve colo output"),
     "frontier": ("gpusolve.models.frontier", "Frontier", "gpusolve frontier output"),

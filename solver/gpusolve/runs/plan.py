@@ -66,6 +66,14 @@ def run_plan(request: PlanRequest, progress: Progress = lambda _: None) -> RunRe
         monthly_max=request.monthly_max,
         progress=progress,
     )
+    if run.reqs.phased:  # a purchase schedule over periods (`runs/phased.py`)
+        from gpusolve.runs.phased import run_phased
+
+        check_phased_options(request)
+
+        return run_phased(  # type: ignore[return-value]
+            run, plan_options(request).config, request.requirements, request.fmt, request.output
+        )
     if request.why_not is not None:
         run.check_known_id(request.why_not)
     check_robust(run.reqs.scenarios is not None, request)
@@ -154,6 +162,28 @@ def _with_ranges(solved: Solved, bar: bool, progress: Progress) -> Plan:
 
     progress("sensitivity: re-solving with each price and card efficiency moved")
     return sensitivity.run(solved, bar=bar)
+
+
+def check_phased_options(request: PlanRequest) -> None:
+    """A schedule prints as text or JSON; the analyses on one plan do not apply yet."""
+    used = [
+        name
+        for name, on in (
+            (f"--format {request.fmt}", request.fmt not in ("text", "json")),
+            ("--top-k", request.top_k > 0),
+            ("--why-not", request.why_not is not None),
+            ("--robust", request.robust is not None),
+            ("--sensitivity", request.sensitivity),
+            ("--bom", request.bom),
+            ("--launch", request.launch is not None),
+        )
+        if on
+    ]
+    if used:
+        raise OptionConflict(
+            f"{', '.join(used)}: not available for a plan with periods (a purchase schedule "
+            "prints as text or JSON); drop it, or remove the periods: block"
+        )
 
 
 def check_robust(has_scenarios: bool, request: PlanRequest) -> None:

@@ -1,0 +1,85 @@
+"""The output of `plan` with `periods:`: a purchase schedule, compared with two baselines."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+ScheduleStatus = Literal["optimal", "feasible", "infeasible", "timeout"]
+
+
+class Purchase(BaseModel):
+    server: str
+    site: str
+    servers: int
+
+
+class Running(BaseModel):
+    workload: str
+    option: str
+    server: str | None = Field(description="Server model for an owned option; null when rented.")
+    site: str | None
+    offer: str | None = Field(default=None, description="Cloud offer when rented.")
+    count: int = Field(description="Servers it occupies, or instances rented.")
+
+
+class PeriodSpend(BaseModel):
+    capex: int
+    rack_rent: int = Field(description="Racks contracted in this period, over their whole term.")
+    site_fixed: int = Field(description="Included bandwidth over the period; setup fees.")
+    energy: int
+    cloud_rental: int
+    residual_value: int = Field(
+        description="What this period's purchases are worth at the horizon (a credit)."
+    )
+    monthly: int = Field(
+        description="Spend per month in this period apart from capex: the racks held, and the "
+        "period's energy, rentals and site fees a month."
+    )
+
+
+class SchedulePeriod(BaseModel):
+    index: int
+    start_month: int
+    months: int
+    bought: list[Purchase]
+    working: list[Purchase] = Field(description="Servers owned and working in this period.")
+    racks: dict[str, int] = Field(description="Racks contracted per site in this period.")
+    running: list[Running]
+    spend: PeriodSpend
+
+
+class YearCapex(BaseModel):
+    year: int
+    capex: int
+    budget: int | None
+
+
+class Baseline(BaseModel):
+    name: Literal["buy-now", "rent-as-you-go"]
+    status: ScheduleStatus
+    tco: int | None
+    penalties: int = Field(default=0, description="Soft-rule penalties (not spent).")
+    saving: int | None = Field(
+        description="This baseline's TCO + penalties less the schedule's (what the model "
+        "minimises); null when either has none."
+    )
+
+
+class Schedule(BaseModel):
+    """A purchase schedule over periods (`plan` with `periods:`)."""
+
+    kind: Literal["schedule"] = "schedule"
+    status: ScheduleStatus
+    currency: str
+    horizon_months: int
+    tco: int | None = Field(description="Over the horizon, residual value credited.")
+    penalties: int = 0
+    best_bound: int | None = Field(description="Proven lower bound on TCO + penalties.")
+    wall_s: float
+    periods: list[SchedulePeriod]
+    capex_by_year: list[YearCapex]
+    baselines: list[Baseline]
+    model_notes: list[str] = Field(description="What the phased model simplifies.")
+    reason: str | None = None

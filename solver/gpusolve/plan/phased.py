@@ -1,0 +1,208 @@
+"""`plan` with `periods:`: the phased instance from the requirements and the catalogue.
+
+Each period is the requirements with the period's length as the horizon, only the
+workloads running in it, their demand for it (inference: target tokens/s and concurrency
+times the period's demand factor; training: the runs spread evenly over the months the
+workload runs, times the factor), on the catalogue as it stands at the period's start
+(items not yet available removed, rental prices moved by their trend), run through the
+ordinary candidates stage (`candidates.prepare`). What the periods share is priced here:
+each SKU's price per purchase period (its trend, else its card's), the period it first
+works in (its lead time), each purchase cohort's residual value at the horizon (when the
+single plan credits residual value), each site's minimum term. Rules are evaluated once, on
+the requirements as written, as for scenarios.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from gpusolve.candidates.prepare import Prepared, prepare
+from gpusolve.errors import InputError
+from gpusolve.models.catalog import Catalog, CloudOffer, Server
+from gpusolve.models.money import to_money
+from gpusolve.models.periods import (
+    Period,
+    active,
+    active_months,
+    cohort_age_months,
+    demand_factor,
+    first_working_period,
+    price_factor,
+    split_horizon,
+)
+from gpusolve.models.requirements import InferenceWorkload, Requirements, Workload
+from gpusolve.optimize import finance
+from gpusolve.optimize.phased import PhasedInstance
+from gpusolve.plan.inputs import Inputs
+
+
+@dataclass(frozen=True)
+class PhasedInputs:
+    instance: PhasedInstance
+    prepared: tuple[Prepared, ...]  # per period
+
+
+def periods_of(reqs: Requirements) -> tuple[Period, ...]:
+    assert reqs.periods is not None  # only phased runs come here
+    return split_horizon(reqs.horizon_months, reqs.periods.length_months)
+
+
+def period_requirements(reqs: Requirements, period: Period) -> Requirements:
+    """The requirements one period's candidates are built from."""
+    workloads = [
+        _for_period(w, reqs.horizon_months, period)
+        for w in reqs.workloads
+        if active(period, w.start_month, w.end_month)
+    ]
+    budget = reqs.budget.model_copy(update={"capex_max": None, "capex_by_year": None})
+    return reqs.model_copy(
+        update={
+            "workloads": workloads,
+            "horizon_months": period.months,
+            "periods": None,
+            "budget": budget,
+        }
+    )
+
+
+def _for_period(w: Workload, horizon_months: int, period: Period) -> Workload:
+    factor = demand_factor(w.demand_growth, w.demand_by_period, period, w.start_month)
+    cleared: dict[str, object] = {
+        "start_month": 0,
+        "end_month": None,
+        "demand_growth": None,
+        "demand_by_period": None,
+    }
+    if isinstance(w, InferenceWorkload):
+        # More traffic is more users at once: both figures grow, per-user speed stays.
+        if w.target_tokens_per_s is not None:
+            cleared["target_tokens_per_s"] = w.target_tokens_per_s * factor
+        if w.concurrency is not None:
+            cleared["concurrency"] = max(1, math.ceil(w.concurrency * factor))
+        return w.model_copy(update=cleared)
+    # Training: the stated runs spread evenly over the months it runs, this period's share.
+    end = w.end_month if w.end_month is not None else horizon_months
+    share = active_months(period, w.start_month, end) / (end - w.start_month)
+    cleared["runs"] = w.runs * share * factor
+    return w.model_copy(update=cleared)
+
+
+def period_catalog(catalog: Catalog, month: int) -> Catalog:
+    """The catalogue at `month`: what is available by then, rentals at their trend."""
+    cards = {k: c for k, c in catalog.cards.items() if c.available_from_month <= month}
+    servers = {
+        k: s
+        for k, s in catalog.servers.items()
+        if s.available_from_month <= month and s.card in cards
+    }
+    cloud = {k: _rental_at(o, month) for k, o in catalog.cloud_offers.items() if o.card in cards}
+    return catalog.model_copy(update={"cards": cards, "servers": servers, "cloud_offers": cloud})
+
+
+def _rental_at(offer: CloudOffer, month: int) -> CloudOffer:
+    f = price_factor(offer.price_trend, month)
+    if f == 1.0:
+        return offer
+    reserved = [
+        r.model_copy(update={"price_per_month": r.price_per_month * f}) for r in offer.reserved
+    ]
+    monthly = offer.price_per_month * f if offer.price_per_month is not None else None
+    return offer.model_copy(
+        update={
+            "price_per_hour": offer.price_per_hour * f,
+            "price_per_month": monthly,
+            "reserved": reserved,
+        }
+    )
+
+
+def _server_trend(catalog: Catalog, server: Server) -> float:
+    """The server's yearly price trend: its own, else its card's, else flat."""
+    trend = server.price_trend or catalog.cards[server.card].price_trend
+    return trend.yearly_rate if trend is not None else 0.0
+
+
+def build_phased(run: Inputs) -> PhasedInputs:
+    reqs, catalog = run.reqs, run.catalog
+    periods = periods_of(reqs)
+    prepared = tuple(
+        prepare(period_requirements(reqs, p), period_catalog(catalog, p.start_month), run.policies)
+        for p in periods
+    )
+    instances = tuple(p.cand.instance for p in prepared)
+    skus = {k: v for inst in reversed(instances) for k, v in inst.skus.items()}
+    terms = prepared[0].cand.finance_terms
+    price: dict[str, tuple[int | None, ...]] = {}
+    works_from: dict[str, tuple[int | None, ...]] = {}
+    residual: dict[str, tuple[int, ...]] = {}
+    for k, sku in skus.items():
+        server = catalog.servers.get(k)
+        if server is None:
+            continue
+        available = max(
+            server.available_from_month, catalog.cards[server.card].available_from_month
+        )
+        rate = _server_trend(catalog, server)
+        prices = [
+            to_money(sku.capex * (1 + rate) ** (p.start_month / 12))
+            if p.start_month >= available
+            else None
+            for p in periods
+        ]
+        price[k] = tuple(prices)
+        works_from[k] = tuple(
+            first_working_period(p, server.lead_time_weeks, periods) for p in periods
+        )
+        residual[k] = tuple(
+            _cohort_residual(terms, sku.residual > 0, x, cohort_age_months(p, reqs.horizon_months))
+            for p, x in zip(periods, prices, strict=True)
+        )
+    min_term = {
+        s: catalog.colo_offers[s].min_term_months or 0
+        for inst in instances
+        for s in inst.sites
+        if s in catalog.colo_offers
+    }
+    capex_by_year = tuple(to_money(v) for v in reqs.budget.capex_by_year or ())
+    capex_max = to_money(reqs.budget.capex_max) if reqs.budget.capex_max is not None else None
+    pi = PhasedInstance(
+        periods,
+        instances,
+        price,
+        works_from,
+        reqs.horizon_months,
+        residual=residual,
+        min_term_months=min_term,
+        capex_max=capex_max,
+        capex_by_year=capex_by_year,
+    )
+    return PhasedInputs(pi, prepared)
+
+
+def _cohort_residual(terms: finance.Terms, credited: bool, price: int | None, age: int) -> int:
+    """A cohort's value per server at the horizon: as the single plan credits it (straight
+    line to salvage over the useful life), from its own purchase price and age."""
+    if not credited or price is None:
+        return 0
+    fraction = finance.residual_fraction(age, terms.useful_life_months, terms.salvage_fraction)
+    return finance.residual_value(price, fraction)
+
+
+def check_phased(reqs: Requirements, file: str) -> None:
+    """What the phased model does not do yet, refused with a located message."""
+    refused = []
+    if reqs.objective != "min-tco":
+        refused.append(f"objective {reqs.objective!r}")
+    if reqs.budget.monthly_max is not None:
+        refused.append("budget.monthly_max")
+    if reqs.budget.total_max is not None:
+        refused.append("budget.total_max")
+    if reqs.finance.spares != "none":
+        refused.append(f"finance.spares {reqs.finance.spares!r}")
+    if refused:
+        raise InputError.single(
+            file,
+            f"{', '.join(refused)}: not planned over periods yet",
+            hint="drop it (min-tco, capex budgets per year), or drop `periods`",
+        )

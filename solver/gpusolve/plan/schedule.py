@@ -1,0 +1,114 @@
+"""A solved phased model -> the `Schedule` `plan` prints, with its two baselines."""
+
+from __future__ import annotations
+
+from gpusolve.models.periods import fiscal_year
+from gpusolve.models.schedule import (
+    Baseline,
+    PeriodSpend,
+    Purchase,
+    Running,
+    Schedule,
+    SchedulePeriod,
+    ScheduleStatus,
+    YearCapex,
+)
+from gpusolve.optimize.phased import PeriodPlan, PhasedInstance, PhasedSolution
+
+MODEL_NOTES = (
+    "racks per site by total kW, rack units and whole servers per rack (exact for one server "
+    "model per site, a lower bound for a mix), not the single plan's exact rack packing",
+    "not in the phased model: compute-fabric switches, shared storage, bandwidth beyond a "
+    "site's included Mbps, N+1 spares, selling owned servers",
+    "a server bought in a period works from the first period that starts after its lead "
+    "time; racks, once contracted, run to the horizon (or the offer's minimum term)",
+)
+
+
+def _status(s: PhasedSolution) -> ScheduleStatus:
+    if s.status in ("optimal", "feasible", "infeasible"):
+        return s.status
+    return "timeout"
+
+
+def _purchases(counts: dict[tuple[str, str], int]) -> list[Purchase]:
+    return [Purchase(server=k, site=s, servers=n) for (k, s), n in sorted(counts.items())]
+
+
+def _period(pp: PeriodPlan, rent_month: dict[str, int]) -> SchedulePeriod:
+    c = pp.costs
+    running = [
+        Running(
+            workload=ch.workload,
+            option=ch.option,
+            server=ch.sku,
+            site=ch.site,
+            offer=ch.offer,
+            count=ch.servers,
+        )
+        for ch in pp.choices
+    ]
+    # Per month in this period: the racks held, and what the period's energy, rentals and
+    # site fees come to a month (rack_rent is each new contract's whole term).
+    held = sum(rent_month.get(s, 0) * n for s, n in pp.racks.items())
+    monthly = held + (c.energy + c.cloud + c.site_fixed) // max(1, pp.period.months)
+    spend = PeriodSpend(
+        capex=c.capex,
+        rack_rent=c.rack_rent,
+        site_fixed=c.site_fixed,
+        energy=c.energy,
+        cloud_rental=c.cloud,
+        residual_value=c.residual,
+        monthly=monthly,
+    )
+    return SchedulePeriod(
+        index=pp.period.index,
+        start_month=pp.period.start_month,
+        months=pp.period.months,
+        bought=_purchases(pp.bought),
+        working=_purchases(pp.working),
+        racks=dict(sorted(pp.racks.items())),
+        running=running,
+        spend=spend,
+    )
+
+
+def _baseline(name: str, best: PhasedSolution, b: PhasedSolution) -> Baseline:
+    ours, theirs = best.objective_value, b.objective_value
+    saving = theirs - ours if theirs is not None and ours is not None else None
+    return Baseline(name=name, status=_status(b), tco=b.tco, penalties=b.penalties, saving=saving)
+
+
+def schedule(
+    pi: PhasedInstance,
+    best: PhasedSolution,
+    buy_now: PhasedSolution,
+    rent: PhasedSolution,
+    currency: str,
+) -> Schedule:
+    rent_month = {
+        s: site.rack_rent_month for inst in pi.instances for s, site in inst.sites.items()
+    }
+    years = sorted({fiscal_year(p.start_month) for p in pi.periods})
+    capex = [
+        YearCapex(
+            year=y,
+            capex=best.capex_by_year.get(y, 0),
+            budget=pi.capex_by_year[y] if y < len(pi.capex_by_year) else None,
+        )
+        for y in years
+    ]
+    return Schedule(
+        status=_status(best),
+        currency=currency,
+        horizon_months=pi.horizon_months,
+        tco=best.tco,
+        penalties=best.penalties,
+        best_bound=best.best_bound,
+        wall_s=round(best.wall_s, 3),
+        periods=[_period(pp, rent_month) for pp in best.periods],
+        capex_by_year=capex if best.periods else [],
+        baselines=[_baseline("buy-now", best, buy_now), _baseline("rent-as-you-go", best, rent)],
+        model_notes=list(MODEL_NOTES),
+        reason=best.reason,
+    )

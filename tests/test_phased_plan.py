@@ -1,0 +1,87 @@
+"""`plan` with `periods:` end to end: one period is the single plan byte for byte, a phased
+plan prints a schedule that validates against its schema, and timing fields without
+periods are located errors."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import jsonschema
+import pytest
+import yaml
+from tests.support.shipped import EXAMPLES, ROOT
+
+from gpusolve.models.requirements import Requirements
+
+SCHEDULE = json.loads((ROOT / "schemas" / "schedule.schema.json").read_text())
+CHAT = """currency: CNY
+horizon_months: 6
+regions:
+  allowed: [苏北]
+workloads:
+  - name: chat
+    kind: inference
+    model:
+      preset: llama-2-7b
+    precision: fp16
+    concurrency: 4
+    target_tokens_per_s: 200
+"""
+
+
+def _with_one_period(path: Path) -> str:
+    text = path.read_text(encoding="utf-8")
+    horizon = yaml.safe_load(text).get("horizon_months", 36)
+    return text + f"periods:\n  length_months: {horizon}\n"
+
+
+@pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.stem)
+def test_every_example_with_one_period_takes_the_single_plan(path: Path) -> None:
+    reqs = Requirements.model_validate(yaml.safe_load(_with_one_period(path)))
+    assert reqs.periods is not None and not reqs.phased
+
+
+def test_one_period_prints_the_single_plan_byte_for_byte(gpusolve, tmp_path: Path) -> None:
+    example = ROOT / "examples" / "finetune-7b-deadline.yaml"
+    one = tmp_path / "one-period.yaml"
+    one.write_text(_with_one_period(example), encoding="utf-8")
+    base = gpusolve("plan", "-q", str(example), "--format", "json")
+    again = gpusolve("plan", "-q", str(one), "--format", "json")
+    assert base.code == again.code == 0
+    assert again.out.replace(str(one), str(example)) == base.out
+
+
+def test_a_phased_plan_prints_a_schedule_that_validates(gpusolve, tmp_path: Path) -> None:
+    reqs = tmp_path / "phased.yaml"
+    grown = CHAT.replace(
+        "    target_tokens_per_s: 200\n",
+        "    target_tokens_per_s: 200\n    demand_by_period: [1, 4]\n",
+    )
+    reqs.write_text(grown + "periods:\n  length_months: 3\n", encoding="utf-8")
+    result = gpusolve("plan", "-q", str(reqs), "--format", "json")
+    assert result.code == 0, result.err
+    schedule = json.loads(result.out)
+    jsonschema.validate(schedule, SCHEDULE)
+    assert schedule["status"] == "optimal"
+    assert [p["start_month"] for p in schedule["periods"]] == [0, 3]
+    assert [b["name"] for b in schedule["baselines"]] == ["buy-now", "rent-as-you-go"]
+    for b in schedule["baselines"]:
+        assert b["saving"] is None or b["saving"] >= 0  # never dearer than a baseline
+
+
+def test_timing_fields_without_periods_are_a_located_error(gpusolve, tmp_path: Path) -> None:
+    reqs = tmp_path / "late.yaml"
+    reqs.write_text(CHAT + "    start_month: 3\n", encoding="utf-8")
+    result = gpusolve("plan", "-q", str(reqs))
+    assert result.code == 2
+    assert str(reqs) in result.err and "periods" in result.err
+    assert "Traceback" not in result.err
+
+
+def test_options_a_schedule_does_not_have_are_refused(gpusolve, tmp_path: Path) -> None:
+    reqs = tmp_path / "phased.yaml"
+    reqs.write_text(CHAT + "periods:\n  length_months: 3\n", encoding="utf-8")
+    result = gpusolve("plan", "-q", str(reqs), "--top-k", "2")
+    assert result.code == 2
+    assert "--top-k" in result.err and "periods" in result.err

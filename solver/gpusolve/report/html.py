@@ -58,6 +58,7 @@ class ReportContext:
     # The demand each workload states (requirements), for capacity against demand.
     deadlines_h: dict[str, float] = field(default_factory=dict)
     targets_tps: dict[str, float] = field(default_factory=dict)
+    concurrency: dict[str, int] = field(default_factory=dict)
 
 
 def context_for(
@@ -78,6 +79,9 @@ def context_for(
             w.name: w.target_tokens_per_s
             for w in workloads
             if getattr(w, "target_tokens_per_s", None)
+        },
+        concurrency={
+            w.name: w.concurrency for w in workloads if getattr(w, "concurrency", None)
         },
     )
 
@@ -288,17 +292,23 @@ class Capacity:
 
 def capacity_rows(plan: Plan, ctx: ReportContext) -> list[Capacity]:
     """Per workload with a stated demand: a training run's time against its deadline, a
-    service's target tokens/s against the tokens/s deployed."""
+    service's target tokens/s against the tokens/s deployed, or else its concurrent
+    requests against the sequences its replicas hold at once (micro-batch x replicas)."""
     out = []
     for d in plan.deployments:
         deadline = ctx.deadlines_h.get(d.workload)
         target = ctx.targets_tps.get(d.workload)
+        users = ctx.concurrency.get(d.workload)
+        held = d.parallel.micro_batch * d.replicas
         if d.time_to_train_h is not None and deadline:
             share = d.time_to_train_h / deadline
             need, have = f"a run within {hours(deadline)}", f"{hours(d.time_to_train_h)} per run"
         elif d.time_to_train_h is None and target and d.throughput:
             share = target / d.throughput
             need, have = f"{target:,.0f} tokens/s", f"{d.throughput:,.0f} tokens/s"
+        elif d.time_to_train_h is None and users and held:
+            share = users / held
+            need, have = f"{users:,} concurrent requests", f"{held:,} sequences at once"
         else:
             continue
         out.append(Capacity(d.workload, need, have, share, f"{have} for {need} ({share:.0%})"))

@@ -80,9 +80,7 @@ def context_for(
             for w in workloads
             if getattr(w, "target_tokens_per_s", None)
         },
-        concurrency={
-            w.name: w.concurrency for w in workloads if getattr(w, "concurrency", None)
-        },
+        concurrency={w.name: w.concurrency for w in workloads if getattr(w, "concurrency", None)},
     )
 
 

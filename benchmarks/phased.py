@@ -15,7 +15,10 @@ The generated budget caps are dropped (they are sized to the single instance). I
 and reports the time to the first schedule (CP-SAT's first solution callback is not used:
 the phased solve with a short limit, 3x the single solve, tells what the target allows),
 the final status, objective and gap. Target (issue 38): the first phased plan within 3x the
-single solve at M over 4 periods. Not run in CI; the integrator times it on an idle machine.
+single solve at M over 4 periods. With `--peers`, HiGHS and CBC solve the same model
+(`proto_milp.py` reads CP-SAT's own proto: no second translation) with the same time limit
+and a zero gap; their objectives are checked against CP-SAT's where both prove optimality.
+Not run in CI; the integrator times it on an idle machine.
 """
 
 from __future__ import annotations
@@ -36,8 +39,10 @@ sys.path.insert(0, str(HERE))
 from generator import generate  # noqa: E402
 from gpusolve.models.periods import split_horizon  # noqa: E402
 from gpusolve.optimize.ir import CloudOption, Instance, OwnedOption, SolveConfig  # noqa: E402
-from gpusolve.optimize.phased import PhasedInstance, solve_phased  # noqa: E402
+from gpusolve.optimize.phased import PhasedInstance, schedule_model, solve_phased  # noqa: E402
 from gpusolve.optimize.solve import solve  # noqa: E402
+from peers import PeerResult, solve_cbc, solve_highs  # noqa: E402
+from proto_milp import from_proto  # noqa: E402
 
 GROWTH_PER_PERIOD = 1.25
 FIRST_DEMAND = 0.6
@@ -93,7 +98,27 @@ def phased(inst: Instance, n_periods: int) -> PhasedInstance:
     return PhasedInstance(periods, tuple(instances), price, works, inst.horizon_months)  # type: ignore[arg-type]
 
 
-def run_one(scale: str, seed: int, n_periods: int, config: SolveConfig) -> dict[str, Any]:
+def run_peers(pi: PhasedInstance, time_limit_s: float) -> dict[str, Any]:
+    """HiGHS and CBC on the phased model itself: status, objective (offset added), time."""
+    start = time.perf_counter()
+    translated = from_proto(schedule_model(pi).proto)
+    build_s = time.perf_counter() - start
+    out: dict[str, Any] = {"peer_build_s": round(build_s, 3)}
+    results: list[PeerResult] = [
+        solve_highs(translated, time_limit_s),  # type: ignore[arg-type]
+        solve_cbc(translated, time_limit_s),  # type: ignore[arg-type]
+    ]
+    for r in results:
+        objective = None if r.objective is None else r.objective + translated.offset
+        out[f"{r.solver}_status"] = r.status
+        out[f"{r.solver}_objective"] = objective
+        out[f"{r.solver}_s"] = round(r.solve_s, 3)
+    return out
+
+
+def run_one(
+    scale: str, seed: int, n_periods: int, config: SolveConfig, peers: bool = False
+) -> dict[str, Any]:
     inst = generate(scale, seed)
     start = time.perf_counter()
     single = solve(dataclasses.replace(inst, capex_max=None, monthly_max=None), config)
@@ -105,7 +130,7 @@ def run_one(scale: str, seed: int, n_periods: int, config: SolveConfig) -> dict[
     gap = None
     if full.objective_value and full.best_bound is not None:
         gap = (full.objective_value - full.best_bound) / abs(full.objective_value)
-    return {
+    row: dict[str, Any] = {
         "scale": scale,
         "seed": seed,
         "periods": n_periods,
@@ -118,6 +143,13 @@ def run_one(scale: str, seed: int, n_periods: int, config: SolveConfig) -> dict[
         "phased_objective": full.objective_value,
         "phased_gap": gap,
     }
+    if peers:
+        row |= run_peers(pi, config.time_limit_s)
+        for name in ("highs", "cbc"):
+            both = row[f"{name}_status"] == "optimal" and full.status == "optimal"
+            if both and row[f"{name}_objective"] != full.objective_value:
+                row[f"{name}_mismatch"] = True
+    return row
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -128,10 +160,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--time-limit", type=float, default=60.0)
     ap.add_argument("--workers", type=int, default=1)
     ap.add_argument("--json", type=Path, default=None)
+    ap.add_argument("--peers", action="store_true", help="also HiGHS and CBC on the same model")
     args = ap.parse_args(argv)
     config = SolveConfig(time_limit_s=args.time_limit, workers=args.workers, seed=1)
     rows = [
-        run_one(scale, seed, int(n), config)
+        run_one(scale, seed, int(n), config, args.peers)
         for scale in args.scales.split(",")
         for n in args.periods.split(",")
         for seed in range(1, args.seeds + 1)

@@ -440,3 +440,13 @@ def _read_period(
     choices.sort(key=lambda c: c.workload)
     costs = PeriodCosts(*(int(solver.value(exprs[f"{part}:{p}"])) for part in PARTS))
     return PeriodPlan(pi.periods[p], bought, working, racks, tuple(choices), costs)
+
+
+def schedule_model(pi: PhasedInstance, mode: Mode = "free") -> cp_model.CpModel:
+    """The schedule's CP-SAT model with its objective (TCO + penalties), as `solve_phased`
+    solves it: for the benchmarks, which hand the same model to HiGHS and CBC."""
+    m, _v, exprs = _build(pi, mode)
+    n_periods = len(pi.periods)
+    penalties = sum(exprs[f"penalties:{p}"] for p in range(n_periods))
+    m.minimize(_tco(exprs, n_periods) + penalties)
+    return m

@@ -92,8 +92,8 @@ def goodput_parts(d: Deployment) -> list[tuple[str, float, float | None]]:
     if g is None:
         return []
     hours_each = [getattr(g, key) for key, _ in GOODPUT_PARTS]
-    labels = [label for _, label in GOODPUT_PARTS]
-    labels[3] += f" ({g.failures:,.2f} expected)"
+    failures = f" ({g.failures:,.2f} expected)"
+    labels = [label + (failures if key == "lost_work_h" else "") for key, label in GOODPUT_PARTS]
     shown_h = rounded_parts(hours_each, 2)
     money: list[float | None] = [None] * len(hours_each)
     if d.run_cost is not None and g.total_h > 0:

@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 
 import jsonschema
+import pytest
 from tests.support.shipped import ROOT
 
 from gpusolve.analyses.frontier import factors, non_dominated
@@ -73,6 +74,25 @@ def test_the_7b_frontier_goes_faster_than_its_deadline_needs(gpusolve) -> None:
     # Each faster point is at least --gain (10%) faster than the next slower one.
     assert all(a <= 0.9 * b + 1e-6 for a, b in itertools.pairwise(times))
     assert any("ft-7b" in line and "fastest option" in line for line in data["stop_reason"])
+
+
+@pytest.mark.parametrize("example", ["finetune-7b-deadline.yaml", "pretrain-70b-infiniband.yaml"])
+def test_the_shipped_training_examples_have_a_curve(gpusolve, example: str) -> None:
+    """Issue 37's acceptance, on the examples as shipped (market cn, where the export rules
+    leave the Ascend servers to buy and the H800 instances to rent): at least three points,
+    time strictly decreasing, each faster point dearer, and a reason why nothing is faster.
+    The 70B example used to print "no plan at 0.25 ... 0.7071": one point."""
+    path = ROOT / "examples" / example
+    result = gpusolve("frontier", "-q", str(path), "--format", "json", "--time-limit", "20")
+    assert result.code == 0, result.err
+    data = json.loads(result.out)
+    jsonschema.validate(data, SCHEMA)
+    times = [p["makespan_h"] for p in data["points"]]
+    costs = [p["tco"] for p in data["points"]]
+    assert len(times) >= 3, times
+    assert all(a < b for a, b in itertools.pairwise(times)), times
+    assert all(a > b for a, b in itertools.pairwise(costs)), costs
+    assert data["stop_reason"], "the frontier says why nothing is faster"
 
 
 def test_the_sweep_stops_at_points_and_says_so(gpusolve) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -116,3 +117,94 @@ workloads:
     reqs.write_text(base.replace("overhead_share: 0.1", "overhead_share: 1.5"))
     res = gpusolve("estimate", str(reqs))
     assert res.code == 2 and "reqs.yaml:6:" in res.err and "overhead_share" in res.err
+
+
+ROW = re.compile(
+    r"^ {8,}(?P<label>\S.*?)\s+(?P<h>[\d,]+\.\d\d) h\s+(?P<cost>[\d,]+) (?P<cur>[A-Z]{3})$"
+)
+
+
+def _figure(text: str) -> float:
+    return float(text.replace(",", ""))
+
+
+def _printed_runs(text: str) -> list[list[tuple[str, float, float]]]:
+    """Each training deployment's rows in the text plan: (label, hours, money), in order,
+    the last one the total."""
+    runs: list[list[tuple[str, float, float]]] = []
+    rows: list[tuple[str, float, float]] = []
+    inside = False
+    for line in text.splitlines():
+        if line.startswith("      run      one run's time and cost"):
+            inside, rows = True, []
+            continue
+        found = ROW.match(line) if inside else None
+        if found is None:
+            continue
+        rows.append((found["label"], _figure(found["h"]), _figure(found["cost"])))
+        if found["label"] == "total per run":
+            runs.append(rows)
+            inside = False
+    return runs
+
+
+def test_every_training_example_prints_its_runs_time_and_cost_by_part() -> None:
+    """Issue 36: goodput appears in every training deployment's time and cost, with its
+    parts. In the text plan of each example that trains: steady state, then each part, in
+    hours and money, adding up to the total printed, which is the deployment's time per run
+    and the share of its rental (or busy energy) one run takes, worked out here from the
+    JSON's own figures."""
+    from tests.support.shipped import EXAMPLES
+
+    from gpusolve.optimize.ir import SolveConfig
+    from gpusolve.plan import make_plan
+    from gpusolve.plan.inputs import prepare_run
+    from gpusolve.plan.solved import PlanOptions
+    from gpusolve.render import render_plan
+
+    options = PlanOptions(config=SolveConfig(time_limit_s=30, workers=1, seed=1))
+    trained = 0
+    for example in EXAMPLES:
+        plan = make_plan(prepare_run(example, [], []), options).plan
+        training = [d for d in plan.deployments if d.time_to_train_h is not None]
+        if not training:
+            continue
+        trained += 1
+        text = render_plan(plan, "text")
+        markdown = render_plan(plan, "markdown")
+        runs = _printed_runs(text)
+        assert len(runs) == len(training), (example.name, text)
+        assert plan.cost is not None
+        for d, rows in zip(training, runs, strict=True):
+            g, cost = d.goodput, d.run_cost
+            assert g is not None and cost is not None and cost > 0, example.name
+            *parts, (_, total_h, total_cost) = rows
+            labels = [label for label, _, _ in parts]
+            assert labels[0].startswith("steady state"), labels
+            assert {"evaluation and ramp-up", "extra checkpoint saves"} <= set(labels)
+            assert any(label.startswith("work redone after failures") for label in labels)
+            assert "restarts and checkpoint reloads" in labels
+            # The parts add up to the printed total, to the last printed digit.
+            assert round(sum(h for _, h, _ in parts), 2) == total_h, (example.name, rows)
+            assert sum(c for _, _, c in parts) == total_cost, (example.name, rows)
+            assert total_h == pytest.approx(g.total_h, abs=0.006)
+            assert total_h == pytest.approx(d.time_to_train_h, abs=0.006)
+            assert total_cost == pytest.approx(cost, abs=0.5 + 1e-6)
+            assert parts[0][1] == pytest.approx(g.steady_h, abs=0.01)
+            # One run's share of the line its hours drive, from the JSON's figures.
+            items = plan.cost.breakdown.items
+            if d.mode == "cloud":
+                line = next(
+                    i
+                    for i in items
+                    if i.kind == "cloud_rental" and i.detail.startswith(f"{d.workload}:")
+                )
+                share = line.amount * g.total_h / d.rental_hours
+                # rental_hours is printed to 0.1 h: allow for that rounding
+                slack = 0.5 + share * 0.051 / d.rental_hours
+                assert total_cost == pytest.approx(share, abs=slack), example.name
+            else:
+                line = next(i for i in items if i.detail.startswith(f"{d.workload} running:"))
+                assert 0 < total_cost <= line.amount
+            assert f"| total per run | {total_h:,.2f} | {total_cost:,.0f} " in markdown
+    assert trained >= 5  # 7B and 70B rentals, the night LoRA, the startup, south/north

@@ -146,7 +146,7 @@ def reports(tmp_path_factory: pytest.TempPathFactory) -> list[Rendered]:
         except RuntimeError as exc:  # the planner's own consistency check
             FAILED_EXAMPLES[example.stem] = str(exc)
             continue
-        ctx = context_for(run.catalog, list(catalog_paths), [example], run.reqs)
+        ctx = context_for(run.catalog, list(catalog_paths), [example], run.reqs, plan)
         html = plan_html(plan, ctx)
         path = folder / f"{example.stem}.html"
         path.write_text(html, encoding="utf-8")
@@ -211,16 +211,45 @@ def test_every_number_in_the_cost_table_equals_the_json(reports: list[Rendered])
         assert checked == 3 * len(lines) + len(kinds) + 1 + credits
 
 
+def details_of(page: Node) -> list[Node]:
+    """The page's sections after its "Details" heading: where each cost line stands once."""
+    body = next(n for n in page.walk() if n.tag == "body")
+    nodes = [n for n in body.children if n.tag != "#text"]
+    at = next(i for i, n in enumerate(nodes) if n.tag == "h2" and n.all_text().strip() == "Details")
+    return nodes[at + 1 :]
+
+
 def test_no_cost_line_appears_twice_in_the_report(reports: list[Rendered]) -> None:
-    """The bill of materials is merged into the cost table: each cost line is one row of
-    the whole page, its price source a numbered note printed once."""
+    """Issue 37: no cost line appears twice. The bill of materials is merged into the cost
+    table: in every example's report each cost line (its label and its amount) is one row
+    of the whole page, in the details, and no other row of the details repeats that label
+    with that amount; its price source is a numbered note printed once."""
     for r in reports:
         page = parse(r.html)
         assert not page.find("table", id="bom"), r.name
         rows = page.find("tr")
-        for item in r.json["cost"]["breakdown"]["items"]:
+        detail_rows = [row for node in details_of(page) for row in node.find("tr")]
+        items = r.json["cost"]["breakdown"]["items"]
+        assert items, r.name
+        # One row per cost line, and no two rows alike.
+        lines = [row.all_text() for row in detail_rows if "item" in row.classes()]
+        assert len(lines) == len(set(lines)) == len(items), r.name
+        for item in items:
             holding = [row for row in rows if item["detail"] in row.all_text()]
             assert len(holding) == 1, (r.name, item["detail"])
+            amount = f"{item['amount']:,.0f}"
+            label = COST_LABELS.get(item["kind"], item["kind"])
+            same = [
+                row
+                for row in detail_rows
+                if item["detail"] in row.all_text()
+                and row.find("td")[0].all_text().strip() == label
+                and any(
+                    c.attrs.get("data-field") == "amount" and number(c) == item["amount"]
+                    for c in row.find("td")
+                )
+            ]
+            assert len(same) == 1, (r.name, label, amount, item["detail"])
         notes = [li.all_text() for li in page.find("ol", id="sources")[0].find("li")]
         assert len(notes) == len(set(notes)) >= 1, r.name
         for line in r.json["bom"]:  # the BOM's located sources are the notes
@@ -465,6 +494,69 @@ def test_plan_writes_the_html_report(gpusolve, reports: list[Rendered], tmp_path
     page = out.read_text(encoding="utf-8")
     assert memo_figures(page) == expected_memo(example.json)
     assert "capacity-chart" in page  # the command passes the requirements' demand
+
+
+def test_the_appendix_holds_the_launch_files_plan_launch_writes(gpusolve, tmp_path: Path) -> None:
+    """Issue 37 item 4: the report's appendix holds each deployment's launch files, the
+    same text `plan --launch DIR` writes, one <pre> per file, after the details. One run of
+    the command writes both, for a training example (Megatron-LM) and a disaggregated
+    serving one (vLLM/SGLang pools)."""
+    for name in ("pretrain-70b-infiniband", "chat-70b-disaggregated"):
+        out, folder = tmp_path / f"{name}.html", tmp_path / name
+        args = ["plan", "-q", str(EXAMPLES_BY_NAME[name]), "--format", "html", "-o", str(out)]
+        result = gpusolve(*args, "--launch", str(folder))
+        assert result.code == 0, result.err
+        written = {
+            str(p.relative_to(folder)): p.read_text(encoding="utf-8")
+            for p in folder.rglob("*")
+            if p.is_file()
+        }
+        assert len(written) > 1, name  # the README and at least one deployment's file
+        page = parse(out.read_text(encoding="utf-8"))
+        section = page.find("section", id="launch-appendix")
+        assert len(section) == 1, name
+        shown = {pre.attrs["data-path"]: pre.all_text() for pre in section[0].find("pre")}
+        assert shown == written, name
+        # After the details: the last section of the page.
+        assert [n for n in details_of(page) if n.tag == "section"][-1] is section[0], name
+
+
+def test_every_report_has_the_launch_appendix(reports: list[Rendered]) -> None:
+    for r in reports:
+        section = parse(r.html).find("section", id="launch-appendix")
+        assert len(section) == 1, r.name
+        paths = [pre.attrs["data-path"] for pre in section[0].find("pre")]
+        assert "README.md" in paths, r.name
+        for d in r.plan.deployments:
+            assert any(p.startswith(f"{d.workload}/") for p in paths), (r.name, d.workload)
+
+
+def test_every_training_run_shows_goodputs_parts_adding_up(reports: list[Rendered]) -> None:
+    """Issue 36: each training deployment's run, steady state then each part goodput adds,
+    in hours and money, the parts adding up to the total, which is the JSON's."""
+    trained = 0
+    for r in reports:
+        page = parse(r.html)
+        for d in r.plan.deployments:
+            if d.goodput is None:
+                continue
+            trained += 1
+            table = page.find("table", **{"class": "goodput", "data-workload": d.workload})
+            assert len(table) == 1, (r.name, d.workload)
+            rows = [row for row in table[0].find("tr") if row.find("td")]
+            labels = [row.find("td")[0].all_text() for row in rows]
+            assert labels[0].startswith("steady state") and labels[-1] == "total per run"
+            hours = [number(row.find("td", **{"data-field": "hours"})[0]) for row in rows]
+            money = [number(row.find("td", **{"data-field": "cost"})[0]) for row in rows]
+            assert None not in hours and None not in money, (r.name, d.workload)
+            *part_h, total_h = hours
+            *part_money, total_money = money
+            assert round(sum(part_h), 2) == total_h  # type: ignore[arg-type]
+            assert sum(part_money) == total_money  # type: ignore[arg-type]
+            assert total_h == pytest.approx(d.goodput.total_h, abs=0.006), r.name
+            assert d.run_cost is not None
+            assert total_money == pytest.approx(d.run_cost, abs=0.5 + 1e-6), r.name
+    assert trained >= 5
 
 
 @dataclass

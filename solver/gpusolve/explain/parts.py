@@ -34,9 +34,52 @@ def deployments(
     out = []
     for choice in solution.choices:
         meta = cand.meta[choice.option]
-        out.append(_deployment(meta, choice.site, by_name[meta.workload].schedule))
+        d = _deployment(meta, choice.site, by_name[meta.workload].schedule)
+        if d.goodput is not None:
+            cost, basis = run_cost(meta, choice, cand.instance)
+            d = d.model_copy(update={"run_cost": cost, "run_cost_basis": basis})
+        out.append(d)
     order = {name: i for i, name in enumerate(by_name)}
     return sorted(out, key=lambda d: order[d.workload])
+
+
+def run_cost(
+    meta: OptionMeta, choice: ir.Choice, instance: ir.Instance
+) -> tuple[float | None, str]:
+    """What one training run costs in the TCO line its hours drive, and that line in words.
+
+    Only the lines that grow with the hours a run takes can say what goodput's lost hours
+    cost: a rental (its amount over its hours of use, a monthly term included, pro rata), or
+    on owned servers the energy drawn above idle (their capex, racks and idle power are paid
+    whatever the run takes)."""
+    est: Any = meta.estimate
+    g = getattr(est, "goodput", None)
+    if g is None or not g.finishes:
+        return None, ""
+    run_h = g.total_s / 3600
+    cloud = next((o for o in instance.cloud if o.key == choice.option), None)
+    if cloud is not None:
+        if meta.rental_hours <= 0:
+            return None, ""
+        basis = _share(run_h, meta.rental_hours, "its cloud rental")
+        return cloud.cost_total * run_h / meta.rental_hours, basis
+    owned = next((o for o in instance.owned if o.key == choice.option), None)
+    if owned is None or meta.busy_hours <= 0:
+        return None, ""
+    place = next((p for p in owned.placements if p.site == choice.site), None)
+    energy = place.busy_energy if place is not None else 0
+    basis = _share(run_h, meta.busy_hours, "its servers' energy above idle")
+    basis += "; capex, racks and idle power are paid whatever a run takes"
+    return energy * run_h / meta.busy_hours, basis
+
+
+def _share(run_h: float, use_h: float, line: str) -> str:
+    """One run's share of a line in words: '1/24 of its cloud rental'."""
+    runs = use_h / run_h
+    if abs(runs - round(runs)) < 0.01 * runs:
+        n = round(runs)
+        return line if n == 1 else f"1/{n:,} of {line}"
+    return f"{line} x {run_h:,.2f} h / {use_h:,.1f} h of use"
 
 
 def _deployment(meta: OptionMeta, site: str | None, schedule: str) -> Deployment:

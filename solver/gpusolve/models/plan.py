@@ -228,6 +228,15 @@ class Deployment(OutModel):
         description="Training: steady-state time and what failures, restarts and planned "
         "overhead add (estimate/goodput.py); rental hours and cost use the total.",
     )
+    run_cost: float | None = Field(
+        default=None,
+        description="Training: what one run costs in the TCO lines its hours drive (its cloud "
+        "rental, or its owned servers' energy above idle), that line x hours per run / hours "
+        "of use; goodput's parts share it by their hours. Null for inference.",
+    )
+    run_cost_basis: str = Field(
+        default="", description="Training: which line run_cost comes from, in words."
+    )
     mfu: float | None = Field(default=None, description="Training: the MFU the step gives.")
     throughput: float = Field(description="Training tokens/s, or generated tokens/s for inference.")
     replicas: int = 1

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 from gpusolve.models.plan import Cost, Deployment, SolverInfo
 
 
@@ -59,6 +61,65 @@ def work(d: Deployment) -> str:
         mfu = f", MFU {d.mfu:.0%}" if d.mfu is not None else ""
         return f"{hours(d.time_to_train_h)} per run, {d.throughput:,.0f} tokens/s{mfu}"
     return f"{d.throughput:,.0f} tokens/s generated"
+
+
+GOODPUT_PARTS = (
+    ("steady_h", "steady state (steps and checkpoint stalls)"),
+    ("overhead_h", "evaluation and ramp-up"),
+    ("extra_saves_h", "extra checkpoint saves"),
+    ("lost_work_h", "work redone after failures"),
+    ("restart_h", "restarts and checkpoint reloads"),
+)
+
+
+def rounded_parts(parts: list[float], digits: int) -> list[float]:
+    """`parts` rounded to `digits` so that they add up to their rounded sum (largest
+    remainder): printed parts and the printed total then agree to the last digit."""
+    scale = 10**digits
+    total = round(sum(parts) * scale)
+    floors = [math.floor(p * scale) for p in parts]
+    order = sorted(range(len(parts)), key=lambda i: floors[i] - parts[i] * scale)
+    for i in order[: max(0, total - sum(floors))]:
+        floors[i] += 1
+    return [f / scale for f in floors]
+
+
+def goodput_parts(d: Deployment) -> list[tuple[str, float, float | None]]:
+    """A training run's time and cost, steady state then each part goodput adds, then the
+    total: (label, hours, money or None), rounded so that the parts add up to the total
+    (hours to 0.01, money to 1). Empty for inference."""
+    g = d.goodput
+    if g is None:
+        return []
+    hours_each = [getattr(g, key) for key, _ in GOODPUT_PARTS]
+    failures = f" ({g.failures:,.2f} expected)"
+    labels = [label + (failures if key == "lost_work_h" else "") for key, label in GOODPUT_PARTS]
+    shown_h = rounded_parts(hours_each, 2)
+    money: list[float | None] = [None] * len(hours_each)
+    if d.run_cost is not None and g.total_h > 0:
+        money = list(rounded_parts([d.run_cost * h / g.total_h for h in hours_each], 0))
+    rows = list(zip(labels, shown_h, money, strict=True))
+    # The total is the rounded sum itself, so that no half-unit tie can split the two.
+    total_h = round(sum(shown_h), 2)
+    total_money = None if d.run_cost is None else float(sum(m or 0.0 for m in money))
+    return [*rows, ("total per run", total_h, total_money)]
+
+
+def goodput_lines(d: Deployment, currency: str) -> list[str]:
+    """The text rows of a training deployment's run: each part's hours and money."""
+    rows = goodput_parts(d)
+    if not rows or d.goodput is None:
+        return []
+    g = d.goodput
+    head = f"one run's time and cost, goodput {g.goodput:.1%}"
+    if d.run_cost_basis:
+        head += f" (cost: {d.run_cost_basis})"
+    out = [head]
+    width = max(len(label) for label, _, _ in rows)
+    for label, h, amount in rows:
+        cost = "" if amount is None else f"   {money(amount, currency):>16}"
+        out.append(f"  {label:<{width}} {h:>12,.2f} h{cost}")
+    return out
 
 
 COST_LABELS = {

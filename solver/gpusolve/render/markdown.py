@@ -9,6 +9,7 @@ from gpusolve.models.plan import Cost, CostItem, Plan
 from gpusolve.render.compliance import compliance_markdown, sources_markdown
 from gpusolve.render.fmt import (
     COST_LABELS,
+    goodput_parts,
     hardware,
     layout,
     memory,
@@ -22,6 +23,24 @@ from gpusolve.render.inventory import inventory_markdown
 from gpusolve.render.memo import Memo, located_source, memo, periods
 from gpusolve.render.scenarios import scenarios_markdown
 from gpusolve.render.sensitivity import sensitivity_markdown
+
+
+def _runs_markdown(plan: Plan, cur: str) -> list[str]:
+    """Each training run's steady state and what goodput adds, hours and money per run."""
+    trained = [d for d in plan.deployments if d.goodput is not None]
+    if not trained:
+        return []
+    out = ["", "### Training runs: time and cost per run, goodput's parts", ""]
+    for d in trained:
+        assert d.goodput is not None
+        basis = f"; cost: {d.run_cost_basis}" if d.run_cost_basis else ""
+        out += [f"**{d.workload}** (goodput {d.goodput.goodput:.1%}{basis})", ""]
+        out += ["| part | hours | cost |", "|---|---:|---:|"]
+        for label, h, amount in goodput_parts(d):
+            cost = "-" if amount is None else money(amount, cur)
+            out.append(f"| {label} | {h:,.2f} | {cost} |")
+        out.append("")
+    return out[:-1]
 
 
 def _status(plan: Plan) -> str:
@@ -84,6 +103,7 @@ def plan_markdown(plan: Plan) -> str:
             f"| {d.workload} | {d.schedule} | {hardware(d)} | {d.site or 'cloud'} | "
             f"{layout(d)} | {memory(d)} | {work(d)} |"
         )
+    out.extend(_runs_markdown(plan, cur))
     if plan.sites:
         add("")
         add("### Colocation")

@@ -9,6 +9,7 @@ from gpusolve.render.bom_tables import bom_text
 from gpusolve.render.compliance import compliance_text, market_header, sources_text
 from gpusolve.render.fmt import (
     cost_lines,
+    goodput_lines,
     hardware,
     hours,
     layout,
@@ -73,6 +74,8 @@ def plan_text(plan: Plan) -> str:
         add(f"      layout   {layout(d)}")
         add(f"      memory   {memory(d)}")
         add(f"      speed    {work(d)}")
+        for i, line in enumerate(goodput_lines(d, cur)):
+            add(f"      {'run' if i == 0 else '':<8} {line}")
         if d.mode == "cloud":
             add(f"      rental   {hours(d.rental_hours)} over the horizon")
         for line in d.serving:

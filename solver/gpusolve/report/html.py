@@ -17,7 +17,15 @@ from gpusolve.models.colo import ColoReport, ColoRow
 from gpusolve.models.estimate import EstimateReport
 from gpusolve.models.frontier import Frontier
 from gpusolve.models.plan import Cost, CostItem, Deployment, Plan
-from gpusolve.render.fmt import COST_LABELS, hardware, hours, layout, proof_scope, work
+from gpusolve.render.fmt import (
+    COST_LABELS,
+    goodput_parts,
+    hardware,
+    hours,
+    layout,
+    proof_scope,
+    work,
+)
 from gpusolve.render.memo import located_source, memo, periods
 from gpusolve.report import charts, racks
 
@@ -59,15 +67,28 @@ class ReportContext:
     deadlines_h: dict[str, float] = field(default_factory=dict)
     targets_tps: dict[str, float] = field(default_factory=dict)
     concurrency: dict[str, int] = field(default_factory=dict)
+    # The appendix: each deployment's launch files, (path, text), as `plan --launch` writes.
+    launch: list[tuple[str, str]] = field(default_factory=list)
 
 
 def context_for(
-    catalog: Any, catalog_paths: list[Path], inputs: list[Path], reqs: Any = None
+    catalog: Any,
+    catalog_paths: list[Path],
+    inputs: list[Path],
+    reqs: Any = None,
+    plan: Plan | None = None,
 ) -> ReportContext:
     """The report context of a run: its catalogue (a `Catalog`), the files it read and,
-    for a plan, its `Requirements` (each workload's deadline or target throughput)."""
+    for a plan, its `Requirements` (each workload's deadline or target throughput) and,
+    given the finished `plan`, the launch files `plan --launch` would write."""
     workloads = reqs.workloads if reqs is not None else []
+    launch: list[tuple[str, str]] = []
+    if plan is not None and reqs is not None and plan.status in ("optimal", "feasible"):
+        from gpusolve.render.launch import launch_files
+
+        launch = [(f.path, f.text) for f in launch_files(plan, reqs, catalog)]
     return ReportContext(
+        launch=launch,
         inputs=[str(p) for p in inputs],
         catalog_paths=[str(p) for p in catalog_paths],
         server_units={k: s.rack_units for k, s in catalog.servers.items()},
@@ -121,6 +142,7 @@ def _environment() -> Any:
         hardware=hardware,
         layout=layout,
         work=work,
+        goodput_parts=goodput_parts,
         COST_LABELS=COST_LABELS,
         MEMORY_PARTS=MEMORY_PARTS,
         STEP_PARTS=STEP_PARTS,

@@ -211,7 +211,8 @@ def plan_text(
     if request.fmt == "html" and plan.status in ("optimal", "feasible"):
         from gpusolve.report.html import context_for, plan_html
 
-        ctx = context_for(catalog, list(request.catalog_paths), [request.requirements], reqs)
+        paths = list(request.catalog_paths)
+        ctx = context_for(catalog, paths, [request.requirements], reqs, plan)
         return plan_html(plan, ctx)
     if request.bom:
         return render_bom(plan, request.fmt)

@@ -141,8 +141,13 @@ def _suggest(run: Inputs, ex: ExplainInputs, name: str, mode: Mode, config: ir.S
             i.sites[subject].racks_available for i in ex.instance.instances if subject in i.sites
         )
         return f"feasible with {r.needed} racks at {subject} ({r.needed - have} more){unsure}"
-    if kind == "demand" and r.needed is not None:
+    if kind == "demand":
         w = subject.rpartition(":")[0]
+        if r.needed is None:
+            return (
+                f"feasible only with {w} served in no period: another requirement listed "
+                "must move too"
+            )
         p = periods[r.needed]
         return f"feasible if {w} is served from month {p.start_month} (P{p.index}) on{unsure}"
     if kind == "available" and r.needed is not None and r.needed < len(periods):
@@ -262,7 +267,10 @@ def why_not(
             item=item, in_schedule=True, lines=[f"{item} is in the schedule (P{used[0]} on)"]
         )
     lines = _unavailable(run, item) + _rejections(built, item)
-    alt = forced(built.instance, uses, config) if best.objective_value is not None else None
+    if best.objective_value is None:
+        lines.append("no schedule exists to compare one using it with")
+        return ScheduleWhyNot(item=item, in_schedule=False, lines=_unique(lines))
+    alt = forced(built.instance, uses, config)
     if alt is None:
         lines.append(f"no option of any period can use {item}")
         return ScheduleWhyNot(item=item, in_schedule=False, lines=_unique(lines))

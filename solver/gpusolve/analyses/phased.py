@@ -153,6 +153,8 @@ def _suggest(run: Inputs, ex: ExplainInputs, name: str, mode: Mode, config: ir.S
     if kind == "available" and r.needed is not None and r.needed < len(periods):
         p = periods[r.needed]
         return f"feasible if {subject} could be ordered from month {p.start_month}{unsure}"
+    if kind == "available":
+        return f"feasible if {subject} were available earlier{unsure}"
     if kind == "lead_time":
         return f"feasible if {subject} worked in the period it is ordered in{unsure}"
     return f"feasible with this relaxed alone{unsure}"

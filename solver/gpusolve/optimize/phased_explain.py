@@ -118,7 +118,7 @@ def move(
     elif kind == "racks":
         last = len(pi.periods) - 1
         target = built.vars.racks.get((subject, last), 0)
-    elif kind == "available":
+    elif kind == "available" and subject in pi.available_period:  # a server, not a card
         target = _early_purchases(m, built.vars, pi, subject)
     for n, lit in lits.items():
         if n not in family:

@@ -82,6 +82,6 @@ def test_timing_fields_without_periods_are_a_located_error(gpusolve, tmp_path: P
 def test_options_a_schedule_does_not_have_are_refused(gpusolve, tmp_path: Path) -> None:
     reqs = tmp_path / "phased.yaml"
     reqs.write_text(CHAT + "periods:\n  length_months: 3\n", encoding="utf-8")
-    result = gpusolve("plan", "-q", str(reqs), "--top-k", "2")
+    result = gpusolve("plan", "-q", str(reqs), "--sensitivity")
     assert result.code == 2
-    assert "--top-k" in result.err and "periods" in result.err
+    assert "--sensitivity" in result.err and "periods" in result.err

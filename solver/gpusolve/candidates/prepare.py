@@ -36,12 +36,15 @@ def prepare(
     catalog: Catalog,
     policies: dict[str, WorkloadPolicy],
     whole: Catalog | None = None,
+    *,
+    explain: bool = False,
 ) -> Prepared:
     """The candidates for `reqs` on `catalog`, filtered as `plan` solves them. `whole`: the
     full catalogue when `catalog` is a part of it (what counts as a small job depends on
-    the fastest card of all)."""
+    the fastest card of all). `explain`: keep the options that violate a requirement,
+    tagged (`build_candidates`), for an explanation."""
     small = small_jobs(reqs, whole or catalog)
-    cand = build_candidates(reqs, catalog, short_run_policies(policies, small))
+    cand = build_candidates(reqs, catalog, short_run_policies(policies, small), explain=explain)
     if small:  # minutes of work: never buy servers for it
         cand = rent_only(cand, small)
     had_options = set(cand.instance.workloads) - set(cand.workloads_without_options())

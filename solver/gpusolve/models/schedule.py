@@ -83,3 +83,51 @@ class Schedule(BaseModel):
     baselines: list[Baseline]
     model_notes: list[str] = Field(description="What the phased model simplifies.")
     reason: str | None = None
+    infeasibility: list[ScheduleInfeasibility] = Field(
+        default_factory=list,
+        description="Why the schedule or a baseline is infeasible: the requirements in conflict.",
+    )
+    alternatives: list[ScheduleAlternative] = Field(
+        default_factory=list, description="--top-k: the next-best distinct schedules."
+    )
+    why_not: ScheduleWhyNot | None = Field(default=None, description="--why-not ID.")
+
+
+# Analyses over periods (`analyses/phased.py`): why a schedule is infeasible, the next-best
+# distinct schedules (--top-k), and why an item is not in the schedule (--why-not).
+
+
+class Conflict(BaseModel):
+    requirement: str = Field(description="e.g. capex_year:0, lead_time:<server>, demand:<w>:<p>")
+    detail: str
+    suggestion: str = Field(description="How far it must move, every other requirement held.")
+
+
+class ScheduleInfeasibility(BaseModel):
+    schedule: Literal["schedule", "buy-now", "rent-as-you-go"]
+    reason: str
+    conflicting: list[Conflict] = Field(
+        description="A smallest set of requirements that cannot all hold together."
+    )
+    minimal: bool = Field(description="Every member was proved necessary.")
+    timed_out: bool = False
+
+
+class ScheduleAlternative(BaseModel):
+    rank: int
+    status: ScheduleStatus
+    tco: int | None
+    penalties: int = 0
+    delta: int | None = Field(description="TCO + penalties less the schedule's (>= 0).")
+    tco_delta: int | None = Field(description="TCO less the schedule's (may be negative).")
+    bought: list[Purchase] = Field(description="Servers bought over the horizon.")
+    difference: str = Field(description="What runs differently from the schedule.")
+
+
+class ScheduleWhyNot(BaseModel):
+    item: str
+    in_schedule: bool
+    lines: list[str]
+    tco: int | None = Field(default=None, description="The schedule with the item forced in.")
+    delta: int | None = Field(default=None, description="Its TCO + penalties less the schedule's.")
+    bought: list[Purchase] = Field(default_factory=list)

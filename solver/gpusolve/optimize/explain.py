@@ -30,7 +30,7 @@ import math
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, Protocol
 
 from ortools.sat.python import cp_model
 
@@ -42,6 +42,20 @@ from gpusolve.optimize.model import Built, build
 from gpusolve.optimize.prune import usable_owned
 
 _CHECK_LIMIT_S = 10.0  # per feasibility check inside the deletion loop
+
+
+class Explainable(Protocol):
+    """A model in explain mode: the single plan's `Built`, or the phased model's
+    (`phased_explain.py`); the conflict search needs only these."""
+
+    @property
+    def model(self) -> cp_model.CpModel: ...
+
+    @property
+    def literals(self) -> dict[str, cp_model.IntVar]: ...
+
+    @property
+    def requirements(self) -> dict[str, Requirement]: ...
 
 
 @dataclass(frozen=True)
@@ -100,7 +114,7 @@ def explain(instance: Instance, config: SolveConfig | None = None) -> Explanatio
     )
 
 
-def _check_model(built: Built) -> cp_model.CpModel:
+def _check_model(built: Explainable) -> cp_model.CpModel:
     # The base model never carries an objective, assumptions or hints, but a core
     # computed with an objective present is useless (or-tools#3943), so be explicit.
     model = built.model.clone()
@@ -129,7 +143,7 @@ class _Clock:
         return solver
 
 
-def _satisfiable(built: Built, enforced: list[str], clock: _Clock) -> bool | None:
+def _satisfiable(built: Explainable, enforced: list[str], clock: _Clock) -> bool | None:
     """Can the `enforced` requirements hold together (the others relaxed)? None: unknown."""
     if clock.left() <= 0:
         return None
@@ -144,7 +158,7 @@ def _satisfiable(built: Built, enforced: list[str], clock: _Clock) -> bool | Non
     return None
 
 
-def assumption_core(built: Built, names: list[str], clock: _Clock) -> list[str]:
+def assumption_core(built: Explainable, names: list[str], clock: _Clock) -> list[str]:
     """A (not necessarily minimal) infeasible subset of `names`, from CP-SAT's assumptions.
 
     Falls back to all of `names` if the core is empty or the status disagrees with the
@@ -159,7 +173,7 @@ def assumption_core(built: Built, names: list[str], clock: _Clock) -> list[str]:
     return core or list(names)
 
 
-def shrink(built: Built, core: list[str], clock: _Clock) -> tuple[list[str], bool]:
+def shrink(built: Explainable, core: list[str], clock: _Clock) -> tuple[list[str], bool]:
     """Deletion loop: drop each member whose absence keeps the rest infeasible.
 
     Returns the shrunk set and whether every kept member was proved necessary (a check
@@ -179,7 +193,7 @@ def shrink(built: Built, core: list[str], clock: _Clock) -> tuple[list[str], boo
     return current, proved
 
 
-def min_correction_set(built: Built, clock: _Clock) -> list[str]:
+def min_correction_set(built: Explainable, clock: _Clock) -> list[str]:
     """The requirements to relax at least total weight so that a plan exists."""
     model = _check_model(built)
     names = sorted(built.literals)

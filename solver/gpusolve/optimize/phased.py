@@ -36,6 +36,7 @@ from __future__ import annotations
 import math
 import time
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
@@ -43,6 +44,7 @@ from ortools.sat.python import cp_model
 
 from gpusolve.models.periods import Period, fiscal_year
 from gpusolve.optimize import interrupt
+from gpusolve.optimize import phased_relax as relax
 from gpusolve.optimize.cpsat import STATUS, integral_bound
 from gpusolve.optimize.ir import SLOTS_COVERED, Instance, Site, Sku, SolveConfig, Status, Stock
 from gpusolve.optimize.patterns import fits_site
@@ -65,6 +67,10 @@ class PhasedInstance:
     min_term_months: dict[str, int] = field(default_factory=dict)  # site -> shortest contract
     capex_max: int | None = None
     capex_by_year: tuple[int, ...] = ()
+    # Explain mode (`phased_explain.py`): sku -> first period it may be bought in; `price`
+    # then holds what it would cost before that too, and buying earlier needs the
+    # requirement `available:<sku>` relaxed.
+    available_period: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -172,19 +178,29 @@ def _rack_pay_months(pi: PhasedInstance, site: str, period: Period) -> int:
     return max(pi.horizon_months - period.start_month, pi.min_term_months.get(site, 0))
 
 
-def _build(pi: PhasedInstance, mode: Mode) -> tuple[cp_model.CpModel, _Vars, dict[str, Any]]:
-    m = cp_model.CpModel()
+def build_model(
+    pi: PhasedInstance,
+    mode: Mode,
+    lits: relax.Lits | None = None,
+    model: cp_model.CpModel | None = None,
+) -> tuple[cp_model.CpModel, _Vars, dict[str, Any]]:
+    """The phased model; in explain mode (`lits`: requirement name -> literal of `model`)
+    every requirement holds only while its literal is true."""
+    m = cp_model.CpModel() if model is None else model
     skus, sites = _skus_sites(pi)
     stock = _stock(pi)
     n_periods = len(pi.periods)
     pairs = [(k, s) for k in skus for s in sites if fits_site(skus[k], sites[s])]
     pairs += [pair for pair in stock if pair not in pairs]
-    cap = {s: sites[s].racks_available * max(1, sites[s].rack_units) for s in sites}
+    rack_max = {s: relax.rack_bound(pi.instances, site, lits) for s, site in sites.items()}
+    cap = {s: rack_max[s] * max(1, sites[s].rack_units) for s in sites}
     buy: dict[tuple[str, str, int], cp_model.IntVar] = {}
     for k, s in pairs:
         for q in range(n_periods):
             if _buyable(pi, k, q, mode) and skus[k].buyable and fits_site(skus[k], sites[s]):
                 buy[k, s, q] = m.new_int_var(0, cap[s], f"buy[{k},{s},{q}]")
+                if q < pi.available_period.get(k, 0):
+                    relax.guard(m.add(buy[k, s, q] == 0), lits, f"available:{k}")
     working: dict[tuple[str, str, int], Any] = {}
     for k, s in pairs:
         for p in range(n_periods):
@@ -193,7 +209,11 @@ def _build(pi: PhasedInstance, mode: Mode) -> tuple[cp_model.CpModel, _Vars, dic
                 for (k2, s2, q), v in buy.items()
                 if (k2, s2) == (k, s) and (w := pi.works_from[k][q]) is not None and w <= p
             ]
-            working[k, s, p] = stock.get((k, s), 0) + sum(arrived)
+            working[k, s, p] = (
+                stock.get((k, s), 0)
+                + sum(arrived)
+                + relax.early(m, pi.works_from.get(k, ()), buy, (k, s), p, lits, cap[s])
+            )
     racks: dict[tuple[str, int], cp_model.IntVar] = {}
     used: dict[tuple[str, int], cp_model.IntVar] = {}
     contracts = pi.instances[0].contracts if pi.instances else {}
@@ -202,9 +222,11 @@ def _build(pi: PhasedInstance, mode: Mode) -> tuple[cp_model.CpModel, _Vars, dic
         floor = min(contracts[s].racks, site.racks_available) if s in contracts else 0
         floors[s] = floor
         for p in range(n_periods):
-            r = m.new_int_var(floor, max(floor, site.racks_available), f"racks[{s},{p}]")
+            r = m.new_int_var(floor, max(floor, rack_max[s]), f"racks[{s},{p}]")
             u = m.new_bool_var(f"used[{s},{p}]")
-            m.add(r <= max(floor, site.racks_available) * u)
+            m.add(r <= max(floor, rack_max[s]) * u)
+            if rack_max[s] > site.racks_available:
+                relax.guard(m.add(r <= max(floor, site.racks_available)), lits, f"racks:{s}")
             if p > 0:
                 m.add(r >= racks[s, p - 1])
                 m.add(u >= used[s, p - 1])
@@ -222,28 +244,34 @@ def _build(pi: PhasedInstance, mode: Mode) -> tuple[cp_model.CpModel, _Vars, dic
         per_workload: dict[str, list[cp_model.IntVar]] = defaultdict(list)
         use: dict[tuple[str, str, str], list[tuple[int, cp_model.IntVar]]] = defaultdict(list)
         for o in inst.owned:
-            if o.violates:
+            if not relax.allowed(o.violates, lits):
                 continue
             for pl in o.placements:
-                if pl.violates or (o.sku, pl.site, p) not in working:
+                if not relax.allowed(pl.violates, lits) or (o.sku, pl.site, p) not in working:
                     continue
                 x = m.new_bool_var(f"x[{p},{o.key},{pl.site}]")
+                relax.violating(m, x, o.violates | pl.violates, lits)
                 owned[p, o.key, pl.site] = x
                 per_workload[o.workload].append(x)
                 for slot in SLOTS_COVERED[o.slot]:
                     use[o.sku, pl.site, slot].append((o.servers, x))
         for c in inst.cloud:
-            if c.violates:
+            if not relax.allowed(c.violates, lits):
                 continue
             y = m.new_bool_var(f"y[{p},{c.key}]")
+            relax.violating(m, y, c.violates, lits)
             cloud[p, c.key] = y
             per_workload[c.workload].append(y)
         for name in inst.workloads:
-            m.add_exactly_one(per_workload[name])  # no option: infeasible, honestly
+            demand = lits.get(f"demand:{name}:{p}") if lits is not None else None
+            if demand is None:
+                m.add_exactly_one(per_workload[name])  # no option: infeasible, honestly
+            else:
+                m.add(cp_model.LinearExpr.sum(per_workload[name]) == demand)
         for (k, s, _slot), terms in use.items():
             m.add(sum(n * x for n, x in terms) <= working[k, s, p])
     v = _Vars(buy, working, racks, floors, used, owned, cloud)
-    _budgets(m, pi, v)
+    _budgets(m, pi, v, lits)
     return m, v, _cost_exprs(pi, v, skus, sites)
 
 
@@ -256,16 +284,16 @@ def _capex_terms(pi: PhasedInstance, v: _Vars) -> list[tuple[int, cp_model.IntVa
     return out
 
 
-def _budgets(m: cp_model.CpModel, pi: PhasedInstance, v: _Vars) -> None:
+def _budgets(m: cp_model.CpModel, pi: PhasedInstance, v: _Vars, lits: relax.Lits | None) -> None:
     terms = _capex_terms(pi, v)
     if pi.capex_max is not None:
-        m.add(sum(price * x for _, x, price in terms) <= pi.capex_max)
+        relax.guard(m.add(sum(price * x for _, x, price in terms) <= pi.capex_max), lits, "capex")
     for year, limit in enumerate(pi.capex_by_year):
         in_year = [
             price * x for q, x, price in terms if fiscal_year(pi.periods[q].start_month) == year
         ]
         if in_year:
-            m.add(sum(in_year) <= limit)
+            relax.guard(m.add(sum(in_year) <= limit), lits, f"capex_year:{year}")
 
 
 def _cost_exprs(
@@ -340,7 +368,13 @@ def _tco(exprs: dict[str, Any], n_periods: int) -> Any:
 # --------------------------------------------------------------------------- solve
 
 
-def solve_phased(pi: PhasedInstance, config: SolveConfig, mode: Mode = "free") -> PhasedSolution:
+# Constraints an analysis adds to the model before the solve (top-k's cuts, why-not's force).
+Restrict = Callable[[cp_model.CpModel, "_Vars"], None]
+
+
+def solve_phased(
+    pi: PhasedInstance, config: SolveConfig, mode: Mode = "free", restrict: Restrict | None = None
+) -> PhasedSolution:
     """The cheapest schedule (TCO + penalties) over the periods, or an honest status."""
     start = time.perf_counter()
     missing = [
@@ -350,7 +384,9 @@ def solve_phased(pi: PhasedInstance, config: SolveConfig, mode: Mode = "free") -
         p = pi.instances.index(missing[0][0])
         reason = f"workload {missing[0][1]!r} has no option in period {p}"
         return PhasedSolution("infeasible", mode, wall_s=time.perf_counter() - start, reason=reason)
-    m, v, exprs = _build(pi, mode)
+    m, v, exprs = build_model(pi, mode)
+    if restrict is not None:
+        restrict(m, v)
     n_periods = len(pi.periods)
     tco = _tco(exprs, n_periods)
     penalties = sum(exprs[f"penalties:{p}"] for p in range(n_periods))
@@ -365,7 +401,8 @@ def solve_phased(pi: PhasedInstance, config: SolveConfig, mode: Mode = "free") -
     status = STATUS[solver.solve(m)]
     wall = time.perf_counter() - start
     if status not in ("optimal", "feasible"):
-        why = _budget_reason(pi, config, mode) if status == "infeasible" else None
+        tight = status == "infeasible" and restrict is None
+        why = _budget_reason(pi, config, mode) if tight else None
         return PhasedSolution(status, mode, wall_s=time.perf_counter() - start, reason=why)
     value = int(solver.value(objective))
     bound = integral_bound(solver.best_objective_bound, maximise=False)

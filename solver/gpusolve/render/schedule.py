@@ -56,4 +56,28 @@ def render_schedule(s: Schedule) -> str:
     lines.append("")
     lines.append("Model notes")
     lines += [f"  - {n}" for n in s.model_notes]
+    lines += _analyses_lines(s)
     return "\n".join(lines) + "\n"
+
+
+def _analyses_lines(s: Schedule) -> list[str]:
+    """Why a schedule is infeasible, the next-best schedules, why not an item."""
+    cur = s.currency
+    lines: list[str] = []
+    for inf in s.infeasibility:
+        lines += ["", f"Why no {inf.schedule}: {inf.reason}"]
+        if inf.conflicting and not inf.minimal:
+            lines.append("  (not proved minimal within the time limit)")
+        for c in inf.conflicting:
+            lines.append(f"  - {c.detail}: {c.suggestion}")
+    if s.alternatives:
+        lines += ["", "Next-best distinct schedules (by what runs where; delta in TCO + penalties)"]
+    for a in s.alternatives:
+        delta = f"+{_money(a.delta, cur)}" if a.delta is not None else "-"
+        bought = ", ".join(f"{b.servers} x {b.server} @ {b.site}" for b in a.bought) or "nothing"
+        lines.append(f"  #{a.rank} TCO {_money(a.tco, cur)} ({delta}): {a.difference}")
+        lines.append(f"      buys {bought}")
+    if s.why_not is not None:
+        lines += ["", f"Why not {s.why_not.item}"]
+        lines += [f"  - {line}" for line in s.why_not.lines]
+    return lines

@@ -70,9 +70,16 @@ def run_plan(request: PlanRequest, progress: Progress = lambda _: None) -> RunRe
         from gpusolve.runs.phased import run_phased
 
         check_phased_options(request)
-
+        if request.why_not is not None:
+            run.check_known_id(request.why_not)
         return run_phased(  # type: ignore[return-value]
-            run, plan_options(request).config, request.requirements, request.fmt, request.output
+            run,
+            plan_options(request).config,
+            request.requirements,
+            request.fmt,
+            request.output,
+            request.top_k,
+            request.why_not,
         )
     if request.why_not is not None:
         run.check_known_id(request.why_not)
@@ -170,8 +177,6 @@ def check_phased_options(request: PlanRequest) -> None:
         name
         for name, on in (
             (f"--format {request.fmt}", request.fmt not in ("text", "json")),
-            ("--top-k", request.top_k > 0),
-            ("--why-not", request.why_not is not None),
             ("--robust", request.robust is not None),
             ("--sensitivity", request.sensitivity),
             ("--bom", request.bom),

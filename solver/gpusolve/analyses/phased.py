@@ -1,0 +1,337 @@
+"""The analyses of a purchase schedule (`plan` with `periods:`): why it (or a baseline) is
+infeasible, the next-best distinct schedules (--top-k), why an item is not in it
+(--why-not). Their ideas are the single plan's (`explain/infeasible.py`, `topk.py`,
+`whynot.py`), on the phased model (`optimize/phased_explain.py`,
+`optimize/phased_alternatives.py`)."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Callable
+
+from gpusolve.analyses.whynot import rejection_lines, uses_item
+from gpusolve.models.schedule import (
+    Conflict,
+    Purchase,
+    ScheduleAlternative,
+    ScheduleInfeasibility,
+    ScheduleWhyNot,
+)
+from gpusolve.optimize import ir
+from gpusolve.optimize.phased import Mode, PhasedSolution
+from gpusolve.plan.inputs import Inputs
+from gpusolve.plan.phased import PhasedInputs
+from gpusolve.plan.phased_explain import ExplainInputs, build_explain, first_month
+
+NAMES: dict[Mode, str] = {"free": "schedule", "buy-now": "buy-now", "rent": "rent-as-you-go"}
+
+
+# --------------------------------------------------------------------------- conflicts
+
+
+def infeasibility(
+    run: Inputs,
+    built: PhasedInputs,
+    solutions: dict[Mode, PhasedSolution],
+    config: ir.SolveConfig,
+) -> list[ScheduleInfeasibility]:
+    """For each schedule proven infeasible (the schedule, a baseline), the smallest set of
+    requirements that conflict and how far each must move."""
+    failed = [m for m, s in solutions.items() if s.status == "infeasible"]
+    if not failed:
+        return []
+    explained = build_explain(run, built)
+    return [_conflicts(run, built, explained, mode, solutions[mode], config) for mode in failed]
+
+
+def _conflicts(
+    run: Inputs,
+    built: PhasedInputs,
+    ex: ExplainInputs,
+    mode: Mode,
+    solution: PhasedSolution,
+    config: ir.SolveConfig,
+) -> ScheduleInfeasibility:
+    from gpusolve.optimize.phased_explain import explain_phased
+
+    headline = _no_rental(run, built) if mode == "rent" else None
+    found = explain_phased(ex.instance, ex.requirements, config, mode)
+    why = [r for r in (headline, solution.reason) if r]
+    if found is None:
+        why.append(
+            "every stated requirement can hold at once: the limit is in the hardware itself "
+            "(rack space, the catalogue's sizes)"
+        )
+        return ScheduleInfeasibility(
+            schedule=NAMES[mode], reason="; ".join(why), conflicting=[], minimal=True
+        )
+    if not found.conflict:
+        why.append("the explanation ran out of time; try a longer --time-limit")
+        return ScheduleInfeasibility(
+            schedule=NAMES[mode],
+            reason="; ".join(why),
+            conflicting=[],
+            minimal=False,
+            timed_out=True,
+        )
+    why.append("these requirements cannot all hold together")
+    conflicting = [
+        Conflict(
+            requirement=n,
+            detail=ex.requirements[n].description,
+            suggestion=_suggest(run, ex, n, mode, config),
+        )
+        for n in found.conflict
+    ]
+    return ScheduleInfeasibility(
+        schedule=NAMES[mode],
+        reason="; ".join(why),
+        conflicting=conflicting,
+        minimal=found.minimal,
+        timed_out=found.timed_out,
+    )
+
+
+def _no_rental(run: Inputs, built: PhasedInputs) -> str | None:
+    """Renting as you go needs a rental for every workload in every period it runs."""
+    missing: dict[str, list[int]] = defaultdict(list)
+    for p, inst in enumerate(built.instance.instances):
+        rented = {c.workload for c in inst.cloud if not c.violates}
+        for w in inst.workloads:
+            if w not in rented:
+                missing[w].append(p)
+    if not missing:
+        return None
+    allowed = run.reqs.regions.allowed
+    where = f" in the allowed regions [{', '.join(allowed)}]" if allowed else ""
+    said = [
+        f"{w} (P{ps[0]}-P{ps[-1]})" if len(ps) > 1 else f"{w} (P{ps[0]})"
+        for w, ps in missing.items()
+    ]
+    return f"no cloud offer{where} can run {', '.join(said)}"
+
+
+def _suggest(run: Inputs, ex: ExplainInputs, name: str, mode: Mode, config: ir.SolveConfig) -> str:
+    from gpusolve.optimize.phased_explain import move
+
+    kind, _, subject = name.partition(":")
+    if kind == "regions":
+        return _regions(ex, name)
+    if kind == "rule":
+        return f"disable it (a --rules file with `disable: [{subject}]`) or override it"
+    if kind == "deadline":
+        return "extend the deadline"
+    r = move(ex.instance, ex.requirements, name, config, mode)
+    if r.outcome == "not_enough":
+        return "relaxing this alone is not enough: another requirement listed must move too"
+    if r.outcome == "unknown":
+        return "how far it must move was not found within the time limit"
+    unsure = "" if r.outcome == "least" else "; a smaller move may do: the search ran out of time"
+    periods = ex.instance.periods
+    cur = run.reqs.currency
+    if kind in ("capex", "capex_year") and r.needed is not None:
+        limit = _limit(run, name)
+        if limit is None or r.needed <= limit:
+            return "no move of this limit alone was found to help"
+        what = "capex cap" if name == "capex" else f"year-{subject} capex budget"
+        more = r.needed - limit
+        return f"feasible if the {what} is {more:,} {cur} higher (at least {r.needed:,}){unsure}"
+    if kind == "racks" and r.needed is not None:
+        have = next(
+            i.sites[subject].racks_available for i in ex.instance.instances if subject in i.sites
+        )
+        return f"feasible with {r.needed} racks at {subject} ({r.needed - have} more){unsure}"
+    if kind == "demand":
+        w = subject.rpartition(":")[0]
+        if r.needed is None:
+            return (
+                f"feasible only with {w} served in no period: another requirement listed "
+                "must move too"
+            )
+        p = periods[r.needed]
+        return f"feasible if {w} is served from month {p.start_month} (P{p.index}) on{unsure}"
+    if kind == "available" and r.needed is not None and r.needed < len(periods):
+        p = periods[r.needed]
+        return f"feasible if {subject} could be ordered from month {p.start_month}{unsure}"
+    if kind == "available":
+        return f"feasible if {subject} were available earlier{unsure}"
+    if kind == "lead_time":
+        return f"feasible if {subject} worked in the period it is ordered in{unsure}"
+    return f"feasible with this relaxed alone{unsure}"
+
+
+def _limit(run: Inputs, name: str) -> int | None:
+    from gpusolve.models.money import to_money
+
+    budget = run.reqs.budget
+    if name == "capex":
+        return to_money(budget.capex_max) if budget.capex_max is not None else None
+    year = int(name.partition(":")[2])
+    years = budget.capex_by_year or ()
+    return to_money(years[year]) if year < len(years) else None
+
+
+def _regions(ex: ExplainInputs, name: str) -> str:
+    regions: set[str] = set()
+    for inst in ex.instance.instances:
+        for o in inst.owned:
+            for pl in o.placements:
+                if name in o.violates | pl.violates:
+                    regions.add(inst.sites[pl.site].region)
+        regions |= {c.region for c in inst.cloud if name in c.violates}
+    return "allow one of: " + ", ".join(sorted(regions)) if regions else "allow another region"
+
+
+# --------------------------------------------------------------------------- top-k
+
+
+def _bought(s: PhasedSolution) -> list[Purchase]:
+    total: dict[tuple[str, str], int] = defaultdict(int)
+    for pp in s.periods:
+        for key, n in pp.bought.items():
+            total[key] += n
+    return [Purchase(server=k, site=site, servers=n) for (k, site), n in sorted(total.items())]
+
+
+def _difference(best: PhasedSolution, alt: PhasedSolution) -> str:
+    from gpusolve.optimize.phased_alternatives import schedule_key
+
+    mine, theirs = set(schedule_key(best)), set(schedule_key(alt))
+
+    def said(keys: set[tuple[str, str, str]]) -> str:
+        return ", ".join(
+            f"{w} on {what}" + (f" at {site}" if site else "") for w, what, site in sorted(keys)
+        )
+
+    parts = []
+    if theirs - mine:
+        parts.append("runs " + said(theirs - mine))
+    if mine - theirs:
+        parts.append("never " + said(mine - theirs))
+    return "; ".join(parts) or "same hardware and sites"
+
+
+def _delta(a: int | None, b: int | None) -> int | None:
+    return a - b if a is not None and b is not None else None
+
+
+def top_k(
+    built: PhasedInputs, best: PhasedSolution, k: int, config: ir.SolveConfig
+) -> list[ScheduleAlternative]:
+    """The next k distinct schedules after `best` (distinct as `phased_alternatives.py`
+    defines it), each with its TCO and delta to the schedule."""
+    from gpusolve.optimize.phased_alternatives import alternatives
+
+    if not k or best.objective_value is None:
+        return []
+    found = alternatives(built.instance, k, config)
+    return [
+        ScheduleAlternative(
+            rank=rank,
+            status="timeout" if s.status not in ("optimal", "feasible") else s.status,
+            tco=s.tco,
+            penalties=s.penalties,
+            delta=_delta(s.objective_value, best.objective_value),
+            tco_delta=_delta(s.tco, best.tco),
+            bought=_bought(s),
+            difference=_difference(best, s),
+        )
+        for rank, s in enumerate(found[1:], 1)
+    ]
+
+
+# --------------------------------------------------------------------------- why-not
+
+
+def _using(built: PhasedInputs, item: str) -> Callable[[int, str, str | None], bool]:
+    def uses(p: int, key: str, site: str | None) -> bool:
+        return uses_item(item, built.prepared[p].cand.meta[key], site)
+
+    return uses
+
+
+def why_not(
+    run: Inputs, built: PhasedInputs, best: PhasedSolution, item: str, config: ir.SolveConfig
+) -> ScheduleWhyNot:
+    """Whether the schedule uses `item`; if not, the schedule with it forced into some
+    period and its delta, or why no period can use it."""
+    from gpusolve.optimize.phased_alternatives import forced
+
+    uses = _using(built, item)
+    used = [
+        pp.period.index
+        for pp in best.periods
+        for c in pp.choices
+        if uses(pp.period.index, c.option, c.site)
+    ]
+    if used:
+        return ScheduleWhyNot(
+            item=item, in_schedule=True, lines=[f"{item} is in the schedule (P{used[0]} on)"]
+        )
+    lines = _unavailable(run, item) + _rejections(built, item)
+    if best.objective_value is None:
+        lines.append("no schedule exists to compare one using it with")
+        return ScheduleWhyNot(item=item, in_schedule=False, lines=_unique(lines))
+    alt = forced(built.instance, uses, config)
+    if alt is None:
+        lines.append(f"no option of any period can use {item}")
+        return ScheduleWhyNot(item=item, in_schedule=False, lines=_unique(lines))
+    if alt.status not in ("optimal", "feasible"):
+        lines.append(f"no schedule with {item} meets every period's workloads within the budgets")
+        return ScheduleWhyNot(item=item, in_schedule=False, lines=_unique(lines))
+    delta = _delta(alt.objective_value, best.objective_value)
+    cur = run.reqs.currency
+    worded = (
+        f"{delta:,} {cur} dearer"
+        if delta is not None and delta >= 0
+        else f"{-(delta or 0):,} {cur} cheaper"
+    )
+    lines.append(
+        f"feasible with {item} in the schedule: TCO {alt.tco:,} {cur}, {worded} in TCO + "
+        f"penalties; {_difference(best, alt)}"
+    )
+    return ScheduleWhyNot(
+        item=item,
+        in_schedule=False,
+        lines=_unique(lines),
+        tco=alt.tco,
+        delta=delta,
+        bought=_bought(alt),
+    )
+
+
+def _unavailable(run: Inputs, item: str) -> list[str]:
+    catalog = run.catalog
+    month = 0
+    if item in catalog.servers:
+        month = first_month(catalog, item)
+    elif item in catalog.cards:
+        month = catalog.cards[item].available_from_month
+    elif item in catalog.cloud_offers and catalog.cloud_offers[item].card in catalog.cards:
+        month = catalog.cards[catalog.cloud_offers[item].card].available_from_month
+    if month <= 0:
+        return []
+    if month >= run.reqs.horizon_months:
+        return [f"{item} is not available within the horizon (from month {month})"]
+    return [f"{item} is not available until month {month}"]
+
+
+def _rejections(built: PhasedInputs, item: str) -> list[str]:
+    lines = []
+    for p, prep in zip(built.instance.periods, built.prepared, strict=True):
+        for w in prep.cand.instance.workloads:
+            for line in rejection_lines(item, w, prep.cand, prep.catalog):
+                lines.append(f"{w}: {line} (from P{p.index})")
+    return lines
+
+
+def _unique(lines: list[str]) -> list[str]:
+    """Each reason once: a rejection repeated in later periods is said at its first."""
+    seen: set[str] = set()
+    out = []
+    for line in lines:
+        key = line.rsplit(" (from P", 1)[0]
+        if key not in seen:
+            seen.add(key)
+            out.append(line)
+    return out

@@ -365,6 +365,11 @@ def _tco(exprs: dict[str, Any], n_periods: int) -> Any:
     )
 
 
+def _objective(exprs: dict[str, Any], n_periods: int) -> tuple[Any, Any]:
+    """(TCO, penalties) over the periods: the objective is their sum."""
+    return _tco(exprs, n_periods), sum(exprs[f"penalties:{p}"] for p in range(n_periods))
+
+
 # --------------------------------------------------------------------------- solve
 
 
@@ -388,8 +393,7 @@ def solve_phased(
     if restrict is not None:
         restrict(m, v)
     n_periods = len(pi.periods)
-    tco = _tco(exprs, n_periods)
-    penalties = sum(exprs[f"penalties:{p}"] for p in range(n_periods))
+    tco, penalties = _objective(exprs, n_periods)
     objective = tco + penalties
     m.minimize(objective)
     solver = cp_model.CpSolver()
@@ -482,8 +486,7 @@ def _read_period(
 def schedule_model(pi: PhasedInstance, mode: Mode = "free") -> cp_model.CpModel:
     """The schedule's CP-SAT model with its objective (TCO + penalties), as `solve_phased`
     solves it: for the benchmarks, which hand the same model to HiGHS and CBC."""
-    m, _v, exprs = _build(pi, mode)
-    n_periods = len(pi.periods)
-    penalties = sum(exprs[f"penalties:{p}"] for p in range(n_periods))
-    m.minimize(_tco(exprs, n_periods) + penalties)
+    m, _v, exprs = build_model(pi, mode)
+    tco, penalties = _objective(exprs, len(pi.periods))
+    m.minimize(tco + penalties)
     return m

@@ -28,7 +28,9 @@ single plan has them): compute-fabric switches, shared storage, bandwidth beyond
 included Mbps, N+1 spares, selling owned servers; objectives other than min-tco.
 
 `Mode` restricts the purchases for the baselines a buyer would otherwise take, solved by
-this same model: "buy-now" buys only in the first period, "rent" buys nothing.
+this same model: "buy-now" buys only in the first period, "rent" buys nothing. A `fixed`
+fleet (with "buy-now") is a purchase decided elsewhere (the single-period plan's), priced
+here like for like: exactly those servers bought in the first period, nothing later.
 """
 
 from __future__ import annotations
@@ -172,7 +174,9 @@ def _rack_pay_months(pi: PhasedInstance, site: str, period: Period) -> int:
     return max(pi.horizon_months - period.start_month, pi.min_term_months.get(site, 0))
 
 
-def _build(pi: PhasedInstance, mode: Mode) -> tuple[cp_model.CpModel, _Vars, dict[str, Any]]:
+def _build(
+    pi: PhasedInstance, mode: Mode, fixed: dict[tuple[str, str], int] | None = None
+) -> tuple[cp_model.CpModel, _Vars, dict[str, Any]]:
     m = cp_model.CpModel()
     skus, sites = _skus_sites(pi)
     stock = _stock(pi)
@@ -185,6 +189,9 @@ def _build(pi: PhasedInstance, mode: Mode) -> tuple[cp_model.CpModel, _Vars, dic
         for q in range(n_periods):
             if _buyable(pi, k, q, mode) and skus[k].buyable and fits_site(skus[k], sites[s]):
                 buy[k, s, q] = m.new_int_var(0, cap[s], f"buy[{k},{s},{q}]")
+    if fixed is not None:
+        for (k, s, q), x in buy.items():
+            m.add(x == (fixed.get((k, s), 0) if q == 0 else 0))
     working: dict[tuple[str, str, int], Any] = {}
     for k, s in pairs:
         for p in range(n_periods):
@@ -340,9 +347,19 @@ def _tco(exprs: dict[str, Any], n_periods: int) -> Any:
 # --------------------------------------------------------------------------- solve
 
 
-def solve_phased(pi: PhasedInstance, config: SolveConfig, mode: Mode = "free") -> PhasedSolution:
-    """The cheapest schedule (TCO + penalties) over the periods, or an honest status."""
+def solve_phased(
+    pi: PhasedInstance,
+    config: SolveConfig,
+    mode: Mode = "free",
+    fixed: dict[tuple[str, str], int] | None = None,
+) -> PhasedSolution:
+    """The cheapest schedule (TCO + penalties) over the periods, or an honest status; with
+    `fixed`, the cheapest one that buys exactly that fleet (sku, site) in the first period."""
     start = time.perf_counter()
+    unbuyable = _unbuyable(pi, fixed or {})
+    if unbuyable:
+        reason = f"{unbuyable} cannot be bought in the first period here"
+        return PhasedSolution("infeasible", mode, wall_s=time.perf_counter() - start, reason=reason)
     missing = [
         (inst, w) for inst in pi.instances for w in inst.workloads if not _has_option(inst, w)
     ]
@@ -350,7 +367,7 @@ def solve_phased(pi: PhasedInstance, config: SolveConfig, mode: Mode = "free") -
         p = pi.instances.index(missing[0][0])
         reason = f"workload {missing[0][1]!r} has no option in period {p}"
         return PhasedSolution("infeasible", mode, wall_s=time.perf_counter() - start, reason=reason)
-    m, v, exprs = _build(pi, mode)
+    m, v, exprs = _build(pi, mode, fixed)
     n_periods = len(pi.periods)
     tco = _tco(exprs, n_periods)
     penalties = sum(exprs[f"penalties:{p}"] for p in range(n_periods))
@@ -365,7 +382,7 @@ def solve_phased(pi: PhasedInstance, config: SolveConfig, mode: Mode = "free") -
     status = STATUS[solver.solve(m)]
     wall = time.perf_counter() - start
     if status not in ("optimal", "feasible"):
-        why = _budget_reason(pi, config, mode) if status == "infeasible" else None
+        why = _budget_reason(pi, config, mode, fixed) if status == "infeasible" else None
         return PhasedSolution(status, mode, wall_s=time.perf_counter() - start, reason=why)
     value = int(solver.value(objective))
     bound = integral_bound(solver.best_objective_bound, maximise=False)
@@ -386,14 +403,30 @@ def solve_phased(pi: PhasedInstance, config: SolveConfig, mode: Mode = "free") -
     )
 
 
-def _budget_reason(pi: PhasedInstance, config: SolveConfig, mode: Mode) -> str | None:
+def _unbuyable(pi: PhasedInstance, fixed: dict[tuple[str, str], int]) -> str | None:
+    """The first server of a fixed fleet the model cannot buy at month 0 (not sold yet,
+    not at that site), named; None when all can be."""
+    skus, sites = _skus_sites(pi)
+    for (k, s), n in sorted(fixed.items()):
+        ok = k in skus and s in sites and skus[k].buyable and fits_site(skus[k], sites[s])
+        if n > 0 and not (ok and _buyable(pi, k, 0, "buy-now")):
+            return f"{n} x {k} @ {s}"
+    return None
+
+
+def _budget_reason(
+    pi: PhasedInstance,
+    config: SolveConfig,
+    mode: Mode,
+    fixed: dict[tuple[str, str], int] | None = None,
+) -> str | None:
     """Why no schedule exists, when the capex budgets are the cause: the same schedule
     without them exists (else the periods' demand cannot be met in time at all: no rental
     and no server working yet, or not enough racks)."""
     if pi.capex_max is None and not pi.capex_by_year:
         return None
     free = replace(pi, capex_max=None, capex_by_year=())
-    unbounded = solve_phased(free, config, mode)
+    unbounded = solve_phased(free, config, mode, fixed)
     if unbounded.status not in ("optimal", "feasible"):
         return None
     spent = ", ".join(f"year {y}: {c:,}" for y, c in unbounded.capex_by_year.items())

@@ -16,12 +16,19 @@ EXIT_CODES = {"optimal": 0, "feasible": 0, "infeasible": 1, "timeout": 3}
 
 
 def run_phased(
-    run: Inputs, config: SolveConfig, requirements: Path, fmt: str, output: Path | None
+    run: Inputs,
+    config: SolveConfig,
+    requirements: Path,
+    fmt: str,
+    output: Path | None,
+    bom: bool = False,
+    catalog_paths: tuple[Path, ...] = (),
 ) -> RunResult[Schedule]:
     from gpusolve.optimize.phased import solve_phased
+    from gpusolve.plan.peak import single_period
     from gpusolve.plan.phased import build_phased, check_phased
     from gpusolve.plan.schedule import schedule
-    from gpusolve.render.schedule import render_schedule
+    from gpusolve.plan.schedule_views import single_baseline, with_periods_detail, with_single
 
     check_phased(run.reqs, str(requirements))
     built = build_phased(run)
@@ -30,8 +37,48 @@ def run_phased(
     buy_now = solve_phased(pi, config, "buy-now")
     rent = solve_phased(pi, config, "rent")
     result = schedule(pi, best, buy_now, rent, run.reqs.currency)
-    text = result.model_dump_json(indent=2) + "\n" if fmt == "json" else render_schedule(result)
+    if best.periods:  # a schedule: its BOM, capacity, and the single plan beside it
+        result = with_periods_detail(result, pi, best, run)
+        single = single_period(run, pi, config)
+        result = with_single(result, single_baseline(best, single, run.reqs.currency))
+    text = schedule_text(result, fmt, bom, run, requirements, catalog_paths)
     code = EXIT_CODES[result.status]
     if output is not None:
         return RunResult(result, CommandOutput(files=(written(output, text),), exit_code=code))
     return RunResult(result, CommandOutput(stdout=text, exit_code=code))
+
+
+def schedule_text(
+    s: Schedule,
+    fmt: str,
+    bom: bool,
+    run: Inputs,
+    requirements: Path,
+    catalog_paths: tuple[Path, ...],
+) -> str:
+    """The HTML report of a schedule, else its bill of materials (--bom), else the
+    schedule in its format; a run without a schedule explains itself as text."""
+    from gpusolve.render.schedule import render_schedule
+
+    found = bool(s.periods)
+    if fmt == "html" and found:
+        from gpusolve.report.html import context_for
+        from gpusolve.report.schedule import schedule_html
+
+        return schedule_html(s, context_for(run.catalog, list(catalog_paths), [requirements]))
+    if bom and found:
+        from gpusolve.render.schedule_bom import render_schedule_bom
+
+        return render_schedule_bom(s, fmt)
+    if fmt == "json":
+        return s.model_dump_json(indent=2) + "\n"
+    if fmt == "yaml":
+        import yaml
+
+        data = s.model_dump(mode="json")
+        return yaml.safe_dump(data, sort_keys=False, allow_unicode=True, width=100)
+    if fmt == "markdown":
+        from gpusolve.render.schedule import schedule_markdown
+
+        return schedule_markdown(s)
+    return render_schedule(s)

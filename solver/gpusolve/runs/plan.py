@@ -72,7 +72,13 @@ def run_plan(request: PlanRequest, progress: Progress = lambda _: None) -> RunRe
         check_phased_options(request)
 
         return run_phased(  # type: ignore[return-value]
-            run, plan_options(request).config, request.requirements, request.fmt, request.output
+            run,
+            plan_options(request).config,
+            request.requirements,
+            request.fmt,
+            request.output,
+            bom=request.bom,
+            catalog_paths=request.catalog_paths,
         )
     if request.why_not is not None:
         run.check_known_id(request.why_not)
@@ -165,16 +171,15 @@ def _with_ranges(solved: Solved, bar: bool, progress: Progress) -> Plan:
 
 
 def check_phased_options(request: PlanRequest) -> None:
-    """A schedule prints as text or JSON; the analyses on one plan do not apply yet."""
+    """A schedule prints in every format (and --bom); the analyses on one plan do not
+    apply yet."""
     used = [
         name
         for name, on in (
-            (f"--format {request.fmt}", request.fmt not in ("text", "json")),
             ("--top-k", request.top_k > 0),
             ("--why-not", request.why_not is not None),
             ("--robust", request.robust is not None),
             ("--sensitivity", request.sensitivity),
-            ("--bom", request.bom),
             ("--launch", request.launch is not None),
         )
         if on
@@ -182,7 +187,8 @@ def check_phased_options(request: PlanRequest) -> None:
     if used:
         raise OptionConflict(
             f"{', '.join(used)}: not available for a plan with periods (a purchase schedule "
-            "prints as text or JSON); drop it, or remove the periods: block"
+            "prints with its baselines, --bom and --format); drop it, or remove the periods: "
+            "block"
         )
 
 

@@ -312,3 +312,31 @@ def test_the_examples_rental_is_labelled_illustrative() -> None:
 
 def test_the_schedule_json_round_trips(example: Schedule) -> None:
     assert Schedule.model_validate(json.loads(example.model_dump_json())) == example
+
+
+def test_a_fixed_fleet_is_bought_at_month_0_and_priced_like_for_like(chat: Path) -> None:
+    """The single plan's fleet is priced by fixing the first period's purchases: the
+    buy-now optimum's own fleet gives back its value; one server more costs more."""
+    from gpusolve.optimize.ir import SolveConfig
+    from gpusolve.optimize.phased import solve_phased
+    from gpusolve.plan.inputs import prepare_run
+    from gpusolve.plan.phased import build_phased
+
+    pi = build_phased(prepare_run(chat, (ROOT / "catalog",), ())).instance
+    config = SolveConfig(time_limit_s=10)
+    now = solve_phased(pi, config, "buy-now")
+    fleet = dict(now.periods[0].bought)
+    assert fleet  # no rental in northern Jiangsu: it buys
+    again = solve_phased(pi, config, "buy-now", fleet)
+    assert again.objective_value == now.objective_value
+    assert [dict(p.bought) for p in again.periods] == [fleet, {}]
+    bigger = {k: n + 1 for k, n in fleet.items()}
+    more = solve_phased(pi, config, "buy-now", bigger)
+    assert dict(more.periods[0].bought) == bigger
+    assert more.objective_value is not None and now.objective_value is not None
+    assert more.objective_value > now.objective_value
+    unknown = solve_phased(pi, config, "buy-now", {("no-such-server", "nowhere"): 1})
+    assert unknown.status == "infeasible"
+    assert (
+        unknown.reason == "1 x no-such-server @ nowhere cannot be bought in the first period here"
+    )

@@ -43,6 +43,11 @@ def run_phased(
         result = with_single(result, single_baseline(best, single, run.reqs.currency))
     text = schedule_text(result, fmt, bom, run, requirements, catalog_paths)
     code = EXIT_CODES[result.status]
+    if output is not None and not result.periods and (bom or fmt in ("html", "csv")):
+        # No schedule: the report or BOM asked for is not there; the -o file keeps the last
+        # one and the explanation goes to the terminal, as for a single plan.
+        said = (f"no schedule: {output} left as it was",)
+        return RunResult(result, CommandOutput(before=said, stdout=text, exit_code=code))
     if output is not None:
         return RunResult(result, CommandOutput(files=(written(output, text),), exit_code=code))
     return RunResult(result, CommandOutput(stdout=text, exit_code=code))

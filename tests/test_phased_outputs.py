@@ -210,9 +210,15 @@ def test_the_html_report_shows_the_json_schedules_figures(example: Schedule) -> 
     # The timeline's tables: each period's spend total, capacity and demand.
     spend = t["spend"][1:]
     assert [_n(r[-2]) for r in spend] == [_period_total(p) for p in example.periods]
-    capacity = [(r[1], _n(r[2])) for r in t["capacity"][1:]]
+    capacity = [(r[1], _n(r[2]), _n(r[3])) for r in t["capacity"][1:]]
     assert capacity == [
-        (c.workload, c.capacity_tokens_per_s) for p in example.periods for c in p.capacity
+        (
+            c.workload,
+            c.capacity_tokens_per_s,
+            None if c.demand_tokens_per_s is None else round(c.demand_tokens_per_s),
+        )
+        for p in example.periods
+        for c in p.capacity
     ]
     # The two charts, inline, each beside its table.
     assert "schedule-spend-chart" in page.svgs

@@ -3,6 +3,7 @@ capacity against demand, and the best single-period plan as a third baseline."""
 
 from __future__ import annotations
 
+from gpusolve.models.plan import SourceRef
 from gpusolve.models.schedule import Baseline, Purchase, Schedule
 from gpusolve.optimize.phased import PhasedInstance, PhasedSolution
 from gpusolve.plan.inputs import Inputs
@@ -12,7 +13,7 @@ from gpusolve.plan.schedule_bom import period_boms
 from gpusolve.plan.schedule_capacity import period_capacity
 
 
-def _sources(run: Inputs, best: PhasedSolution) -> list:  # type: ignore[type-arg]
+def _sources(run: Inputs, best: PhasedSolution) -> list[SourceRef]:
     from gpusolve.load.catalog import sources_of
 
     if run.loaded is None:

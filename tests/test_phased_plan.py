@@ -65,7 +65,11 @@ def test_a_phased_plan_prints_a_schedule_that_validates(gpusolve, tmp_path: Path
     jsonschema.validate(schedule, SCHEDULE)
     assert schedule["status"] == "optimal"
     assert [p["start_month"] for p in schedule["periods"]] == [0, 3]
-    assert [b["name"] for b in schedule["baselines"]] == ["buy-now", "rent-as-you-go"]
+    assert [b["name"] for b in schedule["baselines"]] == [
+        "buy-now",
+        "rent-as-you-go",
+        "single-period",
+    ]
     for b in schedule["baselines"]:
         assert b["saving"] is None or b["saving"] >= 0  # never dearer than a baseline
 

@@ -90,7 +90,8 @@ OBJECTIVES = ("min-tco", "min-capex", "min-monthly", "max-throughput")
 @click.option(
     "--bom",
     is_flag=True,
-    help="Print only the bill of materials (--format csv: one row per item, for a spreadsheet).",
+    help="Print only the bill of materials (--format csv: one row per item, for a spreadsheet; "
+    "with periods: per purchase period, with period and start_month columns).",
 )
 @click.option(
     "--launch",

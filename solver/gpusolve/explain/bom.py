@@ -119,10 +119,17 @@ def bill_of_materials(plan: Plan, catalog: Catalog) -> list[BomLine]:
     """The plan's bill of materials (empty when the plan has no cost)."""
     if plan.cost is None:
         return []
-    items = [i for i in plan.cost.breakdown.items if i.amount]
+    return bom_of_items(plan.cost.breakdown.items, [s.offer for s in plan.sites], catalog)
+
+
+def bom_of_items(items: list[CostItem], site_order: list[str], catalog: Catalog) -> list[BomLine]:
+    """Cost lines as a bill of materials: per site (in `site_order`, then the others by
+    name) the cards inside the servers bought, the servers, racks and running costs; then
+    the plan-wide lines, network, storage, spares and rentals. Zero lines are left out."""
+    items = [i for i in items if i.amount]
     lines = [bom_line(i) for i in items]
     bought = [ln for i, ln in zip(items, lines, strict=True) if i.kind == "servers_capex"]
-    order = [s.offer for s in plan.sites]
+    order = list(site_order)
     order += sorted({ln.site for ln in lines if ln.site is not None} - set(order))
     out: list[BomLine] = []
     for site in order:

@@ -6,6 +6,8 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from gpusolve.models.plan import BomLine
+
 ScheduleStatus = Literal["optimal", "feasible", "infeasible", "timeout"]
 
 
@@ -39,6 +41,15 @@ class PeriodSpend(BaseModel):
     )
 
 
+class WorkloadCapacity(BaseModel):
+    workload: str
+    capacity_tokens_per_s: int = Field(description="Tokens/s of what runs it in this period.")
+    demand_tokens_per_s: float | None = Field(
+        description="Tokens/s the period asks: inference, its target; training, its tokens "
+        "over the hours of its slot in the period's months (null: stated as concurrency only)."
+    )
+
+
 class SchedulePeriod(BaseModel):
     index: int
     start_month: int
@@ -48,6 +59,15 @@ class SchedulePeriod(BaseModel):
     racks: dict[str, int] = Field(description="Racks contracted per site in this period.")
     running: list[Running]
     spend: PeriodSpend
+    bom: list[BomLine] = Field(
+        default_factory=list,
+        description="Bill of materials of this period: what it buys, the racks it contracts "
+        "(their whole term), its energy, site fees and rentals; the lines add up to the "
+        "period's spend (the residual value is a credit at the horizon, not a line).",
+    )
+    capacity: list[WorkloadCapacity] = Field(
+        default_factory=list, description="Per workload running: what runs it against its demand."
+    )
 
 
 class YearCapex(BaseModel):
@@ -57,7 +77,7 @@ class YearCapex(BaseModel):
 
 
 class Baseline(BaseModel):
-    name: Literal["buy-now", "rent-as-you-go"]
+    name: Literal["buy-now", "rent-as-you-go", "single-period"]
     status: ScheduleStatus
     tco: int | None
     penalties: int = Field(default=0, description="Soft-rule penalties (not spent).")
@@ -65,6 +85,11 @@ class Baseline(BaseModel):
         description="This baseline's TCO + penalties less the schedule's (what the model "
         "minimises); null when either has none."
     )
+    bought: list[Purchase] = Field(
+        default_factory=list,
+        description="single-period: the servers the ordinary single plan buys at month 0.",
+    )
+    note: str | None = Field(default=None, description="What this baseline is, in words.")
 
 
 class Schedule(BaseModel):

@@ -28,7 +28,9 @@ single plan has them): compute-fabric switches, shared storage, bandwidth beyond
 included Mbps, N+1 spares, selling owned servers; objectives other than min-tco.
 
 `Mode` restricts the purchases for the baselines a buyer would otherwise take, solved by
-this same model: "buy-now" buys only in the first period, "rent" buys nothing.
+this same model: "buy-now" buys only in the first period, "rent" buys nothing. A `fixed`
+fleet (with "buy-now") is a purchase decided elsewhere (the single-period plan's), priced
+here like for like: exactly those servers bought in the first period, nothing later.
 """
 
 from __future__ import annotations
@@ -183,9 +185,11 @@ def build_model(
     mode: Mode,
     lits: relax.Lits | None = None,
     model: cp_model.CpModel | None = None,
+    fixed: dict[tuple[str, str], int] | None = None,
 ) -> tuple[cp_model.CpModel, _Vars, dict[str, Any]]:
     """The phased model; in explain mode (`lits`: requirement name -> literal of `model`)
-    every requirement holds only while its literal is true."""
+    every requirement holds only while its literal is true; with `fixed`, exactly that
+    fleet (sku, site) is bought, in the first period."""
     m = cp_model.CpModel() if model is None else model
     skus, sites = _skus_sites(pi)
     stock = _stock(pi)
@@ -201,6 +205,9 @@ def build_model(
                 buy[k, s, q] = m.new_int_var(0, cap[s], f"buy[{k},{s},{q}]")
                 if q < pi.available_period.get(k, 0):
                     relax.guard(m.add(buy[k, s, q] == 0), lits, f"available:{k}")
+    if fixed is not None:
+        for (k, s, q), x in buy.items():
+            m.add(x == (fixed.get((k, s), 0) if q == 0 else 0))
     working: dict[tuple[str, str, int], Any] = {}
     for k, s in pairs:
         for p in range(n_periods):
@@ -378,10 +385,19 @@ Restrict = Callable[[cp_model.CpModel, "_Vars"], None]
 
 
 def solve_phased(
-    pi: PhasedInstance, config: SolveConfig, mode: Mode = "free", restrict: Restrict | None = None
+    pi: PhasedInstance,
+    config: SolveConfig,
+    mode: Mode = "free",
+    restrict: Restrict | None = None,
+    fixed: dict[tuple[str, str], int] | None = None,
 ) -> PhasedSolution:
-    """The cheapest schedule (TCO + penalties) over the periods, or an honest status."""
+    """The cheapest schedule (TCO + penalties) over the periods, or an honest status; with
+    `fixed`, the cheapest one that buys exactly that fleet (sku, site) in the first period."""
     start = time.perf_counter()
+    unbuyable = _unbuyable(pi, fixed or {})
+    if unbuyable:
+        reason = f"{unbuyable} cannot be bought in the first period here"
+        return PhasedSolution("infeasible", mode, wall_s=time.perf_counter() - start, reason=reason)
     missing = [
         (inst, w) for inst in pi.instances for w in inst.workloads if not _has_option(inst, w)
     ]
@@ -389,7 +405,7 @@ def solve_phased(
         p = pi.instances.index(missing[0][0])
         reason = f"workload {missing[0][1]!r} has no option in period {p}"
         return PhasedSolution("infeasible", mode, wall_s=time.perf_counter() - start, reason=reason)
-    m, v, exprs = build_model(pi, mode)
+    m, v, exprs = build_model(pi, mode, fixed=fixed)
     if restrict is not None:
         restrict(m, v)
     n_periods = len(pi.periods)
@@ -406,7 +422,7 @@ def solve_phased(
     wall = time.perf_counter() - start
     if status not in ("optimal", "feasible"):
         tight = status == "infeasible" and restrict is None
-        why = _budget_reason(pi, config, mode) if tight else None
+        why = _budget_reason(pi, config, mode, fixed) if tight else None
         return PhasedSolution(status, mode, wall_s=time.perf_counter() - start, reason=why)
     value = int(solver.value(objective))
     bound = integral_bound(solver.best_objective_bound, maximise=False)
@@ -427,14 +443,30 @@ def solve_phased(
     )
 
 
-def _budget_reason(pi: PhasedInstance, config: SolveConfig, mode: Mode) -> str | None:
+def _unbuyable(pi: PhasedInstance, fixed: dict[tuple[str, str], int]) -> str | None:
+    """The first server of a fixed fleet the model cannot buy at month 0 (not sold yet,
+    not at that site), named; None when all can be."""
+    skus, sites = _skus_sites(pi)
+    for (k, s), n in sorted(fixed.items()):
+        ok = k in skus and s in sites and skus[k].buyable and fits_site(skus[k], sites[s])
+        if n > 0 and not (ok and _buyable(pi, k, 0, "buy-now")):
+            return f"{n} x {k} @ {s}"
+    return None
+
+
+def _budget_reason(
+    pi: PhasedInstance,
+    config: SolveConfig,
+    mode: Mode,
+    fixed: dict[tuple[str, str], int] | None = None,
+) -> str | None:
     """Why no schedule exists, when the capex budgets are the cause: the same schedule
     without them exists (else the periods' demand cannot be met in time at all: no rental
     and no server working yet, or not enough racks)."""
     if pi.capex_max is None and not pi.capex_by_year:
         return None
     free = replace(pi, capex_max=None, capex_by_year=())
-    unbounded = solve_phased(free, config, mode)
+    unbounded = solve_phased(free, config, mode, fixed=fixed)
     if unbounded.status not in ("optimal", "feasible"):
         return None
     spent = ", ".join(f"year {y}: {c:,}" for y, c in unbounded.capex_by_year.items())

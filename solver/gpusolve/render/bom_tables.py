@@ -30,26 +30,29 @@ def number(value: float | None) -> str:
     return f"{value:.4f}".rstrip("0").rstrip(".")
 
 
+def csv_row(ln: BomLine) -> list[str]:
+    """One BOM line as the CSV's cells, in `CSV_COLUMNS` order."""
+    return [
+        ln.section,
+        ln.item,
+        ln.site or "",
+        number(ln.quantity),
+        ln.unit,
+        number(ln.unit_price),
+        number(ln.amount),
+        ln.source,
+        "yes" if ln.illustrative else "no",
+        ln.note,
+    ]
+
+
 def bom_csv(lines: list[BomLine]) -> str:
     """One row per BOM line under a header row (RFC 4180 quoting, '\\n' line ends)."""
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(CSV_COLUMNS)
     for ln in lines:
-        writer.writerow(
-            [
-                ln.section,
-                ln.item,
-                ln.site or "",
-                number(ln.quantity),
-                ln.unit,
-                number(ln.unit_price),
-                number(ln.amount),
-                ln.source,
-                "yes" if ln.illustrative else "no",
-                ln.note,
-            ]
-        )
+        writer.writerow(csv_row(ln))
     return out.getvalue()
 
 
@@ -66,10 +69,23 @@ def bom_text(plan: Plan) -> list[str]:
     if not plan.bom:
         return []
     currency = plan.cost.currency if plan.cost else ""
-    head = ["section", "item", "site", "quantity", "unit", "unit price", "amount"]
-    rows = [_cells(ln) for ln in plan.bom]
     sources = list(dict.fromkeys(ln.source for ln in plan.bom if ln.source))
-    for row, ln in zip(rows, plan.bom, strict=True):
+    out = [f"Bill of materials ({currency}; * illustrative price, not a quote)"]
+    out += table_text(plan.bom, sources)
+    total = sum(ln.amount for ln in plan.bom if ln.unit_price is not None)
+    out.append(f"  total = TCO over the horizon: {total:,.0f} {currency}")
+    credit = resale_note(plan)
+    if credit:
+        out.append(f"  {credit}")
+    out += [f"  [{i}] {s}" for i, s in enumerate(sources, 1)]
+    return out
+
+
+def table_text(lines: list[BomLine], sources: list[str]) -> list[str]:
+    """BOM lines as aligned columns, each with its source's number in `sources`."""
+    head = ["section", "item", "site", "quantity", "unit", "unit price", "amount"]
+    rows = [_cells(ln) for ln in lines]
+    for row, ln in zip(rows, lines, strict=True):
         what = ln.note.split(":")[0]  # the cost line's kind ("energy"), or "inside X"
         ref = f"[{sources.index(ln.source) + 1}] " if ln.source else ""
         row.append(ref + what)
@@ -84,15 +100,7 @@ def bom_text(plan: Plan) -> list[str]:
         tail = f"  {row[len(head)]}" if len(row) > len(head) else ""
         return ("  " + "  ".join(cells) + tail).rstrip()
 
-    total = sum(ln.amount for ln in plan.bom if ln.unit_price is not None)
-    out = [f"Bill of materials ({currency}; * illustrative price, not a quote)", fmt(head)]
-    out += [fmt(r) for r in rows]
-    out.append(f"  total = TCO over the horizon: {total:,.0f} {currency}")
-    credit = resale_note(plan)
-    if credit:
-        out.append(f"  {credit}")
-    out += [f"  [{i}] {s}" for i, s in enumerate(sources, 1)]
-    return out
+    return [fmt(head), *(fmt(r) for r in rows)]
 
 
 def bom_markdown(plan: Plan) -> list[str]:
@@ -100,19 +108,25 @@ def bom_markdown(plan: Plan) -> list[str]:
         return []
     currency = plan.cost.currency if plan.cost else ""
     out = ["## Bill of materials", "", f"{currency}; * illustrative price, not a quote.", ""]
-    out += [
-        "| section | item | site | quantity | unit | unit price | amount | source |",
-        "|---|---|---|---:|---|---:|---:|---|",
-    ]
-    for ln in plan.bom:
-        cells = _cells(ln)
-        source = ln.source or ln.note
-        out.append("| " + " | ".join([*cells, source.replace("|", "/")]) + " |")
+    out += table_markdown(plan.bom)
     total = sum(ln.amount for ln in plan.bom if ln.unit_price is not None)
     out += ["", f"Total = TCO over the horizon: {total:,.0f} {currency}."]
     credit = resale_note(plan)
     if credit:
         out += ["", f"{credit[0].upper()}{credit[1:]}."]
+    return out
+
+
+def table_markdown(lines: list[BomLine]) -> list[str]:
+    """BOM lines as a markdown table, each with its source."""
+    out = [
+        "| section | item | site | quantity | unit | unit price | amount | source |",
+        "|---|---|---|---:|---|---:|---:|---|",
+    ]
+    for ln in lines:
+        cells = _cells(ln)
+        source = ln.source or ln.note
+        out.append("| " + " | ".join([*cells, source.replace("|", "/")]) + " |")
     return out
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from gpusolve.models.schedule import Schedule, SchedulePeriod
+from gpusolve.models.schedule import Baseline, Schedule, SchedulePeriod
 
 
 def _money(value: int | None, currency: str) -> str:
@@ -53,6 +53,7 @@ def render_schedule(s: Schedule) -> str:
         penalties = f" + penalties {_money(b.penalties, cur)}" if b.penalties else ""
         saving = f", saving {_money(b.saving, cur)}" if b.saving is not None else ""
         lines.append(f"  {b.name:<15} {b.status:<10} TCO {_money(b.tco, cur)}{penalties}{saving}")
+        lines += _baseline_note(b)
     lines.append("")
     lines.append("Model notes")
     lines += [f"  - {n}" for n in s.model_notes]
@@ -81,3 +82,51 @@ def _analyses_lines(s: Schedule) -> list[str]:
         lines += ["", f"Why not {s.why_not.item}"]
         lines += [f"  - {line}" for line in s.why_not.lines]
     return lines
+
+
+def _baseline_note(b: Baseline) -> list[str]:
+    """What a baseline decided elsewhere is (the single-period plan), and what it buys."""
+    lines = [f"    {b.note}"] if b.note else []
+    if b.bought:
+        bought = ", ".join(f"{p.servers} x {p.server} @ {p.site}" for p in b.bought)
+        lines.append(f"    buys at month 0: {bought}")
+    return lines
+
+
+def schedule_markdown(s: Schedule) -> str:
+    """The schedule as a markdown memo: the figures, the periods, capex per year and the
+    baselines side by side."""
+    cur = s.currency
+    out = [f"# Purchase schedule over {s.horizon_months} months", ""]
+    out.append(f"Status {s.status}; TCO {_money(s.tco, cur)}.")
+    if s.reason:
+        out += ["", s.reason]
+    out += ["", "| period | months | buy | racks | runs | capex | per month |"]
+    out.append("|---|---|---|---|---|---:|---:|")
+    for p in s.periods:
+        bought = "; ".join(f"{b.servers} x {b.server} @ {b.site}" for b in p.bought) or "-"
+        racks = "; ".join(f"{n} @ {site}" for site, n in p.racks.items()) or "none"
+        runs = "; ".join(
+            f"{r.workload}: {r.count} x {r.server} @ {r.site}"
+            if r.server
+            else f"{r.workload}: rent {r.count} x {r.offer}"
+            for r in p.running
+        )
+        cells = [f"P{p.index}", f"{p.start_month}-{p.start_month + p.months}", bought, racks]
+        cells += [runs, f"{p.spend.capex:,}", f"{p.spend.monthly:,}"]
+        out.append("| " + " | ".join(c.replace("|", "/") for c in cells) + " |")
+    if s.capex_by_year:
+        out += ["", "## Capex per fiscal year", "", "| year | capex | budget |", "|---|---:|---:|"]
+        out += [f"| {y.year} | {y.capex:,} | {_money(y.budget, cur)} |" for y in s.capex_by_year]
+    out += ["", "## Against the baselines (same model; saving in TCO + penalties)", ""]
+    out += ["| baseline | status | TCO | penalties | saving |", "|---|---|---:|---:|---:|"]
+    for b in s.baselines:
+        out.append(
+            f"| {b.name} | {b.status} | {_money(b.tco, cur)} | {b.penalties:,} | "
+            f"{_money(b.saving, cur)} |"
+        )
+    notes = [line.strip() for b in s.baselines for line in _baseline_note(b)]
+    if notes:
+        out += ["", *[f"- {n}" for n in notes]]
+    out += ["", "## Model notes", "", *[f"- {n}" for n in s.model_notes]]
+    return "\n".join(out) + "\n"

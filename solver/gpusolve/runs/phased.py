@@ -25,11 +25,14 @@ def run_phased(
     output: Path | None,
     top_k: int = 0,
     why_not: str | None = None,
+    bom: bool = False,
+    catalog_paths: tuple[Path, ...] = (),
 ) -> RunResult[Schedule]:
     from gpusolve.optimize.phased import solve_phased
+    from gpusolve.plan.peak import single_period
     from gpusolve.plan.phased import build_phased, check_phased
     from gpusolve.plan.schedule import schedule
-    from gpusolve.render.schedule import render_schedule
+    from gpusolve.plan.schedule_views import single_baseline, with_periods_detail, with_single
 
     check_phased(run.reqs, str(requirements))
     built = build_phased(run)
@@ -41,8 +44,17 @@ def run_phased(
     result = _analysed(
         result, run, built, {"free": best, "buy-now": buy_now, "rent": rent}, config, top_k, why_not
     )
-    text = result.model_dump_json(indent=2) + "\n" if fmt == "json" else render_schedule(result)
+    if best.periods:  # a schedule: its BOM, capacity, and the single plan beside it
+        result = with_periods_detail(result, pi, best, run)
+        single = single_period(run, pi, config)
+        result = with_single(result, single_baseline(best, single, run.reqs.currency))
+    text = schedule_text(result, fmt, bom, run, requirements, catalog_paths)
     code = EXIT_CODES[result.status]
+    if output is not None and not result.periods and (bom or fmt in ("html", "csv")):
+        # No schedule: the report or BOM asked for is not there; the -o file keeps the last
+        # one and the explanation goes to the terminal, as for a single plan.
+        said = (f"no schedule: {output} left as it was",)
+        return RunResult(result, CommandOutput(before=said, stdout=text, exit_code=code))
     if output is not None:
         return RunResult(result, CommandOutput(files=(written(output, text),), exit_code=code))
     return RunResult(result, CommandOutput(stdout=text, exit_code=code))
@@ -69,3 +81,39 @@ def _analysed(
     if why_not is not None:
         update["why_not"] = phased.why_not(run, built, best, why_not, config)
     return result.model_copy(update=update)
+
+
+def schedule_text(
+    s: Schedule,
+    fmt: str,
+    bom: bool,
+    run: Inputs,
+    requirements: Path,
+    catalog_paths: tuple[Path, ...],
+) -> str:
+    """The HTML report of a schedule, else its bill of materials (--bom), else the
+    schedule in its format; a run without a schedule explains itself as text."""
+    from gpusolve.render.schedule import render_schedule
+
+    found = bool(s.periods)
+    if fmt == "html" and found:
+        from gpusolve.report.html import context_for
+        from gpusolve.report.schedule import schedule_html
+
+        return schedule_html(s, context_for(run.catalog, list(catalog_paths), [requirements]))
+    if bom and found:
+        from gpusolve.render.schedule_bom import render_schedule_bom
+
+        return render_schedule_bom(s, fmt)
+    if fmt == "json":
+        return s.model_dump_json(indent=2) + "\n"
+    if fmt == "yaml":
+        import yaml
+
+        data = s.model_dump(mode="json")
+        return yaml.safe_dump(data, sort_keys=False, allow_unicode=True, width=100)
+    if fmt == "markdown":
+        from gpusolve.render.schedule import schedule_markdown
+
+        return schedule_markdown(s)
+    return render_schedule(s)

@@ -80,6 +80,8 @@ def run_plan(request: PlanRequest, progress: Progress = lambda _: None) -> RunRe
             request.output,
             request.top_k,
             request.why_not,
+            bom=request.bom,
+            catalog_paths=request.catalog_paths,
         )
     if request.why_not is not None:
         run.check_known_id(request.why_not)
@@ -172,14 +174,13 @@ def _with_ranges(solved: Solved, bar: bool, progress: Progress) -> Plan:
 
 
 def check_phased_options(request: PlanRequest) -> None:
-    """A schedule prints as text or JSON; the analyses on one plan do not apply yet."""
+    """A schedule prints in every format, with --bom, --top-k and --why-not; --robust,
+    --sensitivity and --launch apply to one plan only, so far."""
     used = [
         name
         for name, on in (
-            (f"--format {request.fmt}", request.fmt not in ("text", "json")),
             ("--robust", request.robust is not None),
             ("--sensitivity", request.sensitivity),
-            ("--bom", request.bom),
             ("--launch", request.launch is not None),
         )
         if on
@@ -187,7 +188,8 @@ def check_phased_options(request: PlanRequest) -> None:
     if used:
         raise OptionConflict(
             f"{', '.join(used)}: not available for a plan with periods (a purchase schedule "
-            "prints as text or JSON); drop it, or remove the periods: block"
+            "prints with its baselines, --bom and --format); drop it, or remove the periods: "
+            "block"
         )
 
 

@@ -16,9 +16,9 @@ from tests.support.shipped import ROOT
 
 from gpusolve.models.periods import Period, split_horizon
 from gpusolve.optimize.ir import CloudOption, Instance, OwnedOption, Requirement
-from gpusolve.optimize.phased import PhasedInstance
 from gpusolve.optimize.phased_alternatives import alternatives, forced, schedule_key
 from gpusolve.optimize.phased_explain import explain_phased, move
+from gpusolve.optimize.phased_ir import PhasedInstance
 
 FAST = sku("fast", 3000, 10_000, 8)
 QUARTERS = split_horizon(12, 3)  # P0..P3, all in fiscal year 0

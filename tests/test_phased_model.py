@@ -14,7 +14,8 @@ from tests.factories.instances import ONE, instance, owned, rented
 
 from gpusolve.models.periods import Period, split_horizon
 from gpusolve.optimize.ir import Instance, Stock
-from gpusolve.optimize.phased import PhasedInstance, PhasedSolution, solve_phased
+from gpusolve.optimize.phased import solve_phased
+from gpusolve.optimize.phased_ir import PhasedInstance, PhasedSolution
 
 
 def _period(p: Period, servers: int | None, cloud_month: int | None = None) -> Instance:

@@ -333,15 +333,15 @@ def test_a_fixed_fleet_is_bought_at_month_0_and_priced_like_for_like(chat: Path)
     now = solve_phased(pi, config, "buy-now")
     fleet = dict(now.periods[0].bought)
     assert fleet  # no rental in northern Jiangsu: it buys
-    again = solve_phased(pi, config, "buy-now", fleet)
+    again = solve_phased(pi, config, "buy-now", fixed=fleet)
     assert again.objective_value == now.objective_value
     assert [dict(p.bought) for p in again.periods] == [fleet, {}]
     bigger = {k: n + 1 for k, n in fleet.items()}
-    more = solve_phased(pi, config, "buy-now", bigger)
+    more = solve_phased(pi, config, "buy-now", fixed=bigger)
     assert dict(more.periods[0].bought) == bigger
     assert more.objective_value is not None and now.objective_value is not None
     assert more.objective_value > now.objective_value
-    unknown = solve_phased(pi, config, "buy-now", {("no-such-server", "nowhere"): 1})
+    unknown = solve_phased(pi, config, "buy-now", fixed={("no-such-server", "nowhere"): 1})
     assert unknown.status == "infeasible"
     assert (
         unknown.reason == "1 x no-such-server @ nowhere cannot be bought in the first period here"

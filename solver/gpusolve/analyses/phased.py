@@ -18,7 +18,7 @@ from gpusolve.models.schedule import (
     ScheduleWhyNot,
 )
 from gpusolve.optimize import ir
-from gpusolve.optimize.phased import Mode, PhasedSolution
+from gpusolve.optimize.phased_ir import Mode, PhasedSolution
 from gpusolve.plan.inputs import Inputs
 from gpusolve.plan.phased import PhasedInputs
 from gpusolve.plan.phased_explain import ExplainInputs, build_explain, first_month

@@ -18,7 +18,8 @@ from collections.abc import Callable
 from ortools.sat.python import cp_model
 
 from gpusolve.optimize.ir import SolveConfig
-from gpusolve.optimize.phased import PhasedInstance, PhasedSolution, _Vars, solve_phased
+from gpusolve.optimize.phased import _Vars, solve_phased
+from gpusolve.optimize.phased_ir import PhasedInstance, PhasedSolution
 
 Key = tuple[str, str, str]  # (workload, server SKU or cloud offer, site or "")
 # Whether a choice uses an item: (period, option key, site or None for a rental).

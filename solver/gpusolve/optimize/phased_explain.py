@@ -24,7 +24,8 @@ from ortools.sat.python import cp_model
 from gpusolve.models.periods import fiscal_year
 from gpusolve.optimize import explain as single
 from gpusolve.optimize.ir import Requirement, SolveConfig
-from gpusolve.optimize.phased import Mode, PhasedInstance, _Vars, build_model
+from gpusolve.optimize.phased import _Vars, build_model
+from gpusolve.optimize.phased_ir import Mode, PhasedInstance
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,8 @@ from collections import defaultdict
 from gpusolve.models.periods import Period, active, active_months
 from gpusolve.models.requirements import InferenceWorkload, Requirements, Workload
 from gpusolve.optimize.ir import SolveConfig
-from gpusolve.optimize.phased import PhasedInstance, PhasedSolution, solve_phased
+from gpusolve.optimize.phased import solve_phased
+from gpusolve.optimize.phased_ir import PhasedInstance, PhasedSolution
 from gpusolve.plan.inputs import Inputs
 from gpusolve.plan.phased import _for_period, period_catalog, periods_of
 

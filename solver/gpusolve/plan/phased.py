@@ -33,7 +33,7 @@ from gpusolve.models.periods import (
 )
 from gpusolve.models.requirements import InferenceWorkload, Requirements, Workload
 from gpusolve.optimize import finance
-from gpusolve.optimize.phased import PhasedInstance
+from gpusolve.optimize.phased_ir import PhasedInstance
 from gpusolve.plan.inputs import Inputs
 
 

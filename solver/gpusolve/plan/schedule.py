@@ -13,7 +13,7 @@ from gpusolve.models.schedule import (
     ScheduleStatus,
     YearCapex,
 )
-from gpusolve.optimize.phased import PeriodPlan, PhasedInstance, PhasedSolution
+from gpusolve.optimize.phased_ir import PeriodPlan, PhasedInstance, PhasedSolution
 
 MODEL_NOTES = (
     "racks per site by total kW, rack units and whole servers per rack (exact for one server "

@@ -17,7 +17,7 @@ from gpusolve.models.catalog import Catalog
 from gpusolve.models.common import PriceNote
 from gpusolve.models.plan import BomLine, CostItem, CostKind, SourceRef
 from gpusolve.optimize import ir
-from gpusolve.optimize.phased import PeriodPlan, PhasedInstance, PhasedSolution
+from gpusolve.optimize.phased_ir import PeriodPlan, PhasedInstance, PhasedSolution
 
 
 def _sites(pi: PhasedInstance) -> dict[str, ir.Site]:

@@ -14,7 +14,7 @@ from __future__ import annotations
 from gpusolve.models.money import slot_hours_per_month
 from gpusolve.models.requirements import InferenceWorkload, Requirements, TrainingBase
 from gpusolve.models.schedule import WorkloadCapacity
-from gpusolve.optimize.phased import PeriodPlan, PhasedInstance, PhasedSolution
+from gpusolve.optimize.phased_ir import PeriodPlan, PhasedInstance, PhasedSolution
 from gpusolve.plan.phased import period_requirements
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from gpusolve.models.plan import SourceRef
 from gpusolve.models.schedule import Baseline, Purchase, Schedule
-from gpusolve.optimize.phased import PhasedInstance, PhasedSolution
+from gpusolve.optimize.phased_ir import PhasedInstance, PhasedSolution
 from gpusolve.plan.inputs import Inputs
 from gpusolve.plan.peak import NOTE, SinglePeriod
 from gpusolve.plan.schedule import _status

@@ -10,7 +10,7 @@ from gpusolve.runs.output import CommandOutput, RunResult, written
 
 if TYPE_CHECKING:
     from gpusolve.optimize.ir import SolveConfig
-    from gpusolve.optimize.phased import Mode, PhasedSolution
+    from gpusolve.optimize.phased_ir import Mode, PhasedSolution
     from gpusolve.plan.inputs import Inputs
     from gpusolve.plan.phased import PhasedInputs
 

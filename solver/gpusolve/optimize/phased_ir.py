@@ -1,0 +1,85 @@
+"""The phased schedule's data: the instance over periods and what a solve returns.
+
+Apart from `optimize.phased` (the model and its solve) so that the analyses and the
+benchmarks read these types without the model's code.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+from gpusolve.models.periods import Period
+from gpusolve.optimize.ir import Instance, Status
+
+Mode = Literal["free", "buy-now", "rent"]
+
+
+@dataclass(frozen=True)
+class PhasedInstance:
+    periods: tuple[Period, ...]
+    instances: tuple[Instance, ...]  # one per period: the workloads running in it
+    # sku -> price per server bought at the start of each period; None: cannot be bought then
+    price: dict[str, tuple[int | None, ...]]
+    # sku -> first period a server bought in each period works in (None: after the horizon)
+    works_from: dict[str, tuple[int | None, ...]]
+    horizon_months: int
+    # sku -> value at the horizon per server bought in each period (0 when not credited)
+    residual: dict[str, tuple[int, ...]] = field(default_factory=dict)
+    min_term_months: dict[str, int] = field(default_factory=dict)  # site -> shortest contract
+    capex_max: int | None = None
+    capex_by_year: tuple[int, ...] = ()
+    # Explain mode (`phased_explain.py`): sku -> first period it may be bought in; `price`
+    # then holds what it would cost before that too, and buying earlier needs the
+    # requirement `available:<sku>` relaxed.
+    available_period: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class PeriodChoice:
+    workload: str
+    option: str
+    sku: str | None  # None for a rental
+    site: str | None
+    servers: int  # servers it occupies (owned) or instances rented
+    cost: int  # rental or busy energy over the period
+    offer: str | None = None
+
+
+@dataclass(frozen=True)
+class PeriodCosts:
+    capex: int
+    residual: int
+    rack_rent: int
+    site_fixed: int  # setup fees and included bandwidth
+    energy: int
+    cloud: int
+
+    @property
+    def spend(self) -> int:
+        """Cash out in the period (residual is a credit at the horizon, not here)."""
+        return self.capex + self.rack_rent + self.site_fixed + self.energy + self.cloud
+
+
+@dataclass(frozen=True)
+class PeriodPlan:
+    period: Period
+    bought: dict[tuple[str, str], int]  # (sku, site) -> servers bought at its start
+    working: dict[tuple[str, str], int]  # (sku, site) -> servers working in it
+    racks: dict[str, int]  # site -> racks contracted in it
+    choices: tuple[PeriodChoice, ...]
+    costs: PeriodCosts
+
+
+@dataclass(frozen=True)
+class PhasedSolution:
+    status: Status
+    mode: Mode = "free"
+    periods: tuple[PeriodPlan, ...] = ()
+    objective_value: int | None = None  # TCO + penalties
+    best_bound: int | None = None
+    tco: int | None = None
+    penalties: int = 0
+    capex_by_year: dict[int, int] = field(default_factory=dict)
+    wall_s: float = 0.0
+    reason: str | None = None  # why no model was built (a workload with no option)

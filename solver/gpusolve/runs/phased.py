@@ -26,8 +26,8 @@ def run_phased(
     check_phased(run.reqs, str(requirements))
     built = build_phased(run)
     pi = built.instance
-    best = solve_phased(pi, config)
     buy_now = solve_phased(pi, config, "buy-now")
+    best = solve_phased(pi, config, warm=buy_now)
     rent = solve_phased(pi, config, "rent")
     result = schedule(pi, best, buy_now, rent, run.reqs.currency)
     text = result.model_dump_json(indent=2) + "\n" if fmt == "json" else render_schedule(result)

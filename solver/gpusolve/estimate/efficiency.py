@@ -153,8 +153,8 @@ FAMILIES: dict[str, Efficiency] = {
     # its FP16 peak, the BW200 after it 62.8%, and 95.1% only after a clock fix. H39: a young
     # stack (DTK, a ROCm port). Labelled estimate: MI300X's row (the same hipBLASLt/RCCL
     # lineage); memory 0.70, above what a single-card vLLM decode of Qwen2.5-7B shows (40
-    # tok/s x 15.2 GB = 0.61 TB/s of 896, 0.68, prefill included; nine-card benchmark
-    # 2026-07-10).
+    # tok/s x 15.2 GB = 0.61 TB/s of 896, 0.68, prefill included; blog draft "9 Accelerators,
+    # One Model: A Same-Load vLLM Benchmark Across Domestic and NVIDIA GPUs", 2026-07-10).
     "dcu": Efficiency(
         family="dcu",
         gemm=668.4 / 1300,

@@ -267,15 +267,19 @@ def test_the_catalogue_gives_the_atlas_fabric_its_small_options() -> None:
 
 
 def test_the_day_night_example_buys_no_64_port_switch(gpusolve: Any, tmp_path: Path) -> None:
-    # With no H20 or Ascend 910C to buy (the catalogue before its China-market servers,
-    # when this example bought a 64-port 800G switch for two servers), two Atlas 800T A2
-    # share the LoRA job at night: 8 NIC-to-NIC cables (8 NICs each, NIC i to NIC i) at
-    # 3,000, no fabric switch; one 18-port ToR for the one rack.
+    # With no H20, Ascend 910C or later China-market card to buy (the catalogue before its
+    # China-market servers, when this example bought a 64-port 800G switch for two
+    # servers), two Atlas 800T A2 share the LoRA job at night: 8 NIC-to-NIC cables (8 NICs
+    # each, NIC i to NIC i) at 3,000, no fabric switch; one 18-port ToR for the one rack.
     patch = tmp_path / "no-h20-no-910c.yaml"
+    cards = ("h20-96gb", "ascend-910c", "rtx-5090d", "rtx-5090d-v2", "hygon-k100-ai",
+             "kunlunxin-p800")  # fmt: skip
     patch.write_text(
         "currency: CNY\npatch:\n"
-        "  - id: h20-96gb\n    export_cn: {status: licence-required, source: test}\n"
-        "  - id: ascend-910c\n    export_cn: {status: licence-required, source: test}\n"
+        + "".join(
+            f"  - id: {c}\n    export_cn: {{status: licence-required, source: test}}\n"
+            for c in cards
+        )
     )
     result = gpusolve("plan", "-q", str(ROOT / "examples" / "chat-day-lora-night.yaml"),
                       "--catalog", str(patch), "--format", "json")  # fmt: skip

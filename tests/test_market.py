@@ -181,6 +181,9 @@ def test_in_market_cn_the_china_catalogue_offers_domestic_and_licensed_servers(
     buyable = set(catalog.servers) - blocked
     assert {"hgx-h20-8gpu", "atlas-800t-a2", "atlas-800t-a3", "pcie8-l20"} <= buyable
     assert {"pcie8-rtx4090d", "pcie8-mlu370-x8"} <= buyable
+    # The second batch: GeForce RTX 5090 D boxes, Hygon DCU and Kunlunxin XPU servers.
+    assert {"pcie8-rtx5090d", "pcie8-rtx5090d-v2"} <= buyable
+    assert {"pcie8-hygon-k100ai", "kunlunxin-p800-8oam"} <= buyable
     h20 = catalog.cards["h20-96gb"].export_cn
     assert h20 is not None and h20.status == "licensed" and not h20.restricted
     assert "2025-07" in h20.rule and "2025-04" in h20.rule

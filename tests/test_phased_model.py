@@ -10,11 +10,13 @@ import dataclasses
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from ortools.sat.python import cp_model
 from tests.factories.instances import ONE, instance, owned, rented
 
 from gpusolve.models.periods import Period, split_horizon
+from gpusolve.optimize.cpsat import STATUS
 from gpusolve.optimize.ir import Instance, Stock
-from gpusolve.optimize.phased import solve_phased
+from gpusolve.optimize.phased import _hint, _objective, build_model, solve_phased
 from gpusolve.optimize.phased_ir import PhasedInstance, PhasedSolution
 
 
@@ -159,6 +161,36 @@ def test_the_phased_optimum_is_never_dearer_than_either_baseline(
     baselines = [solve_phased(pi, ONE, mode) for mode in ("buy-now", "rent")]
     best = min(b.objective_value for b in baselines if b.objective_value is not None)
     assert free.objective_value is not None and free.objective_value <= best
+
+
+@settings(max_examples=15, deadline=None)
+@given(
+    DEMAND,
+    st.lists(st.integers(min_value=300, max_value=1500), min_size=4, max_size=4),
+    st.integers(min_value=20, max_value=300),
+)
+def test_the_buy_now_schedule_is_a_complete_start_for_the_free_search(
+    demand: list[int], prices: list[int], cloud_month: int
+) -> None:
+    # The free search starts from the buy-now schedule (a hint): fixed to it, the free model
+    # is feasible at exactly the buy-now cost, so a search stopped early is never dearer;
+    # and the hint does not change the optimum.
+    bounds = tuple(3 * i for i in range(len(demand)))
+    pi = _property_instance(demand, prices, cloud_month, bounds)
+    buy_now = solve_phased(pi, ONE, "buy-now")
+    if buy_now.objective_value is None:
+        return
+    m, v, exprs = build_model(pi, "free")
+    _hint(m, v, buy_now)
+    tco, penalties = _objective(exprs, len(pi.periods))
+    m.minimize(tco + penalties)
+    solver = cp_model.CpSolver()
+    solver.parameters.fix_variables_to_their_hinted_value = True
+    solver.parameters.num_workers = 1
+    assert STATUS[solver.solve(m)] == "optimal"
+    assert solver.objective_value == buy_now.objective_value
+    warm = solve_phased(pi, ONE, warm=buy_now)
+    assert warm.objective_value == _solve(pi).objective_value
 
 
 @settings(max_examples=15, deadline=None)

@@ -7,14 +7,18 @@ clash between files, and prices that pretend to be quotes.
 
 from __future__ import annotations
 
+import copy
+import json
 import statistics
 from functools import cache
 from pathlib import Path
 
 import pytest
 import yaml
+from pydantic import ValidationError
 
-from gpusolve.models.catalog import CatalogFile, ColoOffer, Server
+from gpusolve.estimate.efficiency import FAMILIES, family_of
+from gpusolve.models.catalog import Card, CatalogFile, ColoOffer, Server
 
 CATALOG_DIR = Path(__file__).resolve().parents[1] / "catalog"
 FILES = ("cards.yaml", "servers.yaml", "colo-jiangsu.yaml", "cloud.yaml")
@@ -42,7 +46,10 @@ REQUIRED_CARDS = {
     "MI300X": "mi300x",
     "Ascend 910B": "ascend-910b",
 }
-EXPORT_VARIANTS = {"a800-80gb-sxm", "a800-80gb-pcie", "h800-sxm", "h20-96gb", "l20", "rtx-4090d"}
+EXPORT_VARIANTS = {
+    "a800-80gb-sxm", "a800-80gb-pcie", "h800-sxm", "h20-96gb", "l20", "rtx-4090d", "rtx-5090d",
+    "rtx-5090d-v2",
+}  # fmt: skip
 UNCERTAIN_CARDS = {"h20-96gb", "l20", "ascend-910b", "ascend-910c"}
 
 # 8-GPU boards the issue asks for: card id -> required topology.
@@ -221,7 +228,10 @@ EXPORT_STATUS = {
     "licence-required": set(),
     # The H20: licence required since 2025-04, licences promised to NVIDIA in 2025-07.
     "licensed": {"h20-96gb"},
-    "not-restricted": {"l20", "rtx-4090d", "ascend-910b", "ascend-910c", "mlu370-x8"},
+    "not-restricted": {
+        "l20", "rtx-4090d", "rtx-5090d", "rtx-5090d-v2", "ascend-910b", "ascend-910c",
+        "mlu370-x8", "hygon-k100-ai", "kunlunxin-p800",
+    },
     "unknown": {"a10"},
 }  # fmt: skip
 
@@ -385,10 +395,14 @@ def test_cloud_offers() -> None:
 
 # ------------------------------------------------------------------ China market (issue 35)
 # Cards and servers added or restated for the China market: every figure dated and sourced.
-CN_CARDS = {"h20-96gb", "l20", "rtx-4090d", "ascend-910b", "ascend-910c", "mlu370-x8"}
+CN_CARDS = {
+    "h20-96gb", "l20", "rtx-4090d", "ascend-910b", "ascend-910c", "mlu370-x8", "rtx-5090d",
+    "rtx-5090d-v2", "hygon-k100-ai", "kunlunxin-p800",
+}  # fmt: skip
 CN_SERVERS = {
     "hgx-h20-8gpu", "pcie8-l20", "atlas-800t-a2", "atlas-800t-a3", "pcie8-rtx4090d",
-    "pcie8-mlu370-x8",
+    "pcie8-mlu370-x8", "pcie8-rtx5090d", "pcie8-rtx5090d-v2", "pcie8-hygon-k100ai",
+    "kunlunxin-p800-8oam",
 }  # fmt: skip
 
 
@@ -433,3 +447,99 @@ def test_catalog_validate_checks_figures_against_their_source_ranges(gpusolve, t
         "currency: CNY\npatch:\n  - id: atlas-800t-a2\n    price: 2500000\n    price_range: null\n"
     )
     assert gpusolve("catalog", "validate", str(quote)).code == 0
+
+
+# The second China batch (issue 35): GeForce RTX 5090 D / D V2, Hygon K100-AI, Kunlunxin P800.
+ADDED_CN_CARDS = ("rtx-5090d", "rtx-5090d-v2", "hygon-k100-ai", "kunlunxin-p800")
+ADDED_CN_SERVERS = (
+    "pcie8-rtx5090d", "pcie8-rtx5090d-v2", "pcie8-hygon-k100ai", "kunlunxin-p800-8oam",
+)  # fmt: skip
+
+
+@pytest.mark.parametrize("cid", ADDED_CN_CARDS)
+def test_added_china_cards_cite_dated_sources_and_range_their_estimates(cid: str) -> None:
+    card = _cards()[cid]
+    assert card.as_of is not None and card.as_of >= "2026-12", cid
+    assert card.export_cn is not None and card.export_cn.as_of >= "2026-12", cid
+    # Every card names at least one addressable source (a site or repository path).
+    assert any(host in card.source for host in (".com", ".org", ".cn", "github")), cid
+    assert card.confidence == "U" and "uncertain" in (card.notes or "").lower(), cid
+    ranged = {r.field for r in card.spec_ranges}
+    # The figures the physics leans on hardest, where sources differ or it is estimated.
+    assert "memory_bandwidth_gbs" in ranged, cid
+    assert ranged & {"tflops.bf16", "tdp_w"}, cid
+    for r in card.spec_ranges:
+        assert r.as_of >= "2026-12" and len(r.source) > 20, (cid, r.field)
+
+
+@pytest.mark.parametrize("cid", ADDED_CN_CARDS)
+def test_added_china_cards_fail_validation_outside_their_source_ranges(cid: str) -> None:
+    raw = next(c for c in _data("cards.yaml")["cards"] if c["id"] == cid)
+    for r in _cards()[cid].spec_ranges:
+        bad = copy.deepcopy(raw)
+        parent, _, leaf = r.field.rpartition(".")
+        (bad[parent] if parent else bad)[leaf] = r.high * 1.5 + 1
+        with pytest.raises(ValidationError, match="outside the range"):
+            Card.model_validate(bad)
+
+
+@pytest.mark.parametrize("sid", ADDED_CN_SERVERS)
+def test_added_china_servers_are_estimates_that_say_so(sid: str) -> None:
+    server = _servers()[sid]
+    assert server.card in ADDED_CN_CARDS
+    assert server.as_of is not None and server.as_of >= "2026-12", sid
+    assert server.pricing.illustrative and "estimate" in server.pricing.source.lower(), sid
+    assert server.price_range is not None, sid
+    assert any(r.field == "power_kw" for r in server.spec_ranges), sid
+    assert server.notes, sid
+
+
+def test_not_restricted_nvidia_china_variants_are_under_the_tpp_line() -> None:
+    # The export status these cards carry rests on TPP = dense INT8 TOPS x 8 < 4,800.
+    for card in _cards().values():
+        if card.vendor == "nvidia" and card.export_cn.status == "not-restricted":
+            assert card.tflops.int8 is not None and card.tflops.int8 * 8 < 4800, card.id
+    # The RTX 5090 D's INT8 is NVIDIA's 2,375 AI TOPS (FP4 with sparsity) / 4.
+    assert _cards()["rtx-5090d"].tflops.int8 == pytest.approx(2375 / 4, abs=0.5)
+
+
+def test_every_shipped_card_has_an_efficiency_family_of_its_own() -> None:
+    for card in _cards().values():
+        assert family_of(card) in FAMILIES, card.id
+    # Without an architecture, the new vendors still map to their families.
+    bare = {"hygon-k100-ai": "dcu", "kunlunxin-p800": "xpu", "rtx-5090d": "blackwell_geforce"}
+    for cid, family in bare.items():
+        card = _cards()[cid].model_copy(update={"architecture": None})
+        assert family_of(card) == family, cid
+    # Domestic stacks have no public GEMM sweeps: their rows are labelled estimates (H39).
+    for family in ("ascend", "mlu", "dcu", "xpu"):
+        eff = FAMILIES[family]
+        assert eff.source.startswith("estimate") and "H39" in eff.source, family
+    assert FAMILIES["dcu"].library == "RCCL" and FAMILIES["xpu"].library == "BKCL"
+
+
+# A same-load single-card benchmark (Qwen2.5-7B FP16, 512 in / 128 out, vLLM per vendor,
+# nine accelerators, 2026-07-10): 1-stream and concurrency-256 output tok/s. The catalogue's
+# figures and the families' estimated fractions must not promise more than was measured.
+MEASURED_QWEN7B = {"kunlunxin-p800": (86, 3455), "hygon-k100-ai": (40, 1467)}
+
+
+@pytest.mark.parametrize("cid", sorted(MEASURED_QWEN7B))
+def test_domestic_estimates_are_no_more_optimistic_than_a_measured_benchmark(
+    cid: str, gpusolve, tmp_path: Path
+) -> None:
+    reqs = tmp_path / "qwen7b.yaml"
+    reqs.write_text(
+        "workloads:\n  - name: chat\n    kind: inference\n    model: {preset: qwen2.5-7b}\n"
+        "    precision: fp16\n    prompt_tokens: 512\n    output_tokens: 128\n"
+        "    concurrency: 256\n"
+    )
+    result = gpusolve("estimate", str(reqs), "--card", cid, "--gpus", "1", "--format", "json")
+    assert result.code == 0, result.err
+    config = json.loads(result.out)["workloads"][0]["configs"][0]
+    one_stream, peak = MEASURED_QWEN7B[cid]
+    assert config["serving"]["single_stream_tokens_per_s"] <= 1.1 * one_stream
+    assert config["tokens_per_s"] <= 1.1 * peak
+    # ... nor absurdly less: within a factor of two of what was measured.
+    assert config["serving"]["single_stream_tokens_per_s"] >= 0.5 * one_stream
+    assert config["tokens_per_s"] >= 0.5 * peak

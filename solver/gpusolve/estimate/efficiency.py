@@ -85,6 +85,20 @@ FAMILIES: dict[str, Efficiency] = {
         library="NCCL",
         source="MAMF B200 1745/2250, FP8 3432.5/4500; attention and memory as H200 (estimate)",
     ),
+    # GeForce Blackwell (GB202: RTX 5090 D, D V2): no MAMF or triad published for a GB202
+    # board. Labelled estimate: Ada's row, the same consumer tensor-core path (FP32-accumulate
+    # rates in the catalogue) on GDDR-class memory; B200's row would credit HBM3e and
+    # datacentre clocks the board does not have.
+    "blackwell_geforce": Efficiency(
+        family="blackwell_geforce",
+        gemm=252.9 / 312,
+        gemm_fp8=1402.6 / 1979,
+        attention_fwd=0.55,
+        attention_bwd=0.45,
+        memory=0.80,  # estimate: GDDR7 streams below HBM, as GDDR6X on Ada
+        library="NCCL",
+        source="estimate: no GB202 MAMF or triad published; Ada's row (consumer board, GDDR)",
+    ),
     "ada": Efficiency(
         family="ada",
         gemm=252.9 / 312,  # no Ada MAMF published: the PCIe A100's 81.1% (a power-limited
@@ -114,7 +128,8 @@ FAMILIES: dict[str, Efficiency] = {
         memory=0.75,  # estimate, below MI300X's 0.77
         library="HCCL",
         source=(
-            "estimate: no public Ascend 910B GEMM or stream figures; Pangu Ultra MoE reports "
+            "estimate (H39 software maturity): no public Ascend 910B GEMM or stream figures; "
+            "Pangu Ultra MoE reports "
             "30.0% MFU on 6K Ascend NPUs (arXiv 2505.04519) as the end-to-end check"
         ),
     ),
@@ -132,6 +147,40 @@ FAMILIES: dict[str, Efficiency] = {
         memory=0.70,  # estimate: LPDDR5 streams below HBM
         library="CNCL",
         source="estimate (H39 software maturity): Ascend's row; no public MLU GEMM or stream data",
+    ),
+    # Hygon DCU (K100-AI): no public GEMM sweep of the K100-AI. What is published (rocBLAS,
+    # github.com/wangzy0327/hblas-bench DCU-bench.md): the K100 before it reached 32.9% of
+    # its FP16 peak, the BW200 after it 62.8%, and 95.1% only after a clock fix. H39: a young
+    # stack (DTK, a ROCm port). Labelled estimate: MI300X's row (the same hipBLASLt/RCCL
+    # lineage); memory 0.70, above what a single-card vLLM decode of Qwen2.5-7B shows (40
+    # tok/s x 15.2 GB = 0.61 TB/s of 896, 0.68, prefill included; blog draft "9 Accelerators,
+    # One Model: A Same-Load vLLM Benchmark Across Domestic and NVIDIA GPUs", 2026-07-10).
+    "dcu": Efficiency(
+        family="dcu",
+        gemm=668.4 / 1300,
+        gemm_fp8=668.4 / 1300,  # no FP8: runs as BF16
+        attention_fwd=0.35,
+        attention_bwd=0.28,
+        memory=0.70,
+        library="RCCL",
+        source=(
+            "estimate (H39 software maturity): MI300X's GEMM row (DTK is a ROCm port); "
+            "K100 rocBLAS 32.9%, BW200 62.8-95.1% of peak (hblas-bench); decode >= 0.68 of 896 GB/s"
+        ),
+    ),
+    # Kunlunxin XPU (P800): no public GEMM sweep, stream figure or BKCL busbw. H39: a vendor
+    # stack (XRE, BKCL, vLLM-Kunlun). Labelled estimate: Ascend's row, the domestic stack with
+    # the closest maturity; the same single-card benchmark puts the P800's decode at 86 tok/s
+    # on Qwen2.5-7B, which the catalogue's estimated bandwidth reproduces at this fraction.
+    "xpu": Efficiency(
+        family="xpu",
+        gemm=0.60,
+        gemm_fp8=0.60,  # no FP8 published: runs as BF16
+        attention_fwd=0.35,
+        attention_bwd=0.28,
+        memory=0.75,
+        library="BKCL",
+        source="estimate (H39 software maturity): Ascend's row; no public P800 GEMM or stream data",
     ),
 }
 
@@ -175,12 +224,17 @@ def family_of(card: Card) -> str:
         return "ascend"
     if card.vendor == "cambricon":
         return "mlu"
+    if card.vendor == "hygon":
+        return "dcu"
+    if card.vendor == "kunlunxin":
+        return "xpu"
     for prefix, family in (
         ("b2", "blackwell"),
         ("gb", "blackwell"),
         ("h", "hopper"),
         ("a", "ampere"),
         ("l", "ada"),
+        ("rtx-50", "blackwell_geforce"),
         ("rtx", "ada"),
     ):
         if cid.startswith(prefix):

@@ -23,7 +23,18 @@ FabricKind = Literal["infiniband", "roce", "ethernet", "none"]
 PeerLink = Literal["nvlink", "nvlink_bridge", "infinity_fabric", "hccs", "pcie", "none"]
 FormFactor = Literal["sxm", "oam", "pcie", "consumer"]
 GpuTopology = Literal["nvswitch", "full_mesh", "nvlink_bridge_pairs", "pcie_switch", "pcie"]
-Architecture = Literal["ampere", "hopper", "blackwell", "ada", "cdna3", "ascend", "mlu"]
+Architecture = Literal[
+    "ampere",
+    "hopper",
+    "blackwell",
+    "blackwell_geforce",
+    "ada",
+    "cdna3",
+    "ascend",
+    "mlu",
+    "dcu",
+    "xpu",
+]
 
 # Range checks where catalogue figures enter (issue 22). Prices: a price above 1e12 of the
 # run's currency (a trillion yuan, ~100x the capex of the largest announced AI cluster) is

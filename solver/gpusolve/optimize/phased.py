@@ -30,7 +30,9 @@ included Mbps, N+1 spares, selling owned servers; objectives other than min-tco.
 `Mode` restricts the purchases for the baselines a buyer would otherwise take, solved by
 this same model: "buy-now" buys only in the first period, "rent" buys nothing. A `fixed`
 fleet (with "buy-now") is a purchase decided elsewhere (the single-period plan's), priced
-here like for like: exactly those servers bought in the first period, nothing later.
+here like for like: exactly those servers bought in the first period, nothing later. The
+free model's search may start from a baseline's schedule (`warm`, a CP-SAT hint): each is
+one of the free model's schedules, so the free schedule is never dearer than it.
 """
 
 from __future__ import annotations
@@ -321,15 +323,35 @@ def _objective(exprs: dict[str, Any], n_periods: int) -> tuple[Any, Any]:
 Restrict = Callable[[cp_model.CpModel, "_Vars"], None]
 
 
+def _hint(m: cp_model.CpModel, v: _Vars, warm: PhasedSolution) -> None:
+    """Start the search from a schedule already found on the same instance (a baseline's:
+    buying only in the first period, or nothing, is a schedule of the free model too), so a
+    search stopped at its time limit never returns a schedule dearer than that one. With
+    more servers in the catalogue the free model's own first solutions can be far worse."""
+    for (k, s, q), x in v.buy.items():
+        m.add_hint(x, warm.periods[q].bought.get((k, s), 0))
+    for (s, p), r in v.racks.items():
+        m.add_hint(r, warm.periods[p].racks.get(s, 0))
+    for (s, p), u in v.used.items():
+        m.add_hint(u, int(warm.periods[p].racks.get(s, 0) > 0))
+    chosen = {(p, c.option, c.site) for p, plan in enumerate(warm.periods) for c in plan.choices}
+    for (p, key, site), x in v.owned.items():
+        m.add_hint(x, int((p, key, site) in chosen))
+    for (p, key), y in v.cloud.items():
+        m.add_hint(y, int((p, key, None) in chosen))
+
+
 def solve_phased(
     pi: PhasedInstance,
     config: SolveConfig,
     mode: Mode = "free",
     restrict: Restrict | None = None,
     fixed: dict[tuple[str, str], int] | None = None,
+    warm: PhasedSolution | None = None,
 ) -> PhasedSolution:
     """The cheapest schedule (TCO + penalties) over the periods, or an honest status; with
-    `fixed`, the cheapest one that buys exactly that fleet (sku, site) in the first period."""
+    `fixed`, the cheapest one that buys exactly that fleet (sku, site) in the first period;
+    with `warm`, the search starts from that schedule."""
     start = time.perf_counter()
     unbuyable = _unbuyable(pi, fixed or {})
     if unbuyable:
@@ -349,6 +371,8 @@ def solve_phased(
     tco, penalties = _objective(exprs, n_periods)
     objective = tco + penalties
     m.minimize(objective)
+    if warm is not None and len(warm.periods) == n_periods:
+        _hint(m, v, warm)
     solver = cp_model.CpSolver()
     solver.parameters.max_time_in_seconds = config.time_limit_s
     solver.parameters.num_workers = max(1, config.workers)

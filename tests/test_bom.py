@@ -5,9 +5,7 @@ csv` writes one row per item for a spreadsheet."""
 
 from __future__ import annotations
 
-import contextlib
 import csv
-import io
 import json
 import re
 from functools import cache
@@ -15,9 +13,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.support.cli import run_cli
 from tests.support.shipped import EXAMPLES, ROOT
 
-from gpusolve.cli import main
 from gpusolve.explain.bom import bom_line, section_of
 from gpusolve.load import load_catalog
 from gpusolve.models.catalog import Catalog
@@ -28,20 +26,9 @@ CHAT = ROOT / "examples" / "chat-day-lora-night.yaml"
 PLANS = EXAMPLES
 
 
-def _cli(*args: str) -> tuple[int, str]:
-    out = io.StringIO()
-    code = 0
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
-        try:
-            main(list(args))
-        except SystemExit as exc:
-            code = int(exc.code or 0)
-    return code, out.getvalue()
-
-
 @cache
 def _plan(path: Path) -> Plan:
-    code, text = _cli("plan", "-q", str(path), "--format", "json")
+    code, text = run_cli("plan", "-q", str(path), "--format", "json")
     assert code == 0, text
     return Plan.model_validate(json.loads(text))
 
@@ -157,7 +144,7 @@ def test_chat_example_by_hand() -> None:
 
 def test_csv_one_row_per_item(tmp_path: Path) -> None:
     out = tmp_path / "bom.csv"
-    code, _ = _cli("plan", "-q", str(CHAT), "--bom", "--format", "csv", "-o", str(out))
+    code, _ = run_cli("plan", "-q", str(CHAT), "--bom", "--format", "csv", "-o", str(out))
     assert code == 0
     rows = list(csv.DictReader(out.read_text(encoding="utf-8").splitlines()))
     plan = _plan(CHAT)
@@ -179,19 +166,19 @@ def test_csv_one_row_per_item(tmp_path: Path) -> None:
 
 
 def test_bom_text_and_every_report_show_it() -> None:
-    code, text = _cli("plan", "-q", str(CHAT), "--bom")
+    code, text = run_cli("plan", "-q", str(CHAT), "--bom")
     assert code == 0
     assert text.startswith("Bill of materials (CNY")
     tco = _plan(CHAT).cost.tco  # type: ignore[union-attr]
     assert f"total = TCO over the horizon: {tco:,.0f} CNY" in text
-    _, report = _cli("plan", "-q", str(CHAT))
+    _, report = run_cli("plan", "-q", str(CHAT))
     assert "\nBill of materials (CNY" in report
-    _, md = _cli("plan", "-q", str(CHAT), "--format", "markdown")
+    _, md = run_cli("plan", "-q", str(CHAT), "--format", "markdown")
     assert "\n### Cost and bill of materials\n" in md  # the BOM merged with the cost lines
 
 
 def test_csv_needs_bom() -> None:
-    code, _ = _cli("plan", "-q", str(CHAT), "--format", "csv")
+    code, _ = run_cli("plan", "-q", str(CHAT), "--format", "csv")
     assert code == 2
 
 
@@ -228,7 +215,9 @@ def test_a_quote_patched_in_is_the_source_with_its_file_and_line(tmp_path: Path)
         '    pricing: {illustrative: false, as_of: "2026-11", source: "quote from vendor X"}\n',
         encoding="utf-8",
     )
-    code, text = _cli("plan", "-q", str(CHAT), "--catalog", str(quote), "--bom", "--format", "csv")
+    code, text = run_cli(
+        "plan", "-q", str(CHAT), "--catalog", str(quote), "--bom", "--format", "csv"
+    )
     assert code == 0
     rows = list(csv.DictReader(text.splitlines()))
     server = next(r for r in rows if r["section"] == "server")

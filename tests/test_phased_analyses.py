@@ -12,7 +12,9 @@ from pathlib import Path
 
 import jsonschema
 from tests.factories.instances import H100, HOT, ONE, instance, owned, rented, sku
-from tests.support.shipped import ROOT
+from tests.support.phased import CHAT_NORTH
+from tests.support.phased import QUARTERS as QUARTERLY
+from tests.support.phased import SCHEDULE_SCHEMA as SCHEDULE
 
 from gpusolve.models.periods import Period, split_horizon
 from gpusolve.optimize.ir import CloudOption, Instance, OwnedOption, Requirement
@@ -139,22 +141,7 @@ def test_why_not_forces_the_item_into_some_period() -> None:
     assert forced(pi, lambda _p, key, _s: key == "none", ONE) is None
 
 
-CHAT = """currency: CNY
-horizon_months: 6
-regions:
-  allowed: [苏北]
-periods:
-  length_months: 3
-workloads:
-  - name: chat
-    kind: inference
-    model:
-      preset: llama-2-7b
-    precision: fp16
-    concurrency: 4
-    target_tokens_per_s: 200
-"""
-SCHEDULE = json.loads((ROOT / "schemas" / "schedule.schema.json").read_text())
+CHAT = CHAT_NORTH + QUARTERLY
 
 
 def test_plan_says_why_renting_as_you_go_fails_and_takes_top_k(gpusolve, tmp_path: Path) -> None:

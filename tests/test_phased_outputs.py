@@ -8,7 +8,6 @@ whose demand quadruples in its second quarter (a second or two each)."""
 
 from __future__ import annotations
 
-import contextlib
 import csv
 import io
 import json
@@ -22,47 +21,22 @@ from typing import Any
 
 import pytest
 import yaml
+from tests.support.cli import run_cli
+from tests.support.phased import CHAT_NORTH, QUARTERS
 from tests.support.shipped import ROOT
 
-from gpusolve.cli import main
 from gpusolve.models.requirements import Requirements
 from gpusolve.models.schedule import Schedule
 
 EXAMPLE = ROOT / "examples" / "phased-growth.yaml"
 EXAMPLE_CATALOG = ROOT / "examples" / "phased" / "catalog.yaml"
-CHAT = """currency: CNY
-horizon_months: 6
-regions:
-  allowed: [苏北]
-periods:
-  length_months: 3
-workloads:
-  - name: chat
-    kind: inference
-    model:
-      preset: llama-2-7b
-    precision: fp16
-    concurrency: 4
-    target_tokens_per_s: 200
-    demand_by_period: [1, 4]
-"""
-
-
-def _run(*args: str) -> tuple[int, str]:
-    out = io.StringIO()
-    code = 0
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
-        try:
-            main(list(args))
-        except SystemExit as exc:
-            code = exc.code if isinstance(exc.code, int) else 1
-    return code, out.getvalue()
+CHAT = CHAT_NORTH + "    demand_by_period: [1, 4]\n" + QUARTERS
 
 
 @pytest.fixture(scope="module")
 def example() -> Schedule:
     """The shipped example's schedule, solved once for the module."""
-    code, out = _run(
+    code, out = run_cli(
         "plan", "-q", str(EXAMPLE), "--catalog", str(EXAMPLE_CATALOG), "--format", "json"
     )
     assert code == 0, out
@@ -112,11 +86,11 @@ def test_a_server_bought_later_is_priced_at_its_trend(example: Schedule) -> None
 
 
 def test_bom_csv_has_one_row_per_item_with_its_period(chat: Path) -> None:
-    code, out = _run("plan", "-q", str(chat), "--bom", "--format", "csv")
+    code, out = run_cli("plan", "-q", str(chat), "--bom", "--format", "csv")
     assert code == 0, out
     rows = list(csv.DictReader(io.StringIO(out)))
     assert list(rows[0])[:3] == ["period", "start_month", "section"]
-    code, js = _run("plan", "-q", str(chat), "--format", "json")
+    code, js = run_cli("plan", "-q", str(chat), "--format", "json")
     schedule = Schedule.model_validate_json(js)
     capex: dict[int, float] = defaultdict(float)
     spend: dict[int, float] = defaultdict(float)
@@ -133,9 +107,9 @@ def test_bom_csv_has_one_row_per_item_with_its_period(chat: Path) -> None:
 
 
 def test_bom_text_gives_each_period_its_total(chat: Path) -> None:
-    code, out = _run("plan", "-q", str(chat), "--bom")
+    code, out = run_cli("plan", "-q", str(chat), "--bom")
     assert code == 0, out
-    _, js = _run("plan", "-q", str(chat), "--format", "json")
+    _, js = run_cli("plan", "-q", str(chat), "--format", "json")
     schedule = Schedule.model_validate_json(js)
     totals = [int(t.replace(",", "")) for t in re.findall(r"period total ([\d,]+)", out)]
     assert totals == [_period_total(p) for p in schedule.periods if p.bom]
@@ -227,7 +201,7 @@ def test_the_html_report_shows_the_json_schedules_figures(example: Schedule) -> 
 
 def test_the_html_report_is_written_with_format_html(chat: Path, tmp_path: Path) -> None:
     out = tmp_path / "schedule.html"
-    code, _ = _run("plan", "-q", str(chat), "--format", "html", "-o", str(out))
+    code, _ = run_cli("plan", "-q", str(chat), "--format", "html", "-o", str(out))
     assert code == 0
     html = out.read_text(encoding="utf-8")
     assert "<h1>Purchase schedule over 6 months</h1>" in html
@@ -287,11 +261,11 @@ def test_the_single_plan_sits_beside_the_baselines(example: Schedule) -> None:
 
 
 def test_the_single_plan_is_printed_with_what_it_buys(chat: Path) -> None:
-    code, out = _run("plan", "-q", str(chat))
+    code, out = run_cli("plan", "-q", str(chat))
     assert code == 0
     assert re.search(r"^  single-period +optimal +TCO [\d,]+ CNY", out, re.M)
     assert "    buys at month 0: " in out
-    code, md = _run("plan", "-q", str(chat), "--format", "markdown")
+    code, md = run_cli("plan", "-q", str(chat), "--format", "markdown")
     assert code == 0 and "| single-period | optimal |" in md
 
 

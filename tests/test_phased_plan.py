@@ -10,24 +10,13 @@ from pathlib import Path
 import jsonschema
 import pytest
 import yaml
+from tests.support.phased import CHAT_NORTH
+from tests.support.phased import SCHEDULE_SCHEMA as SCHEDULE
 from tests.support.shipped import EXAMPLES, ROOT
 
 from gpusolve.models.requirements import Requirements
 
-SCHEDULE = json.loads((ROOT / "schemas" / "schedule.schema.json").read_text())
-CHAT = """currency: CNY
-horizon_months: 6
-regions:
-  allowed: [苏北]
-workloads:
-  - name: chat
-    kind: inference
-    model:
-      preset: llama-2-7b
-    precision: fp16
-    concurrency: 4
-    target_tokens_per_s: 200
-"""
+CHAT = CHAT_NORTH
 
 
 def _with_one_period(path: Path) -> str:

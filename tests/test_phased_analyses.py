@@ -154,7 +154,8 @@ def test_plan_says_why_renting_as_you_go_fails_and_takes_top_k(gpusolve, tmp_pat
     jsonschema.validate(schedule, SCHEDULE)
     rent = next(i for i in schedule["infeasibility"] if i["schedule"] == "rent-as-you-go")
     assert "no cloud offer in the allowed regions [苏北]" in rent["reason"]
-    assert "regions:chat" in [c["requirement"] for c in rent["conflicting"]]
+    # The inputs name the cause; no conflict search re-solves the model for a baseline.
+    assert rent["conflicting"] == []
     for alt in schedule["alternatives"]:
         assert alt["delta"] >= 0
 

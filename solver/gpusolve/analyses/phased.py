@@ -36,12 +36,34 @@ def infeasibility(
     config: ir.SolveConfig,
 ) -> list[ScheduleInfeasibility]:
     """For each schedule proven infeasible (the schedule, a baseline), the smallest set of
-    requirements that conflict and how far each must move."""
+    requirements that conflict and how far each must move. A baseline is searched only when
+    its own reason says nothing yet: renting with no cloud offer for a workload is named from
+    the inputs, and a baseline of a schedule that has no plan itself fails for the
+    schedule's reasons (each search re-solves the model many times)."""
     failed = [m for m, s in solutions.items() if s.status == "infeasible"]
     if not failed:
         return []
-    explained = build_explain(run, built)
-    return [_conflicts(run, built, explained, mode, solutions[mode], config) for mode in failed]
+    said = {"rent": _no_rental(run, built)}
+    searched = [m for m in failed if m == "free" or ("free" not in failed and not said.get(m))]
+    explained = build_explain(run, built) if searched else None
+    return [
+        _conflicts(run, built, explained, mode, solutions[mode], config)
+        if explained is not None and mode in searched
+        else _named(mode, [said.get(mode), solutions[mode].reason, _as_schedule(failed, mode)])
+        for mode in failed
+    ]
+
+
+def _as_schedule(failed: list[Mode], mode: Mode) -> str | None:
+    return (
+        "the schedule itself has no plan (above)" if mode != "free" and "free" in failed else None
+    )
+
+
+def _named(mode: Mode, reasons: list[str | None]) -> ScheduleInfeasibility:
+    """A baseline's infeasibility by its reasons alone, without a conflict search."""
+    why = "; ".join(r for r in reasons if r) or "no schedule of this kind meets the demand"
+    return ScheduleInfeasibility(schedule=NAMES[mode], reason=why, conflicting=[], minimal=True)
 
 
 def _conflicts(

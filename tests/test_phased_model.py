@@ -7,6 +7,7 @@ The world (tests/factories/instances.py): server h100 at 1,000 (10 kW, 8 U), sit
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -16,7 +17,7 @@ from tests.factories.instances import ONE, instance, owned, rented
 from gpusolve.models.periods import Period, split_horizon
 from gpusolve.optimize.cpsat import STATUS
 from gpusolve.optimize.ir import Instance, Stock
-from gpusolve.optimize.phased import _hint, _objective, build_model, solve_phased
+from gpusolve.optimize.phased import _objective, build_model, no_dearer, solve_phased
 from gpusolve.optimize.phased_ir import PhasedInstance, PhasedSolution
 
 
@@ -169,28 +170,56 @@ def test_the_phased_optimum_is_never_dearer_than_either_baseline(
     st.lists(st.integers(min_value=300, max_value=1500), min_size=4, max_size=4),
     st.integers(min_value=20, max_value=300),
 )
-def test_the_buy_now_schedule_is_a_complete_start_for_the_free_search(
+def test_a_baselines_schedule_is_one_of_the_free_models_at_its_own_cost(
     demand: list[int], prices: list[int], cloud_month: int
 ) -> None:
-    # The free search starts from the buy-now schedule (a hint): fixed to it, the free model
-    # is feasible at exactly the buy-now cost, so a search stopped early is never dearer;
-    # and the hint does not change the optimum.
+    # `no_dearer` may return the buy-now schedule as the free one: fixed to it, the free
+    # model is feasible at exactly the buy-now cost.
     bounds = tuple(3 * i for i in range(len(demand)))
     pi = _property_instance(demand, prices, cloud_month, bounds)
     buy_now = solve_phased(pi, ONE, "buy-now")
     if buy_now.objective_value is None:
         return
     m, v, exprs = build_model(pi, "free")
-    _hint(m, v, buy_now)
+    _fix_to(m, v, buy_now)
     tco, penalties = _objective(exprs, len(pi.periods))
     m.minimize(tco + penalties)
     solver = cp_model.CpSolver()
-    solver.parameters.fix_variables_to_their_hinted_value = True
     solver.parameters.num_workers = 1
     assert STATUS[solver.solve(m)] == "optimal"
     assert solver.objective_value == buy_now.objective_value
-    warm = solve_phased(pi, ONE, warm=buy_now)
-    assert warm.objective_value == _solve(pi).objective_value
+
+
+def _fix_to(m: cp_model.CpModel, v: Any, s: PhasedSolution) -> None:
+    """Every purchase, rack count and choice of the model fixed to the solution's."""
+    for (k, site, q), x in v.buy.items():
+        m.add(x == s.periods[q].bought.get((k, site), 0))
+    for (site, p), r in v.racks.items():
+        m.add(r == s.periods[p].racks.get(site, 0))
+    chosen = {(p, c.option, c.site) for p, plan in enumerate(s.periods) for c in plan.choices}
+    for (p, key, site), x in v.owned.items():
+        m.add(x == int((p, key, site) in chosen))
+    for (p, key), y in v.cloud.items():
+        m.add(y == int((p, key, None) in chosen))
+
+
+def test_a_search_stopped_dearer_than_a_baseline_returns_the_baselines_schedule() -> None:
+    free = PhasedSolution("feasible", "free", objective_value=120, best_bound=80, wall_s=5.0)
+    rent = PhasedSolution("optimal", "rent", objective_value=100, best_bound=100)
+    buy = PhasedSolution("optimal", "buy-now", objective_value=110, best_bound=110)
+    got = no_dearer(free, [buy, rent])
+    assert (got.mode, got.status, got.objective_value, got.best_bound) == (
+        "free",
+        "feasible",
+        100,
+        80,
+    )
+    nothing = PhasedSolution("unknown", "free", best_bound=70)
+    assert no_dearer(nothing, [buy]).objective_value == 110
+    cheaper = PhasedSolution("feasible", "free", objective_value=90, best_bound=80)
+    assert no_dearer(cheaper, [buy, rent]) is cheaper
+    proven = PhasedSolution("optimal", "free", objective_value=100, best_bound=100)
+    assert no_dearer(proven, [rent]) is proven
 
 
 @settings(max_examples=15, deadline=None)

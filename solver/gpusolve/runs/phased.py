@@ -28,7 +28,7 @@ def run_phased(
     bom: bool = False,
     catalog_paths: tuple[Path, ...] = (),
 ) -> RunResult[Schedule]:
-    from gpusolve.optimize.phased import solve_phased
+    from gpusolve.optimize.phased import no_dearer, solve_phased
     from gpusolve.plan.peak import single_period
     from gpusolve.plan.phased import build_phased, check_phased
     from gpusolve.plan.schedule import schedule
@@ -39,10 +39,7 @@ def run_phased(
     pi = built.instance
     buy_now = solve_phased(pi, config, "buy-now")
     rent = solve_phased(pi, config, "rent")
-    # Both baselines are schedules of the free model: its search starts from the cheaper.
-    found = [b for b in (buy_now, rent) if b.objective_value is not None]
-    warm = min(found, key=lambda b: b.objective_value or 0) if found else None
-    best = solve_phased(pi, config, warm=warm)
+    best = no_dearer(solve_phased(pi, config), [buy_now, rent])
     result = schedule(pi, best, buy_now, rent, run.reqs.currency)
     result = _analysed(
         result, run, built, {"free": best, "buy-now": buy_now, "rent": rent}, config, top_k, why_not

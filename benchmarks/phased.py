@@ -11,13 +11,15 @@ the IR, as the candidates stage would build them per period (`plan/phased.py`):
 * a period's rentals, busy energy and penalties are its months' share of the horizon's.
 
 The generated budget caps are dropped (they are sized to the single instance). It times
-`solve()` on the generated instance (the single plan), then `solve_phased` over the periods,
-and reports the time to the first schedule (CP-SAT's first solution callback is not used:
-the phased solve with a short limit, 3x the single solve, tells what the target allows),
-the final status, objective and gap. Target (issue 38): the first phased plan within 3x the
-single solve at M over 4 periods. With `--peers`, HiGHS and CBC solve the same model
-(`proto_milp.py` reads CP-SAT's own proto: no second translation) with the same time limit
-and a zero gap; their objectives are checked against CP-SAT's where both prove optimality.
+`solve()` on the generated instance (the single plan), then the phased schedule as `plan`
+runs it: the buy-now and rent-as-you-go baselines (each a schedule of the free model, so the
+first plan is there when the first of them is), then the free search, returned no dearer than
+the cheaper baseline. It reports the time to that first plan, what the free search alone
+finds within 3x the single solve, and the final status, objective and gap. Target (issue
+38): the first phased plan within 3x the single solve at M over 4 periods. With `--peers`,
+HiGHS and CBC solve the same model (`proto_milp.py` reads CP-SAT's own proto: no second
+translation) with the same time limit and a zero gap; their objectives are checked against
+CP-SAT's where both prove optimality.
 Not run in CI; the integrator times it on an idle machine.
 """
 
@@ -39,7 +41,7 @@ sys.path.insert(0, str(HERE))
 from generator import generate  # noqa: E402
 from gpusolve.models.periods import split_horizon  # noqa: E402
 from gpusolve.optimize.ir import CloudOption, Instance, OwnedOption, SolveConfig  # noqa: E402
-from gpusolve.optimize.phased import schedule_model, solve_phased  # noqa: E402
+from gpusolve.optimize.phased import no_dearer, schedule_model, solve_phased  # noqa: E402
 from gpusolve.optimize.phased_ir import PhasedInstance  # noqa: E402
 from gpusolve.optimize.solve import solve  # noqa: E402
 from peers import PeerResult, solve_cbc, solve_highs  # noqa: E402
@@ -126,8 +128,14 @@ def run_one(
     single_s = time.perf_counter() - start
     pi = phased(inst, n_periods)
     short = dataclasses.replace(config, time_limit_s=max(1.0, 3 * single_s))
-    first = solve_phased(pi, short)
-    full = solve_phased(pi, config)
+    alone = solve_phased(pi, short)
+    # As `plan` runs it: the two baselines (each a schedule of the free model), then the
+    # free search, never returned dearer than the cheaper baseline (`no_dearer`).
+    buy_now = solve_phased(pi, config, "buy-now")
+    rent = solve_phased(pi, config, "rent")
+    found = [b for b in (buy_now, rent) if b.objective_value is not None]
+    first_s = (buy_now.wall_s + rent.wall_s) if found else None
+    full = no_dearer(solve_phased(pi, config), [buy_now, rent])
     gap = None
     if full.objective_value and full.best_bound is not None:
         gap = (full.objective_value - full.best_bound) / abs(full.objective_value)
@@ -137,8 +145,10 @@ def run_one(
         "periods": n_periods,
         "single_s": round(single_s, 3),
         "single_status": single.status,
-        "within_3x_status": first.status,
-        "within_3x_objective": first.objective_value,
+        "free_alone_within_3x_status": alone.status,
+        "free_alone_within_3x_objective": alone.objective_value,
+        "first_plan_s": None if first_s is None else round(first_s, 3),
+        "first_plan_within_3x": first_s is not None and first_s <= 3 * single_s,
         "phased_s": round(full.wall_s, 3),
         "phased_status": full.status,
         "phased_objective": full.objective_value,

@@ -145,6 +145,14 @@ def plan(
       gpusolve plan reqs.yaml --launch launch/
 
     \b
+    Over time: with `periods:` in REQUIREMENTS (e.g. {length_months: 3}) the output is
+    a purchase schedule: what to buy, where, the racks and rentals per period, capex per
+    fiscal year against budget.capex_by_year, beside buy-now, rent-as-you-go and the
+    single-period plan, all priced by one model. --top-k, --why-not, --bom and every
+    --format apply to it; --sensitivity, --launch and --robust do not yet.
+      gpusolve plan examples/phased-growth.yaml --catalog examples/phased/catalog.yaml
+
+    \b
     Cost: TCO itemised (capex per server SKU, rent, energy and bandwidth per site, cloud
     hours x price) and soft-rule penalties apart (rule, reason, deployment; not spent).
     Money objectives minimise TCO + penalties. max-throughput adds, per workload,

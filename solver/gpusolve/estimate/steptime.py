@@ -78,8 +78,7 @@ BUCKET_PARAMS_PER_RANK = 1e6
 # computes: "only 20 SMs are sufficient to fully utilize the bandwidths of IB and NVLink"
 # (DeepSeek-V3, arXiv:2412.19437 §3.2.2), of the H800's 132 SMs (the H100 SXM5's count;
 # the H800 differs only in its links). The overlapped MoE layers compute on the other 112.
-# Other cards keep the same share: a communication kernel needs SMs in proportion to the
-# links it drives, which is what the 20 were sized to.
+# Other cards take the same share (an assumption: no other card's figure is published).
 EP_OVERLAP_SM_SHARE = 20 / 132
 
 

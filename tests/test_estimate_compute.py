@@ -331,6 +331,29 @@ def test_expert_parallel_across_nodes_crosses_the_nic() -> None:
     assert not any("EP" in r for r in spanning.reasons)
 
 
+def test_overlapped_all_to_alls_cost_the_sms_they_run_on() -> None:
+    """DualPipe hides the all-to-alls but takes 20 of 132 SMs from the compute (DeepSeek-V3
+    §3.2.2): overlap costs at least that stretch of the MoE layers, pays off on a slow
+    fabric and costs more than it hides when the all-to-alls are short."""
+    from gpusolve.estimate.steptime import EP_OVERLAP_SM_SHARE
+
+    w = make_workload(
+        name="moe", kind="pretrain", model=ModelShape(preset="mixtral-8x7b"), tokens=1e9
+    )
+    layout = Layout(4, 1, 1, 16, "zero1", ep=8)
+    fast = replace(hgx(H100), gpus_per_node=4)
+    slow = replace(fast, inter_node_gbps_per_gpu=25)
+    for hw, overlap_pays in ((slow, True), (fast, False)):
+        plain = evaluate(w, hw, layout, Params())
+        hidden = evaluate(w, hw, layout, Params(ep_comm_overlap=True))
+        assert plain.step is not None and hidden.step is not None
+        assert hidden.step.compute_s == pytest.approx(plain.step.compute_s)
+        # Every Mixtral layer is MoE (the LM head is not): they run on 112 of 132 SMs.
+        stretch = hidden.step.compute_s * EP_OVERLAP_SM_SHARE / (1 - EP_OVERLAP_SM_SHARE)
+        assert hidden.step.ep_comm_s >= 0.95 * stretch
+        assert (hidden.step.ep_comm_s < plain.step.ep_comm_s) is overlap_pays
+
+
 def test_checkpoint_size_h16() -> None:
     # H16: a 7B checkpoint with optimizer state is ≈ 84 GB (fp32 master + two moments) or
     # ≈ 98 GB with the bf16 weights; weights only 14 GB.

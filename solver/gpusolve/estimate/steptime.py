@@ -28,7 +28,8 @@ sends:
             hidden behind the attention kernel when shorter.
   EP        four all-to-alls per MoE layer (dispatch and combine, forward and backward); the
             share leaving the node crosses the NIC. `ep_comm_overlap` hides them behind the
-            layer's compute (DeepSeek-V3's DualPipe).
+            layer's compute (DeepSeek-V3's DualPipe), which then runs on the SMs the
+            communication kernels leave free (20 of 132, §3.2.2): the overlap is not free.
   PP        one activation per boundary and direction per virtual stage (/t with scatter-gather
             or sequence parallelism), on the critical path.
   recompute full reruns F (TP collectives included) inside B; selective reruns the attention
@@ -73,6 +74,12 @@ KERNELS_BWD = 32
 # (distributed.DistributedDataParallelConfig, bucket_size default).
 BUCKET_PARAMS = 40e6
 BUCKET_PARAMS_PER_RANK = 1e6
+# DualPipe's all-to-all kernels run on SMs of their own while the chunk they hide behind
+# computes: "only 20 SMs are sufficient to fully utilize the bandwidths of IB and NVLink"
+# (DeepSeek-V3, arXiv:2412.19437 §3.2.2), of the H800's 132 SMs (the H100 SXM5's count;
+# the H800 differs only in its links). The overlapped MoE layers compute on the other 112.
+# Other cards take the same share (an assumption: no other card's figure is published).
+EP_OVERLAP_SM_SHARE = 20 / 132
 
 
 @dataclass(frozen=True)
@@ -501,7 +508,11 @@ def _training_step(
         combine = all_to_all_s(moe.a2a_tokens, arch.hidden * sh.act_bytes, arch, ep_g, hw)
         per_layer = 2 * (dispatch + combine)
         if fw.ep_comm_overlap:
-            per_layer = max(0.0, per_layer - (lt_moe.fwd_s + lt_moe.bwd_s))
+            # The layer's kernels lose the communication SMs for as long as they overlap:
+            # the stretch they pay is booked as EP communication (what the overlap costs).
+            window = (lt_moe.fwd_s + lt_moe.bwd_s) / (1.0 - EP_OVERLAP_SM_SHARE)
+            slowed = window - (lt_moe.fwd_s + lt_moe.bwd_s)
+            per_layer = max(0.0, per_layer - window) + slowed
         ep_s = moe_rank * per_layer
 
     # --- recomputation

@@ -6,6 +6,7 @@ Sub-commands live in `gpusolve.commands.*` and are imported only when invoked, s
 
 from __future__ import annotations
 
+import gc
 import importlib
 import importlib.util
 import os
@@ -100,8 +101,24 @@ def cli() -> None:
     pass
 
 
+# A run allocates hundreds of thousands of objects that live until it ends (the catalogue's
+# models, every candidate layout); at Python's default first threshold (700) the collector
+# walks them over and over, ~6% of `plan`'s wall time on the examples. Collecting every
+# 50,000 allocations instead frees the same cycles later; nothing the run prints changes.
+GC_THRESHOLD = (50_000, 10, 10)
+
+
 def main(argv: list[str] | None = None) -> Any:
     """Console entry point: user mistakes become messages and exit 2, never tracebacks."""
+    previous = gc.get_threshold()
+    gc.set_threshold(*GC_THRESHOLD)
+    try:
+        return _main(argv)
+    finally:
+        gc.set_threshold(*previous)  # an in-process caller (a test) keeps its own
+
+
+def _main(argv: list[str] | None) -> Any:
     try:
         return cli.main(args=argv, prog_name="gpusolve", standalone_mode=False)
     except InputError as exc:

@@ -30,7 +30,7 @@ the plan's optimiser chooses between them by cost.
 from __future__ import annotations
 
 import math
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from gpusolve.estimate.hardware import Hardware
 from gpusolve.estimate.layout import ConfigEstimate, DisaggPools, Layout, usable_memory_bytes
@@ -105,17 +105,28 @@ def _decode_plan(
     return replicas, lo, replicas * tokens(lo)
 
 
-def _prefill_pool(
+@dataclass(frozen=True)
+class _PrefillStage:
+    """What a prefill replica of one TP costs per prompt, whatever the request rate: its
+    prefill time alone, the KV transfer, and its seconds of service per prompt."""
+
+    alone_s: float
+    transfer_s: float
+    link: str
+    service_s: float
+    target_s: float | None
+
+
+def _prefill_stage(
     workload: InferenceWorkload,
     arch: Arch,
     hw: Hardware,
     params: Params,
     tp: int,
-    request_rate: float,
     one_server: bool,
-) -> tuple[int, float, float, float, float, str] | None:
-    """(replicas, utilisation, prefill s, mean wait s, transfer s, link) of the fewest
-    prefill replicas of TP `tp` that meet the TTFT target at `request_rate` requests/s."""
+) -> _PrefillStage | None:
+    """A prefill replica of TP `tp` (None where it does not fit, cannot send its KV cache
+    or misses the TTFT target even with no queue)."""
     prompt, _, _ = request_shape(workload)
     layout = serving_layout(tp, 1, hw.gpus_per_node)
     if not _prefill_fits(workload, arch, hw, layout, params):
@@ -132,6 +143,20 @@ def _prefill_pool(
     target = workload.ttft_ms / 1000 if workload.ttft_ms is not None else None
     if target is not None and alone + transfer > target:
         return None
+    return _PrefillStage(alone, transfer, link, service, target)
+
+
+def _prefill_replicas(
+    stage: _PrefillStage, request_rate: float
+) -> tuple[int, float, float, float, float, str] | None:
+    """(replicas, utilisation, prefill s, mean wait s, transfer s, link) of the fewest
+    replicas of `stage` that meet the TTFT target at `request_rate` requests/s."""
+    alone, transfer, service, target = (
+        stage.alone_s,
+        stage.transfer_s,
+        stage.service_s,
+        stage.target_s,
+    )
     replicas = max(1, math.ceil(request_rate * service))
     while replicas <= MAX_PREFILL_REPLICAS:
         rho = request_rate * service / replicas
@@ -143,7 +168,7 @@ def _prefill_pool(
                 else rho <= UNTARGETED_UTILISATION
             )
             if ok:
-                return replicas, rho, alone, wait, transfer, link
+                return replicas, rho, alone, wait, transfer, stage.link
         replicas += 1
     return None
 
@@ -182,6 +207,15 @@ def search_disaggregated(
     _, output, _ = request_shape(workload)
     best: tuple[int, int, ConfigEstimate] | None = None
     why: list[str] = []
+    # A prefill replica's figures depend on its TP and where its KV cache goes, not on the
+    # decode pool: worked out once per (TP, one server), on first use.
+    stages: dict[tuple[int, bool], _PrefillStage | None] = {}
+
+    def stage(t_p: int, one_server: bool) -> _PrefillStage | None:
+        if (t_p, one_server) not in stages:
+            stages[t_p, one_server] = _prefill_stage(workload, arch, hw, params, t_p, one_server)
+        return stages[t_p, one_server]
+
     for t_d in _tp_choices(arch, hw):
         probe = serving_layout(t_d, 1, gpn)
         b_max, _ = batch_limit(workload, arch, hw, probe, params, prefill=False)
@@ -199,7 +233,8 @@ def search_disaggregated(
         for t_p in _tp_choices(arch, hw):
             found = None
             for one_server in (True, False):
-                pool = _prefill_pool(workload, arch, hw, params, t_p, request_rate, one_server)
+                st = stage(t_p, one_server)
+                pool = None if st is None else _prefill_replicas(st, request_rate)
                 if pool is None:
                     continue
                 gpus = decode_gpus + pool[0] * t_p

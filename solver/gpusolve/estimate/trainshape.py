@@ -120,11 +120,40 @@ class StageMemory:
         return self.states.total_bytes + self.activations_bytes
 
 
+# stage_memory_for's results by the identities of its workload, arch and params (frozen,
+# so one object always holds the same values; hashing them field by field would cost more
+# than the lookup saves) and the layout's value. The layout search asks about the same
+# layout on every server with the same GPUs per node, and again when it prices a layout
+# it has just fitted: four calls in five are repeats on the examples.
+_STAGES: dict[
+    tuple[int, int, int, Layout, int],
+    tuple[tuple[Training, Arch, Params], tuple[StageMemory, ...]],
+] = {}
+_STAGES_MAX = 20_000
+
+
 def stage_memory_for(
     workload: Training, arch: Arch, gpus_per_node: int, layout: Layout, params: Params
 ) -> tuple[StageMemory, ...]:
     """Every pipeline rank's memory (an even split where the workload's cannot be built:
     `split_reason` reports that)."""
+    key = (id(workload), id(arch), gpus_per_node, layout, id(params))
+    hit = _STAGES.get(key)
+    if hit is not None:
+        (w, a, p), stages = hit
+        if w is workload and a is arch and p is params:
+            return stages
+    stages = _stage_memory_of(workload, arch, gpus_per_node, layout, params)
+    if len(_STAGES) >= _STAGES_MAX:
+        _STAGES.clear()
+    # The value keeps the objects alive, so their ids cannot be reused meanwhile.
+    _STAGES[key] = ((workload, arch, params), stages)
+    return stages
+
+
+def _stage_memory_of(
+    workload: Training, arch: Arch, gpus_per_node: int, layout: Layout, params: Params
+) -> tuple[StageMemory, ...]:
     try:
         split = stage_split(workload, arch, layout)
     except SplitError:

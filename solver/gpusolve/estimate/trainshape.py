@@ -123,7 +123,7 @@ class StageMemory:
 # stage_memory_for's results by the identities of its workload, arch and params (frozen,
 # so one object always holds the same values; hashing them field by field would cost more
 # than the lookup saves) and the layout's value. The layout search asks about the same
-# layout on every server with the same GPUs per node, and again when it prices a layout
+# layout on every server with the same GPUs per node, and again when it times a layout
 # it has just fitted: four calls in five are repeats on the examples.
 _STAGES: dict[
     tuple[int, int, int, Layout, int],

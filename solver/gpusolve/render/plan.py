@@ -7,7 +7,6 @@ import json
 import yaml
 
 from gpusolve.models.plan import Plan
-from gpusolve.render.markdown import plan_markdown
 from gpusolve.render.text import plan_text
 
 FORMATS = ("text", "json", "yaml", "markdown")
@@ -21,5 +20,8 @@ def render_plan(plan: Plan, fmt: str) -> str:
             plan.model_dump(mode="json"), sort_keys=False, allow_unicode=True, width=100
         )
     if fmt == "markdown":
+        # Deferred: the memo and its tables are imported only when a memo is asked for.
+        from gpusolve.render.markdown import plan_markdown
+
         return plan_markdown(plan)
     return plan_text(plan)

@@ -67,7 +67,7 @@ SLOTS = ("day", "night")
 
 
 @dataclass
-class _Vars:
+class PhasedVars:
     buy: dict[tuple[str, str, int], cp_model.IntVar]
     working: dict[tuple[str, str, int], Any]
     racks: dict[tuple[str, int], cp_model.IntVar]
@@ -127,7 +127,7 @@ def build_model(
     lits: relax.Lits | None = None,
     model: cp_model.CpModel | None = None,
     fixed: dict[tuple[str, str], int] | None = None,
-) -> tuple[cp_model.CpModel, _Vars, dict[str, Any]]:
+) -> tuple[cp_model.CpModel, PhasedVars, dict[str, Any]]:
     """The phased model; in explain mode (`lits`: requirement name -> literal of `model`)
     every requirement holds only while its literal is true; with `fixed`, exactly that
     fleet (sku, site) is bought, in the first period."""
@@ -218,12 +218,12 @@ def build_model(
                 m.add(cp_model.LinearExpr.sum(per_workload[name]) == demand)
         for (k, s, _slot), terms in use.items():
             m.add(sum(n * x for n, x in terms) <= working[k, s, p])
-    v = _Vars(buy, working, racks, floors, used, owned, cloud)
+    v = PhasedVars(buy, working, racks, floors, used, owned, cloud)
     _budgets(m, pi, v, lits)
     return m, v, _cost_exprs(pi, v, skus, sites)
 
 
-def _capex_terms(pi: PhasedInstance, v: _Vars) -> list[tuple[int, cp_model.IntVar, int]]:
+def _capex_terms(pi: PhasedInstance, v: PhasedVars) -> list[tuple[int, cp_model.IntVar, int]]:
     out = []
     for (k, _s, q), x in v.buy.items():
         price = pi.price[k][q]
@@ -232,7 +232,9 @@ def _capex_terms(pi: PhasedInstance, v: _Vars) -> list[tuple[int, cp_model.IntVa
     return out
 
 
-def _budgets(m: cp_model.CpModel, pi: PhasedInstance, v: _Vars, lits: relax.Lits | None) -> None:
+def _budgets(
+    m: cp_model.CpModel, pi: PhasedInstance, v: PhasedVars, lits: relax.Lits | None
+) -> None:
     terms = _capex_terms(pi, v)
     if pi.capex_max is not None:
         relax.guard(m.add(sum(price * x for _, x, price in terms) <= pi.capex_max), lits, "capex")
@@ -246,7 +248,7 @@ def _budgets(m: cp_model.CpModel, pi: PhasedInstance, v: _Vars, lits: relax.Lits
 
 def _cost_exprs(
     pi: PhasedInstance,
-    v: _Vars,
+    v: PhasedVars,
     skus: dict[str, Sku],
     sites: dict[str, Site],
 ) -> dict[str, Any]:
@@ -322,7 +324,7 @@ def _objective(exprs: dict[str, Any], n_periods: int) -> tuple[Any, Any]:
 
 
 # Constraints an analysis adds to the model before the solve (top-k's cuts, why-not's force).
-Restrict = Callable[[cp_model.CpModel, "_Vars"], None]
+Restrict = Callable[[cp_model.CpModel, "PhasedVars"], None]
 
 
 def solve_phased(
@@ -440,7 +442,7 @@ def _has_option(inst: Instance, workload: str) -> bool:
 
 def _read_period(
     pi: PhasedInstance,
-    v: _Vars,
+    v: PhasedVars,
     exprs: dict[str, Any],
     solver: cp_model.CpSolver,
     p: int,

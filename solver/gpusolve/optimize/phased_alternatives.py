@@ -18,7 +18,7 @@ from collections.abc import Callable
 from ortools.sat.python import cp_model
 
 from gpusolve.optimize.ir import SolveConfig
-from gpusolve.optimize.phased import _Vars, solve_phased
+from gpusolve.optimize.phased import PhasedVars, solve_phased
 from gpusolve.optimize.phased_ir import PhasedInstance, PhasedSolution
 
 Key = tuple[str, str, str]  # (workload, server SKU or cloud offer, site or "")
@@ -36,7 +36,7 @@ def schedule_key(solution: PhasedSolution) -> tuple[Key, ...]:
     return tuple(sorted(keys))
 
 
-def _groups(pi: PhasedInstance, v: _Vars) -> dict[Key, list[cp_model.IntVar]]:
+def _groups(pi: PhasedInstance, v: PhasedVars) -> dict[Key, list[cp_model.IntVar]]:
     """The choice Bools behind each key, over all periods."""
     groups: dict[Key, list[cp_model.IntVar]] = defaultdict(list)
     for (p, key, site), x in v.owned.items():
@@ -68,7 +68,7 @@ def alternatives(pi: PhasedInstance, k: int, config: SolveConfig) -> list[Phased
     seen: list[tuple[Key, ...]] = []
     out: list[PhasedSolution] = []
 
-    def cut(m: cp_model.CpModel, v: _Vars) -> None:
+    def cut(m: cp_model.CpModel, v: PhasedVars) -> None:
         groups = _groups(pi, v)
         for keys in seen:
             _no_good(m, groups, keys)
@@ -90,7 +90,7 @@ def forced(pi: PhasedInstance, uses: Uses, config: SolveConfig) -> PhasedSolutio
     any period could use it."""
     hits: list[cp_model.IntVar] = []
 
-    def force(m: cp_model.CpModel, v: _Vars) -> None:
+    def force(m: cp_model.CpModel, v: PhasedVars) -> None:
         hits.extend(x for (p, key, site), x in v.owned.items() if uses(p, key, site))
         hits.extend(y for (p, key), y in v.cloud.items() if uses(p, key, None))
         m.add(cp_model.LinearExpr.sum(hits) >= 1)

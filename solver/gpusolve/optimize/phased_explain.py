@@ -24,7 +24,7 @@ from ortools.sat.python import cp_model
 from gpusolve.models.periods import fiscal_year
 from gpusolve.optimize import explain as single
 from gpusolve.optimize.ir import Requirement, SolveConfig
-from gpusolve.optimize.phased import _Vars, build_model
+from gpusolve.optimize.phased import PhasedVars, build_model
 from gpusolve.optimize.phased_ir import Mode, PhasedInstance
 
 
@@ -51,7 +51,7 @@ class _Explained:
     model: cp_model.CpModel
     literals: dict[str, cp_model.IntVar]
     requirements: dict[str, Requirement]
-    vars: _Vars
+    vars: PhasedVars
     exprs: dict[str, object]
 
 
@@ -146,7 +146,7 @@ def move(
 
 
 def _early_purchases(
-    m: cp_model.CpModel, v: _Vars, pi: PhasedInstance, sku: str
+    m: cp_model.CpModel, v: PhasedVars, pi: PhasedInstance, sku: str
 ) -> cp_model.LinearExprT:
     """The periods before `sku`'s first that must allow buying it: Bools, each period's
     allowing the next's (buying early once means every later period may too)."""

@@ -22,7 +22,7 @@ from gpusolve.optimize.ir import SolveConfig
 from gpusolve.optimize.phased import solve_phased
 from gpusolve.optimize.phased_ir import PhasedInstance, PhasedSolution
 from gpusolve.plan.inputs import Inputs
-from gpusolve.plan.phased import _for_period, period_catalog, periods_of
+from gpusolve.plan.phased import for_period, period_catalog, periods_of
 
 NOTE = (
     "the ordinary single plan (no periods; each workload at its peak demand; today's "
@@ -40,7 +40,7 @@ class SinglePeriod:
 
 def _peak(w: Workload, horizon_months: int, periods: tuple[Period, ...]) -> Workload:
     shaped = [
-        (p, _for_period(w, horizon_months, p))
+        (p, for_period(w, horizon_months, p))
         for p in periods
         if active(p, w.start_month, w.end_month)
     ]

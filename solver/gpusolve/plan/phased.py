@@ -51,7 +51,7 @@ def periods_of(reqs: Requirements) -> tuple[Period, ...]:
 def period_requirements(reqs: Requirements, period: Period) -> Requirements:
     """The requirements one period's candidates are built from."""
     workloads = [
-        _for_period(w, reqs.horizon_months, period)
+        for_period(w, reqs.horizon_months, period)
         for w in reqs.workloads
         if active(period, w.start_month, w.end_month)
     ]
@@ -66,7 +66,7 @@ def period_requirements(reqs: Requirements, period: Period) -> Requirements:
     )
 
 
-def _for_period(w: Workload, horizon_months: int, period: Period) -> Workload:
+def for_period(w: Workload, horizon_months: int, period: Period) -> Workload:
     factor = demand_factor(w.demand_growth, w.demand_by_period, period, w.start_month)
     cleared: dict[str, object] = {
         "start_month": 0,
@@ -117,7 +117,7 @@ def _rental_at(offer: CloudOffer, month: int) -> CloudOffer:
     )
 
 
-def _server_trend(catalog: Catalog, server: Server) -> float:
+def server_trend(catalog: Catalog, server: Server) -> float:
     """The server's yearly price trend: its own, else its card's, else flat."""
     trend = server.price_trend or catalog.cards[server.card].price_trend
     return trend.yearly_rate if trend is not None else 0.0
@@ -143,7 +143,7 @@ def build_phased(run: Inputs) -> PhasedInputs:
         available = max(
             server.available_from_month, catalog.cards[server.card].available_from_month
         )
-        rate = _server_trend(catalog, server)
+        rate = server_trend(catalog, server)
         prices = [
             to_money(sku.capex * (1 + rate) ** (p.start_month / 12))
             if p.start_month >= available

@@ -22,9 +22,9 @@ from gpusolve.optimize.phased_ir import PhasedInstance
 from gpusolve.plan.inputs import Inputs
 from gpusolve.plan.phased import (
     PhasedInputs,
-    _server_trend,
     period_catalog,
     period_requirements,
+    server_trend,
 )
 
 
@@ -80,7 +80,7 @@ def build_explain(run: Inputs, built: PhasedInputs) -> ExplainInputs:
         if server is None:
             continue
         month = first_month(catalog, k)
-        rate = _server_trend(catalog, server)
+        rate = server_trend(catalog, server)
         price[k] = tuple(to_money(sku.capex * (1 + rate) ** (p.start_month / 12)) for p in periods)
         works_from[k] = tuple(
             first_working_period(p, server.lead_time_weeks, periods) for p in periods

@@ -25,7 +25,7 @@ MODEL_NOTES = (
 )
 
 
-def _status(s: PhasedSolution) -> ScheduleStatus:
+def schedule_status(s: PhasedSolution) -> ScheduleStatus:
     if s.status in ("optimal", "feasible", "infeasible"):
         return s.status
     return "timeout"
@@ -76,7 +76,9 @@ def _period(pp: PeriodPlan, rent_month: dict[str, int]) -> SchedulePeriod:
 def _baseline(name: str, best: PhasedSolution, b: PhasedSolution) -> Baseline:
     ours, theirs = best.objective_value, b.objective_value
     saving = theirs - ours if theirs is not None and ours is not None else None
-    return Baseline(name=name, status=_status(b), tco=b.tco, penalties=b.penalties, saving=saving)
+    return Baseline(
+        name=name, status=schedule_status(b), tco=b.tco, penalties=b.penalties, saving=saving
+    )
 
 
 def schedule(
@@ -99,7 +101,7 @@ def schedule(
         for y in years
     ]
     return Schedule(
-        status=_status(best),
+        status=schedule_status(best),
         currency=currency,
         horizon_months=pi.horizon_months,
         tco=best.tco,

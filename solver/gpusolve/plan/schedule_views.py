@@ -8,7 +8,7 @@ from gpusolve.models.schedule import Baseline, Purchase, Schedule
 from gpusolve.optimize.phased_ir import PhasedInstance, PhasedSolution
 from gpusolve.plan.inputs import Inputs
 from gpusolve.plan.peak import NOTE, SinglePeriod
-from gpusolve.plan.schedule import _status
+from gpusolve.plan.schedule import schedule_status
 from gpusolve.plan.schedule_bom import period_boms
 from gpusolve.plan.schedule_capacity import period_capacity
 
@@ -53,7 +53,7 @@ def single_baseline(best: PhasedSolution, single: SinglePeriod, currency: str) -
     why = f"; {p.reason}" if p.reason else ""
     return Baseline(
         name="single-period",
-        status=_status(p),
+        status=schedule_status(p),
         tco=p.tco,
         penalties=p.penalties,
         saving=saving,

@@ -50,13 +50,13 @@ def available() -> bool:
     return importlib.util.find_spec("matplotlib") is not None
 
 
-def _figure(width_in: float, height_in: float) -> Figure:
+def new_figure(width_in: float, height_in: float) -> Figure:
     from matplotlib.figure import Figure
 
     return Figure(figsize=(width_in, height_in), layout="constrained")
 
 
-def _svg(fig: Figure, salt: str) -> str:
+def svg_of(fig: Figure, salt: str) -> str:
     """The figure as an <svg> element for inlining: no XML prolog, no DOCTYPE (which would
     name a DTD on the network), no date, ids unique to this chart."""
     import matplotlib
@@ -108,7 +108,7 @@ def cost_chart(cost: Cost) -> str | None:
     kinds = [row for row in kinds if row[1] > 0][::-1]  # matplotlib draws bottom-up
     if not kinds:
         return None
-    fig = _figure(7.0, 0.5 + 0.45 * len(kinds))
+    fig = new_figure(7.0, 0.5 + 0.45 * len(kinds))
     ax = fig.subplots()
     amounts = [amount for _, amount, _ in kinds]
     spend = sum(a for a in amounts if a > 0) or 1.0
@@ -119,19 +119,19 @@ def cost_chart(cost: Cost) -> str | None:
     ax.set_xlim(0.0, max(amounts) * 1.35 or 1.0)
     ax.axvline(0, color="#333333", linewidth=0.8)
     ax.set_xlabel(f"{cost.currency} over {cost.horizon_months} months")
-    ax.xaxis.set_major_formatter(_thousands())
-    ax.xaxis.set_major_locator(_few_ticks())
+    ax.xaxis.set_major_formatter(thousands_formatter())
+    ax.xaxis.set_major_locator(few_ticks())
     ax.spines[["top", "right"]].set_visible(False)
-    return _svg(fig, "cost")
+    return svg_of(fig, "cost")
 
 
-def _thousands() -> Any:
+def thousands_formatter() -> Any:
     from matplotlib.ticker import FuncFormatter
 
     return FuncFormatter(lambda x, _pos: f"{x:,.0f}")
 
 
-def _few_ticks() -> Any:
+def few_ticks() -> Any:
     """Four or so ticks: money labels are wide and must not overlap."""
     from matplotlib.ticker import MaxNLocator
 
@@ -169,7 +169,7 @@ def tornado_chart(s: Sensitivity) -> str | None:
     if not available() or not s.ranges:
         return None
     rows = tornado_rows(s)[::-1]  # matplotlib draws the first bar at the bottom
-    fig = _figure(7.5, 0.6 + 0.35 * len(rows))
+    fig = new_figure(7.5, 0.6 + 0.35 * len(rows))
     ax = fig.subplots()
     names = [textwrap.shorten(r.parameter, 48, placeholder="…") for r, *_ in rows]
     for y, (_r, low, high, low_open, high_open) in enumerate(rows):
@@ -180,7 +180,7 @@ def tornado_chart(s: Sensitivity) -> str | None:
     ax.axvline(0, color="#333333", linewidth=0.8)
     ax.set_xlabel(f"% change with the plan unchanged (cut at ±{TORNADO_CAP_PCT:g}%)")
     ax.spines[["top", "right"]].set_visible(False)
-    return _svg(fig, "tornado")
+    return svg_of(fig, "tornado")
 
 
 # The payment schedule's kinds, in stacking order, with their colours.
@@ -204,7 +204,7 @@ def payment_chart(
     without months."""
     if not available() or not months:
         return None
-    fig = _figure(7.5, 3.2)
+    fig = new_figure(7.5, 3.2)
     ax = fig.subplots()
     x = [m.month for m in months]
     stacks, labels, colours = [], [], []
@@ -239,12 +239,12 @@ def payment_chart(
     ax.set_ylim(bottom=0)
     ax.set_xlabel("month (1 = purchase)")
     ax.set_ylabel(f"cumulative spend ({currency})")
-    ax.yaxis.set_major_formatter(_thousands())
-    ax.yaxis.set_major_locator(_few_ticks())
+    ax.yaxis.set_major_formatter(thousands_formatter())
+    ax.yaxis.set_major_locator(few_ticks())
     # Below the axes: inside, it would cover the first months' rise.
     fig.legend(loc="outside lower center", ncols=3, fontsize=7, frameon=False)
     ax.spines[["top", "right"]].set_visible(False)
-    return _svg(fig, "payments")
+    return svg_of(fig, "payments")
 
 
 def capacity_chart(rows: list[tuple[str, float, str]]) -> str | None:
@@ -253,7 +253,7 @@ def capacity_chart(rows: list[tuple[str, float, str]]) -> str | None:
     figures; 100% is the limit. `rows`: (workload, share, label)."""
     if not available() or not rows:
         return None
-    fig = _figure(7.0, 0.6 + 0.4 * len(rows))
+    fig = new_figure(7.0, 0.6 + 0.4 * len(rows))
     ax = fig.subplots()
     shown = rows[::-1]
     for y, (_w, share, label) in enumerate(shown):
@@ -265,14 +265,14 @@ def capacity_chart(rows: list[tuple[str, float, str]]) -> str | None:
     ax.set_xlim(0, max(150.0, max(share for _, share, _ in rows) * 100 * 1.9))
     ax.set_xlabel("% of the deployment's capacity the demand uses (100% = the limit)")
     ax.spines[["top", "right"]].set_visible(False)
-    return _svg(fig, "capacity")
+    return svg_of(fig, "capacity")
 
 
 def frontier_figure(f: Frontier, from_zero: bool = True) -> Figure:
     """TCO against the longest time to train, one marker per non-dominated plan, each
     labelled with what it buys. Axes start at zero unless `from_zero` is False, so a 2%
     difference in cost looks like one."""
-    fig = _figure(8.0, 5.0)
+    fig = new_figure(8.0, 5.0)
     ax = fig.subplots()
     points = sorted(f.points, key=lambda p: p.makespan_h)
     times = [p.makespan_h for p in points]
@@ -297,8 +297,8 @@ def frontier_figure(f: Frontier, from_zero: bool = True) -> Figure:
         ax.margins(x=0.3, y=0.2)
     ax.set_xlabel("longest time to train (h)")
     ax.set_ylabel(f"TCO over {f.horizon_months} months ({f.currency})")
-    ax.yaxis.set_major_formatter(_thousands())
-    ax.xaxis.set_major_formatter(_thousands())
+    ax.yaxis.set_major_formatter(thousands_formatter())
+    ax.xaxis.set_major_formatter(thousands_formatter())
     ax.set_title("Cost ↔ time frontier (deadline factor: what it buys)", fontsize=10)
     ax.grid(True, color="#dddddd", linewidth=0.5)
     ax.spines[["top", "right"]].set_visible(False)
@@ -308,7 +308,7 @@ def frontier_figure(f: Frontier, from_zero: bool = True) -> Figure:
 def frontier_chart(f: Frontier, from_zero: bool = True) -> str | None:
     if not available() or not f.points:
         return None
-    return _svg(frontier_figure(f, from_zero), "frontier")
+    return svg_of(frontier_figure(f, from_zero), "frontier")
 
 
 PLOT_SUFFIXES = (".svg", ".png")

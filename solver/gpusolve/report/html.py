@@ -186,7 +186,7 @@ def sig(value: float | None) -> str:
     return f"{value:.4g}"
 
 
-def _render(template: str, **values: Any) -> str:
+def render_template(template: str, **values: Any) -> str:
     return str(_environment().get_template(template).render(**values))
 
 
@@ -206,7 +206,7 @@ def plan_html(
     cost = plan.cost
     pb = plan.payback
     capacity = capacity_rows(plan, ctx)
-    return _render(
+    return render_template(
         "plan.html.j2",
         plan=plan,
         ctx=ctx,
@@ -379,7 +379,7 @@ def _segments(parts: list[tuple[str, float, str]], whole: float) -> list[Segment
 
 
 def frontier_html(f: Frontier, from_zero: bool = True, ctx: ReportContext | None = None) -> str:
-    return _render(
+    return render_template(
         "frontier.html.j2",
         f=f,
         ctx=ctx or ReportContext(),
@@ -397,7 +397,7 @@ def colo_html(report: ColoReport, top: int | None, ctx: ReportContext | None = N
         if best is not None
         else []
     )
-    return _render(
+    return render_template(
         "colo.html.j2",
         report=report,
         ctx=ctx,
@@ -427,7 +427,7 @@ def monthly_bills(rows: list[ColoRow]) -> list[list[Segment]]:
 
 
 def estimate_html(report: EstimateReport, ctx: ReportContext | None = None) -> str:
-    return _render(
+    return render_template(
         "estimate.html.j2",
         report=report,
         ctx=ctx or ReportContext(),

@@ -7,11 +7,11 @@ from __future__ import annotations
 
 from gpusolve.models.schedule import Schedule
 from gpusolve.report import schedule_charts
-from gpusolve.report.html import ReportContext, _render
+from gpusolve.report.html import ReportContext, render_template
 
 
 def schedule_html(s: Schedule, ctx: ReportContext | None = None) -> str:
-    return _render(
+    return render_template(
         "schedule.html.j2",
         s=s,
         ctx=ctx or ReportContext(),

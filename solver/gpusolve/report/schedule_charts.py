@@ -8,7 +8,14 @@ from __future__ import annotations
 import textwrap
 
 from gpusolve.models.schedule import Schedule
-from gpusolve.report.charts import KIND_COLOURS, _few_ticks, _figure, _svg, _thousands, available
+from gpusolve.report.charts import (
+    KIND_COLOURS,
+    available,
+    few_ticks,
+    new_figure,
+    svg_of,
+    thousands_formatter,
+)
 
 # The spend of a period by kind, in the order stacked (purchases at the bottom).
 SPEND_KINDS = (
@@ -30,7 +37,7 @@ def spend_chart(s: Schedule) -> str | None:
     """Spend per period stacked by kind. None without matplotlib or without periods."""
     if not available() or not s.periods:
         return None
-    fig = _figure(7.5, 3.2)
+    fig = new_figure(7.5, 3.2)
     ax = fig.subplots()
     x = [f"P{p.index}" for p in s.periods]
     bottom = [0] * len(x)
@@ -48,11 +55,11 @@ def spend_chart(s: Schedule) -> str | None:
         bottom = [b + v for b, v in zip(bottom, values, strict=True)]
     ax.set_ylabel(f"spend in the period ({s.currency})")
     ax.set_xlabel("period (each starts at the month in the table)")
-    ax.yaxis.set_major_formatter(_thousands())
-    ax.yaxis.set_major_locator(_few_ticks())
+    ax.yaxis.set_major_formatter(thousands_formatter())
+    ax.yaxis.set_major_locator(few_ticks())
     fig.legend(loc="outside lower center", ncols=3, fontsize=7, frameon=False)
     ax.spines[["top", "right"]].set_visible(False)
-    return _svg(fig, "schedule-spend")
+    return svg_of(fig, "schedule-spend")
 
 
 def capacity_series(s: Schedule) -> dict[str, list[tuple[int, int, float | None]]]:
@@ -72,7 +79,7 @@ def capacity_chart(s: Schedule) -> str | None:
     series = capacity_series(s)
     if not available() or not series:
         return None
-    fig = _figure(7.5, 1.2 + 1.6 * len(series))
+    fig = new_figure(7.5, 1.2 + 1.6 * len(series))
     axes = fig.subplots(len(series), 1, sharex=True, squeeze=False)[:, 0]
     end = s.horizon_months
     for ax, (name, points) in zip(axes, series.items(), strict=True):
@@ -98,11 +105,11 @@ def capacity_chart(s: Schedule) -> str | None:
             )
         ax.set_title(textwrap.shorten(name, 40, placeholder="…"), fontsize=8, loc="left")
         ax.set_ylim(bottom=0)
-        ax.yaxis.set_major_formatter(_thousands())
-        ax.yaxis.set_major_locator(_few_ticks())
+        ax.yaxis.set_major_formatter(thousands_formatter())
+        ax.yaxis.set_major_locator(few_ticks())
         ax.spines[["top", "right"]].set_visible(False)
     axes[-1].set_xlabel("month")
     axes[-1].set_xlim(0, end)
     handles, labels = axes[0].get_legend_handles_labels()
     fig.legend(handles, labels, loc="outside lower center", ncols=2, fontsize=7, frameon=False)
-    return _svg(fig, "schedule-capacity")
+    return svg_of(fig, "schedule-capacity")

@@ -9,14 +9,17 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 from functools import cache
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
-import jsonschema
 from pydantic import BaseModel, ValidationError
 
 from gpusolve.errors import InputError, Problem
 from gpusolve.load.data import data_dir
+from gpusolve.load.seen import VALID, digest
 from gpusolve.load.yamlio import Document, JsonPath
+
+if TYPE_CHECKING:
+    import jsonschema
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -32,21 +35,30 @@ _TYPE_WORDS = {
 
 
 @cache
-def _validator(schema_name: str, model: type[BaseModel]) -> jsonschema.Draft202012Validator:
+def _schema_bytes(schema_name: str, model: type[BaseModel]) -> bytes:
     path = data_dir("schemas") / f"{schema_name}.schema.json"
     if path.is_file():
-        schema = json.loads(path.read_text(encoding="utf-8"))
-    else:  # a checkout before `gpusolve schema --write`; the freshness test keeps them equal
-        schema = model.model_json_schema(by_alias=True)
-    return jsonschema.Draft202012Validator(schema)
+        return path.read_bytes()
+    # a checkout before `gpusolve schema --write`; the freshness test keeps them equal
+    return json.dumps(model.model_json_schema(by_alias=True)).encode("utf-8")
+
+
+@cache
+def _validator(schema_name: str, model: type[BaseModel]) -> jsonschema.Draft202012Validator:
+    import jsonschema  # only for a document not seen valid before (load/seen.py)
+
+    return jsonschema.Draft202012Validator(json.loads(_schema_bytes(schema_name, model)))
 
 
 def parse_model(doc: Document, model: type[M], schema_name: str) -> M:
-    validator = _validator(schema_name, model)
-    errors = _leaf_errors(validator.iter_errors(doc.data), validator.schema)
-    problems = [_schema_problem(doc, e) for e in errors]
-    if problems:
-        raise InputError(_sorted_unique(problems))
+    key = digest(_schema_bytes(schema_name, model), doc.data)
+    if key not in VALID:
+        validator = _validator(schema_name, model)
+        errors = _leaf_errors(validator.iter_errors(doc.data), validator.schema)
+        problems = [_schema_problem(doc, e) for e in errors]
+        if problems:
+            raise InputError(_sorted_unique(problems))
+        VALID.add(key)
     try:
         return model.model_validate(doc.data)
     except ValidationError as exc:
@@ -66,7 +78,9 @@ def _leaf_errors(
             if typed:
                 yield from _leaf_errors(typed, root)
                 continue
-            best = jsonschema.exceptions.best_match(error.context)
+            from jsonschema.exceptions import best_match
+
+            best = best_match(error.context)
             yield best if best is not None else error
         else:
             yield error
@@ -94,6 +108,8 @@ def _tagged_errors(
     """A union chosen by a tag (pydantic's `discriminator`, e.g. a workload's `kind`): the
     errors of the branch the tag names, else one error about the tag itself; None for any
     other error."""
+    import jsonschema
+
     schema = error.schema if isinstance(error.schema, dict) else {}
     tag_spec = schema.get("discriminator")
     if error.validator != "oneOf" or not isinstance(tag_spec, dict):

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import atexit
 import contextlib
-import os
 import pathlib
 import pickle
 import re
@@ -40,15 +39,10 @@ def parser_cache_file() -> pathlib.Path | None:
     """
     import lark
 
-    root = pathlib.Path(os.environ.get("XDG_CACHE_HOME") or pathlib.Path.home() / ".cache")
-    root = root / "gpusolve"
-    try:
-        root.mkdir(mode=0o700, parents=True, exist_ok=True)
-    except OSError:
-        return None
-    if not os.access(root, os.W_OK):
-        return None
-    return root / f"cel-lark-{lark.__version__}.cache"
+    from gpusolve.load.seen import user_cache_dir
+
+    root = user_cache_dir()
+    return None if root is None else root / f"cel-lark-{lark.__version__}.cache"
 
 
 def seed_parser() -> None:

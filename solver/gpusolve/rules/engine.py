@@ -20,7 +20,7 @@ does not fire and the trace says why; a `require` counts as failed (fail closed)
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any, NamedTuple
 
@@ -132,6 +132,13 @@ class WorkloadRules:
         default_factory=dict, repr=False
     )
     _owners: dict[str, Facts] = field(default_factory=dict, repr=False)
+    # Outcomes for catalogue items (cards, servers, offers, clouds), whose facts are built
+    # once per item: the candidates stage asks about the same card or offer for every server
+    # and layout (about half of all evaluations). Keyed by the facts' identity; the facts
+    # are kept in the value so that the identity cannot be reused.
+    _memo: dict[tuple[str, str, int, bool | None], tuple[Facts, Any]] = field(
+        default_factory=dict, repr=False
+    )
 
     def __post_init__(self) -> None:
         for facts in self._context:
@@ -162,15 +169,34 @@ class WorkloadRules:
         predicates = self._predicates("require", kind, site)
         if not predicates:
             return []
+        return list(self._memoised("require", kind, facts, site, self._check))
+
+    def _check(self, kind: str, facts: Facts, site: bool | None) -> list[Violation]:
         bindings = Bindings(facts, base=self._owners)
         failed: list[Violation] = []
-        for p in predicates:
+        for p in self._predicates("require", kind, site):
             result = p.program.evaluate(bindings)
             if result is True:
                 continue
             detail = result.message if isinstance(result, EvalFailure) else None
             failed.append(Violation(p.rule, p.source, p.title, detail))
         return failed
+
+    def _memoised(
+        self,
+        which: str,
+        kind: str,
+        facts: Facts,
+        site: bool | None,
+        work: Callable[[str, Facts, bool | None], Any],
+    ) -> Any:
+        if kind not in CATALOG_KINDS:  # a catalogue item's facts are built once per run
+            return work(kind, facts, site)
+        key = (which, kind, id(facts), site)
+        found = self._memo.get(key)
+        if found is None:
+            found = self._memo[key] = (facts, work(kind, facts, site))
+        return found[1]
 
     def penalty(
         self, kind: str, facts: Facts, *, site: bool | None = None
@@ -181,10 +207,14 @@ class WorkloadRules:
         predicates = self._predicates("prefer", kind, site)
         if not predicates:
             return 0.0, []
+        total, rules = self._memoised("prefer", kind, facts, site, self._penalty)
+        return total, list(rules)
+
+    def _penalty(self, kind: str, facts: Facts, site: bool | None) -> tuple[float, list[str]]:
         bindings = Bindings(facts, base=self._owners)
         total = 0.0
         rules: list[str] = []
-        for p in predicates:
+        for p in self._predicates("prefer", kind, site):
             if p.program.evaluate(bindings) is not True:
                 total += p.penalty or 0.0
                 rules.append(p.rule)

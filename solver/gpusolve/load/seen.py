@@ -2,7 +2,7 @@
 
 For a valid document the schema pass has one outcome, "valid", and it costs the same every
 run: about a tenth of `gpusolve plan` on a shipped example (importing jsonschema and walking
-the catalogue's schema; benchmarks/README.md, "Start-up"). So the digest of each valid
+the catalogue's schema; benchmarks/README.md, "Last results"). So the digest of each valid
 (schema, document) pair is kept in the user's private cache directory, and a pair seen
 before skips the pass. Any change to the document or to the schema is a new digest, so the
 pass runs again on it; an invalid document is never remembered and always gets its located
@@ -61,7 +61,7 @@ class _Seen:
         return self._known
 
     def __contains__(self, key: str) -> bool:
-        return key in self._load()
+        return key in self._new or key in self._load()
 
     def add(self, key: str) -> None:
         if not self._new:

@@ -282,7 +282,7 @@ def expected_memo(plan: dict[str, Any]) -> dict[str, list[float]]:
     servers = [i for i in lines if i["kind"] == "servers_capex" and i["amount"]]
     out: dict[str, list[float]] = {
         "capex": [cost["capex"]],
-        "monthly_opex": [cost["monthly_opex"]],
+        "opex": [paid(cost) - cost["capex"]],
         "tco": [paid(cost)],
     }
     amounts = [i["amount"] for i in servers]
@@ -805,7 +805,7 @@ def test_the_memo_screen_shows_the_decision_without_scrolling(
     reports: list[Rendered], browser: chromium.Browser, tmp_path: Path
 ) -> None:
     """At desktop and print width, the memo (what to buy, where, what to rent, capex,
-    monthly opex, TCO, payback, what would change it) ends within the first screen or
+    opex over the horizon, TCO, payback, what would change it) ends within the first screen or
     page, nothing overflows sideways, and each figure drawn equals the JSON plan's.
     Screenshots go to $GPUSOLVE_SCREENSHOTS when set (to look at), else tmp_path."""
     folder = Path(os.environ.get("GPUSOLVE_SCREENSHOTS") or tmp_path)
@@ -833,7 +833,8 @@ def test_the_memo_screen_shows_the_decision_without_scrolling(
                     assert found, (where, f)
                     drawn.setdefault(f["name"], []).append(float(found.group().replace(",", "")))
             assert drawn == expected_memo(r.json), where
-            assert {"capex", "monthly_opex", "tco"} <= set(drawn), where
+            assert {"capex", "opex", "tco"} <= set(drawn), where
+            assert drawn["capex"][0] + drawn["opex"][0] == drawn["tco"][0], where
 
 
 def test_a_plan_report_draws_the_frontier_when_given_one(reports: list[Rendered]) -> None:

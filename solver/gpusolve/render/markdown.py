@@ -270,7 +270,10 @@ def memo_markdown(m: Memo) -> list[str]:
         out += [f"| {r.workload} | {r.what} | {r.amount:,.0f} |" for r in m.rents]
     out += ["", f"| figure | {cur} |", "|---|---:|"]
     out.append(f"| capex (at purchase) | {_cell(m.capex)} |")
-    out.append(f"| monthly opex (average) | {_cell(m.monthly_opex)} |")
+    out.append(
+        f"| opex over {m.horizon_months} months ({m.monthly_opex:,.0f} a month on average) "
+        f"| {_cell(m.opex)} |"
+    )
     out.append(f"| **TCO over {m.horizon_months} months (paid)** | **{_cell(m.tco)}** |")
     for credit in m.credits:
         out.append(

@@ -93,6 +93,7 @@ class Memo:
     rents: list[Rental]
     capex: float
     monthly_opex: float
+    opex: float  # over the horizon: capex + opex is the TCO, to the yuan
     tco: float  # what is paid over the horizon, credits apart
     credits: list[Credit]
     net: float  # tco plus the credits
@@ -176,6 +177,7 @@ def memo(plan: Plan) -> Memo | None:
         rents=rentals(plan),
         capex=cost.capex,
         monthly_opex=cost.monthly_opex,
+        opex=spend(cost) - cost.capex,
         tco=spend(cost),
         credits=found,
         net=spend(cost) + sum(c.amount for c in found),

@@ -41,7 +41,9 @@ part of its layout out, and `assumption` says what the case fills in):
              validation_serving.py.
   NEMO       NVIDIA/NeMo docs/source/performance/performance_summary.md (commit 070a0bb,
              container NeMo 24.07, DGX-H100, FP8): tokens/s per GPU with TP/PP/CP/VP,
-             micro-batch and global batch as published.
+             micro-batch and global batch as published. The Llama pretraining rows are
+             fitted on (Hopper's GEMM_SHAPES); its GPT-3 rows are gated and held out; its
+             fine-tuning rows are cross-checks.
 """
 
 from __future__ import annotations
@@ -739,13 +741,43 @@ NEMO_ROWS = (
 )
 
 
+# NeMo's GPT-3 configs (nemo/collections/llm/gpt/model/base.py: GPTConfig5B 24 layers, hidden
+# 4096, 32 heads; GPTConfig20B 44, 6144, 48; GPTConfig175B 96, 12288, 96 as Brown et al. 2020
+# Table 2.1), 4h GeLU MLP, shared embedding and output weights; the GPT-2 BPE vocabulary of
+# 50,257 padded as Megatron pads it (make_vocab_size_divisible_by 128, times TP).
+NEMO_GPT3_ROWS = (
+    # name, hidden, heads, layers, GPUs, global batch, micro-batch, seq, TP, PP, VP, tokens/s/GPU
+    ("gpt3-5b", 4096, 32, 24, 64, 2048, 4, 2048, 1, 1, 1, 22521),
+    ("gpt3-20b", 6144, 48, 44, 64, 256, 2, 2048, 2, 1, 1, 5851),
+    ("gpt3-175b", 12288, 96, 96, 128, 256, 1, 2048, 4, 8, 6, 726),
+    ("gpt3-175b", 12288, 96, 96, 512, 2048, 2, 2048, 4, 8, 6, 782),
+)
+
+
+def _padded_vocab(vocab: int, tp: int) -> int:
+    step = 128 * tp
+    return -(-vocab // step) * step
+
+
 def _nemo(row: tuple[Any, ...]) -> Case:
-    preset, kind, gpus, gbs, mb, seq, tp, pp, cp, vp, published = row
+    preset, kind, *figures = row
+    return _nemo_case(ModelShape(preset=preset), preset, kind, tuple(figures))
+
+
+def _nemo_gpt3(row: tuple[Any, ...]) -> Case:
+    name, hidden, heads, layers, gpus, gbs, mb, seq, tp, pp, vp, published = row
+    model = _gpt(hidden, heads, layers, vocab=_padded_vocab(50257, tp))
+    return _nemo_case(model, name, "pretrain", (gpus, gbs, mb, seq, tp, pp, 1, vp, published))
+
+
+def _nemo_case(model: ModelShape, name: str, kind: str, figures: tuple[Any, ...]) -> Case:
+    gpus, gbs, mb, seq, tp, pp, cp, vp, published = figures
+    held_out = not name.startswith("llama")
     dp = gpus // (tp * pp * cp)
     w = make_workload(
         name="nemo",
         kind=kind,
-        model=ModelShape(preset=preset),
+        model=model,
         precision="fp8",
         seq_len=seq,
         micro_batch=mb,
@@ -773,21 +805,24 @@ def _nemo(row: tuple[Any, ...]) -> Case:
 
     label = {"pretrain": "pretraining", "full_finetune": "SFT", "lora": "LoRA"}[kind]
     pretraining = kind == "pretrain"
-    # Pretraining rows fit Hopper's GEMM_SHAPES (efficiency.py); the fine-tuning rows stay
+    # The Llama pretraining rows fit Hopper's GEMM_SHAPES (efficiency.py); the GPT-3 rows of
+    # the same table are held out (checked, never fitted); the fine-tuning rows stay
     # cross-checks: they run SQuAD-style samples, whose attention the model charges at the full
     # sequence length.
+    if not pretraining:
+        group = "NeMo 24.07 on DGX-H100, FP8, fine-tuning (cross-check)"
+    elif held_out:
+        group = "NeMo 24.07 on DGX-H100, FP8, GPT-3 pretraining (held out)"
+    else:
+        group = "NeMo 24.07 on DGX-H100, FP8, pretraining"
     return Case(
-        group=(
-            "NeMo 24.07 on DGX-H100, FP8, pretraining"
-            if pretraining
-            else "NeMo 24.07 on DGX-H100, FP8, fine-tuning (cross-check)"
-        ),
-        name=f"{preset} {label} {gpus} GPUs TP{tp} PP{pp} CP{cp} VP{vp}",
+        group=group,
+        name=f"{name} {label} {gpus} GPUs TP{tp} PP{pp} CP{cp} VP{vp}",
         citation="NVIDIA/NeMo docs/source/performance/performance_summary.md @070a0bb",
         published=float(published),
         unit="tokens/s/GPU",
         tolerance=0.15,
-        fitted_on=pretraining,
+        fitted_on=pretraining and not held_out,
         run=run,
         gated=pretraining,
         assumption="no recomputation, distributed optimizer, TP overlap, step time only"
@@ -821,4 +856,5 @@ def all_cases() -> list[Case]:
     cases += [_frontier_memory(k) for k in FRONTIER_MEMORY]
     cases.append(_llama3_goodput())
     cases += [_nemo(r) for r in NEMO_ROWS]
+    cases += [_nemo_gpt3(r) for r in NEMO_GPT3_ROWS]
     return cases

@@ -754,6 +754,21 @@ NEMO_GPT3_ROWS = (
 )
 
 
+# The same table's Nemotron rows, with the shapes of NeMo's configs of those names
+# (nemo/collections/llm/gpt/model/nemotron.py: Nemotron3Config8B 32 layers, hidden 4096, FFN
+# 16,384, 32 heads; Nemotron3Config22B 40, 6144, 24,576, 48; Nemotron4Config340B 96, 18,432,
+# 73,728, 96 heads in 8 query groups): squared-ReLU MLP (not gated), untied embeddings, a
+# 256,000-token vocabulary (Nemotron-4 report, arXiv:2402.16819 §2). The table names the
+# model only by size, so these are cross-checks.
+NEMO_NEMOTRON_ROWS = (
+    # name, layers, hidden, FFN, heads, KV heads, GPUs, global batch, micro-batch, TP, PP, VP,
+    # tokens/s/GPU (sequence 4096)
+    ("nemotron-8b", 32, 4096, 16384, 32, 32, 64, 256, 4, 2, 1, 1, 12701),
+    ("nemotron-22b", 40, 6144, 24576, 48, 48, 64, 256, 2, 2, 4, 10, 4256),
+    ("nemotron-340b", 96, 18432, 73728, 96, 8, 128, 32, 1, 8, 8, 12, 322),
+)
+
+
 def _padded_vocab(vocab: int, tp: int) -> int:
     step = 128 * tp
     return -(-vocab // step) * step
@@ -770,9 +785,25 @@ def _nemo_gpt3(row: tuple[Any, ...]) -> Case:
     return _nemo_case(model, name, "pretrain", (gpus, gbs, mb, seq, tp, pp, 1, vp, published))
 
 
+def _nemo_nemotron(row: tuple[Any, ...]) -> Case:
+    name, layers, hidden, ffn, heads, kv_heads, gpus, gbs, mb, tp, pp, vp, published = row
+    model = ModelShape(
+        layers=layers,
+        hidden=hidden,
+        ffn=ffn,
+        heads=heads,
+        kv_heads=kv_heads,
+        vocab=256000,
+        gated_ffn=False,
+        tied_embeddings=False,
+    )
+    return _nemo_case(model, name, "pretrain", (gpus, gbs, mb, 4096, tp, pp, 1, vp, published))
+
+
 def _nemo_case(model: ModelShape, name: str, kind: str, figures: tuple[Any, ...]) -> Case:
     gpus, gbs, mb, seq, tp, pp, cp, vp, published = figures
     held_out = not name.startswith("llama")
+    shape_inferred = name.startswith("nemotron")
     dp = gpus // (tp * pp * cp)
     w = make_workload(
         name="nemo",
@@ -811,6 +842,8 @@ def _nemo_case(model: ModelShape, name: str, kind: str, figures: tuple[Any, ...]
     # sequence length.
     if not pretraining:
         group = "NeMo 24.07 on DGX-H100, FP8, fine-tuning (cross-check)"
+    elif shape_inferred:
+        group = "NeMo 24.07 on DGX-H100, FP8, Nemotron pretraining (cross-check)"
     elif held_out:
         group = "NeMo 24.07 on DGX-H100, FP8, GPT-3 pretraining (held out)"
     else:
@@ -824,9 +857,10 @@ def _nemo_case(model: ModelShape, name: str, kind: str, figures: tuple[Any, ...]
         tolerance=0.15,
         fitted_on=pretraining and not held_out,
         run=run,
-        gated=pretraining,
+        gated=pretraining and not shape_inferred,
         assumption="no recomputation, distributed optimizer, TP overlap, step time only"
-        + ("" if pretraining else "; attention over the full sequence (samples are shorter)"),
+        + ("" if pretraining else "; attention over the full sequence (samples are shorter)")
+        + ("; the shape of NeMo's config of that name" if shape_inferred else ""),
         family="hopper",
     )
 
@@ -857,4 +891,5 @@ def all_cases() -> list[Case]:
     cases.append(_llama3_goodput())
     cases += [_nemo(r) for r in NEMO_ROWS]
     cases += [_nemo_gpt3(r) for r in NEMO_GPT3_ROWS]
+    cases += [_nemo_nemotron(r) for r in NEMO_NEMOTRON_ROWS]
     return cases

@@ -270,7 +270,8 @@ def test_the_day_night_example_buys_no_64_port_switch(gpusolve: Any, tmp_path: P
     # With no H20, Ascend 910C or later China-market card to buy (the catalogue before its
     # China-market servers, when this example bought a 64-port 800G switch for two
     # servers), two Atlas 800T A2 share the LoRA job at night: 8 NIC-to-NIC cables (8 NICs
-    # each, NIC i to NIC i) at 3,000, no fabric switch; one 18-port ToR for the one rack.
+    # each, NIC i to NIC i) at 3,000, no fabric switch; one 18-port ToR and one 24-port
+    # management switch for the one rack.
     patch = tmp_path / "no-h20-no-910c.yaml"
     cards = ("h20-96gb", "ascend-910c", "rtx-5090d", "rtx-5090d-v2", "hygon-k100-ai",
              "kunlunxin-p800")  # fmt: skip
@@ -288,7 +289,10 @@ def test_the_day_night_example_buys_no_64_port_switch(gpusolve: Any, tmp_path: P
     catalog = load_catalog().catalog
     items = [i for i in plan["cost"]["breakdown"]["items"] if i["kind"] == "network"]
     switches = [catalog.switches[i["subject"]] for i in items if i["unit"] == "switch"]
-    assert [(s.id, s.role, s.ports) for s in switches] == [("sn2010-25g-tor", "tor", 18)]
+    assert [(s.id, s.role, s.ports) for s in switches] == [
+        ("sn2010-25g-tor", "tor", 18),
+        ("ce-s5731-24t4x-management", "management", 24),
+    ]
     cables = [i for i in items if i["subject"] == "qsfp56-200g-aoc-nic-to-nic"]
     assert [(i["quantity"], i["unit_price"]) for i in cables] == [(8, 3_000)]
     (storage,) = [i for i in plan["cost"]["breakdown"]["items"] if i["kind"] == "storage"]
@@ -307,4 +311,4 @@ def test_each_rack_gets_the_smallest_tor_with_a_port_per_server() -> None:
     assert servers_per_rack(60_000, 38, "air", [liquid]) == 0  # not in an air-cooled rack
     for servers, tor in ((4, "sn2010-25g-tor"), (30, "sn2410-25g-tor"), (100, "sn2410-25g-tor")):
         network = rack_network(catalog, 1.0, servers)
-        assert network is not None and network.switch.id == tor
+        assert network.tor is not None and network.tor.switch.id == tor

@@ -162,7 +162,7 @@ def efficiency_parameters(cards: Iterable[str], rivals: Iterable[str] = ()) -> l
 def bought_network(
     solution: Solution, instance: Instance, catalog: Catalog
 ) -> list[tuple[SensitivityKind, str, str, float]]:
-    """(kind, catalogue id, unit, catalogue price) of each priced switch, link, NIC and
+    """(kind, catalogue id, unit, catalogue price) of each priced switch, link, NIC, PDU and
     storage node the plan buys (`network_lines` itemises the same purchase)."""
     found: dict[str, tuple[SensitivityKind, str, float]] = {}
 
@@ -191,11 +191,17 @@ def bought_network(
                 add("network_price", nic.id, "NIC", nic.price)
     racked = {site for (site, fill), n in solution.racks.items() if fill and n}
     for site in sorted(racked):
-        tor = rack_network(catalog, 1.0, instance.sites[site].rack_servers)
-        if tor is not None and instance.sites[site].rack_network_capex:
-            add("network_price", tor.switch.id, "switch", tor.switch.price)
-            if tor.uplink is not None and tor.switch.uplinks:
-                add("network_price", tor.uplink.id, "link", tor.uplink.price)
+        here = instance.sites[site]
+        parts = rack_network(catalog, 1.0, here.rack_servers, here.pdu_feed_w)
+        if not here.rack_network_capex:
+            continue
+        for part in (parts.tor, parts.management):
+            if part is not None:
+                add("network_price", part.switch.id, "switch", part.switch.price)
+            if part is not None and part.uplink is not None and part.switch.uplinks:
+                add("network_price", part.uplink.id, "link", part.uplink.price)
+        if parts.pdus is not None:
+            add("network_price", parts.pdus.pdu.id, "PDU", parts.pdus.pdu.price)
     for (_, kind_id), nodes in solution.storage.items():
         if nodes and kind_id in catalog.storage:
             add("storage_price", kind_id, "storage node", catalog.storage[kind_id].price)

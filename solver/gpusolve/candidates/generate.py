@@ -867,8 +867,9 @@ def price_site(
     """A colo offer as the optimiser prices it: idle energy per server model (what each
     workload draws above idle is its placement's `busy_energy`), bandwidth, terms, VAT;
     racks hold servers within what the rack reserve leaves (`reserve.py`), and each its
-    top-of-rack switch sized for the most servers of `skus` (every catalogue server when
-    None) a rack holds, or for `rack_servers` where given."""
+    top-of-rack and management switches sized for the most servers of `skus` (every
+    catalogue server when None) a rack holds, or for `rack_servers` where given, and its
+    PDUs where the rent lacks them."""
     goods, services = vat_factors(reqs)
     fraction = (terms or finance_terms(reqs)).idle_power_fraction
     rack_w = reserve.usable_w if reserve else round(offer.rack_kw * 1000)
@@ -876,7 +877,9 @@ def price_site(
     if rack_servers is None:
         models = [s for s in catalog.servers.values() if skus is None or s.id in skus]
         rack_servers = servers_per_rack(rack_w, rack_units, offer.cooling, models)
-    tor = rack_network(catalog, goods, rack_servers)
+    # Each PDU feed carries the whole contracted rack alone (`network.PDU_FEEDS`).
+    pdu_feed_w = 0 if offer.pdus_included else round(offer.rack_kw * 1000)
+    own = rack_network(catalog, goods, rack_servers, pdu_feed_w)
     h = reqs.horizon_months
     price = goods * finance.energy_price_per_kwh(
         offer.pue, offer.power_price_per_kwh, offer.power_included
@@ -903,12 +906,14 @@ def price_site(
         extra_mbps_cost=to_money(h * offer.bandwidth_price_per_mbps_month * services),
         rent_months=max(h, offer.min_term_months or 0),
         setup_fee=to_money(offer.setup_fee * services),
-        # The rack's reserve holds its ToR, the fabric switches and storage (`fabric.py`).
+        # The rack's reserve holds its own switches and PDUs, the fabric switches and
+        # storage (`fabric.py`).
         reserved_w=reserve.reserved_w if reserve else 0,
         reserved_units=reserve.reserved_units if reserve else 0,
-        rack_network_capex=tor.capex if tor is not None else 0,
+        rack_network_capex=own.capex,
         rack_servers=rack_servers,
-        rack_network_w=tor.power_w if tor is not None else 0,
-        rack_network_units=tor.switch.rack_units if tor is not None else 0,
+        rack_network_w=own.power_w,
+        rack_network_units=own.rack_units,
+        pdu_feed_w=pdu_feed_w,
         storage=storage_kinds(catalog, goods),
     )

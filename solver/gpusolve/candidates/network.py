@@ -8,8 +8,10 @@ rate; the switch a large fabric is built of is the catalogue's cheapest per port
 rate, and every fewer-port, cheaper one may serve a small fabric alone. The link is the
 cheapest optical or AOC link at least that fast (fabric links cross racks, beyond a DAC's
 reach); two servers may instead be cabled NIC to NIC with the cheapest `nic_to_nic` link
-at least that fast. A rack's top-of-rack switch is the cheapest with a port for every
-server the rack can hold.
+at least that fast. A rack's top-of-rack switch, and its out-of-band management switch
+(the servers' BMC ports), are each the cheapest of their role with a port for every server
+the rack can hold; where the rent does not include PDUs, the rack buys one per power feed
+(A and B), each able to carry the rack alone.
 Every price is multiplied by `goods` (1 + VAT on goods, `generate.vat_factors`), as a
 server's is: switches, links, NICs and storage nodes are bought goods like the servers.
 """
@@ -20,16 +22,25 @@ import math
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from gpusolve.models.catalog import Catalog, NetworkLink, NetworkNic, NetworkSwitch, Server
+from gpusolve.models.catalog import (
+    Catalog,
+    NetworkLink,
+    NetworkNic,
+    NetworkSwitch,
+    RackPdu,
+    Server,
+)
 from gpusolve.models.money import to_money
 from gpusolve.optimize import ir
 
 RDMA_SWITCH_FABRIC = {"infiniband": "infiniband", "roce": "ethernet"}
+# A rack fed twice (A and B) keeps running when one feed fails: each feed's PDUs carry it all.
+PDU_FEEDS = 2
 
 
 @dataclass(frozen=True)
-class RackNetwork:
-    """One rack's front-end network: a top-of-rack switch and its uplinks."""
+class RackSwitch:
+    """One of a rack's own switches (its ToR or its management switch) and its uplinks."""
 
     switch: NetworkSwitch
     uplink: NetworkLink | None
@@ -51,6 +62,56 @@ class RackNetwork:
     def power_w(self) -> int:
         link = self.uplink.power_w * self.switch.uplinks if self.uplink else 0.0
         return round(self.switch.power_w + link)
+
+
+@dataclass(frozen=True)
+class RackPdus:
+    """The PDUs one rack buys: `count` of one model, split over its feeds."""
+
+    pdu: RackPdu
+    count: int
+    goods: float  # 1 + VAT on goods
+
+    @property
+    def unit_price(self) -> int:
+        return to_money(self.pdu.price * self.goods)
+
+    @property
+    def capex(self) -> int:
+        return self.unit_price * self.count
+
+    @property
+    def power_w(self) -> int:
+        return round(self.pdu.power_w * self.count)
+
+
+@dataclass(frozen=True)
+class RackNetwork:
+    """What every rack of servers buys for itself: a front-end top-of-rack switch, an
+    out-of-band management switch, each with its uplinks, and PDUs where the rent lacks
+    them. A part the catalogue has none of is not bought (None)."""
+
+    tor: RackSwitch | None = None
+    management: RackSwitch | None = None
+    pdus: RackPdus | None = None
+
+    def _switches(self) -> list[RackSwitch]:
+        return [s for s in (self.tor, self.management) if s is not None]
+
+    @property
+    def capex(self) -> int:
+        pdus = self.pdus.capex if self.pdus else 0
+        return sum(s.capex for s in self._switches()) + pdus
+
+    @property
+    def power_w(self) -> int:
+        pdus = self.pdus.power_w if self.pdus else 0
+        return sum(s.power_w for s in self._switches()) + pdus
+
+    @property
+    def rack_units(self) -> int:
+        pdus = self.pdus.pdu.rack_units * self.pdus.count if self.pdus else 0
+        return sum(s.switch.rack_units for s in self._switches()) + pdus
 
 
 def down_ports(radix: int, oversubscription: float) -> int:
@@ -152,24 +213,50 @@ def fabric_class(
     )
 
 
-def rack_network(catalog: Catalog, goods: float, servers_per_rack: int = 0) -> RackNetwork | None:
-    """The cheapest top-of-rack switch with a port for each of `servers_per_rack` servers
-    (else the one with the most ports), and the link for its uplinks."""
-    tors = [s for s in catalog.switches.values() if s.role == "tor"]
-    fits = [s for s in tors if s.ports >= servers_per_rack]
+def rack_network(
+    catalog: Catalog, goods: float, servers_per_rack: int = 0, pdu_feed_w: int = 0
+) -> RackNetwork:
+    """A rack's own parts: its ToR and management switch, each the cheapest of its role with
+    a port for each of `servers_per_rack` servers (else the one with the most ports), with
+    the link for its uplinks; and, where `pdu_feed_w` > 0 (the rent lacks PDUs), the PDUs
+    each feed needs to carry that many W."""
+    return RackNetwork(
+        tor=_rack_switch(catalog, "tor", servers_per_rack, goods),
+        management=_rack_switch(catalog, "management", servers_per_rack, goods),
+        pdus=_rack_pdus(catalog, pdu_feed_w, goods),
+    )
+
+
+def _rack_switch(catalog: Catalog, role: str, servers: int, goods: float) -> RackSwitch | None:
+    mine = [s for s in catalog.switches.values() if s.role == role]
+    fits = [s for s in mine if s.ports >= servers]
     if fits:
-        tor = min(fits, key=lambda s: (s.price, s.id))
-    elif tors:
-        tor = max(tors, key=lambda s: (s.ports, -s.price, s.id))
+        switch = min(fits, key=lambda s: (s.price, s.id))
+    elif mine:
+        switch = max(mine, key=lambda s: (s.ports, -s.price, s.id))
     else:
         return None
-    uplink = _link_for(catalog, 0.0, ("dac", "aoc", "optical")) if tor.uplinks else None
-    return RackNetwork(tor, uplink, goods)
+    kinds = ("dac", "aoc", "optical")
+    uplink = _link_for(catalog, switch.uplink_gbps or 0.0, kinds) if switch.uplinks else None
+    return RackSwitch(switch, uplink, goods)
+
+
+def _rack_pdus(catalog: Catalog, feed_w: int, goods: float) -> RackPdus | None:
+    """The cheapest way to give each feed `feed_w` W: as many of one PDU model as it takes
+    (a 40 kW rack on 22 kW PDUs takes two per feed)."""
+    if feed_w <= 0 or not catalog.pdus:
+        return None
+
+    def per_feed(pdu: RackPdu) -> int:
+        return math.ceil(feed_w / (pdu.capacity_kw * 1000))
+
+    pdu = min(catalog.pdus.values(), key=lambda p: (per_feed(p) * p.price, p.id))
+    return RackPdus(pdu, PDU_FEEDS * per_feed(pdu), goods)
 
 
 def servers_per_rack(rack_w: int, rack_units: int, cooling: str, servers: Iterable[Server]) -> int:
     """The most servers of any one of these models a rack holds (its usable W and U, and
-    its cooling): what its top-of-rack switch needs ports for."""
+    its cooling): what its top-of-rack and management switches need ports for."""
     most = 0
     for s in servers:
         if cooling in s.cooling:

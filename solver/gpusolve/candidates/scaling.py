@@ -61,19 +61,20 @@ def network_instance(
 
 
 def _rack_network(catalog: Catalog, goods: float, site: Site) -> Site:
-    """`site` with the ToR the re-priced catalogue gives its racks (another one may now be
-    the cheapest that fits), as `price_site` chooses it."""
-    tor = rack_network(catalog, goods, site.rack_servers)
+    """`site` with the rack parts the re-priced catalogue gives its racks (another switch
+    or PDU may now be the cheapest that fits), as `price_site` chooses them."""
+    own = rack_network(catalog, goods, site.rack_servers, site.pdu_feed_w)
     return replace(
         site,
-        rack_network_capex=tor.capex if tor is not None else 0,
-        rack_network_w=tor.power_w if tor is not None else 0,
-        rack_network_units=tor.switch.rack_units if tor is not None else 0,
+        rack_network_capex=own.capex,
+        rack_network_w=own.power_w,
+        rack_network_units=own.rack_units,
     )
 
 
 def scale_item(catalog: Catalog, item_id: str, factor: float) -> Catalog:
-    """`catalog` with the switch, link, NIC or storage node `item_id` at `factor` x its price."""
+    """`catalog` with the switch, link, NIC, storage node or PDU `item_id` at `factor` x its
+    price."""
     update: dict[str, object] = {}
     for kind in PART_KINDS:
         items = getattr(catalog, kind)

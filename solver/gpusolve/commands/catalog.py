@@ -20,6 +20,7 @@ KIND_ALIASES = {
     "nics": "nics",
     "links": "links",
     "storage": "storage",
+    "pdus": "pdus",
 }
 
 

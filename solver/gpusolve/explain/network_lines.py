@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from gpusolve.candidates.network import nic_for, rack_network
-from gpusolve.models.catalog import Catalog, NetworkLink, NetworkNic, NetworkSwitch
+from gpusolve.candidates.network import PDU_FEEDS, RackSwitch, nic_for, rack_network
+from gpusolve.models.catalog import Catalog, NetworkLink, NetworkNic, NetworkSwitch, RackPdu
 from gpusolve.models.common import PriceNote
 from gpusolve.models.money import vat_note
 from gpusolve.models.plan import CostItem
@@ -23,7 +23,7 @@ def _line(
     quantity: int,
     unit: str,
     unit_price: int,
-    item: NetworkSwitch | NetworkLink | NetworkNic | None,
+    item: NetworkSwitch | NetworkLink | NetworkNic | RackPdu | None,
 ) -> CostItem:
     return CostItem(
         kind="network",
@@ -64,7 +64,8 @@ def topology(count: ir.FabricCount, fabric: ir.FabricClass) -> str:
 def network_items(
     solution: ir.Solution, instance: ir.Instance, catalog: Catalog, goods: float
 ) -> list[CostItem]:
-    """Per site: fabric switches and links, fabric NICs, and each rack's ToR and uplinks."""
+    """Per site: fabric switches and links, fabric NICs, and each rack's own switches (ToR,
+    management) with their uplinks and its PDUs where bought."""
     vat = vat_note(goods)
     out: list[CostItem] = []
     for (site, cls), count in sorted(solution.fabric.items()):
@@ -110,7 +111,7 @@ def network_items(
             detail = f"{count.ports} server-to-switch links at {site}{vat}"
             out.append(_line(site, fabric.link, detail, links, "link", fabric.link_price, link))
     out += _nics(solution, instance, catalog, vat)
-    out += _tors(solution, instance, catalog, goods)
+    out += _rack_parts(solution, instance, catalog, goods)
     return out
 
 
@@ -151,9 +152,11 @@ def _nics(
     return out
 
 
-def _tors(
+def _rack_parts(
     solution: ir.Solution, instance: ir.Instance, catalog: Catalog, goods: float
 ) -> list[CostItem]:
+    """Per site, what each rack of servers buys for itself (`network.RackNetwork`): its ToR
+    and management switch with their uplinks, and its PDUs where the rent lacks them."""
     racks: dict[str, int] = defaultdict(int)
     for (site, fill), count in solution.racks.items():
         if fill:  # racks of switches alone have no servers to connect
@@ -161,23 +164,41 @@ def _tors(
     vat = vat_note(goods)
     out: list[CostItem] = []
     for site, count in sorted(racks.items()):
-        tor = rack_network(catalog, goods, instance.sites[site].rack_servers)
-        if tor is None or not count or not instance.sites[site].rack_network_capex:
+        here = instance.sites[site]
+        if not count or not here.rack_network_capex:
             continue
-        fits = instance.sites[site].rack_servers
-        detail = (
-            f"one top-of-rack switch per rack ({tor.switch.ports} ports; a rack there holds "
-            f"up to {fits} servers): {count} rack(s) at {site}{vat}"
-        )
-        price = tor.switch_price
-        out.append(_line(site, tor.switch.id, detail, count, "switch", price, tor.switch))
-        if tor.uplink is not None and tor.switch.uplinks:
-            per = tor.switch.uplinks
-            detail = f"{per} uplinks per top-of-rack switch x {count} rack(s) at {site}{vat}"
-            link_price = tor.uplink_price
-            out.append(
-                _line(site, tor.uplink.id, detail, per * count, "link", link_price, tor.uplink)
+        own = rack_network(catalog, goods, here.rack_servers, here.pdu_feed_w)
+        for what, part in (("top-of-rack", own.tor), ("management (BMC)", own.management)):
+            if part is not None:
+                out += _switch_lines(site, what, part, count, here.rack_servers, vat)
+        if own.pdus is not None:
+            per = own.pdus.count
+            detail = (
+                f"{per} PDUs per rack ({per // PDU_FEEDS} per feed, A and B, each carrying "
+                f"{here.pdu_feed_w / 1000:g} kW alone; the rent does not include them) x "
+                f"{count} rack(s) at {site}{vat}"
             )
+            price = own.pdus.unit_price
+            out.append(
+                _line(site, own.pdus.pdu.id, detail, per * count, "PDU", price, own.pdus.pdu)
+            )
+    return out
+
+
+def _switch_lines(
+    site: str, what: str, part: RackSwitch, racks: int, fits: int, vat: str
+) -> list[CostItem]:
+    """One rack switch (ToR or management) per rack, and its uplinks."""
+    detail = (
+        f"one {what} switch per rack ({part.switch.ports} ports; a rack there holds up to "
+        f"{fits} servers): {racks} rack(s) at {site}{vat}"
+    )
+    out = [_line(site, part.switch.id, detail, racks, "switch", part.switch_price, part.switch)]
+    if part.uplink is not None and part.switch.uplinks:
+        per = part.switch.uplinks
+        detail = f"{per} uplinks per {what} switch x {racks} rack(s) at {site}{vat}"
+        price = part.uplink_price
+        out.append(_line(site, part.uplink.id, detail, per * racks, "link", price, part.uplink))
     return out
 
 

@@ -25,6 +25,7 @@ from gpusolve.models.catalog import (
     NetworkLink,
     NetworkNic,
     NetworkSwitch,
+    RackPdu,
     Server,
     StorageNode,
 )
@@ -49,6 +50,7 @@ _MODELS: dict[str, type[BaseModel]] = {
     "nics": NetworkNic,
     "links": NetworkLink,
     "storage": StorageNode,
+    "pdus": RackPdu,
 }
 
 

@@ -396,6 +396,12 @@ class ColoOffer(StrictModel):
         description="Rack units per rack the offer keeps free of servers (switches, PDUs); "
         "default: the rule parameter rack_reserved_units (4).",
     )
+    pdus_included: bool = Field(
+        default=True,
+        description="The rack comes with its power distribution units (a Chinese IDC rack "
+        "lease normally includes the A+B feed PDUs). false: each rack buys a pair, one per "
+        "feed, from the catalogue's `pdus`.",
+    )
     ops_24h: bool
     dual_power: bool
     certifications: list[str] = Field(default_factory=list)
@@ -512,11 +518,12 @@ class StorageNode(StrictModel):
 
 
 NetworkFabric = Literal["infiniband", "ethernet"]
-SwitchRole = Literal["fabric", "tor"]
+SwitchRole = Literal["fabric", "tor", "management"]
 
 
 class NetworkSwitch(StrictModel):
-    """A switch: a compute-fabric leaf/spine (`fabric`) or a rack's front-end ToR (`tor`)."""
+    """A switch: a compute-fabric leaf/spine (`fabric`), a rack's front-end ToR (`tor`) or
+    its out-of-band management switch for the servers' BMC ports (`management`)."""
 
     id: Identifier
     name: str
@@ -533,7 +540,16 @@ class NetworkSwitch(StrictModel):
         "at port_gbps / breakout.",
     )
     uplinks: int = Field(
-        default=0, ge=0, le=64, description="ToR: uplink ports to the site's network."
+        default=0,
+        ge=0,
+        le=64,
+        description="ToR and management: uplink ports cabled to the site's network.",
+    )
+    uplink_gbps: PositiveFloat | None = Field(
+        default=None,
+        le=MAX_NIC_GBPS,
+        description="Rate of an uplink port, Gbit/s: its cable is the cheapest link at least "
+        "this fast; default: the cheapest link of any rate.",
     )
     power_w: PositiveFloat = Field(le=MAX_POWER_W, description="Typical draw with optics, W.")
     rack_units: int = Field(ge=1, le=20)
@@ -588,6 +604,24 @@ class NetworkLink(StrictModel):
     notes: str | None = None
 
 
+class RackPdu(StrictModel):
+    """A rack power distribution unit, bought only where a colo offer's rent does not
+    include the rack's PDUs (`pdus_included: false`): one per feed (A and B), each able to
+    carry the whole rack alone when the other feed fails."""
+
+    id: Identifier
+    name: str
+    vendor: str
+    capacity_kw: PositiveFloat = Field(le=MAX_POWER_KW, description="Most it delivers, kW.")
+    outlets: int = Field(ge=1, le=1000)
+    power_w: NonNegativeFloat = Field(le=MAX_POWER_W, description="Its own draw (metering), W.")
+    rack_units: int = Field(ge=0, le=4, description="0: a vertical (zero-U) strip.")
+    price: PositiveFloat = Field(le=MAX_PRICE)
+    pricing: PriceNote
+    source: str = Field(min_length=3)
+    notes: str | None = None
+
+
 class ItemPatch(BaseModel):
     """Changes to an item defined earlier (this or an earlier file), found by its id.
 
@@ -617,6 +651,7 @@ class CatalogFile(StrictModel):
     nics: list[NetworkNic] = Field(default_factory=list)
     links: list[NetworkLink] = Field(default_factory=list)
     storage: list[StorageNode] = Field(default_factory=list)
+    pdus: list[RackPdu] = Field(default_factory=list)
     patch: list[ItemPatch] = Field(
         default_factory=list,
         description="Field changes to items defined earlier, by id (e.g. a quoted price).",
@@ -624,21 +659,21 @@ class CatalogFile(StrictModel):
 
     @model_validator(mode="after")
     def _not_empty(self) -> CatalogFile:
-        network = self.switches or self.nics or self.links or self.storage
+        network = self.switches or self.nics or self.links or self.storage or self.pdus
         if (
             not (self.cards or self.servers or self.colo_offers or self.cloud_offers or network)
             and not self.patch
         ):
             raise ValueError(
                 "a catalogue file needs at least one of cards, servers, colo_offers, "
-                "cloud_offers, switches, nics, links, storage, patch"
+                "cloud_offers, switches, nics, links, storage, pdus, patch"
             )
         return self
 
 
 # The catalogue's priced parts of a site (beside servers): bought as goods, each with its
 # own `price` and `pricing`.
-PART_KINDS = ("switches", "nics", "links", "storage")
+PART_KINDS = ("switches", "nics", "links", "storage", "pdus")
 
 
 class Catalog(StrictModel):
@@ -653,3 +688,4 @@ class Catalog(StrictModel):
     nics: dict[str, NetworkNic] = Field(default_factory=dict)
     links: dict[str, NetworkLink] = Field(default_factory=dict)
     storage: dict[str, StorageNode] = Field(default_factory=dict)
+    pdus: dict[str, RackPdu] = Field(default_factory=dict)

@@ -32,13 +32,14 @@ leaf count whenever a rail's servers fill whole leaves; this model counts ports,
 figure otherwise. Beyond `radix` leaves a real non-blocking fabric needs a third tier: the
 count here stays the two-tier one (a lower bound on what such a fabric costs).
 
-Each rack also gets its front-end top-of-rack switch and uplinks (`Site.rack_network_*`),
-and servers whose NICs are not in their price buy them (`Sku.nic_capex`). A site whose
-jobs span servers keeps their checkpoints and datasets on shared storage nodes (H16):
-nodes x capacity >= what the workloads there keep. Switches and storage nodes live in the
-racks' reserve (`candidates/reserve.py`) and whatever room the servers leave: with the
-servers they must fit the site's racks (less each rack's ToR), else the site rents racks
-for them alone rather than overfilling any.
+Each rack also gets its own parts (`Site.rack_network_*`): a front-end top-of-rack and an
+out-of-band management switch with their uplinks, and PDUs where the rent lacks them;
+servers whose NICs are not in their price buy them (`Sku.nic_capex`). A site whose jobs
+span servers keeps their checkpoints and datasets on shared storage nodes (H16): nodes x
+capacity >= what the workloads there keep. Switches and storage nodes live in the racks'
+reserve (`candidates/reserve.py`) and whatever room the servers leave: with the servers
+they must fit the site's racks (less each rack's own parts), else the site rents racks for
+them alone rather than overfilling any.
 """
 
 from __future__ import annotations
@@ -356,7 +357,7 @@ def _fits_reserve(
     servers: Mapping[str, Var] | None = None,
 ) -> Var | None:
     """Fabric switches and storage nodes fit, with the servers, in the site's racks (each
-    rack's usable capacity and its reserve, less its own ToR), or in racks rented for them
+    rack's usable capacity and its reserve, less its own parts), or in racks rented for them
     alone (loaded like any rack: to its usable kW and U). Counted over the site's racks
     together: a 1-2U switch or storage node fits whatever rack has the room, so the
     aggregate is what decides. Returns those racks' variable; None when the site has
@@ -387,13 +388,14 @@ def _fits_reserve(
 
 
 def rack_room_units(site: Site) -> int:
-    """U of one rack of servers for servers, switches and storage: all of it but its ToR."""
+    """U of one rack of servers for servers, switches and storage: all of it but its own
+    parts (ToR, management switch, PDUs)."""
     return max(0, site.rack_units + site.reserved_units - site.rack_network_units)
 
 
 def rack_room_w(site: Site) -> int:
     """W of one rack of servers for servers, switches and storage: its usable draw plus the
-    reserve the switches and storage live in, less its ToR."""
+    reserve the switches and storage live in, less its own parts."""
     return max(0, site.rack_w + site.reserved_w - site.rack_network_w)
 
 

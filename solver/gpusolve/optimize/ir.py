@@ -75,10 +75,15 @@ class Site:
     # the compute-fabric switches must fit in it after the rack's own ToR (`fabric.py`).
     reserved_w: int = 0
     reserved_units: int = 0
-    rack_network_capex: int = 0  # per rack: top-of-rack switch and its uplinks
-    rack_servers: int = 0  # most servers a rack holds: its ToR has a port for each
+    # Per rack: its top-of-rack and management switches, their uplinks, and its PDUs where
+    # the rent does not include them (`candidates/network.py::RackNetwork`).
+    rack_network_capex: int = 0
+    rack_servers: int = 0  # most servers a rack holds: each switch has a port for each
     rack_network_w: int = 0
     rack_network_units: int = 0
+    # W each of a rack's two PDU feeds must carry alone (its contracted kW) where the rent
+    # does not include PDUs; 0: included, none bought.
+    pdu_feed_w: int = 0
     storage: tuple[StorageKind, ...] = ()  # shared-storage nodes the site may buy
 
 

@@ -237,10 +237,11 @@ def _check_storage(
 
 
 def recompute_network(instance: Instance, solution: Solution) -> int:
-    """Fabric switches and links, NICs bought apart, and each rack's ToR and uplinks."""
+    """Fabric switches and links, NICs bought apart, and each rack's own parts (ToR and
+    management switches, uplinks, PDUs)."""
     total = sum(fabric_cost(instance.fabrics[cls], c) for (_, cls), c in solution.fabric.items())
     total += sum(instance.skus[k].nic_capex * n for (k, _), n in solution.servers.items())
-    total += sum(  # a ToR per rack of servers (racks of switches alone need none)
+    total += sum(  # per rack of servers (racks of switches alone need none)
         instance.sites[site].rack_network_capex * count
         for (site, fill), count in solution.racks.items()
         if fill
@@ -287,8 +288,8 @@ def _check_fabric(
 
 
 def _check_switch_room(instance: Instance, solution: Solution, problems: list[str]) -> None:
-    """Fabric switches fit in the servers' racks' reserve (after each rack's ToR) plus the
-    racks rented for switches alone (the empty fill)."""
+    """Fabric switches fit in the servers' racks' reserve (after each rack's own parts) plus
+    the racks rented for switches alone (the empty fill)."""
     for site_id in sorted({s for s, _ in solution.fabric} | {s for s, _ in solution.storage}):
         site = instance.sites[site_id]
         server_racks = sum(n for (s, fill), n in solution.racks.items() if s == site_id and fill)

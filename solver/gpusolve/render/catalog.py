@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from gpusolve.load.catalog import KINDS, LoadedCatalog
-from gpusolve.models.catalog import Catalog
+from gpusolve.models.catalog import PART_KINDS, Catalog
 from gpusolve.models.plan import Excluded
 
 
@@ -74,7 +74,7 @@ def summary(kind: str, item: Any, currency: str) -> str:
             f"{item.rack_kw:>5.1f} kW x{item.racks_available:<3} "
             f"{item.rack_price_per_month:>8,.0f} {currency}/rack/mo PUE {item.pue}"
         )
-    if kind in ("switches", "nics", "links", "storage"):
+    if kind in PART_KINDS:
         return f"{item.id:<26} {item.name:<60} {item.price:>12,.0f} {currency}"
     return (
         f"{item.id:<26} {item.gpus_per_instance}x {item.card:<18} "

@@ -623,7 +623,9 @@ def _deepseek() -> Case:
         fitted_on=False,
         run=run,
         gated=False,
-        assumption="PP16 EP64 ZeRO-1 as published; DualPipe as ep_comm_overlap",
+        assumption="PP16 EP64 ZeRO-1 as published; DualPipe as ep_comm_overlap; the preset's "
+        "MTP module (depth 1, §4.2) beside the head; layers split evenly (the split is not "
+        "published)",
     )
 
 

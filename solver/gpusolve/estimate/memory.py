@@ -612,6 +612,31 @@ def layer_params(arch: Arch) -> tuple[float, float, float]:
     return dense_layer * scale, moe_dense * scale, expert
 
 
+# Per multi-token prediction module, the RMSNorms of the hidden state and of the next token's
+# embedding (DeepSeek-V3 §2.2, eq. 21) and the final norm before the shared output head.
+MTP_NORMS = 3
+
+
+def mtp_params(arch: Arch) -> tuple[float, float]:
+    """(parameters outside routed experts, routed-expert parameters) of one multi-token
+    prediction module (DeepSeek-V3 §2.2): a transformer block shaped like the model's deepest
+    layer (an MoE block in an MoE model), the projection M_k of 2h x h over the concatenated
+    normalised hidden state and next-token embedding, and its norms. The embedding and the
+    output head are the main model's: shared, no parameters of their own."""
+    dense_layer, moe_dense, moe_expert = layer_params(arch)
+    h = float(arch.hidden)
+    extra = 2.0 * h * h + MTP_NORMS * h
+    if arch.moe_layers:
+        return moe_dense + extra, moe_expert
+    return dense_layer + extra, 0.0
+
+
+def mtp_active_params(arch: Arch) -> float:
+    """Parameters of one MTP module a token passes through (MoE: its routed experts only)."""
+    dense, expert = mtp_params(arch)
+    return dense + expert * arch.active_experts / max(1, arch.experts)
+
+
 def head_params(arch: Arch, pp: int) -> float:
     """The output layer (and final norm) on the last stage. With tied embeddings and a
     pipeline the last stage keeps its own copy of the embedding (Megatron-LM's shared word
@@ -632,10 +657,12 @@ def _chunk_mix(arch: Arch, split: StageSplit, v: int) -> tuple[int, int]:
 
 
 @lru_cache(maxsize=1024)
-def stage_params(arch: Arch, split: StageSplit) -> tuple[StageParams, ...]:
+def stage_params(arch: Arch, split: StageSplit, mtp_depth: int = 0) -> tuple[StageParams, ...]:
     """What each rank holds: its layers, the input embedding on the first virtual stage, the
-    output layer on the last."""
+    output layer on the last, with the `mtp_depth` multi-token prediction modules beside it
+    (DeepSeek-V3 §3.2.1 keeps the output head and the deepest layers on one rank)."""
     dense_layer, moe_dense, moe_expert = layer_params(arch)
+    mtp_dense, mtp_expert = mtp_params(arch) if mtp_depth else (0.0, 0.0)
     out = []
     for rank, virtual in enumerate(split.ranks):
         dense = expert = 0.0
@@ -646,7 +673,8 @@ def stage_params(arch: Arch, split: StageSplit) -> tuple[StageParams, ...]:
         if split.holds_embedding(rank):
             dense += arch.input_embedding_params
         if split.holds_head(rank):
-            dense += head_params(arch, split.pp)
+            dense += head_params(arch, split.pp) + mtp_depth * mtp_dense
+            expert += mtp_depth * mtp_expert
         out.append(StageParams(dense, expert, split.layers(rank)))
     return tuple(out)
 
@@ -666,11 +694,16 @@ def stage_activations_bytes(
     act_bytes: float = ACTIVATION_BYTES_BASE,
     dropout: bool = True,
     savings: Savings = NO_SAVINGS,
+    mtp_depth: int = 0,
 ) -> tuple[float, ...]:
     """Activations on each pipeline rank at its peak: each chunk's layers times the micro-
     batches its schedule keeps in flight there (pipeline.in_flight), plus, where the output
     layer sits, one micro-batch of the final norm, LM-head input and fp32 logits
-    (Korthikanti §4.2). Context parallelism splits the sequence over cp ranks."""
+    (Korthikanti §4.2). Context parallelism splits the sequence over cp ranks.
+
+    Each multi-token prediction module is one more block of the deepest kind in the last
+    virtual stage (its micro-batches in flight), with the inputs of its two RMSNorms and of
+    its projection kept, and one more micro-batch of logits for its loss."""
     local_seq = max(1, seq // max(1, par.cp))
 
     def per_layer(moe_layer: bool) -> float:
@@ -699,16 +732,37 @@ def stage_activations_bytes(
         tp=par.tp,
         act_bytes=act_bytes,
     )
+    mtp_b = 0.0
+    if mtp_depth:
+        sp = par.sequence_parallel or par.tp == 1
+        mtp_b = mtp_depth * (
+            (moe_b if arch.moe_layers else dense_b)
+            + _mtp_inputs_bytes(arch, act_bytes, savings)
+            * local_seq
+            * micro_batch
+            / (par.tp if sp else 1)
+        )
+    last = len(split.virtual) - 1
     out = []
     for rank, virtual in enumerate(split.ranks):
         chunk_bytes = []
         for v in virtual:
             d, m = _chunk_mix(arch, split, v)
-            chunk_bytes.append(d * dense_b + m * moe_b)
+            chunk_bytes.append(d * dense_b + m * moe_b + (mtp_b if v == last else 0.0))
         states = in_flight(schedule, par.pp, par.vp, grad_accum, rank)
         peak = max(sum(c * b for c, b in zip(st, chunk_bytes, strict=True)) for st in states)
-        out.append(peak + (logits if split.holds_head(rank) else 0.0))
+        heads = 1 + mtp_depth
+        out.append(peak + (heads * logits if split.holds_head(rank) else 0.0))
     return tuple(out)
+
+
+def _mtp_inputs_bytes(arch: Arch, act_bytes: float, savings: Savings) -> float:
+    """Per token, what one MTP module keeps besides its block: the inputs of the RMSNorms of
+    the hidden state and of the next token's embedding, and their normalised concatenation,
+    the projection's input (2h; not kept when norms are recomputed)."""
+    lin = 1.0 if savings.fp8_activations and act_bytes == 2 else act_bytes
+    norms = 0.0 if savings.recompute_norms else lin
+    return 2.0 * arch.hidden * (act_bytes + norms)
 
 
 def inference_activations_bytes(arch: Arch, *, context: int, tp: int, chunk: int = 2048) -> float:

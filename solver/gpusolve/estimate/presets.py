@@ -39,6 +39,7 @@ class Preset:
     rope_head_dim: int = 0  # qk_rope_head_dim
     v_head_dim: int = 0
     routing_node_limit: int = 0  # n_limited_groups: most nodes one token is sent to
+    mtp_depth: int = 0  # num_nextn_predict_layers: multi-token prediction modules (training)
 
 
 _PRESETS: tuple[Preset, ...] = (
@@ -362,7 +363,12 @@ _PRESETS: tuple[Preset, ...] = (
     # n_routed_experts 256, n_shared_experts 1, n_activated_experts 8, q_lora_rank 1536,
     # kv_lora_rank 512, qk_nope_head_dim 128, qk_rope_head_dim 64, v_head_dim 128,
     # vocab_size 129280, n_limited_groups 4 (a token goes to at most 4 nodes; 671B total,
-    # 37B active: DeepSeek-V3 report, arXiv:2412.19437 §3.2.2, §4.2).
+    # 37B active: DeepSeek-V3 report, arXiv:2412.19437 §3.2.2, §4.2). Multi-token prediction:
+    # pre-training sets the MTP depth D to 1 (§4.2; §2.2: one more Transformer block, a
+    # 2h x h projection, the embedding and output head shared); the Hugging Face config.json
+    # says num_nextn_predict_layers 1, and the repository's README counts "671B of the Main
+    # Model weights and 14B of the Multi-Token Prediction (MTP) Module weights" (the 671B
+    # headline, and `published_params_b`, leave the MTP module out).
     Preset(
         "deepseek-v3",
         "DeepSeek-V3",
@@ -388,6 +394,7 @@ _PRESETS: tuple[Preset, ...] = (
         rope_head_dim=64,
         v_head_dim=128,
         routing_node_limit=4,
+        mtp_depth=1,
     ),
 )
 

@@ -77,6 +77,7 @@ class Arch:
     v_head_dim: int = 0  # 0 = head_dim
     input_embedding_params: float = 0.0  # the lookup table alone (no FLOPs)
     routing_node_limit: int = 0  # MoE: most nodes one token is sent to (0 = no limit)
+    mtp_depth: int = 0  # multi-token prediction modules (trained, not in `params`)
 
     @property
     def is_moe(self) -> bool:
@@ -231,6 +232,7 @@ INT_FIELDS = (
     "rope_head_dim",
     "v_head_dim",
     "routing_node_limit",
+    "mtp_depth",
 )
 
 
@@ -326,6 +328,7 @@ def _architecture(
         "v_head_dim": int(shape.get("v_head_dim", 0)),
     }
     routing = int(shape.get("routing_node_limit", 0)) if experts > 1 else 0
+    mtp_depth = int(shape.get("mtp_depth", 0))
     moe = {
         "expert_ffn": int(shape.get("expert_ffn", 0)),
         "shared_experts": int(shape.get("shared_experts", 0)) if experts > 1 else 0,
@@ -382,6 +385,7 @@ def _architecture(
         assumptions=tuple(assumptions),
         input_embedding_params=min(count.input_embeddings * scale, params),
         routing_node_limit=routing,
+        mtp_depth=mtp_depth,
         **moe,
         **mla,
     )
@@ -427,6 +431,7 @@ def _coarse(model: ModelShape, params: float) -> Arch:
             f"heads = hidden/128 = {heads}, no GQA, ffn = 4·hidden, vocab {DEFAULT_VOCAB}"
         ),
         assumptions=("coarse shape: activations and KV cache are plausible, not exact",),
+        mtp_depth=model.mtp_depth or 0,
     )
 
 

@@ -9,8 +9,10 @@ Notation, per GPU of one pipeline rank (Narayanan et al. 2021 §2-3, Korthikanti
 
 The pipeline term is 1F1B and interleaved 1F1B (bubble (p − 1)/(v·m) of the steady state,
 Narayanan §2.2.1-2.2.2). F and B are one micro-batch's forward and backward through the
-slowest rank's layers (the last rank also holds the LM head and the loss), P its stage-boundary
-sends:
+slowest rank's layers, P its stage-boundary sends. The slowest rank is the slower per
+micro-batch of the last rank and the fullest other one: the last rank also holds the LM head
+and the loss, and any multi-token prediction modules (per depth one more block of the deepest
+kind, a 2h x h projection and one more pass through the head and loss, DeepSeek-V3 §2.2).
 
   compute   every GEMM at the roofline max(FLOPs / (peak·gemm), bytes / (bandwidth·memory));
             backward GEMMs are twice the forward (input and weight gradients; once for a frozen
@@ -131,6 +133,7 @@ class StepShape:
     schedule: str = "1f1b"  # 1f1b | interleaved | dualpipe
     offload_optimizer: bool = False  # optimizer states and update on the host
     host_bytes_per_s: float = 0.0  # host link per GPU, one direction (offload)
+    mtp_depth: int = 0  # multi-token prediction modules beside the head (DeepSeek-V3 §2.2)
 
 
 @dataclass(frozen=True)
@@ -446,30 +449,150 @@ def _training_step(
     elem = 1.0 if sh.gemm_format in EIGHT_BIT else sh.act_bytes
     dense = layer_work(arch, sh, moe=False, elem=elem)
     lt_dense = layer_times(dense, dev, flash=sh.flash_attention, frozen_base=sh.frozen_base)
-    layers_rank, head_on_slowest = _slowest_rank(arch, sh)
-    moe_share = arch.moe_layers / arch.layers if arch.is_moe else 0.0
-    moe_rank = layers_rank * moe_share
-    dense_rank = layers_rank - moe_rank
-    if moe_rank:
+    if arch.moe_layers:
         moe = layer_work(arch, sh, moe=True, elem=elem)
         lt_moe = layer_times(moe, dev, flash=sh.flash_attention, frozen_base=sh.frozen_base)
     else:
         moe, lt_moe = dense, lt_dense
+    kinds = _Layers(dense, lt_dense, moe, lt_moe)
+    # The pipeline runs at the pace of its slowest rank: the last (the head, the loss and any
+    # MTP modules) or the one with the most layers, whichever takes longer per micro-batch.
+    r = max(
+        (_rank_micro(arch, sh, hw, fw, dev, elem, kinds, n, head) for n, head in _ranks(arch, sh)),
+        key=lambda x: x.total_s,
+    )
+    per_micro = r.total_s
+    m = sh.grad_accum
+    bubble = (sh.pp - 1) / sh.vp * per_micro
+    if sh.schedule == "dualpipe" and sh.pp > 1:
+        # DeepSeek-V3 Table 2: (PP/2 − 1)(F&B + B − 3W) against 1F1B's (PP − 1)(F + B); with
+        # the overlapped F&B chunk taken as F + B and the W terms as hidden, the bubble scales
+        # by (PP/2 − 1)/(PP − 1).
+        bubble *= (sh.pp / 2 - 1) / (sh.pp - 1)
+
+    # --- data parallelism
+    dp_exposed, dp_total, dp_link = _data_parallel(arch, sh, hw, fw, fwd=r.fwd, bwd=r.bwd, m=m)
+
+    # --- optimizer step (memory-bound)
+    local = (sh.trained_dense + sh.trained_expert / max(1, sh.ep)) / (sh.tp * sh.pp)
+    if sh.zero_stage >= 1:
+        local /= max(1, sh.dp)
+    per_param = 2 * sh.optimizer_bytes + 2 * sh.grad_bytes + sh.weight_bytes
+    optimizer = local * per_param / dev.stream_bytes_per_s
+    if sh.offload_optimizer:
+        # ZeRO-Offload (Ren et al. 2021 §4): gradients go to the host and updated weights come
+        # back over the host link; the host's Adam overlaps the transfers and is not timed.
+        link = sh.host_bytes_per_s
+        optimizer = local * (sh.grad_bytes + sh.weight_bytes) / link if link > 0 else math.inf
+
+    return StepBreakdown(
+        compute_s=m * (r.fwd + r.bwd),
+        recompute_s=m * r.recompute,
+        tp_comm_s=m * (r.tp_fwd + r.tp_bwd + r.tp_recompute),
+        cp_comm_s=m * (r.cp_fwd + r.cp_bwd),
+        ep_comm_s=m * r.ep,
+        pp_comm_s=m * r.pp,
+        bubble_s=bubble,
+        dp_comm_s=dp_exposed,
+        optimizer_s=optimizer,
+        dp_comm_total_s=dp_total,
+        recompute_flops=r.recompute_flops,
+        dp_link=dp_link,
+        tp_link=r.tp_link,
+        pp_link=r.pp_link,
+        ep_link=r.ep_link,
+    )
+
+
+@dataclass(frozen=True)
+class _Layers:
+    """A dense and an MoE layer's work and times (the dense one twice in a dense model)."""
+
+    dense: LayerWork
+    lt_dense: LayerTimes
+    moe: LayerWork
+    lt_moe: LayerTimes
+
+
+@dataclass(frozen=True)
+class _RankMicro:
+    """One micro-batch on one pipeline rank: compute, and communication on its path."""
+
+    fwd: float
+    bwd: float
+    recompute: float
+    tp_fwd: float
+    tp_bwd: float
+    tp_recompute: float
+    cp_fwd: float
+    cp_bwd: float
+    ep: float
+    pp: float
+    recompute_flops: float  # per step
+    tp_link: str
+    pp_link: str
+    ep_link: str
+
+    @property
+    def total_s(self) -> float:
+        out = self.fwd + self.bwd + self.recompute + self.tp_fwd + self.tp_bwd
+        out += self.tp_recompute + self.cp_fwd + self.cp_bwd
+        return out + self.ep + self.pp
+
+
+def _ranks(arch: Arch, sh: StepShape) -> list[tuple[int, bool]]:
+    """(layers, holds the head) of the ranks that may set the pace: the last rank and the
+    fullest other one (without a split, ceil(L/p) layers and the head on one rank)."""
+    if not sh.stage_layers:
+        return [(math.ceil(arch.layers / sh.pp), True)]
+    out = [(sh.stage_layers[-1], True)]
+    if len(sh.stage_layers) > 1:
+        out.append((max(sh.stage_layers[:-1]), False))
+    return out
+
+
+def _rank_micro(
+    arch: Arch,
+    sh: StepShape,
+    hw: Hardware,
+    fw: Framework,
+    dev: Device,
+    elem: float,
+    kinds: _Layers,
+    layers_rank: int,
+    holds_head: bool,
+) -> _RankMicro:
+    """F, B and the communication on the critical path of one micro-batch on a rank of
+    `layers_rank` transformer layers, with the LM head (and MTP modules) when `holds_head`."""
+    dense, lt_dense, moe, lt_moe = kinds.dense, kinds.lt_dense, kinds.moe, kinds.lt_moe
+    mtp = sh.mtp_depth if holds_head else 0
+    moe_share = arch.moe_layers / arch.layers if arch.is_moe else 0.0
+    # The MTP blocks are shaped like the deepest layer (MoE in an MoE model).
+    moe_rank = layers_rank * moe_share + (mtp if arch.moe_layers else 0)
+    blocks = layers_rank + mtp
+    dense_rank = blocks - moe_rank
 
     # --- the LM head and loss on the last rank
-    head = _gemm(sh.tokens_per_micro, arch.hidden, arch.vocab / sh.tp, elem)
-    head_fwd = gemm_time(head, dev)
-    logits = sh.tokens_per_micro * arch.vocab / sh.tp * 4.0  # fp32 logits for the loss
-    head_fwd += 2 * logits / dev.stream_bytes_per_s
-    head_bwd = (1 if sh.frozen_base else 2) * gemm_time(head, dev) + 2 * logits / (
-        dev.stream_bytes_per_s
-    )
+    head_fwd = head_bwd = 0.0
+    if holds_head:
+        head = _gemm(sh.tokens_per_micro, arch.hidden, arch.vocab / sh.tp, elem)
+        head_fwd = gemm_time(head, dev)
+        logits = sh.tokens_per_micro * arch.vocab / sh.tp * 4.0  # fp32 logits for the loss
+        head_fwd += 2 * logits / dev.stream_bytes_per_s
+        head_bwd = (1 if sh.frozen_base else 2) * gemm_time(head, dev) + 2 * logits / (
+            dev.stream_bytes_per_s
+        )
+    if mtp:
+        # Per depth: M_k over [RMSNorm(h); RMSNorm(embedding)] (2h -> h), one more head pass.
+        proj = gemm_time(
+            _gemm(sh.tokens_per_micro, 2 * arch.hidden, arch.hidden / sh.tp, elem), dev
+        )
+        head_fwd += mtp * (head_fwd + proj)
+        head_bwd += mtp * (head_bwd + (1 if sh.frozen_base else 2) * proj)
 
     def per_rank(dense_value: float, moe_value: float) -> float:
         return dense_rank * dense_value + moe_rank * moe_value
 
-    if not head_on_slowest:
-        head_fwd = head_bwd = 0.0
     fwd = per_rank(lt_dense.fwd_s, lt_moe.fwd_s) + head_fwd
     bwd = per_rank(lt_dense.bwd_s, lt_moe.bwd_s) + head_bwd
     wgrad = per_rank(lt_dense.wgrad_s, lt_moe.wgrad_s)
@@ -478,8 +601,8 @@ def _training_step(
     # --- tensor parallelism: 2 collectives forward, 2 backward, per layer
     tp_g = group(hw, sh.tp, 1)
     tp_one = allreduce_s(dense.tp_message_bytes, sh.tp, tp_g.bus, tp_g.latency)
-    tp_fwd = 2 * layers_rank * tp_one
-    tp_bwd = 2 * layers_rank * tp_one
+    tp_fwd = 2 * blocks * tp_one
+    tp_bwd = 2 * blocks * tp_one
     if fw.tp_comm_overlap in ("backward", "full"):
         tp_bwd = max(0.0, tp_bwd - wgrad)
     if fw.tp_comm_overlap == "full":
@@ -490,7 +613,7 @@ def _training_step(
     if sh.cp > 1:
         cp_g = group(hw, sh.cp, sh.tp)
         hop = dense.kv_bytes / cp_g.bus + cp_g.latency
-        ring = (sh.cp - 1) * hop * layers_rank
+        ring = (sh.cp - 1) * hop * blocks
         cp_fwd = max(0.0, ring - attn_fwd)
         attn_bwd = per_rank(lt_dense.attention_bwd_s, lt_moe.attention_bwd_s)
         cp_bwd = max(0.0, 2 * ring - attn_bwd)
@@ -525,7 +648,7 @@ def _training_step(
         recompute_flops = per_rank(_forward_flops(dense), _forward_flops(moe)) * sh.grad_accum
     elif sh.checkpointing == "selective" and not sh.flash_attention:
         recompute = attn_fwd
-        recompute_flops = layers_rank * dense.attention_flops * sh.grad_accum
+        recompute_flops = blocks * dense.attention_flops * sh.grad_accum
 
     # --- pipeline boundaries
     pp_s = 0.0
@@ -538,65 +661,22 @@ def _training_step(
         bus = pp_g.bus if pp_g.nodes == 1 else hw.nic_bytes_per_s()
         pp_s = 2 * sh.vp * (msg / bus + pp_g.latency) if bus > 0 else math.inf
 
-    per_micro = fwd + bwd + recompute + tp_fwd + tp_bwd + tp_recompute + cp_fwd + cp_bwd
-    per_micro += ep_s + pp_s
-    m = sh.grad_accum
-    bubble = (sh.pp - 1) / sh.vp * per_micro
-    if sh.schedule == "dualpipe" and sh.pp > 1:
-        # DeepSeek-V3 Table 2: (PP/2 − 1)(F&B + B − 3W) against 1F1B's (PP − 1)(F + B); with
-        # the overlapped F&B chunk taken as F + B and the W terms as hidden, the bubble scales
-        # by (PP/2 − 1)/(PP − 1).
-        bubble *= (sh.pp / 2 - 1) / (sh.pp - 1)
-
-    # --- data parallelism
-    dp_exposed, dp_total, dp_link = _data_parallel(arch, sh, hw, fw, fwd=fwd, bwd=bwd, m=m)
-
-    # --- optimizer step (memory-bound)
-    local = (sh.trained_dense + sh.trained_expert / max(1, sh.ep)) / (sh.tp * sh.pp)
-    if sh.zero_stage >= 1:
-        local /= max(1, sh.dp)
-    per_param = 2 * sh.optimizer_bytes + 2 * sh.grad_bytes + sh.weight_bytes
-    optimizer = local * per_param / dev.stream_bytes_per_s
-    if sh.offload_optimizer:
-        # ZeRO-Offload (Ren et al. 2021 §4): gradients go to the host and updated weights come
-        # back over the host link; the host's Adam overlaps the transfers and is not timed.
-        link = sh.host_bytes_per_s
-        optimizer = local * (sh.grad_bytes + sh.weight_bytes) / link if link > 0 else math.inf
-
-    return StepBreakdown(
-        compute_s=m * (fwd + bwd),
-        recompute_s=m * recompute,
-        tp_comm_s=m * (tp_fwd + tp_bwd + tp_recompute),
-        cp_comm_s=m * (cp_fwd + cp_bwd),
-        ep_comm_s=m * ep_s,
-        pp_comm_s=m * pp_s,
-        bubble_s=bubble,
-        dp_comm_s=dp_exposed,
-        optimizer_s=optimizer,
-        dp_comm_total_s=dp_total,
+    return _RankMicro(
+        fwd=fwd,
+        bwd=bwd,
+        recompute=recompute,
+        tp_fwd=tp_fwd,
+        tp_bwd=tp_bwd,
+        tp_recompute=tp_recompute,
+        cp_fwd=cp_fwd,
+        cp_bwd=cp_bwd,
+        ep=ep_s,
+        pp=pp_s,
         recompute_flops=recompute_flops,
-        dp_link=dp_link,
         tp_link=tp_g.link,
         pp_link=pp_link,
         ep_link=ep_link,
     )
-
-
-def _slowest_rank(arch: Arch, sh: StepShape) -> tuple[int, bool]:
-    """Layers of the rank that sets the pace (the most layers; the LM head counts as its
-    FLOPs' worth of layers on the last rank) and whether that rank holds the head."""
-    if not sh.stage_layers:
-        return math.ceil(arch.layers / sh.pp), True
-    # The head's GEMM is h·V per token against a layer's active parameters: its weight in
-    # layers.
-    active_layer = (arch.active_params - arch.embedding_params) / arch.layers
-    head_layers = arch.hidden * arch.vocab / max(1.0, active_layer)
-    last = len(sh.stage_layers) - 1
-    rank = max(
-        range(len(sh.stage_layers)),
-        key=lambda r: sh.stage_layers[r] + (head_layers if r == last else 0.0),
-    )
-    return sh.stage_layers[rank], rank == last
 
 
 def _forward_flops(w: LayerWork) -> float:

@@ -35,6 +35,8 @@ from gpusolve.estimate.trainshape import (
     StageMemory,
     framework,
     model_flops_per_token,
+    mtp_flops_per_token,
+    mtp_trained_params,
     split_reason,
     stage_memory_for,
     step_shape,
@@ -162,10 +164,10 @@ def evaluate_training(
             f"{hw.label or card.id} cannot carry this layout"
         )
 
-    # --- checkpoint
+    # --- checkpoint (MTP modules are trained, so saved with the model)
     size = training_checkpoint(
         kind=workload.kind,
-        params=arch.params,
+        params=arch.params + sum(mtp_trained_params(workload, arch)),
         adapter_params=shape.trained_dense if shape.frozen_base else 0.0,
         precision=workload.precision,
         optimizer=workload.optimizer,
@@ -186,7 +188,9 @@ def evaluate_training(
     finite = time_s > 0 and math.isfinite(time_s)
     stall_fraction = stall.stall_s / time_s if finite else 1.0
     model_flops = per_token * tokens
-    executed = model_flops + step.recompute_flops * layout.gpus * steps
+    # MTP work is executed (HFU) but not the model's (MFU's numerator, PaLM's convention).
+    executed = model_flops + mtp_flops_per_token(arch, workload) * tokens
+    executed += step.recompute_flops * layout.gpus * steps
     mfu = model_flops / (time_s * gpus * peak) if finite else 0.0
     hfu = executed / (time_s * gpus * peak) if finite else 0.0
     run = goodput(

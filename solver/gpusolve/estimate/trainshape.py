@@ -30,6 +30,8 @@ from gpusolve.estimate.memory import (
     full_training_state_bytes,
     is_fp32_training,
     lora_params,
+    mtp_active_params,
+    mtp_params,
     stage_activations_bytes,
     stage_params,
     training_states,
@@ -59,6 +61,21 @@ def parallel(layout: Layout, gpus_per_node: int) -> Parallel:
         vp=layout.vp,
         cp=layout.cp,
     )
+
+
+def mtp_depth_of(workload: Training, arch: Arch) -> int:
+    """Multi-token prediction modules the run trains: the model's, in full training only
+    (LoRA/QLoRA adapt the main model; the MTP module is a pre-training objective, §2.2)."""
+    return 0 if isinstance(workload, FineTuneWorkload) else arch.mtp_depth
+
+
+def mtp_trained_params(workload: Training, arch: Arch) -> tuple[float, float]:
+    """(outside routed experts, routed experts) of all the MTP modules the run trains."""
+    depth = mtp_depth_of(workload, arch)
+    if not depth:
+        return 0.0, 0.0
+    dense, expert = mtp_params(arch)
+    return depth * dense, depth * expert
 
 
 def savings_of(workload: Training) -> Savings:
@@ -177,6 +194,7 @@ def _stage_memory_of(
         act_bytes=act_bytes(workload),
         dropout=workload.dropout,
         savings=savings_of(workload),
+        mtp_depth=mtp_depth_of(workload, arch),
     )
 
 
@@ -200,6 +218,7 @@ def _stage_memory(
     act_bytes: float,
     dropout: bool,
     savings: Savings,
+    mtp_depth: int,
 ) -> tuple[StageMemory, ...]:
     acts = stage_activations_bytes(
         arch,
@@ -214,10 +233,11 @@ def _stage_memory(
         act_bytes=act_bytes,
         dropout=dropout,
         savings=savings,
+        mtp_depth=mtp_depth,
     )
     out = []
     memo: dict[StageParams, ModelStates] = {}  # most ranks hold the same
-    for r, held in enumerate(stage_params(arch, split)):
+    for r, held in enumerate(stage_params(arch, split, mtp_depth)):
         states = memo.get(held)
         if states is None:
             states = memo[held] = training_states(
@@ -277,6 +297,7 @@ def training_activations_for(
             act_bytes=act_bytes(workload),
             dropout=workload.dropout,
             savings=savings_of(workload),
+            mtp_depth=mtp_depth_of(workload, arch),
         )
     )
 
@@ -307,7 +328,9 @@ def step_shape(
             workload.precision, workload.optimizer, params.bytes_per_param_convention
         )
         grad_b, weight_b, opt_b = per.gradients, per.weights, per.optimizer
-        trained_dense, trained_expert = arch.dense_params, arch.expert_params
+        mtp_dense, mtp_expert = mtp_trained_params(workload, arch)
+        trained_dense = arch.dense_params + mtp_dense
+        trained_expert = arch.expert_params + mtp_expert
         adapters = 0.0
     gemm_tflops = card.tflops_at(fmt) or card.tflops.fp32
     attn_tflops = card.tflops_at(attention_precision(fmt)) or gemm_tflops
@@ -345,6 +368,7 @@ def step_shape(
         schedule=schedule_of(workload, layout),
         offload_optimizer=savings_of(workload).offload_optimizer,
         host_bytes_per_s=pcie_peer_bidir_gbs(card) * 1e9 / 2,
+        mtp_depth=mtp_depth_of(workload, arch),
     )
 
 
@@ -368,3 +392,16 @@ def model_flops_per_token(arch: Arch, workload: Training) -> float:
         6.0 * arch.layers * workload.seq_len * arch.heads * (arch.qk_head_dim + arch.value_head_dim)
     )
     return weight_flops_per_token(arch, workload.kind) + attention
+
+
+def mtp_flops_per_token(arch: Arch, workload: Training) -> float:
+    """What the multi-token prediction modules add per token, in the same convention: per
+    depth, 6·N over one module's active parameters (its block, the 2h x h projection, its
+    norms) and the shared output head's h·V, plus one block's attention. Executed work (step
+    time, HFU); not in `model_flops_per_token`, the model's own MFU numerator."""
+    depth = mtp_depth_of(workload, arch)
+    if not depth:
+        return 0.0
+    weights = mtp_active_params(arch) + arch.hidden * arch.vocab
+    attention = 6.0 * workload.seq_len * arch.heads * (arch.qk_head_dim + arch.value_head_dim)
+    return depth * (6.0 * weights + attention)

@@ -142,6 +142,15 @@ class ModelShape(StrictModel):
     active_params_b: PositiveFloat | None = Field(
         default=None, le=MAX_PARAMS_B, description="MoE parameters used per token, billions."
     )
+    mtp_depth: int | None = Field(
+        default=None,
+        ge=0,
+        le=MAX_LAYERS,
+        description="Multi-token prediction modules trained with the model (DeepSeek-V3 §2.2: "
+        "D = 1): each adds a transformer block, a 2h x h projection and a pass through the "
+        "shared output head, on the pipeline rank that holds the head. Full training only; "
+        "0 turns it off.",
+    )
 
     @model_validator(mode="after")
     def _known(self) -> ModelShape:

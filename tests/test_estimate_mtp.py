@@ -1,0 +1,150 @@
+"""Multi-token prediction (DeepSeek-V3 §2.2): its FLOPs per token, derived here from the
+shape, and its time, which lands on the pipeline rank that holds the output head."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from tests.factories.hardware import H100, hgx
+
+from gpusolve.estimate import Layout, evaluate, resolve_arch
+from gpusolve.estimate.compute import EIGHT_BIT
+from gpusolve.estimate.efficiency import efficiency_of, mamf_fraction
+from gpusolve.estimate.steptime import (
+    _gemm,
+    device,
+    gemm_time,
+    layer_times,
+    layer_work,
+    training_step,
+)
+from gpusolve.estimate.trainshape import (
+    framework,
+    model_flops_per_token,
+    mtp_flops_per_token,
+    step_shape,
+)
+from gpusolve.models.params import Params
+from gpusolve.models.requirements import ModelShape, make_workload
+
+
+def _workload(model: ModelShape, kind: str = "pretrain", **over: Any) -> Any:
+    fields: dict[str, Any] = {"name": "w", "kind": kind, "model": model, "seq_len": 4096}
+    fields["tokens"] = 1e9
+    return make_workload(**{**fields, **over})
+
+
+def test_the_deepseek_v3_preset_trains_one_mtp_module() -> None:
+    assert resolve_arch(ModelShape(preset="deepseek-v3")).mtp_depth == 1  # §4.2: D = 1
+    assert resolve_arch(ModelShape(preset="deepseek-v3", mtp_depth=0)).mtp_depth == 0
+    assert resolve_arch(ModelShape(preset="llama-3-8b")).mtp_depth == 0
+
+
+def test_mtp_adds_a_block_a_projection_and_a_head_pass_per_token() -> None:
+    # config_671B.json: h 7168, 128 heads, MLA q_lora 1536, kv_lora 512, rope 64, nope 128,
+    # v 128; 1 shared + 8 of 256 routed experts of 2048 (SwiGLU), vocab 129280.
+    h, heads, vocab, s = 7168, 128, 129280, 4096
+    attn = h * 1536 + 1536 * heads * 192 + h * 576 + 512 * heads * 256 + heads * 128 * h
+    block = attn + 2 * h + 3 * h * 2048 + h * 256 + 8 * 3 * h * 2048  # shared, router, 8 routed
+    projection = 2 * h * h  # M_1 over [RMSNorm(h); RMSNorm(Emb(t_(i+1)))]
+    norms = 3 * h
+    # Forward 2 FLOPs per weight, backward 4 (x 3 in all), and the block's attention core in
+    # the model's (PaLM's) convention: 6·s·heads·(d_qk + d_v).
+    expected = 3 * 2 * (block + projection + norms + h * vocab) + 6 * s * heads * (192 + 128)
+
+    w = _workload(ModelShape(preset="deepseek-v3"))
+    arch = resolve_arch(w.model)
+    assert mtp_flops_per_token(arch, w) == pytest.approx(expected, rel=1e-9)
+    off = _workload(ModelShape(preset="deepseek-v3", mtp_depth=0))
+    assert mtp_flops_per_token(resolve_arch(off.model), off) == 0.0
+    # The MFU numerator stays the model's own: MTP is executed work, not model FLOPs.
+    assert model_flops_per_token(arch, w) == model_flops_per_token(resolve_arch(off.model), off)
+    # Depth 2 is twice depth 1; a LoRA fine-tune of the main model does not run it.
+    two = _workload(ModelShape(preset="deepseek-v3", mtp_depth=2))
+    assert mtp_flops_per_token(resolve_arch(two.model), two) == pytest.approx(2 * expected)
+    lora = _workload(ModelShape(preset="deepseek-v3"), kind="lora")
+    assert mtp_flops_per_token(arch, lora) == 0.0
+
+
+def _step(stages: list[int], mtp: int) -> tuple[Any, Any, Any, Any]:
+    w = _workload(
+        ModelShape(preset="llama-3-8b", mtp_depth=mtp), pipeline={"layers_per_stage": stages}
+    )
+    arch = resolve_arch(w.model)
+    hw, params = hgx(H100), Params()
+    lay = Layout(nodes=1, tp=1, pp=4, dp=2, micro_batch=1, grad_accum=8)
+    sh = step_shape(w, arch, hw, lay, params)
+    eff = efficiency_of(hw.card)
+    return training_step(arch, sh, hw, eff, framework(params)), arch, sh, (hw, eff)
+
+
+def test_mtp_time_lands_on_the_rank_that_holds_the_head() -> None:
+    # Even split: the last rank (8 layers and the head) paces the pipeline, and MTP puts one
+    # more layer, a 2h -> h projection and a second head pass and loss there.
+    base, arch, sh, (hw, eff) = _step([8, 8, 8, 8], 0)
+    with_mtp, _, sh1, _ = _step([8, 8, 8, 8], 1)
+    assert sh1.mtp_depth == 1 and sh.mtp_depth == 0
+    dev = device(hw, eff, sh, mamf_fraction(hw.card, eff, sh.gemm_format))
+    elem = 1.0 if sh.gemm_format in EIGHT_BIT else sh.act_bytes
+    m, h, v = sh.tokens_per_micro, arch.hidden, arch.vocab
+    work = layer_work(arch, sh, moe=False, elem=elem)
+    lt = layer_times(work, dev, flash=sh.flash_attention, frozen_base=False)
+    head = gemm_time(_gemm(m, h, v, elem), dev)
+    logits = m * v * 4.0 / dev.stream_bytes_per_s  # fp32 logits read and written, each way
+    proj = gemm_time(_gemm(m, 2 * h, h, elem), dev)
+    per_micro = lt.fwd_s + lt.bwd_s + 3 * head + 4 * logits + 3 * proj
+    assert with_mtp.compute_s - base.compute_s == pytest.approx(sh.grad_accum * per_micro)
+    # The 1F1B bubble is paced by the same rank: it grows by PP − 1 of that micro-batch's
+    # extra work (TP1: no collective rides on it).
+    assert with_mtp.tp_comm_s == 0.0
+    assert with_mtp.bubble_s - base.bubble_s == pytest.approx(3 * per_micro)
+
+    # Trim the last stage: it now holds 2 layers, the head and the MTP module, lighter than
+    # the 10-layer ranks that set the pace, so MTP costs no compute time at all.
+    light, _, _, _ = _step([10, 10, 10, 2], 0)
+    light_mtp, _, _, _ = _step([10, 10, 10, 2], 1)
+    assert light_mtp.compute_s == light.compute_s
+    assert light_mtp.bubble_s == light.bubble_s
+
+
+def test_mtp_depth_zero_changes_nothing() -> None:
+    hw, params = hgx(H100), Params()
+    lay = Layout(nodes=1, tp=1, pp=4, dp=2, micro_batch=1, grad_accum=8)
+    plain = evaluate(_workload(ModelShape(preset="llama-3-8b")), hw, lay, params)
+    zero = evaluate(_workload(ModelShape(preset="llama-3-8b", mtp_depth=0)), hw, lay, params)
+    assert zero.step_time_s == plain.step_time_s
+    assert zero.memory.total_bytes == plain.memory.total_bytes
+    one = evaluate(_workload(ModelShape(preset="llama-3-8b", mtp_depth=1)), hw, lay, params)
+    assert one.step_time_s > plain.step_time_s
+    # The MTP block's states and activations sit on the last rank, with the head.
+    assert one.stages is not None and plain.stages is not None
+    for a, b in zip(one.stages[:-1], plain.stages[:-1], strict=True):
+        assert a.memory.total_bytes == b.memory.total_bytes
+    assert one.stages[-1].memory.total_bytes > plain.stages[-1].memory.total_bytes
+
+
+def _deepseek_step(mtp: int, **pipeline: Any) -> Any:
+    from tests.support.validation_cases import _hgx
+
+    w = _workload(
+        ModelShape(preset="deepseek-v3", mtp_depth=mtp),
+        precision="fp8",
+        micro_batch=1,
+        global_batch=15360,
+        pipeline=pipeline or None,
+    )
+    lay = Layout(256, 1, 16, 128, "zero1", micro_batch=1, grad_accum=120, ep=64)
+    return evaluate(w, _hgx("h800-sxm", 400, 400), lay, Params(ep_comm_overlap=True)).step
+
+
+def test_the_pace_is_the_slower_rank_in_seconds_so_mtp_never_speeds_a_step() -> None:
+    # DeepSeek-V3 on PP16: 60 layers over 15 ranks and 1 on the last. The last rank (one
+    # layer, the MTP block, two head passes) holds more FLOPs in layer-equivalents than a
+    # 4-layer rank, but a 4-layer rank takes longer (its MoE layers pay the all-to-alls and
+    # the SMs the overlap takes): it sets the pace, and MTP, on the idle last rank, is free.
+    plain, mtp = _deepseek_step(0, last_stage_layers=1), _deepseek_step(1, last_stage_layers=1)
+    assert mtp.step_s == pytest.approx(plain.step_s, rel=1e-3)
+    # The even split leaves the last rank 3 layers, the head and the MTP module: it paces.
+    plain, mtp = _deepseek_step(0), _deepseek_step(1)
+    assert mtp.compute_s > plain.compute_s * 1.3

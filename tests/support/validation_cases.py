@@ -603,6 +603,7 @@ def _deepseek() -> Case:
         micro_batch=1,
         global_batch=15360,
         tokens=1e12,
+        pipeline={"schedule": "dualpipe"},  # §3.2.1, as the memory row below
     )
     layout = Layout(256, 1, 16, 128, "zero1", micro_batch=1, grad_accum=120, ep=64)
     hw = _hgx("h800-sxm", 400, 400)
@@ -623,8 +624,9 @@ def _deepseek() -> Case:
         fitted_on=False,
         run=run,
         gated=False,
-        assumption="PP16 EP64 ZeRO-1 as published; DualPipe as ep_comm_overlap; the preset's "
-        "MTP module (depth 1, §4.2) beside the head; layers split evenly (the split is not "
+        assumption="PP16 DualPipe EP64 ZeRO-1 as published (§3.2), its all-to-alls overlapped "
+        "(ep_comm_overlap); the preset's MTP module (depth 1, §4.2) beside the head, on the "
+        "rank that also holds the first stage (§3.2.1); layers split evenly (the split is not "
         "published)",
     )
 

@@ -54,7 +54,8 @@ Every term is returned (`StepBreakdown`), so MFU and HFU are results, not inputs
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, fields, replace
 from functools import lru_cache
 
 from gpusolve.estimate.compute import EIGHT_BIT
@@ -455,11 +456,8 @@ def _training_step(
     else:
         moe, lt_moe = dense, lt_dense
     kinds = _Layers(dense, lt_dense, moe, lt_moe)
-    # The pipeline runs at the pace of its slowest rank: the last (the head, the loss and any
-    # MTP modules) or the one with the most layers, whichever takes longer per micro-batch.
-    r = max(
-        (_rank_micro(arch, sh, hw, fw, dev, elem, kinds, n, head) for n, head in _ranks(arch, sh)),
-        key=lambda x: x.total_s,
+    r = _pacing_rank(
+        arch, sh, lambda n, head: _rank_micro(arch, sh, hw, fw, dev, elem, kinds, n, head)
     )
     per_micro = r.total_s
     m = sh.grad_accum
@@ -538,6 +536,43 @@ class _RankMicro:
         out = self.fwd + self.bwd + self.recompute + self.tp_fwd + self.tp_bwd
         out += self.tp_recompute + self.cp_fwd + self.cp_bwd
         return out + self.ep + self.pp
+
+
+def _pacing_rank(arch: Arch, sh: StepShape, micro: Callable[[int, bool], _RankMicro]) -> _RankMicro:
+    """One micro-batch on the rank that sets the pipeline's pace: its slowest rank, in seconds.
+
+    1F1B and interleaved: the last rank (the head, the loss and any MTP modules) or the one
+    with the most layers. DualPipe (DeepSeek-V3 §3.2.1; deepseek-ai/DualPipe's examples build
+    rank r from stages r and PP − 1 − r): each rank runs half the micro-batches through one of
+    its stages and half through the other, so its pace is the mean of the two: the rank that
+    holds the head and MTP also holds the first stage, which the report pairs with it on
+    purpose ("the shallowest layers (including the embedding layer) and deepest layers
+    (including the output head) of the model on the same PP rank")."""
+    pp = sh.pp
+    if sh.schedule == "dualpipe" and pp > 1 and len(sh.stage_layers) == pp:
+        memo: dict[tuple[int, bool], _RankMicro] = {}
+
+        def stage(s: int) -> _RankMicro:
+            key = (sh.stage_layers[s], s == pp - 1)
+            if key not in memo:
+                memo[key] = micro(*key)
+            return memo[key]
+
+        pairs = [_mean_micro(stage(r), stage(pp - 1 - r)) for r in range(pp // 2)]
+        return max(pairs, key=lambda x: x.total_s)
+    return max((micro(n, head) for n, head in _ranks(arch, sh)), key=lambda x: x.total_s)
+
+
+def _mean_micro(a: _RankMicro, b: _RankMicro) -> _RankMicro:
+    """The mean micro-batch of a rank that runs `a` and `b` in equal numbers; the links
+    named are the slower one's."""
+    slow = a if a.total_s >= b.total_s else b
+    numbers = {
+        f.name: (getattr(a, f.name) + getattr(b, f.name)) / 2
+        for f in fields(_RankMicro)
+        if f.type in ("float", float)
+    }
+    return replace(slow, **numbers)
 
 
 def _ranks(arch: Arch, sh: StepShape) -> list[tuple[int, bool]]:

@@ -376,8 +376,28 @@ class Group:
     link: str
 
 
+# group()'s results by the identity of the (frozen) hardware and the group's shape: every
+# layout a search times asks for its TP, CP, EP, DP and PP groups on the same hardware, and
+# hashing a Hardware field by field (its card a pydantic model) costs more than the lookup
+# saves. The value keeps the hardware alive, so its id cannot be reused meanwhile.
+_GROUPS: dict[tuple[int, int, int], tuple[Hardware, Group]] = {}
+_GROUPS_MAX = 20_000
+
+
 def group(hw: Hardware, ranks: int, stride: int) -> Group:
     """Ranks `stride` apart (Megatron order: TP innermost, then CP, DP, PP outermost)."""
+    key = (id(hw), ranks, stride)
+    hit = _GROUPS.get(key)
+    if hit is not None and hit[0] is hw:
+        return hit[1]
+    found = _group(hw, ranks, stride)
+    if len(_GROUPS) >= _GROUPS_MAX:
+        _GROUPS.clear()
+    _GROUPS[key] = (hw, found)
+    return found
+
+
+def _group(hw: Hardware, ranks: int, stride: int) -> Group:
     gpn = hw.gpus_per_node
     if ranks <= 1:
         return Group(1, 1, 1, math.inf, 0.0, 0.0, "none")

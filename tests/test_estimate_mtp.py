@@ -11,6 +11,7 @@ from tests.factories.hardware import H100, hgx
 from gpusolve.estimate import Layout, evaluate, resolve_arch
 from gpusolve.estimate.compute import EIGHT_BIT
 from gpusolve.estimate.efficiency import efficiency_of, mamf_fraction
+from gpusolve.estimate.memory import mtp_params
 from gpusolve.estimate.steptime import (
     _gemm,
     device,
@@ -148,3 +149,32 @@ def test_the_pace_is_the_slower_rank_in_seconds_so_mtp_never_speeds_a_step() -> 
     # The even split leaves the last rank 3 layers, the head and the MTP module: it paces.
     plain, mtp = _deepseek_step(0), _deepseek_step(1)
     assert mtp.compute_s > plain.compute_s * 1.3
+
+
+MTP_REQS = """\
+workloads:
+  - name: pre
+    kind: pretrain
+    model: {preset: llama-3-8b, mtp_depth: 1}
+    tokens: 1.0e9
+  - name: adapt
+    kind: lora
+    model: {preset: llama-3-8b, mtp_depth: 1}
+    tokens: 1.0e8
+"""
+
+
+def test_estimate_says_where_the_mtp_module_is(tmp_path: Any) -> None:
+    from tests.support.cli import run_cli
+
+    path = tmp_path / "reqs.yaml"
+    path.write_text(MTP_REQS)
+    code, out = run_cli("estimate", str(path), "--card", "h100-sxm", "--gpus", "8", "--pp", "2")
+    assert code == 0, out
+    pre, adapt = out.split("== adapt")
+    # Pre-training trains it beside the head; a LoRA run of the same model does not.
+    arch = resolve_arch(ModelShape(preset="llama-3-8b", mtp_depth=1))
+    size_b = sum(mtp_params(arch)) / 1e9
+    assert f"1 multi-token prediction module(s) of {size_b:.3g} B" in pre
+    assert "+head+MTP" in pre
+    assert "multi-token" not in adapt and "+MTP" not in adapt

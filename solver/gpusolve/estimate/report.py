@@ -24,6 +24,7 @@ from gpusolve.estimate import (
 )
 from gpusolve.estimate.goodput import goodput_out
 from gpusolve.estimate.layout import DisaggPools
+from gpusolve.estimate.memory import mtp_params
 from gpusolve.estimate.search import max_decode_batch
 from gpusolve.estimate.serving import serving_layout
 from gpusolve.estimate.units import GB, SECONDS_PER_HOUR
@@ -219,6 +220,8 @@ def arch_out(arch: Arch) -> ArchOut:
         vocab=arch.vocab,
         experts=arch.experts,
         active_experts=arch.active_experts,
+        mtp_depth=arch.mtp_depth,
+        mtp_params_b=arch.mtp_depth * sum(mtp_params(arch)) / 1e9,
         coarse=arch.coarse,
         derivation=arch.convention,
         assumptions=list(arch.assumptions),

@@ -142,6 +142,16 @@ class ArchOut(OutModel):
     vocab: int
     experts: int = Field(description="MoE experts per layer (1 = dense).")
     active_experts: int
+    mtp_depth: int = Field(
+        default=0,
+        description="Multi-token prediction modules beside the output head (DeepSeek-V3 "
+        "§2.2); trained in pre-training and full fine-tuning, not by LoRA/QLoRA.",
+    )
+    mtp_params_b: float = Field(
+        default=0.0,
+        description="Parameters of those modules, billions (outside `params_b`, as the "
+        "model's publishers count them).",
+    )
     coarse: bool = Field(
         description="True when only params_b was given and the shape is derived (coarse)."
     )

@@ -60,6 +60,11 @@ def _head(w: WorkloadEstimate) -> list[str]:
     size = f"{a.params_b:.3g} B params"
     if a.experts > 1:
         size += f" ({a.active_params_b:.3g} B active, {a.experts} experts, top-{a.active_experts})"
+    if a.mtp_depth and w.kind not in ("lora", "qlora", "inference"):
+        size += (
+            f" + {a.mtp_depth} multi-token prediction module(s) of {a.mtp_params_b:.3g} B "
+            "beside the head, trained and timed on its rank"
+        )
     head = f"== {w.name}: {w.kind}, {w.precision}"
     if w.kind != "inference":
         head += f", {w.optimizer}"
@@ -218,6 +223,7 @@ def _goodput_rows(w: WorkloadEstimate) -> list[str]:
 def _stage_rows(w: WorkloadEstimate) -> list[str]:
     """Memory per pipeline rank, runs of identical ranks shown once."""
     out: list[str] = []
+    mtp = w.arch.mtp_depth > 0 and w.kind not in ("lora", "qlora", "inference")
     for c in w.configs:
         if len(c.stages) < 2:
             continue
@@ -233,6 +239,8 @@ def _stage_rows(w: WorkloadEstimate) -> list[str]:
             st = c.stages[first]
             m = st.memory_gb
             extra = ("+embed" if st.embedding else "") + ("+head" if st.head else "")
+            if st.head and mtp:
+                extra += "+MTP"
             ranks = str(first) if first == last else f"{first}-{last}"
             rows.append(
                 [

@@ -91,10 +91,13 @@ def test_mtp_time_lands_on_the_rank_that_holds_the_head() -> None:
     m, h, v = sh.tokens_per_micro, arch.hidden, arch.vocab
     work = layer_work(arch, sh, moe=False, elem=elem)
     lt = layer_times(work, dev, flash=sh.flash_attention, frozen_base=False)
-    head = gemm_time(_gemm(m, h, v, elem), dev)
-    logits = m * v * 4.0 / dev.stream_bytes_per_s  # fp32 logits read and written, each way
+    head = gemm_time(_gemm(m, h, v, elem), dev)  # bf16 here: the head's rate is the GEMMs'
+    # Megatron-core's unfused vocab-parallel cross-entropy, per logit: forward cast to fp32
+    # (2 + 4), max (4), subtract (8), exp (8), sum (4), divide (8); backward scale (8), cast
+    # back (6): 52 bytes.
+    loss = m * v * 52.0 / dev.stream_bytes_per_s
     proj = gemm_time(_gemm(m, 2 * h, h, elem), dev)
-    per_micro = lt.fwd_s + lt.bwd_s + 3 * head + 4 * logits + 3 * proj
+    per_micro = lt.fwd_s + lt.bwd_s + 3 * head + loss + 3 * proj
     assert with_mtp.compute_s - base.compute_s == pytest.approx(sh.grad_accum * per_micro)
     # The 1F1B bubble is paced by the same rank: it grows by PP − 1 of that micro-batch's
     # extra work (TP1: no collective rides on it).
@@ -140,15 +143,23 @@ def _deepseek_step(mtp: int, **pipeline: Any) -> Any:
 
 
 def test_the_pace_is_the_slower_rank_in_seconds_so_mtp_never_speeds_a_step() -> None:
-    # DeepSeek-V3 on PP16: 60 layers over 15 ranks and 1 on the last. The last rank (one
-    # layer, the MTP block, two head passes) holds more FLOPs in layer-equivalents than a
-    # 4-layer rank, but a 4-layer rank takes longer (its MoE layers pay the all-to-alls and
-    # the SMs the overlap takes): it sets the pace, and MTP, on the idle last rank, is free.
-    plain, mtp = _deepseek_step(0, last_stage_layers=1), _deepseek_step(1, last_stage_layers=1)
-    assert mtp.step_s == pytest.approx(plain.step_s, rel=1e-3)
-    # The even split leaves the last rank 3 layers, the head and the MTP module: it paces.
+    # DeepSeek-V3 on PP16 with 1, 2 or 3 layers on the last rank: in layer-equivalents of
+    # FLOPs a lightly loaded last rank with the MTP block and two 16-bit head passes could
+    # look idle, or the MTP module could move the pace to a rank that is faster in seconds;
+    # paced by seconds, MTP never shortens a step.
+    for last in (1, 2, 3):
+        plain = _deepseek_step(0, last_stage_layers=last)
+        mtp = _deepseek_step(1, last_stage_layers=last)
+        assert mtp.step_s >= plain.step_s, last
+    # The even split leaves the last rank 3 layers, the head and the MTP module: it paces,
+    # and under 1F1B it carries the whole of them.
     plain, mtp = _deepseek_step(0), _deepseek_step(1)
     assert mtp.compute_s > plain.compute_s * 1.3
+    # DualPipe pairs that rank's stage with the first one (§3.2.1): half the extra per
+    # micro-batch, so MTP costs less there than under 1F1B.
+    dual_plain = _deepseek_step(0, schedule="dualpipe")
+    dual_mtp = _deepseek_step(1, schedule="dualpipe")
+    assert dual_mtp.compute_s - dual_plain.compute_s < mtp.compute_s - plain.compute_s
 
 
 MTP_REQS = """\

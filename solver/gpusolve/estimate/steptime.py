@@ -58,7 +58,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, fields, replace
 from functools import lru_cache
 
-from gpusolve.estimate.compute import EIGHT_BIT
+from gpusolve.estimate.compute import EIGHT_BIT, attention_precision
 from gpusolve.estimate.efficiency import Efficiency, gemm_shape_factor, mamf_fraction
 from gpusolve.estimate.hardware import Hardware
 from gpusolve.estimate.shapes import Arch
@@ -297,17 +297,30 @@ class Device:
     attention_fwd: float
     attention_bwd: float
     stream_bytes_per_s: float
+    head_gemm_flops: float  # the output layer's GEMMs (16-bit under an 8-bit recipe)
 
 
-def device(hw: Hardware, eff: Efficiency, sh: StepShape, gemm_mamf: float) -> Device:
-    """`gemm_mamf`: the card's MAMF over its peak in the GEMMs' format."""
+def device(
+    hw: Hardware, eff: Efficiency, sh: StepShape, gemm_mamf: float, head_mamf: float | None = None
+) -> Device:
+    """`gemm_mamf`: the card's MAMF over its peak in the GEMMs' format; `head_mamf` the same
+    in the output layer's format (16-bit: `attention_peak`'s), when that differs.
+
+    FP8 recipes leave the output layer in 16 bits: Megatron-core's GPTModel builds it as
+    `tensor_parallel.ColumnParallelLinear` (core_r0.8.0, the release behind NeMo 24.07 and the
+    Megatron-LM README's H100 tables), outside Transformer Engine's FP8 modules, and
+    DeepSeek-V3 keeps "the embedding module, the output head" in BF16 (§3.3.1)."""
     bw = hw.card.memory_bandwidth_gbs * 1e9 * eff.memory
+    shape = gemm_shape_factor(eff.family)
+    gemm = sh.gemm_peak * gemm_mamf * shape
+    head = gemm if head_mamf is None else sh.attention_peak * head_mamf * shape
     return Device(
-        gemm_flops=sh.gemm_peak * gemm_mamf * gemm_shape_factor(eff.family),
+        gemm_flops=gemm,
         attention_flops=sh.attention_peak,
         attention_fwd=eff.attention_fwd,
         attention_bwd=eff.attention_bwd,
         stream_bytes_per_s=bw,
+        head_gemm_flops=head,
     )
 
 
@@ -375,6 +388,15 @@ class Group:
     gather_latency: float  # all-gather or reduce-scatter (rings only)
     link: str
 
+
+# Bytes moved per logit by the vocabulary-parallel cross-entropy, Megatron-core's default
+# (core_r0.8.0 tensor_parallel/cross_entropy.py; `cross_entropy_loss_fusion` is off by
+# default): forward, the 16-bit logits cast to fp32 (2 read + 4 written), their max (4 read),
+# the max subtracted (4 + 4), exp in place (4 + 4), the sum (4), the softmax divided in place
+# (4 + 4); backward, the softmax scaled by the loss's gradient in place (4 + 4) and cast back
+# to 16 bits for the output layer's GEMMs (4 + 2). The target's entry is one per token.
+LOSS_FWD_BYTES = 2 + 4 + 4 + 8 + 8 + 4 + 8
+LOSS_BWD_BYTES = 8 + 6
 
 # group()'s results by the identity of the (frozen) hardware and the group's shape: every
 # layout a search times asks for its TP, CP, EP, DP and PP groups on the same hardware, and
@@ -454,7 +476,11 @@ def all_to_all_s(tokens: float, token_bytes: float, arch: Arch, g: Group, hw: Ha
 def training_step(
     arch: Arch, sh: StepShape, hw: Hardware, eff: Efficiency, fw: Framework
 ) -> StepBreakdown:
-    return _training_step(arch, sh, hw, eff, fw, mamf_fraction(hw.card, eff, sh.gemm_format))
+    head_mamf = None
+    if sh.gemm_format in EIGHT_BIT:
+        head_mamf = mamf_fraction(hw.card, eff, attention_precision(sh.gemm_format))
+    mamf = mamf_fraction(hw.card, eff, sh.gemm_format)
+    return _training_step(arch, sh, hw, eff, fw, mamf, head_mamf)
 
 
 @lru_cache(maxsize=4096)
@@ -465,8 +491,9 @@ def _training_step(
     eff: Efficiency,
     fw: Framework,
     gemm_mamf: float,
+    head_mamf: float | None = None,
 ) -> StepBreakdown:
-    dev = device(hw, eff, sh, gemm_mamf)
+    dev = device(hw, eff, sh, gemm_mamf, head_mamf)
     elem = 1.0 if sh.gemm_format in EIGHT_BIT else sh.act_bytes
     dense = layer_work(arch, sh, moe=False, elem=elem)
     lt_dense = layer_times(dense, dev, flash=sh.flash_attention, frozen_base=sh.frozen_base)
@@ -630,11 +657,12 @@ def _rank_micro(
     # --- the LM head and loss on the last rank
     head_fwd = head_bwd = 0.0
     if holds_head:
-        head = _gemm(sh.tokens_per_micro, arch.hidden, arch.vocab / sh.tp, elem)
-        head_fwd = gemm_time(head, dev)
-        logits = sh.tokens_per_micro * arch.vocab / sh.tp * 4.0  # fp32 logits for the loss
-        head_fwd += 2 * logits / dev.stream_bytes_per_s
-        head_bwd = (1 if sh.frozen_base else 2) * gemm_time(head, dev) + 2 * logits / (
+        head_elem = sh.act_bytes if sh.gemm_format in EIGHT_BIT else elem  # 16-bit head
+        head = _gemm(sh.tokens_per_micro, arch.hidden, arch.vocab / sh.tp, head_elem)
+        one_head = max(head.flops / dev.head_gemm_flops, head.bytes / dev.stream_bytes_per_s)
+        logits = sh.tokens_per_micro * arch.vocab / sh.tp  # this rank's share
+        head_fwd = one_head + logits * LOSS_FWD_BYTES / dev.stream_bytes_per_s
+        head_bwd = (1 if sh.frozen_base else 2) * one_head + logits * LOSS_BWD_BYTES / (
             dev.stream_bytes_per_s
         )
     if mtp:

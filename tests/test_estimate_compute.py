@@ -13,7 +13,7 @@ from tests.factories.requirements import preset_workload
 
 from gpusolve.estimate import Hardware, Layout, evaluate, resolve_arch
 from gpusolve.estimate.checkpoint import checkpoint_stall, training_checkpoint
-from gpusolve.estimate.steptime import allreduce_s, gather_s
+from gpusolve.estimate.collectives import allreduce_s, gather_s
 from gpusolve.models.params import Params
 from gpusolve.models.requirements import Measured, ModelShape, Workload, make_workload
 

@@ -11,15 +11,9 @@ from tests.factories.hardware import H100, hgx
 from gpusolve.estimate import Layout, evaluate, resolve_arch
 from gpusolve.estimate.compute import EIGHT_BIT
 from gpusolve.estimate.efficiency import efficiency_of, mamf_fraction
+from gpusolve.estimate.layerwork import device, gemm_of, gemm_time, layer_times, layer_work
 from gpusolve.estimate.memory import mtp_params
-from gpusolve.estimate.steptime import (
-    _gemm,
-    device,
-    gemm_time,
-    layer_times,
-    layer_work,
-    training_step,
-)
+from gpusolve.estimate.steptime import training_step
 from gpusolve.estimate.trainshape import (
     framework,
     model_flops_per_token,
@@ -91,12 +85,12 @@ def test_mtp_time_lands_on_the_rank_that_holds_the_head() -> None:
     m, h, v = sh.tokens_per_micro, arch.hidden, arch.vocab
     work = layer_work(arch, sh, moe=False, elem=elem)
     lt = layer_times(work, dev, flash=sh.flash_attention, frozen_base=False)
-    head = gemm_time(_gemm(m, h, v, elem), dev)  # bf16 here: the head's rate is the GEMMs'
+    head = gemm_time(gemm_of(m, h, v, elem), dev)  # bf16 here: the head's rate is the GEMMs'
     # Megatron-core's unfused vocab-parallel cross-entropy, per logit: forward cast to fp32
     # (2 + 4), max (4), subtract (8), exp (8), sum (4), divide (8); backward scale (8), cast
     # back (6): 52 bytes.
     loss = m * v * 52.0 / dev.stream_bytes_per_s
-    proj = gemm_time(_gemm(m, 2 * h, h, elem), dev)
+    proj = gemm_time(gemm_of(m, 2 * h, h, elem), dev)
     per_micro = lt.fwd_s + lt.bwd_s + 3 * head + loss + 3 * proj
     assert with_mtp.compute_s - base.compute_s == pytest.approx(sh.grad_accum * per_micro)
     # The 1F1B bubble is paced by the same rank: it grows by PP − 1 of that micro-batch's

@@ -12,7 +12,8 @@ from tests.factories.hardware import H100, hgx
 
 from gpusolve.estimate import Layout, resolve_arch
 from gpusolve.estimate.efficiency import efficiency_of, mamf_fraction
-from gpusolve.estimate.steptime import device, training_step
+from gpusolve.estimate.layerwork import device
+from gpusolve.estimate.steptime import training_step
 from gpusolve.estimate.trainshape import framework, step_shape
 from gpusolve.models.params import Params
 from gpusolve.models.requirements import ModelShape, make_workload

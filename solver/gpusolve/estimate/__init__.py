@@ -9,8 +9,10 @@ Pure and price-free: no I/O, no solver. SI units inside (bytes, FLOP, seconds); 
         -> SearchResult
 
 Formulas and their sources are documented in each module: memory.py (ZeRO, Korthikanti et
-al. 2022, KV cache), steptime.py (compute, communication per collective, pipeline bubble,
-recomputation, optimizer), efficiency.py (what each card family achieves, sourced),
+al. 2022, KV cache), steptime.py (the step: pipeline pace and bubble, recomputation, data
+parallelism, optimizer) with layerwork.py (one layer's GEMMs, attention and streaming at the
+card's rates), collectives.py (all-reduce, gathers, all-to-all over a group's links) and
+stepshape.py (what a step is timed from, and its parts), efficiency.py (what each card family achieves, sourced),
 hardware.py (the links each group uses), training.py and serving.py (the two kinds of
 workload; trainshape.py reads a training layout for the formulas and for calibration.py),
 checkpoint.py (H16), rules_of_thumb.py (H05, H30).
@@ -34,7 +36,7 @@ from gpusolve.estimate.presets import PRESETS, Preset, find_preset, preset_names
 from gpusolve.estimate.rules_of_thumb import ThumbFigures, thumb_figures
 from gpusolve.estimate.search import SearchResult, search_layouts
 from gpusolve.estimate.shapes import Arch, UnknownPreset, resolve_arch
-from gpusolve.estimate.steptime import StepBreakdown
+from gpusolve.estimate.stepshape import StepBreakdown
 
 __all__ = [
     "BOTTLENECKS",

@@ -43,7 +43,8 @@ from gpusolve.estimate.efficiency import efficiency_of, family_of, gemm_shape_fa
 from gpusolve.estimate.hardware import Hardware
 from gpusolve.estimate.layout import Layout
 from gpusolve.estimate.shapes import Arch
-from gpusolve.estimate.steptime import StepBreakdown, training_step
+from gpusolve.estimate.stepshape import StepBreakdown
+from gpusolve.estimate.steptime import training_step
 from gpusolve.estimate.trainshape import (
     framework,
     model_flops_per_token,

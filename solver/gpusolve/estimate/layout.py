@@ -19,7 +19,7 @@ from gpusolve.estimate.goodput import Goodput
 from gpusolve.estimate.hardware import Hardware
 from gpusolve.estimate.memory import SHARDING_STAGE, MemoryBreakdown
 from gpusolve.estimate.shapes import Arch
-from gpusolve.estimate.steptime import StepBreakdown
+from gpusolve.estimate.stepshape import StepBreakdown
 from gpusolve.estimate.units import GB, SECONDS_PER_HOUR
 from gpusolve.models.catalog import Card
 from gpusolve.models.params import Params

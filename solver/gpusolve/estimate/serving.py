@@ -39,6 +39,7 @@ import math
 from dataclasses import replace
 
 from gpusolve.estimate.checkpoint import inference_checkpoint
+from gpusolve.estimate.collectives import allreduce_s
 from gpusolve.estimate.compute import attention_precision, compute_precision
 from gpusolve.estimate.decode_gemm import compute_fraction, measured_for
 from gpusolve.estimate.efficiency import FIT_GEMM_SHAPES, efficiency_of, mamf_fraction
@@ -65,7 +66,6 @@ from gpusolve.estimate.memory import (
     weights_bytes,
 )
 from gpusolve.estimate.shapes import Arch, layers_per_stage, resolve_arch
-from gpusolve.estimate.steptime import allreduce_s
 from gpusolve.models.params import Params
 from gpusolve.models.requirements import InferenceWorkload
 

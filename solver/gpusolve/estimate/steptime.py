@@ -58,21 +58,23 @@ from collections.abc import Callable
 from dataclasses import dataclass, fields, replace
 from functools import lru_cache
 
+from gpusolve.estimate.collectives import all_to_all_s, allreduce_s, gather_s, group
 from gpusolve.estimate.compute import EIGHT_BIT, attention_precision
-from gpusolve.estimate.efficiency import Efficiency, gemm_shape_factor, mamf_fraction
+from gpusolve.estimate.efficiency import Efficiency, mamf_fraction
 from gpusolve.estimate.hardware import Hardware
+from gpusolve.estimate.layerwork import (
+    Device,
+    LayerTimes,
+    LayerWork,
+    device,
+    gemm_of,
+    gemm_time,
+    layer_times,
+    layer_work,
+)
 from gpusolve.estimate.shapes import Arch
+from gpusolve.estimate.stepshape import Framework, StepBreakdown, StepShape
 
-# FlashAttention-2's backward runs five matmuls to the forward's two (Dao 2023, §3.1.2).
-FLASH_BACKWARD_FLOPS = 2.5
-# A kernel launched from eager PyTorch costs its GPU time plus a gap of about 5 µs on the GPU
-# timeline (driver and runtime submission, 4-6 µs measured: susun-blog.com "pegainfer (3): From
-# Launch Overhead to CUDA Graph", RTX 5070 Ti, CUDA 13). A fused transformer layer runs about
-# 16 kernels forward (two norms, four GEMM groups, attention, activation, two residual/dropout
-# adds, rotary, TP collectives) and twice as many backward.
-KERNEL_GAP_S = 5e-6
-KERNELS_FWD = 16
-KERNELS_BWD = 32
 # Megatron-LM buckets gradients by max(40M, 1M·dp) parameters
 # (distributed.DistributedDataParallelConfig, bucket_size default).
 BUCKET_PARAMS = 40e6
@@ -84,311 +86,6 @@ BUCKET_PARAMS_PER_RANK = 1e6
 # Other cards take the same share (an assumption: no other card's figure is published).
 EP_OVERLAP_SM_SHARE = 20 / 132
 
-
-@dataclass(frozen=True)
-class Framework:
-    """How the software runs the step (what overlaps what); `Params` sets these."""
-
-    dp_comm_overlap: bool = True
-    tp_comm_overlap: str = "none"  # none | backward | full
-    ep_comm_overlap: bool = False
-    pp_scatter_gather: bool = True
-
-
-@dataclass(frozen=True)
-class StepShape:
-    """Everything the step time depends on, flat and hashable (memoised per search)."""
-
-    tokens_per_micro: int  # M = b·s/c
-    seq: int
-    micro_batch: int
-    grad_accum: int
-    tp: int
-    pp: int
-    vp: int
-    cp: int
-    dp: int
-    ep: int
-    sequence_parallel: bool
-    sharding: str
-    zero_stage: int
-    checkpointing: str
-    flash_attention: bool
-    dropout: bool  # hidden and attention dropout (GPT-3-era recipes: 0.1; Llama-era: none)
-    frozen_base: bool  # LoRA/QLoRA: no weight gradients for the base
-    qlora: bool  # 4-bit base dequantised before each GEMM pass
-    adapter_params_per_layer: float  # LoRA adapters (trained), per layer, whole model
-    act_bytes: float  # activation element size
-    gemm_format: str  # bf16 | fp16 | fp8 | tf32: what the GEMMs run in
-    gemm_peak: float  # FLOP/s of the GEMMs' format
-    attention_peak: float  # FLOP/s of attention (16-bit even under FP8 GEMMs)
-    grad_bytes: float  # per trained parameter in the reduction
-    weight_bytes: float  # per trained parameter gathered (ZeRO-3) or broadcast (ZeRO-1/2)
-    frozen_weight_bytes: float  # per frozen (LoRA base) parameter ZeRO-3/FSDP still gathers
-    optimizer_bytes: float  # optimizer state per trained parameter (master + moments)
-    trained_dense: float  # trained parameters outside experts (whole model)
-    trained_expert: float  # trained expert parameters (whole model)
-    # Transformer layers per pipeline rank (pipeline.py; empty: ceil(L/p) on every rank) and
-    # whether the last rank, which holds the LM head, is the one listed last.
-    stage_layers: tuple[int, ...] = ()
-    schedule: str = "1f1b"  # 1f1b | interleaved | dualpipe
-    offload_optimizer: bool = False  # optimizer states and update on the host
-    host_bytes_per_s: float = 0.0  # host link per GPU, one direction (offload)
-    mtp_depth: int = 0  # multi-token prediction modules beside the head (DeepSeek-V3 §2.2)
-
-
-@dataclass(frozen=True)
-class StepBreakdown:
-    """Seconds per optimizer step on the slowest GPU, by cause; `step_s` is their sum."""
-
-    compute_s: float  # GEMMs, attention and streaming kernels, no recomputation
-    recompute_s: float
-    tp_comm_s: float  # exposed tensor-parallel collectives
-    cp_comm_s: float
-    ep_comm_s: float
-    pp_comm_s: float
-    bubble_s: float
-    dp_comm_s: float  # exposed data-parallel traffic
-    optimizer_s: float
-    dp_comm_total_s: float  # before overlap (what the links carry)
-    recompute_flops: float  # per step per GPU
-    dp_link: str  # the link the DP group's ring is bounded by
-    tp_link: str
-    pp_link: str
-    ep_link: str
-
-    @property
-    def step_s(self) -> float:
-        return sum(self.parts().values())
-
-    @property
-    def communication_s(self) -> float:
-        """Exposed communication of every kind (the bubble is not communication)."""
-        return self.tp_comm_s + self.cp_comm_s + self.ep_comm_s + self.pp_comm_s + self.dp_comm_s
-
-    def parts(self) -> dict[str, float]:
-        return {
-            "compute": self.compute_s,
-            "recompute": self.recompute_s,
-            "tp_comm": self.tp_comm_s,
-            "cp_comm": self.cp_comm_s,
-            "ep_comm": self.ep_comm_s,
-            "pp_comm": self.pp_comm_s,
-            "bubble": self.bubble_s,
-            "dp_comm": self.dp_comm_s,
-            "optimizer": self.optimizer_s,
-        }
-
-
-# --------------------------------------------------------------------------- per-layer work
-
-
-@dataclass(frozen=True)
-class Gemm:
-    flops: float
-    bytes: float
-
-
-def _gemm(m: float, k: float, n: float, elem: float, weights: float = 1.0) -> Gemm:
-    """[m × k] · [k × n]; `weights` copies of the k × n matrix are read (grouped experts)."""
-    return Gemm(2.0 * m * k * n, elem * (m * k + weights * k * n + m * n))
-
-
-@dataclass(frozen=True)
-class LayerWork:
-    """Forward work of one layer for one micro-batch on one GPU."""
-
-    gemms: tuple[Gemm, ...]
-    expert_gemms: tuple[Gemm, ...]  # routed experts: the experts/ep held on this GPU
-    attention_flops: float  # attention core (QK^T and AV) as executed
-    stream_bytes: float  # norms, residuals, dropout, activations, permutes
-    softmax_bytes: float  # score-matrix softmax and dropout (non-fused attention only)
-    tp_message_bytes: float  # the layer's hidden states (one TP collective)
-    kv_bytes: float  # the local K and V (one CP ring hop)
-    a2a_tokens: float  # tokens this GPU routes per all-to-all (M/t), 0 for a dense layer
-
-
-def layer_work(arch: Arch, sh: StepShape, *, moe: bool, elem: float) -> LayerWork:
-    """Forward GEMMs and streaming bytes of one layer (dense MLP, or MoE when `moe`)."""
-    t, m, e = sh.tp, float(sh.tokens_per_micro), sh.act_bytes
-    h, a = arch.hidden, arch.heads
-    gemms: list[Gemm] = []
-    if arch.is_mla:
-        dqk, dv = arch.qk_head_dim, arch.value_head_dim
-        if arch.q_lora_rank:
-            gemms.append(_gemm(m, h, arch.q_lora_rank, elem))
-            gemms.append(_gemm(m, arch.q_lora_rank, a * dqk / t, elem))
-        else:
-            gemms.append(_gemm(m, h, a * dqk / t, elem))
-        gemms.append(_gemm(m, h, arch.kv_lora_rank + arch.rope_head_dim, elem))
-        gemms.append(_gemm(m, arch.kv_lora_rank, a * (arch.head_dim + dv) / t, elem))
-        gemms.append(_gemm(m, a * dv / t, h, elem))
-        kv_width = float(arch.kv_lora_rank + arch.rope_head_dim)
-    else:
-        hd = arch.head_dim
-        gemms.append(_gemm(m, h, (a + 2 * arch.kv_heads) * hd / t, elem))
-        gemms.append(_gemm(m, a * hd / t, h, elem))
-        kv_width = 2 * arch.kv_heads * hd / t
-    up = 2 if arch.gated_ffn else 1
-    expert_gemms: list[Gemm] = []
-    if moe:
-        fe, k = arch.expert_width, arch.active_experts
-        local = max(1, arch.experts // max(1, sh.ep))
-        routed = m * k  # token-expert pairs this GPU computes (balanced routing)
-        expert_gemms.append(_gemm(routed, h, up * fe / t, elem, weights=local))
-        expert_gemms.append(_gemm(routed, fe / t, h, elem, weights=local))
-        gemms.append(_gemm(m, h, arch.experts, elem))  # router
-        if arch.shared_experts:
-            width = arch.shared_experts * fe
-            gemms.append(_gemm(m, h, up * width / t, elem))
-            gemms.append(_gemm(m, width / t, h, elem))
-        act_width = (k + arch.shared_experts) * fe
-        permute = 4.0 * k * h * e / t  # permute in, unpermute out (read + write)
-        a2a = m / t
-    else:
-        gemms.append(_gemm(m, h, up * arch.ffn / t, elem))
-        gemms.append(_gemm(m, arch.ffn / t, h, elem))
-        act_width = arch.ffn
-        permute = 0.0
-        a2a = 0.0
-    if sh.adapter_params_per_layer:
-        r_flops = 2.0 * m * sh.adapter_params_per_layer / t
-        gemms.append(Gemm(r_flops, elem * (sh.adapter_params_per_layer / t + 2 * m * h)))
-    causal = 0.5 if sh.flash_attention else 1.0
-    attention = 2.0 * m * sh.seq * a / t * (arch.qk_head_dim + arch.value_head_dim) * causal
-    # Streaming tensors per token (Korthikanti §4.1 lists what each op keeps; each op here
-    # reads its input and writes its output): two norms 2·(h + h), two residual adds
-    # 2·(2h + h), dropout masks (1 byte) and their application, the MLP activation
-    # (SwiGLU reads two halves), token permutes for MoE.
-    sp = t if sh.sequence_parallel else 1
-    per_token = e * (4 * h + 6 * h) / sp
-    if sh.dropout:
-        per_token += (2 * h * (1 + 2 * e)) / sp
-    per_token += e * (3 if arch.gated_ffn else 2) * act_width / t + permute
-    if sh.qlora:
-        # Dequantise the 4-bit base weights to bf16 before each GEMM: read 0.5, write 2 B.
-        per_token += 2.5 * arch.layer_params / t / m
-    softmax = 0.0
-    if not sh.flash_attention:
-        # Scale-mask-softmax reads and writes the scores; dropout writes a mask and the
-        # dropped probabilities (Korthikanti: 2as²b + as²b + 2as²b bytes of activations).
-        softmax = m * sh.seq * a / t * (2 * e + (1 + 2 * e if sh.dropout else 0))
-    return LayerWork(
-        gemms=tuple(gemms),
-        expert_gemms=tuple(expert_gemms),
-        attention_flops=attention,
-        stream_bytes=m * per_token,
-        softmax_bytes=softmax,
-        tp_message_bytes=m * h * e,
-        kv_bytes=m * kv_width * e,
-        a2a_tokens=a2a,
-    )
-
-
-# --------------------------------------------------------------------------- timing
-
-
-@dataclass(frozen=True)
-class Device:
-    """The achievable rates of one GPU."""
-
-    gemm_flops: float
-    attention_flops: float
-    attention_fwd: float
-    attention_bwd: float
-    stream_bytes_per_s: float
-    head_gemm_flops: float  # the output layer's GEMMs (16-bit under an 8-bit recipe)
-
-
-def device(
-    hw: Hardware, eff: Efficiency, sh: StepShape, gemm_mamf: float, head_mamf: float | None = None
-) -> Device:
-    """`gemm_mamf`: the card's MAMF over its peak in the GEMMs' format; `head_mamf` the same
-    in the output layer's format (16-bit: `attention_peak`'s), when that differs.
-
-    FP8 recipes leave the output layer in 16 bits: Megatron-core's GPTModel builds it as
-    `tensor_parallel.ColumnParallelLinear` (core_r0.8.0, the release behind NeMo 24.07 and the
-    Megatron-LM README's H100 tables), outside Transformer Engine's FP8 modules, and
-    DeepSeek-V3 keeps "the embedding module, the output head" in BF16 (§3.3.1)."""
-    bw = hw.card.memory_bandwidth_gbs * 1e9 * eff.memory
-    shape = gemm_shape_factor(eff.family)
-    gemm = sh.gemm_peak * gemm_mamf * shape
-    head = gemm if head_mamf is None else sh.attention_peak * head_mamf * shape
-    return Device(
-        gemm_flops=gemm,
-        attention_flops=sh.attention_peak,
-        attention_fwd=eff.attention_fwd,
-        attention_bwd=eff.attention_bwd,
-        stream_bytes_per_s=bw,
-        head_gemm_flops=head,
-    )
-
-
-def gemm_time(g: Gemm, dev: Device) -> float:
-    return max(g.flops / dev.gemm_flops, g.bytes / dev.stream_bytes_per_s)
-
-
-@dataclass(frozen=True)
-class LayerTimes:
-    fwd_s: float  # compute of the forward
-    bwd_s: float  # compute of the backward
-    attention_fwd_s: float  # the attention core alone (selective recomputation reruns it)
-    attention_bwd_s: float
-    wgrad_s: float  # weight-gradient GEMMs (what backward TP collectives hide behind)
-
-
-def layer_times(w: LayerWork, dev: Device, *, flash: bool, frozen_base: bool) -> LayerTimes:
-    gemm_fwd = sum(gemm_time(g, dev) for g in w.gemms) + sum(
-        gemm_time(g, dev) for g in w.expert_gemms
-    )
-    if flash:
-        attn_fwd = w.attention_flops / (dev.attention_flops * dev.attention_fwd)
-        attn_bwd = (
-            FLASH_BACKWARD_FLOPS * w.attention_flops / (dev.attention_flops * dev.attention_bwd)
-        )
-    else:
-        attn_fwd = w.attention_flops / dev.gemm_flops
-        attn_bwd = 2.0 * attn_fwd
-        attn_fwd += w.softmax_bytes / dev.stream_bytes_per_s
-        attn_bwd += 2.0 * w.softmax_bytes / dev.stream_bytes_per_s
-    stream = w.stream_bytes / dev.stream_bytes_per_s
-    wgrad = 0.0 if frozen_base else gemm_fwd
-    return LayerTimes(
-        fwd_s=gemm_fwd + attn_fwd + stream + KERNELS_FWD * KERNEL_GAP_S,
-        bwd_s=gemm_fwd + wgrad + attn_bwd + 2.0 * stream + KERNELS_BWD * KERNEL_GAP_S,
-        attention_fwd_s=attn_fwd,
-        attention_bwd_s=attn_bwd,
-        wgrad_s=wgrad,
-    )
-
-
-def allreduce_s(nbytes: float, ranks: int, bus: float, latency: float) -> float:
-    if ranks <= 1 or nbytes <= 0:
-        return 0.0
-    return 2.0 * (ranks - 1) / ranks * nbytes / bus + latency
-
-
-def gather_s(nbytes: float, ranks: int, bus: float, latency: float) -> float:
-    """All-gather or reduce-scatter of a tensor whose full size is `nbytes`."""
-    if ranks <= 1 or nbytes <= 0:
-        return 0.0
-    return (ranks - 1) / ranks * nbytes / bus + latency
-
-
-@dataclass(frozen=True)
-class Group:
-    """A process group laid over nodes: ranks per node, nodes, bus bytes/s, the latency of
-    one all-reduce and of one all-gather/reduce-scatter, and the link that bounds it."""
-
-    ranks: int
-    per_node: int
-    nodes: int
-    bus: float
-    latency: float  # all-reduce
-    gather_latency: float  # all-gather or reduce-scatter (rings only)
-    link: str
-
-
 # Bytes moved per logit by the vocabulary-parallel cross-entropy, Megatron-core's default
 # (core_r0.8.0 tensor_parallel/cross_entropy.py; `cross_entropy_loss_fusion` is off by
 # default): forward, the 16-bit logits cast to fp32 (2 read + 4 written), their max (4 read),
@@ -397,77 +94,6 @@ class Group:
 # to 16 bits for the output layer's GEMMs (4 + 2). The target's entry is one per token.
 LOSS_FWD_BYTES = 2 + 4 + 4 + 8 + 8 + 4 + 8
 LOSS_BWD_BYTES = 8 + 6
-
-# group()'s results by the identity of the (frozen) hardware and the group's shape: every
-# layout a search times asks for its TP, CP, EP, DP and PP groups on the same hardware, and
-# hashing a Hardware field by field (its card a pydantic model) costs more than the lookup
-# saves. The value keeps the hardware alive, so its id cannot be reused meanwhile.
-_GROUPS: dict[tuple[int, int, int], tuple[Hardware, Group]] = {}
-_GROUPS_MAX = 20_000
-
-
-def group(hw: Hardware, ranks: int, stride: int) -> Group:
-    """Ranks `stride` apart (Megatron order: TP innermost, then CP, DP, PP outermost)."""
-    key = (id(hw), ranks, stride)
-    hit = _GROUPS.get(key)
-    if hit is not None and hit[0] is hw:
-        return hit[1]
-    found = _group(hw, ranks, stride)
-    if len(_GROUPS) >= _GROUPS_MAX:
-        _GROUPS.clear()
-    _GROUPS[key] = (hw, found)
-    return found
-
-
-def _group(hw: Hardware, ranks: int, stride: int) -> Group:
-    gpn = hw.gpus_per_node
-    if ranks <= 1:
-        return Group(1, 1, 1, math.inf, 0.0, 0.0, "none")
-    per_node = max(1, min(ranks, gpn // stride)) if stride < gpn else 1
-    nodes = math.ceil(ranks / per_node)
-    return Group(
-        ranks,
-        per_node,
-        nodes,
-        hw.group_bus_bytes_per_s(per_node, nodes, stride),
-        hw.latency_s(per_node, nodes),
-        hw.latency_s(per_node, nodes, allreduce=False),
-        hw.link_name(per_node, nodes, stride),
-    )
-
-
-def expert_copies(arch: Arch, g: Group) -> tuple[float, float]:
-    """(copies of a token sent off the node, copies kept on it) by one dispatch.
-
-    Each of a token's k experts lives on one of the EP group's ranks. Without node-limited
-    routing every copy travels on its own: (x − per_node)/x of the k copies leave the node.
-    DeepSeek-V3 (§3.2.2) sends a token to at most `routing_node_limit` nodes, once per node
-    over InfiniBand, and fans it out to the experts there over NVLink; the distinct nodes k
-    uniform picks land on among N are N·(1 − (1 − 1/N)^k)."""
-    k = arch.active_experts
-    on_node = k * g.per_node / g.ranks
-    if arch.routing_node_limit <= 0 or g.nodes <= 1:
-        return k * (g.ranks - g.per_node) / g.ranks, on_node
-    n = g.nodes
-    distinct = n * (1.0 - (1.0 - 1.0 / n) ** k)
-    return min(float(arch.routing_node_limit), distinct) * (n - 1) / n, on_node
-
-
-def all_to_all_s(tokens: float, token_bytes: float, arch: Arch, g: Group, hw: Hardware) -> float:
-    """One dispatch (or combine) of `tokens` hidden states of `token_bytes` each: the copies
-    for other nodes over this rank's NIC, the rest over the intra-node link."""
-    if g.ranks <= 1 or tokens <= 0:
-        return 0.0
-    off, on = expert_copies(arch, g)
-    off_bytes = tokens * off * token_bytes
-    on_bytes = tokens * on * token_bytes * (g.per_node - 1) / max(1, g.per_node)
-    # An all-to-all touches every pair, so bridged pairs do not carry it (stride 2).
-    t_on = on_bytes / hw.intra_bus_bytes_per_s(g.per_node, 2) if g.per_node > 1 else 0.0
-    nic = hw.nic_bytes_per_s()
-    if off_bytes > 0 and nic <= 0:
-        return math.inf
-    t_off = off_bytes / nic if off_bytes > 0 else 0.0
-    return max(t_on, t_off) + g.gather_latency
 
 
 # --------------------------------------------------------------------------- the step
@@ -658,7 +284,7 @@ def _rank_micro(
     head_fwd = head_bwd = 0.0
     if holds_head:
         head_elem = sh.act_bytes if sh.gemm_format in EIGHT_BIT else elem  # 16-bit head
-        head = _gemm(sh.tokens_per_micro, arch.hidden, arch.vocab / sh.tp, head_elem)
+        head = gemm_of(sh.tokens_per_micro, arch.hidden, arch.vocab / sh.tp, head_elem)
         one_head = max(head.flops / dev.head_gemm_flops, head.bytes / dev.stream_bytes_per_s)
         logits = sh.tokens_per_micro * arch.vocab / sh.tp  # this rank's share
         head_fwd = one_head + logits * LOSS_FWD_BYTES / dev.stream_bytes_per_s
@@ -668,7 +294,7 @@ def _rank_micro(
     if mtp:
         # Per depth: M_k over [RMSNorm(h); RMSNorm(embedding)] (2h -> h), one more head pass.
         proj = gemm_time(
-            _gemm(sh.tokens_per_micro, 2 * arch.hidden, arch.hidden / sh.tp, elem), dev
+            gemm_of(sh.tokens_per_micro, 2 * arch.hidden, arch.hidden / sh.tp, elem), dev
         )
         head_fwd += mtp * (head_fwd + proj)
         head_bwd += mtp * (head_bwd + (1 if sh.frozen_base else 2) * proj)

@@ -30,7 +30,8 @@ from gpusolve.estimate.layout import (
 )
 from gpusolve.estimate.memory import SHARDING_STAGE, MemoryBreakdown
 from gpusolve.estimate.shapes import Arch
-from gpusolve.estimate.steptime import StepBreakdown, training_step
+from gpusolve.estimate.stepshape import StepBreakdown
+from gpusolve.estimate.steptime import training_step
 from gpusolve.estimate.trainshape import (
     StageMemory,
     framework,

@@ -38,7 +38,7 @@ from gpusolve.estimate.memory import (
 )
 from gpusolve.estimate.pipeline import SplitError, StageSplit, split_stages
 from gpusolve.estimate.shapes import Arch
-from gpusolve.estimate.steptime import Framework, StepShape
+from gpusolve.estimate.stepshape import Framework, StepShape
 from gpusolve.models.params import Params
 from gpusolve.models.requirements import FineTuneWorkload, Training
 

@@ -12,10 +12,10 @@ Formulas and their sources are documented in each module: memory.py (ZeRO, Korth
 al. 2022, KV cache), steptime.py (the step: pipeline pace and bubble, recomputation, data
 parallelism, optimizer) with layerwork.py (one layer's GEMMs, attention and streaming at the
 card's rates), collectives.py (all-reduce, gathers, all-to-all over a group's links) and
-stepshape.py (what a step is timed from, and its parts), efficiency.py (what each card family achieves, sourced),
-hardware.py (the links each group uses), training.py and serving.py (the two kinds of
-workload; trainshape.py reads a training layout for the formulas and for calibration.py),
-checkpoint.py (H16), rules_of_thumb.py (H05, H30).
+stepshape.py (what a step is timed from, and its parts), efficiency.py (what each card
+family achieves, sourced), hardware.py (the links each group uses), training.py and
+serving.py (the two kinds of workload; trainshape.py reads a training layout for the formulas
+and for calibration.py), checkpoint.py (H16), rules_of_thumb.py (H05, H30).
 """
 
 from __future__ import annotations

@@ -192,13 +192,12 @@ def bought_network(
     racked = {site for (site, fill), n in solution.racks.items() if fill and n}
     for site in sorted(racked):
         here = instance.sites[site]
-        parts = rack_network(catalog, 1.0, here.rack_servers, here.pdu_feed_w)
         if not here.rack_network_capex:
             continue
-        for part in (parts.tor, parts.management):
-            if part is not None:
-                add("network_price", part.switch.id, "switch", part.switch.price)
-            if part is not None and part.uplink is not None and part.switch.uplinks:
+        parts = rack_network(catalog, 1.0, here.rack_servers, here.pdu_feed_w)
+        for part in parts.switches():
+            add("network_price", part.switch.id, "switch", part.switch.price)
+            if part.uplink is not None and part.switch.uplinks:
                 add("network_price", part.uplink.id, "link", part.uplink.price)
         if parts.pdus is not None:
             add("network_price", parts.pdus.pdu.id, "PDU", parts.pdus.pdu.price)

@@ -95,23 +95,24 @@ class RackNetwork:
     management: RackSwitch | None = None
     pdus: RackPdus | None = None
 
-    def _switches(self) -> list[RackSwitch]:
+    def switches(self) -> list[RackSwitch]:
+        """The rack switches bought: its ToR, then its management switch."""
         return [s for s in (self.tor, self.management) if s is not None]
 
     @property
     def capex(self) -> int:
         pdus = self.pdus.capex if self.pdus else 0
-        return sum(s.capex for s in self._switches()) + pdus
+        return sum(s.capex for s in self.switches()) + pdus
 
     @property
     def power_w(self) -> int:
         pdus = self.pdus.power_w if self.pdus else 0
-        return sum(s.power_w for s in self._switches()) + pdus
+        return sum(s.power_w for s in self.switches()) + pdus
 
     @property
     def rack_units(self) -> int:
         pdus = self.pdus.pdu.rack_units * self.pdus.count if self.pdus else 0
-        return sum(s.switch.rack_units for s in self._switches()) + pdus
+        return sum(s.switch.rack_units for s in self.switches()) + pdus
 
 
 def down_ports(radix: int, oversubscription: float) -> int:

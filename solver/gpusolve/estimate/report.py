@@ -27,6 +27,7 @@ from gpusolve.estimate.layout import DisaggPools
 from gpusolve.estimate.memory import mtp_params
 from gpusolve.estimate.search import max_decode_batch
 from gpusolve.estimate.serving import serving_layout
+from gpusolve.estimate.trainshape import mtp_depth_of
 from gpusolve.estimate.units import GB, SECONDS_PER_HOUR
 from gpusolve.models.catalog import Card, Catalog
 from gpusolve.models.estimate import (
@@ -180,7 +181,7 @@ def build_report(
                 optimizer=DEFAULT_OPTIMIZER if isinstance(w, InferenceWorkload) else w.optimizer,
                 tokens=None if isinstance(w, InferenceWorkload) else w.tokens,
                 deadline_h=w.deadline_hours,
-                arch=arch_out(arch),
+                arch=arch_out(arch, trained_mtp_depth(w, arch)),
                 thumb=thumb_out(arch, w, params),
                 fits_on=fits_on,
                 configs=configs,
@@ -206,7 +207,13 @@ def _pooled(e: ConfigEstimate) -> bool:
     return e.serving is not None and e.serving.disaggregated is not None
 
 
-def arch_out(arch: Arch) -> ArchOut:
+def trained_mtp_depth(w: Workload, arch: Arch) -> int:
+    """The multi-token prediction modules this workload trains (none when serving)."""
+    return 0 if isinstance(w, InferenceWorkload) else mtp_depth_of(w, arch)
+
+
+def arch_out(arch: Arch, mtp_depth: int = 0) -> ArchOut:
+    """`mtp_depth`: the multi-token prediction modules the workload trains beside the head."""
     return ArchOut(
         preset=arch.name,
         params_b=arch.params / 1e9,
@@ -220,8 +227,8 @@ def arch_out(arch: Arch) -> ArchOut:
         vocab=arch.vocab,
         experts=arch.experts,
         active_experts=arch.active_experts,
-        mtp_depth=arch.mtp_depth,
-        mtp_params_b=arch.mtp_depth * sum(mtp_params(arch)) / 1e9,
+        mtp_depth=mtp_depth,
+        mtp_params_b=mtp_depth * sum(mtp_params(arch)) / 1e9,
         coarse=arch.coarse,
         derivation=arch.convention,
         assumptions=list(arch.assumptions),

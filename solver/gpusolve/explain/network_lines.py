@@ -152,6 +152,9 @@ def _nics(
     return out
 
 
+_RACK_SWITCH_WORDS = {"tor": "top-of-rack", "management": "management (BMC)"}
+
+
 def _rack_parts(
     solution: ir.Solution, instance: ir.Instance, catalog: Catalog, goods: float
 ) -> list[CostItem]:
@@ -168,9 +171,9 @@ def _rack_parts(
         if not count or not here.rack_network_capex:
             continue
         own = rack_network(catalog, goods, here.rack_servers, here.pdu_feed_w)
-        for what, part in (("top-of-rack", own.tor), ("management (BMC)", own.management)):
-            if part is not None:
-                out += _switch_lines(site, what, part, count, here.rack_servers, vat)
+        for part in own.switches():
+            what = _RACK_SWITCH_WORDS[part.switch.role]
+            out += _switch_lines(site, what, part, count, here.rack_servers, vat)
         if own.pdus is not None:
             per = own.pdus.count
             detail = (

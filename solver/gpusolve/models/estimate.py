@@ -144,8 +144,9 @@ class ArchOut(OutModel):
     active_experts: int
     mtp_depth: int = Field(
         default=0,
-        description="Multi-token prediction modules beside the output head (DeepSeek-V3 "
-        "§2.2); trained in pre-training and full fine-tuning, not by LoRA/QLoRA.",
+        description="Multi-token prediction modules this workload trains beside the output "
+        "head (DeepSeek-V3 §2.2): the model's in pre-training and full fine-tuning; none for "
+        "LoRA/QLoRA or serving.",
     )
     mtp_params_b: float = Field(
         default=0.0,

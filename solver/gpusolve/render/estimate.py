@@ -60,7 +60,7 @@ def _head(w: WorkloadEstimate) -> list[str]:
     size = f"{a.params_b:.3g} B params"
     if a.experts > 1:
         size += f" ({a.active_params_b:.3g} B active, {a.experts} experts, top-{a.active_experts})"
-    if a.mtp_depth and w.kind not in ("lora", "qlora", "inference"):
+    if a.mtp_depth:
         size += (
             f" + {a.mtp_depth} multi-token prediction module(s) of {a.mtp_params_b:.3g} B "
             "beside the head, trained and timed on its rank"
@@ -223,7 +223,7 @@ def _goodput_rows(w: WorkloadEstimate) -> list[str]:
 def _stage_rows(w: WorkloadEstimate) -> list[str]:
     """Memory per pipeline rank, runs of identical ranks shown once."""
     out: list[str] = []
-    mtp = w.arch.mtp_depth > 0 and w.kind not in ("lora", "qlora", "inference")
+    mtp = w.arch.mtp_depth > 0
     for c in w.configs:
         if len(c.stages) < 2:
             continue

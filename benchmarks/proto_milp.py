@@ -8,6 +8,7 @@ This reads the proto and writes each part as a MILP row, nothing re-derived:
 * a `linear` constraint with one interval [lo, hi] as a row (two rows when both ends are
   finite, since CBC's translation takes one-sided rows);
 * `exactly_one` / `at_most_one` / `bool_or` over literals, a negated literal ~x as 1 - x;
+* an implication e -> l (a `bool_and` enforced by one literal) as l + (1 - e) >= 1;
 * the objective's coefficients (its offset is added back when a solution is read; a
   scaling factor other than 1 is refused, the phased model never sets one).
 
@@ -64,6 +65,11 @@ def _rows(m: Milp, terms: list[tuple[int, int]], lo: float, hi: float) -> None:
     m.row(terms, -INF, hi)
 
 
+def _negate(ref: int) -> int:
+    """CP-SAT's negated literal: ~x is -x - 1."""
+    return -ref - 1
+
+
 def _kind(c: Any) -> str | None:
     # OR-Tools 9.15's proto wrapper has has_<kind>() methods, not protobuf's WhichOneof.
     return next((k for k in _KINDS if getattr(c, f"has_{k}")()), None)
@@ -79,6 +85,12 @@ def from_proto(proto: Any) -> ProtoMilp:
         m.col(var.name or f"v{i}", int(_bound(lo)), _bound(hi))
     for i, c in enumerate(proto.constraints):
         kind = _kind(c)
+        if c.enforcement_literal and kind == "bool_and" and len(c.enforcement_literal) == 1:
+            # An implication e -> l for each l: l - e >= 0, negations as 1 - x.
+            (e,) = c.enforcement_literal
+            for ref in c.bool_and.literals:
+                _bool_row(m, [ref, _negate(e)], 1, INF)
+            continue
         if c.enforcement_literal:
             raise ValueError(f"constraint {i}: enforcement literals are not translated")
         if kind == "linear":

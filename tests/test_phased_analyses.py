@@ -18,9 +18,9 @@ from tests.support.phased import SCHEDULE_SCHEMA as SCHEDULE
 
 from gpusolve.models.periods import Period, split_horizon
 from gpusolve.optimize.ir import CloudOption, Instance, OwnedOption, Requirement
-from gpusolve.optimize.phased_alternatives import alternatives, forced, schedule_key
-from gpusolve.optimize.phased_explain import explain_phased, move
-from gpusolve.optimize.phased_ir import PhasedInstance
+from gpusolve.optimize.phased.alternatives import alternatives, forced, schedule_key
+from gpusolve.optimize.phased.explain import explain_phased, move
+from gpusolve.optimize.phased.ir import PhasedInstance
 
 FAST = sku("fast", 3000, 10_000, 8)
 QUARTERS = split_horizon(12, 3)  # P0..P3, all in fiscal year 0
@@ -29,8 +29,10 @@ QUARTERS = split_horizon(12, 3)  # P0..P3, all in fiscal year 0
 def _insts(
     opts: tuple[OwnedOption, ...], cloud: tuple[CloudOption, ...] = (), n: int = 4
 ) -> tuple[Instance, ...]:
+    """n periods' instances, each as long as its period: quarters, or one year for n=1."""
+    months = 3 if n > 1 else 12
     return tuple(
-        instance(("w",), opts, cloud=cloud, skus=(H100, HOT, FAST), horizon_months=3)
+        instance(("w",), opts, cloud=cloud, skus=(H100, HOT, FAST), horizon_months=months)
         for _ in range(n)
     )
 

@@ -16,7 +16,7 @@ from gpusolve.models.periods import (
     split_horizon,
 )
 from gpusolve.models.requirements import Requirements
-from gpusolve.plan.phased import period_catalog, period_requirements
+from gpusolve.plan.phased.inputs import period_catalog, period_requirements
 
 CHAT = {
     "name": "chat",

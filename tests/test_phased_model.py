@@ -1,4 +1,4 @@
-"""The phased model (`optimize/phased.py`) on hand-built instances: when to buy, rent and
+"""The schedule's model (`optimize/phased/`) on hand-built instances: when to buy, rent and
 contract racks over periods. The arithmetic is in the comments.
 
 The world (tests/factories/instances.py): server h100 at 1,000 (10 kW, 8 U), site sz of
@@ -17,8 +17,9 @@ from tests.factories.instances import ONE, instance, owned, rented
 from gpusolve.models.periods import Period, split_horizon
 from gpusolve.optimize.cpsat import STATUS
 from gpusolve.optimize.ir import Instance, Stock
-from gpusolve.optimize.phased import _objective, build_model, no_dearer, solve_phased
-from gpusolve.optimize.phased_ir import PhasedInstance, PhasedSolution
+from gpusolve.optimize.phased.model import build_model, objective
+from gpusolve.optimize.phased.solve import no_dearer, solve_phased
+from gpusolve.optimize.phased.ir import PhasedInstance, PhasedSolution
 
 
 def _period(p: Period, servers: int | None, cloud_month: int | None = None) -> Instance:
@@ -72,8 +73,9 @@ def test_a_falling_price_and_a_late_workload_buy_late() -> None:
     assert [pp.racks for pp in solution.periods] == [{}, {}, {"sz": 1}, {"sz": 1}]
     assert solution.tco == 1750
     now = _solve(pi, "buy-now")
-    # Bought in P0: 2,000, rack 5 x 12 = 60, energy 2 x 10 x 12 = 240.
-    assert now.tco == 2300
+    # Bought in P0: 2,000; powered off and unracked until they serve from month 6: the rack
+    # 5 x 6 = 30, energy 2 x 10 x 6 = 120.
+    assert now.tco == 2150
 
 
 def test_a_lead_time_longer_than_the_first_period_rents_the_first_period() -> None:
@@ -96,7 +98,8 @@ def test_a_fiscal_year_budget_splits_a_purchase_across_years() -> None:
     # Two yearly periods; w needs 2 servers in year 0 and 4 in year 1; the price rises
     # 1,000 -> 1,500, so without a budget all 4 are bought at once (4,000 < 2,000 + 3,000
     # + the idle servers' energy 2 x 10 x 12 = 240 and their rack 5 x 24 = 120). A year-0
-    # budget of 2,000 buys 2 now, 2 next year.
+    # budget of 2,000 buys 2 now, 2 next year. (Two servers bought ahead of need wait
+    # powered off in year 0: no energy, no rack.)
     periods = split_horizon(24, 12)
     insts = (_period(periods[0], 2), _period(periods[1], 4))
     free = _solve(_phased(periods, insts, (1000, 1500)))
@@ -182,8 +185,8 @@ def test_a_baselines_schedule_is_one_of_the_free_models_at_its_own_cost(
         return
     m, v, exprs = build_model(pi, "free")
     _fix_to(m, v, buy_now)
-    tco, penalties = _objective(exprs, len(pi.periods))
-    m.minimize(tco + penalties)
+    tco, penalties, resale = objective(exprs, len(pi.periods))
+    m.minimize(tco + penalties - resale)
     solver = cp_model.CpSolver()
     solver.parameters.num_workers = 1
     assert STATUS[solver.solve(m)] == "optimal"

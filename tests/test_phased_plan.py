@@ -72,9 +72,9 @@ def test_timing_fields_without_periods_are_a_located_error(gpusolve, tmp_path: P
     assert "Traceback" not in result.err
 
 
-def test_options_a_schedule_does_not_have_are_refused(gpusolve, tmp_path: Path) -> None:
+def test_robust_is_refused_for_a_schedule_with_its_reason(gpusolve, tmp_path: Path) -> None:
     reqs = tmp_path / "phased.yaml"
     reqs.write_text(CHAT + "periods:\n  length_months: 3\n", encoding="utf-8")
-    result = gpusolve("plan", "-q", str(reqs), "--sensitivity")
+    result = gpusolve("plan", "-q", str(reqs), "--robust", "worst")
     assert result.code == 2
-    assert "--sensitivity" in result.err and "periods" in result.err
+    assert "--robust" in result.err and "schedule" in result.err

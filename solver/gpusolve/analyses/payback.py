@@ -28,7 +28,7 @@ from gpusolve.explain.payments import (
 from gpusolve.models.plan import Deployment, Payback, Plan
 from gpusolve.optimize import ir
 from gpusolve.plan.assemble import runs_of
-from gpusolve.plan.solved import Hedged, Solved
+from gpusolve.plan.solved import Hedged, Outcome, Phased, Solved
 
 Progress = Callable[[str], None]
 
@@ -39,10 +39,14 @@ BASIS = (
 WITH_STOCK = "; the servers already owned stay in use"
 
 
-def run(solved: Solved, progress: Progress = lambda _: None) -> Plan:
-    """The plan with its `payback` (unchanged without a plan)."""
-    plan, solution = solved.plan, solved.solution
-    if plan.cost is None or solution is None:
+def run(solved: Solved, progress: Progress = lambda _: None) -> Outcome:
+    """The plan with its `payback` (unchanged without a plan). A schedule is unchanged: it
+    carries its rent-as-you-go baseline, priced by the same model, in place of a payback."""
+    solution = solved.solution
+    if solution is None or isinstance(solution, Phased):
+        return solved.plan
+    plan = solved.single_plan
+    if plan.cost is None:
         return plan
     if plan.cost.capex <= 0:
         return plan.model_copy(update={"payback": nothing_bought()})

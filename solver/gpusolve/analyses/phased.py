@@ -18,10 +18,10 @@ from gpusolve.models.schedule import (
     ScheduleWhyNot,
 )
 from gpusolve.optimize import ir
-from gpusolve.optimize.phased_ir import Mode, PhasedSolution
+from gpusolve.optimize.phased.ir import Mode, PhasedSolution
 from gpusolve.plan.inputs import Inputs
-from gpusolve.plan.phased import PhasedInputs
-from gpusolve.plan.phased_explain import ExplainInputs, build_explain, first_month
+from gpusolve.plan.phased.explain import ExplainInputs, build_explain, first_month
+from gpusolve.plan.phased.inputs import PhasedInputs
 
 NAMES: dict[Mode, str] = {"free": "schedule", "buy-now": "buy-now", "rent": "rent-as-you-go"}
 
@@ -74,7 +74,7 @@ def _conflicts(
     solution: PhasedSolution,
     config: ir.SolveConfig,
 ) -> ScheduleInfeasibility:
-    from gpusolve.optimize.phased_explain import explain_phased
+    from gpusolve.optimize.phased.explain import explain_phased
 
     headline = _no_rental(run, built) if mode == "rent" else None
     found = explain_phased(ex.instance, ex.requirements, config, mode)
@@ -134,7 +134,7 @@ def _no_rental(run: Inputs, built: PhasedInputs) -> str | None:
 
 
 def _suggest(run: Inputs, ex: ExplainInputs, name: str, mode: Mode, config: ir.SolveConfig) -> str:
-    from gpusolve.optimize.phased_explain import move
+    from gpusolve.optimize.phased.explain import move
 
     kind, _, subject = name.partition(":")
     if kind == "regions":
@@ -216,7 +216,7 @@ def _bought(s: PhasedSolution) -> list[Purchase]:
 
 
 def _difference(best: PhasedSolution, alt: PhasedSolution) -> str:
-    from gpusolve.optimize.phased_alternatives import schedule_key
+    from gpusolve.optimize.phased.alternatives import schedule_key
 
     mine, theirs = set(schedule_key(best)), set(schedule_key(alt))
 
@@ -242,7 +242,7 @@ def top_k(
 ) -> list[ScheduleAlternative]:
     """The next k distinct schedules after `best` (distinct as `phased_alternatives.py`
     defines it), each with its TCO and delta to the schedule."""
-    from gpusolve.optimize.phased_alternatives import alternatives
+    from gpusolve.optimize.phased.alternatives import alternatives
 
     if not k or best.objective_value is None:
         return []
@@ -277,7 +277,7 @@ def why_not(
 ) -> ScheduleWhyNot:
     """Whether the schedule uses `item`; if not, the schedule with it forced into some
     period and its delta, or why no period can use it."""
-    from gpusolve.optimize.phased_alternatives import forced
+    from gpusolve.optimize.phased.alternatives import forced
 
     uses = _using(built, item)
     used = [

@@ -182,12 +182,14 @@ def find_edge(
     return Edge(inside, outside), solves
 
 
-def both_ends(parameter: Parameter, solve_at: SolveAt, base_key: PlanKey) -> Outcome:
+def both_ends(
+    parameter: Parameter, solve_at: SolveAt, base_key: PlanKey, rel_tol: float = REL_TOL
+) -> Outcome:
     lo_limit, hi_limit = parameter.limits
     low, n_low = Edge(lo_limit, None), 0  # a rival slower: provably the same plan
     if not parameter.rival:
-        low, n_low = find_edge(solve_at, base_key, lo_limit)
-    high, n_high = find_edge(solve_at, base_key, hi_limit)
+        low, n_low = find_edge(solve_at, base_key, lo_limit, rel_tol=rel_tol)
+    high, n_high = find_edge(solve_at, base_key, hi_limit, rel_tol=rel_tol)
     return Outcome(parameter, low, high, n_low + n_high)
 
 

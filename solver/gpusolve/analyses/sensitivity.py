@@ -64,10 +64,11 @@ from gpusolve.candidates.scaling import (
 )
 from gpusolve.models.catalog import Catalog
 from gpusolve.models.plan import Plan, Sensitivity, SensitivityKind
+from gpusolve.models.schedule import Schedule
 from gpusolve.optimize import twostage
 from gpusolve.optimize.inventory import purchases
 from gpusolve.optimize.ir import Instance, Solution, SolveConfig
-from gpusolve.plan.solved import Hedged, Single, Solved
+from gpusolve.plan.solved import Hedged, Phased, Single, Solved
 from gpusolve.plan.twostage import NOMINAL
 
 # Each probe is a small re-solve of a plan CP-SAT already knows (the hint); a probe that
@@ -352,14 +353,17 @@ def plan_cards(solution: Solution, instance: Instance, catalog: Catalog) -> list
 
 def run(
     solved: Solved, *, bar: bool = True, workers: int | None = None, efficiency: bool = True
-) -> Plan:
+) -> Plan | Schedule:
     """The plan with its sensitivity filled in (plans only: a run without one is returned as
     it is). Each probe gets at most `PROBE_TIME_S` of the run's time limit. The wall time
     is kept only with `--timings`, as the plan's own: the same input gives the same output.
-    A hedged plan is analysed on its two-stage model."""
-    plan, solution = solved.plan, solved.solution
-    if plan.status not in ("optimal", "feasible") or solution is None:
-        return plan
+    A hedged plan is analysed on its two-stage model, a schedule on its own
+    (`schedule_ranges.py`)."""
+    if solved.plan.status not in ("optimal", "feasible") or solved.solution is None:
+        return solved.plan
+    if isinstance(solved.solution, Phased):
+        return _schedule_ranges(solved, solved.solution, bar, workers)
+    plan, solution = solved.single_plan, solved.solution
     progress: list[Any] = []
 
     def start(total: int) -> None:
@@ -413,6 +417,36 @@ def run(
     if not solved.options.timings:
         result = result.model_copy(update={"wall_s": 0.0})
     return plan.model_copy(update={"sensitivity": result})
+
+
+def _schedule_ranges(
+    solved: Solved, phased: Phased, bar: bool, workers: int | None
+) -> Plan | Schedule:
+    from gpusolve.analyses import schedule_ranges
+
+    shown: list[Any] = []
+    stop = Stop()
+
+    def work() -> Sensitivity:
+        return schedule_ranges.analyse(
+            phased.instance,
+            phased.best,
+            solved.run.reqs.currency,
+            solved.options.config,
+            workers or default_workers(),
+            on_done=lambda _: shown[0].update(1),
+            on_start=lambda total: shown.append(progress_bar(total, bar)),
+            stop=stop,
+        )
+
+    try:
+        result = stoppable(work, stop)
+    finally:
+        for bar_shown in shown:
+            bar_shown.close()
+    if not solved.options.timings:
+        result = result.model_copy(update={"wall_s": 0.0})
+    return solved.plan.model_copy(update={"sensitivity": result})
 
 
 @dataclass(frozen=True)

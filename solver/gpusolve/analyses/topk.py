@@ -7,22 +7,30 @@ from collections.abc import Callable
 
 from gpusolve.candidates.generate import Candidates
 from gpusolve.explain import parts
-from gpusolve.models.plan import Alternative, Plan
+from gpusolve.models.plan import Alternative
 from gpusolve.optimize import ir
-from gpusolve.plan.solved import Single, Solved
+from gpusolve.plan.solved import Outcome, Phased, Single, Solved
 
 Progress = Callable[[str], None]
 
 
-def run(solved: Solved, progress: Progress = lambda _: None) -> Plan:
-    """The plan with its `alternatives` (plans of one instance only: a two-stage plan has
-    none, and the command refuses --top-k with a scenarios: block)."""
+def run(solved: Solved, progress: Progress = lambda _: None) -> Outcome:
+    """The plan with its `alternatives`: plans of one instance, or schedules (a two-stage
+    plan has none, and the command refuses --top-k with a scenarios: block)."""
     k = solved.options.top_k
-    single = solved.solution
-    if not k or not isinstance(single, Single) or single.solution is None:
+    found = solved.solution
+    if not k or found is None:
+        return solved.plan
+    if isinstance(found, Phased):
+        from gpusolve.analyses import phased
+
+        progress(f"finding {k} alternative schedule(s)")
+        schedules = phased.top_k(found.inputs, found.best, k, solved.options.config)
+        return solved.plan.model_copy(update={"alternatives": schedules})
+    if not isinstance(found, Single) or found.solution is None:
         return solved.plan
     progress(f"finding {k} alternative plan(s)")
-    return solved.plan.model_copy(update={"alternatives": alternatives(solved, single)})
+    return solved.plan.model_copy(update={"alternatives": alternatives(solved, found)})
 
 
 def alternatives(solved: Solved, single: Single) -> list[Alternative]:

@@ -19,20 +19,27 @@ from gpusolve.candidates.prepare import Prepared
 from gpusolve.explain import parts
 from gpusolve.explain.compare import change, compare
 from gpusolve.models.catalog import Catalog
-from gpusolve.models.plan import Plan, WhyNot
+from gpusolve.models.plan import WhyNot
 from gpusolve.optimize import ir
-from gpusolve.plan.solved import Hedged, Solved
+from gpusolve.plan.solved import Hedged, Outcome, Phased, Solved
 
 Progress = Callable[[str], None]
 
 
-def run(solved: Solved, progress: Progress = lambda _: None) -> Plan:
-    """The plan with its `why_not` lines and the forced plans behind them."""
+def run(solved: Solved, progress: Progress = lambda _: None) -> Outcome:
+    """The plan with its `why_not` lines and the forced plans behind them; a schedule with
+    its `why_not` (the schedule with the item forced into some period)."""
     item = solved.options.why_not
     solution = solved.solution
     if item is None or solution is None:
         return solved.plan
     config = solved.options.config
+    if isinstance(solution, Phased):
+        from gpusolve.analyses import phased
+
+        progress(f"explaining why not {item}")
+        why = phased.why_not(solved.run, solution.inputs, solution.best, item, config)
+        return solved.plan.model_copy(update={"why_not": why})
     if isinstance(solution, Hedged):
         progress(f"explaining why not {item}")
         reasons, forced = hedged_why_not(item, solution, config)
@@ -41,7 +48,7 @@ def run(solved: Solved, progress: Progress = lambda _: None) -> Plan:
     else:
         progress(f"explaining why not {item}")
         reasons, forced = why_not_report(item, solution.prepared, solution.solution, config)
-    return solved.plan.model_copy(update={"why_not": reasons, "why_not_plans": forced})
+    return solved.single_plan.model_copy(update={"why_not": reasons, "why_not_plans": forced})
 
 
 def why_not_report(

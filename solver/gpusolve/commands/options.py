@@ -152,7 +152,7 @@ def output_option_with(help_text: str = _OUTPUT_HELP) -> Callable[[F], F]:
 output_option = output_option_with()
 
 
-def time_limit_option(default_s: float, help_text: str) -> Callable[[F], F]:
+def time_limit_option(default_s: float | None, help_text: str) -> Callable[[F], F]:
     """`--time-limit SECONDS` for commands that solve; a finite number of at least 0.1."""
 
     def decorate(func: F) -> F:
@@ -160,6 +160,21 @@ def time_limit_option(default_s: float, help_text: str) -> Callable[[F], F]:
             "--time-limit",
             type=FiniteFloatRange(min=0.1),
             default=default_s,
+            show_default=default_s is not None,
+            help=help_text,
+        )(func)
+
+    return decorate
+
+
+def work_limit_option(default: float, help_text: str) -> Callable[[F], F]:
+    """`--work-limit UNITS`: CP-SAT's deterministic time, a finite number of at least 0.1."""
+
+    def decorate(func: F) -> F:
+        return click.option(
+            "--work-limit",
+            type=FiniteFloatRange(min=0.1),
+            default=default,
             show_default=True,
             help=help_text,
         )(func)

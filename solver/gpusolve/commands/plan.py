@@ -19,8 +19,10 @@ from gpusolve.commands.options import (
     require_output_for_html,
     rules_option,
     time_limit_option,
+    work_limit_option,
 )
 from gpusolve.render import FORMATS
+from gpusolve.runs.plan import DEFAULT_WORK_LIMIT
 
 OBJECTIVES = ("min-tco", "min-capex", "min-monthly", "max-throughput")
 
@@ -63,7 +65,17 @@ OBJECTIVES = ("min-tco", "min-capex", "min-monthly", "max-throughput")
     default=None,
     help="Explain, per workload, why this card/server/colo/cloud offer was not chosen.",
 )
-@time_limit_option(60.0, "Seconds the solver may spend (per solve).")
+@work_limit_option(
+    DEFAULT_WORK_LIMIT,
+    "Work the solver may spend per solve, in CP-SAT's deterministic time (about a second "
+    "of one idle core): the same inputs stop at the same point on an idle or a busy "
+    "machine, so they give the same plan and status every run.",
+)
+@time_limit_option(
+    None,
+    "Wall-clock seconds per solve, on top of --work-limit (the answer may then depend on "
+    "the machine's load). Default: 60 for a plan's staged search, none for a schedule.",
+)
 @click.option(
     "--workers",
     type=click.IntRange(1, 64),
@@ -114,7 +126,8 @@ def plan(
     monthly_max: float | None,
     top_k: int,
     why_not: str | None,
-    time_limit: float,
+    work_limit: float,
+    time_limit: float | None,
     workers: int,
     robust: str | None,
     seed: int,
@@ -148,8 +161,8 @@ def plan(
     Over time: with `periods:` in REQUIREMENTS (e.g. {length_months: 3}) the output is
     a purchase schedule: what to buy, where, the racks and rentals per period, capex per
     fiscal year against budget.capex_by_year, beside buy-now, rent-as-you-go and the
-    single-period plan, all priced by one model. --top-k, --why-not, --bom and every
-    --format apply to it; --sensitivity, --launch and --robust do not yet.
+    single-period plan, all priced by one model, each period as a single plan is. Every
+    option applies to it but --robust (a schedule is not hedged over scenarios).
       gpusolve plan examples/phased-growth.yaml --catalog examples/phased/catalog.yaml
 
     \b
@@ -164,8 +177,9 @@ def plan(
     Exit codes: 0 a plan was found (status "optimal", or "feasible" with its gap to
     the best bound when the time ran out first); 1 no plan exists, proven (status
     "infeasible"; the requirements that conflict and how far each must move are
-    printed); 2 invalid input; 3 no plan found within --time-limit and none proven
-    impossible (status "timeout", with the best bound; try a longer --time-limit).
+    printed); 2 invalid input; 3 no plan found within --work-limit (or --time-limit)
+    and none proven impossible (status "timeout", with the best bound; try a longer
+    limit); 130 interrupted (Ctrl-C or SIGTERM: the best plan so far, marked).
     GB means 10^9 bytes; money is in the run's currency.
     """
     from gpusolve.commands.deliver import invoke
@@ -190,6 +204,7 @@ def plan(
         top_k=top_k,
         why_not=why_not,
         time_limit_s=time_limit,
+        work_limit=work_limit,
         workers=workers,
         seed=seed,
         robust=robust,

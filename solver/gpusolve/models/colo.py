@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from gpusolve.models.plan import ComplianceLine, Excluded, OutModel
+from gpusolve.models.common import OutModel
+from gpusolve.models.plan import ComplianceLine, Excluded
 
 
 class ColoRuleHit(OutModel):

@@ -39,6 +39,12 @@ Identifier = Annotated[
 ]
 
 
+class OutModel(BaseModel):
+    """The base of every output model: a field the contract does not declare is a bug."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
 class StrictModel(BaseModel):
     """Unknown keys are errors: a typo in a user's YAML must not be silently ignored."""
 

@@ -8,13 +8,11 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
+
+from gpusolve.models.common import OutModel
 
 Bottleneck = Literal["compute", "memory_bandwidth", "communication"]
-
-
-class OutModel(BaseModel):
-    model_config = ConfigDict(extra="forbid")
 
 
 class MemoryGB(OutModel):

@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from gpusolve.models.plan import OutModel
+from gpusolve.models.common import OutModel
 
 
 class FrontierPoint(OutModel):

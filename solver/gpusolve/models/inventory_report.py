@@ -3,11 +3,9 @@ contracted rack. Output models, as `plan.py`'s."""
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
-
-class OutModel(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+from gpusolve.models.common import OutModel
 
 
 class OwnedServersLine(OutModel):

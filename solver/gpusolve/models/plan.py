@@ -4,18 +4,15 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
+from gpusolve.models.common import OutModel
 from gpusolve.models.estimate import GoodputOut
 from gpusolve.models.inventory_report import Inventory
 
 # "timeout": no plan was found within the time limit and none was proven impossible.
 # "interrupted": Ctrl-C or SIGTERM stopped the search; the best plan so far, not proven optimal.
 PlanStatus = Literal["optimal", "feasible", "infeasible", "unknown", "timeout", "interrupted"]
-
-
-class OutModel(BaseModel):
-    model_config = ConfigDict(extra="forbid")
 
 
 CostKind = Literal[

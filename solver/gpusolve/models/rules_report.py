@@ -6,23 +6,21 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
+
+from gpusolve.models.common import OutModel
 
 # A parameter's value (`gpusolve.models.params`): bool before int, so JSON true stays a bool.
 ParamValue = bool | int | float | str
 
 
-class _Out(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class RulesInEffect(_Out):
+class RulesInEffect(OutModel):
     files: list[str] = Field(description="Rule files read, shipped first, in order.")
     in_effect: int = Field(description="Number of rules in effect after overrides.")
     disabled: dict[str, str] = Field(description="Disabled rule id -> file:line that disabled it.")
 
 
-class PreviousValue(_Out):
+class PreviousValue(OutModel):
     value: ParamValue | None
     by: str = Field(description="Rule id, `default` or `user` that set the earlier value.")
 
@@ -30,13 +28,13 @@ class PreviousValue(_Out):
 SHARE = "Penalty as a share of the option's cost."
 
 
-class TracePrefer(_Out):
+class TracePrefer(OutModel):
     expr: str
     share: float | None = Field(default=None, description=SHARE)
     penalty: float | None = Field(default=None, description="Penalty in money, where stated.")
 
 
-class TraceEntryOut(_Out):
+class TraceEntryOut(OutModel):
     """One fired rule (or the user's headroom, rule `user`), in evaluation order."""
 
     order: int
@@ -54,7 +52,7 @@ class TraceEntryOut(_Out):
     fired: bool
 
 
-class RemovalOut(_Out):
+class RemovalOut(OutModel):
     rule: str
     source: str
     title: str
@@ -63,26 +61,26 @@ class RemovalOut(_Out):
     errors: dict[str, str] = Field(description="Item id -> evaluation error.")
 
 
-class ViaRemovedCards(_Out):
+class ViaRemovedCards(OutModel):
     servers: list[str]
     cloud_offers: list[str]
 
 
-class LayoutRule(_Out):
+class LayoutRule(OutModel):
     rule: str
     source: str
     kind: str = Field(description="require or prefer.")
     expr: str
 
 
-class PreferOut(_Out):
+class PreferOut(OutModel):
     rule: str
     expr: str
     share: float | None = Field(default=None, description=SHARE)
     penalty: float | None = Field(default=None, description="Penalty in money, where stated.")
 
 
-class WorkloadExplain(_Out):
+class WorkloadExplain(OutModel):
     workload: str
     kind: str
     params_b: float | None = Field(description="Model size in billions of parameters.")
@@ -96,7 +94,7 @@ class WorkloadExplain(_Out):
     advice: list[str]
 
 
-class RulesExplainReport(_Out):
+class RulesExplainReport(OutModel):
     rules: RulesInEffect
     workloads: list[WorkloadExplain]
 

@@ -4,20 +4,22 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
-from gpusolve.models.plan import BomLine
+from gpusolve.models.common import OutModel
+from gpusolve.models.plan import BomLine, Deployment, PlanStatus, Sensitivity
 
-ScheduleStatus = Literal["optimal", "feasible", "infeasible", "timeout"]
+# One status vocabulary for every kind of plan (`models/plan.py`).
+ScheduleStatus = PlanStatus
 
 
-class Purchase(BaseModel):
+class Purchase(OutModel):
     server: str
     site: str
     servers: int
 
 
-class Running(BaseModel):
+class Running(OutModel):
     workload: str
     option: str
     server: str | None = Field(description="Server model for an owned option; null when rented.")
@@ -26,7 +28,7 @@ class Running(BaseModel):
     count: int = Field(description="Servers it occupies, or instances rented.")
 
 
-class PeriodSpend(BaseModel):
+class PeriodSpend(OutModel):
     capex: int
     rack_rent: int = Field(description="Racks contracted in this period, over their whole term.")
     site_fixed: int = Field(description="Included bandwidth over the period; setup fees.")
@@ -41,7 +43,7 @@ class PeriodSpend(BaseModel):
     )
 
 
-class WorkloadCapacity(BaseModel):
+class WorkloadCapacity(OutModel):
     workload: str
     capacity_tokens_per_s: int = Field(description="Tokens/s of what runs it in this period.")
     demand_tokens_per_s: float | None = Field(
@@ -50,7 +52,7 @@ class WorkloadCapacity(BaseModel):
     )
 
 
-class SchedulePeriod(BaseModel):
+class SchedulePeriod(OutModel):
     index: int
     start_month: int
     months: int
@@ -68,15 +70,20 @@ class SchedulePeriod(BaseModel):
     capacity: list[WorkloadCapacity] = Field(
         default_factory=list, description="Per workload running: what runs it against its demand."
     )
+    deployments: list[Deployment] = Field(
+        default_factory=list,
+        description="What runs each workload in this period, as a single plan describes it "
+        "(servers or instances, parallel layout, batch, throughput or time to train).",
+    )
 
 
-class YearCapex(BaseModel):
+class YearCapex(OutModel):
     year: int
     capex: int
     budget: int | None
 
 
-class Baseline(BaseModel):
+class Baseline(OutModel):
     name: Literal["buy-now", "rent-as-you-go", "single-period"]
     status: ScheduleStatus
     tco: int | None
@@ -92,7 +99,7 @@ class Baseline(BaseModel):
     note: str | None = Field(default=None, description="What this baseline is, in words.")
 
 
-class Schedule(BaseModel):
+class Schedule(OutModel):
     """A purchase schedule over periods (`plan` with `periods:`)."""
 
     kind: Literal["schedule"] = "schedule"
@@ -101,7 +108,13 @@ class Schedule(BaseModel):
     horizon_months: int
     tco: int | None = Field(description="Over the horizon, residual value credited.")
     penalties: int = 0
-    best_bound: int | None = Field(description="Proven lower bound on TCO + penalties.")
+    resale: int = Field(default=0, description="Owned servers sold: credited apart from the TCO.")
+    objective: int | None = Field(
+        default=None, description="What the schedule minimises: TCO + penalties - resale."
+    )
+    best_bound: int | None = Field(
+        description="Proven lower bound on TCO + penalties - resale (the objective)."
+    )
     wall_s: float
     periods: list[SchedulePeriod]
     capex_by_year: list[YearCapex]
@@ -116,19 +129,24 @@ class Schedule(BaseModel):
         default_factory=list, description="--top-k: the next-best distinct schedules."
     )
     why_not: ScheduleWhyNot | None = Field(default=None, description="--why-not ID.")
+    sensitivity: Sensitivity | None = Field(
+        default=None,
+        description="--sensitivity: how far each price the schedule pays may move before the "
+        "schedule changes, and the schedule beyond each end.",
+    )
 
 
 # Analyses over periods (`analyses/phased.py`): why a schedule is infeasible, the next-best
 # distinct schedules (--top-k), and why an item is not in the schedule (--why-not).
 
 
-class Conflict(BaseModel):
+class Conflict(OutModel):
     requirement: str = Field(description="e.g. capex_year:0, lead_time:<server>, demand:<w>:<p>")
     detail: str
     suggestion: str = Field(description="How far it must move, every other requirement held.")
 
 
-class ScheduleInfeasibility(BaseModel):
+class ScheduleInfeasibility(OutModel):
     schedule: Literal["schedule", "buy-now", "rent-as-you-go"]
     reason: str
     conflicting: list[Conflict] = Field(
@@ -138,7 +156,7 @@ class ScheduleInfeasibility(BaseModel):
     timed_out: bool = False
 
 
-class ScheduleAlternative(BaseModel):
+class ScheduleAlternative(OutModel):
     rank: int
     status: ScheduleStatus
     tco: int | None
@@ -149,7 +167,7 @@ class ScheduleAlternative(BaseModel):
     difference: str = Field(description="What runs differently from the schedule.")
 
 
-class ScheduleWhyNot(BaseModel):
+class ScheduleWhyNot(OutModel):
     item: str
     in_schedule: bool
     lines: list[str]

@@ -36,10 +36,7 @@ def money_terms(
     else:
         capex = wsum_expr([(skus[k].capex, v) for (k, _), v in bought.items() if k in skus])
         residual = wsum_expr([(skus[k].residual, v) for (k, _), v in bought.items() if k in skus])
-    energy = wsum(
-        [(h * sites[s].energy_month.get(k, 0), v) for (k, s), v in servers.items()]
-        + [(o.placement.busy_energy, o.var) for o in owned]
-    )
+    energy = server_energy(instance, servers, owned)
     rent = wsum_expr(
         [
             (finance.rent_months(h, sites[s].rent_months) * sites[s].rack_rent_month, p.total)
@@ -49,8 +46,24 @@ def money_terms(
     rent += wsum([(sites[s].setup_fee, v) for s, v in used.items()])
     bandwidth = wsum([(h * sites[s].bandwidth_month, v) for s, v in used.items()])
     bandwidth += bandwidth_by_duty(b, owned, used)
-    cloud_cost = wsum([(c.option.cost_total, c.var) for c in cloud])
-    return capex, rent, energy, bandwidth, cloud_cost, residual
+    return capex, rent, energy, bandwidth, cloud_spend(cloud), residual
+
+
+def server_energy(
+    instance: Instance, servers: Mapping[tuple[str, str], Var], owned: Sequence[OwnedVar]
+) -> Expr:
+    """Energy over the horizon: every server in service at idle power all the time, and
+    what each chosen placement draws above idle while its workload runs."""
+    h = instance.horizon_months
+    return wsum(
+        [(h * instance.sites[s].energy_month.get(k, 0), v) for (k, s), v in servers.items()]
+        + [(o.placement.busy_energy, o.var) for o in owned]
+    )
+
+
+def cloud_spend(cloud: Sequence[CloudVar]) -> Expr:
+    """Rentals over the horizon: each chosen cloud option's whole cost."""
+    return wsum([(c.option.cost_total, c.var) for c in cloud])
 
 
 # What one workload at the best throughput it can reach scores, at weight 1: shares are

@@ -90,13 +90,18 @@ def _give_up() -> None:
     os._exit(130)
 
 
-def run_interruptibly(work: Callable[[], T], on_search: Callable[[], None] | None = None) -> T:
+def run_interruptibly(
+    work: Callable[[], T],
+    on_search: Callable[[], None] | None = None,
+    tick: Callable[[], None] | None = None,
+) -> T:
     """Run `work` with SIGINT and SIGTERM stopping its solves instead of killing it.
 
     A signal before any search started (candidates, model building), a second signal, or
     a worker still busy `GRACE_S` after the first gives up at once: exit 130 without a
     plan. `on_search` is called once, when the first search of the plan itself starts (after
-    the warm start, whose plan it holds as a hint).
+    the warm start, whose plan it holds as a hint); `tick`, every 50 ms on the waiting thread
+    (a progress display).
     Outside the main thread (signals cannot be caught there) `work` simply runs.
     """
     if threading.current_thread() is not threading.main_thread():
@@ -111,11 +116,13 @@ def run_interruptibly(work: Callable[[], T], on_search: Callable[[], None] | Non
             _give_up()
         stopped_at.append(time.monotonic())
 
-    def tick() -> None:
+    def every_50_ms() -> None:
         if stopped_at and time.monotonic() - stopped_at[0] > GRACE_S:
             _give_up()
+        if tick is not None:
+            tick()
 
-    return in_worker_thread(work, on_signal, "gpusolve-solve", tick=tick)
+    return in_worker_thread(work, on_signal, "gpusolve-solve", tick=every_50_ms)
 
 
 def in_worker_thread(

@@ -1,7 +1,7 @@
 """The inventory in the model: servers already owned and racks already contracted.
 
 Notation. For a (SKU, site) with q servers owned (`Instance.stock`), n[k@s] (the servers in
-service there, `model._server_vars`) is made of kept owned servers and bought ones:
+service there, `model.server_vars`) is made of kept owned servers and bought ones:
 buy[k@s] >= 0, 0 <= n - buy <= q. Only `buy` is capex (and residual value); the owned
 servers not in service (q - (n - buy)) are sold when a resale price is given, credited on
 their own line apart from the TCO (the objective sees the credit), or left idle (powered

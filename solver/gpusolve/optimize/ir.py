@@ -244,7 +244,11 @@ class Instance:
 
 @dataclass(frozen=True)
 class SolveConfig:
-    time_limit_s: float = 60.0
+    time_limit_s: float = 60.0  # wall clock: depends on the machine's load
+    # CP-SAT's deterministic time per solve (its own unit of work, about a second of one
+    # core on an idle machine): the same inputs stop at the same point on any load, so
+    # they give the same plan and status. None: the wall clock alone.
+    work_limit: float | None = None
     workers: int = 2
     seed: int = 1
     relative_gap: float = 0.0

@@ -205,8 +205,8 @@ def build(instance: Instance, options: BuildOptions | None = None) -> Built:
 
     owned, cloud = choice_vars(b, owned_opts, cloud_opts)
     unplaceable = exactly_one(b, owned, cloud)
-    servers, servers_ub = _server_vars(b, owned)
-    used = _site_used(b, owned)
+    servers, servers_ub = server_vars(b, owned)
+    used = site_used(b, owned)
     packing = add_packing(b, owned, servers, servers_ub, used, len(owned) + len(cloud))
 
     racks_at = {site: pack.total for site, pack in packing.items()}
@@ -343,7 +343,7 @@ def exactly_one(
     return tuple(w for w, vars_ in per.items() if not vars_)
 
 
-def _server_vars(
+def server_vars(
     b: Builder, owned: Sequence[OwnedVar]
 ) -> tuple[dict[tuple[str, str], Var], dict[tuple[str, str], int]]:
     """Servers per (SKU, site) cover every slot's demand; day and night work share them.
@@ -388,7 +388,7 @@ def max_demand(terms: Sequence[OwnedVar]) -> int:
     return sum(per_workload.values())
 
 
-def _site_used(b: Builder, owned: Sequence[OwnedVar]) -> dict[str, Var]:
+def site_used(b: Builder, owned: Sequence[OwnedVar]) -> dict[str, Var]:
     """used[site] is exactly "some workload is placed there": it carries the fixed
     bandwidth cost. Each choice implies it (tighter than a big-M on servers) and it
     implies some choice, so it can never be paid for nothing."""

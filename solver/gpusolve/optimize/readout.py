@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import dataclasses
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from ortools.sat.python import cp_model
 
 from gpusolve.optimize import binpack
+from gpusolve.optimize.fabric import FabricVars
 from gpusolve.optimize.ir import Choice, Costs, FabricCount, Instance, Solution, Status
 from gpusolve.optimize.model import Built
 from gpusolve.optimize.patterns import Shape
@@ -75,8 +76,15 @@ def _bought(
 
 
 def _fabric(built: Built, solver: cp_model.CpSolver) -> dict[tuple[str, str], FabricCount]:
+    return fabric_counts(built.fabric, solver)
+
+
+def fabric_counts(
+    fabric: Mapping[tuple[str, str], FabricVars], solver: cp_model.CpSolver
+) -> dict[tuple[str, str], FabricCount]:
+    """Each (site, class)'s fabric as solved: switches, ports and links."""
     out = {}
-    for key, fv in built.fabric.items():
+    for key, fv in fabric.items():
         small = [s.id for s, v in zip(fv.fabric.small, fv.small, strict=True) if solver.value(v)]
         count = FabricCount(
             ports=int(solver.value(fv.ports)),

@@ -218,7 +218,7 @@ def _shared_servers(
     fixed: FirstStage | None,
 ) -> tuple[dict[tuple[str, str], Var], dict[tuple[str, str], int]]:
     """Servers per (SKU, site) cover every scenario's demand in every slot; the bound is
-    the largest demand any one scenario can put there (`model._server_vars`, per part)."""
+    the largest demand any one scenario can put there (`model.server_vars`, per part)."""
     groups: dict[tuple[str, str], list[list[OwnedVar]]] = defaultdict(lambda: [[] for _ in parts])
     for i, part in enumerate(parts):
         for o in part.owned:
@@ -286,7 +286,7 @@ def _shared_used(
     fixed: FirstStage | None,
 ) -> dict[str, Var]:
     """used[site]: bandwidth is paid where anything is placed in any scenario. Each
-    scenario's choices at a site imply it (`model._site_used`, per part); with a fixed
+    scenario's choices at a site imply it (`model.site_used`, per part); with a fixed
     purchase it is simply "servers are there"."""
     sites = sorted({site for _, site in servers})
     used = {site: b.model.new_bool_var(f"used[{site}]") for site in sites}
@@ -326,7 +326,7 @@ def _scenario_view(
     )
     owned, cloud = part.owned, part.cloud
     # Bandwidth and the set-up fee are this scenario's where it places something, as
-    # in a single plan (`model._site_used`, which `validate.py` recomputes): a site
+    # in a single plan (`model.site_used`, which `validate.py` recomputes): a site
     # holding only servers the scenario leaves idle pays its racks, not its line.
     here = _scenario_used(part, used)
     bought = inv.bought if inv is not None else None

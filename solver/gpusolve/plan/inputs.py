@@ -36,6 +36,7 @@ class Inputs:
     rules: RulesSummary
     loaded: LoadedCatalog | None = None  # where each item came from (for the plan's sources)
     market: MarketView | None = None
+    requirements_path: Path | None = None  # the file the requirements came from (messages)
 
     def check_known_id(self, item: str) -> None:
         known = [i for k in KINDS for i in getattr(self.catalog, k)]
@@ -102,7 +103,7 @@ def prepare_run(
             f"market {market.market}: {len(blocked)} server(s) not bought "
             "(cards restricted for export to China; see allow_restricted:)"
         )
-    return Inputs(reqs, loaded.catalog, policies, summary, loaded, market)
+    return Inputs(reqs, loaded.catalog, policies, summary, loaded, market, requirements)
 
 
 def _override(
@@ -110,10 +111,13 @@ def _override(
 ) -> Requirements:
     budget = reqs.budget
     if capex_max is not None or monthly_max is not None:
-        budget = Budget(
-            capex_max=capex_max if capex_max is not None else budget.capex_max,
-            monthly_max=monthly_max if monthly_max is not None else budget.monthly_max,
-            total_max=budget.total_max,
+        # The budgets the options do not name (per fiscal year, total) stay as written.
+        budget = Budget.model_validate(
+            budget.model_dump()
+            | {
+                "capex_max": capex_max if capex_max is not None else budget.capex_max,
+                "monthly_max": monthly_max if monthly_max is not None else budget.monthly_max,
+            }
         )
     update: dict[str, object] = {"budget": budget}
     if objective is not None:

@@ -1,8 +1,10 @@
 """`Solved`: one finished plan and everything it was solved from.
 
-`make_plan` returns it; the analyses (`analyses/`: top-k, why-not, sensitivity) take it
-and nothing else, so each analyses exactly the instance the plan solved (the same
-candidates, the same objective) instead of building it again.
+`make_plan` returns it; the analyses (`analyses/`: top-k, why-not, payback, sensitivity)
+take it and nothing else, so each analyses exactly the instance the plan solved (the same
+candidates, the same objective) instead of building it again. A plan is of one of three
+kinds: one instance (`Single`), hedged over scenarios (`Hedged`), or a purchase schedule
+over periods (`Phased`, whose output is a `Schedule`).
 """
 
 from __future__ import annotations
@@ -11,12 +13,19 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from gpusolve.models.plan import Plan
+from gpusolve.models.schedule import Schedule
 from gpusolve.optimize import ir
 
 if TYPE_CHECKING:  # the candidates stage imports ortools: not when the command reads options
     from gpusolve.candidates.prepare import Prepared
     from gpusolve.optimize import twostage
+    from gpusolve.optimize.phased.ir import Mode, PhasedInstance, PhasedSolution
     from gpusolve.plan.inputs import Inputs
+    from gpusolve.plan.phased.baseline import SinglePeriod
+    from gpusolve.plan.phased.inputs import PhasedInputs
+
+# What `plan` prints: one plan (single or hedged) or a purchase schedule.
+Outcome = Plan | Schedule
 
 
 @dataclass(frozen=True)
@@ -63,14 +72,42 @@ class Hedged:
 
 
 @dataclass(frozen=True)
+class Phased:
+    """A purchase schedule over periods: its per-period inputs, the schedule and the two
+    baselines solved by the same model (by mode: "free", "buy-now", "rent"), and the
+    ordinary single plan priced over the periods (None until it is, or without a
+    schedule)."""
+
+    inputs: PhasedInputs
+    solutions: dict[Mode, PhasedSolution]
+    single: SinglePeriod | None = None
+
+    @property
+    def best(self) -> PhasedSolution:
+        return self.solutions["free"]
+
+    @property
+    def instance(self) -> PhasedInstance:
+        return self.inputs.instance
+
+
+@dataclass(frozen=True)
 class Solved:
     """The run, what it was solved as (None when no plan was found: infeasible for want
-    of candidates of some size, out of time, or stopped), and the finished Plan."""
+    of candidates of some size, out of time, or stopped), and the finished outcome: a
+    Plan, or a Schedule for a `Phased` solution."""
 
     run: Inputs
     options: PlanOptions
-    plan: Plan
-    solution: Single | Hedged | None = None
+    plan: Outcome
+    solution: Single | Hedged | Phased | None = None
 
-    def with_plan(self, plan: Plan) -> Solved:
+    def with_plan(self, plan: Outcome) -> Solved:
         return replace(self, plan=plan)
+
+    @property
+    def single_plan(self) -> Plan:
+        """The Plan of a single or hedged plan (the analyses that read one call this after
+        dispatching on the kind)."""
+        assert isinstance(self.plan, Plan)
+        return self.plan

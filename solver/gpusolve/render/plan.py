@@ -1,4 +1,5 @@
-"""A plan in the format asked for: text, json, yaml or markdown."""
+"""A plan or a purchase schedule in the format asked for: text, json, yaml or markdown;
+or its bill of materials (`plan --bom`)."""
 
 from __future__ import annotations
 
@@ -7,21 +8,38 @@ import json
 import yaml
 
 from gpusolve.models.plan import Plan
+from gpusolve.models.schedule import Schedule
 from gpusolve.render.text import plan_text
 
 FORMATS = ("text", "json", "yaml", "markdown")
 
 
-def render_plan(plan: Plan, fmt: str) -> str:
+def render_plan(plan: Plan | Schedule, fmt: str) -> str:
+    """The one render entry point for what `plan` found: a plan, or a schedule."""
     if fmt == "json":
         return json.dumps(plan.model_dump(mode="json"), indent=2, ensure_ascii=False) + "\n"
     if fmt == "yaml":
         return yaml.safe_dump(
             plan.model_dump(mode="json"), sort_keys=False, allow_unicode=True, width=100
         )
+    if isinstance(plan, Schedule):
+        from gpusolve.render.schedule import render_schedule, schedule_markdown
+
+        return schedule_markdown(plan) if fmt == "markdown" else render_schedule(plan)
     if fmt == "markdown":
         # Deferred: the memo and its tables are imported only when a memo is asked for.
         from gpusolve.render.markdown import plan_markdown
 
         return plan_markdown(plan)
     return plan_text(plan)
+
+
+def render_bill(plan: Plan | Schedule, fmt: str) -> str:
+    """The bill of materials of a plan, or of a schedule per purchase period."""
+    if isinstance(plan, Schedule):
+        from gpusolve.render.schedule_bom import render_schedule_bom
+
+        return render_schedule_bom(plan, fmt)
+    from gpusolve.render.bom import render_bom
+
+    return render_bom(plan, fmt)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from gpusolve.models.schedule import Baseline, Schedule, SchedulePeriod
+from gpusolve.render.sensitivity import sensitivity_markdown, sensitivity_text
 
 
 def _money(value: int | None, currency: str) -> str:
@@ -38,6 +39,9 @@ def render_schedule(s: Schedule) -> str:
         lines.append(f"TCO {_money(s.tco, cur)}{note}")
     if s.penalties:
         lines.append(f"soft-rule penalties {_money(s.penalties, cur)} (not spent)")
+    if s.resale:
+        lines.append(f"owned servers sold: {_money(s.resale, cur)} credited (apart from the TCO)")
+    lines += _proof_lines(s)
     lines.append("")
     for i, p in enumerate(s.periods):
         lines += _period_lines(p, s.periods[i - 1] if i else None, cur)
@@ -58,7 +62,20 @@ def render_schedule(s: Schedule) -> str:
     lines.append("Model notes")
     lines += [f"  - {n}" for n in s.model_notes]
     lines += _analyses_lines(s)
+    lines += sensitivity_text(s.sensitivity, cur)
     return "\n".join(lines) + "\n"
+
+
+def _proof_lines(s: Schedule) -> list[str]:
+    """A schedule not proven optimal says how far it may be from the best: the proven
+    bound on TCO + penalties less resale, and the gap (CP-SAT's definition)."""
+    if s.status == "optimal" or s.best_bound is None:
+        return []
+    bound = f"best bound {_money(s.best_bound, s.currency)} on TCO + penalties"
+    if s.objective is None:
+        return [f"no schedule found: {bound} (a longer --work-limit may find one)"]
+    gap = abs(s.objective - s.best_bound) / max(1, abs(s.objective))
+    return [f"not proven optimal: {bound}, gap {gap:.1%} (a longer --work-limit may close it)"]
 
 
 def _analyses_lines(s: Schedule) -> list[str]:
@@ -129,4 +146,5 @@ def schedule_markdown(s: Schedule) -> str:
     if notes:
         out += ["", *[f"- {n}" for n in notes]]
     out += ["", "## Model notes", "", *[f"- {n}" for n in s.model_notes]]
+    out += sensitivity_markdown(s.sensitivity, cur)
     return "\n".join(out) + "\n"

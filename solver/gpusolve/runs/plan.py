@@ -1,6 +1,7 @@
 """`gpusolve plan` from its files to what it shows: load, solve (Ctrl-C keeps the best
 plan so far), the analyses on the finished plan (top-k, why-not, then sensitivity ranges),
-render, and the exit code of the outcome."""
+render, and the exit code of the outcome. A plan and a purchase schedule (`periods:`) take
+the same path: `make_plan` returns either as a `Solved`."""
 
 from __future__ import annotations
 
@@ -10,20 +11,26 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from gpusolve.models.plan import Plan
+from gpusolve.models.schedule import Schedule
 from gpusolve.runs.output import CommandOutput, OptionConflict, RunResult, written
 
 if TYPE_CHECKING:
-    from gpusolve.models.catalog import Catalog
-    from gpusolve.models.requirements import Requirements
     from gpusolve.plan.inputs import Inputs
     from gpusolve.plan.solved import PlanOptions, Solved
 
 Progress = Callable[[str], None]
+Outcome = Plan | Schedule
 
-# Plan status -> exit code: a proven "no" (1) and "no answer in time" (3) must differ,
-# so a script can retry the second with more time and not the first.
+# Status -> exit code, for a plan and a schedule alike: a proven "no" (1) and "no answer
+# in time" (3) must differ, so a script can retry the second with more time and not the
+# first.
 EXIT_CODES = {"optimal": 0, "feasible": 0, "infeasible": 1, "timeout": 3, "unknown": 3}
 INTERRUPTED_EXIT = 130  # 128 + SIGINT, as a shell reports a Ctrl-C
+# The work limit when none is given: CP-SAT's deterministic time per solve.
+DEFAULT_WORK_LIMIT = 120.0
+# The wall clock of a single plan's search when no --time-limit is given (its staged
+# search shares its time by the clock); a schedule has none unless one is given.
+DEFAULT_WALL_S = 60.0
 
 
 @dataclass(frozen=True)
@@ -40,7 +47,8 @@ class PlanRequest:
     monthly_max: float | None = None
     top_k: int = 0
     why_not: str | None = None
-    time_limit_s: float = 60.0
+    time_limit_s: float | None = None  # wall clock; None: the work limit alone bounds it
+    work_limit: float = DEFAULT_WORK_LIMIT
     workers: int = 1
     seed: int = 1
     robust: str | None = None
@@ -48,10 +56,10 @@ class PlanRequest:
     sensitivity: bool = False
     bom: bool = False
     launch: Path | None = None  # a folder for the deployments' launch files
-    bar: bool = True  # the sensitivity analysis's progress bar (off with -q)
+    bar: bool = True  # progress bars on a terminal (off with -q)
 
 
-def run_plan(request: PlanRequest, progress: Progress = lambda _: None) -> RunResult[Plan]:
+def run_plan(request: PlanRequest, progress: Progress = lambda _: None) -> RunResult[Outcome]:
     """Everything `plan` does between parsing and printing. Raises InputError (bad files,
     an unknown --why-not id) and OptionConflict (options these requirements refuse)."""
     from gpusolve.optimize.interrupt import requested
@@ -66,56 +74,46 @@ def run_plan(request: PlanRequest, progress: Progress = lambda _: None) -> RunRe
         monthly_max=request.monthly_max,
         progress=progress,
     )
-    if run.reqs.phased:  # a purchase schedule over periods (`runs/phased.py`)
-        from gpusolve.runs.phased import run_phased
-
-        check_phased_options(request)
-        if request.why_not is not None:
-            run.check_known_id(request.why_not)
-        return run_phased(  # type: ignore[return-value]
-            run,
-            plan_options(request).config,
-            request.requirements,
-            request.fmt,
-            request.output,
-            request.top_k,
-            request.why_not,
-            bom=request.bom,
-            catalog_paths=request.catalog_paths,
-        )
     if request.why_not is not None:
         run.check_known_id(request.why_not)
-    check_robust(run.reqs.scenarios is not None, request)
-    options = plan_options(request)
-    solved = solve_interruptibly(run, options, progress)
+    check_options(run, request)
+    options = plan_options(request, run.reqs.phased)
+    solved = solve_interruptibly(run, options, progress, request.bar)
     plan = solved.plan
     if requested():
         return interrupted(plan, request)
-    finished = plan.status in ("optimal", "feasible")  # a plan, finished
+    finished = is_finished(plan)
     if request.sensitivity and finished and not request.bom:  # ranges need a plan
         try:
             plan = _with_ranges(solved, request.bar, progress)
         except KeyboardInterrupt:  # the plan itself is finished: print it, without ranges
             return RunResult(plan, _sensitivity_interrupted(plan, request.fmt))
-    text = plan_text(plan, request, run.catalog, run.reqs)
+    text = plan_output(plan, request, run)
     shown = _shown(text, finished, request.output, EXIT_CODES.get(plan.status, 0))
     if request.launch is not None:
         shown = _with_launch_files(shown, plan, run, request.launch)
     return RunResult(plan, shown)
 
 
+def is_finished(plan: Outcome) -> bool:
+    """A plan to show, write and analyse: found, proven optimal or not."""
+    found = plan.status in ("optimal", "feasible")
+    return found and (bool(plan.periods) if isinstance(plan, Schedule) else True)
+
+
 def _with_launch_files(
-    shown: CommandOutput, plan: Plan, run: Inputs, folder: Path
+    shown: CommandOutput, plan: Outcome, run: Inputs, folder: Path
 ) -> CommandOutput:
-    """--launch DIR: each deployment's launch files, written only for a finished plan."""
+    """--launch DIR: each deployment's launch files, written only for a finished plan; for
+    a schedule, each deployment's in the period it starts (`runs/launch.py`)."""
     from dataclasses import replace
 
-    from gpusolve.render.launch import launch_files
+    from gpusolve.runs.launch import outcome_launch_files
     from gpusolve.runs.output import OutputFile
 
-    if plan.status not in ("optimal", "feasible"):
+    if not is_finished(plan):
         return replace(shown, after=(*shown.after, f"no plan: no launch files written to {folder}"))
-    files = launch_files(plan, run.reqs, run.catalog)
+    files = outcome_launch_files(plan, run.reqs, run.catalog)
     written_files = tuple(OutputFile(folder / f.path, f.text) for f in files)
     folders = tuple(sorted({f.path.parent for f in written_files}))
     said = f"wrote {len(files)} launch files under {folder} (see {folder / 'README.md'})"
@@ -127,12 +125,20 @@ def _with_launch_files(
     )
 
 
-def plan_options(request: PlanRequest) -> PlanOptions:
+def plan_options(request: PlanRequest, schedule: bool = False) -> PlanOptions:
+    """The solver's limits: the work limit (deterministic) always; the wall clock as given,
+    else a single plan's default and none for a schedule."""
     from gpusolve.optimize.ir import SolveConfig
     from gpusolve.plan.solved import PlanOptions
 
+    wall = request.time_limit_s
+    if wall is None:
+        wall = float("inf") if schedule else DEFAULT_WALL_S
     config = SolveConfig(
-        time_limit_s=request.time_limit_s, workers=request.workers, seed=request.seed
+        time_limit_s=wall,
+        work_limit=request.work_limit,
+        workers=request.workers,
+        seed=request.seed,
     )
     return PlanOptions(
         config=config,
@@ -143,17 +149,25 @@ def plan_options(request: PlanRequest) -> PlanOptions:
     )
 
 
-def solve_interruptibly(run: Inputs, options: PlanOptions, progress: Progress) -> Solved:
+def solve_interruptibly(
+    run: Inputs, options: PlanOptions, progress: Progress, bar: bool = False
+) -> Solved:
     """The finished plan and the analyses asked for that search for plans (top-k,
     why-not), in a worker thread so that Ctrl-C or SIGTERM stops their searches too and
-    keeps the best plan so far."""
+    keeps the best plan so far; a long solve shows its progress on a terminal."""
     import gpusolve.plan as planning  # `make_plan` looked up at each call: tests replace it
     from gpusolve.optimize.interrupt import run_interruptibly
+    from gpusolve.runs.progress import SolveProgress
 
-    return run_interruptibly(
-        lambda: analysed(planning.make_plan(run, options, progress), progress),
-        on_search=lambda: progress("searching (Ctrl-C stops and prints the best plan so far)"),
-    )
+    shown = SolveProgress(bar, run.reqs.currency)
+    try:
+        return run_interruptibly(
+            lambda: analysed(planning.make_plan(run, options, progress, shown.watch), progress),
+            on_search=lambda: progress("searching (Ctrl-C stops and prints the best plan so far)"),
+            tick=shown.tick,
+        )
+    finally:
+        shown.close()
 
 
 def analysed(solved: Solved, progress: Progress) -> Solved:
@@ -166,84 +180,70 @@ def analysed(solved: Solved, progress: Progress) -> Solved:
     return solved.with_plan(payback.run(solved, progress))
 
 
-def _with_ranges(solved: Solved, bar: bool, progress: Progress) -> Plan:
+def _with_ranges(solved: Solved, bar: bool, progress: Progress) -> Outcome:
     from gpusolve.analyses import sensitivity
 
     progress("sensitivity: re-solving with each price and card efficiency moved")
     return sensitivity.run(solved, bar=bar)
 
 
-def check_phased_options(request: PlanRequest) -> None:
-    """A schedule prints in every format, with --bom, --top-k and --why-not; --robust,
-    --sensitivity and --launch apply to one plan only, so far."""
-    used = [
-        name
-        for name, on in (
-            ("--robust", request.robust is not None),
-            ("--sensitivity", request.sensitivity),
-            ("--launch", request.launch is not None),
+def check_options(run: Inputs, request: PlanRequest) -> None:
+    """--robust needs scenarios; a two-stage plan has no --top-k yet; a schedule is not
+    hedged over scenarios (the requirements' loader says so, located)."""
+    has_scenarios = run.reqs.scenarios is not None
+    if request.robust is not None and (not has_scenarios or run.reqs.phased):
+        why = (
+            "a purchase schedule (periods:) is not hedged over scenarios" if run.reqs.phased else ""
         )
-        if on
-    ]
-    if used:
-        raise OptionConflict(
-            f"{', '.join(used)}: not available for a plan with periods (a purchase schedule "
-            "prints with its baselines, --bom and --format); drop it, or remove the periods: "
-            "block"
-        )
-
-
-def check_robust(has_scenarios: bool, request: PlanRequest) -> None:
-    """--robust needs scenarios; a two-stage plan has no --top-k yet."""
-    if request.robust is not None and not has_scenarios:
         raise OptionConflict(
             "--robust needs a scenarios: block in the requirements (see "
-            "examples/scenarios-demand-growth.yaml); drop --robust"
+            "examples/scenarios-demand-growth.yaml)"
+            + (f"; {why}" if why else "")
+            + "; drop --robust"
         )
-    if has_scenarios and request.top_k:
+    if has_scenarios and request.top_k and not run.reqs.phased:
         raise OptionConflict(
             "--top-k does not apply to a plan with scenarios: drop it, or remove the "
             "scenarios: block"
         )
 
 
-def plan_text(
-    plan: Plan, request: PlanRequest, catalog: Catalog, reqs: Requirements | None = None
-) -> str:
-    """The HTML report of a finished plan, else the bill of materials (--bom), else the
-    plan in its format; a run without a plan explains itself as text, never as markup."""
-    from gpusolve.render import render_plan
-    from gpusolve.render.bom import render_bom
+def plan_output(plan: Outcome, request: PlanRequest, run: Inputs) -> str:
+    """The HTML report of a finished plan or schedule, else the bill of materials (--bom),
+    else the plan in its format; a run without a plan explains itself as text, never as
+    markup."""
+    from gpusolve.render import render_bill, render_plan
 
-    if request.fmt == "html" and plan.status in ("optimal", "feasible"):
-        from gpusolve.report.html import context_for, plan_html
+    finished = is_finished(plan)
+    if request.fmt == "html" and finished:
+        from gpusolve.report.html import context_for
 
         paths = list(request.catalog_paths)
-        ctx = context_for(catalog, paths, [request.requirements], reqs, plan)
+        if isinstance(plan, Schedule):
+            from gpusolve.report.schedule import schedule_html
+
+            return schedule_html(plan, context_for(run.catalog, paths, [request.requirements]))
+        from gpusolve.report.html import plan_html
+
+        ctx = context_for(run.catalog, paths, [request.requirements], run.reqs, plan)
         return plan_html(plan, ctx)
-    if request.bom:
-        return render_bom(plan, request.fmt)
+    if request.bom and (finished or isinstance(plan, Plan)):
+        return render_bill(plan, request.fmt)
     return render_plan(plan, _terminal(request.fmt))
 
 
-def interrupted(plan: Plan, request: PlanRequest) -> RunResult[Plan]:
-    """Ctrl-C or SIGTERM: the best plan so far (or its bill of materials with --bom),
-    marked, and exit 130. An existing -o file is left as it was: only a finished run
-    replaces it."""
-    from gpusolve.render import render_plan
-    from gpusolve.render.bom import render_bom
+def interrupted(plan: Outcome, request: PlanRequest) -> RunResult[Outcome]:
+    """Ctrl-C or SIGTERM: the best plan or schedule so far (or its bill of materials with
+    --bom), marked, and exit 130. An existing -o file is left as it was: only a finished
+    run replaces it."""
+    from gpusolve.render import render_bill, render_plan
 
-    if plan.status == "infeasible" or plan.cost is None:
+    if not _found(plan):
         nothing = ("interrupted before any plan was found",)
         return RunResult(plan, CommandOutput(after=nothing, exit_code=INTERRUPTED_EXIT))
-    marked = plan.model_copy(
-        update={
-            "status": "interrupted",
-            "solver": plan.solver.model_copy(update={"proven_optimal": False}),
-        }
-    )
+    marked = _marked_interrupted(plan)
     if request.bom:  # csv included: the bill of materials the user asked for
-        text = render_bom(marked, _terminal(request.fmt))
+        text = render_bill(marked, _terminal(request.fmt))
         what = "the bill of materials above is of the best plan found so far"
     else:
         text = render_plan(marked, _terminal(request.fmt))
@@ -253,7 +253,24 @@ def interrupted(plan: Plan, request: PlanRequest) -> RunResult[Plan]:
     return RunResult(marked, CommandOutput(stdout=text, after=said, exit_code=INTERRUPTED_EXIT))
 
 
-def _sensitivity_interrupted(plan: Plan, fmt: str) -> CommandOutput:
+def _found(plan: Outcome) -> bool:
+    if isinstance(plan, Schedule):
+        return bool(plan.periods)
+    return plan.status != "infeasible" and plan.cost is not None
+
+
+def _marked_interrupted(plan: Outcome) -> Outcome:
+    if isinstance(plan, Schedule):
+        return plan.model_copy(update={"status": "interrupted"})
+    return plan.model_copy(
+        update={
+            "status": "interrupted",
+            "solver": plan.solver.model_copy(update={"proven_optimal": False}),
+        }
+    )
+
+
+def _sensitivity_interrupted(plan: Outcome, fmt: str) -> CommandOutput:
     from gpusolve.render import render_plan
 
     return CommandOutput(

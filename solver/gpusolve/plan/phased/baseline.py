@@ -19,10 +19,10 @@ from collections import defaultdict
 from gpusolve.models.periods import Period, active, active_months
 from gpusolve.models.requirements import InferenceWorkload, Requirements, Workload
 from gpusolve.optimize.ir import SolveConfig
-from gpusolve.optimize.phased import solve_phased
-from gpusolve.optimize.phased_ir import PhasedInstance, PhasedSolution
+from gpusolve.optimize.phased.ir import PhasedInstance, PhasedSolution
+from gpusolve.optimize.phased.solve import solve_phased
 from gpusolve.plan.inputs import Inputs
-from gpusolve.plan.phased import for_period, period_catalog, periods_of
+from gpusolve.plan.phased.inputs import for_period, period_catalog, periods_of
 
 NOTE = (
     "the ordinary single plan (no periods; each workload at its peak demand; today's "
@@ -81,7 +81,7 @@ def single_period(run: Inputs, pi: PhasedInstance, config: SolveConfig) -> Singl
     single = dataclasses.replace(
         run, reqs=peak_requirements(run.reqs), catalog=period_catalog(run.catalog, 0)
     )
-    plan = planning.make_plan(single, PlanOptions(config=config)).plan
+    plan = planning.make_plan(single, PlanOptions(config=config)).single_plan
     fleet: dict[tuple[str, str], int] = defaultdict(int)
     if plan.cost is not None:
         for item in plan.cost.breakdown.items:

@@ -3,14 +3,17 @@ capacity against demand, and the best single-period plan as a third baseline."""
 
 from __future__ import annotations
 
-from gpusolve.models.plan import SourceRef
+from gpusolve.candidates.prepare import Prepared
+from gpusolve.models.plan import Deployment, SourceRef
 from gpusolve.models.schedule import Baseline, Purchase, Schedule
-from gpusolve.optimize.phased_ir import PhasedInstance, PhasedSolution
+from gpusolve.optimize import ir
+from gpusolve.optimize.phased.ir import PeriodPlan, PhasedSolution
 from gpusolve.plan.inputs import Inputs
-from gpusolve.plan.peak import NOTE, SinglePeriod
-from gpusolve.plan.schedule import schedule_status
-from gpusolve.plan.schedule_bom import period_boms
-from gpusolve.plan.schedule_capacity import period_capacity
+from gpusolve.plan.phased.baseline import NOTE, SinglePeriod
+from gpusolve.plan.phased.bom import period_boms
+from gpusolve.plan.phased.capacity import period_capacity
+from gpusolve.plan.phased.inputs import PhasedInputs
+from gpusolve.plan.phased.schedule import schedule_status
 
 
 def _sources(run: Inputs, best: PhasedSolution) -> list[SourceRef]:
@@ -25,16 +28,30 @@ def _sources(run: Inputs, best: PhasedSolution) -> list[SourceRef]:
 
 
 def with_periods_detail(
-    s: Schedule, pi: PhasedInstance, best: PhasedSolution, run: Inputs
+    s: Schedule, phased: PhasedInputs, best: PhasedSolution, run: Inputs
 ) -> Schedule:
-    """The schedule with each period's bill of materials and capacity against demand."""
-    boms = period_boms(pi, best, run.catalog, _sources(run, best))
+    """The schedule with each period's bill of materials, capacity against demand and
+    deployments (what runs each workload, as a single plan's deployment)."""
+    pi = phased.instance
+    goods = phased.prepared[0].cand.vat_goods if phased.prepared else 1.0
+    boms = period_boms(pi, best, run.catalog, _sources(run, best), goods)
     capacity = period_capacity(pi, best, run.reqs)
     periods = [
-        p.model_copy(update={"bom": b, "capacity": c})
-        for p, b, c in zip(s.periods, boms, capacity, strict=True)
+        p.model_copy(update={"bom": b, "capacity": c, "deployments": _deployments(pp, prep)})
+        for p, b, c, pp, prep in zip(
+            s.periods, boms, capacity, best.periods, phased.prepared, strict=True
+        )
     ]
     return s.model_copy(update={"periods": periods})
+
+
+def _deployments(pp: PeriodPlan, prepared: Prepared) -> list[Deployment]:
+    """The period's choices as the single plan describes its deployments."""
+    from gpusolve.explain import parts
+
+    choices = tuple(ir.Choice(c.workload, c.option, c.site) for c in pp.choices)
+    solution = ir.Solution(status="optimal", choices=choices)
+    return parts.deployments(solution, prepared.cand, prepared.reqs)
 
 
 def single_baseline(best: PhasedSolution, single: SinglePeriod, currency: str) -> Baseline:

@@ -1,7 +1,7 @@
-"""The phased schedule's data: the instance over periods and what a solve returns.
+"""The schedule's data: the instance over periods and what a solve returns.
 
-Apart from `optimize.phased` (the model and its solve) so that the analyses and the
-benchmarks read these types without the model's code.
+Apart from the model and its solve so that the analyses and the benchmarks read these
+types without the model's code.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from gpusolve.models.periods import Period
-from gpusolve.optimize.ir import Instance, Status
+from gpusolve.optimize.ir import FabricCount, Instance, Status
 
 Mode = Literal["free", "buy-now", "rent"]
 
@@ -27,8 +27,12 @@ class PhasedInstance:
     # sku -> value at the horizon per server bought in each period (0 when not credited)
     residual: dict[str, tuple[int, ...]] = field(default_factory=dict)
     min_term_months: dict[str, int] = field(default_factory=dict)  # site -> shortest contract
-    capex_max: int | None = None
-    capex_by_year: tuple[int, ...] = ()
+    capex_max: int | None = None  # enforced by requirement "capex"
+    capex_by_year: tuple[int, ...] = ()  # per fiscal year: requirement "capex_year:<y>"
+    # Spend other than purchases over the horizon <= horizon x this (requirement "monthly").
+    monthly_max: int | None = None
+    # Capex + that spend over the horizon (requirement "total"); the residual is not cash.
+    total_max: int | None = None
     # Explain mode (`phased_explain.py`): sku -> first period it may be bought in; `price`
     # then holds what it would cost before that too, and buying earlier needs the
     # requirement `available:<sku>` relaxed.
@@ -48,12 +52,14 @@ class PeriodChoice:
 
 @dataclass(frozen=True)
 class PeriodCosts:
-    capex: int
+    capex: int  # servers bought, and the network and storage the period adds
     residual: int
     rack_rent: int
-    site_fixed: int  # setup fees and included bandwidth
+    site_fixed: int  # setup fees and bandwidth (included, and beyond it by duty)
     energy: int
     cloud: int
+    network: int = 0  # of capex: switches, links, NICs and storage nodes added
+    resale: int = 0  # owned servers sold at the start: a credit apart from the TCO
 
     @property
     def spend(self) -> int:
@@ -65,10 +71,15 @@ class PeriodCosts:
 class PeriodPlan:
     period: Period
     bought: dict[tuple[str, str], int]  # (sku, site) -> servers bought at its start
-    working: dict[tuple[str, str], int]  # (sku, site) -> servers working in it
-    racks: dict[str, int]  # site -> racks contracted in it
+    working: dict[tuple[str, str], int]  # (sku, site) -> servers in service in it
+    racks: dict[str, int]  # site -> racks held in it (for servers and for switches alone)
     choices: tuple[PeriodChoice, ...]
     costs: PeriodCosts
+    # The period's network as a single plan reads it: racks holding servers per site, the
+    # compute fabric per (site, class) and storage nodes per (site, kind).
+    server_racks: dict[str, int] = field(default_factory=dict)
+    fabric: dict[tuple[str, str], FabricCount] = field(default_factory=dict)
+    storage: dict[tuple[str, str], int] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -80,6 +91,7 @@ class PhasedSolution:
     best_bound: int | None = None
     tco: int | None = None
     penalties: int = 0
+    resale: int = 0  # owned servers sold: credited apart from the TCO
     capex_by_year: dict[int, int] = field(default_factory=dict)
     wall_s: float = 0.0
     reason: str | None = None  # why no model was built (a workload with no option)

@@ -1,10 +1,12 @@
 """The bill of materials of each period of a purchase schedule (`plan --bom` with `periods:`).
 
 Each period's lines are its cost lines read the way the single plan's are (`explain/bom.py`):
-the servers bought in it at the period's price, the racks contracted in it (over their
-whole term, as the schedule charges them), each site's energy and fees over the period,
-and the rentals of the period. A period's lines add up to its spend: capex + rack rent +
-site fees + energy + rentals; the residual value is a credit at the horizon, not a line.
+the servers bought in it at the period's price, the network and storage it adds (the
+period's fabric, rack switches and storage nodes as a single plan itemises them, less what
+earlier periods bought), the racks contracted in it (over their whole term, as the
+schedule charges them), each site's energy and fees over the period, and the rentals of
+the period. A period's lines add up to its spend: capex + rack rent + site fees + energy +
+rentals; the residual value is a credit at the horizon, not a line.
 """
 
 from __future__ import annotations
@@ -13,11 +15,12 @@ from collections import defaultdict
 
 from gpusolve.explain.bom import bom_of_items, locate
 from gpusolve.explain.lines import colo_pricing, power_pricing, price_source, priced
+from gpusolve.explain.network_lines import network_items, storage_items
 from gpusolve.models.catalog import Catalog
 from gpusolve.models.common import PriceNote
 from gpusolve.models.plan import BomLine, CostItem, CostKind, SourceRef
 from gpusolve.optimize import ir
-from gpusolve.optimize.phased_ir import PeriodPlan, PhasedInstance, PhasedSolution
+from gpusolve.optimize.phased.ir import PeriodPlan, PhasedInstance, PhasedSolution
 
 
 def _sites(pi: PhasedInstance) -> dict[str, ir.Site]:
@@ -73,10 +76,15 @@ def _racks(
 
 
 def _site_costs(
-    pi: PhasedInstance, pp: PeriodPlan, sites: dict[str, ir.Site], catalog: Catalog
+    pi: PhasedInstance,
+    pp: PeriodPlan,
+    before: dict[str, int],
+    sites: dict[str, ir.Site],
+    catalog: Catalog,
 ) -> list[CostItem]:
-    """Per site: energy (the servers working idle, and the workloads' busy energy) and
-    fees (included bandwidth for the period; the setup fee in the first period)."""
+    """Per site: energy (the servers in service idle, and the workloads' busy energy) and
+    fees (included bandwidth for the period; the setup fee in the first period it is
+    held)."""
     months = pp.period.months
     energy: dict[str, int] = defaultdict(int)
     for (sku, site), n in pp.working.items():
@@ -92,10 +100,11 @@ def _site_costs(
         out.append(_sourced(line, power_pricing(catalog, site)))
     for site in sorted(held):
         fee = sites[site].bandwidth_month * months
-        if pp.period.index == 0:
+        first = not before.get(site)
+        if first:
             fee += sites[site].setup_fee
         detail = f"included bandwidth x {months} months" + (
-            ", setup fee" if pp.period.index == 0 and sites[site].setup_fee else ""
+            ", setup fee" if first and sites[site].setup_fee else ""
         )
         line = CostItem(kind="bandwidth", subject=site, detail=detail, amount=fee, site=site)
         out.append(_sourced(line, colo_pricing(catalog, site)))
@@ -133,14 +142,73 @@ def _reconcile(items: list[CostItem], total: int, kind: CostKind, what: str) -> 
     return [CostItem(kind=kind, subject=what, detail=detail, amount=missing)]
 
 
+NetKey = tuple[str, str, str | None]  # (kind, subject, site)
+
+
+def _network(
+    pi: PhasedInstance,
+    pp: PeriodPlan,
+    held: dict[NetKey, CostItem],
+    catalog: Catalog,
+    goods: float,
+) -> tuple[list[CostItem], dict[NetKey, CostItem]]:
+    """The network and storage the period adds: its whole fabric, rack parts and storage
+    nodes itemised as a single plan's, less the quantities earlier periods hold; and what
+    is held from then on."""
+    inst = pi.instances[pp.period.index]
+    choices = tuple(ir.Choice(c.workload, c.option, c.site) for c in pp.choices)
+    solution = ir.Solution(
+        "optimal",
+        choices=choices,
+        servers=dict(pp.working),
+        racks={(site, (("servers", n),)): n for site, n in pp.server_racks.items()},
+        fabric=dict(pp.fabric),
+        storage=dict(pp.storage),
+    )
+    now = network_items(solution, inst, catalog, goods) + storage_items(
+        solution, inst, catalog, goods
+    )
+    added: list[CostItem] = []
+    kept = dict(held)
+    for item in now:
+        key: NetKey = (item.kind, item.subject, item.site)
+        before = held.get(key)
+        more = (item.quantity or 0) - (before.quantity or 0 if before is not None else 0)
+        if more > 0 and item.unit_price:
+            amount = round(more * item.unit_price)
+            detail = f"{more:g} more: {item.detail}" if before is not None else item.detail
+            added.append(
+                item.model_copy(update={"quantity": more, "amount": amount, "detail": detail})
+            )
+        if before is None or (item.quantity or 0) > (before.quantity or 0):
+            kept[key] = item
+    return added, kept
+
+
+def _network_remainder(items: list[CostItem], total: int) -> list[CostItem]:
+    """What the period's network spend differs from its itemised additions by: parts of an
+    earlier fabric a larger one replaces (the schedule counts the spend to date)."""
+    missing = total - sum(int(i.amount) for i in items if i.kind in ("network", "storage"))
+    if not missing:
+        return []
+    detail = "network spend to date less the parts itemised (a smaller fabric replaced)"
+    return [CostItem(kind="network", subject="network", detail=detail, amount=missing)]
+
+
 def period_items(
-    pi: PhasedInstance, pp: PeriodPlan, before: dict[str, int], catalog: Catalog
+    pi: PhasedInstance,
+    pp: PeriodPlan,
+    before: dict[str, int],
+    catalog: Catalog,
+    network: list[CostItem] = [],  # noqa: B006 (read, never changed)
 ) -> list[CostItem]:
-    """The cost lines of one period; they add up to the period's spend."""
+    """The cost lines of one period; they add up to the period's spend. `network`: the
+    network and storage it adds (`_network`)."""
     sites = _sites(pi)
-    items = _capex(pi, pp, catalog) + _racks(pi, pp, before, sites, catalog)
-    items += _site_costs(pi, pp, sites, catalog) + _rentals(pp, catalog)
+    items = _capex(pi, pp, catalog) + list(network) + _racks(pi, pp, before, sites, catalog)
+    items += _site_costs(pi, pp, before, sites, catalog) + _rentals(pp, catalog)
     c = pp.costs
+    items += _network_remainder(items, c.network)
     items += _reconcile(items, c.energy, "energy", "energy")
     items += _reconcile(items, c.site_fixed, "bandwidth", "site fees")
     items += _reconcile(items, c.rack_rent, "rack_rent", "rack rent")
@@ -152,13 +220,17 @@ def period_boms(
     best: PhasedSolution,
     catalog: Catalog,
     sources: list[SourceRef] | None = None,
+    goods: float = 1.0,
 ) -> list[list[BomLine]]:
-    """Each period's bill of materials, its prices located in the catalogue files."""
+    """Each period's bill of materials, its prices located in the catalogue files; `goods`:
+    the VAT factor the run prices goods at (as the single plan's lines say it)."""
     sites = _sites(pi)
     before = _floors(pi, sites)
+    held: dict[NetKey, CostItem] = {}
     out = []
     for pp in best.periods:
-        items = period_items(pi, pp, before, catalog)
+        network, held = _network(pi, pp, held, catalog, goods)
+        items = period_items(pi, pp, before, catalog, network)
         order = sorted({s for _k, s in pp.working} | set(pp.racks))
         lines = bom_of_items(items, order, catalog)
         out.append(locate(lines, sources) if sources else lines)

@@ -18,8 +18,9 @@ from collections.abc import Callable
 from ortools.sat.python import cp_model
 
 from gpusolve.optimize.ir import SolveConfig
-from gpusolve.optimize.phased import PhasedVars, solve_phased
-from gpusolve.optimize.phased_ir import PhasedInstance, PhasedSolution
+from gpusolve.optimize.phased.ir import PhasedInstance, PhasedSolution
+from gpusolve.optimize.phased.model import PhasedVars
+from gpusolve.optimize.phased.solve import solve_phased
 
 Key = tuple[str, str, str]  # (workload, server SKU or cloud offer, site or "")
 # Whether a choice uses an item: (period, option key, site or None for a rental).

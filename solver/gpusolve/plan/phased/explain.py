@@ -18,9 +18,9 @@ from gpusolve.models.catalog import Catalog
 from gpusolve.models.money import to_money
 from gpusolve.models.periods import Period, active, first_working_period, fiscal_year
 from gpusolve.optimize import ir
-from gpusolve.optimize.phased_ir import PhasedInstance
+from gpusolve.optimize.phased.ir import PhasedInstance
 from gpusolve.plan.inputs import Inputs
-from gpusolve.plan.phased import (
+from gpusolve.plan.phased.inputs import (
     PhasedInputs,
     period_catalog,
     period_requirements,

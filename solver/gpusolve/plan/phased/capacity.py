@@ -14,8 +14,8 @@ from __future__ import annotations
 from gpusolve.models.money import slot_hours_per_month
 from gpusolve.models.requirements import InferenceWorkload, Requirements, TrainingBase
 from gpusolve.models.schedule import WorkloadCapacity
-from gpusolve.optimize.phased_ir import PeriodPlan, PhasedInstance, PhasedSolution
-from gpusolve.plan.phased import period_requirements
+from gpusolve.optimize.phased.ir import PeriodPlan, PhasedInstance, PhasedSolution
+from gpusolve.plan.phased.inputs import period_requirements
 
 
 def demand_tokens_per_s(reqs: Requirements, name: str, months: int) -> float | None:

@@ -24,8 +24,8 @@ from ortools.sat.python import cp_model
 from gpusolve.models.periods import fiscal_year
 from gpusolve.optimize import explain as single
 from gpusolve.optimize.ir import Requirement, SolveConfig
-from gpusolve.optimize.phased import PhasedVars, build_model
-from gpusolve.optimize.phased_ir import Mode, PhasedInstance
+from gpusolve.optimize.phased.ir import Mode, PhasedInstance
+from gpusolve.optimize.phased.model import PhasedVars, build_model
 
 
 @dataclass(frozen=True)

@@ -33,7 +33,7 @@ from gpusolve.models.periods import (
 )
 from gpusolve.models.requirements import InferenceWorkload, Requirements, Workload
 from gpusolve.optimize import finance
-from gpusolve.optimize.phased_ir import PhasedInstance
+from gpusolve.optimize.phased.ir import PhasedInstance
 from gpusolve.plan.inputs import Inputs
 
 
@@ -55,7 +55,9 @@ def period_requirements(reqs: Requirements, period: Period) -> Requirements:
         for w in reqs.workloads
         if active(period, w.start_month, w.end_month)
     ]
-    budget = reqs.budget.model_copy(update={"capex_max": None, "capex_by_year": None})
+    # The budgets bind the whole schedule (`optimize.phased.model`), not each period.
+    cleared = {"capex_max": None, "capex_by_year": None, "monthly_max": None, "total_max": None}
+    budget = reqs.budget.model_copy(update=cleared)
     return reqs.model_copy(
         update={
             "workloads": workloads,
@@ -165,7 +167,6 @@ def build_phased(run: Inputs) -> PhasedInputs:
         if s in catalog.colo_offers
     }
     capex_by_year = tuple(to_money(v) for v in reqs.budget.capex_by_year or ())
-    capex_max = to_money(reqs.budget.capex_max) if reqs.budget.capex_max is not None else None
     pi = PhasedInstance(
         periods,
         instances,
@@ -174,10 +175,16 @@ def build_phased(run: Inputs) -> PhasedInputs:
         reqs.horizon_months,
         residual=residual,
         min_term_months=min_term,
-        capex_max=capex_max,
+        capex_max=_money(reqs.budget.capex_max),
         capex_by_year=capex_by_year,
+        monthly_max=_money(reqs.budget.monthly_max),
+        total_max=_money(reqs.budget.total_max),
     )
     return PhasedInputs(pi, prepared)
+
+
+def _money(value: float | None) -> int | None:
+    return to_money(value) if value is not None else None
 
 
 def _cohort_residual(terms: finance.Terms, credited: bool, price: int | None, age: int) -> int:
@@ -190,19 +197,18 @@ def _cohort_residual(terms: finance.Terms, credited: bool, price: int | None, ag
 
 
 def check_phased(reqs: Requirements, file: str) -> None:
-    """What the phased model does not do yet, refused with a located message."""
+    """What the schedule does not plan yet, refused with a located message: objectives
+    other than min-tco (the schedule minimises TCO + penalties over its periods) and
+    scenarios (a two-stage plan over periods)."""
     refused = []
     if reqs.objective != "min-tco":
         refused.append(f"objective {reqs.objective!r}")
-    if reqs.budget.monthly_max is not None:
-        refused.append("budget.monthly_max")
-    if reqs.budget.total_max is not None:
-        refused.append("budget.total_max")
-    if reqs.finance.spares != "none":
-        refused.append(f"finance.spares {reqs.finance.spares!r}")
+    if reqs.scenarios:
+        refused.append("scenarios:")
     if refused:
         raise InputError.single(
             file,
             f"{', '.join(refused)}: not planned over periods yet",
-            hint="drop it (min-tco, capex budgets per year), or drop `periods`",
+            hint="plan over periods with min-tco and no scenarios (budgets of every kind "
+            "apply), or drop `periods`",
         )

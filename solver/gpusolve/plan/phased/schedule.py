@@ -13,19 +13,25 @@ from gpusolve.models.schedule import (
     ScheduleStatus,
     YearCapex,
 )
-from gpusolve.optimize.phased_ir import PeriodPlan, PhasedInstance, PhasedSolution
+from gpusolve.optimize.phased.ir import PeriodPlan, PhasedInstance, PhasedSolution
 
 MODEL_NOTES = (
-    "racks per site by total kW, rack units and whole servers per rack (exact for one server "
-    "model per site, a lower bound for a mix), not the single plan's exact rack packing",
-    "not in the phased model: compute-fabric switches, shared storage, bandwidth beyond a "
-    "site's included Mbps, N+1 spares, selling owned servers",
+    "each period is priced as a single plan of the same inputs: exact rack packing, the "
+    "compute fabric and shared storage, bandwidth by duty, N+1 spares, the inventory kept "
+    "or sold; a schedule of one period is the single plan, to the yuan",
     "a server bought in a period works from the first period that starts after its lead "
-    "time; racks, once contracted, run to the horizon (or the offer's minimum term)",
+    "time; racks, once contracted, run to the horizon (or the offer's minimum term); the "
+    "network and storage bought stay (a period pays what it adds)",
+    "an owned server out of service in a period is powered off (no energy); one bought "
+    "ahead of need waits in storage, without a rack of its own",
+    "owned servers are sold, if at all, at the start; objectives other than min-tco and "
+    "scenarios are not planned over periods",
 )
 
 
 def schedule_status(s: PhasedSolution) -> ScheduleStatus:
+    """The plan's status vocabulary: a search that ended without a schedule or a proof is
+    a "timeout" (as for a single plan)."""
     if s.status in ("optimal", "feasible", "infeasible"):
         return s.status
     return "timeout"
@@ -106,6 +112,8 @@ def schedule(
         horizon_months=pi.horizon_months,
         tco=best.tco,
         penalties=best.penalties,
+        resale=best.resale,
+        objective=best.objective_value,
         best_bound=best.best_bound,
         wall_s=round(best.wall_s, 3),
         periods=[_period(pp, rent_month) for pp in best.periods],

@@ -1,0 +1,193 @@
+"""`plan --sensitivity` on a purchase schedule: how far each price in the schedule may move
+before the schedule changes, and the schedule beyond each end.
+
+The parameters are the prices the schedule pays: each server model it buys (its price in
+every period, each cohort's residual value moving with it), each colocation offer it uses
+(rack rent, power price), each cloud offer it rents (its price in every period). Each is
+searched as a single plan's is (`probing.py`: geometric steps, then bisection), every
+probe a re-solve of the whole schedule with that one price scaled in every period, over
+the process pool (`pool.py`). "The same schedule" is the same purchases in the same
+periods and, in every period, the same deployments. Card efficiency is not searched for a
+schedule: it would build every period's candidates again at every probe.
+
+Each probe gets a fifth of the run's work limit (a schedule re-solved near its own
+optimum); a probe that stops at its limit reports the best schedule it found.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from gpusolve.analyses.pool import OnDone, Stop, run_tasks
+from gpusolve.analyses.probing import (
+    NO_PLAN,
+    NOT_FOUND,
+    Outcome,
+    Parameter,
+    PlanKey,
+    Probe,
+    both_ends,
+    to_range,
+)
+from gpusolve.models.plan import Sensitivity, SensitivityKind
+from gpusolve.optimize.ir import Instance, SolveConfig
+from gpusolve.optimize.phased.ir import PhasedInstance, PhasedSolution
+
+# A schedule probe is many single plans solved at once: the switch point to within 5 %,
+# not the single plan's 1 %.
+REL_TOL = 0.05
+PROBE_SHARE = 0.2  # of the run's work limit, per probe
+
+
+def schedule_key(s: PhasedSolution) -> PlanKey:
+    """What a schedule buys when, and what runs each workload in each period."""
+    if not s.periods:
+        return NO_PLAN if s.status == "infeasible" else NOT_FOUND
+    bought = tuple(
+        (pp.period.index, k, site, n)
+        for pp in s.periods
+        for (k, site), n in sorted(pp.bought.items())
+    )
+    runs = tuple(
+        (pp.period.index, c.workload, c.sku or c.offer or "", c.site or "", c.servers)
+        for pp in s.periods
+        for c in pp.choices
+    )
+    return (bought, runs)
+
+
+def describe(key: PlanKey, base: PlanKey) -> str:
+    """The schedule `key` in words: what it buys and runs differently from `base`."""
+    if key == NO_PLAN:
+        return "no feasible schedule"
+    if key == NOT_FOUND:
+        return "no schedule found within the work limit (none proven impossible)"
+    bought = [b for b in key[0] if b not in base[0]]
+    runs = [r for r in key[1] if r not in base[1]]
+    parts = [f"buys {n} x {k} @ {site} in P{p}" for p, k, site, n in bought]
+    seen: set[tuple[str, str]] = set()
+    for p, workload, what, _site, count in runs:
+        if (workload, what) not in seen:
+            seen.add((workload, what))
+            parts.append(f"{workload} on {count} x {what} from P{p}")
+    return "; ".join(parts[:4]) or "the same deployments, bought at other times"
+
+
+def parameters(pi: PhasedInstance, s: PhasedSolution, currency: str) -> list[Parameter]:
+    """The prices the schedule pays: a server's and a rack's at their first period's value,
+    the power and rental prices as multiples of the catalogue's."""
+    out: list[Parameter] = []
+    skus = sorted({k for pp in s.periods for k, _site in pp.bought})
+    sites = sorted({c.site for pp in s.periods for c in pp.choices if c.site})
+    offers = sorted({c.offer for pp in s.periods for c in pp.choices if c.offer})
+    for k in skus:
+        first = next((x for x in pi.price.get(k, ()) if x is not None), 0)
+        words = f"price of {k} (first period it is sold; later prices move with it)"
+        out.append(Parameter("server_price", k, words, f"{currency}/server", float(first)))
+    rents = {
+        s: site.rack_rent_month for inst in reversed(pi.instances) for s, site in inst.sites.items()
+    }
+    for site in sites:
+        rent = float(rents.get(site, 0))
+        out.append(
+            Parameter("rack_rent", site, f"rack rent at {site}", f"{currency}/rack-month", rent)
+        )
+        out.append(Parameter("power_price", site, f"power price at {site}", "x catalogue", 1.0))
+    for offer in offers:
+        out.append(Parameter("cloud_price", offer, f"price of {offer}", "x catalogue", 1.0))
+    return out
+
+
+def scaled(pi: PhasedInstance, kind: SensitivityKind, subject: str, f: float) -> PhasedInstance:
+    """The schedule's instance with one price at `f` x its value in every period."""
+    if kind == "server_price":
+        price = {
+            k: tuple(None if x is None else round(x * f) for x in xs) if k == subject else xs
+            for k, xs in pi.price.items()
+        }
+        residual = {
+            k: tuple(round(x * f) for x in xs) if k == subject else xs
+            for k, xs in pi.residual.items()
+        }
+        return dataclasses.replace(pi, price=price, residual=residual)
+    instances = tuple(_scaled_period(inst, kind, subject, f) for inst in pi.instances)
+    return dataclasses.replace(pi, instances=instances)
+
+
+def _scaled_period(inst: Instance, kind: SensitivityKind, subject: str, f: float) -> Instance:
+    if kind == "cloud_price":
+        cloud = tuple(
+            dataclasses.replace(c, cost_total=round(c.cost_total * f)) if c.offer == subject else c
+            for c in inst.cloud
+        )
+        return dataclasses.replace(inst, cloud=cloud)
+    site = inst.sites.get(subject)
+    if site is None:
+        return inst
+    if kind == "rack_rent":
+        moved = dataclasses.replace(site, rack_rent_month=round(site.rack_rent_month * f))
+        return dataclasses.replace(inst, sites={**inst.sites, subject: moved})
+    energy = {k: round(v * f) for k, v in site.energy_month.items()}
+    sites = {**inst.sites, subject: dataclasses.replace(site, energy_month=energy)}
+    owned = tuple(
+        dataclasses.replace(
+            o,
+            placements=tuple(
+                dataclasses.replace(p, busy_energy=round(p.busy_energy * f))
+                if p.site == subject
+                else p
+                for p in o.placements
+            ),
+        )
+        for o in inst.owned
+    )
+    return dataclasses.replace(inst, sites=sites, owned=owned)
+
+
+@dataclass(frozen=True)
+class ScheduleTask:
+    """One price's whole analysis: picklable, for the pool."""
+
+    parameter: Parameter
+    instance: PhasedInstance
+    base_key: PlanKey
+    config: SolveConfig
+
+    def analyse(self, inputs: Any) -> Outcome:
+        from gpusolve.optimize.phased.solve import solve_phased
+
+        def solve_at(factor: float) -> Probe:
+            p = self.parameter
+            found = solve_phased(scaled(self.instance, p.kind, p.subject, factor), self.config)
+            key = schedule_key(found)
+            return Probe(factor, key, describe(key, self.base_key), found.tco)
+
+        return both_ends(self.parameter, solve_at, self.base_key, rel_tol=REL_TOL)
+
+
+def analyse(
+    pi: PhasedInstance,
+    best: PhasedSolution,
+    currency: str,
+    config: SolveConfig,
+    workers: int,
+    on_done: OnDone = lambda _: None,
+    on_start: Callable[[int], None] = lambda _: None,
+    stop: Stop | None = None,
+) -> Sensitivity:
+    started = time.perf_counter()
+    work = (config.work_limit or 0.0) * PROBE_SHARE or None
+    probe = dataclasses.replace(config, workers=1, work_limit=work)
+    base_key = schedule_key(best)
+    tasks = [ScheduleTask(p, pi, base_key, probe) for p in parameters(pi, best, currency)]
+    on_start(len(tasks))
+    outcomes = run_tasks(tasks, workers, None, on_done, stop)
+    return Sensitivity(
+        ranges=[to_range(o) for o in outcomes],
+        solves=sum(o.solves for o in outcomes),
+        wall_s=round(time.perf_counter() - started, 3),
+    )

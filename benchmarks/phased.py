@@ -41,8 +41,8 @@ sys.path.insert(0, str(HERE))
 from generator import generate  # noqa: E402
 from gpusolve.models.periods import split_horizon  # noqa: E402
 from gpusolve.optimize.ir import CloudOption, Instance, OwnedOption, SolveConfig  # noqa: E402
-from gpusolve.optimize.phased.solve import no_dearer, schedule_model, solve_phased  # noqa: E402
 from gpusolve.optimize.phased.ir import PhasedInstance  # noqa: E402
+from gpusolve.optimize.phased.solve import no_dearer, schedule_model, solve_phased  # noqa: E402
 from gpusolve.optimize.solve import solve  # noqa: E402
 from peers import PeerResult, solve_cbc, solve_highs  # noqa: E402
 from proto_milp import from_proto  # noqa: E402

@@ -17,9 +17,9 @@ from tests.factories.instances import ONE, instance, owned, rented
 from gpusolve.models.periods import Period, split_horizon
 from gpusolve.optimize.cpsat import STATUS
 from gpusolve.optimize.ir import Instance, Stock
+from gpusolve.optimize.phased.ir import PhasedInstance, PhasedSolution
 from gpusolve.optimize.phased.model import build_model, objective
 from gpusolve.optimize.phased.solve import no_dearer, solve_phased
-from gpusolve.optimize.phased.ir import PhasedInstance, PhasedSolution
 
 
 def _period(p: Period, servers: int | None, cloud_month: int | None = None) -> Instance:

@@ -245,8 +245,8 @@ def _servers_over_time(
     for pm in v.periods:
         for key, ub in pm.servers_ub.items():
             need[key] = max(need[key], ub)
-    for key, n in (fixed or {}).items():  # a fleet decided elsewhere may hold more
-        need[key] = max(need[key], n)
+    for key, count in (fixed or {}).items():  # a fleet decided elsewhere may hold more
+        need[key] = max(need[key], count)
     n_periods = len(pi.periods)
     for (k, s), top in sorted(need.items()):
         sku = skus.get(k)

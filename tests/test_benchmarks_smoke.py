@@ -53,7 +53,7 @@ def test_instance_is_well_formed(instance: Instance) -> None:
 
 
 def test_cpsat_proves_a_valid_optimum(instance: Instance) -> None:
-    solution = solve(instance, SolveConfig(time_limit_s=20, workers=1))
+    solution = solve(instance, SolveConfig(time_limit_s=600, work_limit=20, workers=1))
     assert solution.status == "optimal"
     assert solution.objective_value == solution.best_bound
     assert check(instance, solution) == []
@@ -64,7 +64,9 @@ def test_peers_agree(instance: Instance) -> None:
     pytest.importorskip("pulp")
     import peers
 
-    optimum = solve(instance, SolveConfig(time_limit_s=20, workers=1)).objective_value
+    optimum = solve(
+        instance, SolveConfig(time_limit_s=600, work_limit=20, workers=1)
+    ).objective_value
     translation = peers.translate(instance)
     for run in (peers.solve_highs, peers.solve_cbc):
         result = run(translation, 20.0)

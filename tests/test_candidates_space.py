@@ -31,7 +31,7 @@ from gpusolve.render.markdown import plan_markdown
 from gpusolve.render.text import plan_text
 from gpusolve.rules.policy import evaluate_policies
 
-CONFIG = ir.SolveConfig(time_limit_s=30, workers=1, seed=1)
+CONFIG = ir.SolveConfig(time_limit_s=600, work_limit=30, workers=1, seed=1)
 # Each example builds candidates (the layout search on every server and offer): a few
 # examples keep the file near 20 s; derandomized, so CI sees the same examples every run.
 FEW = settings(max_examples=4, deadline=None, derandomize=True)

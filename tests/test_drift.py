@@ -32,7 +32,7 @@ from gpusolve.plan import make_plan
 from gpusolve.plan.inputs import prepare_run
 from gpusolve.plan.solved import Hedged, PlanOptions, Single, Solved
 
-CONFIG = SolveConfig(time_limit_s=30, workers=1, seed=1)
+CONFIG = SolveConfig(time_limit_s=600, work_limit=30, workers=1, seed=1)
 
 
 @dataclass

@@ -32,7 +32,7 @@ from gpusolve.optimize.solve import solve
 from gpusolve.optimize.validate import check
 
 NETWORK = ROOT / "catalog" / "network.yaml"
-CONFIG = SolveConfig(time_limit_s=20, workers=1, seed=1)
+CONFIG = SolveConfig(time_limit_s=600, work_limit=20, workers=1, seed=1)
 
 # A 64-port switch for 300 (1 U, 1,000 W) and links at 9 each.
 IB = FabricClass("ib-400g", "sw64", "link400", 64, 32, 300, 1000, 1, 9)

@@ -144,7 +144,7 @@ def test_each_point_is_the_plan_at_its_deadlines() -> None:
     from gpusolve.plan.inputs import prepare_run
     from gpusolve.plan.solved import PlanOptions
 
-    config = SolveConfig(time_limit_s=30, workers=1, seed=1)
+    config = SolveConfig(time_limit_s=600, work_limit=30, workers=1, seed=1)
     run = prepare_run(ROOT / "examples" / "chat-day-lora-night.yaml", [], [])
     frontier = sweep(run.reqs, run.catalog, run.policies, config, Sweep(max_points=4))
     assert frontier.points

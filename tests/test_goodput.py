@@ -162,7 +162,7 @@ def test_every_training_example_prints_its_runs_time_and_cost_by_part() -> None:
     from gpusolve.plan.solved import PlanOptions
     from gpusolve.render import render_plan
 
-    options = PlanOptions(config=SolveConfig(time_limit_s=30, workers=1, seed=1))
+    options = PlanOptions(config=SolveConfig(time_limit_s=600, work_limit=30, workers=1, seed=1))
     trained = 0
     for example in EXAMPLES:
         plan = make_plan(prepare_run(example, [], []), options).plan

@@ -140,7 +140,9 @@ def reports(tmp_path_factory: pytest.TempPathFactory) -> list[Rendered]:
     catalog_paths = (data_dir("catalog"),)
     for example in EXAMPLES:
         run = prepare_run(example, catalog_paths, ())
-        options = PlanOptions(config=SolveConfig(time_limit_s=60, workers=1, seed=1))
+        options = PlanOptions(
+            config=SolveConfig(time_limit_s=600, work_limit=60, workers=1, seed=1)
+        )
         try:
             plan = payback.run(make_plan(run, options))  # as `plan` runs it
         except RuntimeError as exc:  # the planner's own consistency check

@@ -199,7 +199,7 @@ def bought_and_rented(tmp_path_factory: pytest.TempPathFactory) -> Plan:
     extra = tmp_path_factory.mktemp("catalog") / "north-cloud.yaml"
     extra.write_text(NORTH_CLOUD, encoding="utf-8")
     run = prepare_run(CHAT, (data_dir("catalog"), extra), ())
-    options = PlanOptions(config=SolveConfig(time_limit_s=60, workers=1, seed=1))
+    options = PlanOptions(config=SolveConfig(time_limit_s=600, work_limit=60, workers=1, seed=1))
     return payback.run(make_plan(run, options))
 
 

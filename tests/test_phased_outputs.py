@@ -306,7 +306,7 @@ def test_a_fixed_fleet_is_bought_at_month_0_and_priced_like_for_like(chat: Path)
     from gpusolve.plan.phased.inputs import build_phased
 
     pi = build_phased(prepare_run(chat, (ROOT / "catalog",), ())).instance
-    config = SolveConfig(time_limit_s=10)
+    config = SolveConfig(time_limit_s=600, work_limit=10)
     now = solve_phased(pi, config, "buy-now")
     fleet = dict(now.periods[0].bought)
     assert fleet  # no rental in northern Jiangsu: it buys

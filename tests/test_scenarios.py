@@ -46,7 +46,7 @@ from gpusolve.optimize.twostage import (
 )
 from gpusolve.plan.twostage import scenario_requirements
 
-CONFIG = SolveConfig(time_limit_s=30, workers=1, seed=1)
+CONFIG = SolveConfig(time_limit_s=600, work_limit=30, workers=1, seed=1)
 
 Combo = tuple[tuple[OwnedOption | CloudOption, Placement | None], ...]
 

@@ -37,7 +37,7 @@ from gpusolve.optimize.ir import (
     SolveConfig,
 )
 
-CONFIG = SolveConfig(time_limit_s=10, workers=1, seed=1)
+CONFIG = SolveConfig(time_limit_s=600, work_limit=10, workers=1, seed=1)
 
 
 # --------------------------------------------------------------------------- bisection

@@ -27,7 +27,7 @@ from gpusolve.optimize.ir import (
 from gpusolve.optimize.solve import solve
 from gpusolve.optimize.validate import check
 
-CONFIG = SolveConfig(time_limit_s=20, workers=1, seed=1)
+CONFIG = SolveConfig(time_limit_s=600, work_limit=20, workers=1, seed=1)
 SMALL = StorageKind("small", capacity_gb=15_000, price=90, power_w=500, rack_units=1)
 LARGE = StorageKind("large", capacity_gb=120_000, price=860, power_w=1200, rack_units=2)
 NODE = factory.sku("node", capex=1000, power_w=1_000, rack_units=1)

@@ -18,10 +18,11 @@ from gpusolve.optimize.ir import (
     SolveConfig,
 )
 
-# Solve settings: one (or two) workers, a fixed seed, and time enough that a small model is
-# always proven optimal.
-ONE = SolveConfig(time_limit_s=20, workers=1, seed=1)
-TWO = SolveConfig(time_limit_s=20, workers=2, seed=1)
+# Solve settings: one (or two) workers, a fixed seed, and work enough that a small model is
+# always proven optimal: a deterministic limit (CP-SAT's work), the wall clock far beyond it,
+# so that no test's verdict depends on the machine's load.
+ONE = SolveConfig(time_limit_s=600, work_limit=20, workers=1, seed=1)
+TWO = SolveConfig(time_limit_s=600, work_limit=20, workers=2, seed=1)
 
 # A 10 kW / 8 U server for 1000 (energy 10 per month) and a 20 kW one.
 H100 = Sku("h100", capex=1000, power_w=10_000, rack_units=8, cooling=frozenset({"air"}))

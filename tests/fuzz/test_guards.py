@@ -43,7 +43,7 @@ def test_the_limit_is_on_the_total_an_instance_can_reach() -> None:
 def test_objective_is_recomputed_outside_the_model() -> None:
     instance = random_instance(6)  # a min-tco instance with a plan
     assert instance.objective == "min-tco"
-    solution = solve(instance, SolveConfig(time_limit_s=10))
+    solution = solve(instance, SolveConfig(time_limit_s=600, work_limit=10))
     assert solution.status == "optimal" and check(instance, solution) == []
     assert solution.objective_value is not None
     wrong = dataclasses.replace(solution, objective_value=solution.objective_value + 1)

@@ -54,6 +54,9 @@ def solver_for(
         params.num_full_subsolvers = 2
         params.subsolvers.extend(tuning.two_workers)
     params.max_time_in_seconds = max(time_s, 0.001)
+    if config.work_limit is not None:
+        # The deterministic limit: the same model stops at the same point on any load.
+        params.max_deterministic_time = config.work_limit
     params.relative_gap_limit = gap
     params.fix_variables_to_their_hinted_value = fix_hint
     interrupt.watch(solver)

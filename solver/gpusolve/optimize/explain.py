@@ -125,21 +125,36 @@ def _check_model(built: Explainable) -> cp_model.CpModel:
 
 
 class _Clock:
-    """One time limit shared by every solve of an explanation."""
+    """One time limit shared by every solve of an explanation: the wall clock, and the work
+    limit (CP-SAT's deterministic time, summed over the solves) where the run sets one, so
+    that the same explanation ends at the same point on any load."""
 
     def __init__(self, config: SolveConfig) -> None:
         self.config = config
         self.deadline = time.perf_counter() + config.time_limit_s
+        self.solvers: list[cp_model.CpSolver] = []
+
+    def work_left(self) -> float:
+        if self.config.work_limit is None:
+            return math.inf
+        spent = sum(s.response_proto.deterministic_time for s in self.solvers)
+        return self.config.work_limit - spent
 
     def left(self) -> float:
-        return self.deadline - time.perf_counter()
+        """What is left of the tighter limit (seconds or work units): <= 0 when spent."""
+        return min(self.deadline - time.perf_counter(), self.work_left())
 
     def solver(self, workers: int, cap: float = _CHECK_LIMIT_S) -> cp_model.CpSolver:
         solver = cp_model.CpSolver()
         solver.parameters.num_workers = workers
         solver.parameters.random_seed = self.config.seed
-        solver.parameters.max_time_in_seconds = max(0.001, min(self.left(), cap))
+        wall = self.deadline - time.perf_counter()
+        solver.parameters.max_time_in_seconds = max(0.001, min(wall, cap))
+        work = self.work_left()
+        if math.isfinite(work):
+            solver.parameters.max_deterministic_time = max(0.001, min(work, cap))
         interrupt.watch(solver, announce=False)  # Ctrl-C / SIGTERM stops this search too
+        self.solvers.append(solver)
         return solver
 
 

@@ -8,7 +8,12 @@ from collections.abc import Callable
 from gpusolve.candidates.generate import Candidates
 from gpusolve.explain import parts
 from gpusolve.models.plan import Alternative
+from gpusolve.models.schedule import ScheduleAlternative
 from gpusolve.optimize import ir
+from gpusolve.optimize.phased.ir import PhasedSolution
+from gpusolve.plan.phased.inputs import PhasedInputs
+from gpusolve.plan.phased.schedule import delta, purchases_over
+from gpusolve.plan.phased.schedule import difference as schedule_difference
 from gpusolve.plan.solved import Outcome, Phased, Single, Solved
 
 Progress = Callable[[str], None]
@@ -22,10 +27,8 @@ def run(solved: Solved, progress: Progress = lambda _: None) -> Outcome:
     if not k or found is None:
         return solved.plan
     if isinstance(found, Phased):
-        from gpusolve.analyses import phased
-
         progress(f"finding {k} alternative schedule(s)")
-        schedules = phased.top_k(found.inputs, found.best, k, solved.options.config)
+        schedules = schedule_top_k(found.inputs, found.best, k, solved.options.config)
         return solved.plan.model_copy(update={"alternatives": schedules})
     if not isinstance(found, Single) or found.solution is None:
         return solved.plan
@@ -71,3 +74,28 @@ def difference(best: ir.Solution, alt: ir.Solution, cand: Candidates) -> str:
             f"{c.workload} on {meta.nodes} x {what}" + (f" at {c.site}" if c.site else "")
         )
     return "; ".join(changed) or "same hardware, different packing"
+
+
+def schedule_top_k(
+    built: PhasedInputs, best: PhasedSolution, k: int, config: ir.SolveConfig
+) -> list[ScheduleAlternative]:
+    """The next k distinct schedules after `best` (distinct as `phased_alternatives.py`
+    defines it), each with its TCO and delta to the schedule."""
+    from gpusolve.optimize.phased.alternatives import alternatives
+
+    if not k or best.objective_value is None:
+        return []
+    found = alternatives(built.instance, k, config)
+    return [
+        ScheduleAlternative(
+            rank=rank,
+            status="timeout" if s.status not in ("optimal", "feasible") else s.status,
+            tco=s.tco,
+            penalties=s.penalties,
+            delta=delta(s.objective_value, best.objective_value),
+            tco_delta=delta(s.tco, best.tco),
+            bought=purchases_over(s),
+            difference=schedule_difference(best, s),
+        )
+        for rank, s in enumerate(found[1:], 1)
+    ]

@@ -20,7 +20,14 @@ from gpusolve.explain import parts
 from gpusolve.explain.compare import change, compare
 from gpusolve.models.catalog import Catalog
 from gpusolve.models.plan import WhyNot
+from gpusolve.models.schedule import ScheduleWhyNot
 from gpusolve.optimize import ir
+from gpusolve.optimize.phased.ir import PhasedSolution
+from gpusolve.plan.inputs import Inputs
+from gpusolve.plan.phased.explain import first_month
+from gpusolve.plan.phased.inputs import PhasedInputs
+from gpusolve.plan.phased.schedule import delta, purchases_over
+from gpusolve.plan.phased.schedule import difference as schedule_difference
 from gpusolve.plan.solved import Hedged, Outcome, Phased, Solved
 
 Progress = Callable[[str], None]
@@ -35,10 +42,8 @@ def run(solved: Solved, progress: Progress = lambda _: None) -> Outcome:
         return solved.plan
     config = solved.options.config
     if isinstance(solution, Phased):
-        from gpusolve.analyses import phased
-
         progress(f"explaining why not {item}")
-        why = phased.why_not(solved.run, solution.inputs, solution.best, item, config)
+        why = schedule_why_not(solved.run, solution.inputs, solution.best, item, config)
         return solved.plan.model_copy(update={"why_not": why})
     if isinstance(solution, Hedged):
         progress(f"explaining why not {item}")
@@ -247,3 +252,100 @@ def _forced_line(
     report = compare_forced(workload, item, where.prepared, hedged.shown, other)
     line = f"feasible with {workload} on {item}: {worded}; in scenario {where.name}: "
     return line + report.compared.summary, report
+
+
+# --------------------------------------------------------------------------- schedules
+
+
+def _schedule_using(built: PhasedInputs, item: str) -> Callable[[int, str, str | None], bool]:
+    def uses(p: int, key: str, site: str | None) -> bool:
+        return uses_item(item, built.prepared[p].cand.meta[key], site)
+
+    return uses
+
+
+def schedule_why_not(
+    run: Inputs, built: PhasedInputs, best: PhasedSolution, item: str, config: ir.SolveConfig
+) -> ScheduleWhyNot:
+    """Whether the schedule uses `item`; if not, the schedule with it forced into some
+    period and its delta, or why no period can use it."""
+    from gpusolve.optimize.phased.alternatives import forced
+
+    uses = _schedule_using(built, item)
+    used = [
+        pp.period.index
+        for pp in best.periods
+        for c in pp.choices
+        if uses(pp.period.index, c.option, c.site)
+    ]
+    if used:
+        return ScheduleWhyNot(
+            item=item, in_schedule=True, lines=[f"{item} is in the schedule (P{used[0]} on)"]
+        )
+    lines = _schedule_unavailable(run, item) + _schedule_rejections(built, item)
+    if best.objective_value is None:
+        lines.append("no schedule exists to compare one using it with")
+        return ScheduleWhyNot(item=item, in_schedule=False, lines=_schedule_unique(lines))
+    alt = forced(built.instance, uses, config)
+    if alt is None:
+        lines.append(f"no option of any period can use {item}")
+        return ScheduleWhyNot(item=item, in_schedule=False, lines=_schedule_unique(lines))
+    if alt.status not in ("optimal", "feasible"):
+        lines.append(f"no schedule with {item} meets every period's workloads within the budgets")
+        return ScheduleWhyNot(item=item, in_schedule=False, lines=_schedule_unique(lines))
+    change_by = delta(alt.objective_value, best.objective_value)
+    cur = run.reqs.currency
+    worded = (
+        f"{change_by:,} {cur} dearer"
+        if change_by is not None and change_by >= 0
+        else f"{-(change_by or 0):,} {cur} cheaper"
+    )
+    lines.append(
+        f"feasible with {item} in the schedule: TCO {alt.tco:,} {cur}, {worded} in TCO + "
+        f"penalties; {schedule_difference(best, alt)}"
+    )
+    return ScheduleWhyNot(
+        item=item,
+        in_schedule=False,
+        lines=_schedule_unique(lines),
+        tco=alt.tco,
+        delta=change_by,
+        bought=purchases_over(alt),
+    )
+
+
+def _schedule_unavailable(run: Inputs, item: str) -> list[str]:
+    catalog = run.catalog
+    month = 0
+    if item in catalog.servers:
+        month = first_month(catalog, item)
+    elif item in catalog.cards:
+        month = catalog.cards[item].available_from_month
+    elif item in catalog.cloud_offers and catalog.cloud_offers[item].card in catalog.cards:
+        month = catalog.cards[catalog.cloud_offers[item].card].available_from_month
+    if month <= 0:
+        return []
+    if month >= run.reqs.horizon_months:
+        return [f"{item} is not available within the horizon (from month {month})"]
+    return [f"{item} is not available until month {month}"]
+
+
+def _schedule_rejections(built: PhasedInputs, item: str) -> list[str]:
+    lines = []
+    for p, prep in zip(built.instance.periods, built.prepared, strict=True):
+        for w in prep.cand.instance.workloads:
+            for line in rejection_lines(item, w, prep.cand, prep.catalog):
+                lines.append(f"{w}: {line} (from P{p.index})")
+    return lines
+
+
+def _schedule_unique(lines: list[str]) -> list[str]:
+    """Each reason once: a rejection repeated in later periods is said at its first."""
+    seen: set[str] = set()
+    out = []
+    for line in lines:
+        key = line.rsplit(" (from P", 1)[0]
+        if key not in seen:
+            seen.add(key)
+            out.append(line)
+    return out

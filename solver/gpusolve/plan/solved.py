@@ -21,7 +21,6 @@ if TYPE_CHECKING:  # the candidates stage imports ortools: not when the command 
     from gpusolve.optimize import twostage
     from gpusolve.optimize.phased.ir import Mode, PhasedInstance, PhasedSolution
     from gpusolve.plan.inputs import Inputs
-    from gpusolve.plan.phased.baseline import SinglePeriod
     from gpusolve.plan.phased.inputs import PhasedInputs
 
 # What `plan` prints: one plan (single or hedged) or a purchase schedule.
@@ -69,6 +68,16 @@ class Hedged:
     robust: twostage.Robust
     where: ScenarioCandidates  # the scenario the plan shows
     shown: ir.Solution  # the hedged plan in that scenario
+
+
+@dataclass(frozen=True)
+class SinglePeriod:
+    """The ordinary single plan at peak demand, and its fleet priced over the periods."""
+
+    fleet: dict[tuple[str, str], int]  # (server, site) -> servers the single plan buys
+    status: str  # the single plan's own status
+    tco: float | None  # in the single plan's own model (fabric, storage, exact racks)
+    priced: PhasedSolution  # its fleet in the phased model
 
 
 @dataclass(frozen=True)

@@ -6,6 +6,7 @@ bill of materials, `fmt.py` the formatting they share. The other modules render 
 other commands (`colo.py`, `estimate.py`, `rules.py` ...).
 """
 
-from gpusolve.render.plan import FORMATS, render_bill, render_plan
+from gpusolve.render.bom import render_bill
+from gpusolve.render.plan import FORMATS, render_plan
 
 __all__ = ["FORMATS", "render_bill", "render_plan"]

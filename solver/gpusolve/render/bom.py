@@ -4,12 +4,22 @@
 from __future__ import annotations
 
 from gpusolve.models.plan import Plan
+from gpusolve.models.schedule import Schedule
 from gpusolve.render.bom_tables import CSV_COLUMNS, bom_csv, bom_markdown, bom_text
 from gpusolve.render.plan import render_plan
 
-__all__ = ["BOM_FORMATS", "CSV_COLUMNS", "render_bom"]
+__all__ = ["BOM_FORMATS", "CSV_COLUMNS", "render_bill", "render_bom"]
 
 BOM_FORMATS = ("text", "csv", "json", "yaml", "markdown")
+
+
+def render_bill(plan: Plan | Schedule, fmt: str) -> str:
+    """The bill of materials of a plan, or of a schedule per purchase period."""
+    if isinstance(plan, Schedule):
+        from gpusolve.render.schedule_bom import render_schedule_bom
+
+        return render_schedule_bom(plan, fmt)
+    return render_bom(plan, fmt)
 
 
 def render_bom(plan: Plan, fmt: str) -> str:

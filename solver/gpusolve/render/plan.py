@@ -1,5 +1,4 @@
-"""A plan or a purchase schedule in the format asked for: text, json, yaml or markdown;
-or its bill of materials (`plan --bom`)."""
+"""A plan or a purchase schedule in the format asked for: text, json, yaml or markdown."""
 
 from __future__ import annotations
 
@@ -32,14 +31,3 @@ def render_plan(plan: Plan | Schedule, fmt: str) -> str:
 
         return plan_markdown(plan)
     return plan_text(plan)
-
-
-def render_bill(plan: Plan | Schedule, fmt: str) -> str:
-    """The bill of materials of a plan, or of a schedule per purchase period."""
-    if isinstance(plan, Schedule):
-        from gpusolve.render.schedule_bom import render_schedule_bom
-
-        return render_schedule_bom(plan, fmt)
-    from gpusolve.render.bom import render_bom
-
-    return render_bom(plan, fmt)

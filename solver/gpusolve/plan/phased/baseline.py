@@ -23,19 +23,12 @@ from gpusolve.optimize.phased.ir import PhasedInstance, PhasedSolution
 from gpusolve.optimize.phased.solve import solve_phased
 from gpusolve.plan.inputs import Inputs
 from gpusolve.plan.phased.inputs import for_period, period_catalog, periods_of
+from gpusolve.plan.solved import SinglePeriod
 
 NOTE = (
     "the ordinary single plan (no periods; each workload at its peak demand; today's "
     "catalogue and prices) bought at month 0 and held for the horizon, priced here"
 )
-
-
-@dataclasses.dataclass(frozen=True)
-class SinglePeriod:
-    fleet: dict[tuple[str, str], int]  # (server, site) -> servers the single plan buys
-    status: str  # the single plan's own status
-    tco: float | None  # in the single plan's own model (fabric, storage, exact racks)
-    priced: PhasedSolution  # its fleet in the phased model
 
 
 def _peak(w: Workload, horizon_months: int, periods: tuple[Period, ...]) -> Workload:
@@ -75,13 +68,16 @@ def peak_requirements(reqs: Requirements) -> Requirements:
 
 def single_period(run: Inputs, pi: PhasedInstance, config: SolveConfig) -> SinglePeriod:
     """The single plan at peak demand and its fleet priced over the periods."""
-    import gpusolve.plan as planning
+    from gpusolve.plan.assemble import finish
+    from gpusolve.plan.single import solve_single
     from gpusolve.plan.solved import PlanOptions
 
     single = dataclasses.replace(
         run, reqs=peak_requirements(run.reqs), catalog=period_catalog(run.catalog, 0)
     )
-    plan = planning.make_plan(single, PlanOptions(config=config)).single_plan
+    plan = finish(
+        single, solve_single(single, PlanOptions(config=config), lambda _: None).single_plan
+    )
     fleet: dict[tuple[str, str], int] = defaultdict(int)
     if plan.cost is not None:
         for item in plan.cost.breakdown.items:

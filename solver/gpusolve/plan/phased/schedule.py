@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections import defaultdict
+
 from gpusolve.models.periods import fiscal_year
 from gpusolve.models.schedule import (
     Baseline,
@@ -122,3 +124,36 @@ def schedule(
         model_notes=list(MODEL_NOTES),
         reason=best.reason,
     )
+
+
+def purchases_over(s: PhasedSolution) -> list[Purchase]:
+    """Servers a schedule buys over the horizon, per (server, site)."""
+    total: dict[tuple[str, str], int] = defaultdict(int)
+    for pp in s.periods:
+        for key, n in pp.bought.items():
+            total[key] += n
+    return [Purchase(server=k, site=site, servers=n) for (k, site), n in sorted(total.items())]
+
+
+def difference(best: PhasedSolution, alt: PhasedSolution) -> str:
+    """What `alt` runs that `best` never does, and the reverse, in words."""
+    from gpusolve.optimize.phased.alternatives import schedule_key
+
+    mine, theirs = set(schedule_key(best)), set(schedule_key(alt))
+
+    def said(keys: set[tuple[str, str, str]]) -> str:
+        return ", ".join(
+            f"{w} on {what}" + (f" at {site}" if site else "") for w, what, site in sorted(keys)
+        )
+
+    parts = []
+    if theirs - mine:
+        parts.append("runs " + said(theirs - mine))
+    if mine - theirs:
+        parts.append("never " + said(mine - theirs))
+    return "; ".join(parts) or "same hardware and sites"
+
+
+def delta(a: int | None, b: int | None) -> int | None:
+    """a - b, when both are known."""
+    return a - b if a is not None and b is not None else None

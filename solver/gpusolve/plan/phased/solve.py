@@ -37,8 +37,8 @@ def solve_schedule(
 ) -> Solved:
     """The cheapest schedule for `run` (or the proof, or the reason, that there is none),
     with its baselines and the analyses that explain a schedule that does not exist."""
-    from gpusolve.analyses import phased as analyses
     from gpusolve.optimize.phased.solve import no_dearer, solve_phased
+    from gpusolve.plan.phased.infeasible import infeasibility
     from gpusolve.plan.phased.inputs import build_phased, check_phased
     from gpusolve.plan.phased.schedule import schedule
 
@@ -55,7 +55,7 @@ def solve_schedule(
     best = solutions["free"]
     result = schedule(instance, best, solutions["buy-now"], solutions["rent"], run.reqs.currency)
     result = result.model_copy(
-        update={"infeasibility": analyses.infeasibility(run, phased_inputs, solutions, config)}
+        update={"infeasibility": infeasibility(run, phased_inputs, solutions, config)}
     )
     solved = Solved(run, options, result, Phased(phased_inputs, solutions))
     if not best.periods:

@@ -9,11 +9,12 @@ from gpusolve.models.schedule import Baseline, Purchase, Schedule
 from gpusolve.optimize import ir
 from gpusolve.optimize.phased.ir import PeriodPlan, PhasedSolution
 from gpusolve.plan.inputs import Inputs
-from gpusolve.plan.phased.baseline import NOTE, SinglePeriod
+from gpusolve.plan.phased.baseline import NOTE
 from gpusolve.plan.phased.bom import period_boms
 from gpusolve.plan.phased.capacity import period_capacity
 from gpusolve.plan.phased.inputs import PhasedInputs
 from gpusolve.plan.phased.schedule import schedule_status
+from gpusolve.plan.solved import SinglePeriod
 
 
 def _sources(run: Inputs, best: PhasedSolution) -> list[SourceRef]:

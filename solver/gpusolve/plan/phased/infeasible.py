@@ -1,32 +1,20 @@
-"""The analyses of a purchase schedule (`plan` with `periods:`): why it (or a baseline) is
-infeasible, the next-best distinct schedules (--top-k), why an item is not in it
-(--why-not). Their ideas are the single plan's (`explain/infeasible.py`, `topk.py`,
-`whynot.py`), on the phased model (`optimize/phased_explain.py`,
-`optimize/phased_alternatives.py`)."""
+"""Why a purchase schedule (or a baseline) has no plan: the requirements that conflict
+over the periods and how far each must move. The idea is the single plan's
+(`explain/infeasible.py`), on the schedule's model in explain mode
+(`optimize/phased/explain.py`, this package's `explain.py`)."""
 
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Callable
 
-from gpusolve.analyses.whynot import rejection_lines, uses_item
-from gpusolve.models.schedule import (
-    Conflict,
-    Purchase,
-    ScheduleAlternative,
-    ScheduleInfeasibility,
-    ScheduleWhyNot,
-)
+from gpusolve.models.schedule import Conflict, ScheduleInfeasibility
 from gpusolve.optimize import ir
 from gpusolve.optimize.phased.ir import Mode, PhasedSolution
 from gpusolve.plan.inputs import Inputs
-from gpusolve.plan.phased.explain import ExplainInputs, build_explain, first_month
+from gpusolve.plan.phased.explain import ExplainInputs, build_explain
 from gpusolve.plan.phased.inputs import PhasedInputs
 
 NAMES: dict[Mode, str] = {"free": "schedule", "buy-now": "buy-now", "rent": "rent-as-you-go"}
-
-
-# --------------------------------------------------------------------------- conflicts
 
 
 def infeasibility(
@@ -202,158 +190,3 @@ def _regions(ex: ExplainInputs, name: str) -> str:
                     regions.add(inst.sites[pl.site].region)
         regions |= {c.region for c in inst.cloud if name in c.violates}
     return "allow one of: " + ", ".join(sorted(regions)) if regions else "allow another region"
-
-
-# --------------------------------------------------------------------------- top-k
-
-
-def _bought(s: PhasedSolution) -> list[Purchase]:
-    total: dict[tuple[str, str], int] = defaultdict(int)
-    for pp in s.periods:
-        for key, n in pp.bought.items():
-            total[key] += n
-    return [Purchase(server=k, site=site, servers=n) for (k, site), n in sorted(total.items())]
-
-
-def _difference(best: PhasedSolution, alt: PhasedSolution) -> str:
-    from gpusolve.optimize.phased.alternatives import schedule_key
-
-    mine, theirs = set(schedule_key(best)), set(schedule_key(alt))
-
-    def said(keys: set[tuple[str, str, str]]) -> str:
-        return ", ".join(
-            f"{w} on {what}" + (f" at {site}" if site else "") for w, what, site in sorted(keys)
-        )
-
-    parts = []
-    if theirs - mine:
-        parts.append("runs " + said(theirs - mine))
-    if mine - theirs:
-        parts.append("never " + said(mine - theirs))
-    return "; ".join(parts) or "same hardware and sites"
-
-
-def _delta(a: int | None, b: int | None) -> int | None:
-    return a - b if a is not None and b is not None else None
-
-
-def top_k(
-    built: PhasedInputs, best: PhasedSolution, k: int, config: ir.SolveConfig
-) -> list[ScheduleAlternative]:
-    """The next k distinct schedules after `best` (distinct as `phased_alternatives.py`
-    defines it), each with its TCO and delta to the schedule."""
-    from gpusolve.optimize.phased.alternatives import alternatives
-
-    if not k or best.objective_value is None:
-        return []
-    found = alternatives(built.instance, k, config)
-    return [
-        ScheduleAlternative(
-            rank=rank,
-            status="timeout" if s.status not in ("optimal", "feasible") else s.status,
-            tco=s.tco,
-            penalties=s.penalties,
-            delta=_delta(s.objective_value, best.objective_value),
-            tco_delta=_delta(s.tco, best.tco),
-            bought=_bought(s),
-            difference=_difference(best, s),
-        )
-        for rank, s in enumerate(found[1:], 1)
-    ]
-
-
-# --------------------------------------------------------------------------- why-not
-
-
-def _using(built: PhasedInputs, item: str) -> Callable[[int, str, str | None], bool]:
-    def uses(p: int, key: str, site: str | None) -> bool:
-        return uses_item(item, built.prepared[p].cand.meta[key], site)
-
-    return uses
-
-
-def why_not(
-    run: Inputs, built: PhasedInputs, best: PhasedSolution, item: str, config: ir.SolveConfig
-) -> ScheduleWhyNot:
-    """Whether the schedule uses `item`; if not, the schedule with it forced into some
-    period and its delta, or why no period can use it."""
-    from gpusolve.optimize.phased.alternatives import forced
-
-    uses = _using(built, item)
-    used = [
-        pp.period.index
-        for pp in best.periods
-        for c in pp.choices
-        if uses(pp.period.index, c.option, c.site)
-    ]
-    if used:
-        return ScheduleWhyNot(
-            item=item, in_schedule=True, lines=[f"{item} is in the schedule (P{used[0]} on)"]
-        )
-    lines = _unavailable(run, item) + _rejections(built, item)
-    if best.objective_value is None:
-        lines.append("no schedule exists to compare one using it with")
-        return ScheduleWhyNot(item=item, in_schedule=False, lines=_unique(lines))
-    alt = forced(built.instance, uses, config)
-    if alt is None:
-        lines.append(f"no option of any period can use {item}")
-        return ScheduleWhyNot(item=item, in_schedule=False, lines=_unique(lines))
-    if alt.status not in ("optimal", "feasible"):
-        lines.append(f"no schedule with {item} meets every period's workloads within the budgets")
-        return ScheduleWhyNot(item=item, in_schedule=False, lines=_unique(lines))
-    delta = _delta(alt.objective_value, best.objective_value)
-    cur = run.reqs.currency
-    worded = (
-        f"{delta:,} {cur} dearer"
-        if delta is not None and delta >= 0
-        else f"{-(delta or 0):,} {cur} cheaper"
-    )
-    lines.append(
-        f"feasible with {item} in the schedule: TCO {alt.tco:,} {cur}, {worded} in TCO + "
-        f"penalties; {_difference(best, alt)}"
-    )
-    return ScheduleWhyNot(
-        item=item,
-        in_schedule=False,
-        lines=_unique(lines),
-        tco=alt.tco,
-        delta=delta,
-        bought=_bought(alt),
-    )
-
-
-def _unavailable(run: Inputs, item: str) -> list[str]:
-    catalog = run.catalog
-    month = 0
-    if item in catalog.servers:
-        month = first_month(catalog, item)
-    elif item in catalog.cards:
-        month = catalog.cards[item].available_from_month
-    elif item in catalog.cloud_offers and catalog.cloud_offers[item].card in catalog.cards:
-        month = catalog.cards[catalog.cloud_offers[item].card].available_from_month
-    if month <= 0:
-        return []
-    if month >= run.reqs.horizon_months:
-        return [f"{item} is not available within the horizon (from month {month})"]
-    return [f"{item} is not available until month {month}"]
-
-
-def _rejections(built: PhasedInputs, item: str) -> list[str]:
-    lines = []
-    for p, prep in zip(built.instance.periods, built.prepared, strict=True):
-        for w in prep.cand.instance.workloads:
-            for line in rejection_lines(item, w, prep.cand, prep.catalog):
-                lines.append(f"{w}: {line} (from P{p.index})")
-    return lines
-
-
-def _unique(lines: list[str]) -> list[str]:
-    """Each reason once: a rejection repeated in later periods is said at its first."""
-    seen: set[str] = set()
-    out = []
-    for line in lines:
-        key = line.rsplit(" (from P", 1)[0]
-        if key not in seen:
-            seen.add(key)
-            out.append(line)
-    return out

@@ -150,6 +150,7 @@ def run_one(
         "first_plan_s": None if first_s is None else round(first_s, 3),
         "first_plan_within_3x": first_s is not None and first_s <= 3 * single_s,
         "phased_s": round(full.wall_s, 3),
+        "phased_work": round(full.work, 2),
         "phased_status": full.status,
         "phased_objective": full.objective_value,
         "phased_gap": gap,
@@ -169,11 +170,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--periods", default="4,12")
     ap.add_argument("--seeds", type=int, default=3)
     ap.add_argument("--time-limit", type=float, default=60.0)
+    ap.add_argument(
+        "--work-limit", type=float, default=None, help="CP-SAT deterministic time per solve"
+    )
     ap.add_argument("--workers", type=int, default=1)
     ap.add_argument("--json", type=Path, default=None)
     ap.add_argument("--peers", action="store_true", help="also HiGHS and CBC on the same model")
     args = ap.parse_args(argv)
-    config = SolveConfig(time_limit_s=args.time_limit, workers=args.workers, seed=1)
+    config = SolveConfig(
+        time_limit_s=args.time_limit, workers=args.workers, seed=1, work_limit=args.work_limit
+    )
     rows = [
         run_one(scale, seed, int(n), config, args.peers)
         for scale in args.scales.split(",")

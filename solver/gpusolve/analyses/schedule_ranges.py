@@ -10,8 +10,9 @@ the process pool (`pool.py`). "The same schedule" is the same purchases in the s
 periods and, in every period, the same deployments. Card efficiency is not searched for a
 schedule: it would build every period's candidates again at every probe.
 
-Each probe gets a fifth of the run's work limit (a schedule re-solved near its own
-optimum); a probe that stops at its limit reports the best schedule it found.
+The whole analysis gets the run's limits once more (its work limit, and its wall clock
+when one is given), shared evenly by the probes it expects (`PROBES_PER_PARAMETER`); a
+probe that stops at its share reports the best schedule it found.
 """
 
 from __future__ import annotations
@@ -40,7 +41,8 @@ from gpusolve.optimize.phased.ir import PhasedInstance, PhasedSolution
 # A schedule probe is many single plans solved at once: the switch point to within 5 %,
 # not the single plan's 1 %.
 REL_TOL = 0.05
-PROBE_SHARE = 0.2  # of the run's work limit, per probe
+# Solves one parameter's search takes: steps out to each end and a bisection at each.
+PROBES_PER_PARAMETER = 16
 
 
 def schedule_key(s: PhasedSolution) -> PlanKey:
@@ -154,6 +156,7 @@ class ScheduleTask:
 
     parameter: Parameter
     instance: PhasedInstance
+    base: PhasedSolution  # the schedule: every probe starts from it
     base_key: PlanKey
     config: SolveConfig
 
@@ -162,7 +165,8 @@ class ScheduleTask:
 
         def solve_at(factor: float) -> Probe:
             p = self.parameter
-            found = solve_phased(scaled(self.instance, p.kind, p.subject, factor), self.config)
+            moved = scaled(self.instance, p.kind, p.subject, factor)
+            found = solve_phased(moved, self.config, hint=self.base)
             key = schedule_key(found)
             return Probe(factor, key, describe(key, self.base_key), found.tco)
 
@@ -180,10 +184,14 @@ def analyse(
     stop: Stop | None = None,
 ) -> Sensitivity:
     started = time.perf_counter()
-    work = (config.work_limit or 0.0) * PROBE_SHARE or None
-    probe = dataclasses.replace(config, workers=1, work_limit=work)
+    params = parameters(pi, best, currency)
+    probes = max(1, PROBES_PER_PARAMETER * len(params))
+    # The pool runs `workers` probes at once: each gets that many shares of the wall clock.
+    wall = config.time_limit_s * max(1, workers) / probes
+    work = config.work_limit / probes if config.work_limit is not None else None
+    probe = dataclasses.replace(config, workers=1, work_limit=work, time_limit_s=wall)
     base_key = schedule_key(best)
-    tasks = [ScheduleTask(p, pi, base_key, probe) for p in parameters(pi, best, currency)]
+    tasks = [ScheduleTask(p, pi, best, base_key, probe) for p in params]
     on_start(len(tasks))
     outcomes = run_tasks(tasks, workers, None, on_done, stop)
     return Sensitivity(

@@ -167,15 +167,15 @@ def time_limit_option(default_s: float | None, help_text: str) -> Callable[[F], 
     return decorate
 
 
-def work_limit_option(default: float, help_text: str) -> Callable[[F], F]:
-    """`--work-limit UNITS`: CP-SAT's deterministic time, a finite number of at least 0.1."""
+def work_limit_option(help_text: str) -> Callable[[F], F]:
+    """`--work-limit UNITS`: CP-SAT's deterministic time, a finite number of at least 0.1;
+    not given, the run's default (`runs`)."""
 
     def decorate(func: F) -> F:
         return click.option(
             "--work-limit",
             type=FiniteFloatRange(min=0.1),
-            default=default,
-            show_default=True,
+            default=None,
             help=help_text,
         )(func)
 

@@ -22,7 +22,6 @@ from gpusolve.commands.options import (
     work_limit_option,
 )
 from gpusolve.render import FORMATS
-from gpusolve.runs.plan import DEFAULT_WORK_LIMIT
 
 OBJECTIVES = ("min-tco", "min-capex", "min-monthly", "max-throughput")
 
@@ -66,10 +65,9 @@ OBJECTIVES = ("min-tco", "min-capex", "min-monthly", "max-throughput")
     help="Explain, per workload, why this card/server/colo/cloud offer was not chosen.",
 )
 @work_limit_option(
-    DEFAULT_WORK_LIMIT,
     "Work the solver may spend per solve, in CP-SAT's deterministic time (about a second "
     "of one idle core): the same inputs stop at the same point on an idle or a busy "
-    "machine, so they give the same plan and status every run.",
+    "machine, so they give the same plan and status every run. Default: 120.",
 )
 @time_limit_option(
     None,
@@ -126,7 +124,7 @@ def plan(
     monthly_max: float | None,
     top_k: int,
     why_not: str | None,
-    work_limit: float,
+    work_limit: float | None,
     time_limit: float | None,
     workers: int,
     robust: str | None,

@@ -48,7 +48,7 @@ class PlanRequest:
     top_k: int = 0
     why_not: str | None = None
     time_limit_s: float | None = None  # wall clock; None: the work limit alone bounds it
-    work_limit: float = DEFAULT_WORK_LIMIT
+    work_limit: float | None = None  # None: DEFAULT_WORK_LIMIT
     workers: int = 1
     seed: int = 1
     robust: str | None = None
@@ -136,7 +136,7 @@ def plan_options(request: PlanRequest, schedule: bool = False) -> PlanOptions:
         wall = float("inf") if schedule else DEFAULT_WALL_S
     config = SolveConfig(
         time_limit_s=wall,
-        work_limit=request.work_limit,
+        work_limit=request.work_limit or DEFAULT_WORK_LIMIT,
         workers=request.workers,
         seed=request.seed,
     )

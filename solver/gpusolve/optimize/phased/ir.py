@@ -95,3 +95,4 @@ class PhasedSolution:
     capex_by_year: dict[int, int] = field(default_factory=dict)
     wall_s: float = 0.0
     reason: str | None = None  # why no model was built (a workload with no option)
+    work: float = 0.0  # CP-SAT's deterministic time the solve took (machine-independent)

@@ -81,10 +81,11 @@ def solve_phased(
     restrict: Restrict | None = None,
     fixed: dict[tuple[str, str], int] | None = None,
     found: Found | None = None,
+    hint: PhasedSolution | None = None,
 ) -> PhasedSolution:
     """The cheapest schedule (TCO + penalties - resale) over the periods, or an honest
     status; with `fixed`, the cheapest one that buys exactly that fleet (sku, site) in the
-    first period."""
+    first period; `hint`, a schedule to start the search from (its choices and purchases)."""
     start = time.perf_counter()
     unbuyable = _unbuyable(pi, fixed or {})
     if unbuyable:
@@ -100,6 +101,8 @@ def solve_phased(
     m, v, exprs = build_model(pi, mode, fixed=fixed)
     if restrict is not None:
         restrict(m, v)
+    if hint is not None:
+        _hint(m, v, hint)
     n_periods = len(pi.periods)
     tco, penalties, resale = objective(exprs, n_periods)
     goal = tco + penalties - resale
@@ -111,7 +114,8 @@ def solve_phased(
         tight = status == "infeasible" and restrict is None
         why = _budget_reason(pi, config, mode, fixed) if tight else None
         bound = _bound(solver) if status == "unknown" else None
-        return PhasedSolution(status, mode, best_bound=bound, wall_s=wall, reason=why)
+        work = solver.response_proto.deterministic_time
+        return PhasedSolution(status, mode, best_bound=bound, wall_s=wall, reason=why, work=work)
     plans = tuple(_read_period(pi, v, exprs, solver, p) for p in range(n_periods))
     by_year: dict[int, int] = defaultdict(int)
     for plan in plans:
@@ -127,7 +131,22 @@ def solve_phased(
         resale=int(solver.value(resale)),
         capex_by_year=dict(sorted(by_year.items())),
         wall_s=wall,
+        work=solver.response_proto.deterministic_time,
     )
+
+
+def _hint(m: cp_model.CpModel, v: PhasedVars, s: PhasedSolution) -> None:
+    """Start from schedule `s`: its choices in every period and its purchases."""
+    chosen = {(pp.period.index, c.option, c.site) for pp in s.periods for c in pp.choices}
+    for (p, key, site), x in v.owned.items():
+        m.add_hint(x, (p, key, site) in chosen)
+    for (p, key), y in v.cloud.items():
+        m.add_hint(y, (p, key, None) in chosen)
+    bought = {
+        (k, site, pp.period.index): n for pp in s.periods for (k, site), n in pp.bought.items()
+    }
+    for at, x in v.buy.items():
+        m.add_hint(x, bought.get(at, 0))
 
 
 def _bound(solver: cp_model.CpSolver) -> int | None:

@@ -44,7 +44,13 @@ from gpusolve.estimate.collectives import allreduce_s
 from gpusolve.estimate.compute import attention_precision, compute_precision
 from gpusolve.estimate.decode_gemm import compute_fraction, measured_for
 from gpusolve.estimate.efficiency import FIT_GEMM_SHAPES, efficiency_of, mamf_fraction
-from gpusolve.estimate.engines import CUDA_GRAPH_BYTES, Engine, engine_named, reserved_context
+from gpusolve.estimate.engines import (
+    CUDA_GRAPH_BYTES,
+    Engine,
+    engine_named,
+    release_note,
+    reserved_context,
+)
 from gpusolve.estimate.hardware import Hardware
 from gpusolve.estimate.layout import (
     ConfigEstimate,
@@ -549,10 +555,28 @@ def engine_notes(workload: InferenceWorkload, layout: Layout, params: Params) ->
         else f"the live context, {prompt + output / 2:,.0f} tokens on average"
     )
     return [
+        release_note(workload.engine),
         f"engine {engine.name}: each running request holds {held} ({policy}); "
         f"{params.headroom:.0%} of the card stays outside its pools (the larger of the plan's "
-        f"headroom and the engine's own share; {engine.source})"
+        f"headroom and the engine's own share; {engine.source})",
     ]
+
+
+def headroom_warning(workload: InferenceWorkload, tp: int, asked: float, kept: float) -> str:
+    """The plan's headroom is below what the engine leaves outside its pools: say what the
+    engine will do and what setting would give the plan's figure."""
+    engine = workload_engine(workload)
+    setting = (
+        f"kv_memory_fraction {workload.kv_memory_fraction:g}"
+        if workload.kv_memory_fraction is not None
+        else f"its default {engine.memory_flag} {engine.fraction(tp):g}"
+    )
+    return (
+        f"warning: the plan's headroom {asked:.0%} is below {engine.name}'s own reserve: with "
+        f"{setting} the engine keeps {kept:.0%} of the card outside its pools and sizes the "
+        f"KV cache in the rest, so the batch here is what it will admit; to use the card down "
+        f"to {asked:.0%} headroom, raise its share ({engine.memory_flag}, kv_memory_fraction)"
+    )
 
 
 def evaluate_serving(
@@ -584,8 +608,11 @@ def evaluate_serving(
     if split_note:
         notes.append(split_note)
     card_bytes = card.reported_memory_bytes
+    asked = params.headroom
     params = serving_params(workload, arch, layout, params, card_bytes)
     notes += engine_notes(workload, layout, params)
+    if params.headroom > asked + 1e-9:
+        notes.append(headroom_warning(workload, layout.tp, asked, params.headroom))
     batch = layout.micro_batch
     memory = measured_memory(
         workload, hw, gpus, serving_memory(workload, arch, layout, params, None, card_bytes), notes

@@ -32,12 +32,14 @@ quantisation) and NVLink 900 GB/s within a DGX.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from tests.support.validation_cases import Case, _hgx, shipped_card
 
-from gpusolve.estimate import Hardware, Layout, evaluate
-from gpusolve.estimate.search import max_decode_batch
+from gpusolve.estimate import Hardware, Layout, evaluate, resolve_arch
+from gpusolve.estimate.layout import usable_memory_bytes
+from gpusolve.estimate.serving import max_batch_by_memory, serving_params
 from gpusolve.models.params import Params
 from gpusolve.models.requirements import InferenceWorkload, ModelShape, make_workload
 
@@ -112,6 +114,41 @@ def dgx(card_id: str) -> Hardware:
     return _hgx(card_id, 900, 400)
 
 
+def bench_batch_cap(w: InferenceWorkload, hw: Hardware, tp: int, isl: int, osl: int) -> int:
+    """The running-request cap `trtllm-bench throughput` builds with, from its own estimate of
+    the KV capacity (tensorrt_llm/bench/build/tuning.py, calc_engine_setting and
+    finetune_setting): the weights at their byte width off the GPUs' memory (GiB), 0.95 of
+    the rest for a KV cache with at least one KV head per TP rank, (ISL + OSL) tokens per
+    request, at most 4096 requests, rounded up to a multiple of 32 (below 256), 128 (below
+    1024) or 256. This, not the runtime's 2048 default, caps the perf-overview batches."""
+    arch = resolve_arch(w.model)
+    weights_gib = arch.params / 1000**3 * 1.0  # FP8 weights; the tool counts 1000^3 params
+    kv_gib_per_token = 2 * arch.layers * max(tp, arch.kv_heads) * arch.head_dim * 1.0 / 1024**3
+    memory_gib = hw.card.reported_memory_bytes / 1024**3 * tp
+    requests = (memory_gib - weights_gib) * 0.95 / kv_gib_per_token / (isl + osl)
+    raw = min(requests, 4096)
+    if raw < 256:
+        return max(64, 32 * math.ceil(raw / 32))
+    if raw < 1024:
+        return 128 * math.ceil(raw / 128)
+    return 256 * math.ceil(raw / 256)
+
+
+def bench_batch(
+    w: InferenceWorkload, hw: Hardware, tp: int, isl: int, osl: int, ep: int = 1
+) -> int:
+    """What one replica runs under `trtllm-bench` at an infinite request rate: the requests
+    the KV cache admits (the runtime's reserve and memory), up to the tool's build cap."""
+    arch = resolve_arch(w.model)
+    params = Params(headroom=0.0)  # the engine's 0.95 of free memory is the whole reserve
+    probe = Layout(1, tp, 1, 1)
+    kept = serving_params(w, arch, probe, params, hw.card.reported_memory_bytes)
+    by_memory = max_batch_by_memory(
+        w, arch, probe, usable_memory_bytes(hw.card, kept.headroom), kept
+    )
+    return max(1, min(by_memory, bench_batch_cap(w, hw, tp, isl, osl)))
+
+
 def _trtllm(preset: str, card_id: str, tp: int, isl: int, osl: int, published: float) -> Case:
     w = trtllm_workload(preset, isl, osl)
     hw = dgx(card_id)
@@ -119,7 +156,7 @@ def _trtllm(preset: str, card_id: str, tp: int, isl: int, osl: int, published: f
 
     def run() -> float:
         # An infinite request rate fills the replica to what the scheduler admits.
-        batch = max(1, max_decode_batch(w, hw, params, tp, 1))
+        batch = bench_batch(w, hw, tp, isl, osl)
         return evaluate(w, hw, Layout(1, tp, 1, 1, micro_batch=batch), params).tokens_per_s
 
     gated = preset in GATED_PRESETS
@@ -302,7 +339,7 @@ def _moe(card_id: str, isl: int, osl: int, published: float) -> Case:
     params = Params(headroom=0.0)
 
     def run() -> float:
-        batch = max(1, max_decode_batch(w, hw, params, 8, 1))
+        batch = bench_batch(w, hw, 8, isl, osl)
         return evaluate(w, hw, Layout(1, 8, 1, 1, micro_batch=batch), params).tokens_per_s
 
     return Case(

@@ -8,19 +8,26 @@ prefill chunks from the decode steps (TPOT no longer carries P/O prompt tokens p
 and lets each pool pick its own TP; it costs the KV transfer, a queue at the prefill pool,
 and GPUs that cannot lend spare time to the other phase.
 
-A deployment here (same server type for both pools, the first step the issue allows):
-  decode pool   r_d replicas of TP t_d, each decoding b sequences with no prefill in its steps:
+A deployment here (same server type for both pools):
+  replicas      each pool's replica is TP 1, 2, 4 or 8 inside a server, or a server's TP
+                pipelined over 2, 4, ... servers (as aggregated replicas are; a model larger
+                than a server, DeepSeek-V3 on H800, needs them), so a pool is one or more
+                servers; an explicit layout is taken as the decode pool as given
+  decode pool   r_d replicas, each decoding b sequences with no prefill in its steps:
                 b bounded by memory (each request's KV under the engine's reserve), the
-                engine's cap and TPOT(b) ≤ tpot_ms; r_d from the concurrency or the tokens/s
-  prefill pool  r_p replicas of TP t_p, each prefilling prompts in full chunks; the request rate
+                engine's cap and TPOT(b) ≤ tpot_ms; r_d from the concurrency (held exactly,
+                the last replica partly filled) or the tokens/s, never more than the allowed
+                servers hold
+  prefill pool  r_p replicas of one shape, each prefilling prompts in full chunks; the request rate
                 λ = decode tokens/s ÷ O offers λ·P prompt tokens/s; with Poisson arrivals and a
                 fixed prefill time s a replica is an M/D/1 queue, mean wait ρ·s / (2(1 − ρ))
                 (Pollaczek-Khinchine). r_p is the fewest replicas whose prefill + wait + KV
                 transfer meets ttft_ms, or, without a target, whose mean wait is no longer
                 than the prefill itself (ρ ≤ 2/3)
-  KV transfer   P × the model's KV bytes per token, from the t_p prefill GPUs in parallel over
-                their NIC share to the decode pool's servers (pools on separate servers), or
-                over NVLink when both pools fit in one server; NIXL sends it while the next
+  KV transfer   P × the model's KV bytes per token, from the prefill replica's GPUs (each its
+                heads and layers) in parallel over their NIC share to the decode pool's
+                servers (pools on separate servers), or over NVLink when both pools fit in
+                one server; NIXL sends it while the next
                 prompt prefills, so it adds to TTFT but not to the prefill pool's time per
                 prompt unless the NICs are the slower of the two
 The search keeps the disaggregated deployment with the fewest GPUs beside the aggregated ones;

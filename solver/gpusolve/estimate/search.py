@@ -27,9 +27,13 @@ the grid while it is faster; the bisected count is kept as well as the grid coun
 
 Inference: for TP = 1, 2, 4, 8 (then PP across nodes if one node is too small) a replica
 decodes as many sequences as memory (the KV cache at the mean live context) and the TPOT
-target allow; replicas are added until `target_tokens_per_s` and `concurrency` are met, with
-the smallest per-replica batch that still meets the target (lower latency). A larger TP is
-kept only if it needs fewer GPUs in total.
+target allow. A stated `concurrency` is held exactly: the replicas are filled in turn, the
+last one partly (64 on replicas of at most 10 is 6 × 10 + 4), and the fewest replicas whose
+batches, each timed at the batch it runs, deliver `target_tokens_per_s` are bisected; without
+a concurrency, replicas are added until the target is met, at the smallest per-replica batch
+that still meets it (lower latency). No more replicas are tried than the allowed nodes hold,
+so a demand no layout meets ends with a reason, however large it grows. A larger TP is kept
+only if it needs fewer GPUs in total.
 
 For every GPU count with no feasible layout the closest attempt's reasons are kept in
 `rejections`, so "why not this card" always has an answer with numbers.

@@ -150,3 +150,37 @@ def test_a_bad_engine_is_a_located_error(gpusolve, tmp_path: Path) -> None:  # t
     assert result.code == 2
     assert f"{path}:6:" in result.err and "engine" in result.err
     assert "Traceback" not in result.err
+
+
+def test_the_estimate_names_the_release_whose_defaults_it_used() -> None:
+    hw = dgx("h100-sxm")
+    default = evaluate(_serve(), hw, Layout(1, 2, 1, 1), Params())
+    assert any(n.startswith("engine vllm, defaults of release V1") for n in default.notes)
+    assert any("no engine given" in n for n in default.notes)
+    # Another release is accepted and sized with the table's defaults, never silently.
+    other = evaluate(_serve(engine="vllm@0.6.3"), hw, Layout(1, 2, 1, 1), Params())
+    (warning,) = [n for n in other.notes if n.startswith("warning: vllm@0.6.3 asked")]
+    assert "--gpu-memory-utilization" in warning
+    assert other.serving is not None and default.serving is not None
+    assert other.serving.max_batch == default.serving.max_batch
+
+
+def test_a_headroom_below_the_engines_reserve_is_a_warning_that_says_what_it_does() -> None:
+    # vLLM's gpu_memory_utilization 0.9 keeps 10% of the card (plus the CUDA graphs it
+    # captures after sizing the KV pool) outside its pools: a plan asking for 2% is told so,
+    # and the batch is what vLLM will admit at its own share.
+    hw = dgx("h100-sxm")
+    tight = evaluate(_serve(), hw, Layout(1, 2, 1, 1), Params(headroom=0.02))
+    (warning,) = [n for n in tight.notes if n.startswith("warning: the plan's headroom 2%")]
+    assert "--gpu-memory-utilization 0.9" in warning and "kv_memory_fraction" in warning
+    assert tight.headroom > 0.02
+    # A headroom above the engine's reserve is the plan's and draws no warning.
+    roomy = evaluate(_serve(), hw, Layout(1, 2, 1, 1), Params(headroom=0.3))
+    assert roomy.headroom == pytest.approx(0.3)
+    assert not any(n.startswith("warning: the plan's headroom") for n in roomy.notes)
+
+
+@pytest.mark.parametrize("engine", ["vllm@", "tgi@1.0", "vllm@0.6 3"])
+def test_a_malformed_engine_release_is_rejected(engine: str) -> None:
+    with pytest.raises(ValueError, match="engine"):
+        _serve(engine=engine)

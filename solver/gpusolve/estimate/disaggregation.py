@@ -8,19 +8,26 @@ prefill chunks from the decode steps (TPOT no longer carries P/O prompt tokens p
 and lets each pool pick its own TP; it costs the KV transfer, a queue at the prefill pool,
 and GPUs that cannot lend spare time to the other phase.
 
-A deployment here (same server type for both pools, the first step the issue allows):
-  decode pool   r_d replicas of TP t_d, each decoding b sequences with no prefill in its steps:
+A deployment here (same server type for both pools):
+  replicas      each pool's replica is TP 1, 2, 4 or 8 inside a server, or a server's TP
+                pipelined over 2, 4, ... servers (as aggregated replicas are; a model larger
+                than a server, DeepSeek-V3 on H800, needs them), so a pool is one or more
+                servers; an explicit layout is taken as the decode pool as given
+  decode pool   r_d replicas, each decoding b sequences with no prefill in its steps:
                 b bounded by memory (each request's KV under the engine's reserve), the
-                engine's cap and TPOT(b) ≤ tpot_ms; r_d from the concurrency or the tokens/s
-  prefill pool  r_p replicas of TP t_p, each prefilling prompts in full chunks; the request rate
+                engine's cap and TPOT(b) ≤ tpot_ms; r_d from the concurrency (held exactly,
+                the last replica partly filled) or the tokens/s, never more than the allowed
+                servers hold
+  prefill pool  r_p replicas of one shape, each prefilling prompts in full chunks; the request rate
                 λ = decode tokens/s ÷ O offers λ·P prompt tokens/s; with Poisson arrivals and a
                 fixed prefill time s a replica is an M/D/1 queue, mean wait ρ·s / (2(1 − ρ))
                 (Pollaczek-Khinchine). r_p is the fewest replicas whose prefill + wait + KV
                 transfer meets ttft_ms, or, without a target, whose mean wait is no longer
                 than the prefill itself (ρ ≤ 2/3)
-  KV transfer   P × the model's KV bytes per token, from the t_p prefill GPUs in parallel over
-                their NIC share to the decode pool's servers (pools on separate servers), or
-                over NVLink when both pools fit in one server; NIXL sends it while the next
+  KV transfer   P × the model's KV bytes per token, from the prefill replica's GPUs (each its
+                heads and layers) in parallel over their NIC share to the decode pool's
+                servers (pools on separate servers), or over NVLink when both pools fit in
+                one server; NIXL sends it while the next
                 prompt prefills, so it adds to TTFT but not to the prefill pool's time per
                 prompt unless the NICs are the slower of the two
 The search keeps the disaggregated deployment with the fewest GPUs beside the aggregated ones;
@@ -38,8 +45,11 @@ from gpusolve.estimate.memory import kv_bytes_per_element, kv_cache_bytes, kv_ca
 from gpusolve.estimate.serving import (
     CHUNK_TOKENS,
     Rates,
+    amount,
     batch_limit,
     evaluate_serving,
+    fill_replicas,
+    pool_tokens_per_s,
     request_shape,
     serving_layout,
     serving_memory,
@@ -52,49 +62,89 @@ from gpusolve.models.requirements import InferenceWorkload
 # Without a TTFT target a prefill replica runs at most this busy: its mean M/D/1 wait
 # ρ/(2(1 − ρ)) prefill times is then at most one prefill time.
 UNTARGETED_UTILISATION = 2.0 / 3.0
-MAX_PREFILL_REPLICAS = 4096  # search bound only
 
 
 def kv_transfer(
-    workload: InferenceWorkload, arch: Arch, hw: Hardware, prefill_tp: int, one_server: bool
+    workload: InferenceWorkload,
+    arch: Arch,
+    hw: Hardware,
+    prefill_tp: int,
+    one_server: bool,
+    prefill_pp: int = 1,
 ) -> tuple[float, str, float]:
     """(seconds to send one prompt's KV cache, the link, bytes/s the prefill replica can
-    send) from a prefill replica of `prefill_tp` GPUs."""
+    send) from a prefill replica of `prefill_tp` × `prefill_pp` GPUs: each GPU sends the KV of
+    its own heads and layers, all of them at once."""
     prompt, _, _ = request_shape(workload)
     kv_b = kv_bytes_per_element(workload.precision, workload.kv_cache_precision)
     size = prompt * kv_cache_bytes_per_token(arch, kv_b)
+    senders = prefill_tp * prefill_pp
     if one_server:
-        rate = prefill_tp * hw.intra_bus_bytes_per_s(2)
+        rate = senders * hw.intra_bus_bytes_per_s(2)
         link = hw.link_name(2, 1)
     else:
-        rate = prefill_tp * hw.nic_bytes_per_s()
+        rate = senders * hw.nic_bytes_per_s()
         link = f"{hw.fabric} fabric"
     if rate <= 0:
         return math.inf, link, 0.0
     return size / rate, link, rate
 
 
+@dataclass(frozen=True)
+class _DecodePlan:
+    """Decode replicas for the demand: `batch` on each full one, `sequences` over all of them
+    (the last one partly filled), the pool's decode tokens/s; or why none."""
+
+    replicas: int = 0
+    batch: int = 0
+    sequences: int | None = None
+    tokens_per_s: float = 0.0
+    why: str = ""
+
+
 def _decode_plan(
-    workload: InferenceWorkload, rates: Rates, b_max: int
-) -> tuple[int, int, float] | None:
-    """(replicas, sequences per replica, decode tokens/s of the pool) for the demand."""
+    workload: InferenceWorkload, rates: Rates, b_max: int, max_replicas: int
+) -> _DecodePlan:
+    """The fewest decode replicas (at most `max_replicas`, what the allowed servers hold) that
+    hold the concurrency and deliver the tokens/s, each timed at the batch it runs."""
     prompt, output, _ = request_shape(workload)
 
     def tokens(batch: int) -> float:
         return rates.throughput(batch, prompt, output, prefill=False)[0]
 
     conc, target = workload.concurrency, workload.target_tokens_per_s
+    too_many = f"more than the {max_replicas:,} the allowed servers hold"
     if conc is not None:
-        replicas = math.ceil(conc / b_max)
-        batch = math.ceil(conc / replicas)
-        while target is not None and replicas * tokens(batch) < target:
-            if replicas >= conc:
-                return None
-            replicas += 1
-            batch = math.ceil(conc / replicas)
-        return replicas, batch, replicas * tokens(batch)
+
+        def fill(r: int) -> _DecodePlan:
+            replicas, batch = fill_replicas(conc, math.ceil(conc / r))
+            full, rest = divmod(conc, batch)
+            total = pool_tokens_per_s(((full, batch), (1 if rest else 0, rest)), tokens)
+            return _DecodePlan(replicas, batch, conc, total)
+
+        r_lo = math.ceil(conc / b_max)
+        if r_lo > max_replicas:
+            return _DecodePlan(
+                why=f"{amount(conc)} sequences need {amount(r_lo)} replicas, {too_many}"
+            )
+        r_hi = max(r_lo, min(conc, max_replicas))
+        if target is not None and fill(r_hi).tokens_per_s < target:
+            return _DecodePlan(why=f"cannot reach {amount(target)} tokens/s on {r_hi:,} replicas")
+        lo, hi = r_lo, r_hi
+        while target is not None and lo < hi:
+            mid = (lo + hi) // 2
+            if fill(mid).tokens_per_s >= target:
+                hi = mid
+            else:
+                lo = mid + 1
+        return fill(lo)
     assert target is not None  # the workload requires a target or a concurrency
-    replicas = max(1, math.ceil(target / tokens(b_max)))
+    needed = target / tokens(b_max)
+    if needed > max_replicas:
+        return _DecodePlan(
+            why=f"{amount(target)} tokens/s need {amount(needed)} replicas, {too_many}"
+        )
+    replicas = max(1, math.ceil(needed))
     lo, hi = 1, b_max
     while lo < hi:
         mid = (lo + hi) // 2
@@ -102,12 +152,15 @@ def _decode_plan(
             hi = mid
         else:
             lo = mid + 1
-    return replicas, lo, replicas * tokens(lo)
+    return _DecodePlan(replicas, lo, None, replicas * tokens(lo))
+
+
+Shape = tuple[int, int]  # one replica: (TP inside a server, PP stages across servers)
 
 
 @dataclass(frozen=True)
 class _PrefillStage:
-    """What a prefill replica of one TP costs per prompt, whatever the request rate: its
+    """What a prefill replica of one shape costs per prompt, whatever the request rate: its
     prefill time alone, the KV transfer, and its seconds of service per prompt."""
 
     alone_s: float
@@ -122,18 +175,19 @@ def _prefill_stage(
     arch: Arch,
     hw: Hardware,
     params: Params,
-    tp: int,
+    shape: Shape,
     one_server: bool,
 ) -> _PrefillStage | None:
-    """A prefill replica of TP `tp` (None where it does not fit, cannot send its KV cache
+    """A prefill replica of `shape` (None where it does not fit, cannot send its KV cache
     or misses the TTFT target even with no queue)."""
+    tp, pp = shape
     prompt, _, _ = request_shape(workload)
-    layout = serving_layout(tp, 1, hw.gpus_per_node)
+    layout = serving_layout(tp, pp, hw.gpus_per_node)
     if not _prefill_fits(workload, arch, hw, layout, params):
         return None
     rates = Rates(workload, arch, hw, layout)
     alone = rates.ttft_s(prompt)
-    transfer, link, send_rate = kv_transfer(workload, arch, hw, tp, one_server)
+    transfer, link, send_rate = kv_transfer(workload, arch, hw, tp, one_server, pp)
     if not math.isfinite(transfer):
         return None
     kv_b = kv_bytes_per_element(workload.precision, workload.kv_cache_precision)
@@ -147,30 +201,41 @@ def _prefill_stage(
 
 
 def _prefill_replicas(
-    stage: _PrefillStage, request_rate: float
+    stage: _PrefillStage, request_rate: float, max_replicas: int
 ) -> tuple[int, float, float, float, float, str] | None:
     """(replicas, utilisation, prefill s, mean wait s, transfer s, link) of the fewest
-    replicas of `stage` that meet the TTFT target at `request_rate` requests/s."""
+    replicas of `stage`, at most `max_replicas`, that meet the TTFT target at `request_rate`
+    requests/s. The M/D/1 wait falls as replicas are added, so the fewest is bisected."""
     alone, transfer, service, target = (
         stage.alone_s,
         stage.transfer_s,
         stage.service_s,
         stage.target_s,
     )
-    replicas = max(1, math.ceil(request_rate * service))
-    while replicas <= MAX_PREFILL_REPLICAS:
-        rho = request_rate * service / replicas
-        if rho < 1.0:
-            wait = rho * service / (2.0 * (1.0 - rho))
-            ok = (
-                alone + wait + transfer <= target
-                if target is not None
-                else rho <= UNTARGETED_UTILISATION
-            )
-            if ok:
-                return replicas, rho, alone, wait, transfer, stage.link
-        replicas += 1
-    return None
+    offered = request_rate * service  # replicas kept busy, on average
+    if not math.isfinite(offered) or offered >= max_replicas:
+        return None
+
+    def wait(replicas: int) -> float | None:
+        rho = offered / replicas
+        if rho >= 1.0:
+            return None
+        w = rho * service / (2.0 * (1.0 - rho))
+        ok = alone + w + transfer <= target if target is not None else rho <= UNTARGETED_UTILISATION
+        return w if ok else None
+
+    lo, hi = max(1, math.ceil(offered)), max_replicas
+    if wait(hi) is None:
+        return None
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if wait(mid) is None:
+            lo = mid + 1
+        else:
+            hi = mid
+    w = wait(lo)
+    assert w is not None
+    return lo, offered / lo, alone, w, transfer, stage.link
 
 
 def _prefill_fits(
@@ -189,71 +254,143 @@ def _prefill_fits(
     return empty + held <= usable_memory_bytes(hw.card, params.headroom)
 
 
-def _tp_choices(arch: Arch, hw: Hardware) -> list[int]:
+def pool_shapes(arch: Arch, hw: Hardware, limit: int) -> list[Shape]:
+    """Replica shapes a pool is searched over, smallest first: TP 1, 2, 4, 8 inside a server,
+    then a full server's TP pipelined over 2, 4, ... servers (over the fabric, where there is
+    one) up to `limit` servers, as aggregated replicas are."""
     gpn = hw.gpus_per_node
-    return [t for t in (1, 2, 4, 8, 16) if t <= gpn and gpn % t == 0 and arch.heads % t == 0]
+    tps = [t for t in (1, 2, 4, 8, 16) if t <= gpn and gpn % t == 0 and arch.heads % t == 0]
+    shapes: list[Shape] = [(t, 1) for t in tps]
+    if not tps or hw.inter_node_gbps_per_gpu <= 0:
+        return shapes
+    top, pp = tps[-1], 2
+    while top * pp <= gpn * limit and pp <= arch.layers:
+        shapes.append((top, pp))
+        pp *= 2
+    return shapes
 
 
-def _nodes(gpus: int, tp: int, gpn: int) -> int:
-    return math.ceil(gpus / gpn) if tp <= gpn else gpus // gpn
+def _replica_servers(shape: Shape, gpn: int) -> int:
+    """Servers one replica of `shape` spans (0 when several replicas share one)."""
+    gpus = shape[0] * shape[1]
+    return math.ceil(gpus / gpn) if gpus > gpn else 0
+
+
+def _pool_servers(shape: Shape, replicas: int, gpn: int) -> int:
+    span = _replica_servers(shape, gpn)
+    if span:
+        return replicas * span
+    return math.ceil(replicas / (gpn // (shape[0] * shape[1])))
+
+
+def _max_replicas(shape: Shape, gpn: int, servers: int) -> int:
+    span = _replica_servers(shape, gpn)
+    return servers // span if span else servers * (gpn // (shape[0] * shape[1]))
+
+
+def _label(shape: Shape) -> str:
+    return f"TP{shape[0]}" + (f" PP{shape[1]}" if shape[1] > 1 else "")
+
+
+def _decode_pools(
+    workload: InferenceWorkload,
+    arch: Arch,
+    hw: Hardware,
+    params: Params,
+    shapes: list[Shape],
+    limit: int,
+    why: list[str],
+) -> list[tuple[Shape, _DecodePlan]]:
+    """Each decode shape that meets the demand within `limit` servers, with its plan; a shape
+    spanning servers only when no single-server one does (it adds the stage hops)."""
+    gpn = hw.gpus_per_node
+    out: list[tuple[Shape, _DecodePlan]] = []
+    for shape in shapes:
+        if shape[1] > 1 and out:
+            break
+        probe = serving_layout(shape[0], shape[1], gpn)
+        b_max, _ = batch_limit(workload, arch, hw, probe, params, prefill=False)
+        if b_max < 1:
+            why.append(f"decode pool {_label(shape)}: no sequence fits the memory and TPOT target")
+            continue
+        rates = Rates(workload, arch, hw, probe)
+        plan = _decode_plan(workload, rates, b_max, max(1, _max_replicas(shape, gpn, limit)))
+        if plan.why:
+            why.append(f"decode pool {_label(shape)}: {plan.why}")
+            continue
+        out.append((shape, plan))
+    return out
 
 
 def search_disaggregated(
-    workload: InferenceWorkload, arch: Arch, hw: Hardware, params: Params, limit: int
+    workload: InferenceWorkload,
+    arch: Arch,
+    hw: Hardware,
+    params: Params,
+    limit: int,
+    decode: Layout | None = None,
 ) -> tuple[ConfigEstimate | None, list[str]]:
     """The disaggregated deployment with the fewest GPUs on `hw` within `limit` servers, or
-    None and why not."""
+    None and why not. Each pool is one or more replicas, a replica one server or part of one
+    or several servers pipelined; `decode` fixes the decode pool (an explicit layout), and
+    only the prefill pool is searched."""
     gpn = hw.gpus_per_node
     _, output, _ = request_shape(workload)
     best: tuple[int, int, ConfigEstimate] | None = None
     why: list[str] = []
-    # A prefill replica's figures depend on its TP and where its KV cache goes, not on the
-    # decode pool: worked out once per (TP, one server), on first use.
-    stages: dict[tuple[int, bool], _PrefillStage | None] = {}
+    shapes = pool_shapes(arch, hw, limit)
+    # A prefill replica's figures depend on its shape and where its KV cache goes, not on the
+    # decode pool: worked out once per (shape, one server), on first use.
+    stages: dict[tuple[Shape, bool], _PrefillStage | None] = {}
 
-    def stage(t_p: int, one_server: bool) -> _PrefillStage | None:
-        if (t_p, one_server) not in stages:
-            stages[t_p, one_server] = _prefill_stage(workload, arch, hw, params, t_p, one_server)
-        return stages[t_p, one_server]
+    def stage(shape: Shape, one_server: bool) -> _PrefillStage | None:
+        if (shape, one_server) not in stages:
+            stages[shape, one_server] = _prefill_stage(
+                workload, arch, hw, params, shape, one_server
+            )
+        return stages[shape, one_server]
 
-    for t_d in _tp_choices(arch, hw):
-        probe = serving_layout(t_d, 1, gpn)
-        b_max, _ = batch_limit(workload, arch, hw, probe, params, prefill=False)
-        if b_max < 1:
-            why.append(f"decode pool TP{t_d}: no sequence fits the memory and TPOT target")
-            continue
-        rates = Rates(workload, arch, hw, probe)
-        plan = _decode_plan(workload, rates, b_max)
-        if plan is None:
-            why.append(f"decode pool TP{t_d}: cannot reach the tokens/s target")
-            continue
-        r_d, batch, decode_tokens = plan
-        request_rate = decode_tokens / max(1.0, output)
-        decode_gpus = r_d * t_d
-        for t_p in _tp_choices(arch, hw):
+    if decode is not None:
+        rates = Rates(workload, arch, hw, decode)
+        groups = decode.replica_batches()
+        tokens = pool_tokens_per_s(
+            groups, lambda b: rates.throughput(b, *request_shape(workload)[:2], prefill=False)[0]
+        )
+        fixed = _DecodePlan(decode.replicas, decode.micro_batch, decode.sequences, tokens)
+        decoders = [((decode.tp, decode.pp), fixed)]
+    else:
+        decoders = _decode_pools(workload, arch, hw, params, shapes, limit, why)
+    for d_shape, plan in decoders:
+        request_rate = plan.tokens_per_s / max(1.0, output)
+        decode_gpus = plan.replicas * d_shape[0] * d_shape[1]
+        decode_servers = _pool_servers(d_shape, plan.replicas, gpn)
+        prefill_servers = limit - decode_servers
+        for p_shape in shapes:
             found = None
             for one_server in (True, False):
-                st = stage(t_p, one_server)
-                pool = None if st is None else _prefill_replicas(st, request_rate)
-                if pool is None:
-                    continue
-                gpus = decode_gpus + pool[0] * t_p
-                if one_server and gpus > gpn:
-                    continue  # both pools in one server only when they fit there
-                found = (pool, one_server)
-                break
+                if one_server and (decode_servers > 1 or _replica_servers(p_shape, gpn)):
+                    continue  # both pools in one server only when both fit there
+                room = gpn - decode_gpus if one_server else prefill_servers * gpn
+                cap = room // (p_shape[0] * p_shape[1])
+                if not one_server:
+                    cap = _max_replicas(p_shape, gpn, prefill_servers)
+                st = stage(p_shape, one_server)
+                pool = None if st is None or cap < 1 else _prefill_replicas(st, request_rate, cap)
+                if pool is not None:
+                    found = (pool, one_server)
+                    break
             if found is None:
                 continue
             (r_p, rho, alone, wait, transfer, link), one_server = found
-            gpus = decode_gpus + r_p * t_p
-            nodes = 1 if one_server else _nodes(decode_gpus, t_d, gpn) + _nodes(r_p * t_p, t_p, gpn)
+            gpus = decode_gpus + r_p * p_shape[0] * p_shape[1]
+            nodes = 1 if one_server else decode_servers + _pool_servers(p_shape, r_p, gpn)
             if nodes > limit or (best is not None and (gpus, nodes) >= best[:2]):
                 continue
             pools = DisaggPools(
-                prefill_tp=t_p,
+                prefill_tp=p_shape[0],
                 prefill_replicas=r_p,
-                decode_tp=t_d,
-                decode_replicas=r_d,
+                decode_tp=d_shape[0],
+                decode_replicas=plan.replicas,
                 prefill_utilisation=rho,
                 kv_transfer_s=transfer,
                 link=link,
@@ -261,8 +398,19 @@ def search_disaggregated(
                 queue_s=wait,
                 one_server=one_server,
                 gpus_per_node=gpn,
+                prefill_pp=p_shape[1],
+                decode_pp=d_shape[1],
+                prefill_nodes=0 if one_server else _pool_servers(p_shape, r_p, gpn),
+                decode_nodes=1 if one_server else decode_servers,
             )
-            layout = serving_layout(t_d, 1, gpn, micro_batch=batch, replicas=r_d)
+            layout = serving_layout(
+                d_shape[0],
+                d_shape[1],
+                gpn,
+                micro_batch=plan.batch,
+                replicas=plan.replicas,
+                sequences=plan.sequences,
+            )
             est = evaluate_serving(workload, arch, hw, layout, params, pools)
             est = replace(est, gpus=gpus, nodes=nodes, notes=(*est.notes, describe(pools)))
             best = (gpus, nodes, est)
@@ -271,13 +419,50 @@ def search_disaggregated(
     return best[2], []
 
 
+def explicit_disaggregated(
+    workload: InferenceWorkload,
+    arch: Arch,
+    hw: Hardware,
+    params: Params,
+    limit: int,
+    layout: Layout,
+    micro_batch: int | None,
+) -> tuple[ConfigEstimate | None, list[str]]:
+    """A layout the user gave, taken as the decode pool of a disaggregated deployment (its
+    replicas, TP and PP as given, over as many servers as they need), the prefill pool
+    searched beside it within the servers left: the layout is kept, never replaced. Without a
+    stated batch, each decode replica runs what it admits without prompt chunks in its steps,
+    the concurrency filled in turn."""
+    if micro_batch is None:
+        probe = serving_layout(layout.tp, layout.pp, hw.gpus_per_node)
+        b_max = max(1, batch_limit(workload, arch, hw, probe, params, prefill=False)[0])
+        conc = workload.concurrency
+        micro_batch = b_max if conc is None else min(b_max, math.ceil(conc / layout.replicas))
+    decode = serving_layout(
+        layout.tp,
+        layout.pp,
+        hw.gpus_per_node,
+        micro_batch=micro_batch,
+        replicas=layout.replicas,
+        sequences=workload.concurrency,
+    )
+    return search_disaggregated(workload, arch, hw, params, limit, decode=decode)
+
+
 def describe(pools: DisaggPools) -> str:
     """One line saying what the disaggregated deployment is."""
+    p_shape = _label((pools.prefill_tp, pools.prefill_pp))
+    d_shape = _label((pools.decode_tp, pools.decode_pp))
+    where = (
+        "both pools in one server"
+        if pools.one_server
+        else f"{pools.prefill_nodes} prefill + {pools.decode_nodes} decode server(s)"
+    )
     return (
-        f"disaggregated: prefill {pools.prefill_replicas} x TP{pools.prefill_tp} "
+        f"disaggregated: prefill {pools.prefill_replicas} x {p_shape} "
         f"({pools.prefill_gpus} GPUs, {pools.prefill_utilisation:.0%} busy, mean wait "
         f"{pools.queue_s * 1000:,.0f} ms) + decode {pools.decode_replicas} x "
-        f"TP{pools.decode_tp} ({pools.decode_gpus} GPUs); each prompt's KV cache crosses "
+        f"{d_shape} ({pools.decode_gpus} GPUs), {where}; each prompt's KV cache crosses "
         f"{pools.link} in {pools.kv_transfer_s * 1000:,.1f} ms"
     )
 
@@ -303,9 +488,10 @@ def compare(aggregated: ConfigEstimate | None, disaggregated: ConfigEstimate) ->
     else:
         verdict = f"disaggregation needs the same {aggregated.gpus} GPUs {servers}"
     return (
-        f"{verdict}: aggregated {aggregated.gpus} GPUs decode {a.batch} sequences per TP"
-        f"{aggregated.layout.tp} replica at {a.tpot_s * 1000:,.1f} ms per token with prompt "
-        f"chunks in the steps ({a.prefill_share:.0%} of step time) and a {a.batch_limit} bound; "
+        f"{verdict}: aggregated {aggregated.gpus} GPUs decode {a.batch} sequences per "
+        f"{_label((aggregated.layout.tp, aggregated.layout.pp))} replica at "
+        f"{a.tpot_s * 1000:,.1f} ms per token with prompt chunks in the steps "
+        f"({a.prefill_share:.0%} of step time) and a {a.batch_limit} bound; "
         f"disaggregated decode replicas hold {d.batch} sequences at {d.tpot_s * 1000:,.1f} ms "
         f"without them, plus {pools.prefill_gpus} prefill GPUs {pools.prefill_utilisation:.0%} "
         f"busy and a {pools.kv_transfer_s * 1000:,.1f} ms KV transfer"

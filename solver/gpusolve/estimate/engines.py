@@ -61,6 +61,8 @@ class Engine:
     max_batch: int  # running requests the scheduler allows per replica (large cards)
     max_batch_small: int  # the same below 70 GiB (or on A100, for vLLM)
     source: str
+    memory_flag: str  # the launch setting that sets `memory_fraction`
+    release: str  # the release whose defaults this table holds
 
     def fraction(self, tp: int) -> float:
         """The default share; SGLang's depends on the TP degree."""
@@ -81,6 +83,18 @@ class Engine:
         return self.max_batch if large else self.max_batch_small
 
 
+# The releases the tables were read from. vLLM: the V1 engine's batch defaults by card, 1024
+# sequences and 8192 tokens on cards of 70 GiB or more that are not A100s, 256 and 2048
+# otherwise, since vllm-project/vllm PR #16158 (merged 2025-04-07; the card rule as Ray's
+# PR #55159 quotes arg_utils.py on 2025-08-01); a later release raised the token budget to
+# 16384 (ROCm/MAD PR #235, 2026-08-26: "VLLM now defaults to 16384"), which this table does not
+# hold. SGLang and TensorRT-LLM: the releases of the sources cited in their entries (the
+# TensorRT-LLM perf-overview tables are "v1.0"; SGLang's TP-stepped mem_fraction_static is
+# the 0.4 series' server_args.py, an estimate of the range).
+VLLM_RELEASE = "V1 of 2025-04 (PR #16158), before the 16384-token budget"
+SGLANG_RELEASE = "0.4 series (estimate)"
+TRTLLM_RELEASE = "1.0"
+
 ENGINES: dict[str, Engine] = {
     "vllm": Engine(
         name="vllm",
@@ -93,6 +107,8 @@ ENGINES: dict[str, Engine] = {
         max_batch=1024,
         max_batch_small=256,
         source="vLLM engine args: gpu_memory_utilization 0.9, max_num_batched_tokens 8192/2048",
+        memory_flag="--gpu-memory-utilization",
+        release=VLLM_RELEASE,
     ),
     "sglang": Engine(
         name="sglang",
@@ -105,6 +121,8 @@ ENGINES: dict[str, Engine] = {
         max_batch=MAX_RUNNING_UNBOUNDED,
         max_batch_small=MAX_RUNNING_UNBOUNDED,
         source="SGLang server_args: mem_fraction_static 0.88-0.79 by TP, chunked prefill 8192",
+        memory_flag="--mem-fraction-static",
+        release=SGLANG_RELEASE,
     ),
     "trtllm": Engine(
         name="trtllm",
@@ -118,6 +136,8 @@ ENGINES: dict[str, Engine] = {
         max_batch_small=2048,
         source="TensorRT-LLM: GUARANTEED_NO_EVICT, kv_cache_free_gpu_mem_fraction 0.9, "
         "max_num_tokens 8192",
+        memory_flag="--kv_cache_free_gpu_mem_fraction",
+        release=TRTLLM_RELEASE,
     ),
 }
 # Without a stated engine the plan sizes for vLLM, the most widely deployed open engine.
@@ -129,7 +149,25 @@ CUDA_GRAPH_BYTES = 1.0 * GIB
 
 
 def engine_named(name: str | None) -> Engine:
-    return ENGINES[name or DEFAULT_ENGINE]
+    """The engine of `name` or `name@release` (the release is checked against the table's by
+    `release_note`)."""
+    return ENGINES[(name or DEFAULT_ENGINE).split("@")[0]]
+
+
+def release_note(name: str | None) -> str:
+    """Which release's defaults size the batch, and a warning where another was asked for."""
+    engine = engine_named(name)
+    asked = (name or "").partition("@")[2]
+    said = f"engine {engine.name}, defaults of release {engine.release}"
+    if not name:
+        return f"{said} (no engine given: {DEFAULT_ENGINE}, the most widely deployed open engine)"
+    if asked and asked != engine.release:
+        return (
+            f"warning: {name} asked, but gpusolve holds {engine.name}'s defaults of release "
+            f"{engine.release} only; they size the batch (check {engine.memory_flag}, the "
+            "batch caps and chunked prefill of the release you run)"
+        )
+    return said
 
 
 def reserved_context(reserve: str, prompt: float, output: float) -> float:

@@ -42,7 +42,9 @@ class Layout:
     `grad_accum` micro-steps per optimizer step (global batch = micro_batch × grad_accum × dp
     sequences); `sequence_parallel` (Megatron SP, on by default whenever tp > 1).
     Inference: `replicas` independent copies of tp × pp GPUs each (dp = 1); `micro_batch` is
-    the number of sequences each replica decodes concurrently.
+    the number of sequences each replica decodes concurrently; `sequences` (when set) the
+    sequences over all replicas, each replica filled to `micro_batch` in turn, so the last
+    one may run a smaller batch (a concurrency of 64 on replicas of 10 is 6 × 10 + 4).
     """
 
     nodes: int
@@ -58,6 +60,7 @@ class Layout:
     sequence_parallel: bool = True
     vp: int = 1
     cp: int = 1
+    sequences: int | None = None
 
     @property
     def gpus(self) -> int:
@@ -72,10 +75,28 @@ class Layout:
         """Sequence parallelism only exists with tensor parallelism."""
         return self.sequence_parallel and self.tp > 1
 
+    @property
+    def total_sequences(self) -> int:
+        """Inference: sequences decoded at once over all replicas."""
+        full = self.replicas * self.micro_batch
+        return full if self.sequences is None else min(full, self.sequences)
+
+    def replica_batches(self) -> list[tuple[int, int]]:
+        """Inference: (replicas, sequences each) groups: those filled to `micro_batch`, the
+        one partly filled, those left idle (each group only where it has replicas)."""
+        full, rest = divmod(self.total_sequences, self.micro_batch)
+        idle = self.replicas - full - (1 if rest else 0)
+        groups = [(full, self.micro_batch), (1 if rest else 0, rest), (idle, 0)]
+        return [(n, b) for n, b in groups if n > 0]
+
     def describe(self, inference: bool = False) -> str:
         """A short human label, e.g. 'TP2 PP1 DP4 zero2 ckpt=none mb=2x8'."""
         if inference:
-            return f"{self.replicas} x TP{self.tp} PP{self.pp}, {self.micro_batch} seq/replica"
+            head = f"{self.replicas} x TP{self.tp} PP{self.pp}, "
+            if self.total_sequences == self.replicas * self.micro_batch:
+                return head + f"{self.micro_batch} seq/replica"
+            fill = " + ".join(f"{n} x {b}" if n > 1 else str(b) for n, b in self.replica_batches())
+            return head + f"{self.total_sequences} seq ({fill})"
         extra = "".join(
             f" {name}{value}"
             for name, value in (("VP", self.vp), ("CP", self.cp), ("EP", self.ep))
@@ -104,14 +125,18 @@ class DisaggPools:
     queue_s: float  # mean wait for a prefill replica (M/D/1 at the pool's utilisation)
     one_server: bool = False  # both pools in one server (else each on servers of its own)
     gpus_per_node: int = 8
+    prefill_pp: int = 1  # pipeline stages of a prefill replica (over servers when > 1 server)
+    decode_pp: int = 1
+    prefill_nodes: int = 0  # servers of each pool (0 prefill: in the decode pool's server)
+    decode_nodes: int = 1
 
     @property
     def prefill_gpus(self) -> int:
-        return self.prefill_tp * self.prefill_replicas
+        return self.prefill_tp * self.prefill_pp * self.prefill_replicas
 
     @property
     def decode_gpus(self) -> int:
-        return self.decode_tp * self.decode_replicas
+        return self.decode_tp * self.decode_pp * self.decode_replicas
 
 
 @dataclass(frozen=True)
@@ -131,6 +156,9 @@ class ServingFigures:
     comparison: str = ""  # why aggregated or disaggregated serving needs fewer GPUs here
     engine: str = "vllm"  # the engine whose scheduler sized the batch
     reserve: str = "mean"  # full | mean: the KV context a running request holds
+    sequences: int = 0  # decoded at once over all replicas
+    # (replicas, sequences each): the full replicas, the one partly filled, the idle ones
+    replica_batches: tuple[tuple[int, int], ...] = ()
 
 
 @dataclass(frozen=True)

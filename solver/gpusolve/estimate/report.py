@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from gpusolve.estimate import (
     Arch,
@@ -22,6 +22,7 @@ from gpusolve.estimate import (
     thumb_figures,
     whole_model_memory,
 )
+from gpusolve.estimate.disaggregation import explicit_disaggregated
 from gpusolve.estimate.goodput import goodput_out
 from gpusolve.estimate.layout import DisaggPools
 from gpusolve.estimate.memory import mtp_params
@@ -110,7 +111,9 @@ def explicit_layout(w: Workload, hw: Hardware, params: Params, choice: LayoutCho
         batch = choice.micro_batch or (
             b_max if w.concurrency is None else min(b_max, math.ceil(w.concurrency / dp))
         )
-        return serving_layout(t, p, hw.gpus_per_node, micro_batch=batch, replicas=dp)
+        return serving_layout(
+            t, p, hw.gpus_per_node, micro_batch=batch, replicas=dp, sequences=w.concurrency
+        )
     sharding = choice.sharding or (
         ZERO_SHARDING[choice.zero] if choice.zero is not None else (w.sharding or "ddp")
     )
@@ -132,6 +135,25 @@ def explicit_layout(w: Workload, hw: Hardware, params: Params, choice: LayoutCho
     )
 
 
+def _explicit_pools(
+    w: InferenceWorkload, hw: Hardware, params: Params, choice: LayoutChoice, est: ConfigEstimate
+) -> ConfigEstimate:
+    """`disaggregation: only` with a layout given: the layout is the decode pool and the
+    prefill pool is sized beside it; where none fits, the aggregated figures stay, with the
+    reason the pools could not be formed (the layout is never swapped for another)."""
+    arch = resolve_arch(w.model)
+    pooled, why = explicit_disaggregated(
+        w, arch, hw, params, params.max_nodes, est.layout, choice.micro_batch
+    )
+    if pooled is not None:
+        return pooled
+    reason = (
+        f"disaggregation: only, with {est.layout.describe(True)} as the decode pool: "
+        + "; ".join(why[:2])
+    )
+    return replace(est, reasons=(*est.reasons, reason))
+
+
 def build_report(
     reqs: Requirements,
     catalog: Catalog,
@@ -151,6 +173,8 @@ def build_report(
             hw = hardware_for(catalog, card)
             if choice.explicit:
                 est = evaluate(w, hw, explicit_layout(w, hw, params, choice), params)
+                if isinstance(w, InferenceWorkload) and w.disaggregation == "only":
+                    est = _explicit_pools(w, hw, params, choice, est)
                 configs.append(config_out(est))
                 if est.feasible:
                     fits_on.append(card.id)
@@ -278,6 +302,8 @@ def _serving_out(e: ConfigEstimate) -> ServingOut | None:
         reserve=v.reserve,
         disaggregated=_disagg_out(v.disaggregated),
         comparison=v.comparison,
+        sequences=v.sequences,
+        replica_batches=list(v.replica_batches),
     )
 
 
@@ -295,6 +321,10 @@ def _disagg_out(p: DisaggPools | None) -> DisaggOut | None:
         queue_ms=p.queue_s * 1000,
         kv_transfer_ms=p.kv_transfer_s * 1000,
         link=p.link,
+        prefill_pp=p.prefill_pp,
+        decode_pp=p.decode_pp,
+        prefill_nodes=p.prefill_nodes,
+        decode_nodes=p.decode_nodes,
     )
 
 

@@ -27,9 +27,13 @@ the grid while it is faster; the bisected count is kept as well as the grid coun
 
 Inference: for TP = 1, 2, 4, 8 (then PP across nodes if one node is too small) a replica
 decodes as many sequences as memory (the KV cache at the mean live context) and the TPOT
-target allow; replicas are added until `target_tokens_per_s` and `concurrency` are met, with
-the smallest per-replica batch that still meets the target (lower latency). A larger TP is
-kept only if it needs fewer GPUs in total.
+target allow. A stated `concurrency` is held exactly: the replicas are filled in turn, the
+last one partly (64 on replicas of at most 10 is 6 × 10 + 4), and the fewest replicas whose
+batches, each timed at the batch it runs, deliver `target_tokens_per_s` are bisected; without
+a concurrency, replicas are added until the target is met, at the smallest per-replica batch
+that still meets it (lower latency). No more replicas are tried than the allowed nodes hold,
+so a demand no layout meets ends with a reason, however large it grows. A larger TP is kept
+only if it needs fewer GPUs in total.
 
 For every GPU count with no feasible layout the closest attempt's reasons are kept in
 `rejections`, so "why not this card" always has an answer with numbers.
@@ -48,7 +52,14 @@ from gpusolve.estimate.efficiency import efficiency_of, gemm_shape_factor, mamf_
 from gpusolve.estimate.evaluation import evaluate
 from gpusolve.estimate.hardware import Hardware
 from gpusolve.estimate.layout import ConfigEstimate, Layout, overhead_bytes, usable_memory_bytes
-from gpusolve.estimate.serving import batch_limit, replica_tokens_per_s, serving_layout
+from gpusolve.estimate.serving import (
+    amount,
+    batch_limit,
+    fill_replicas,
+    pool_tokens_per_s,
+    replica_tokens_per_s,
+    serving_layout,
+)
 from gpusolve.estimate.shapes import Arch, resolve_arch
 from gpusolve.estimate.trainshape import stage_memory_for
 from gpusolve.estimate.units import SECONDS_PER_HOUR
@@ -534,6 +545,17 @@ def _smallest_batch(
     return lo
 
 
+@dataclass(frozen=True)
+class _Plan:
+    """Replicas of one shape for the demand: `batch` sequences on each full replica,
+    `sequences` over all of them (the last replica partly filled), or why none."""
+
+    replicas: int = 0
+    batch: int = 0
+    sequences: int | None = None
+    why: str = ""
+
+
 def _replicas_and_batch(
     workload: InferenceWorkload,
     hw: Hardware,
@@ -542,33 +564,59 @@ def _replicas_and_batch(
     pp: int,
     b_max: int,
     max_replicas: int,
-) -> tuple[int, int] | None:
+) -> _Plan:
+    """The fewest replicas of tp × pp that hold the concurrency and deliver the tokens/s,
+    each replica timed at the batch it really runs; never more than `max_replicas` (what the
+    allowed nodes hold), so a demand no layout meets ends the search with a reason."""
     target = workload.target_tokens_per_s
     conc = workload.concurrency
+
+    def tokens(batch: int) -> float:
+        return _tokens_per_s(workload, hw, params, tp, pp, batch)
+
+    too_many = f"more than the {max_replicas:,} replica(s) the allowed nodes hold"
     if conc is not None:
         r_lo = math.ceil(conc / b_max)
-        if target is None:
-            return r_lo, math.ceil(conc / r_lo)
+        if r_lo > max_replicas:
+            return _Plan(
+                why=f"{amount(conc)} concurrent sequences at {b_max} per replica need "
+                f"{amount(r_lo)} replicas, {too_many}"
+            )
+
+        def fill(r: int) -> tuple[int, int, float]:
+            replicas, batch = fill_replicas(conc, math.ceil(conc / r))
+            groups = serving_layout(
+                tp, pp, hw.gpus_per_node, micro_batch=batch, replicas=replicas, sequences=conc
+            ).replica_batches()
+            return replicas, batch, pool_tokens_per_s(groups, tokens)
 
         # More replicas spread the same sequences thinner: throughput grows slowly with R.
-        def total(r: int) -> float:
-            return r * _tokens_per_s(workload, hw, params, tp, pp, math.ceil(conc / r))
-
         r_hi = max(r_lo, min(conc, max_replicas))
-        if total(r_hi) < target:
-            return None
+        if target is not None and fill(r_hi)[2] < target:
+            one = tokens(1)
+            return _Plan(
+                why=f"{amount(conc)} concurrent sequences cannot produce {amount(target)} tokens/s "
+                f"on at most {r_hi:,} replica(s) (one sequence decodes at most {one:,.0f} tokens/s)"
+            )
         lo, hi = r_lo, r_hi
-        while lo < hi:
+        while target is not None and lo < hi:
             mid = (lo + hi) // 2
-            if total(mid) >= target:
+            if fill(mid)[2] >= target:
                 hi = mid
             else:
                 lo = mid + 1
-        return lo, math.ceil(conc / lo)
+        replicas, batch, _ = fill(lo)
+        return _Plan(replicas, batch, conc)
     assert target is not None  # Workload requires a target or a concurrency
-    per_replica = _tokens_per_s(workload, hw, params, tp, pp, b_max)
-    replicas = max(1, math.ceil(target / per_replica))
-    return replicas, _smallest_batch(workload, hw, params, tp, pp, replicas, b_max, target)
+    per_replica = tokens(b_max)
+    needed = target / per_replica if per_replica > 0 else math.inf
+    if needed > max_replicas:
+        return _Plan(
+            why=f"{amount(target)} tokens/s at {per_replica:,.0f} per replica need "
+            f"{amount(needed)} replicas, {too_many}"
+        )
+    replicas = max(1, math.ceil(needed))
+    return _Plan(replicas, _smallest_batch(workload, hw, params, tp, pp, replicas, b_max, target))
 
 
 def max_decode_batch(
@@ -622,19 +670,15 @@ def _search_inference(
         per_node = gpn // (tp * pp) if tp * pp <= gpn else 0
         max_replicas = limit * per_node if per_node else limit // math.ceil(tp * pp / gpn)
         plan = _replicas_and_batch(workload, hw, params, tp, pp, b_max, max(1, max_replicas))
-        if plan is None:
-            one = _tokens_per_s(workload, hw, params, tp, pp, 1)
-            rejections.append(
-                f"TP{tp} PP{pp} on {hw.label or hw.card.id}: {workload.concurrency} concurrent "
-                f"sequences cannot produce {workload.target_tokens_per_s:,.0f} tokens/s "
-                f"(one sequence decodes at most {one:,.0f} tokens/s)"
-            )
+        if plan.why:
+            rejections.append(f"TP{tp} PP{pp} on {hw.label or hw.card.id}: {plan.why}")
             continue
-        replicas, batch = plan
-        lay = serving_layout(tp, pp, gpn, micro_batch=batch, replicas=replicas)
+        lay = serving_layout(
+            tp, pp, gpn, micro_batch=plan.batch, replicas=plan.replicas, sequences=plan.sequences
+        )
         if lay.nodes > limit:
             rejections.append(
-                f"TP{tp} PP{pp} on {hw.label or hw.card.id}: {replicas} replicas need "
+                f"TP{tp} PP{pp} on {hw.label or hw.card.id}: {plan.replicas} replicas need "
                 f"{lay.nodes} nodes, more than the {limit} allowed"
             )
             continue

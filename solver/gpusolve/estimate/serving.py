@@ -36,6 +36,7 @@ so each kernel costs its time plus a small gap (`GRAPH_KERNEL_GAP_S`).
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Iterable
 from dataclasses import replace
 
 from gpusolve.estimate.checkpoint import inference_checkpoint
@@ -43,7 +44,13 @@ from gpusolve.estimate.collectives import allreduce_s
 from gpusolve.estimate.compute import attention_precision, compute_precision
 from gpusolve.estimate.decode_gemm import compute_fraction, measured_for
 from gpusolve.estimate.efficiency import FIT_GEMM_SHAPES, efficiency_of, mamf_fraction
-from gpusolve.estimate.engines import CUDA_GRAPH_BYTES, Engine, engine_named, reserved_context
+from gpusolve.estimate.engines import (
+    CUDA_GRAPH_BYTES,
+    Engine,
+    engine_named,
+    release_note,
+    reserved_context,
+)
 from gpusolve.estimate.hardware import Hardware
 from gpusolve.estimate.layout import (
     ConfigEstimate,
@@ -207,12 +214,59 @@ def replica_nodes(layout: Layout, gpus_per_node: int) -> int:
 
 
 def serving_layout(
-    tp: int, pp: int, gpus_per_node: int, *, micro_batch: int = 1, replicas: int = 1
+    tp: int,
+    pp: int,
+    gpus_per_node: int,
+    *,
+    micro_batch: int = 1,
+    replicas: int = 1,
+    sequences: int | None = None,
 ) -> Layout:
-    """`replicas` copies of tp × pp GPUs, each decoding `micro_batch` sequences, on as few
-    nodes as hold them."""
-    lay = Layout(nodes=1, tp=tp, pp=pp, dp=1, micro_batch=micro_batch, replicas=replicas)
+    """`replicas` copies of tp × pp GPUs, each decoding `micro_batch` sequences (`sequences`
+    over all of them when the last is partly filled), on as few nodes as hold them."""
+    if sequences is not None and sequences >= replicas * micro_batch:
+        sequences = None
+    lay = Layout(
+        nodes=1,
+        tp=tp,
+        pp=pp,
+        dp=1,
+        micro_batch=micro_batch,
+        replicas=replicas,
+        sequences=sequences,
+    )
     return replace(lay, nodes=replica_nodes(lay, gpus_per_node))
+
+
+def fill_replicas(sequences: int, batch_max: int) -> tuple[int, int]:
+    """(replicas, sequences each full one runs) holding exactly `sequences`, filled in turn:
+    as few replicas as `batch_max` allows, each full one at ceil(sequences / replicas), the
+    last one what is left (64 on replicas of at most 10: 6 × 10 + 4)."""
+    replicas = math.ceil(sequences / batch_max)
+    batch = math.ceil(sequences / replicas)
+    return math.ceil(sequences / batch), batch
+
+
+def pool_tokens_per_s(
+    groups: Iterable[tuple[int, int]], tokens_per_s: Callable[[int], float]
+) -> float:
+    """Generated tokens/s of replicas in (count, batch) groups, each replica at the batch it
+    runs (`tokens_per_s(batch)` for one replica); idle replicas add nothing."""
+    return sum(n * tokens_per_s(b) for n, b in groups if b > 0)
+
+
+def amount(x: float) -> str:
+    """A demand figure for a sentence: grouped digits, or 3 significant ones past a billion
+    (a demand grown without bound must not print 300 digits)."""
+    return f"{x:,.0f}" if abs(x) < 1e9 else f"{x:.3g}"
+
+
+def describe_fill(groups: Iterable[tuple[int, int]]) -> str:
+    """'6 replicas × 10 sequences + 1 replica × 4 sequences'."""
+    return " + ".join(
+        f"{n} replica{'s' if n != 1 else ''} × {b} sequence{'s' if b != 1 else ''}"
+        for n, b in groups
+    )
 
 
 # --------------------------------------------------------------------------- timing
@@ -501,10 +555,28 @@ def engine_notes(workload: InferenceWorkload, layout: Layout, params: Params) ->
         else f"the live context, {prompt + output / 2:,.0f} tokens on average"
     )
     return [
+        release_note(workload.engine),
         f"engine {engine.name}: each running request holds {held} ({policy}); "
         f"{params.headroom:.0%} of the card stays outside its pools (the larger of the plan's "
-        f"headroom and the engine's own share; {engine.source})"
+        f"headroom and the engine's own share; {engine.source})",
     ]
+
+
+def headroom_warning(workload: InferenceWorkload, tp: int, asked: float, kept: float) -> str:
+    """The plan's headroom is below what the engine leaves outside its pools: say what the
+    engine will do and what setting would give the plan's figure."""
+    engine = workload_engine(workload)
+    setting = (
+        f"kv_memory_fraction {workload.kv_memory_fraction:g}"
+        if workload.kv_memory_fraction is not None
+        else f"its default {engine.memory_flag} {engine.fraction(tp):g}"
+    )
+    return (
+        f"warning: the plan's headroom {asked:.0%} is below {engine.name}'s own reserve: with "
+        f"{setting} the engine keeps {kept:.0%} of the card outside its pools and sizes the "
+        f"KV cache in the rest, so the batch here is what it will admit; to use the card down "
+        f"to {asked:.0%} headroom, raise its share ({engine.memory_flag}, kv_memory_fraction)"
+    )
 
 
 def evaluate_serving(
@@ -536,8 +608,11 @@ def evaluate_serving(
     if split_note:
         notes.append(split_note)
     card_bytes = card.reported_memory_bytes
+    asked = params.headroom
     params = serving_params(workload, arch, layout, params, card_bytes)
     notes += engine_notes(workload, layout, params)
+    if params.headroom > asked + 1e-9:
+        notes.append(headroom_warning(workload, layout.tp, asked, params.headroom))
     batch = layout.micro_batch
     memory = measured_memory(
         workload, hw, gpus, serving_memory(workload, arch, layout, params, None, card_bytes), notes
@@ -577,20 +652,30 @@ def evaluate_serving(
             f"time to first token {ttft * 1000:,.0f} ms for a {prompt:,.0f}-token prompt is "
             f"above the {workload.ttft_ms:g} ms target (more tensor parallelism shortens it)"
         )
+    groups = layout.replica_batches()
     rate = measured_rate_per_gpu(workload, card)
     if rate is not None:
         per_replica = rate * mp
         notes.append(f"measured {rate:,.0f} tokens/s per GPU on {card.id} replaces the model (H12)")
-    total = per_replica * layout.replicas
+        total = per_replica * sum(n for n, b in groups if b > 0)
+    else:
+        total = pool_tokens_per_s(
+            groups, lambda b: rates.throughput(b, prompt, output, prefill=prefill)[0]
+        )
     if workload.target_tokens_per_s is not None and total < workload.target_tokens_per_s:
         reasons.append(
-            f"{layout.replicas} replica(s) × {per_replica:,.0f} tokens/s = {total:,.0f} "
-            f"tokens/s is below the target {workload.target_tokens_per_s:,.0f} tokens/s"
+            f"{describe_fill(groups)} deliver {total:,.0f} tokens/s, below the target "
+            f"{amount(workload.target_tokens_per_s)} tokens/s"
         )
-    if workload.concurrency is not None and layout.replicas * batch < workload.concurrency:
+    if workload.concurrency is not None and layout.total_sequences < workload.concurrency:
         reasons.append(
-            f"{layout.replicas} replica(s) × {batch} sequences hold fewer than the "
-            f"{workload.concurrency} concurrent sequences required"
+            f"{describe_fill(groups)} hold {layout.total_sequences:,} in all, fewer than the "
+            f"{amount(workload.concurrency)} concurrent sequences required"
+        )
+    if layout.total_sequences < layout.replicas * batch:
+        notes.append(
+            f"{layout.total_sequences} sequences over {layout.replicas} replica(s): "
+            f"{describe_fill(groups)}; each replica's tokens/s at the batch it runs"
         )
     parts = rates.decode_stage_s(batch, prefill=prefill)
     stage = sum(parts.values())
@@ -621,6 +706,8 @@ def evaluate_serving(
         disaggregated=pools,
         engine=workload_engine(workload).name,
         reserve=reserve_policy(workload),
+        sequences=layout.total_sequences,
+        replica_batches=tuple(groups),
     )
     return ConfigEstimate.build(
         workload,

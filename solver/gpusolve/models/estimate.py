@@ -96,6 +96,12 @@ class DisaggOut(OutModel):
     queue_ms: float = Field(description="Mean wait for a prefill replica (M/D/1).")
     kv_transfer_ms: float = Field(description="One prompt's KV cache, prefill to decode pool.")
     link: str = Field(description="The link the KV cache crosses.")
+    prefill_pp: int = Field(default=1, description="Pipeline stages of a prefill replica.")
+    decode_pp: int = Field(default=1, description="Pipeline stages of a decode replica.")
+    prefill_nodes: int = Field(
+        default=0, description="Servers of the prefill pool (0: in the decode pool's server)."
+    )
+    decode_nodes: int = Field(default=1, description="Servers of the decode pool.")
 
 
 class ServingOut(OutModel):
@@ -122,6 +128,14 @@ class ServingOut(OutModel):
     )
     comparison: str = Field(
         default="", description="Why aggregated or disaggregated serving needs fewer GPUs."
+    )
+    sequences: int = Field(
+        default=0, description="Sequences decoded at once over all (decode) replicas."
+    )
+    replica_batches: list[tuple[int, int]] = Field(
+        default_factory=list,
+        description="(replicas, sequences each): the replicas filled to `batch`, the one "
+        "partly filled, the idle ones; tokens/s is the sum of each at its own batch.",
     )
 
 

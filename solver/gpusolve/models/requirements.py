@@ -541,10 +541,13 @@ class InferenceWorkload(WorkloadBase):
         "default 128).",
     )
     # Engine and scheduler (estimate/engines.py says what each engine does by default).
-    engine: Literal["vllm", "sglang", "trtllm"] | None = Field(
+    engine: str | None = Field(
         default=None,
-        description="Serving engine whose scheduler and memory reserve size the batch; "
-        "default vllm.",
+        pattern=r"^(vllm|sglang|trtllm)(@[0-9A-Za-z.+-]{1,40})?$",
+        description="Serving engine whose scheduler and memory reserve size the batch: vllm, "
+        "sglang or trtllm, optionally with the release you run (vllm@0.11); default vllm. "
+        "The estimate names the release whose defaults it used and warns where another "
+        "was asked for.",
     )
     reserve: Literal["full", "mean"] | None = Field(
         default=None,

@@ -311,7 +311,11 @@ def _pools(v: ServingOut) -> str:
     p = v.disaggregated
     if p is None:
         return "agg"
-    return f"P{p.prefill_replicas}xTP{p.prefill_tp}+D{p.decode_replicas}xTP{p.decode_tp}"
+    pre = f"P{p.prefill_replicas}xTP{p.prefill_tp}" + (
+        f"PP{p.prefill_pp}" if p.prefill_pp > 1 else ""
+    )
+    dec = f"D{p.decode_replicas}xTP{p.decode_tp}" + (f"PP{p.decode_pp}" if p.decode_pp > 1 else "")
+    return f"{pre}+{dec}"
 
 
 def _workload_text(w: WorkloadEstimate) -> list[str]:
@@ -341,6 +345,10 @@ def _workload_text(w: WorkloadEstimate) -> list[str]:
 def _layout_text(c: ConfigOut, inference: bool) -> str:
     if inference:
         pp = f" PP{c.pp}" if c.pp > 1 else ""
+        v = c.serving
+        if v is not None and 0 < v.sequences < c.replicas * c.micro_batch:
+            fill = " + ".join(f"{n}×{b}" if n > 1 else str(b) for n, b in v.replica_batches)
+            return f"{c.replicas}× TP{c.tp}{pp}, {v.sequences} seq ({fill})"
         return f"{c.replicas}× TP{c.tp}{pp}, {c.micro_batch} seq"
     ckpt = {"none": "", "selective": " sel-rc", "full": " full-rc"}[c.gradient_checkpointing]
     zero = {0: "ddp", 1: "z1", 2: "z2", 3: "z3"}[c.zero_stage]

@@ -1,9 +1,11 @@
 """`plan --launch DIR`: launch files whose parallel sizes and batches are the plan's.
 
-Checked against the engines' own argument lists: torchrun's by its own parser (PyTorch is in
+Checked against the engines' argument lists: torchrun's by its own parser (PyTorch is in
 the test extra); Megatron-LM's, vLLM's and SGLang's flags and DeepSpeed's config keys by the
-lists in tests/data/launch/ (each file names the release it was extracted from): those
-packages do not install on the CI machine within the suite's time (CUDA builds, or no wheel).
+lists in tests/data/launch/ (each file names the release it was extracted from). The
+engines' own parsers and validation run in tests/test_launch_engines.py where the engines
+are installed; the model read back, the scripts and the wiring in
+tests/test_launch_readback.py.
 """
 
 from __future__ import annotations

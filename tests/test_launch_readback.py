@@ -461,3 +461,59 @@ def test_training_readme_gives_the_expected_step(
         text = (x.folder / d["workload"] / "README.md").read_text()
         assert f"step time: {step:,.2f} s" in text
         assert f"tokens/s: {d['throughput']:,.0f} in all" in text
+
+
+def _pretrain_70b(launched_all: dict[str, Launched], **parallel: int) -> tuple[Any, Any]:
+    """The 70B pretraining deployment (TP4 PP4 on H800), changed as the test needs."""
+    from gpusolve.models.plan import Deployment
+
+    x = launched_all["pretrain-70b-infiniband"]
+    d = Deployment.model_validate(x.plan["deployments"][0])
+    d = d.model_copy(update={"parallel": d.parallel.model_copy(update=parallel)})
+    return d, x.workload("pretrain-70b")
+
+
+def test_a_zero3_plan_with_tensor_parallelism_goes_to_megatron_fsdp(
+    launched_all: dict[str, Launched],
+) -> None:
+    """ZeRO-3 at TP > 1: Megatron-FSDP sharding weights, gradients and optimizer states, not
+    the distributed optimizer alone (which shards only the optimizer states)."""
+    from gpusolve.models.requirements import make_workload
+    from gpusolve.render.launch.common import VENDORS
+    from gpusolve.render.launch.models import model_of
+    from gpusolve.render.launch.training import training_files
+
+    d, raw = _pretrain_70b(launched_all, zero_stage=3)
+    w = make_workload(raw)
+    files = {f.path: f.text for f in training_files(d, w, model_of(w), VENDORS["nvidia"], "hopper")}
+    args = shlex.split(files["pretrain-70b/megatron.args"])
+    assert "--use-megatron-fsdp" in args
+    assert args[args.index("--data-parallel-sharding-strategy") + 1] == "optim_grads_params"
+    assert "unset CUDA_DEVICE_MAX_CONNECTIONS" in files["pretrain-70b/train.sh"]
+
+
+def test_a_full_finetune_with_model_parallelism_loads_its_checkpoint(
+    launched_all: dict[str, Launched],
+) -> None:
+    from gpusolve.models.requirements import make_workload
+    from gpusolve.render.launch.common import VENDORS
+    from gpusolve.render.launch.models import model_of
+    from gpusolve.render.launch.training import training_files
+
+    d, raw = _pretrain_70b(launched_all)
+    w = make_workload({**raw, "kind": "full_finetune"})
+    files = {f.path: f.text for f in training_files(d, w, model_of(w), VENDORS["nvidia"], "hopper")}
+    args = shlex.split(files["pretrain-70b/megatron.args"])
+    assert {"--finetune", "--no-load-optim", "--no-load-rng"} <= set(args)
+    script = files["pretrain-70b/train.sh"]
+    assert '--load "${CHECKPOINT:?' in script and "meta-llama/Llama-2-70b-hf" in script
+    run = subprocess.run(["bash", "-n"], input=script, capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+
+
+def test_blackwell_needs_no_single_connection(launched_all: dict[str, Launched]) -> None:
+    from gpusolve.render.launch.megatron import needs_one_connection
+
+    d, _ = _pretrain_70b(launched_all)
+    assert needs_one_connection(d, "hopper") and needs_one_connection(d, None)
+    assert not needs_one_connection(d, "blackwell")

@@ -68,8 +68,24 @@ def megatron_args(d: Deployment, w: Training, model: Model) -> list[str]:
     args += precision_args(w.precision)
     if w.kind != "pretrain":  # start from the checkpoint: weights only, iteration 0
         args += ["--finetune", "--no-load-optim", "--no-load-rng"]
-    args += ["--train-samples", str(max(1, int(w.tokens_per_run // seq)))]
+    samples = max(1, int(w.tokens_per_run // seq))
+    args += [
+        "--train-samples",
+        str(samples),
+        "--save-interval",
+        str(save_interval(d, seq, samples)),
+    ]
     return args
+
+
+def save_interval(d: Deployment, seq: int, samples: int) -> int:
+    """Steps between checkpoints: the plan's checkpoint interval at its step time (validate_args
+    requires one with --save); without a goodput estimate, once at the end of the run."""
+    steps = max(1, -(-samples // global_batch(d)))
+    if d.goodput is None or d.throughput <= 0:
+        return steps
+    step_s = global_batch(d) * seq / d.throughput
+    return max(1, min(steps, round(d.goodput.checkpoint_interval_min * 60 / step_s)))
 
 
 def architecture_args(model: Model, seq: int) -> list[str]:

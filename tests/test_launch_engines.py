@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import io
+import json
 import os
 import shlex
 import sys
@@ -75,6 +76,57 @@ def test_deepspeed_accepts_each_config(
         p = d["parallel"]
         assert config.train_batch_size == p["micro_batch"] * p["grad_accum"] * dp
         assert config.zero_optimization_stage == p["zero_stage"]
+
+
+# ----------------------------------------------------------------------------- Hugging Face
+
+
+def _presets() -> list[str]:
+    from gpusolve.estimate.presets import preset_names
+
+    return preset_names()
+
+
+@pytest.mark.parametrize("preset", _presets())
+def test_transformers_builds_the_plans_model_from_model_config(preset: str, tmp_path: Path) -> None:
+    """model/config.json through transformers' AutoConfig and its model class, built on the
+    meta device: the parameters its own layers hold are the plan's model's within 1%."""
+    pytest.importorskip("transformers", reason="the engines extra (transformers) is missing")
+    import torch
+    from transformers import AutoConfig, AutoModelForCausalLM
+
+    from gpusolve.models.requirements import make_workload
+    from gpusolve.render.launch.deepspeed import hf_config
+    from gpusolve.render.launch.models import model_of
+
+    w = make_workload(
+        {
+            "name": "x",
+            "kind": "pretrain",
+            "model": {"preset": preset},
+            "tokens": 1e9,
+            "seq_len": 4096,
+        }
+    )
+    model = model_of(w)
+    (tmp_path / "config.json").write_text(json.dumps(hf_config(model, w.seq_len)))
+    config = AutoConfig.from_pretrained(tmp_path)
+    with torch.device("meta"):
+        built = AutoModelForCausalLM.from_config(config)
+    held = sum(p.numel() for p in built.parameters())
+    assert held == pytest.approx(model.arch.params, rel=0.01), (type(built).__name__, held)
+
+
+@pytest.mark.parametrize("example", NAMES)
+def test_peft_reads_each_adapter_config(launched_all: dict[str, Launched], example: str) -> None:
+    pytest.importorskip("peft", reason="the engines extra (PEFT) is missing")
+    from peft import LoraConfig
+
+    x = launched_all[example]
+    for d, path in _files(x, "adapter_config.json"):
+        config = LoraConfig.from_pretrained(str(path.parent))
+        lora = x.workload(d["workload"]).get("lora") or {}
+        assert config.r == lora.get("rank", 16) and config.target_modules == "all-linear"
 
 
 # ----------------------------------------------------------------------------- Megatron-LM

@@ -18,7 +18,7 @@ from gpusolve.render.launch.megatron import global_batch
 from gpusolve.render.launch.models import Model
 
 
-def uses_deepspeed(d: Deployment, w: Training, model: Model) -> bool:
+def uses_deepspeed(d: Deployment, w: Training) -> bool:
     """LoRA/QLoRA (adapters through PEFT), and every run without tensor, pipeline, context
     or expert parallelism that ZeRO-2/3 shards or that fine-tunes a checkpoint: DeepSpeed
     shards as the plan assumed and loads the Hugging Face checkpoint as it is published.
@@ -27,7 +27,7 @@ def uses_deepspeed(d: Deployment, w: Training, model: Model) -> bool:
     if w.kind in ("lora", "qlora"):
         return True
     if p.tp == p.pp == p.cp == p.ep == 1:
-        return p.zero_stage >= 2 or w.kind == "full_finetune" or not model.named
+        return p.zero_stage >= 2 or w.kind == "full_finetune"
     return False
 
 
@@ -131,6 +131,8 @@ def hf_config(model: Model, seq: int) -> dict[str, object]:
         "tie_word_embeddings": model.tied,
     }
     if fam.rope_scaling == "llama3":
+        # Llama 3.1's config.json: max_position_embeddings 131072 (8192 scaled by RoPE).
+        config["max_position_embeddings"] = max(seq, 131072)
         config["rope_scaling"] = {
             "rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0,
             "high_freq_factor": 4.0, "original_max_position_embeddings": 8192,
@@ -144,6 +146,11 @@ def hf_config(model: Model, seq: int) -> dict[str, object]:
         }  # fmt: skip
     if fam.qkv_bias:
         return {"architectures": ["Qwen2ForCausalLM"], "model_type": "qwen2", **config}
+    if fam.sliding_window:
+        return {
+            "architectures": ["MistralForCausalLM"], "model_type": "mistral", **config,
+            "sliding_window": fam.sliding_window,
+        }  # fmt: skip
     return {"architectures": ["LlamaForCausalLM"], "model_type": "llama", **config}
 
 

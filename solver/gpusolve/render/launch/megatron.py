@@ -64,8 +64,11 @@ def megatron_args(d: Deployment, w: Training, model: Model) -> list[str]:
     if mtp_depth_of(w, arch):
         args += ["--mtp-num-layers", str(mtp_depth_of(w, arch))]
     args += sharding_args(d)
-    args += recompute_args(p.gradient_checkpointing, w)
+    recompute = recompute_args(p.gradient_checkpointing, w, arch)
+    args += recompute
     args += precision_args(w.precision)
+    if w.precision == "fp8":
+        args += fp8_recipe_args(model, recompute)
     if w.kind != "pretrain":  # start from the checkpoint: weights only, iteration 0
         args += ["--finetune", "--no-load-optim", "--no-load-rng"]
     samples = max(1, int(w.tokens_per_run // seq))
@@ -199,7 +202,7 @@ def sharding_args(d: Deployment) -> list[str]:
     return []
 
 
-def recompute_args(checkpointing: str, w: TrainingBase) -> list[str]:
+def recompute_args(checkpointing: str, w: TrainingBase, arch: Arch) -> list[str]:
     if checkpointing == "full":
         return [
             "--recompute-granularity", "full",
@@ -207,7 +210,10 @@ def recompute_args(checkpointing: str, w: TrainingBase) -> list[str]:
             "--recompute-num-layers", "1",
         ]  # fmt: skip
     modules = ["core_attn"] if checkpointing == "selective" else []
-    modules += [RECOMPUTE_MODULES[s] for s in w.memory_savings if s in RECOMPUTE_MODULES]
+    # TransformerConfig refuses mla_up_proj without MLA and moe_act without MoE.
+    absent = {"mla_up_proj": not arch.is_mla, "moe_act": not arch.is_moe}
+    named = [RECOMPUTE_MODULES[s] for s in w.memory_savings if s in RECOMPUTE_MODULES]
+    modules += [m for m in named if not absent.get(m, False)]
     args = ["--recompute-granularity", "selective", "--recompute-modules", *modules]
     out = args if modules else []
     if "bf16_moments" in w.memory_savings or "offload_optimizer" in w.memory_savings:
@@ -217,6 +223,17 @@ def recompute_args(checkpointing: str, w: TrainingBase) -> list[str]:
     if "offload_optimizer" in w.memory_savings:
         out += ["--optimizer-cpu-offload"]
     return out
+
+
+def fp8_recipe_args(model: Model, recompute: list[str]) -> list[str]:
+    """FP8 scaling: DeepSeek-V3's fine-grained tiles and blocks (report §3.3.2) are Transformer
+    Engine's blockwise recipe; TransformerConfig refuses layernorm or moe_act recomputation
+    under the default delayed scaling, so those take per-tensor current scaling."""
+    if model.arch.is_mla:
+        return ["--fp8-recipe", "blockwise"]
+    if {"layernorm", "moe_act"} & set(recompute):
+        return ["--fp8-recipe", "tensorwise"]
+    return []
 
 
 def precision_args(precision: str) -> list[str]:

@@ -49,6 +49,7 @@ class Family:
     base: str | None = None
     router: Router | None = None
     qk_norm: bool = False  # MLA's norms on the query and key-value latents
+    sliding_window: int = 0  # sliding_window: attention span of every layer (0 = full)
     source: str = ""
 
 
@@ -146,6 +147,7 @@ FAMILIES: dict[str, Family] = {
         "rope",
         10000,
         chat="mistralai/Mistral-7B-Instruct-v0.1",
+        sliding_window=4096,
         source="rms_norm_eps 1e-05, rope_theta 10000.0, sliding_window 4096",
     ),
     "mixtral-8x7b": Family(

@@ -53,7 +53,7 @@ def training_files(
     folder = d.workload
     run = " ".join(torchrun_args(d))
     env: list[str] = []
-    if uses_deepspeed(d, w, model):
+    if uses_deepspeed(d, w):
         files, command, engine = _deepspeed(d, w, model, run)
     else:
         files, command, engine = _megatron(d, w, model, run)
@@ -107,7 +107,11 @@ def _megatron(
 ) -> tuple[list[tuple[str, str]], list[str], str]:
     args = megatron_args(d, w, model)
     program = required("MEGATRON", "set MEGATRON to your Megatron-LM checkout") + "/pretrain_gpt.py"
-    tokenizer = model.checkpoint or "set TOKENIZER"
+    tokenizer = (
+        f'"${{TOKENIZER:-{model.checkpoint}}}"'
+        if model.checkpoint
+        else required("TOKENIZER", "set TOKENIZER to the Hugging Face tokenizer of the data")
+    )
     if w.kind == "pretrain":
         checkpoints = ['--save "${SAVE:-checkpoints}" --load "${SAVE:-checkpoints}"']
     else:
@@ -120,7 +124,7 @@ def _megatron(
         'eval "MEGATRON_ARGS=($(< megatron.args))"',
         f'torchrun {run} {program} "${{MEGATRON_ARGS[@]}}" '
         f"--data-path {required('DATA_PATH', 'set DATA_PATH')} "
-        f'--tokenizer-type HuggingFaceTokenizer --tokenizer-model "${{TOKENIZER:-{tokenizer}}}" '
+        f"--tokenizer-type HuggingFaceTokenizer --tokenizer-model {tokenizer} "
         + " ".join(checkpoints),
     ]
     engine = "Megatron-LM" + (
@@ -140,7 +144,7 @@ def _deepspeed(
     if w.kind == "pretrain":
         trainer += ["--config_name", "model"]
     else:
-        trainer += ["--model_name_or_path", "MODEL"]  # replaced by the variable below
+        trainer += ["--model_name_or_path", "@MODEL@"]  # the variable below, unquoted
     trainer += [
         "--per_device_train_batch_size", str(p.micro_batch),
         "--gradient_accumulation_steps", str(p.grad_accum),
@@ -162,7 +166,7 @@ def _deepspeed(
         if checkpoint
         else required("MODEL", "set MODEL to the checkpoint path or Hugging Face id")
     )
-    text = quoted(trainer).replace("MODEL", source, 1) if w.kind != "pretrain" else quoted(trainer)
+    text = quoted(trainer).replace("@MODEL@", source)
     program = required("TRAIN_SCRIPT", "set TRAIN_SCRIPT to a Hugging Face Trainer script")
     command = [
         "# TRAIN_SCRIPT takes Hugging Face TrainingArguments (as transformers' run_clm.py);",

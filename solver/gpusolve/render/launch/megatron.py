@@ -182,6 +182,13 @@ def _moe(arch: Arch, model: Model) -> list[str]:
         ]  # fmt: skip
         if router.expert_bias:
             args.append("--moe-router-enable-expert-bias")
+        if router.bias_update_rate:
+            args += ["--moe-router-bias-update-rate", f"{router.bias_update_rate:g}"]
+        if router.seq_aux_loss:
+            args += [
+                "--moe-router-load-balancing-type", "seq_aux_loss",
+                "--moe-aux-loss-coeff", f"{router.seq_aux_loss:g}",
+            ]  # fmt: skip
     return args
 
 

@@ -28,6 +28,8 @@ class Router:
     scaling: float  # routed_scaling_factor
     groups: int  # n_group
     group_topk: int  # topk_group
+    seq_aux_loss: float = 0.0  # sequence-wise balance loss weight (0: the default aux loss)
+    bias_update_rate: float = 0.0  # the expert bias's update speed
 
 
 @dataclass(frozen=True)
@@ -205,7 +207,9 @@ FAMILIES: dict[str, Family] = {
         yarn_factor=40.0,
         chat="deepseek-ai/DeepSeek-V3",
         base="deepseek-ai/DeepSeek-V3-Base",
-        router=Router("sigmoid", True, 2.5, 8, 4),
+        # Training: the sequence-wise balance loss at alpha 0.0001 and the bias update speed
+        # gamma 0.001 (DeepSeek-V3 report §2.1.2, §4.2).
+        router=Router("sigmoid", True, 2.5, 8, 4, seq_aux_loss=1e-4, bias_update_rate=1e-3),
         qk_norm=True,
         source="deepseek-ai/DeepSeek-V3 config.json",
     ),

@@ -211,20 +211,22 @@ def _readme(d: Deployment, w: Training, model: Model, engine: str) -> str:
         out.append(f"- one run: {d.time_to_train_h:,.1f} h")
     out += [
         "",
-        "A step slower than this by more than the plan's margin means the purchase does",
-        "not deliver what it was sized for: check the interconnect and the engine build",
-        "before scaling out.",
+        "Steps clearly slower than this (after the first few, which warm up) mean the",
+        "hardware does not deliver what the plan bought: check the interconnect and the",
+        "engine build before scaling out.",
         "",
-        f"Model: {_model_line(model)}.",
+        f"Model: {_model_line(model, w.kind == 'pretrain')}.",
     ]
     if w.kind != "pretrain":
         out.append(f"Starts from the checkpoint {model.checkpoint or 'named by MODEL/CHECKPOINT'}.")
     return "\n".join(out) + "\n"
 
 
-def _model_line(model: Model) -> str:
+def _model_line(model: Model, from_scratch: bool) -> str:
     arch = model.arch
     shape = f"{arch.layers} layers, hidden {arch.hidden}, {arch.params / 1e9:,.1f} B parameters"
+    if arch.coarse and from_scratch:
+        return shape + " (a plausible shape of the given size, invented: give the shape)"
     if arch.coarse:
-        return shape + " (a size-only model: the architecture comes from its checkpoint)"
+        return f"{arch.params / 1e9:,.1f} B parameters, size only: the checkpoint gives its shape"
     return f"{arch.name or 'as given'}, {shape}; {model.family.source}"

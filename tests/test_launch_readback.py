@@ -517,3 +517,35 @@ def test_blackwell_needs_no_single_connection(launched_all: dict[str, Launched])
     d, _ = _pretrain_70b(launched_all)
     assert needs_one_connection(d, "hopper") and needs_one_connection(d, None)
     assert not needs_one_connection(d, "blackwell")
+
+
+def _presets() -> list[str]:
+    from gpusolve.estimate.presets import preset_names
+
+    return preset_names()
+
+
+@pytest.mark.parametrize("preset", _presets())
+def test_megatron_arguments_of_every_preset_build_its_model(
+    launched_all: dict[str, Launched], preset: str, tmp_path: Path
+) -> None:
+    """Every shipped model, launched on Megatron-LM, reads back to its parameter count (the
+    vocabulary is the tokenizer's, which the arguments do not carry)."""
+    from gpusolve.models.requirements import make_workload
+    from gpusolve.render.launch.megatron import megatron_args
+    from gpusolve.render.launch.models import model_of
+
+    d, _ = _pretrain_70b(launched_all, tp=1, pp=1)
+    w = make_workload(
+        {
+            "name": "x",
+            "kind": "pretrain",
+            "model": {"preset": preset},
+            "tokens": 1e9,
+            "seq_len": 2048,
+        }
+    )
+    model = model_of(w)
+    (tmp_path / "megatron.args").write_text(shlex.join(megatron_args(d, w, model)))
+    got = megatron_params(_args(tmp_path / "megatron.args"), model.arch.vocab)
+    assert got == pytest.approx(model.arch.params, rel=0.01), (got, model.arch.params)

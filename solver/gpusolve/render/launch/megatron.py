@@ -112,6 +112,8 @@ def architecture_args(model: Model, seq: int) -> list[str]:
         args += ["--rotary-base", str(fam.rope_base)]
     if fam.rope_scaling == "llama3":  # Megatron's --rope-scaling-factor defaults to 8
         args.append("--use-rope-scaling")
+    if fam.sliding_window:  # (left, right) as flash-attention takes it: causal, 0 ahead
+        args += ["--window-size", f"{fam.sliding_window},0"]
     if fam.activation == "swiglu":
         args.append("--swiglu")
     if not fam.linear_bias:

@@ -268,11 +268,15 @@ def test_vllm_accepts_each_server_line(launched_all: dict[str, Launched], exampl
     from vllm.entrypoints.common.cli_args import make_arg_parser, validate_parsed_serve_args
     from vllm.utils.argparse_utils import FlexibleArgumentParser
 
-    for _, path in _files(launched_all[example], "vllm.sh"):
+    x = launched_all[example]
+    for d, path in _files(x, "vllm.sh"):
+        context = x.workload(d["workload"]).get("context_len")
         for words in _lines(path, "vllm serve"):
             parser = make_arg_parser(FlexibleArgumentParser(prog="vllm serve"))
             args = parser.parse_args(words[words.index("serve") + 1 :])
             validate_parsed_serve_args(args)
+            assert args.max_model_len == context  # None: the model's own window
+            assert args.max_num_seqs == d["parallel"]["micro_batch"]
 
 
 @pytest.mark.parametrize("example", NAMES)
@@ -280,12 +284,14 @@ def test_sglang_accepts_each_server_line(launched_all: dict[str, Launched], exam
     pytest.importorskip("sglang.srt.server_args", reason="SGLang is not installed")
     from sglang.srt.server_args import ServerArgs
 
-    for _, path in _files(launched_all[example], "sglang.sh"):
+    x = launched_all[example]
+    for d, path in _files(x, "sglang.sh"):
         for words in _lines(path, "sglang.launch_server"):
             parser = argparse.ArgumentParser(prog="sglang.launch_server")
             ServerArgs.add_cli_args(parser)
             args = parser.parse_args(words[words.index("sglang.launch_server") + 1 :])
-            assert args.tp_size >= 1
+            assert args.context_length == x.workload(d["workload"]).get("context_len")
+            assert args.max_running_requests == d["parallel"]["micro_batch"]
 
 
 class _Parsed(Exception):

@@ -1,9 +1,11 @@
 """`plan --launch DIR`: launch files whose parallel sizes and batches are the plan's.
 
-Checked against the engines' own argument lists: torchrun's by its own parser (PyTorch is in
+Checked against the engines' argument lists: torchrun's by its own parser (PyTorch is in
 the test extra); Megatron-LM's, vLLM's and SGLang's flags and DeepSpeed's config keys by the
-lists in tests/data/launch/ (each file names the release it was extracted from): those
-packages do not install on the CI machine within the suite's time (CUDA builds, or no wheel).
+lists in tests/data/launch/ (each file names the release it was extracted from). The
+engines' own parsers and validation run in tests/test_launch_engines.py where the engines
+are installed; the model read back, the scripts and the wiring in
+tests/test_launch_readback.py.
 """
 
 from __future__ import annotations
@@ -15,9 +17,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.support.launched import DEEPSEEK, launch_all
 from tests.support.shipped import EXAMPLES, ROOT
 
 DATA = ROOT / "tests" / "data" / "launch"
+LAUNCHED = [e.stem for e in EXAMPLES] + [DEEPSEEK[0].stem]
 
 
 def _listed(name: str) -> set[str]:
@@ -59,21 +63,10 @@ def _torchrun(script: str) -> Any:
 @pytest.fixture(scope="module")
 def launched(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[dict[str, Any], Path]]:
     """Every example planned once, with its JSON plan and its launch folder."""
-    from gpusolve.cli import main
-
-    out: dict[str, tuple[dict[str, Any], Path]] = {}
-    for example in EXAMPLES:
-        where = tmp_path_factory.mktemp(example.stem)
-        args = ["plan", "-q", str(example), "--format", "json", "-o", str(where / "plan.json")]
-        try:
-            main([*args, "--launch", str(where / "launch")])
-        except SystemExit as exc:
-            assert not exc.code, example.name
-        out[example.stem] = (json.loads((where / "plan.json").read_text()), where / "launch")
-    return out
+    return {name: (x.plan, x.folder) for name, x in launch_all(tmp_path_factory).items()}
 
 
-@pytest.mark.parametrize("example", [e.stem for e in EXAMPLES])
+@pytest.mark.parametrize("example", LAUNCHED)
 def test_launch_files_carry_the_plans_sizes(
     launched: dict[str, tuple[dict[str, Any], Path]], example: str
 ) -> None:
@@ -184,7 +177,7 @@ def test_flag_lists_name_the_engines_core_flags() -> None:
 def test_uneven_layers_put_the_remainder_on_the_last_stage() -> None:
     """80 layers on 7 stages: six stages of ceil(80/7) = 12 and a last stage of 8, as the
     plan's memory assumed for the fullest stage."""
-    from gpusolve.render.launch import _uneven_last_stage
+    from gpusolve.render.launch.megatron import _uneven_last_stage
 
     assert _uneven_last_stage(80, 7) == ["--decoder-last-pipeline-num-layers", "8"]
     assert _uneven_last_stage(80, 8) == []

@@ -1,0 +1,54 @@
+"""Every shipped example, and the DeepSeek-V3-class scale example, planned once with
+`plan --launch`: its requirements, JSON plan and launch folder (shared by the launch
+tests of one worker)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from tests.support.shipped import EXAMPLES, ROOT
+
+SCALE = ROOT / "examples" / "scale"
+# The scale example and the catalogue its header names.
+DEEPSEEK = (SCALE / "moe-deepseek-v3-class.yaml", SCALE / "large-site-h800.yaml")
+
+
+@dataclass(frozen=True)
+class Launched:
+    reqs: dict[str, Any]
+    plan: dict[str, Any]
+    folder: Path
+
+    def workload(self, name: str) -> dict[str, Any]:
+        return next(w for w in self.reqs["workloads"] if w["name"] == name)
+
+
+def _plan(example: Path, where: Path, extra: list[str]) -> Launched:
+    from gpusolve.cli import main
+
+    args = ["plan", "-q", str(example), *extra, "--format", "json", "-o", str(where / "p.json")]
+    try:
+        main([*args, "--launch", str(where / "launch")])
+    except SystemExit as exc:
+        assert not exc.code, example.name
+    reqs = yaml.safe_load(example.read_text(encoding="utf-8"))
+    return Launched(reqs, json.loads((where / "p.json").read_text()), where / "launch")
+
+
+_DONE: dict[str, Launched] = {}
+
+
+def launch_all(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Launched]:
+    """Planned once per worker: the first caller's temporary folders serve every caller."""
+    if not _DONE:
+        for e in EXAMPLES:
+            _DONE[e.stem] = _plan(e, tmp_path_factory.mktemp(e.stem), [])
+        example, catalog = DEEPSEEK
+        extra = ["--no-default-catalog", "--catalog", str(catalog)]
+        _DONE[example.stem] = _plan(example, tmp_path_factory.mktemp(example.stem), extra)
+    return _DONE

@@ -67,6 +67,7 @@ from gpusolve.optimize.stages import expr_range, var_bounds
 # `MIN_PATTERNS`; a site with more fills than that is packed rack by rack.
 PATTERN_BUDGET = 2000
 MIN_PATTERNS = 50
+Bounds = list[tuple[int, int]]  # (lowest, highest) of each variable, by proto index
 PARTS = ("capex", "residual", "rack_rent", "site_fixed", "energy", "cloud")
 
 
@@ -220,9 +221,11 @@ def build_model(
         v.cloud.update({(p, c.option.key): c.var for c in pm.cloud})
         v.working.update({(k, s, p): n for (k, s), n in pm.servers.items()})
     exprs: dict[str, Any] = {}
+    # The periods' variables' domains, read once (each read crosses into C++).
+    bounds = var_bounds(m)
     _servers_over_time(m, pi, v, mode, lits, fixed, exprs)
-    _sites_over_time(m, pi, v, lits, exprs)
-    _network_over_time(m, pi, v, exprs)
+    _sites_over_time(m, pi, v, lits, exprs, bounds)
+    _network_over_time(m, v, exprs, bounds)
     _running_costs(m, pi, v, exprs)
     _budgets(m, pi, exprs, lits)
     return m, v, exprs
@@ -306,6 +309,7 @@ def _sites_over_time(
     v: PhasedVars,
     lits: relax.Lits | None,
     exprs: dict[str, Any],
+    bounds: Bounds,
 ) -> None:
     """Racks held per site and period (contract, more for servers, switch-only), the site
     live from its first use; rent, set-up fees and included bandwidth per period."""
@@ -322,7 +326,7 @@ def _sites_over_time(
         paid = contract.months_paid if contract is not None else 0
         v.floor[s] = held
         top = max(
-            pm.packing[s].total_ub + (_upper(m, pm.net.racks[s]) if s in pm.net.racks else 0)
+            pm.packing[s].total_ub + (_upper(bounds, pm.net.racks[s]) if s in pm.net.racks else 0)
             for pm in v.periods
             if s in pm.packing
         )
@@ -362,7 +366,7 @@ def _sites_over_time(
 
 
 def _network_over_time(
-    m: cp_model.CpModel, pi: PhasedInstance, v: PhasedVars, exprs: dict[str, Any]
+    m: cp_model.CpModel, v: PhasedVars, exprs: dict[str, Any], bounds: Bounds
 ) -> None:
     """What has been spent on the network and storage by each period covers that period's
     fabric and storage; a period pays what it adds (part of its capex)."""
@@ -370,7 +374,7 @@ def _network_over_time(
     bound = 0
     for p, pm in enumerate(v.periods):
         cost = pm.net.network + pm.net.storage
-        bound += _upper(m, cost)
+        bound += _upper(bounds, cost)
         spent = m.new_int_var(0, max(bound, 0), f"network_spent[{p}]")
         m.add(spent >= cost)
         m.add(spent >= spent_before)
@@ -379,9 +383,9 @@ def _network_over_time(
         spent_before = spent
 
 
-def _upper(m: cp_model.CpModel, expr: Expr) -> int:
-    """The largest value a linear expression of the model's variables can take."""
-    return expr_range(expr, var_bounds(m))[1]
+def _upper(bounds: Bounds, expr: Expr) -> int:
+    """The largest value a linear expression of the periods' variables can take."""
+    return expr_range(expr, bounds)[1]
 
 
 def _running_costs(

@@ -11,8 +11,10 @@ periods and, in every period, the same deployments. Card efficiency is not searc
 schedule: it would build every period's candidates again at every probe.
 
 The whole analysis gets the run's limits once more (its work limit, and its wall clock
-when one is given), shared evenly by the probes it expects (`PROBES_PER_PARAMETER`); a
-probe that stops at its share reports the best schedule it found.
+when one is given), shared evenly by the probes it expects (`PROBES_PER_PARAMETER`), each
+probe at least `MIN_PROBE_WORK`; a probe that stops at its share reports the best schedule
+it found. A wall clock too short for a probe to find the schedule again is said, not
+searched.
 """
 
 from __future__ import annotations
@@ -43,6 +45,11 @@ from gpusolve.optimize.phased.ir import PhasedInstance, PhasedSolution
 REL_TOL = 0.05
 # Solves one parameter's search takes: steps out to each end and a bisection at each.
 PROBES_PER_PARAMETER = 16
+# Below these a probe cannot even find the schedule again (building the model of the
+# shipped example takes about a third of a second, re-proving it one to three units of
+# work).
+MIN_PROBE_S = 1.0
+MIN_PROBE_WORK = 1.0
 
 
 def schedule_key(s: PhasedSolution) -> PlanKey:
@@ -188,7 +195,15 @@ def analyse(
     probes = max(1, PROBES_PER_PARAMETER * len(params))
     # The pool runs `workers` probes at once: each gets that many shares of the wall clock.
     wall = config.time_limit_s * max(1, workers) / probes
-    work = config.work_limit / probes if config.work_limit is not None else None
+    if wall < MIN_PROBE_S:
+        why = (
+            f"{len(params)} prices x about {PROBES_PER_PARAMETER} re-solves of the schedule "
+            f"leave {wall:.2g} s each within --time-limit; give a longer one, or none"
+        )
+        return Sensitivity(not_searched=why)
+    work = None
+    if config.work_limit is not None:
+        work = max(MIN_PROBE_WORK, config.work_limit / probes)
     probe = dataclasses.replace(config, workers=1, work_limit=work, time_limit_s=wall)
     base_key = schedule_key(best)
     tasks = [ScheduleTask(p, pi, best, base_key, probe) for p in params]

@@ -77,7 +77,7 @@ def difference(best: ir.Solution, alt: ir.Solution, cand: Candidates) -> str:
 
 
 def schedule_top_k(
-    built: PhasedInputs, best: PhasedSolution, k: int, config: ir.SolveConfig
+    phased_inputs: PhasedInputs, best: PhasedSolution, k: int, config: ir.SolveConfig
 ) -> list[ScheduleAlternative]:
     """The next k distinct schedules after `best` (distinct as `phased_alternatives.py`
     defines it), each with its TCO and delta to the schedule."""
@@ -85,7 +85,7 @@ def schedule_top_k(
 
     if not k or best.objective_value is None:
         return []
-    found = alternatives(built.instance, k, config)
+    found = alternatives(phased_inputs.instance, k, config)
     return [
         ScheduleAlternative(
             rank=rank,

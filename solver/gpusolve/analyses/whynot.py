@@ -257,21 +257,27 @@ def _forced_line(
 # --------------------------------------------------------------------------- schedules
 
 
-def _schedule_using(built: PhasedInputs, item: str) -> Callable[[int, str, str | None], bool]:
+def _schedule_using(
+    phased_inputs: PhasedInputs, item: str
+) -> Callable[[int, str, str | None], bool]:
     def uses(p: int, key: str, site: str | None) -> bool:
-        return uses_item(item, built.prepared[p].cand.meta[key], site)
+        return uses_item(item, phased_inputs.prepared[p].cand.meta[key], site)
 
     return uses
 
 
 def schedule_why_not(
-    run: Inputs, built: PhasedInputs, best: PhasedSolution, item: str, config: ir.SolveConfig
+    run: Inputs,
+    phased_inputs: PhasedInputs,
+    best: PhasedSolution,
+    item: str,
+    config: ir.SolveConfig,
 ) -> ScheduleWhyNot:
     """Whether the schedule uses `item`; if not, the schedule with it forced into some
     period and its delta, or why no period can use it."""
     from gpusolve.optimize.phased.alternatives import forced
 
-    uses = _schedule_using(built, item)
+    uses = _schedule_using(phased_inputs, item)
     used = [
         pp.period.index
         for pp in best.periods
@@ -282,11 +288,11 @@ def schedule_why_not(
         return ScheduleWhyNot(
             item=item, in_schedule=True, lines=[f"{item} is in the schedule (P{used[0]} on)"]
         )
-    lines = _schedule_unavailable(run, item) + _schedule_rejections(built, item)
+    lines = _schedule_unavailable(run, item) + _schedule_rejections(phased_inputs, item)
     if best.objective_value is None:
         lines.append("no schedule exists to compare one using it with")
         return ScheduleWhyNot(item=item, in_schedule=False, lines=_schedule_unique(lines))
-    alt = forced(built.instance, uses, config)
+    alt = forced(phased_inputs.instance, uses, config)
     if alt is None:
         lines.append(f"no option of any period can use {item}")
         return ScheduleWhyNot(item=item, in_schedule=False, lines=_schedule_unique(lines))
@@ -330,9 +336,9 @@ def _schedule_unavailable(run: Inputs, item: str) -> list[str]:
     return [f"{item} is not available until month {month}"]
 
 
-def _schedule_rejections(built: PhasedInputs, item: str) -> list[str]:
+def _schedule_rejections(phased_inputs: PhasedInputs, item: str) -> list[str]:
     lines = []
-    for p, prep in zip(built.instance.periods, built.prepared, strict=True):
+    for p, prep in zip(phased_inputs.instance.periods, phased_inputs.prepared, strict=True):
         for w in prep.cand.instance.workloads:
             for line in rejection_lines(item, w, prep.cand, prep.catalog):
                 lines.append(f"{w}: {line} (from P{p.index})")

@@ -472,6 +472,9 @@ class Sensitivity(OutModel):
     ranges: list[SensitivityRange] = Field(default_factory=list)
     solves: int = Field(default=0, description="Re-solves the analysis ran.")
     wall_s: float = 0.0
+    not_searched: str | None = Field(
+        default=None, description="Why no range was searched (the limits left too little)."
+    )
 
 
 class ScenarioOutcome(OutModel):

@@ -54,6 +54,9 @@ def sensitivity_text(s: Sensitivity | None, currency: str) -> list[str]:
     if s is None:
         return []
     out = ["", TITLE]
+    if s.not_searched is not None:
+        out.append(f"  not searched: {s.not_searched}")
+        return out
     if not s.ranges:
         out.append("  no price enters the plan's cost")
         return out
@@ -83,6 +86,9 @@ def sensitivity_markdown(s: Sensitivity | None, currency: str) -> list[str]:
     if s is None:
         return []
     out = ["", "## Sensitivity", ""]
+    if s.not_searched is not None:
+        out.append(f"Not searched: {s.not_searched}.")
+        return out
     if not s.ranges:
         out.append("No price enters the plan's cost.")
         return out

@@ -160,9 +160,10 @@ def solve_interruptibly(
     from gpusolve.runs.progress import SolveProgress
 
     shown = SolveProgress(bar, run.reqs.currency)
+    say = shown.saying(progress)
     try:
         return run_interruptibly(
-            lambda: analysed(planning.make_plan(run, options, progress, shown.watch), progress),
+            lambda: analysed(planning.make_plan(run, options, say, shown.watch), say),
             on_search=lambda: progress("searching (Ctrl-C stops and prints the best plan so far)"),
             tick=shown.tick,
         )

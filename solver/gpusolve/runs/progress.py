@@ -11,6 +11,7 @@ from __future__ import annotations
 import sys
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 # Redraw at most this often (tqdm's own `mininterval` applies to updates, not refreshes).
@@ -24,7 +25,7 @@ class SolveProgress:
         self.currency = currency
         self.started = time.monotonic()
         self.drawn_at = 0.0
-        self.stage = "solving"
+        self.stage = "preparing"
         self.value: int | None = None
         self.bound: int | None = None
         self.lock = threading.Lock()
@@ -34,11 +35,24 @@ class SolveProgress:
 
             self.bar = tqdm(
                 total=None,
+                desc=self.stage,
                 file=sys.stderr,
                 bar_format="gpusolve: {desc} [{elapsed}]{postfix}",
                 leave=False,
                 dynamic_ncols=True,
             )
+
+    def saying(self, say: Callable[[str], None]) -> Callable[[str], None]:
+        """`say` (the command's progress lines) printed above the bar, not through it."""
+
+        def said(line: str) -> None:
+            if self.bar is None:
+                say(line)
+                return
+            with self.bar.external_write_mode():
+                say(line)
+
+        return said
 
     def watch(self, stage: str, value: int | None, bound: int | None) -> None:
         """From the solver's thread: a new stage (value None), or a better plan."""

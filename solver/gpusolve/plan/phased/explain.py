@@ -49,10 +49,10 @@ def first_month(catalog: Catalog, server: str) -> int:
     return max(s.available_from_month, catalog.cards[s.card].available_from_month)
 
 
-def build_explain(run: Inputs, built: PhasedInputs) -> ExplainInputs:
-    """The explain-mode twin of `built` (same periods, prices, lead times and budgets)."""
+def build_explain(run: Inputs, phased_inputs: PhasedInputs) -> ExplainInputs:
+    """The explain-mode twin of `phased_inputs` (same periods, prices, lead times and budgets)."""
     reqs, catalog = run.reqs, run.catalog
-    base = built.instance
+    base = phased_inputs.instance
     periods = base.periods
     whole = _everything_now(catalog)
     prepared = tuple(

@@ -19,7 +19,7 @@ NAMES: dict[Mode, str] = {"free": "schedule", "buy-now": "buy-now", "rent": "ren
 
 def infeasibility(
     run: Inputs,
-    built: PhasedInputs,
+    phased_inputs: PhasedInputs,
     solutions: dict[Mode, PhasedSolution],
     config: ir.SolveConfig,
 ) -> list[ScheduleInfeasibility]:
@@ -31,11 +31,11 @@ def infeasibility(
     failed = [m for m, s in solutions.items() if s.status == "infeasible"]
     if not failed:
         return []
-    said = {"rent": _no_rental(run, built)}
+    said = {"rent": _no_rental(run, phased_inputs)}
     searched = [m for m in failed if m == "free" or ("free" not in failed and not said.get(m))]
-    explained = build_explain(run, built) if searched else None
+    explained = build_explain(run, phased_inputs) if searched else None
     return [
-        _conflicts(run, built, explained, mode, solutions[mode], config)
+        _conflicts(run, phased_inputs, explained, mode, solutions[mode], config)
         if explained is not None and mode in searched
         else _named(mode, [said.get(mode), solutions[mode].reason, _as_schedule(failed, mode)])
         for mode in failed
@@ -56,7 +56,7 @@ def _named(mode: Mode, reasons: list[str | None]) -> ScheduleInfeasibility:
 
 def _conflicts(
     run: Inputs,
-    built: PhasedInputs,
+    phased_inputs: PhasedInputs,
     ex: ExplainInputs,
     mode: Mode,
     solution: PhasedSolution,
@@ -64,7 +64,7 @@ def _conflicts(
 ) -> ScheduleInfeasibility:
     from gpusolve.optimize.phased.explain import explain_phased
 
-    headline = _no_rental(run, built) if mode == "rent" else None
+    headline = _no_rental(run, phased_inputs) if mode == "rent" else None
     found = explain_phased(ex.instance, ex.requirements, config, mode)
     why = [r for r in (headline, solution.reason) if r]
     if found is None:
@@ -102,10 +102,10 @@ def _conflicts(
     )
 
 
-def _no_rental(run: Inputs, built: PhasedInputs) -> str | None:
+def _no_rental(run: Inputs, phased_inputs: PhasedInputs) -> str | None:
     """Renting as you go needs a rental for every workload in every period it runs."""
     missing: dict[str, list[int]] = defaultdict(list)
-    for p, inst in enumerate(built.instance.instances):
+    for p, inst in enumerate(phased_inputs.instance.instances):
         rented = {c.workload for c in inst.cloud if not c.violates}
         for w in inst.workloads:
             if w not in rented:

@@ -136,3 +136,29 @@ def test_a_schedules_analyses_solve_its_own_instance(
     assert seen and all(pi is schedule.solution.instance for pi in seen)
     assert after.plan.alternatives  # type: ignore[union-attr]
     assert after.plan.why_not is not None  # type: ignore[union-attr]
+
+
+def test_a_schedules_sensitivity_ranges_hold_the_schedule_inside_and_not_beyond(
+    schedule: Solved,
+) -> None:
+    from gpusolve.analyses.schedule_ranges import ScheduleTask, schedule_key
+
+    ranged = sensitivity.run(schedule, bar=False, workers=1)
+    assert isinstance(ranged, type(schedule.plan)) and ranged.sensitivity is not None
+    ranges = ranged.sensitivity.ranges
+    assert ranges and ranged.sensitivity.not_searched is None
+    phased = schedule.solution
+    assert isinstance(phased, Phased)
+    from gpusolve.analyses.schedule_ranges import parameters
+
+    params = {p.words: p for p in parameters(phased.instance, phased.best, "CNY")}
+    base_key = schedule_key(phased.best)
+    for r in ranges:
+        lo = r.low if r.low is not None else r.searched_low
+        hi = r.high if r.high is not None else r.searched_high
+        assert lo <= r.current <= hi, r
+        task = ScheduleTask(params[r.parameter], phased.instance, phased.best, base_key, CONFIG)
+        # Inside the range the schedule is the same; just past a reported end it is not.
+        assert task.solve_at((lo / r.current) ** 0.5 if r.current else 1.0).key == base_key
+        if r.high is not None and r.above is not None:
+            assert task.solve_at(r.high / r.current * 1.06).key != base_key

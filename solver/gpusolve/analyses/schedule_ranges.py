@@ -168,16 +168,25 @@ class ScheduleTask:
     config: SolveConfig
 
     def analyse(self, inputs: Any) -> Outcome:
-        from gpusolve.optimize.phased.solve import solve_phased
+        return both_ends(self.parameter, self.solve_at, self.base_key, rel_tol=REL_TOL)
 
-        def solve_at(factor: float) -> Probe:
-            p = self.parameter
-            moved = scaled(self.instance, p.kind, p.subject, factor)
-            found = solve_phased(moved, self.config, hint=self.base)
-            key = schedule_key(found)
-            return Probe(factor, key, describe(key, self.base_key), found.tco)
+    def solve_at(self, factor: float) -> Probe:
+        """The schedule at `factor`: another one only when it costs strictly less there
+        than this schedule priced at `factor` (a search stopped at its limit, or a tie,
+        does not move the edge)."""
+        from gpusolve.optimize.phased.solve import held_to, solve_phased
 
-        return both_ends(self.parameter, solve_at, self.base_key, rel_tol=REL_TOL)
+        p = self.parameter
+        moved = scaled(self.instance, p.kind, p.subject, factor)
+        kept = solve_phased(moved, self.config, restrict=held_to(self.base))
+        found = solve_phased(moved, self.config, hint=self.base)
+        same = kept.objective_value is not None and (
+            found.objective_value is None or found.objective_value >= kept.objective_value
+        )
+        if same:
+            return Probe(factor, self.base_key, describe(self.base_key, self.base_key), kept.tco)
+        key = schedule_key(found)
+        return Probe(factor, key, describe(key, self.base_key), found.tco)
 
 
 def analyse(

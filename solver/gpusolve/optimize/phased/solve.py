@@ -135,6 +135,26 @@ def solve_phased(
     )
 
 
+def held_to(s: PhasedSolution) -> Restrict:
+    """A restriction to schedule `s`'s choices in every period and its purchases: the same
+    schedule priced again (a sensitivity probe's reference)."""
+
+    def restrict(m: cp_model.CpModel, v: PhasedVars) -> None:
+        chosen = {(pp.period.index, c.option, c.site) for pp in s.periods for c in pp.choices}
+        for (p, key, site), x in v.owned.items():
+            m.add(x == int((p, key, site) in chosen))
+        for (p, key), y in v.cloud.items():
+            m.add(y == int((p, key, None) in chosen))
+        for at, x in v.buy.items():
+            m.add(x == _bought(s).get(at, 0))
+
+    return restrict
+
+
+def _bought(s: PhasedSolution) -> dict[tuple[str, str, int], int]:
+    return {(k, site, pp.period.index): n for pp in s.periods for (k, site), n in pp.bought.items()}
+
+
 def _hint(m: cp_model.CpModel, v: PhasedVars, s: PhasedSolution) -> None:
     """Start from schedule `s`: its choices in every period and its purchases."""
     chosen = {(pp.period.index, c.option, c.site) for pp in s.periods for c in pp.choices}

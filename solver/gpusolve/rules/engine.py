@@ -178,7 +178,7 @@ class WorkloadRules:
             result = p.program.evaluate(bindings)
             if result is True:
                 continue
-            detail = result.message if isinstance(result, EvalFailure) else None
+            detail = f"{p.where}: {result.message}" if isinstance(result, EvalFailure) else None
             failed.append(Violation(p.rule, p.source, p.title, detail))
         return failed
 
@@ -313,8 +313,15 @@ def _one_pass(
         entry = TraceEntry(len(trace) + 1, rule.id, rule.source, rule.title, rule.where)
         trace.append(entry)
         if isinstance(outcome, EvalFailure):
-            entry.error = outcome.message
-            continue
+            # Whether the rule applies is unknown: planning on as if it did not would
+            # silently drop what it sets, requires or prefers.
+            raise InputError.single(
+                rule.file,
+                f"when: could not be evaluated for workload {workload.name!r}: {outcome.message}",
+                line=rule.when_line or rule.line,
+                hint="fix the expression, or guard what can fail (`x != null && ...`)",
+                context=f"rule {rule.id}",
+            )
         for name, value in rule.sets.items():
             previous_by, previous_entry = origin[name]
             entry.set[name] = value
@@ -404,7 +411,7 @@ def catalogue_removals(
                     continue
                 removal.removed.append(item.id)
                 if isinstance(result, EvalFailure):
-                    removal.errors[item.id] = result.message
+                    removal.errors[item.id] = f"{pred.where}: {result.message}"
             out.append(removal)
     return out
 

@@ -22,10 +22,13 @@ FINETUNE = str(EXAMPLES / "finetune-7b-deadline.yaml")
 FLEET = str(EXAMPLES / "fleets" / "h100-training-cluster.yaml")
 PROFILE_LOG = str(ROOT / "tests" / "data" / "dmon" / "l40s_query_stalled.csv")
 FAST = ("--time-limit", "5")
+PHASED = str(ROOT / "tests" / "corpus" / "valid" / "requirements-phased.yaml")
 
 COMMANDS = [
     ("plan", ("plan", "-q", FINETUNE, *FAST)),
     ("bom", ("plan", "-q", FINETUNE, "--bom", *FAST)),
+    ("schedule", ("plan", "-q", PHASED, *FAST)),
+    ("schedule-bom", ("plan", "-q", PHASED, "--bom", *FAST)),
     ("estimate", ("estimate", FINETUNE)),
     ("colo", ("colo", FLEET)),
     ("frontier", ("frontier", "-q", FINETUNE, *FAST)),

@@ -27,8 +27,7 @@ periods:
 workloads:
   - name: chat
     kind: inference
-    model:
-      preset: llama-2-7b
+    model: {{preset: llama-2-7b}}
     precision: fp16
     target_tokens_per_s: {target}
 {demand}
@@ -57,7 +56,7 @@ def refused(result: Any, where: str, *phrases: str) -> None:
 def test_a_growth_factor_of_1e_minus_300_is_refused_at_its_line(gpusolve: Run, tmp_path: Path):
     demand = "    demand_growth:\n      factor: 1.0e-300\n      every_months: 6"
     result = gpusolve("plan", "-q", phased(tmp_path, demand))
-    refused(result, "reqs.yaml:13:15", "demand_growth.factor", "expected at least 0.001")
+    refused(result, "reqs.yaml:12:15", "demand_growth.factor", "expected at least 0.001")
 
 
 def test_demand_compounded_past_a_million_times_is_refused(gpusolve: Run, tmp_path: Path):
@@ -65,7 +64,7 @@ def test_demand_compounded_past_a_million_times_is_refused(gpusolve: Run, tmp_pa
     # demand there is 1000^11 = 1e33 times the stated 300 tokens/s.
     demand = "    demand_growth:\n      factor: 1000\n      every_months: 1"
     result = gpusolve("plan", "-q", phased(tmp_path, demand, length=1), "--time-limit", "5")
-    refused(result, "reqs.yaml:13:7", "demand reaches 1e+33 times", "between 1e-06 and 1e+06")
+    refused(result, "reqs.yaml:12:7", "demand reaches 1e+33 times", "between 1e-06 and 1e+06")
 
 
 def test_a_grown_figure_beyond_its_own_range_is_refused(gpusolve: Run, tmp_path: Path):
@@ -73,12 +72,12 @@ def test_a_grown_figure_beyond_its_own_range_is_refused(gpusolve: Run, tmp_path:
     # tokens/s, beyond the 1e12 any target_tokens_per_s may be.
     demand = "    demand_growth:\n      factor: 2\n      every_months: 6"
     result = gpusolve("plan", "-q", phased(tmp_path, demand, target="6.0e11"))
-    refused(result, "reqs.yaml:13:7", "target_tokens_per_s 6e+11 grows to 1.2e+12", "at most 1e+12")
+    refused(result, "reqs.yaml:12:7", "target_tokens_per_s 6e+11 grows to 1.2e+12", "at most 1e+12")
 
 
 def test_a_demand_figure_of_1e300_is_refused(gpusolve: Run, tmp_path: Path):
     result = gpusolve("plan", "-q", phased(tmp_path, "    demand_by_period: [1, 1.0e300]"))
-    refused(result, "reqs.yaml:12:27", "demand_by_period.1", "expected at most 1e+06")
+    refused(result, "reqs.yaml:11:27", "demand_by_period.1", "expected at most 1e+06")
 
 
 def test_more_demand_figures_than_periods_are_refused_at_the_first_extra(
@@ -86,7 +85,7 @@ def test_more_demand_figures_than_periods_are_refused_at_the_first_extra(
 ) -> None:
     # 12 months in periods of 6: two periods, so figures 3 to 5 would never be read.
     result = gpusolve("plan", "-q", phased(tmp_path, "    demand_by_period: [1, 2, 3, 4, 5]"))
-    refused(result, "reqs.yaml:12:30", "demand_by_period.2", "5 demand figures for 2 periods")
+    refused(result, "reqs.yaml:11:30", "demand_by_period.2", "5 demand figures for 2 periods")
 
 
 def test_as_many_demand_figures_as_periods_are_kept(tmp_path: Path) -> None:
@@ -98,7 +97,7 @@ def test_as_many_demand_figures_as_periods_are_kept(tmp_path: Path) -> None:
 def test_a_capex_by_year_of_1e300_is_refused_in_finance_words(gpusolve: Run, tmp_path: Path):
     path = phased(tmp_path, "budget:\n  capex_by_year: [1.0e300]")
     result = gpusolve("plan", "-q", path)
-    refused(result, "reqs.yaml:13:19", "budget.capex_by_year.0: 1e+300 is out of range")
+    refused(result, "reqs.yaml:12:19", "budget.capex_by_year.0: 1e+300 is out of range")
     assert "expected at most 1e+15" in result.err
 
 
@@ -107,7 +106,7 @@ def test_a_finance_share_says_what_a_share_is(gpusolve: Run, tmp_path: Path):
     result = gpusolve("plan", "-q", phased(tmp_path, text))
     refused(
         result,
-        "reqs.yaml:14:21",
+        "reqs.yaml:13:21",
         "finance.salvage_fraction: 1 is out of range; expected less than 1 (a share",
     )
 
@@ -117,7 +116,7 @@ def test_a_finance_share_says_what_a_share_is(gpusolve: Run, tmp_path: Path):
 
 def test_an_empty_list_of_allowed_regions_is_refused(gpusolve: Run, tmp_path: Path):
     result = gpusolve("plan", "-q", phased(tmp_path, "regions:\n  allowed: []"))
-    refused(result, "reqs.yaml:13:12", "regions.allowed", "expected at least 1")
+    refused(result, "reqs.yaml:12:12", "regions.allowed", "expected at least 1")
 
 
 MODEL = """\

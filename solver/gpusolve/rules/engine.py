@@ -14,8 +14,9 @@ the rules again while a parameter that some `when` reads changed (at most
 `MAX_PASSES` times; a rule set that never settles is an input error).
 
 On an evaluation error (rare after the static check; e.g. a division by zero) a `when`
-does not fire and the trace says why; a `require` counts as failed (fail closed) and a
-`prefer` as violated, each with the error as detail.
+is an input error at the rule (whether it applies is unknown, and planning on without it
+would drop what it sets, requires or prefers); a `require` counts as failed (fail closed)
+and a `prefer` as violated, the require with the error and its file:line as detail.
 """
 
 from __future__ import annotations
@@ -72,7 +73,8 @@ class TraceEntry:
     # kind -> (expr, share of the option's cost, money penalty): one of the two is None
     prefer: dict[str, tuple[str, float | None, float | None]] = field(default_factory=dict)
     advice: str | None = None
-    error: str | None = None  # `when` could not be evaluated: the rule did not fire
+    # Kept for the rules-explain report's shape: `when` errors now stop the run.
+    error: str | None = None
 
     @property
     def fired(self) -> bool:

@@ -138,7 +138,11 @@ def test_plain_duplicate_is_an_input_error_and_replace_restates(gpusolve, tmp_pa
     [
         ("  - id: hgx-h100-8gp\n    price: 1\n", 2, "patch for unknown id 'hgx-h100-8gp'"),
         ("  - id: hgx-h100-8gpu\n    prise: 1\n", 3, "unknown field 'prise' for a server"),
-        ("  - id: hgx-h100-8gpu\n    price: -5\n", 3, "price: Input should be greater than 0"),
+        (
+            "  - id: hgx-h100-8gpu\n    price: -5\n",
+            3,
+            "price: -5 is out of range; expected greater than 0",
+        ),
         ("  - id: hgx-h100-8gpu\n", 2, "changes nothing"),
     ],
 )

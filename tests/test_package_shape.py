@@ -10,6 +10,9 @@ module that would fail to import (or import something heavy) is still checked.
 from __future__ import annotations
 
 import ast
+import io
+import re
+import tokenize
 from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -90,13 +93,43 @@ def _modules(sub: str) -> list[Path]:
 
 
 def _imports(path: Path) -> set[str]:
-    names: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text())):
+    tree = ast.parse(path.read_text())
+    names: set[str] = {name for _, name in _string_imports(tree)}
+    for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom) and node.module:
             names.add(node.module)
         elif isinstance(node, ast.Import):
             names.update(alias.name for alias in node.names)
     return names
+
+
+_DYNAMIC_IMPORTS = ("import_module", "__import__")
+
+
+def _string_imports(tree: ast.AST, root: str = ROOT_NAME) -> Iterator[tuple[int, str]]:
+    """(line, module) of the imports an import statement does not show: the string given to
+    `importlib.import_module(...)` or `__import__(...)`, and, in a file that imports that
+    way, every string naming a module of the package (a table of modules to import, as
+    the cli's commands): the layers hold for them as for `import`."""
+    calls = [
+        node
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call)
+        and (
+            (isinstance(node.func, ast.Attribute) and node.func.attr in _DYNAMIC_IMPORTS)
+            or (isinstance(node.func, ast.Name) and node.func.id in _DYNAMIC_IMPORTS)
+        )
+    ]
+    if not calls:
+        return
+    for node in ast.walk(tree):
+        if (
+            isinstance(node, ast.Constant)
+            and isinstance(node.value, str)
+            and (node.value == root or node.value.startswith(root + "."))
+            and all(part.isidentifier() for part in node.value.split("."))
+        ):
+            yield node.lineno, node.value
 
 
 def _name(path: Path) -> str:
@@ -168,6 +201,8 @@ def _raw_imports(tree: ast.AST, module: str, is_package: bool) -> Iterator[tuple
                     yield node.lineno, base, True
                 else:
                     yield node.lineno, f"{base}.{alias.name}", False
+    for line, name in _string_imports(tree, module.split(".")[0]):
+        yield line, name, True
 
 
 def build_graph(package: Path, root: str = ROOT_NAME) -> Graph:
@@ -336,6 +371,57 @@ def test_the_stage_does_not_import_the_layers_that_compose_it(sub: str) -> None:
     assert {name: found for name, found in upward.items() if found} == {}
 
 
+# An issue number says where a rule came from, which the commit message keeps; a comment
+# states the rule itself. Another project's tracker cited as the source of a figure names
+# that project ("nccl issue 1161"): those are sources, kept.
+_ISSUE_NUMBER = re.compile(r"\b(\S+\s+)?[Ii]ssues?\s+#?\d+")
+EXTERNAL_TRACKERS = ("nccl", "nccl-tests")
+
+
+def issue_citations(source: str) -> list[tuple[int, str]]:
+    """(line, text) of each comment or docstring line of `source` citing an issue number of
+    this project."""
+    found: list[tuple[int, str]] = []
+    texts: list[tuple[int, str]] = []
+    for tok in tokenize.generate_tokens(io.StringIO(source).readline):
+        if tok.type == tokenize.COMMENT:
+            texts.append((tok.start[0], tok.string))
+    for node in ast.walk(ast.parse(source)):
+        body = getattr(node, "body", None)
+        if isinstance(body, list) and body and isinstance(body[0], ast.Expr):
+            value = body[0].value
+            if isinstance(value, ast.Constant) and isinstance(value.value, str):
+                lines = value.value.splitlines()
+                texts += [(value.lineno + i, line) for i, line in enumerate(lines)]
+    for line, text in texts:
+        for match in _ISSUE_NUMBER.finditer(text):
+            before = (match.group(1) or "").strip().lower()
+            if before not in EXTERNAL_TRACKERS:
+                found.append((line, text.strip()))
+    return sorted(found)
+
+
+def test_issue_citations_are_found_in_comments_and_docstrings() -> None:
+    source = (
+        '"""A module (issue 22)."""\n'
+        "x = 1  # guarded since issue 39\n"
+        "def f():\n"
+        '    """Bounded (see Issues #7)."""\n'
+        '    y = "issue 5 in a message is not a comment"\n'
+        "# a figure from nccl issue 1161 is a source\n"
+    )
+    assert [line for line, _ in issue_citations(source)] == [1, 2, 4]
+
+
+def test_no_comment_in_the_package_cites_an_issue_number() -> None:
+    found = [
+        f"{_name(path)}:{line}: {text}"
+        for path in sorted(PACKAGE.rglob("*.py"))
+        for line, text in issue_citations(path.read_text())
+    ]
+    assert not found, "state the rule instead of the issue:\n" + "\n".join(found)
+
+
 @pytest.mark.parametrize("sub", sorted(p.parent.name for p in PACKAGE.glob("*/__init__.py")))
 def test_every_module_says_what_it_does(sub: str) -> None:
     modules = _modules(sub)
@@ -499,6 +585,39 @@ def test_an_import_of_a_module_that_is_gone_is_unresolved(tmp_path: Path) -> Non
         Edge("pkg.a", "pkg", 2),
         Edge("pkg.a", "pkg.b", 2),
         Edge("pkg.a", "pkg.b", 5),
+    ]
+
+
+def test_an_import_by_name_in_a_string_is_an_arrow(tmp_path: Path) -> None:
+    """`importlib.import_module("pkg.b")` imports pkg.b as surely as `import pkg.b`; so
+    does a table of module names a file imports that way. Strings in a file that imports
+    nothing by name are text, not imports."""
+    package = _write(
+        tmp_path / "pkg",
+        {
+            "__init__.py": "",
+            "a.py": 'import importlib\n\nmod = importlib.import_module("pkg.b")\n',
+            "b.py": (
+                "from importlib import import_module\n"
+                'TABLE = {"c": "pkg.c"}\n'
+                "def load(name):\n"
+                "    return import_module(TABLE[name])\n"
+            ),
+            "c.py": 'HELP = "see pkg.a"\nmod = __import__("pkg.a")\n',
+            "d.py": 'NOTE = "pkg.a does it"\n',
+        },
+    )
+    graph = build_graph(package, "pkg")
+    assert Edge("pkg.a", "pkg.b", 3) in graph.edges
+    assert Edge("pkg.b", "pkg.c", 2) in graph.edges
+    assert Edge("pkg.c", "pkg.a", 2) in graph.edges
+    assert [e for e in graph.edges if e.source == "pkg.d"] == []
+    assert cycles(graph) == [
+        "circle of 3 modules: pkg.a -> pkg.b -> pkg.c -> pkg.a\n"
+        "    all of: pkg.a, pkg.b, pkg.c\n"
+        "    pkg.a:3 imports pkg.b\n"
+        "    pkg.b:2 imports pkg.c\n"
+        "    pkg.c:2 imports pkg.a"
     ]
 
 

@@ -53,7 +53,7 @@ def write_bytes_atomic(path: Path, data: bytes, *, private: bool = True) -> None
 
 def check_replaceable(path: Path) -> None:
     """Refuse to replace an existing file made read-only. Renaming over a file needs only
-    the folder's permission, so a read-only -o file was silently replaced (issue 39); the
+    the folder's permission, so a read-only -o file would be silently replaced; the
     mode bits are read as well as access(2), which grants root everything."""
     target = Path(os.path.realpath(path))
     try:

@@ -16,7 +16,7 @@ from typing import Any
 import click
 
 from gpusolve import __version__
-from gpusolve.errors import InputError
+from gpusolve.errors import InputError, printable
 
 # name -> (module, attribute, one-line help shown by `gpusolve --help`)
 COMMANDS: dict[str, tuple[str, str, str]] = {
@@ -159,8 +159,10 @@ def _main(argv: list[str] | None) -> Any:
         if os.environ.get("GPUSOLVE_DEBUG"):
             raise
         click.echo(
-            f"gpusolve: internal error ({type(exc).__name__}: {exc}); this is a bug, please "
-            "report it with the input files (GPUSOLVE_DEBUG=1 shows the traceback)",
+            printable(
+                f"gpusolve: internal error ({type(exc).__name__}: {exc}); this is a bug, "
+                "please report it with the input files (GPUSOLVE_DEBUG=1 shows the traceback)"
+            ),
             err=True,
         )
         sys.exit(INTERNAL_ERROR)

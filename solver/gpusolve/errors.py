@@ -2,7 +2,20 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
+
+# C0 controls but tab and newline, DEL and the C1 controls: ESC starts terminal sequences
+# (colours, cursor moves, OSC window titles), C1's CSI and OSC do the same in one character,
+# CR rewrites the line shown; text from a catalogue or an input file carries none of them
+# to a terminal (ECMA-48 §5: C0 and C1 control functions).
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def printable(text: str) -> str:
+    """Text safe to print on a terminal: control characters removed, tabs and newlines
+    kept."""
+    return _CONTROL.sub("", text)
 
 
 @dataclass(frozen=True)
@@ -27,7 +40,7 @@ class Problem:
             text = f"{where}: [{self.context}] {self.message}"
         if self.hint:
             text += f"; {self.hint}"
-        return text
+        return printable(text)
 
 
 @dataclass

@@ -139,6 +139,33 @@ CASES = [
     Case(
         "fleet/unknown-region.yaml", ("colo", "{}"), 2, "unknown-region.yaml:14:15: unknown region"
     ),
+    # Demand over periods, money and counts: bounds at the field, located.
+    Case(R + "growth-1e-300.yaml", plan(), 2, "growth-1e-300.yaml:10:29: workloads.0.demand"),
+    Case(R + "growth-x1000-monthly.yaml", plan(), 2, "demand reaches 1e+33 times"),
+    Case(R + "demand-1e300.yaml", plan(), 2, "demand-1e300.yaml:10:27"),
+    Case(R + "demand-five-for-two.yaml", plan(), 2, "5 demand figures for 2 periods"),
+    Case(R + "capex-by-year-1e300.yaml", plan(), 2, "capex_by_year.0: 1e+300 is out of range"),
+    Case(R + "regions-allowed-empty.yaml", plan(), 2, "regions-allowed-empty.yaml:4:12"),
+    Case(R + "hidden-1-heads-32.yaml", plan(), 2, "model.hidden: 1 is out of range"),
+    Case(R + "params-1e-300.yaml", plan(), 2, "params_b: 1e-300 is out of range"),
+    Case(R + "owned-1e6-servers.yaml", plan(), 2, "count: 1000000 is out of range"),
+    Case(R + "owned-1e6-racks.yaml", plan(), 2, "racks: 1000000 is out of range"),
+    Case(R + "owned-beyond-site.yaml", plan(), 2, "fill 833 racks, but the site has 9"),
+    Case(R + "bought-yesterday.yaml", plan(), 2, '"yesterday" is not in the expected form'),
+    Case("catalogue/patch-same-id-twice.yaml", VALIDATE, 2, "patched twice in this file"),
+    Case("rules/when-fails-at-run-time.yaml", RULES_PLAN, 2, "[rule fz-when-fails] when:"),
+    Case("rules/int-of-text-literal.yaml", ("rules", "check", "{}"), 2, "int('abc') can never"),
+    # Catalogue text reaches a spreadsheet, a memo and a terminal as text only.
+    Case(
+        "catalogue/hostile-text.yaml",
+        (*with_catalog(), "--bom", "--format", "csv"),
+        0,
+        "'=HYPERLINK",
+    ),
+    Case(
+        "catalogue/hostile-text.yaml", (*with_catalog(), "--format", "markdown"), 0, "&lt;img src"
+    ),
+    Case("catalogue/hostile-text.yaml", (*with_catalog(), "--bom"), 0, "]0;pwned"),
 ]
 
 
@@ -158,7 +185,12 @@ def test_corpus_case(case: Case) -> None:
 
 def test_every_corpus_file_has_a_case() -> None:
     files = {p.relative_to(CORPUS).as_posix() for p in CORPUS.rglob("*.yaml")}
-    bases = {"valid/rules-user.yaml", "valid/requirements-finance.yaml", "valid/catalog-patch.yaml"}
+    bases = {
+        "valid/rules-user.yaml",
+        "valid/requirements-finance.yaml",
+        "valid/catalog-patch.yaml",
+        "valid/requirements-phased.yaml",
+    }
     covered = {c.file for c in CASES} | bases
     assert files <= covered, sorted(files - covered)
 

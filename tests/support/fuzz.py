@@ -99,8 +99,16 @@ def check_outcome(outcome: Outcome, *, nonsense: bool = False) -> None:
         assert first.startswith(("error:", "Error:", "Usage:")), f"exit 2 without a message\n{text}"
     if outcome.code == 1:
         assert outcome.out.strip() or outcome.err.strip(), f"exit 1 without a reason\n{text}"
+    control = [c for c in outcome.out + outcome.err if _is_control(c)]
+    assert not control, f"control characters {sorted(set(control))!r} reach the terminal\n{text}"
     if nonsense:
         assert outcome.code != 0, f"exit 0 on nonsense\n{text}"
+
+
+def _is_control(char: str) -> bool:
+    """A character a terminal acts on rather than shows: C0 but tab and newline, DEL, C1."""
+    code = ord(char)
+    return (code < 32 and char not in "\n\t") or 0x7F <= code <= 0x9F
 
 
 # --------------------------------------------------------------------------- input kinds
@@ -115,9 +123,10 @@ class InputKind:
     bases: tuple[Path, ...]
     cheap: tuple[str, ...]  # a command that loads and checks the file without solving
     full: tuple[tuple[str, ...], ...]  # every command that reads it, solves included
-    # The top-level block the data mutations aim at (None: anywhere in the document). A block
-    # of a larger file (scenarios:, finance:, patch:) would otherwise get a few of its cases.
-    focus: str | None = None
+    # The top-level blocks the data mutations aim at (None: anywhere in the document). A
+    # block of a larger file (scenarios:, finance:, patch:) would otherwise get a few of its
+    # cases.
+    focus: tuple[str, ...] | None = None
 
 
 EXAMPLES = ROOT / "examples"
@@ -199,28 +208,37 @@ BLOCKS: dict[str, InputKind] = {
         (EXAMPLES / "scenarios-demand-growth.yaml",),
         ("rules", "explain", "{}"),
         (("plan", "-q", "{}", *FAST),),
-        focus="scenarios",
+        focus=("scenarios",),
     ),
     "finance": InputKind(
         "finance",
         (VALID / "requirements-finance.yaml",),
         ("rules", "explain", "{}"),
         (("plan", "-q", "{}", *FAST), ("plan", "-q", "{}", *FAST, "--bom")),
-        focus="finance",
+        focus=("finance",),
     ),
     "inventory": InputKind(
         "inventory",
         (EXAMPLES / "owned-a800-what-to-add.yaml",),
         ("rules", "explain", "{}"),
         (("plan", "-q", "{}", *FAST),),
-        focus="owned",
+        focus=("owned",),
     ),
     "patch": InputKind(
         "patch",
         (VALID / "catalog-patch.yaml",),
         ("catalog", "validate", "{}"),
         (("plan", "-q", REQS, "--catalog", "{}", *FAST),),
-        focus="patch",
+        focus=("patch",),
+    ),
+    # Demand over periods and the yearly capex: the workloads' timing and growth, the
+    # budget, the periods themselves.
+    "phased": InputKind(
+        "phased",
+        (VALID / "requirements-phased.yaml",),
+        ("rules", "explain", "{}"),
+        (("plan", "-q", "{}", *FAST),),
+        focus=("workloads", "budget", "periods"),
     ),
 }
 KINDS.update(BLOCKS)

@@ -6,7 +6,7 @@ analysis at once: no task starts after the stop, the searches running end, the w
 are terminated. The run's inputs reach the workers through the fork, never a pickle (the
 rule policies hold compiled CEL programs, which do not pickle).
 
-The workers leave signals to the parent and never outlive it (issue 39). A forked worker
+The workers leave signals to the parent and never outlive it. A forked worker
 inherits the parent's Python handlers, which raise KeyboardInterrupt: Ctrl-C to the
 process group, or the parent's SIGTERM ending the pool, printed a worker's traceback
 about one run in three. So the thread that forks blocks SIGINT and SIGTERM while it does

@@ -1,4 +1,4 @@
-"""Work too small to buy hardware for, or too large for the horizon (issue 22).
+"""Work too small to buy hardware for, or too large for the horizon.
 
 Too small: a 7B fine-tune of 1,000 tokens is a fraction of a second of GPU work, yet the candidates
 stage sized servers for it as if it were a real run (four HGX H20 servers, 5.9 M CNY:
@@ -7,9 +7,9 @@ for minutes of work is never the answer, so such a workload keeps only its renta
 every rental that fits the work (memory, deadline) stays: a run that short saves one
 checkpoint, at its end, and that save can be a large share of seconds of training, so
 H16's limit on the share of time synchronous saves stall (a long run's throughput) does
-not apply to it. The save's time is still charged in the run's hours (issue 39: a 7B
-fine-tune of 1e6 tokens found no rental, while the same job of 3e9 tokens rented one
-8 x H800 instance).
+not apply to it. The save's time is still charged in the run's hours: a smaller job
+must never find fewer rentals than a larger one (a 7B fine-tune of 1e6 tokens rents what
+the same job of 3e9 tokens does).
 
 Too large: 10^15 tokens run 10^6 times on one RTX 4090 server takes 22 million hours a
 run; the plan bought it anyway because only a deadline bounded time. An option whose runs

@@ -7,9 +7,11 @@ from pathlib import Path
 
 import click
 
+from gpusolve.commands.deliver import echo
 from gpusolve.commands.options import catalog_option, format_option
 from gpusolve.load import data_dir, load_catalog
 from gpusolve.load.catalog import KINDS
+from gpusolve.models.common import versioned
 
 KIND_ALIASES = {
     "cards": "cards",
@@ -52,7 +54,7 @@ def validate(paths: tuple[Path, ...], alone: bool) -> None:
     from gpusolve.render.catalog import validate_text
 
     loaded = load_catalog(list(paths) if alone else [data_dir("catalog"), *paths])
-    click.echo(validate_text(loaded), nl=False)
+    echo(validate_text(loaded), nl=False)
 
 
 @catalog.command("list")
@@ -81,11 +83,11 @@ def list_items(
     loaded = load_catalog(list(catalog_paths) or None)
     kinds = [KIND_ALIASES[kind]] if kind else list(KINDS)
     if fmt == "json":
-        payload = list_json(loaded, kinds, one_kind=kind is not None, market=market)
-        click.echo(json.dumps(payload, indent=2, ensure_ascii=False))
+        payload = versioned("catalog-list", list_json(loaded, kinds, market=market))
+        echo(json.dumps(payload, indent=2, ensure_ascii=False))
         return
     shown, excluded = in_market(loaded.catalog, market)
-    click.echo(list_text(shown, kinds, market, excluded), nl=False)
+    echo(list_text(shown, kinds, market, excluded), nl=False)
 
 
 @catalog.command("show")
@@ -103,7 +105,9 @@ def show(item_id: str, catalog_paths: tuple[Path, ...], fmt: str) -> None:
     except LookupError as e:
         raise click.BadParameter(str(e), param_hint="ID") from None
     if fmt == "json":
-        head = {"kind": kind, "defined_at": found["defined_at"], "patched_at": found["patched_at"]}
-        click.echo(json.dumps({**head, **found["data"]}, indent=2))
+        head = {"item_kind": kind, "defined_at": found["defined_at"]}
+        head["patched_at"] = found["patched_at"]
+        payload = versioned("catalog-item", {**head, **found["data"]})
+        echo(json.dumps(payload, indent=2, ensure_ascii=False))
         return
-    click.echo(item_text(kind, item_id, found), nl=False)
+    echo(item_text(kind, item_id, found), nl=False)

@@ -34,11 +34,12 @@ def deliver(output: CommandOutput, say: Callable[[str], None]) -> None:
     """stderr lines before, stdout, the files (whole or not at all), stderr lines after;
     then exit with the output's code when it is not 0."""
     from gpusolve.atomic import write_bytes_atomic, write_text_atomic
+    from gpusolve.errors import printable
 
     for line in output.before:
-        say(line)
+        say(printable(line))
     if output.stdout:
-        click.echo(output.stdout, nl=False)
+        echo(output.stdout, nl=False)
     for folder in output.folders:
         folder.mkdir(parents=True, exist_ok=True)
     for file in output.files:
@@ -47,8 +48,17 @@ def deliver(output: CommandOutput, say: Callable[[str], None]) -> None:
         else:
             write_bytes_atomic(file.path, file.data, private=False)
         if file.note is not None:
-            say(file.note)
+            say(printable(file.note))
     for line in output.after:
-        say(line)
+        say(printable(line))
     if output.exit_code:
         sys.exit(output.exit_code)
+
+
+def echo(text: str, *, nl: bool = True, err: bool = False) -> None:
+    """Every line a command prints: without control characters (`printable`), so text
+    from a catalogue or an input file cannot move the cursor, recolour the terminal or
+    retitle its window."""
+    from gpusolve.errors import printable
+
+    click.echo(printable(text), nl=nl, err=err)

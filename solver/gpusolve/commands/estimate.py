@@ -116,7 +116,7 @@ def estimate(
     fmt: str,
     output: Path | None,
 ) -> None:
-    from gpusolve.commands.deliver import invoke
+    from gpusolve.commands.deliver import echo, invoke
     from gpusolve.commands.options import check_output, require_output_for_html
     from gpusolve.runs.estimate import EstimateRequest, LayoutChoice, run_estimate
 
@@ -139,4 +139,4 @@ def estimate(
         reqs_path, catalog_paths, rules_paths, card_ids, layout, fmt=fmt, output=output
     )
     # "wrote PATH" goes to stderr as it is, with no "gpusolve:" prefix.
-    invoke(lambda: run_estimate(request), lambda line: click.echo(line, err=True))
+    invoke(lambda: run_estimate(request), lambda line: echo(line, err=True))

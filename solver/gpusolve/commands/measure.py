@@ -7,6 +7,7 @@ from pathlib import Path
 
 import click
 
+from gpusolve.commands.deliver import echo
 from gpusolve.commands.options import catalog_option
 
 HELP = """\
@@ -74,6 +75,6 @@ def measure(
     request = MeasureRequest(reqs_path, name, card_id, catalog_paths, opts, update)
     report = measure_from_file(request)
     if fmt == "json":
-        click.echo(json.dumps(report.model_dump(mode="json"), indent=2))
+        echo(json.dumps(report.model_dump(mode="json"), indent=2, ensure_ascii=False))
         return
-    click.echo(measure_text(report, reqs_path if update else None, name), nl=False)
+    echo(measure_text(report, reqs_path if update else None, name), nl=False)

@@ -10,6 +10,8 @@ from typing import Any, TypeVar
 
 import click
 
+from gpusolve.commands.deliver import echo
+
 F = TypeVar("F", bound=Callable[..., Any])
 
 
@@ -93,7 +95,7 @@ def progress_printer(quiet: bool) -> Callable[[str], None]:
 
     def progress(message: str) -> None:
         if not quiet:
-            click.echo(f"gpusolve: {message}", err=True)
+            echo(f"gpusolve: {message}", err=True)
 
     return progress
 

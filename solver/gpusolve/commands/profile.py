@@ -7,6 +7,7 @@ from pathlib import Path
 
 import click
 
+from gpusolve.commands.deliver import echo
 from gpusolve.commands.options import catalog_option, format_option
 from gpusolve.errors import InputError
 from gpusolve.models.params import Params
@@ -71,9 +72,9 @@ def profile(
             )
     report = analyse_file(log_path, card, parse_params(param_values))
     if fmt == "json":
-        click.echo(json.dumps(report.model_dump(mode="json"), indent=2))
+        echo(json.dumps(report.model_dump(mode="json"), indent=2, ensure_ascii=False))
     else:
-        click.echo(profile_text(report))
+        echo(profile_text(report))
 
 
 def parse_params(values: tuple[str, ...]) -> Params:

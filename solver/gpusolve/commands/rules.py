@@ -7,7 +7,9 @@ from pathlib import Path
 
 import click
 
+from gpusolve.commands.deliver import echo
 from gpusolve.commands.options import catalog_option, format_option, rules_option
+from gpusolve.models.common import versioned
 from gpusolve.rules.environment import KINDS
 
 
@@ -38,9 +40,10 @@ def list_rules(source: str | None, rules_paths: tuple[Path, ...], fmt: str) -> N
     ruleset = load_ruleset(list(rules_paths))
     selected = select_rules(ruleset, _normalise_source(source) if source else None)
     if fmt == "json":
-        click.echo(json.dumps(list_json(ruleset, selected), indent=2, ensure_ascii=False))
+        payload = versioned("rules-list", list_json(ruleset, selected))
+        echo(json.dumps(payload, indent=2, ensure_ascii=False))
         return
-    click.echo(list_text(ruleset, selected), nl=False)
+    echo(list_text(ruleset, selected), nl=False)
 
 
 def _normalise_source(source: str) -> str:
@@ -66,11 +69,10 @@ def show(rule_id: str, rules_paths: tuple[Path, ...], fmt: str) -> None:
         raise click.BadParameter(str(e), param_hint="ID") from None
     cited = heuristic(rule.source)
     if fmt == "json":
-        click.echo(
-            json.dumps({**rule_json(rule), "heuristic": cited}, indent=2, ensure_ascii=False)
-        )
+        payload = versioned("rule", {**rule_json(rule), "heuristic": cited})
+        echo(json.dumps(payload, indent=2, ensure_ascii=False))
         return
-    click.echo(show_text(rule, cited), nl=False)
+    echo(show_text(rule, cited), nl=False)
 
 
 @rules.command("check")
@@ -81,7 +83,7 @@ def check(paths: tuple[Path, ...]) -> None:
     from gpusolve.render.rules import check_text
     from gpusolve.runs.rules import check_rule_files
 
-    click.echo(check_text(*check_rule_files(paths)), nl=False)
+    echo(check_text(*check_rule_files(paths)), nl=False)
 
 
 @rules.command("fields")
@@ -95,7 +97,7 @@ def fields(kind: str | None) -> None:
     """The variables and fields rule expressions can use, with their types."""
     from gpusolve.render.rules import fields_text
 
-    click.echo(fields_text([kind] if kind else ["when", *KINDS]), nl=False)
+    echo(fields_text([kind] if kind else ["when", *KINDS]), nl=False)
 
 
 @rules.command("explain")
@@ -117,6 +119,6 @@ def explain(
 
     report = explain_rules(requirements, catalog_paths, rules_paths)
     if fmt == "json":
-        click.echo(json.dumps(report.model_dump(mode="json"), indent=2, ensure_ascii=False))
+        echo(json.dumps(report.model_dump(mode="json"), indent=2, ensure_ascii=False))
         return
-    click.echo(explain_text(report, shipped_rule_files()), nl=False)
+    echo(explain_text(report, shipped_rule_files()), nl=False)

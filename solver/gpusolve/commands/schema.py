@@ -7,6 +7,7 @@ from pathlib import Path
 import click
 
 from gpusolve.atomic import write_text_atomic
+from gpusolve.commands.deliver import echo
 from gpusolve.models.schemas import available, render, schema_for
 
 
@@ -30,12 +31,12 @@ def schema(name: str | None, write_dir: Path | None) -> None:
         write_dir.mkdir(parents=True, exist_ok=True)
         for key, model in models.items():
             write_text_atomic(write_dir / f"{key}.schema.json", render(schema_for(key, model)))
-        click.echo(f"wrote {len(models)} schemas to {write_dir}")
+        echo(f"wrote {len(models)} schemas to {write_dir}")
         return
     if name is None:
-        click.echo("schemas: " + ", ".join(models))
-        click.echo("print one with `gpusolve schema NAME`, or all with `--write DIR`")
+        echo("schemas: " + ", ".join(models))
+        echo("print one with `gpusolve schema NAME`, or all with `--write DIR`")
         return
     if name not in models:
         raise click.BadParameter(f"unknown schema {name!r}; choose from {', '.join(models)}")
-    click.echo(render(schema_for(name, models[name])), nl=False)
+    echo(render(schema_for(name, models[name])), nl=False)

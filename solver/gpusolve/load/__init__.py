@@ -85,7 +85,7 @@ def check_fleet(fleet: Fleet, doc: Document, catalog: Catalog) -> None:
                 "use one currency per run",
             )
         )
-    # An unknown region matched no offer: "no colocation offer can host", exit 1 (issue 39).
+    # An unknown region is an input error here, not "no colocation offer can host" (exit 1).
     problems += region_problems(doc, catalog, [(("regions",), fleet.regions)])
     if problems:
         raise InputError(problems)

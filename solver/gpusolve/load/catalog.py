@@ -12,7 +12,7 @@ from pydantic import BaseModel, ValidationError
 
 from gpusolve.errors import InputError, Problem
 from gpusolve.load.data import data_dir
-from gpusolve.load.validate import parse_model
+from gpusolve.load.validate import error_path, parse_model, pydantic_message
 from gpusolve.load.yamlio import Document, read_yaml
 from gpusolve.models.catalog import (
     PART_KINDS,
@@ -38,8 +38,8 @@ MAX_SERVER_KW = 40.0
 MAX_RACK_KW = 250.0
 # The smallest positive figure a catalogue item may hold, in any of its units. The shipped
 # catalogue's smallest is 0.5 (GB/s, kW, CNY per kWh); a thousandth is a tenth of a fen, a
-# watt in kW, a megabyte in GB. Below it a price or a capacity is a slip (issue 39: a
-# 1e-300 price was taken as free, a 1e-300 capacity as present); 0 stays as written.
+# watt in kW, a megabyte in GB. Below it a price or a capacity is a slip (a 1e-300 price
+# would be taken as free, a 1e-300 capacity as present); 0 stays as written.
 MIN_FIGURE = 1e-3
 _MODELS: dict[str, type[BaseModel]] = {
     "cards": Card,
@@ -155,6 +155,7 @@ def load_catalog(paths: Sequence[Path] | None = None) -> LoadedCatalog:
                 if origins.get(item.id) is origin:  # a whole replacement drops earlier patches
                     patches.pop(item.id, None)
                     patched = {k: w for k, w in patched.items() if k[0] != item.id}
+        problems.extend(_patched_twice(doc, part.patch))
         for index, item_patch in enumerate(part.patch):
             problems.extend(_apply_patch(merged, origins, patches, doc, index, item_patch))
             if item_patch.id in patches:
@@ -191,7 +192,7 @@ def _merge_one(
         prev_line = previous.where()[0]
         same_kind = previous.kind == kind
         # `replace: true` restates items of earlier files; one file defining an id twice
-        # is a slip whichever way it is read (the second silently won, issue 39).
+        # is a slip whichever way it is read (else the second silently wins).
         same_file = previous.doc is origin.doc
         if not (same_kind and replace) or same_file:
             line, col = origin.where()
@@ -217,6 +218,29 @@ def _merge_one(
     merged[kind][item_id] = item
     origins[item_id] = origin
     return []
+
+
+def _patched_twice(doc: Document, entries: Sequence[ItemPatch]) -> list[Problem]:
+    """A second `patch:` entry for an id in the same file: which of two values for one field
+    was meant cannot be told (the later would silently win)."""
+    first: dict[str, int] = {}
+    problems = []
+    for index, entry in enumerate(entries):
+        if entry.id not in first:
+            first[entry.id] = index
+            continue
+        line, col = doc.locate(("patch", index, "id")) or (None, None)
+        earlier = (doc.locate(("patch", first[entry.id])) or (None, None))[0]
+        problems.append(
+            Problem(
+                doc.name,
+                line,
+                col,
+                f"{entry.id!r} is patched twice in this file (first at line {earlier})",
+                "give one patch entry per id with all the fields it changes",
+            )
+        )
+    return problems
 
 
 def _apply_patch(
@@ -293,16 +317,17 @@ def deep_merge(base: dict[str, Any], changes: dict[str, Any]) -> dict[str, Any]:
 def _patch_problem(
     doc: Document, base_path: tuple[str | int, ...], item_id: str, err: Any
 ) -> Problem:
-    loc = tuple(p for p in err["loc"] if isinstance(p, str | int))
+    loc = tuple(p for p in (*err["loc"], *error_path(err)) if isinstance(p, str | int))
     line, col = doc.locate((*base_path, *loc)) or (None, None)
     field_name = ".".join(str(p) for p in loc) or "(item)"
-    message = str(err["msg"]).removeprefix("Value error, ")
+    message, expected = pydantic_message(err)
+    hint = "the patched item must still be a valid whole item"
     return Problem(
         doc.name,
         line,
         col,
         f"patch for {item_id!r}: {field_name}: {message}",
-        "the patched item must still be a valid whole item",
+        f"{expected}; {hint}" if expected else hint,
     )
 
 
@@ -313,7 +338,7 @@ def _cross_check(
 
     def problem(item_id: str, field_path: FieldPath, message: str, hint: str) -> None:
         # Blamed where the figure was last written: the patch that set it, if one did
-        # (an unknown card from a `patch:` was blamed on the shipped definition, issue 39).
+        # (an unknown card set by a `patch:` is the patch's, not the shipped definition's).
         written = patched.get((item_id, str(field_path[0])))
         if written is not None:
             at = written.doc.locate(written.path) or (None, None)

@@ -1,4 +1,4 @@
-"""A measured run's throughput, bounded below (issue 39).
+"""A measured run's throughput, bounded below.
 
 A measured run calibrates every card's estimate (`estimate/calibration.py`): an MFU of
 1e-300, given or implied by `tokens_per_s` / `samples_per_s`, made every layout take

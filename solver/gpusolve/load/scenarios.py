@@ -13,7 +13,7 @@ from gpusolve.models.requirements import SCENARIO_ALL, Requirements, Scenario
 # model already puts the best-modelled families at about 64% of peak compute (Hopper GEMMs:
 # 0.80 x 0.8, `analyses/probing.py`), so twice that is beyond any card's peak; below a
 # tenth a card does almost no work (to take a card out, list it under `unavailable:`).
-# The requirements model bounds every multiplier at 100x only (issue 39: 100x passed).
+# The requirements model bounds every multiplier at 100x only, which alone let 100x pass.
 EFFICIENCY_RANGE = (0.1, 2.0)
 # A price or demand below a hundredth of today's is no scenario but a slip (1e-300 passed):
 # the mirror of the hundredfold ceiling the requirements model sets.

@@ -17,6 +17,7 @@ from gpusolve.errors import InputError, Problem
 from gpusolve.load.data import data_dir
 from gpusolve.load.seen import VALID, digest
 from gpusolve.load.yamlio import Document, JsonPath
+from gpusolve.models.common import LocatedValueError
 
 if TYPE_CHECKING:
     import jsonschema
@@ -240,14 +241,48 @@ def _show(value: Any) -> str:
 def _pydantic_problems(doc: Document, exc: ValidationError) -> list[Problem]:
     problems = []
     for err in exc.errors(include_url=False):
-        loc = _data_path(doc.data, err["loc"])
-        # Model-level validators report the enclosing object; keep its position.
+        # Model-level validators report the enclosing object, or the field they name.
+        loc = _data_path(doc.data, (*err["loc"], *error_path(err)))
         where = doc.locate(loc)
         line, col = where if where else (None, None)
         field = ".".join(str(p) for p in loc) or "(top level)"
-        message = str(err["msg"]).removeprefix("Value error, ")
-        problems.append(Problem(doc.name, line, col, f"{field}: {message}"))
+        message, hint = pydantic_message(err)
+        problems.append(Problem(doc.name, line, col, f"{field}: {message}", hint))
     return problems
+
+
+def error_path(err: Any) -> JsonPath:
+    """The path below the validated object that a `LocatedValueError` names (else none)."""
+    cause = (err.get("ctx") or {}).get("error")
+    return tuple(cause.path) if isinstance(cause, LocatedValueError) else ()
+
+
+# Pydantic's range errors, in the words the schema check uses for the same bound (a finance
+# reader sees "0.05 is 5%" nowhere in "Input should be less than 1").
+_RANGE_WORDS = {
+    "greater_than": ("gt", "greater than"),
+    "greater_than_equal": ("ge", "at least"),
+    "less_than": ("lt", "less than"),
+    "less_than_equal": ("le", "at most"),
+}
+
+
+def pydantic_message(err: Any) -> tuple[str, str | None]:
+    """One pydantic error as `what is wrong` and `what is expected`: a range names the
+    value and the bound, a share (a bound of 1) says how it is written."""
+    kind = str(err.get("type", ""))
+    ctx = err.get("ctx") or {}
+    if kind in _RANGE_WORDS:
+        key, words = _RANGE_WORDS[kind]
+        bound = ctx.get(key)
+        hint = f"expected {words} {bound:g}" if isinstance(bound, int | float) else None
+        if bound == 1 and key in ("lt", "le") and hint:
+            hint += " (a share: 0.05 is 5%)"
+        return f"{_show(err.get('input'))} is out of range", hint
+    if kind in ("float_parsing", "float_type", "int_parsing", "int_type", "int_from_float"):
+        wanted = "a whole number" if kind.startswith("int") else "a number"
+        return f"expected {wanted}, got {_show(err.get('input'))}", None
+    return str(err["msg"]).removeprefix("Value error, "), None
 
 
 def _data_path(data: Any, loc: Iterable[Any]) -> JsonPath:

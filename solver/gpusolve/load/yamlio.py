@@ -147,7 +147,7 @@ def _read_text(path: Path, max_bytes: int) -> str:
     try:
         with path.open("rb") as handle:
             # Read no more than the limit allows: a device or a pipe reports no size
-            # (/dev/zero never ends: it ran the machine out of memory, issue 39).
+            # (/dev/zero never ends: read whole, it runs the machine out of memory).
             raw = handle.read(max_bytes + 1)
     except OSError as exc:
         raise InputError.single(name, f"cannot read: {exc.strerror}") from None

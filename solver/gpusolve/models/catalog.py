@@ -36,7 +36,7 @@ Architecture = Literal[
     "xpu",
 ]
 
-# Range checks where catalogue figures enter (issue 22). Prices: a price above 1e12 of the
+# Range checks where catalogue figures enter. Prices: a price above 1e12 of the
 # run's currency (a trillion yuan, ~100x the capex of the largest announced AI cluster) is
 # a pasting error, and below it every cost, once multiplied by counts and months, stays
 # inside CP-SAT's int64 coefficients (`optimize/guard.py` checks the products).

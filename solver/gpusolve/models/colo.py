@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import Field
 
-from gpusolve.models.common import OutModel
+from gpusolve.models.common import OutModel, schema_version_field
 from gpusolve.models.plan import ComplianceLine, Excluded
 
 
@@ -65,6 +67,8 @@ class ColoRow(OutModel):
 
 
 class ColoReport(OutModel):
+    kind: Literal["colo"] = Field(default="colo", description="What this result is.")
+    schema_version: int = schema_version_field()
     currency: str
     horizon_months: int
     fleet: dict[str, int]

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import math
-from typing import Annotated, Literal
+from collections.abc import Mapping
+from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
@@ -17,6 +18,16 @@ Currency = Annotated[
 
 Confidence = Literal["V", "D", "E", "U"]
 """V verified in a vendor document; D datasheet value quoted by others; E estimate; U uncertain."""
+
+
+class LocatedValueError(ValueError):
+    """A model-level check's error about one field below the model: `path` leads to it
+    (e.g. ("workloads", 0, "demand_by_period", 2)), so the message is located at its line
+    rather than at the enclosing object."""
+
+    def __init__(self, path: tuple[str | int, ...], message: str) -> None:
+        super().__init__(message)
+        self.path = path
 
 
 def _finite(value: float) -> float:
@@ -37,6 +48,31 @@ Identifier = Annotated[
         description="Lower-case id: letters, digits, '.', '_' and '-'.",
     ),
 ]
+
+# A region list names at least one region: an empty one allows nowhere, and read as "no
+# restriction" it planned anywhere, the opposite of what it says. Absent means anywhere.
+RegionList = Annotated[list[str], Field(min_length=1)]
+
+
+# The version of the results' layout (every JSON or YAML result states it, with its `kind`):
+# a reader checks it before reading further; it changes when a field is removed, renamed
+# or means something else, not when one is added.
+SCHEMA_VERSION = 1
+
+
+def schema_version_field() -> Any:
+    """A result's `schema_version`: `SCHEMA_VERSION` when written."""
+    return Field(
+        default=SCHEMA_VERSION,
+        description="The layout version of this result; changes when a field is removed, "
+        "renamed or changes meaning.",
+    )
+
+
+def versioned(kind: str, data: Mapping[str, Any]) -> dict[str, Any]:
+    """A result written as a plain mapping (a listing, a table's rows), with its `kind`
+    and `schema_version` first, as the results written from a model carry them."""
+    return {"kind": kind, "schema_version": SCHEMA_VERSION, **data}
 
 
 class OutModel(BaseModel):

@@ -10,7 +10,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from gpusolve.models.common import OutModel
+from gpusolve.models.common import OutModel, schema_version_field
 
 Bottleneck = Literal["compute", "memory_bandwidth", "communication"]
 
@@ -281,6 +281,8 @@ class WorkloadEstimate(OutModel):
 
 
 class EstimateReport(OutModel):
+    kind: Literal["estimate"] = Field(default="estimate", description="What this result is.")
+    schema_version: int = schema_version_field()
     units: str = Field(default="GB = 10^9 bytes; time in hours; FLOPs as plain numbers")
     mode: Literal["explicit", "search"] = Field(
         description="explicit: the one configuration given on the command line; search: "

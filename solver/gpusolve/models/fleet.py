@@ -7,7 +7,7 @@ from typing import Literal
 from pydantic import Field, model_validator
 
 from gpusolve.models.catalog import FabricKind
-from gpusolve.models.common import Currency, Fraction, Identifier, StrictModel
+from gpusolve.models.common import Currency, Fraction, Identifier, RegionList, StrictModel
 from gpusolve.models.inventory import Owned
 
 
@@ -41,7 +41,7 @@ class Fleet(StrictModel):
         default_factory=list,
         description="Card or server ids that may be bought in market cn although restricted.",
     )
-    regions: list[str] | None = None
+    regions: RegionList | None = None
     fabric: FabricKind | None = Field(default=None, description="Fabric the fleet needs.")
     need_ops_24h: bool = False
     need_dual_power: bool = False

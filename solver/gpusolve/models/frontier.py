@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from gpusolve.models.common import OutModel
+from gpusolve.models.common import OutModel, schema_version_field
 
 
 class FrontierPoint(OutModel):
@@ -39,6 +39,8 @@ class FrontierPoint(OutModel):
 
 
 class Frontier(OutModel):
+    kind: Literal["frontier"] = Field(default="frontier", description="What this result is.")
+    schema_version: int = schema_version_field()
     currency: str
     horizon_months: int
     points: list[FrontierPoint]

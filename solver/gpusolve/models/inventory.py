@@ -1,21 +1,36 @@
-"""What a team already owns (issue 35): servers by model, count and site, and contracted
+"""What a team already owns: servers by model, count and site, and contracted
 racks. The requirements' and the fleet's `owned:` block; `candidates/owned.py` and
 `optimize/inventory.py` say what the plan does with it."""
 
 from __future__ import annotations
 
+from typing import Annotated
+
 from pydantic import Field, model_validator
 
 from gpusolve.models.common import Identifier, StrictModel
 
-MAX_COUNT = 1_000_000  # servers or racks of one entry
+# Servers or racks of one entry (estimate): 10^5 racks is a gigawatt campus at 10 kW a
+# rack, beyond any one colocation site; 10^5 servers is a whole campus, as the fleet's bound
+# (models/fleet.py). Owned servers must also fit the racks their site has
+# (load/inventory.py); a million of either planned a resale credit of 350 billion CNY.
+MAX_COUNT = 100_000
 MAX_MONEY = 1e15  # as the requirements' budgets
 
 MAX_TERM_MONTHS = 240  # 20 years: longer than any colocation contract
 
 
+BoughtDate = Annotated[
+    str,
+    Field(
+        pattern=r"^(19|20)\d{2}(-(0[1-9]|1[0-2])(-(0[1-9]|[12]\d|3[01]))?)?$",
+        description="a year, year-month or date, e.g. 2024, 2024-03 or 2024-03-15",
+    ),
+]
+
+
 class OwnedServers(StrictModel):
-    """Servers the team already owns, at one colocation site (issue 35): sunk money, never
+    """Servers the team already owns, at one colocation site: sunk money, never
     in the TCO; the plan puts them in service first, or leaves them idle, or sells them."""
 
     server: Identifier = Field(description="Catalogue server id (`gpusolve catalog list`).")
@@ -23,10 +38,8 @@ class OwnedServers(StrictModel):
     site: Identifier = Field(
         description="Colo offer id where they are hosted; they stay there (not moved)."
     )
-    bought: str | None = Field(
-        default=None,
-        max_length=40,
-        description="When they were bought, e.g. 2024-03 (shown, not used in any figure).",
+    bought: BoughtDate | None = Field(
+        default=None, description="When they were bought (shown, not used in any figure)."
     )
     price_paid: float | None = Field(
         default=None,

@@ -1,4 +1,4 @@
-"""The plan's inventory section (issue 35): what it does with each owned server model and
+"""The plan's inventory section: what it does with each owned server model and
 contracted rack. Output models, as `plan.py`'s."""
 
 from __future__ import annotations

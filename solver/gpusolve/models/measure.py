@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import Field
 
-from gpusolve.models.common import StrictModel
+from gpusolve.models.common import StrictModel, schema_version_field
 from gpusolve.models.requirements import Measured
 
 
@@ -15,6 +17,8 @@ class StateBytes(StrictModel):
 
 
 class MeasureReport(StrictModel):
+    kind: Literal["measure"] = Field(default="measure", description="What this result is.")
+    schema_version: int = schema_version_field()
     workload: str
     device: str = Field(description="cpu, or the CUDA device's name.")
     card: str | None

@@ -9,14 +9,25 @@ bought in a period works in. Months count from 0 (the plan's start); a period co
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Annotated
 
 from pydantic import Field
 
-from gpusolve.models.common import PositiveFloat, StrictModel
+from gpusolve.models.common import FiniteFloat, PositiveFloat, StrictModel
 
 MAX_MONTH = 120  # the longest horizon the requirements accept
+# How far a workload's demand may move within one plan, as a multiple of the figure it
+# states (estimate, not a published bound): 10^6 is 2^20, doubling every six months for
+# the longest (ten-year) horizon; a million times less is a service turned off. Beyond
+# either, the figures the periods are sized for leave every range the workload's own
+# fields accept (and once reached 1e300, or underflowed to 0).
+MIN_DEMAND_MULTIPLE = 1e-6
+MAX_DEMAND_MULTIPLE = 1e6
+# One growth step: x1000 or /1000 per step already reaches either multiple in two steps.
+MIN_GROWTH_FACTOR = 1e-3
+MAX_GROWTH_FACTOR = 1e3
 WEEKS_PER_MONTH = 52 / 12  # a lead time in weeks, as months
 MONTHS_PER_YEAR = 12
 
@@ -38,7 +49,9 @@ class Growth(StrictModel):
     """Demand that grows (or shrinks) geometrically: x `factor` every `every_months`."""
 
     factor: PositiveFloat = Field(
-        le=1000, description="Demand multiplier over `every_months` (2 = doubles)."
+        ge=MIN_GROWTH_FACTOR,
+        le=MAX_GROWTH_FACTOR,
+        description="Demand multiplier over `every_months` (2 = doubles, 0.5 = halves).",
     )
     every_months: int = Field(default=12, ge=1, le=MAX_MONTH)
 
@@ -114,6 +127,31 @@ def demand_factor(
         return 1.0
     elapsed = max(0, period.start_month - start_month)
     return float(growth.factor ** (elapsed / growth.every_months))
+
+
+DemandMultiple = Annotated[FiniteFloat, Field(ge=MIN_DEMAND_MULTIPLE, le=MAX_DEMAND_MULTIPLE)]
+
+
+def demand_range(
+    growth: Growth | None,
+    by_period: list[float] | None,
+    periods: tuple[Period, ...],
+    months: tuple[int, int | None],
+) -> tuple[float, float]:
+    """The smallest and largest demand factor over the periods a workload running over
+    `months` (start, end) is active in (1 when nothing moves it), computed in logarithms
+    so that a factor compounded past a float's range is compared, not overflowed."""
+    start, end = months
+    if by_period is not None:
+        used = by_period[: len(periods)]
+        return min(used), max(used)
+    running = [p for p in periods if active(p, start, end)]
+    if growth is None or not running:
+        return 1.0, 1.0
+    elapsed = max(0, running[-1].start_month - start)
+    exponent = elapsed / growth.every_months * math.log(growth.factor)
+    extreme = math.exp(max(-700.0, min(700.0, exponent)))
+    return (min(1.0, extreme), max(1.0, extreme))
 
 
 def active(period: Period, start_month: int, end_month: int | None) -> bool:

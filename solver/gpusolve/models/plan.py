@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from gpusolve.models.common import OutModel
+from gpusolve.models.common import OutModel, schema_version_field
 from gpusolve.models.estimate import GoodputOut
 from gpusolve.models.inventory_report import Inventory
 
@@ -548,6 +548,8 @@ class Payback(OutModel):
 
 
 class Plan(OutModel):
+    kind: Literal["plan"] = Field(default="plan", description="What this result is.")
+    schema_version: int = schema_version_field()
     status: PlanStatus
     objective: str
     cost: Cost | None

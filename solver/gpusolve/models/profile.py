@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from gpusolve.models.common import StrictModel
+from gpusolve.models.common import StrictModel, schema_version_field
 
 Bound = Literal["compute", "memory_bandwidth", "stalled", "mixed", "idle"]
 
@@ -42,6 +42,8 @@ class GpuProfile(StrictModel):
 
 
 class ProfileReport(StrictModel):
+    kind: Literal["profile"] = Field(default="profile", description="What this result is.")
+    schema_version: int = schema_version_field()
     source: str
     format: Literal["dmon", "csv"]
     columns: list[str]

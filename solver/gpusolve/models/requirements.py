@@ -13,11 +13,23 @@ from gpusolve.models.common import (
     Currency,
     Fraction,
     Identifier,
+    LocatedValueError,
     PositiveFloat,
+    RegionList,
     StrictModel,
 )
 from gpusolve.models.inventory import Owned
-from gpusolve.models.periods import MAX_MONTH, Growth, Periods
+from gpusolve.models.periods import (
+    MAX_DEMAND_MULTIPLE,
+    MAX_MONTH,
+    MIN_DEMAND_MULTIPLE,
+    DemandMultiple,
+    Growth,
+    Period,
+    Periods,
+    demand_range,
+    split_horizon,
+)
 
 WorkloadKind = Literal["pretrain", "full_finetune", "lora", "qlora", "inference"]
 ModelPrecision = Literal["fp32", "bf16", "fp16", "fp8", "int8", "int4", "nf4"]
@@ -39,10 +51,14 @@ MemorySaving = Literal[
 # Reports name it for inference too, where no optimizer runs (their output kept its shape).
 DEFAULT_OPTIMIZER: Optimizer = "adamw"
 
-# Range checks where quantities enter (issue 22). Each bound is far outside any real
+# Range checks where quantities enter. Each bound is far outside any real
 # workload but small enough that the estimator's searches stay bounded and every money
 # and time figure, once scaled to integers for CP-SAT, stays inside int64.
 MAX_PARAMS_B = 1e5  # 100 T parameters: ~150x the largest published dense or MoE model
+# 10^5 parameters: a tenth of the smallest published language models (TinyStories-1M,
+# Eldan & Li 2023, arXiv:2305.07759 §3: hidden 64); smaller is a typo, not a model.
+MIN_PARAMS_B = 1e-4
+MIN_HIDDEN = 64  # the same models' hidden size
 MAX_LAYERS = 10_000  # published models have <= ~200 layers
 MAX_WIDTH = 1_048_576  # 2^20: hidden/ffn widths of published models are <= ~10^5
 MAX_HEADS = 65_536
@@ -74,10 +90,10 @@ class ModelShape(StrictModel):
         default=None, description="A shipped preset, e.g. llama-2-70b; shape fields override it."
     )
     params_b: PositiveFloat | None = Field(
-        default=None, le=MAX_PARAMS_B, description="Parameters, billions."
+        default=None, ge=MIN_PARAMS_B, le=MAX_PARAMS_B, description="Parameters, billions."
     )
     layers: int | None = Field(default=None, ge=1, le=MAX_LAYERS)
-    hidden: int | None = Field(default=None, ge=1, le=MAX_WIDTH)
+    hidden: int | None = Field(default=None, ge=MIN_HIDDEN, le=MAX_WIDTH)
     heads: int | None = Field(default=None, ge=1, le=MAX_HEADS)
     kv_heads: int | None = Field(default=None, ge=1, le=MAX_HEADS)
     ffn: int | None = Field(
@@ -140,7 +156,10 @@ class ModelShape(StrictModel):
         default=None, ge=1, le=MAX_WIDTH, description="MLA value head width."
     )
     active_params_b: PositiveFloat | None = Field(
-        default=None, le=MAX_PARAMS_B, description="MoE parameters used per token, billions."
+        default=None,
+        ge=MIN_PARAMS_B,
+        le=MAX_PARAMS_B,
+        description="MoE parameters used per token, billions.",
     )
     mtp_depth: int | None = Field(
         default=None,
@@ -159,6 +178,18 @@ class ModelShape(StrictModel):
             raise ValueError("give params_b, a preset, or the architecture (layers and hidden)")
         if self.kv_heads and self.heads and self.kv_heads > self.heads:
             raise ValueError("kv_heads cannot exceed heads")
+        if self.kv_heads and self.heads and self.heads % self.kv_heads:
+            raise LocatedValueError(
+                ("kv_heads",),
+                f"heads ({self.heads}) must be a multiple of kv_heads ({self.kv_heads}): each "
+                "key-value head serves a whole group of query heads",
+            )
+        if self.hidden and self.heads and self.head_dim is None and self.hidden % self.heads:
+            raise LocatedValueError(
+                ("heads",),
+                f"hidden ({self.hidden}) must be a multiple of heads ({self.heads}): each head "
+                "gets hidden / heads of the width (give head_dim when it differs)",
+            )
         if self.active_experts and self.experts and self.active_experts > self.experts:
             raise ValueError("active_experts cannot exceed experts")
         if self.dense_layers is not None and self.layers and self.dense_layers > self.layers:
@@ -355,7 +386,7 @@ class WorkloadBase(StrictModel):
     deadline_hours: PositiveFloat | None = Field(default=None, ge=MIN_DEADLINE_HOURS, le=MAX_HOURS)
     schedule: Schedule = "always"
     latency_sensitive: bool = False
-    regions: list[str] | None = Field(
+    regions: RegionList | None = Field(
         default=None, description="Allowed regions or cities for this workload only."
     )
     bandwidth_mbps: PositiveFloat | None = Field(
@@ -390,7 +421,7 @@ class WorkloadBase(StrictModel):
         description="With `periods`: demand grows by `factor` every `every_months` from the "
         "start month (inference: target_tokens_per_s or concurrency; training: runs).",
     )
-    demand_by_period: list[PositiveFloat] | None = Field(
+    demand_by_period: list[DemandMultiple] | None = Field(
         default=None,
         min_length=1,
         max_length=MAX_MONTH,
@@ -607,7 +638,7 @@ class Budget(StrictModel):
             "plus rack rent, energy, bandwidth and cloud rentals; no residual value credited."
         ),
     )
-    capex_by_year: list[PositiveFloat] | None = Field(
+    capex_by_year: list[Annotated[PositiveFloat, Field(le=MAX_MONEY)]] | None = Field(
         default=None,
         min_length=1,
         max_length=10,
@@ -617,8 +648,10 @@ class Budget(StrictModel):
 
 
 class Regions(StrictModel):
-    allowed: list[str] | None = None
-    preferred: list[str] | None = None
+    allowed: RegionList | None = Field(
+        default=None, description="Regions or cities the plan may use (absent: anywhere)."
+    )
+    preferred: RegionList | None = None
 
 
 class Network(StrictModel):
@@ -661,7 +694,7 @@ SCENARIO_ALL = "all"
 
 
 class Scenario(StrictModel):
-    """One way the future may turn out (issue 26): the purchase is decided once for all
+    """One way the future may turn out: the purchase is decided once for all
     scenarios; rentals and layouts may differ per scenario."""
 
     name: Identifier
@@ -872,12 +905,14 @@ class Requirements(StrictModel):
             )
         if self.scenarios is not None and self.periods.length_months < self.horizon_months:
             raise ValueError("`periods` and `scenarios` cannot be combined yet: drop one")
-        for w in self.workloads:
+        periods = split_horizon(self.horizon_months, self.periods.length_months)
+        for i, w in enumerate(self.workloads):
             if w.start_month >= self.horizon_months:
                 raise ValueError(
                     f"workload {w.name!r} starts at month {w.start_month}, at or after the "
                     f"horizon ({self.horizon_months} months)"
                 )
+            demand_problem(("workloads", i), w, periods)
         return self
 
     @property
@@ -893,3 +928,46 @@ class Requirements(StrictModel):
                 raise ValueError(f"workload name {w.name!r} is used twice")
             seen.add(w.name)
         return self
+
+
+def _demand_limits(w: Workload) -> list[tuple[str, float, float]]:
+    """The figures a workload's demand multiplies: (field, value, its most)."""
+    if isinstance(w, InferenceWorkload):
+        figures = [
+            ("target_tokens_per_s", w.target_tokens_per_s, MAX_TOKENS_PER_S),
+            ("concurrency", w.concurrency, MAX_CONCURRENCY),
+        ]
+        return [(n, float(v), most) for n, v, most in figures if v is not None]
+    return [("runs", w.runs, MAX_RUNS)]
+
+
+def demand_problem(at: tuple[str | int, ...], w: Workload, periods: tuple[Period, ...]) -> None:
+    """Raise, located at the field, when a workload's demand over the periods leaves what the
+    plan can be sized for: more per-period figures than periods (the extras would be
+    ignored), a multiple beyond the bounds, or a grown figure beyond its field's range."""
+    if w.demand_by_period is not None and len(w.demand_by_period) > len(periods):
+        raise LocatedValueError(
+            (*at, "demand_by_period", len(periods)),
+            f"{len(w.demand_by_period)} demand figures for {len(periods)} periods: one per "
+            "period at most (the last repeats); remove the extra ones or shorten the periods",
+        )
+    where = (*at, "demand_by_period") if w.demand_by_period is not None else (*at, "demand_growth")
+    low, high = demand_range(
+        w.demand_growth, w.demand_by_period, periods, (w.start_month, w.end_month)
+    )
+    if low < MIN_DEMAND_MULTIPLE or high > MAX_DEMAND_MULTIPLE:
+        extreme = low if low < MIN_DEMAND_MULTIPLE else high
+        raise LocatedValueError(
+            where,
+            f"demand reaches {extreme:.3g} times the stated figure within the horizon; "
+            f"expected between {MIN_DEMAND_MULTIPLE:g} and {MAX_DEMAND_MULTIPLE:g} times "
+            "(a demand that moves further is another workload: state it with its own "
+            "start_month)",
+        )
+    for name, value, most in _demand_limits(w):
+        if value * high > most:
+            raise LocatedValueError(
+                where,
+                f"{name} {value:g} grows to {value * high:.3g}, beyond its range (at most "
+                f"{most:g})",
+            )

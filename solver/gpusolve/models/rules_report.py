@@ -5,10 +5,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 from pydantic import Field
 
-from gpusolve.models.common import OutModel
+from gpusolve.models.common import OutModel, schema_version_field
 
 # A parameter's value (`gpusolve.models.params`): bool before int, so JSON true stays a bool.
 ParamValue = bool | int | float | str
@@ -95,6 +96,10 @@ class WorkloadExplain(OutModel):
 
 
 class RulesExplainReport(OutModel):
+    kind: Literal["rules-explain"] = Field(
+        default="rules-explain", description="What this result is."
+    )
+    schema_version: int = schema_version_field()
     rules: RulesInEffect
     workloads: list[WorkloadExplain]
 

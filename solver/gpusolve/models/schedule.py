@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from gpusolve.models.common import OutModel
+from gpusolve.models.common import OutModel, schema_version_field
 from gpusolve.models.plan import BomLine, Deployment, PlanStatus, Sensitivity
 
 # One status vocabulary for every kind of plan (`models/plan.py`).
@@ -103,6 +103,7 @@ class Schedule(OutModel):
     """A purchase schedule over periods (`plan` with `periods:`)."""
 
     kind: Literal["schedule"] = "schedule"
+    schema_version: int = schema_version_field()
     status: ScheduleStatus
     currency: str
     horizon_months: int

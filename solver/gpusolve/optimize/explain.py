@@ -262,7 +262,7 @@ def relaxation(
         target = pack.total if pack is not None else cp_model.LinearExpr.weighted_sum([], [])
     elif kind == "deadline" and option_seconds is not None and deadline_s is not None:
         if not _within_integers(deadline_s, option_seconds.values()):
-            return None  # no move can be stated in CP-SAT's integers (issue 39)
+            return None  # no move can be stated in CP-SAT's integers
         current, target = deadline_s, _chosen_seconds(built, subject, option_seconds)
     else:
         return None

@@ -61,7 +61,7 @@ def _check_objective(
     instance: Instance, solution: Solution, costs: Costs, problems: list[str]
 ) -> None:
     """The solver's objective is the cost recomputed from the decisions: a guard against
-    a silent scaling error between the figures and the model (issue 22)."""
+    a silent scaling error between the figures and the model."""
     value = solution.objective_value
     if instance.objective == "min-tco" and value is not None and value != costs.objective_tco:
         problems.append(

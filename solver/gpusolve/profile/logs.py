@@ -77,7 +77,7 @@ CSV_POWER_REASONS = ("sw_power_cap", "hw_power_brake_slowdown")
 # What each figure can be, and why. A utilisation is a share of the sampling period; a draw
 # or a limit is never negative, and no GPU draws 10 kW (the largest boards are rated about
 # 1.2-1.4 kW: B200 1 kW, GB300 1.4 kW); clocks and memory are never negative. A log
-# outside these was edited or mis-parsed (issue 39: 999% SM use and negative power passed).
+# outside these was edited or mis-parsed (999% SM use, negative power).
 RANGES: dict[str, tuple[float, float, str]] = {
     "sm_pct": (0.0, 100.0, "a utilisation is a share of the time, 0-100%"),
     "mem_pct": (0.0, 100.0, "a utilisation is a share of the time, 0-100%"),

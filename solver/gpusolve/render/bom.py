@@ -3,9 +3,11 @@
 
 from __future__ import annotations
 
+from gpusolve.models.common import versioned
 from gpusolve.models.plan import Plan
 from gpusolve.models.schedule import Schedule
 from gpusolve.render.bom_tables import CSV_COLUMNS, bom_csv, bom_markdown, bom_text
+from gpusolve.render.fmt import markdown_safe
 from gpusolve.render.plan import render_plan
 
 __all__ = ["BOM_FORMATS", "CSV_COLUMNS", "render_bill", "render_bom"]
@@ -34,10 +36,10 @@ def render_bom(plan: Plan, fmt: str) -> str:
 
         import yaml
 
-        data = [ln.model_dump(mode="json") for ln in plan.bom]
+        data = versioned("bom", {"lines": [ln.model_dump(mode="json") for ln in plan.bom]})
         if fmt == "json":
             return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
         return yaml.safe_dump(data, sort_keys=False, allow_unicode=True, width=100)
     if fmt == "markdown":
-        return "\n".join(bom_markdown(plan)) + "\n"
+        return markdown_safe("\n".join(bom_markdown(plan)) + "\n")
     return "\n".join(bom_text(plan)) + "\n"

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import csv
 import io
+import re
+from collections.abc import Iterable, Sequence
 
 from gpusolve.models.plan import BomLine, Plan
 
@@ -47,12 +49,32 @@ def csv_row(ln: BomLine) -> list[str]:
 
 
 def bom_csv(lines: list[BomLine]) -> str:
-    """One row per BOM line under a header row (RFC 4180 quoting, '\\n' line ends)."""
+    """One row per BOM line under a header row."""
+    return csv_text(CSV_COLUMNS, [csv_row(ln) for ln in lines])
+
+
+# A cell a spreadsheet would read as a formula (or, after a tab or CR, as the start of
+# one): OWASP, "CSV Injection" (owasp.org/www-community/attacks/CSV_Injection).
+_FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+_NUMBER = re.compile(r"-?\d+(\.\d+)?([eE][+-]?\d+)?")
+
+
+def spreadsheet_cell(text: str) -> str:
+    """A cell as text a spreadsheet shows rather than evaluates: a leading apostrophe
+    before a formula start, as OWASP advises; a genuine number (-5, -0.25) stays numeric."""
+    if text.startswith(_FORMULA_STARTS) and _NUMBER.fullmatch(text) is None:
+        return "'" + text
+    return text
+
+
+def csv_text(header: Sequence[str], rows: Iterable[Sequence[str]]) -> str:
+    """Every CSV gpusolve writes: a header row, then the rows, each cell made safe for a
+    spreadsheet (`spreadsheet_cell`); RFC 4180 quoting, '\\n' line ends."""
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
-    writer.writerow(CSV_COLUMNS)
-    for ln in lines:
-        writer.writerow(csv_row(ln))
+    writer.writerow(header)
+    for row in rows:
+        writer.writerow([spreadsheet_cell(cell) for cell in row])
     return out.getvalue()
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from gpusolve.models.colo import ColoReport, ColoRow
 from gpusolve.render.compliance import market_text
+from gpusolve.render.fmt import markdown_safe
 
 
 def _fleet(report: ColoReport) -> str:
@@ -97,4 +98,4 @@ def colo_markdown(report: ColoReport, top: int | None = None) -> str:
     out += [line for line in _not_judged(report)]
     out += ["", "_Offers rank by TCO + soft-rule penalties (steer, not spent), like plans._"]
     out += ["", "_Prices marked illustrative in the catalogue are not quotes._"]
-    return "\n".join(out) + "\n"
+    return markdown_safe("\n".join(out) + "\n")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 
 from gpusolve.models.plan import Cost, Deployment, SolverInfo
 
@@ -200,3 +201,17 @@ def proof_scope(info: SolverInfo) -> str | None:
         f"{verdict} over {n:,} layout{'s' * (n != 1)} of {w:,} workload{'s' * (w != 1)} "
         "(every layout size searched, per server and cloud offer, that meets its deadline)"
     )
+
+
+# Where CommonMark reads raw HTML: `<` before a tag name, `/`, `!` or `?` (CommonMark 0.31
+# §6.6: open and closing tags, comments, declarations, processing instructions).
+_HTML_START = re.compile(r"<(?=[A-Za-z/!?])")
+
+
+def markdown_safe(document: str) -> str:
+    """A markdown document that cannot carry HTML: each `<` that could open a tag becomes
+    `&lt;`, which a viewer shows as `<`; `<script>` or `<img onerror>` from a catalogue
+    name is never a tag. Applied to the whole document, code spans included: which text a
+    viewer takes for code depends on its dialect (a backslash before a backtick, a `|` in
+    a table cell), and the renderers write no `<` of their own there."""
+    return _HTML_START.sub("&lt;", document)

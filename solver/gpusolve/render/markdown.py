@@ -12,6 +12,7 @@ from gpusolve.render.fmt import (
     goodput_parts,
     hardware,
     layout,
+    markdown_safe,
     memory,
     money,
     objective_words,
@@ -48,6 +49,11 @@ def _status(plan: Plan) -> str:
 
 
 def plan_markdown(plan: Plan) -> str:
+    """The plan as a markdown memo, safe to show as HTML (`markdown_safe`)."""
+    return markdown_safe(_plan_document(plan))
+
+
+def _plan_document(plan: Plan) -> str:
     out: list[str] = ["# GPU procurement plan", ""]
     add = out.append
     if plan.timed_out is not None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from gpusolve.models.schedule import Baseline, Schedule, SchedulePeriod
+from gpusolve.render.fmt import markdown_safe
 from gpusolve.render.sensitivity import sensitivity_markdown, sensitivity_text
 
 
@@ -147,4 +148,4 @@ def schedule_markdown(s: Schedule) -> str:
         out += ["", *[f"- {n}" for n in notes]]
     out += ["", "## Model notes", "", *[f"- {n}" for n in s.model_notes]]
     out += sensitivity_markdown(s.sensitivity, cur)
-    return "\n".join(out) + "\n"
+    return markdown_safe("\n".join(out) + "\n")

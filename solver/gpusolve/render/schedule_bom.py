@@ -8,12 +8,11 @@ value credited at the horizon, which is said under the last period, not a line.
 
 from __future__ import annotations
 
-import csv
-import io
-
+from gpusolve.models.common import versioned
 from gpusolve.models.plan import BomLine
 from gpusolve.models.schedule import Schedule, SchedulePeriod
-from gpusolve.render.bom_tables import CSV_COLUMNS, csv_row, table_markdown, table_text
+from gpusolve.render.bom_tables import CSV_COLUMNS, csv_row, csv_text, table_markdown, table_text
+from gpusolve.render.fmt import markdown_safe
 
 SCHEDULE_CSV_COLUMNS = ("period", "start_month", *CSV_COLUMNS)
 
@@ -64,13 +63,8 @@ def schedule_bom_text(s: Schedule) -> str:
 
 def schedule_bom_csv(s: Schedule) -> str:
     """One row per item and period, with the period's index and start month first."""
-    out = io.StringIO()
-    writer = csv.writer(out, lineterminator="\n")
-    writer.writerow(SCHEDULE_CSV_COLUMNS)
-    for p in s.periods:
-        for ln in p.bom:
-            writer.writerow([str(p.index), str(p.start_month), *csv_row(ln)])
-    return out.getvalue()
+    rows = ([str(p.index), str(p.start_month), *csv_row(ln)] for p in s.periods for ln in p.bom)
+    return csv_text(SCHEDULE_CSV_COLUMNS, rows)
 
 
 def schedule_bom_rows(s: Schedule) -> list[dict[str, object]]:
@@ -95,7 +89,7 @@ def schedule_bom_markdown(s: Schedule) -> str:
         out += table_markdown(p.bom)
         out += ["", f"Period total {_total(p.bom):,.0f} {s.currency} (capex {_capex(p.bom):,.0f})."]
     out += ["", _closing(s)[0].upper() + _closing(s)[1:] + "."]
-    return "\n".join(out) + "\n"
+    return markdown_safe("\n".join(out) + "\n")
 
 
 def render_schedule_bom(s: Schedule, fmt: str) -> str:
@@ -107,7 +101,7 @@ def render_schedule_bom(s: Schedule, fmt: str) -> str:
 
         import yaml
 
-        rows = schedule_bom_rows(s)
+        rows = versioned("schedule-bom", {"lines": schedule_bom_rows(s)})
         if fmt == "json":
             return json.dumps(rows, indent=2, ensure_ascii=False) + "\n"
         return yaml.safe_dump(rows, sort_keys=False, allow_unicode=True, width=100)

@@ -376,6 +376,14 @@ class Checker(Scope):
         if name in ("int", "double"):
             if t.kind not in ("num", "str", "dyn"):
                 raise error_at(args[0], f"{name}() needs a number or text")
+            literal = _string_literal(args[0])
+            if literal is not None and not _converts(name, literal):
+                raise error_at(
+                    args[0],
+                    f"{name}({literal!r}) can never be evaluated: the text is not "
+                    f"{'a whole number' if name == 'int' else 'a number'}",
+                    "write the number itself",
+                )
             return NUM
         return STR
 
@@ -444,6 +452,28 @@ class Checker(Scope):
             return list_of(body)
         self.want_bool(args[1], body, f"the expression in .{name}()")
         return list_of(elem) if name == "filter" else BOOL
+
+
+def _string_literal(node: Node) -> str | None:
+    """The text of a plain string literal ("abc", 'abc'; no escapes), else None."""
+    while isinstance(node, lark.Tree) and len(node.children) == 1:
+        node = node.children[0]
+    if not isinstance(node, lark.Token) or node.type != "STRING_LIT":
+        return None
+    text = str(node.value)
+    if len(text) >= 2 and text[0] == text[-1] and text[0] in "\"'" and "\\" not in text:
+        return text[1:-1]
+    return None
+
+
+def _converts(function: str, text: str) -> bool:
+    """Whether int() or double() converts this text at run time (cel-python converts with
+    Python's int() and float())."""
+    try:
+        int(text) if function == "int" else float(text)
+    except ValueError:
+        return False
+    return True
 
 
 def number_literal_problem(kind: str, text: str) -> str | None:

@@ -14,8 +14,9 @@ the rules again while a parameter that some `when` reads changed (at most
 `MAX_PASSES` times; a rule set that never settles is an input error).
 
 On an evaluation error (rare after the static check; e.g. a division by zero) a `when`
-does not fire and the trace says why; a `require` counts as failed (fail closed) and a
-`prefer` as violated, each with the error as detail.
+is an input error at the rule (whether it applies is unknown, and planning on without it
+would drop what it sets, requires or prefers); a `require` counts as failed (fail closed)
+and a `prefer` as violated, the require with the error and its file:line as detail.
 """
 
 from __future__ import annotations
@@ -72,7 +73,8 @@ class TraceEntry:
     # kind -> (expr, share of the option's cost, money penalty): one of the two is None
     prefer: dict[str, tuple[str, float | None, float | None]] = field(default_factory=dict)
     advice: str | None = None
-    error: str | None = None  # `when` could not be evaluated: the rule did not fire
+    # Kept for the rules-explain report's shape: `when` errors now stop the run.
+    error: str | None = None
 
     @property
     def fired(self) -> bool:
@@ -178,7 +180,7 @@ class WorkloadRules:
             result = p.program.evaluate(bindings)
             if result is True:
                 continue
-            detail = result.message if isinstance(result, EvalFailure) else None
+            detail = f"{p.where}: {result.message}" if isinstance(result, EvalFailure) else None
             failed.append(Violation(p.rule, p.source, p.title, detail))
         return failed
 
@@ -313,8 +315,15 @@ def _one_pass(
         entry = TraceEntry(len(trace) + 1, rule.id, rule.source, rule.title, rule.where)
         trace.append(entry)
         if isinstance(outcome, EvalFailure):
-            entry.error = outcome.message
-            continue
+            # Whether the rule applies is unknown: planning on as if it did not would
+            # silently drop what it sets, requires or prefers.
+            raise InputError.single(
+                rule.file,
+                f"when: could not be evaluated for workload {workload.name!r}: {outcome.message}",
+                line=rule.when_line or rule.line,
+                hint="fix the expression, or guard what can fail (`x != null && ...`)",
+                context=f"rule {rule.id}",
+            )
         for name, value in rule.sets.items():
             previous_by, previous_entry = origin[name]
             entry.set[name] = value
@@ -404,7 +413,7 @@ def catalogue_removals(
                     continue
                 removal.removed.append(item.id)
                 if isinstance(result, EvalFailure):
-                    removal.errors[item.id] = result.message
+                    removal.errors[item.id] = f"{pred.where}: {result.message}"
             out.append(removal)
     return out
 

@@ -51,6 +51,7 @@ class CompiledPredicate:
     penalty: float | None = None  # prefer only: money-equivalent per violation, if stated
     share: float | None = None  # prefer only: share of the missing option's cost
     reason: str | None = None
+    where: str = ""  # file:line of the expression, for an error met while evaluating it
 
     @cached_property
     def reads(self) -> frozenset[str]:
@@ -70,6 +71,7 @@ class CompiledRule:
     prefers: dict[str, CompiledPredicate]
     advise: Template | None
     replaced: list[str] = field(default_factory=list)  # "file:line" of rules it replaced
+    when_line: int | None = None  # where `when` is written, for an evaluation error
 
     @property
     def id(self) -> str:
@@ -302,6 +304,10 @@ def _compile_rule(
         loc = doc.locate((*base, *path), key=key) or (line, None)
         problems.append(Problem(doc.name, loc[0], loc[1], message, hint, context))
 
+    def at(path: tuple[str | int, ...]) -> str:
+        found = (doc.locate((*base, *path)) or (line, None))[0]
+        return f"{doc.name}:{found}" if found is not None else doc.name
+
     guarded: frozenset[tuple[str, ...]] = frozenset()
 
     def predicate(text: str, ctx: str, where: tuple[str | int, ...], label: str) -> Program | None:
@@ -337,7 +343,7 @@ def _compile_rule(
         program = predicate(text, kind, ("require", kind), f"require.{kind}")
         if program is not None:
             requires[kind] = CompiledPredicate(
-                rule.id, rule.source, rule.title, kind, text, program
+                rule.id, rule.source, rule.title, kind, text, program, where=at(("require", kind))
             )
     prefers: dict[str, CompiledPredicate] = {}
     for kind in KINDS:
@@ -356,6 +362,7 @@ def _compile_rule(
                 penalty=float(pref.penalty) if pref.penalty is not None else None,
                 share=float(pref.share) if pref.share is not None else None,
                 reason=pref.reason,
+                where=at(("prefer", kind, "expr")),
             )
     advise: Template | None = None
     if rule.advise is not None:
@@ -375,4 +382,5 @@ def _compile_rule(
         requires=requires,
         prefers=prefers,
         advise=advise,
+        when_line=(doc.locate((*base, "when")) or (line, None))[0],
     )

@@ -24,15 +24,11 @@ def in_market(catalog: Catalog, market: str | None) -> tuple[Catalog, list[Exclu
     return catalog.model_copy(update={"servers": servers, "cards": cards}), excluded
 
 
-def list_json(
-    loaded: LoadedCatalog, kinds: list[str], one_kind: bool, market: str | None = None
-) -> Any:
-    """Every field of every item of these kinds; one kind asked for is a bare list. With a
-    market, only what a buyer there can buy, and (whole listing) what was left out, why."""
+def list_json(loaded: LoadedCatalog, kinds: list[str], market: str | None = None) -> Any:
+    """Every field of every item of these kinds, under each kind's name. With a market,
+    only what a buyer there can buy, and what was left out, why."""
     cat, excluded = in_market(loaded.catalog, market)
     out = {k: [v.model_dump(mode="json") for v in getattr(cat, k).values()] for k in kinds}
-    if one_kind:
-        return out[kinds[0]]
     head: dict[str, Any] = {"currency": cat.currency}
     if market is not None:
         head["market"] = market

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 from gpusolve.candidates.prepare import Prepared, prepare
 from gpusolve.errors import InputError
+from gpusolve.estimate.layout_memo import shared_layouts
 from gpusolve.models.catalog import Catalog, CloudOffer, Server
 from gpusolve.models.money import to_money
 from gpusolve.models.periods import (
@@ -128,10 +129,13 @@ def server_trend(catalog: Catalog, server: Server) -> float:
 def build_phased(run: Inputs) -> PhasedInputs:
     reqs, catalog = run.reqs, run.catalog
     periods = periods_of(reqs)
-    prepared = tuple(
-        prepare(period_requirements(reqs, p), period_catalog(catalog, p.start_month), run.policies)
-        for p in periods
-    )
+    with shared_layouts():  # each period asks the same layout searches again
+        prepared = tuple(
+            prepare(
+                period_requirements(reqs, p), period_catalog(catalog, p.start_month), run.policies
+            )
+            for p in periods
+        )
     instances = tuple(p.cand.instance for p in prepared)
     skus = {k: v for inst in reversed(instances) for k, v in inst.skus.items()}
     terms = prepared[0].cand.finance_terms

@@ -8,6 +8,7 @@ reports (`watch`); the waiting main thread redraws (`tick`, every 50 ms from
 
 from __future__ import annotations
 
+import shutil
 import sys
 import threading
 import time
@@ -33,13 +34,15 @@ class SolveProgress:
         if enabled and sys.stderr.isatty():
             from tqdm import tqdm
 
+            # A terminal that reports no size (0 columns) would get nothing drawn.
+            width = shutil.get_terminal_size(fallback=(100, 24)).columns
             self.bar = tqdm(
                 total=None,
                 desc=self.stage,
                 file=sys.stderr,
                 bar_format="gpusolve: {desc} [{elapsed}]{postfix}",
                 leave=False,
-                dynamic_ncols=True,
+                ncols=width,
             )
 
     def saying(self, say: Callable[[str], None]) -> Callable[[str], None]:

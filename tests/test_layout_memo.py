@@ -1,4 +1,4 @@
-"""Layout searches shared within a block (`estimate/layout_memo.py`): the periods of a
+"""Layout searches shared within a block (`candidates/layout_memo.py`): the periods of a
 schedule ask the same search once; a search never reads how many runs a workload repeats,
 so runs aside the same inputs give the same answer, and anything else searches again."""
 
@@ -9,22 +9,22 @@ from typing import Any
 import pytest
 from tests.support.shipped import ROOT
 
-from gpusolve.estimate import search
+from gpusolve.candidates import layout_memo
+from gpusolve.candidates.layout_memo import layouts, shared_layouts
 from gpusolve.estimate.hardware import Hardware
-from gpusolve.estimate.layout_memo import shared_layouts
 from gpusolve.plan.inputs import prepare_run
 
 
 @pytest.fixture
 def calls(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
     seen: list[Any] = []
-    real = search._search_layouts
+    real = layout_memo.search_layouts
 
-    def counted(*args: Any) -> Any:
+    def counted(*args: Any, **kwargs: Any) -> Any:
         seen.append(args)
-        return real(*args)
+        return real(*args, **kwargs)
 
-    monkeypatch.setattr(search, "_search_layouts", counted)
+    monkeypatch.setattr(layout_memo, "search_layouts", counted)
     return seen
 
 
@@ -37,11 +37,11 @@ def test_the_same_search_within_a_block_is_run_once_whatever_the_runs(calls: lis
     again = w.model_copy(update={"runs": w.runs * 4})
     later = w.model_copy(update={"deadline_hours": (w.deadline_hours or 100) * 2})
     with shared_layouts():
-        first = search.search_layouts(w, hw, params, max_nodes=2)
-        assert search.search_layouts(again, hw, params, max_nodes=2) is first
+        first = layouts(w, hw, params, max_nodes=2, every_size=True)
+        assert layouts(again, hw, params, max_nodes=2, every_size=True) is first
         assert len(calls) == 1
-        search.search_layouts(later, hw, params, max_nodes=2)  # another deadline
-        search.search_layouts(w, hw, params, max_nodes=1)  # other options
+        layouts(later, hw, params, max_nodes=2, every_size=True)  # another deadline
+        layouts(w, hw, params, max_nodes=1, every_size=True)  # other options
         assert len(calls) == 3
-    search.search_layouts(w, hw, params, max_nodes=2)  # outside the block: searched again
+    layouts(w, hw, params, max_nodes=2, every_size=True)  # outside the block: searched again
     assert len(calls) == 4

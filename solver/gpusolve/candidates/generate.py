@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gpusolve.candidates import preferences
+from gpusolve.candidates.layout_memo import layouts
 from gpusolve.candidates.network import (
     fabric_class,
     nic_capex,
@@ -25,7 +26,7 @@ from gpusolve.candidates.network import (
 )
 from gpusolve.candidates.owned import contracted_sites, with_inventory
 from gpusolve.candidates.reserve import RackReserve, rack_reserve
-from gpusolve.estimate import ConfigEstimate, Hardware, search_layouts
+from gpusolve.estimate import ConfigEstimate, Hardware
 from gpusolve.estimate.search import SearchResult
 from gpusolve.models.catalog import Card, Catalog, CloudOffer, ColoOffer, Server
 from gpusolve.models.money import slot_hours_per_month, to_money
@@ -335,7 +336,7 @@ def _size(
     if hits and not b.explain:
         b.reject(w.name, subject.id, [h.sentence() for h in hits])
         return []
-    result = search_layouts(w, hw, policy.params, max_nodes=max_nodes, every_size=True)
+    result = layouts(w, hw, policy.params, max_nodes=max_nodes, every_size=True)
     out: list[_Sized] = []
     first_reasons: list[str] = []
     for estimate, deadline_tag in _pick(b, w, subject.id, result):

@@ -52,7 +52,6 @@ from gpusolve.estimate.efficiency import efficiency_of, gemm_shape_factor, mamf_
 from gpusolve.estimate.evaluation import evaluate
 from gpusolve.estimate.hardware import Hardware
 from gpusolve.estimate.layout import ConfigEstimate, Layout, overhead_bytes, usable_memory_bytes
-from gpusolve.estimate.layout_memo import remembered
 from gpusolve.estimate.serving import (
     amount,
     batch_limit,
@@ -130,24 +129,6 @@ def search_layouts(
     more headroom or throughput), and inference keeps every replica shape that fits, not
     only those that need fewer GPUs. The planner's candidates use it, so "optimal" covers
     every size the search can tell apart, not only the smallest one."""
-    options = (max_nodes, whole_nodes, every_size)
-    return remembered(
-        workload,
-        hw,
-        params,
-        options,
-        lambda: _search_layouts(workload, hw, params, max_nodes, whole_nodes, every_size),
-    )
-
-
-def _search_layouts(
-    workload: Workload,
-    hw: Hardware,
-    params: Params,
-    max_nodes: int,
-    whole_nodes: bool,
-    every_size: bool,
-) -> SearchResult:
     limit = min(max_nodes, params.max_nodes)
     if not params.allow_multi_node:
         limit = min(limit, 1)

@@ -17,9 +17,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from gpusolve.candidates.layout_memo import shared_layouts
 from gpusolve.candidates.prepare import Prepared, prepare
 from gpusolve.errors import InputError
-from gpusolve.estimate.layout_memo import shared_layouts
 from gpusolve.models.catalog import Catalog, CloudOffer, Server
 from gpusolve.models.money import to_money
 from gpusolve.models.periods import (

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.support.launched import DEEPSEEK, Launched, launch_all
+from tests.support.launched import DEEPSEEK, Launched, flag_values, launch_all
 from tests.support.shipped import EXAMPLES
 
 NAMES = [e.stem for e in EXAMPLES] + [DEEPSEEK[0].stem]
@@ -42,18 +42,6 @@ def _files(x: Launched, name: str) -> list[tuple[dict[str, Any], Path]]:
     out = []
     for d in x.plan["deployments"]:
         out += [(d, p) for p in sorted((x.folder / d["workload"]).rglob(name))]
-    return out
-
-
-def _flags(path: Path) -> dict[str, list[str]]:
-    out: dict[str, list[str]] = {}
-    flag = ""
-    for tok in shlex.split(path.read_text()):
-        if tok.startswith("--"):
-            flag = tok
-            out[flag] = []
-        else:
-            out[flag].append(tok)
     return out
 
 
@@ -231,7 +219,7 @@ def documented_failures(gpus: int, a: dict[str, list[str]], script: str) -> list
 def test_megatron_documented_checks_hold(launched_all: dict[str, Launched], example: str) -> None:
     for d, path in _files(launched_all[example], "megatron.args"):
         script = (path.parent / "train.sh").read_text()
-        assert documented_failures(d["gpus"], _flags(path), script) == [], path
+        assert documented_failures(d["gpus"], flag_values(path), script) == [], path
 
 
 def test_the_documented_checks_catch_what_the_old_files_missed(tmp_path: Path) -> None:
@@ -242,7 +230,7 @@ def test_the_documented_checks_catch_what_the_old_files_missed(tmp_path: Path) -
         "--tensor-model-parallel-size 2\n--seq-length 4096\n--max-position-embeddings 4096\n"
         "--num-experts 256\n--expert-model-parallel-size 16\n"
     )
-    failures = documented_failures(64, _flags(old), "torchrun pretrain_gpt.py\n")
+    failures = documented_failures(64, flag_values(old), "torchrun pretrain_gpt.py\n")
     assert failures == [
         "L1361 --save needs --save-interval",
         "L1650 MoE needs --moe-ffn-hidden-size (else the dense FFN)",

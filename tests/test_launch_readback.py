@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.support.launched import DEEPSEEK, Launched, launch_all
+from tests.support.launched import DEEPSEEK, Launched, flag_values, launch_all
 from tests.support.shipped import EXAMPLES
 
 NAMES = [e.stem for e in EXAMPLES] + [DEEPSEEK[0].stem]
@@ -61,19 +61,6 @@ def _plan_params(name: str, x: Launched) -> float:
 
 def _deployments(kind: str) -> list[tuple[str, str]]:
     return [(n, kind) for n in NAMES]
-
-
-def _args(path: Path) -> dict[str, list[str]]:
-    """--flag -> its values (an empty list for a switch), as shlex reads the file."""
-    out: dict[str, list[str]] = {}
-    flag = ""
-    for tok in shlex.split(path.read_text()):
-        if tok.startswith("--"):
-            flag = tok
-            out[flag] = []
-        else:
-            out[flag].append(tok)
-    return out
 
 
 def _one(args: dict[str, list[str]], flag: str, default: int = 0) -> int:
@@ -166,7 +153,7 @@ def test_launched_models_have_the_plans_parameter_count(
         w = x.workload(d["workload"])
         if (where / "megatron.args").exists():
             tokenizer = _default(where / "train.sh", "TOKENIZER")
-            got = megatron_params(_args(where / "megatron.args"), TOKENIZER_VOCAB[tokenizer])
+            got = megatron_params(flag_values(where / "megatron.args"), TOKENIZER_VOCAB[tokenizer])
         elif (where / "model" / "config.json").exists():
             got = hf_params(json.loads((where / "model" / "config.json").read_text()))
         elif (where / "ds_config.json").exists():
@@ -202,7 +189,7 @@ def test_the_deepseek_v3_class_arguments_build_deepseek_v3(
     1536/512, one MTP module, sigmoid routing over 8 groups (4 per token): DeepSeek-V3's
     config, which the dense-FFN experts (~6.2T expert parameters) were not."""
     x = launched_all[DEEPSEEK[0].stem]
-    args = _args(x.folder / "pretrain-moe" / "megatron.args")
+    args = flag_values(x.folder / "pretrain-moe" / "megatron.args")
     assert args["--moe-ffn-hidden-size"] == ["2048"]
     assert args["--moe-shared-expert-intermediate-size"] == ["2048"]
     assert args["--moe-layer-freq"] == ["[0]*3+[1]*58"]
@@ -223,7 +210,7 @@ def test_megatron_builds_llama_as_llama(launched_all: dict[str, Launched], examp
         preset = x.workload(d["workload"])["model"].get("preset", "")
         if not path.exists() or not preset.startswith("llama"):
             continue
-        args = _args(path)
+        args = flag_values(path)
         assert args["--normalization"] == ["RMSNorm"]
         assert args["--position-embedding-type"] == ["rope"]
         assert args["--rotary-base"] == (["10000"] if "llama-2" in preset else ["500000"])
@@ -272,7 +259,7 @@ def test_megatron_with_tensor_parallelism_sets_one_connection(
         if not (where / "megatron.args").exists():
             continue
         script = (where / "train.sh").read_text()
-        fsdp = "--use-megatron-fsdp" in _args(where / "megatron.args")
+        fsdp = "--use-megatron-fsdp" in flag_values(where / "megatron.args")
         p = d["parallel"]
         assert ("unset CUDA_DEVICE_MAX_CONNECTIONS" in script) == fsdp
         one = "export CUDA_DEVICE_MAX_CONNECTIONS=1" in script
@@ -287,7 +274,7 @@ def test_sharding_is_the_plans(launched_all: dict[str, Launched], example: str) 
         where = x.folder / d["workload"]
         stage = d["parallel"]["zero_stage"]
         if (where / "megatron.args").exists():
-            args = _args(where / "megatron.args")
+            args = flag_values(where / "megatron.args")
             if stage >= 2:
                 strategy = {2: "optim_grads", 3: "optim_grads_params"}[stage]
                 assert args["--data-parallel-sharding-strategy"] == [strategy]
@@ -310,7 +297,7 @@ def test_fine_tunes_start_from_a_checkpoint(
             continue
         script = (where / "train.sh").read_text()
         if (where / "megatron.args").exists():
-            assert "--finetune" in _args(where / "megatron.args")
+            assert "--finetune" in flag_values(where / "megatron.args")
             assert "--load" in script and "CHECKPOINT:?" in script
         else:
             assert "--model_name_or_path" in script
@@ -547,5 +534,5 @@ def test_megatron_arguments_of_every_preset_build_its_model(
     )
     model = model_of(w)
     (tmp_path / "megatron.args").write_text(shlex.join(megatron_args(d, w, model)))
-    got = megatron_params(_args(tmp_path / "megatron.args"), model.arch.vocab)
+    got = megatron_params(flag_values(tmp_path / "megatron.args"), model.arch.vocab)
     assert got == pytest.approx(model.arch.params, rel=0.01), (got, model.arch.params)

@@ -5,6 +5,7 @@ tests of one worker)."""
 from __future__ import annotations
 
 import json
+import shlex
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -52,3 +53,16 @@ def launch_all(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Launched]:
         extra = ["--no-default-catalog", "--catalog", str(catalog)]
         _DONE[example.stem] = _plan(example, tmp_path_factory.mktemp(example.stem), extra)
     return _DONE
+
+
+def flag_values(path: Path) -> dict[str, list[str]]:
+    """--flag -> its values (an empty list for a switch), as shlex reads the file."""
+    out: dict[str, list[str]] = {}
+    flag = ""
+    for tok in shlex.split(path.read_text()):
+        if tok.startswith("--"):
+            flag = tok
+            out[flag] = []
+        else:
+            out[flag].append(tok)
+    return out

@@ -82,6 +82,17 @@ OBJECTIVES = ("min-tco", "min-capex", "min-monthly", "max-throughput")
     help="CP-SAT workers; 1 is deterministic.",
 )
 @click.option(
+    "--schedule-solver",
+    "schedule_solver",
+    type=click.Choice(["race", "cp-sat", "highs"]),
+    default="race",
+    show_default=True,
+    help="Who solves a schedule (periods:). race: CP-SAT and HiGHS at once, one core each, "
+    "the first proof ends both (each is the faster on some schedules); cp-sat or highs: "
+    "that one alone, on one core. Where the cheapest schedule is tied, only a single "
+    "solver is sure to pick the same one every run.",
+)
+@click.option(
     "--robust",
     type=click.Choice(["expected", "worst"]),
     default=None,
@@ -127,6 +138,7 @@ def plan(
     work_limit: float | None,
     time_limit: float | None,
     workers: int,
+    schedule_solver: str,
     robust: str | None,
     seed: int,
     timings: bool,
@@ -204,6 +216,7 @@ def plan(
         time_limit_s=time_limit,
         work_limit=work_limit,
         workers=workers,
+        schedule_solver=schedule_solver,  # type: ignore[arg-type]  # click.Choice checked it
         seed=seed,
         robust=robust,
         timings=timings,

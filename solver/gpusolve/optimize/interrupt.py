@@ -49,14 +49,18 @@ def reset() -> None:
 
 
 def watch(solver: Any, *, announce: bool = True) -> None:
-    """Called before every CP-SAT solve: a stop request reaches the solver while it runs.
+    """Called before every solve: a stop request reaches the solver while it runs.
+    `solver` is a CP-SAT solver or anything else with a thread-safe `stop_search()` (the
+    HiGHS backend's stop flag, `milp/highs.py`).
 
     CP-SAT would otherwise install its own SIGINT handler for the solve (a process-wide
     one, shared by every solver): it stops only the stage running, the next stage runs
     on (the 8 s of the issue), and one solver ending while another runs in the worker
     thread left it calling an empty std::function (SIGABRT). Ours is the only handler.
     """
-    solver.parameters.catch_sigint_signal = False
+    params = getattr(solver, "parameters", None)
+    if params is not None:
+        params.catch_sigint_signal = False
     _searched.set()
     with _lock:
         _active.add(solver)
@@ -66,7 +70,8 @@ def watch(solver: Any, *, announce: bool = True) -> None:
     if _requested.is_set():
         # stop_search() on a solver that has not started is forgotten when it starts: a
         # search begun after the stop request gets no time instead.
-        solver.parameters.max_time_in_seconds = 0.0
+        if params is not None:
+            params.max_time_in_seconds = 0.0
         solver.stop_search()
     for call in tell:
         call()

@@ -242,6 +242,9 @@ class Instance:
     # (requirement name "racks:<site>"); explain mode may relax it.
 
 
+ScheduleSolver = Literal["race", "highs", "cp-sat"]
+
+
 @dataclass(frozen=True)
 class SolveConfig:
     time_limit_s: float = 60.0  # wall clock: depends on the machine's load
@@ -252,6 +255,10 @@ class SolveConfig:
     workers: int = 2
     seed: int = 1
     relative_gap: float = 0.0
+    # Who solves a schedule's model (a MILP): CP-SAT and HiGHS raced by default, either
+    # alone on request; CP-SAT where the model is not a MILP (`optimize/phased/solve.py`).
+    # Single plans are CP-SAT's.
+    schedule_solver: ScheduleSolver = "race"
     # Start the search from the warm start's plan when no hint is given (`warmstart.py`);
     # off only to measure what it is worth.
     warm_start: bool = True

@@ -15,6 +15,7 @@ from gpusolve.models.schedule import Schedule
 from gpusolve.runs.output import CommandOutput, OptionConflict, RunResult, written
 
 if TYPE_CHECKING:
+    from gpusolve.optimize.ir import ScheduleSolver
     from gpusolve.plan.inputs import Inputs
     from gpusolve.plan.solved import PlanOptions, Solved
 
@@ -50,6 +51,7 @@ class PlanRequest:
     time_limit_s: float | None = None  # wall clock; None: the work limit alone bounds it
     work_limit: float | None = None  # None: DEFAULT_WORK_LIMIT
     workers: int = 1
+    schedule_solver: ScheduleSolver = "race"
     seed: int = 1
     robust: str | None = None
     timings: bool = False
@@ -139,6 +141,7 @@ def plan_options(request: PlanRequest, schedule: bool = False) -> PlanOptions:
         work_limit=request.work_limit or DEFAULT_WORK_LIMIT,
         workers=request.workers,
         seed=request.seed,
+        schedule_solver=request.schedule_solver,
     )
     return PlanOptions(
         config=config,

@@ -95,4 +95,6 @@ class PhasedSolution:
     capex_by_year: dict[int, int] = field(default_factory=dict)
     wall_s: float = 0.0
     reason: str | None = None  # why no model was built (a workload with no option)
-    work: float = 0.0  # CP-SAT's deterministic time the solve took (machine-independent)
+    # The work the solve took, in the unit of `SolveConfig.work_limit` (machine-independent).
+    work: float = 0.0
+    solver: str = "CP-SAT"  # which solver answered ("HiGHS" or "CP-SAT")

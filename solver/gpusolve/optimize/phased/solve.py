@@ -1,10 +1,15 @@
 """Solve the schedule's model (`model.py`) and read the answer into a `PhasedSolution`.
 
-One CP-SAT solve of the whole schedule, minimising TCO + penalties less the resale credit
-(the single plan's min-TCO objective). Its limits: CP-SAT's deterministic time
-(`SolveConfig.work_limit`), so that the same inputs stop at the same point and give the
-same schedule and status on an idle or a loaded machine, one worker and a fixed seed by
-default; the wall clock (`time_limit_s`) only as an outer bound.
+One solve of the whole schedule, minimising TCO + penalties less the resale credit (the
+single plan's min-TCO objective). The model is a MILP, and HiGHS proves it faster than
+CP-SAT, the gap growing with the periods (benchmarks/README.md, "Procurement over time"),
+so by default HiGHS solves it (`milp/`: the CP-SAT model translated from its proto, the
+answer checked by CP-SAT); CP-SAT searches where HiGHS leaves the answer to it, or when
+`SolveConfig.schedule_solver` asks for it. Either way the limits do not depend on the
+machine's load: CP-SAT's deterministic time or HiGHS's node count (`SolveConfig.work_limit`),
+one worker and a fixed seed by default, so that the same inputs give the same schedule and
+status on an idle or a loaded machine; the wall clock (`time_limit_s`) only as an outer
+bound. Explaining an infeasible schedule stays with CP-SAT (`explain.py`: assumptions).
 
 `no_dearer` returns the cheaper baseline's schedule when the free search stops at its
 limit with nothing cheaper, so the schedule is never dearer than a baseline (the
@@ -17,7 +22,7 @@ from __future__ import annotations
 import time
 from collections import defaultdict
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 from ortools.sat.python import cp_model
@@ -25,7 +30,7 @@ from ortools.sat.python import cp_model
 from gpusolve.models.periods import fiscal_year
 from gpusolve.optimize import interrupt
 from gpusolve.optimize.cpsat import STATUS, integral_bound
-from gpusolve.optimize.ir import Instance, SolveConfig
+from gpusolve.optimize.ir import Instance, SolveConfig, Status
 from gpusolve.optimize.patterns import fits_site
 from gpusolve.optimize.phased.ir import (
     Mode,
@@ -107,32 +112,79 @@ def solve_phased(
     tco, penalties, resale = objective(exprs, n_periods)
     goal = tco + penalties - resale
     m.minimize(goal)
-    solver = solver_for(config)
-    status = STATUS[solver.solve(m, _Progress(found) if found is not None else None)]
+    search = _search(m, config, found)
     wall = time.perf_counter() - start
-    if status not in ("optimal", "feasible"):
-        tight = status == "infeasible" and restrict is None
+    if search.status not in ("optimal", "feasible") or search.values is None:
+        tight = search.status == "infeasible" and restrict is None
         why = _budget_reason(pi, config, mode, fixed) if tight else None
-        bound = _bound(solver) if status == "unknown" else None
-        work = solver.response_proto.deterministic_time
-        return PhasedSolution(status, mode, best_bound=bound, wall_s=wall, reason=why, work=work)
-    plans = tuple(_read_period(pi, v, exprs, solver, p) for p in range(n_periods))
+        bound = search.bound if search.status == "unknown" else None
+        return PhasedSolution(
+            search.status,
+            mode,
+            best_bound=bound,
+            wall_s=wall,
+            reason=why,
+            work=search.work,
+            solver=search.solver,
+        )
+    values = search.values
+    plans = tuple(_read_period(pi, v, exprs, values, p) for p in range(n_periods))
     by_year: dict[int, int] = defaultdict(int)
     for plan in plans:
         by_year[fiscal_year(plan.period.start_month)] += plan.costs.capex
     return PhasedSolution(
-        status,
+        search.status,
         mode,
         plans,
-        objective_value=int(solver.value(goal)),
-        best_bound=_bound(solver),
-        tco=int(solver.value(tco)),
-        penalties=int(solver.value(penalties)),
-        resale=int(solver.value(resale)),
+        objective_value=int(values.value(goal)),
+        best_bound=search.bound,
+        tco=int(values.value(tco)),
+        penalties=int(values.value(penalties)),
+        resale=int(values.value(resale)),
         capex_by_year=dict(sorted(by_year.items())),
         wall_s=wall,
-        work=solver.response_proto.deterministic_time,
+        work=search.work,
+        solver=search.solver,
     )
+
+
+@dataclass(frozen=True)
+class _Searched:
+    status: Status
+    values: cp_model.CpSolver | None  # reads the solution's values (None: none found)
+    bound: int | None
+    work: float
+    solver: str
+
+
+def _search(m: cp_model.CpModel, config: SolveConfig, found: Found | None) -> _Searched:
+    """CP-SAT and HiGHS raced (`milp/race.py`), HiGHS or CP-SAT alone, as the config asks;
+    CP-SAT alone where the model is not a MILP."""
+    from gpusolve.optimize.milp.translate import NotMilp, translate
+
+    if config.schedule_solver != "cp-sat":
+        try:
+            milp = translate(m.proto)
+        except NotMilp:
+            milp = None
+        if milp is not None and config.schedule_solver == "race":
+            from gpusolve.optimize.milp.race import race
+
+            r = race(m, milp, solver_for(config), config, found)
+            return _Searched(r.status, r.values, r.bound, r.work, r.solver)
+        if milp is not None:
+            from gpusolve.optimize.milp.solve import solve_with_highs
+
+            outcome = solve_with_highs(m, config, found, milp)
+            if outcome is not None:
+                o = outcome
+                return _Searched(o.status, o.values, o.bound, o.work, "HiGHS")
+    solver = solver_for(config)
+    status = STATUS[solver.solve(m, _Progress(found) if found is not None else None)]
+    work = solver.response_proto.deterministic_time
+    bound = _bound(solver) if status in ("optimal", "feasible", "unknown") else None
+    values = solver if status in ("optimal", "feasible") else None
+    return _Searched(status, values, bound, work, "CP-SAT")
 
 
 def held_to(s: PhasedSolution) -> Restrict:

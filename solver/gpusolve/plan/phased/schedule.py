@@ -31,6 +31,13 @@ MODEL_NOTES = (
 )
 
 
+def _solver_note(s: PhasedSolution) -> str:
+    return (
+        f"solved by {s.solver}, {s.work:.1f} units of work (CP-SAT's deterministic time and "
+        "HiGHS's nodes, each unit about a second of one idle core; see --work-limit)"
+    )
+
+
 def schedule_status(s: PhasedSolution) -> ScheduleStatus:
     """The plan's status vocabulary: a search that ended without a schedule or a proof is
     a "timeout" (as for a single plan)."""
@@ -121,7 +128,7 @@ def schedule(
         periods=[_period(pp, rent_month) for pp in best.periods],
         capex_by_year=capex if best.periods else [],
         baselines=[_baseline("buy-now", best, buy_now), _baseline("rent-as-you-go", best, rent)],
-        model_notes=list(MODEL_NOTES),
+        model_notes=[*MODEL_NOTES, _solver_note(best)],
         reason=best.reason,
     )
 

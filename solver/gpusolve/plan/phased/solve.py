@@ -9,7 +9,7 @@ and capacity, and the ordinary single plan priced over the periods beside it.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
 from gpusolve.plan.solved import Phased, PlanOptions, Solved
@@ -50,7 +50,9 @@ def solve_schedule(
     for mode in ("rent", "buy-now", "free"):
         progress(f"solving {STAGES[mode]}")
         found = _watching(watch, STAGES[mode])
-        solutions[mode] = solve_phased(instance, config, mode, found=found)
+        # The free search starts from the cheaper baseline: a schedule of the same model.
+        hint = _cheapest(solutions.values()) if mode == "free" else None
+        solutions[mode] = solve_phased(instance, config, mode, found=found, hint=hint)
     solutions["free"] = no_dearer(solutions["free"], [solutions["buy-now"], solutions["rent"]])
     best = solutions["free"]
     result = schedule(instance, best, solutions["buy-now"], solutions["rent"], run.reqs.currency)
@@ -61,6 +63,11 @@ def solve_schedule(
     if not best.periods:
         return solved
     return _with_baseline(solved, progress)
+
+
+def _cheapest(solutions: Iterable[PhasedSolution]) -> PhasedSolution | None:
+    found = [s for s in solutions if s.objective_value is not None and s.periods]
+    return min(found, key=lambda s: s.objective_value or 0, default=None)
 
 
 def _watching(watch: Watch | None, stage: str) -> Callable[[int, int], None] | None:

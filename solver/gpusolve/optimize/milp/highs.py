@@ -1,0 +1,172 @@
+"""Solve a translated MILP (`translate.Milp`) with HiGHS, under limits that do not depend on
+the machine's load.
+
+HiGHS has no deterministic clock; its branch-and-bound is deterministic for a given model,
+seed and options, so the limit that stops it at the same point on an idle or a loaded
+machine is a node count: `SolveConfig.work_limit` (CP-SAT's unit, about a second of one
+idle core) times `NODES_PER_WORK`. The wall clock (`time_limit_s`) stays an outer bound.
+A stop request (Ctrl-C, SIGTERM: `interrupt.py`) reaches the search through HiGHS's MIP
+interrupt callback. highspy is imported only here, when a schedule is solved.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from gpusolve.optimize import interrupt
+from gpusolve.optimize.ir import SolveConfig, Status
+from gpusolve.optimize.milp.translate import INF, Milp
+
+# Branch-and-bound nodes per unit of work: HiGHS explored 150-400 nodes a second of one idle
+# core on the schedule benchmarks (benchmarks/README.md, "Procurement over time"); the low
+# end keeps a node budget at or under the wall time a unit of CP-SAT work stands for.
+NODES_PER_WORK = 150
+
+# Called with each better solution's (objective, bound) as the search finds it.
+Found = Callable[[int, int], None]
+
+
+@dataclass(frozen=True)
+class MilpAnswer:
+    """HiGHS's answer in the planner's terms: values per column (CP-SAT variable index)."""
+
+    status: Status
+    values: tuple[int, ...] | None
+    objective: int | None  # of `values`, offset included
+    bound: int | None
+    nodes: int
+    work: float
+
+
+class Stop:
+    """What `interrupt.watch` holds for a HiGHS search: `stop_search` from any thread
+    sets a flag the MIP interrupt callback reads."""
+
+    def __init__(self) -> None:
+        self.requested = threading.Event()
+
+    def stop_search(self) -> None:
+        self.requested.set()
+
+
+def _quiet_highs() -> Any:
+    import highspy
+
+    class Quiet(highspy.Highs):
+        # highspy prints a banner on stdout when callbacks are enabled with output on.
+        def enableCallbacks(self) -> None:
+            self.setOptionValue("output_flag", False)
+            super().enableCallbacks()  # type: ignore[no-untyped-call]
+
+    return Quiet()  # type: ignore[no-untyped-call]
+
+
+def _lp(m: Milp) -> Any:
+    import highspy
+    import numpy as np
+
+    inf = highspy.kHighsInf
+    lp = highspy.HighsLp()
+    lp.num_col_, lp.num_row_ = len(m.cost), len(m.rows)
+    lp.col_cost_ = np.array(m.cost, dtype=float)
+    lp.col_lower_ = np.array([-inf if v == -INF else v for v in m.lower], dtype=float)
+    lp.col_upper_ = np.array([inf if v == INF else v for v in m.upper], dtype=float)
+    lp.row_lower_ = np.array([-inf if r[2] == -INF else r[2] for r in m.rows], dtype=float)
+    lp.row_upper_ = np.array([inf if r[3] == INF else r[3] for r in m.rows], dtype=float)
+    lp.a_matrix_.format_ = highspy.MatrixFormat.kRowwise
+    lp.a_matrix_.start_ = np.cumsum([0] + [len(r[0]) for r in m.rows]).astype(np.int32)
+    lp.a_matrix_.index_ = np.array([j for r in m.rows for j in r[0]], dtype=np.int32)
+    lp.a_matrix_.value_ = np.array([a for r in m.rows for a in r[1]], dtype=float)
+    lp.integrality_ = [highspy.HighsVarType.kInteger] * len(m.cost)
+    lp.offset_ = float(m.offset)
+    return lp
+
+
+def _options(h: Any, config: SolveConfig, threads: int | None) -> None:
+    h.setOptionValue("mip_rel_gap", float(config.relative_gap))
+    if threads is not None:
+        h.setOptionValue("threads", threads)
+    h.setOptionValue("random_seed", int(config.seed))
+    if math.isfinite(config.time_limit_s):
+        h.setOptionValue("time_limit", float(max(config.time_limit_s, 0.001)))
+    if config.work_limit is not None:
+        h.setOptionValue("mip_max_nodes", max(1, math.ceil(config.work_limit * NODES_PER_WORK)))
+
+
+def _callbacks(h: Any, stop: Stop, found: Found | None) -> None:
+    def on_interrupt(e: Any) -> None:
+        if stop.requested.is_set():
+            e.interrupt()
+
+    h.cbMipInterrupt.subscribe(on_interrupt)
+    if found is not None:
+
+        def on_improved(e: Any) -> None:
+            out = e.data_out
+            found(round(out.objective_function_value), _integral(out.mip_dual_bound))
+
+        h.cbMipImprovingSolution.subscribe(on_improved)
+
+
+def _integral(bound: float) -> int:
+    # The objective is integral, so a bound a hair under an integer proves that integer.
+    return math.ceil(bound - 1e-6) if math.isfinite(bound) else -(2**62)
+
+
+def _start(h: Any, values: Mapping[int, int]) -> None:
+    """A start over some columns (HiGHS completes the rest with a small sub-MIP)."""
+    import numpy as np
+
+    index = np.array(list(values), dtype=np.int32)
+    h.setSolution(len(index), index, np.array(list(values.values()), dtype=float))
+
+
+def solve_milp(
+    m: Milp,
+    config: SolveConfig,
+    found: Found | None = None,
+    start: Mapping[int, int] | None = None,
+    stop: Stop | None = None,
+    threads: int | None = None,
+) -> MilpAnswer:
+    """The cheapest solution of `m` HiGHS finds within `config`'s limits, from `start`
+    (values by column) where given, stopped early by `stop`; on `threads` threads (HiGHS's
+    default: half the cores); status "model_invalid" where HiGHS cannot tell
+    infeasible from unbounded (the caller asks CP-SAT)."""
+    import highspy
+
+    undecided = (
+        highspy.HighsModelStatus.kUnboundedOrInfeasible,
+        highspy.HighsModelStatus.kUnbounded,
+        highspy.HighsModelStatus.kModelError,
+        highspy.HighsModelStatus.kSolveError,
+    )
+    h = _quiet_highs()
+    h.passModel(_lp(m))
+    _options(h, config, threads)
+    stop = stop or Stop()
+    _callbacks(h, stop, found)
+    if start:
+        _start(h, start)
+    interrupt.watch(stop)
+    h.run()
+    info = h.getInfo()
+    model_status = h.getModelStatus()
+    has_solution = info.primal_solution_status == 2  # kSolutionStatusFeasible
+    values = tuple(round(v) for v in h.getSolution().col_value) if has_solution else None
+    nodes = int(info.mip_node_count)
+    if model_status == highspy.HighsModelStatus.kOptimal:
+        status: Status = "optimal"
+    elif model_status == highspy.HighsModelStatus.kInfeasible:
+        status = "infeasible"
+    elif model_status in undecided:
+        status = "model_invalid"
+    else:
+        status = "feasible" if has_solution else "unknown"
+    bound = _integral(info.mip_dual_bound) if math.isfinite(info.mip_dual_bound) else None
+    objective = m.objective(values) if values is not None else None
+    return MilpAnswer(status, values, objective, bound, nodes, nodes / NODES_PER_WORK)

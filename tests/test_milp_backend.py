@@ -1,0 +1,207 @@
+"""The MILP backend (`optimize/milp/`): a CP-SAT model read from its proto as MILP rows and
+solved by HiGHS gives the optimum CP-SAT proves, on models whose optimum is worked out by hand
+and on random small MILPs; what is not a MILP row is refused, never approximated."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+from ortools.sat.python import cp_model
+
+from gpusolve.optimize import interrupt
+from gpusolve.optimize.ir import SolveConfig
+from gpusolve.optimize.milp.highs import NODES_PER_WORK, solve_milp
+from gpusolve.optimize.milp.solve import solve_with_highs
+from gpusolve.optimize.milp.translate import NotMilp, translate
+
+# Limits that do not depend on the machine's load: a node budget, a wall clock far beyond.
+CONFIG = SolveConfig(time_limit_s=600, work_limit=20, workers=1, seed=1)
+
+
+def _value(model: cp_model.CpModel, expr: cp_model.LinearExprT) -> int:
+    outcome = solve_with_highs(model, CONFIG)
+    assert outcome is not None and outcome.values is not None
+    return int(outcome.values.value(expr))
+
+
+def test_a_knapsack_by_hand() -> None:
+    # Items (weight, value): (3, 4), (4, 5), (2, 3), capacity 6: pairs 1+3 (weight 5, value
+    # 7) and 2+3 (weight 6, value 8) fit, 1+2 does not; minimising -value gives -8.
+    m = cp_model.CpModel()
+    x = [m.new_bool_var(f"x{i}") for i in range(3)]
+    m.add(3 * x[0] + 4 * x[1] + 2 * x[2] <= 6)
+    m.minimize(-(4 * x[0] + 5 * x[1] + 3 * x[2]))
+    outcome = solve_with_highs(m, CONFIG)
+    assert outcome is not None and outcome.values is not None
+    assert outcome.status == "optimal"
+    assert [outcome.values.value(v) for v in x] == [0, 1, 1]
+    assert outcome.bound == -8
+
+
+def test_an_objective_offset_and_negated_literals() -> None:
+    # Exactly one of a, b; ~a costs 10 (so b costs 10), a costs 3, offset 100: a is chosen,
+    # objective 103.
+    m = cp_model.CpModel()
+    a, b = m.new_bool_var("a"), m.new_bool_var("b")
+    m.add_exactly_one(a, b)
+    m.minimize(100 + 3 * a + 10 * (1 - a))
+    assert _value(m, 100 + 3 * a + 10 * (1 - a)) == 103
+    assert _value(m, a) == 1
+
+
+def test_an_implication_enforced_by_a_negated_literal() -> None:
+    # ~a -> b and ~a -> c; a costs 5, b and c cost 2 each: a = 0 costs 4, a = 1 costs 5.
+    m = cp_model.CpModel()
+    a, b, c = (m.new_bool_var(n) for n in "abc")
+    m.add_bool_and(b, c).only_enforce_if(~a)
+    m.minimize(5 * a + 2 * b + 2 * c)
+    assert _value(m, 5 * a + 2 * b + 2 * c) == 4
+
+
+def test_an_enforced_linear_row_is_relaxed_only_when_its_literal_is_false() -> None:
+    # y >= 7 when z; z is forced (bool_or); y in [0, 10] costs 1 each: y = 7.
+    m = cp_model.CpModel()
+    y = m.new_int_var(0, 10, "y")
+    z = m.new_bool_var("z")
+    m.add(y >= 7).only_enforce_if(z)
+    m.add(y <= 8).only_enforce_if(~z)
+    m.add_bool_or(z)
+    m.minimize(y)
+    assert _value(m, y) == 7
+    # Without the bool_or, z = 0 frees y down to 0.
+    m2 = cp_model.CpModel()
+    y2 = m2.new_int_var(0, 10, "y")
+    z2 = m2.new_bool_var("z")
+    m2.add(y2 >= 7).only_enforce_if(z2)
+    m2.minimize(y2 + 0 * z2)
+    assert _value(m2, y2) == 0
+
+
+def test_an_infeasible_model_is_infeasible() -> None:
+    m = cp_model.CpModel()
+    x = m.new_int_var(0, 5, "x")
+    m.add(x >= 3)
+    m.add(x <= 2)
+    m.minimize(x)
+    outcome = solve_with_highs(m, CONFIG)
+    assert outcome is not None and outcome.status == "infeasible" and outcome.values is None
+
+
+@pytest.mark.parametrize(
+    "build",
+    [
+        lambda m, x, y: m.add_max_equality(x, [y, 2]),
+        lambda m, x, y: m.add_multiplication_equality(x, [y, y]),
+        lambda m, x, y: m.add_linear_expression_in_domain(
+            x + y, cp_model.Domain.from_values([1, 3])
+        ),
+    ],
+    ids=["max", "product", "domain-with-holes"],
+)
+def test_what_is_not_a_milp_row_is_refused(build: object) -> None:
+    m = cp_model.CpModel()
+    x, y = m.new_int_var(0, 5, "x"), m.new_int_var(0, 5, "y")
+    build(m, x, y)  # type: ignore[operator]
+    m.minimize(x)
+    with pytest.raises(NotMilp):
+        translate(m.proto)
+    assert solve_with_highs(m, CONFIG) is None  # the caller asks CP-SAT
+
+
+def _random_milp(rng: random.Random) -> cp_model.CpModel:
+    m = cp_model.CpModel()
+    xs = [m.new_int_var(0, rng.randint(1, 6), f"x{i}") for i in range(6)]
+    bs = [m.new_bool_var(f"b{i}") for i in range(4)]
+    for _ in range(5):
+        terms = [(rng.randint(-4, 6), v) for v in rng.sample(xs, 3)]
+        m.add(sum(a * v for a, v in terms) >= rng.randint(-3, 8))
+    for b, x in zip(bs, xs, strict=False):
+        m.add(x >= 2).only_enforce_if(b)
+    m.add_at_most_one(bs[:3])
+    m.add_bool_or([bs[3], ~bs[0]])
+    m.minimize(sum(rng.randint(1, 9) * v for v in xs) - sum(rng.randint(0, 12) * b for b in bs))
+    return m
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_highs_proves_the_optimum_cp_sat_proves(seed: int) -> None:
+    m = _random_milp(random.Random(seed))
+    cp = cp_model.CpSolver()
+    cp.parameters.num_workers = 1
+    cp_status = cp.solve(m)
+    outcome = solve_with_highs(m, CONFIG)
+    assert outcome is not None
+    if cp_status == cp_model.INFEASIBLE:
+        assert outcome.status == "infeasible"
+        return
+    assert cp_status == cp_model.OPTIMAL and outcome.status == "optimal"
+    assert outcome.values is not None
+    assert outcome.values.objective_value == cp.objective_value
+
+
+def test_a_stop_requested_before_the_search_returns_without_a_proof() -> None:
+    # Enough items that the proof needs branching (a subset-sum with no exact fit).
+    rng = random.Random(7)
+    m = cp_model.CpModel()
+    xs = [m.new_bool_var(f"x{i}") for i in range(60)]
+    weights = [rng.randint(1000, 9999) * 2 for _ in xs]
+    m.add(sum(w * x for w, x in zip(weights, xs, strict=True)) >= sum(weights) // 2 + 1)
+    m.minimize(sum(w * x for w, x in zip(weights, xs, strict=True)))
+    interrupt.reset()
+    try:
+        interrupt.request_stop()
+        answer = solve_milp(translate(m.proto), CONFIG)
+    finally:
+        interrupt.reset()
+    assert answer.status != "optimal"
+
+
+def test_the_node_budget_is_the_work_limit_in_nodes() -> None:
+    # A subset-sum HiGHS cannot close at the root: the budget stops it at the same node
+    # count on every run, whatever the machine's load.
+    rng = random.Random(3)
+    m = cp_model.CpModel()
+    xs = [m.new_int_var(0, 3, f"x{i}") for i in range(40)]
+    weights = [rng.randint(10_000, 99_999) for _ in xs]
+    m.add(sum(w * x for w, x in zip(weights, xs, strict=True)) >= sum(weights) + 1)
+    m.minimize(sum(w * x for w, x in zip(weights, xs, strict=True)))
+    tiny = SolveConfig(time_limit_s=600, work_limit=2 / NODES_PER_WORK, workers=1, seed=1)
+    runs = [solve_milp(translate(m.proto), tiny) for _ in range(2)]
+    assert runs[0].nodes <= 2 + 1  # HiGHS counts the node it stops in
+    assert runs[0] == runs[1]
+
+
+def test_a_race_returns_the_proven_optimum_and_the_same_answer_every_run() -> None:
+    from gpusolve.optimize.milp.race import race
+    from gpusolve.optimize.phased.solve import solver_for
+
+    m = _random_milp(random.Random(6))  # a feasible one (seeds 1, 3, 6, 8, 10, 11 are)
+    cp = cp_model.CpSolver()
+    cp.parameters.num_workers = 1
+    assert cp.solve(m) == cp_model.OPTIMAL
+    seen = []
+    for _ in range(2):
+        found: list[tuple[int, int]] = []
+        r = race(
+            m, translate(m.proto), solver_for(CONFIG), CONFIG, lambda o, b: found.append((o, b))
+        )
+        assert r.status == "optimal" and r.values is not None
+        assert r.values.objective_value == cp.objective_value
+        assert r.bound == cp.objective_value
+        # Progress only ever improves: objectives fall, bounds never fall.
+        assert [o for o, _ in found] == sorted((o for o, _ in found), reverse=True)
+        seen.append(r.values.objective_value)
+    assert seen[0] == seen[1]
+
+
+def test_a_race_on_an_infeasible_model_is_infeasible() -> None:
+    from gpusolve.optimize.milp.race import race
+    from gpusolve.optimize.phased.solve import solver_for
+
+    m = cp_model.CpModel()
+    x = m.new_int_var(0, 5, "x")
+    m.add(2 * x == 5)
+    m.minimize(x)
+    r = race(m, translate(m.proto), solver_for(CONFIG), CONFIG)
+    assert r.status == "infeasible" and r.values is None

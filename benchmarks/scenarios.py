@@ -38,9 +38,9 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 from generator import generate  # noqa: E402
-from gpusolve.optimize import twostage  # noqa: E402
 from gpusolve.optimize.ir import Instance, SolveConfig  # noqa: E402
 from gpusolve.optimize.solve import solve  # noqa: E402
+from gpusolve.optimize.twostage import solve as twostage  # noqa: E402
 
 TARGET_RATIO = 3.0
 

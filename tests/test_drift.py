@@ -26,8 +26,8 @@ from gpusolve.analyses.whynot import forced_onto
 from gpusolve.candidates.prepare import prepare
 from gpusolve.optimize import alternatives as alternatives_module
 from gpusolve.optimize import solve as solve_module
-from gpusolve.optimize import twostage
 from gpusolve.optimize.ir import Instance, SolveConfig
+from gpusolve.optimize.twostage import solve as twostage
 from gpusolve.plan import make_plan
 from gpusolve.plan.inputs import prepare_run
 from gpusolve.plan.solved import Hedged, PlanOptions, Single, Solved

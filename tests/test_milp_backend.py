@@ -172,6 +172,14 @@ def test_the_node_budget_is_the_work_limit_in_nodes() -> None:
     assert runs[0] == runs[1]
 
 
+class _Seen:
+    def __init__(self) -> None:
+        self.objectives: list[int] = []
+
+    def append_pair(self, objective: int, bound: int) -> None:
+        self.objectives.append(objective)
+
+
 def test_a_race_returns_the_proven_optimum_and_the_same_answer_every_run() -> None:
     from gpusolve.optimize.milp.race import race
     from gpusolve.optimize.phased.solve import solver_for
@@ -182,15 +190,13 @@ def test_a_race_returns_the_proven_optimum_and_the_same_answer_every_run() -> No
     assert cp.solve(m) == cp_model.OPTIMAL
     seen = []
     for _ in range(2):
-        found: list[tuple[int, int]] = []
-        r = race(
-            m, translate(m.proto), solver_for(CONFIG), CONFIG, lambda o, b: found.append((o, b))
-        )
+        found = _Seen()
+        r = race(m, translate(m.proto), solver_for(CONFIG), CONFIG, found.append_pair)
         assert r.status == "optimal" and r.values is not None
         assert r.values.objective_value == cp.objective_value
         assert r.bound == cp.objective_value
         # Progress only ever improves: objectives fall, bounds never fall.
-        assert [o for o, _ in found] == sorted((o for o, _ in found), reverse=True)
+        assert found.objectives == sorted(found.objectives, reverse=True)
         seen.append(r.values.objective_value)
     assert seen[0] == seen[1]
 

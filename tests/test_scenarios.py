@@ -1,4 +1,4 @@
-"""Two-stage plans over scenarios (`optimize/twostage.py`), checked by enumeration.
+"""Two-stage plans over scenarios (`optimize/twostage/`), checked by enumeration.
 
 The reference below shares no code with the model: it enumerates one assignment per
 scenario, buys the most servers any scenario needs per (SKU, site) and slot, packs them
@@ -37,7 +37,7 @@ from gpusolve.optimize.ir import (
 )
 from gpusolve.optimize.solve import solve
 from gpusolve.optimize.tuning import Tuning
-from gpusolve.optimize.twostage import (
+from gpusolve.optimize.twostage.solve import (
     FirstStage,
     Scenario,
     evaluate,
@@ -492,9 +492,10 @@ def test_the_result_says_when_its_plan_was_found() -> None:
 
 
 def test_the_split_model_module_is_the_search_modules() -> None:
-    """`twostage.py` (the search) re-exports the model's names from `twostage_build.py`:
-    callers plan with the one module, and both stay under issue 23's 500 lines."""
-    from gpusolve.optimize import twostage, twostage_build
+    """`twostage/solve.py` (the search) re-exports the model's names from `model.py`:
+    callers plan with the one module, and both stay under the 500-line limit."""
+    from gpusolve.optimize.twostage import model as twostage_build
+    from gpusolve.optimize.twostage import solve as twostage
 
     for name in ("FirstStage", "Scenario", "PROBABILITY_SCALE", "probability_weights"):
         assert getattr(twostage, name) is getattr(twostage_build, name)
@@ -511,9 +512,9 @@ def test_the_core_hint_is_a_whole_plan_that_buys_only_where_the_lp_buys(
     stands, and no server outside those pairs. The pairs nearest to entering the LP are
     left out here (`_nearest`, tested below): on instances this small they are often
     every other pair, and there would be no core to test."""
-    from gpusolve.optimize import twostage
     from gpusolve.optimize.search import relaxation
-    from gpusolve.optimize.twostage_build import build_two_stage
+    from gpusolve.optimize.twostage import solve as twostage
+    from gpusolve.optimize.twostage.model import build_two_stage
 
     monkeypatch.setattr(twostage, "_nearest", lambda *_: set())
     hinted = 0
@@ -553,7 +554,7 @@ def test_a_plan_from_a_hint_solve_stands_when_the_free_solve_runs_out_of_time(
 ) -> None:
     """The free solve may stop before it reports even its hint (a short --time-limit on a
     large model): the plan the hint solve found is returned, as feasible, not lost."""
-    from gpusolve.optimize import twostage
+    from gpusolve.optimize.twostage import solve as twostage
 
     calls: list[cp_model.CpSolver] = []
     original = twostage._solver
@@ -585,7 +586,7 @@ def test_small_two_stage_models_get_the_single_solvers_settings() -> None:
     """Below the single solver's thresholds the free solve runs as the single solver's
     does (one worker, no presolve: `benchmarks/README.md`, two-stage section); hint solves
     and large models keep the configured workers and CP-SAT's defaults."""
-    from gpusolve.optimize import twostage
+    from gpusolve.optimize.twostage import solve as twostage
 
     config = dataclasses.replace(CONFIG, workers=2)
     tuning = config.tuning
@@ -600,8 +601,8 @@ def test_the_core_grows_by_the_pairs_with_the_least_regret() -> None:
     """`_nearest` adds the pairs outside the core whose choice alone is least dearer than
     the workload's cheapest: here four sites the same but for their rent, in order of
     rent, whatever the order of the placements."""
-    from gpusolve.optimize import twostage
-    from gpusolve.optimize.twostage_build import build_two_stage
+    from gpusolve.optimize.twostage import solve as twostage
+    from gpusolve.optimize.twostage.model import build_two_stage
 
     sku = Sku("k", capex=1000, power_w=1000, rack_units=1, cooling=frozenset({"air"}))
     rents = {"s0": 100, "s1": 200, "s2": 300, "s3": 400}

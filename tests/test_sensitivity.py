@@ -477,7 +477,7 @@ def test_acceptance_a_hedged_plans_ends_are_switch_points() -> None:
     plan; just beyond, it changes."""
     from gpusolve.analyses.probing import hedged_key
     from gpusolve.analyses.sensitivity import analyse_hedged
-    from gpusolve.optimize import twostage
+    from gpusolve.optimize.twostage import solve as twostage
 
     run, hedged = _hedged_run()
     scenarios = list(hedged.weighed)

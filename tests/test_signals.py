@@ -204,8 +204,8 @@ def test_a_stop_request_reaches_the_scenario_solver() -> None:
 
     from ortools.sat.python import cp_model
 
-    from gpusolve.optimize import twostage
     from gpusolve.optimize.ir import SolveConfig
+    from gpusolve.optimize.twostage import solve as twostage
 
     rng = random.Random(7)  # a 60-item knapsack with a tight parity side: slow to prove
     model = cp_model.CpModel()

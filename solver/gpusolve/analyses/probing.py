@@ -23,7 +23,7 @@ from gpusolve.models.plan import SensitivityKind, SensitivityRange
 from gpusolve.optimize.ir import Instance, Solution
 
 if TYPE_CHECKING:
-    from gpusolve.optimize import twostage
+    from gpusolve.optimize.twostage import solve as twostage
 
 
 # Prices are searched from a tenth to ten times their catalogue value: beyond that a quote

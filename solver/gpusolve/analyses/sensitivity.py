@@ -65,9 +65,9 @@ from gpusolve.candidates.scaling import (
 from gpusolve.models.catalog import Catalog
 from gpusolve.models.plan import Plan, Sensitivity, SensitivityKind
 from gpusolve.models.schedule import Schedule
-from gpusolve.optimize import twostage
 from gpusolve.optimize.inventory import purchases
 from gpusolve.optimize.ir import Instance, Solution, SolveConfig
+from gpusolve.optimize.twostage import solve as twostage
 from gpusolve.plan.solved import Hedged, Phased, Single, Solved
 from gpusolve.plan.twostage import NOMINAL
 

@@ -220,7 +220,7 @@ def _forced_line(
     """The line comparing the plan with `workload` forced onto `item` (None when no
     scenario has a candidate for it there), and that plan against the plan shown in the
     scenario it shows."""
-    from gpusolve.optimize import twostage
+    from gpusolve.optimize.twostage import solve as twostage
 
     forced: list[twostage.Scenario] = []
     missing: list[str] = []

@@ -16,6 +16,8 @@ The shape, in the order a plan goes through it:
 - reading and checking: `readout`, `validate` (an independent check of every plan),
   `explain` (conflicting requirements), `alternatives` (top-k), `binpack` (exact rack
   packings for readout);
-- the two-stage plan over scenarios: `twostage_build` (the model) and `scenarios` (its
-  search); `interrupt` and `guard` serve all of them (Ctrl-C, int64 limits).
+- the two-stage plan over scenarios: `twostage/` (its model and its search); the
+  purchase schedule over periods: `phased/` (its model, solve, explanations), solved by
+  CP-SAT raced against HiGHS through `milp/` (the model's proto as MILP rows);
+  `interrupt` and `guard` serve all of them (Ctrl-C, int64 limits).
 """

@@ -18,8 +18,8 @@ from gpusolve.optimize import ir
 
 if TYPE_CHECKING:  # the candidates stage imports ortools: not when the command reads options
     from gpusolve.candidates.prepare import Prepared
-    from gpusolve.optimize import twostage
     from gpusolve.optimize.phased.ir import Mode, PhasedInstance, PhasedSolution
+    from gpusolve.optimize.twostage import solve as twostage
     from gpusolve.plan.inputs import Inputs
     from gpusolve.plan.phased.inputs import PhasedInputs
 

@@ -2,7 +2,7 @@
 
 Each scenario is the requirements and the catalogue with its changes applied (demand,
 efficiency, prices, cards unavailable), run through the ordinary candidates stage into its
-own `ir.Instance`; `optimize/twostage.py` then decides one purchase for all of them. The
+own `ir.Instance`; `optimize/twostage/` then decides one purchase for all of them. The
 nominal plan (the scenario named `nominal`, else the requirements as written) is solved
 alone, as `plan` would, and its purchase is evaluated in every scenario with the rentals
 re-chosen there; so is the hedged plan's. The plan printed is the hedged plan as it runs
@@ -44,7 +44,7 @@ from gpusolve.plan.inputs import Inputs
 from gpusolve.plan.solved import Hedged, PlanOptions, ScenarioCandidates, Solved
 
 if TYPE_CHECKING:
-    from gpusolve.optimize import twostage
+    from gpusolve.optimize.twostage import solve as twostage
 
 Progress = Callable[[str], None]
 NOMINAL = "nominal"
@@ -100,7 +100,7 @@ def prepare_all(
 
 def weighed(prepared: Sequence[ScenarioCandidates]) -> tuple[twostage.Scenario, ...]:
     """The scenarios as the two-stage model weighs them."""
-    from gpusolve.optimize import twostage
+    from gpusolve.optimize.twostage import solve as twostage
 
     return tuple(
         twostage.Scenario(p.name, p.probability, p.prepared.cand.instance) for p in prepared
@@ -150,8 +150,8 @@ def _site(p: Prepared, other: ir.Site) -> ir.Site:
 
 def solve_hedged(run: Inputs, options: PlanOptions, progress: Progress) -> Solved:
     """The hedged plan for every scenario, compared with the nominal plan."""
-    from gpusolve.optimize import twostage
     from gpusolve.optimize.solve import solve
+    from gpusolve.optimize.twostage import solve as twostage
 
     reqs, config = run.reqs, options.config
     declared = reqs.scenarios or []

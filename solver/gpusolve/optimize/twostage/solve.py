@@ -1,6 +1,6 @@
 """Two-stage plans over scenarios: buy once, rent and lay out per scenario.
 
-The model is `twostage_build.py`'s; this module solves it: the free two-stage search
+The model is `model.py`'s; this module solves it: the free two-stage search
 (expected or worst case), the second stage alone for a given purchase (`evaluate`), and
 the hint solves that start the search on large models (from a known purchase, over the
 pairs the LP relaxation buys).
@@ -32,7 +32,7 @@ from gpusolve.optimize.ir import (
 from gpusolve.optimize.model import Built
 from gpusolve.optimize.readout import read_solution
 from gpusolve.optimize.stages import expr_range, var_bounds
-from gpusolve.optimize.twostage_build import (
+from gpusolve.optimize.twostage.model import (
     PROBABILITY_SCALE,
     FirstStage,
     Scenario,

@@ -1,6 +1,6 @@
 """The two-stage model over scenarios: buy once, rent and lay out per scenario.
 
-The search over it is `twostage.py`. Each scenario is its own `Instance` (its prices,
+The search over it is `solve.py`. Each scenario is its own `Instance` (its prices,
 its options: the candidates stage run on the scenario's requirements and catalogue). One
 CP-SAT model holds them all:
 

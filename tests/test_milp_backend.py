@@ -4,7 +4,9 @@ and on random small MILPs; what is not a MILP row is refused, never approximated
 
 from __future__ import annotations
 
+import dataclasses
 import random
+from pathlib import Path
 
 import pytest
 from ortools.sat.python import cp_model
@@ -211,3 +213,44 @@ def test_a_race_on_an_infeasible_model_is_infeasible() -> None:
     m.minimize(x)
     r = race(m, translate(m.proto), solver_for(CONFIG), CONFIG)
     assert r.status == "infeasible" and r.values is None
+
+
+@pytest.fixture(scope="module")
+def chat_schedule(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, object]:
+    """A small schedule (growing demand over two quarters): its file and its instance."""
+    from tests.support.phased import CHAT_NORTH, QUARTERS
+
+    from gpusolve.plan.inputs import prepare_run
+    from gpusolve.plan.phased.inputs import build_phased
+
+    path = tmp_path_factory.mktemp("chat") / "chat.yaml"
+    path.write_text(CHAT_NORTH + QUARTERS, encoding="utf-8")
+    return path, build_phased(prepare_run(path, [], [])).instance
+
+
+def test_every_schedule_solver_gives_the_same_schedule_cost(
+    chat_schedule: tuple[Path, object],
+) -> None:
+    from gpusolve.optimize.phased.solve import solve_phased
+
+    _, pi = chat_schedule
+    answers = {}
+    for solver in ("race", "cp-sat", "highs"):
+        config = dataclasses.replace(CONFIG, schedule_solver=solver)
+        s = solve_phased(pi, config)  # type: ignore[arg-type]
+        answers[solver] = (s.status, s.tco)
+        assert s.solver == {"race": s.solver, "cp-sat": "CP-SAT", "highs": "HiGHS"}[solver]
+    assert answers["race"] == answers["cp-sat"] == answers["highs"]
+    assert answers["race"][0] == "optimal"
+
+
+def test_the_command_line_names_the_schedule_solver(chat_schedule: tuple[Path, object]) -> None:
+    from tests.support.cli import run_cli
+
+    from gpusolve.models.schedule import Schedule
+
+    path, _ = chat_schedule
+    code, out = run_cli("plan", "-q", str(path), "--format", "json", "--schedule-solver", "highs")
+    assert code == 0, out
+    notes = Schedule.model_validate_json(out).model_notes
+    assert any(note.startswith("solved by HiGHS") for note in notes)

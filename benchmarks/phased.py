@@ -150,6 +150,7 @@ def run_one(
         "first_plan_s": None if first_s is None else round(first_s, 3),
         "first_plan_within_3x": first_s is not None and first_s <= 3 * single_s,
         "phased_s": round(full.wall_s, 3),
+        "phased_search_s": round(full.search_s, 3),
         "phased_work": round(full.work, 2),
         "phased_status": full.status,
         "phased_solver": full.solver,

@@ -13,7 +13,7 @@ from ortools.sat.python import cp_model
 
 from gpusolve.optimize import interrupt
 from gpusolve.optimize.ir import SolveConfig
-from gpusolve.optimize.milp.highs import NODES_PER_WORK, solve_milp
+from gpusolve.optimize.milp.highs import CHECKS_PER_WORK, solve_milp
 from gpusolve.optimize.milp.solve import solve_with_highs
 from gpusolve.optimize.milp.translate import NotMilp, translate
 
@@ -159,18 +159,19 @@ def test_a_stop_requested_before_the_search_returns_without_a_proof() -> None:
     assert answer.status != "optimal"
 
 
-def test_the_node_budget_is_the_work_limit_in_nodes() -> None:
-    # A subset-sum HiGHS cannot close at the root: the budget stops it at the same node
-    # count on every run, whatever the machine's load.
+def test_the_work_limit_is_a_count_of_highs_limit_checks() -> None:
+    # A subset-sum HiGHS cannot close at the root: the budget stops it at the same check on
+    # every run, whatever the machine's load, with the same incumbent.
     rng = random.Random(3)
     m = cp_model.CpModel()
     xs = [m.new_int_var(0, 3, f"x{i}") for i in range(40)]
     weights = [rng.randint(10_000, 99_999) for _ in xs]
     m.add(sum(w * x for w, x in zip(weights, xs, strict=True)) >= sum(weights) + 1)
     m.minimize(sum(w * x for w, x in zip(weights, xs, strict=True)))
-    tiny = SolveConfig(time_limit_s=600, work_limit=2 / NODES_PER_WORK, workers=1, seed=1)
+    tiny = SolveConfig(time_limit_s=600, work_limit=5 / CHECKS_PER_WORK, workers=1, seed=1)
     runs = [solve_milp(translate(m.proto), tiny) for _ in range(2)]
-    assert runs[0].nodes <= 2 + 1  # HiGHS counts the node it stops in
+    assert runs[0].checks == 6  # the check that finds the budget spent stops it
+    assert runs[0].status != "optimal"
     assert runs[0] == runs[1]
 
 

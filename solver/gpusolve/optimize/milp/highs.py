@@ -1,12 +1,14 @@
 """Solve a translated MILP (`translate.Milp`) with HiGHS, under limits that do not depend on
 the machine's load.
 
-HiGHS has no deterministic clock; its branch-and-bound is deterministic for a given model,
-seed and options, so the limit that stops it at the same point on an idle or a loaded
-machine is a node count: `SolveConfig.work_limit` (CP-SAT's unit, about a second of one
-idle core) times `NODES_PER_WORK`. The wall clock (`time_limit_s`) stays an outer bound.
-A stop request (Ctrl-C, SIGTERM: `interrupt.py`) reaches the search through HiGHS's MIP
-interrupt callback. highspy is imported only here, when a schedule is solved.
+HiGHS has no deterministic clock, and its LP iteration count does not reach its callbacks;
+what does, at points fixed by the model, the seed and the options (one thread), is each of
+its limit checks: the MIP interrupt callback, called through the root's cut rounds and
+heuristics and at every node. The checks are its work clock here: `SolveConfig.work_limit`
+(CP-SAT's unit, about a second of one idle core) times `CHECKS_PER_WORK`, so the same model
+stops at the same check on an idle or a loaded machine. The wall clock (`time_limit_s`) stays
+an outer bound. A stop request (Ctrl-C, SIGTERM: `interrupt.py`) reaches the search through
+the same callback. highspy is imported only here, when a schedule is solved.
 """
 
 from __future__ import annotations
@@ -21,10 +23,11 @@ from gpusolve.optimize import interrupt
 from gpusolve.optimize.ir import SolveConfig, Status
 from gpusolve.optimize.milp.translate import INF, Milp
 
-# Branch-and-bound nodes per unit of work: HiGHS explored 150-400 nodes a second of one idle
-# core on the schedule benchmarks (benchmarks/README.md, "Procurement over time"); the low
-# end keeps a node budget at or under the wall time a unit of CP-SAT work stands for.
-NODES_PER_WORK = 150
+# Limit checks per unit of work. Measured per second of one core's CPU time on the schedule
+# benchmarks (benchmarks/README.md, "Procurement over time"): 50-92 on S instances, ~25 on
+# the shipped example, 2-3 on M instances whose root LP dominates; 25 keeps a unit near a
+# second where the search is in its tree, and longer where a root is long.
+CHECKS_PER_WORK = 25
 
 # Called with each better solution's (objective, bound) as the search finds it.
 Found = Callable[[int, int], None]
@@ -39,6 +42,7 @@ class MilpAnswer:
     objective: int | None  # of `values`, offset included
     bound: int | None
     nodes: int
+    checks: int  # limit checks: the work clock (module docstring)
     work: float
 
 
@@ -51,6 +55,18 @@ class Stop:
 
     def stop_search(self) -> None:
         self.requested.set()
+
+
+class _Clock:
+    """HiGHS's limit checks, counted; over `budget`, the search stops."""
+
+    def __init__(self, budget: float) -> None:
+        self.budget = budget
+        self.checks = 0
+
+    def spent(self) -> bool:
+        self.checks += 1
+        return self.checks > self.budget
 
 
 def _quiet_highs() -> Any:
@@ -86,20 +102,18 @@ def _lp(m: Milp) -> Any:
     return lp
 
 
-def _options(h: Any, config: SolveConfig, threads: int | None) -> None:
+def _options(h: Any, config: SolveConfig, threads: int) -> None:
     h.setOptionValue("mip_rel_gap", float(config.relative_gap))
-    if threads is not None:
-        h.setOptionValue("threads", threads)
+    # One thread by default: the checks, and so the answer, are then the same every run.
+    h.setOptionValue("threads", threads)
     h.setOptionValue("random_seed", int(config.seed))
     if math.isfinite(config.time_limit_s):
         h.setOptionValue("time_limit", float(max(config.time_limit_s, 0.001)))
-    if config.work_limit is not None:
-        h.setOptionValue("mip_max_nodes", max(1, math.ceil(config.work_limit * NODES_PER_WORK)))
 
 
-def _callbacks(h: Any, stop: Stop, found: Found | None) -> None:
+def _callbacks(h: Any, stop: Stop, clock: _Clock, found: Found | None) -> None:
     def on_interrupt(e: Any) -> None:
-        if stop.requested.is_set():
+        if clock.spent() or stop.requested.is_set():
             e.interrupt()
 
     h.cbMipInterrupt.subscribe(on_interrupt)
@@ -131,12 +145,12 @@ def solve_milp(
     found: Found | None = None,
     start: Mapping[int, int] | None = None,
     stop: Stop | None = None,
-    threads: int | None = None,
+    threads: int = 1,
 ) -> MilpAnswer:
     """The cheapest solution of `m` HiGHS finds within `config`'s limits, from `start`
-    (values by column) where given, stopped early by `stop`; on `threads` threads (HiGHS's
-    default: half the cores); status "model_invalid" where HiGHS cannot tell
-    infeasible from unbounded (the caller asks CP-SAT)."""
+    (values by column) where given, stopped early by `stop`, on `threads` threads; status
+    "model_invalid" where HiGHS cannot tell infeasible from unbounded (the caller asks
+    CP-SAT)."""
     import highspy
 
     undecided = (
@@ -149,7 +163,9 @@ def solve_milp(
     h.passModel(_lp(m))
     _options(h, config, threads)
     stop = stop or Stop()
-    _callbacks(h, stop, found)
+    work = config.work_limit if config.work_limit is not None else math.inf
+    clock = _Clock(work * CHECKS_PER_WORK)
+    _callbacks(h, stop, clock, found)
     if start:
         _start(h, start)
     interrupt.watch(stop)
@@ -169,4 +185,5 @@ def solve_milp(
         status = "feasible" if has_solution else "unknown"
     bound = _integral(info.mip_dual_bound) if math.isfinite(info.mip_dual_bound) else None
     objective = m.objective(values) if values is not None else None
-    return MilpAnswer(status, values, objective, bound, nodes, nodes / NODES_PER_WORK)
+    checks = clock.checks
+    return MilpAnswer(status, values, objective, bound, nodes, checks, checks / CHECKS_PER_WORK)

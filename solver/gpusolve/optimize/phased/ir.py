@@ -98,3 +98,4 @@ class PhasedSolution:
     # The work the solve took, in the unit of `SolveConfig.work_limit` (machine-independent).
     work: float = 0.0
     solver: str = "CP-SAT"  # which solver answered ("HiGHS" or "CP-SAT")
+    search_s: float = 0.0  # of `wall_s`, the search after the model was built

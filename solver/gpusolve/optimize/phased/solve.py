@@ -112,8 +112,10 @@ def solve_phased(
     tco, penalties, resale = objective(exprs, n_periods)
     goal = tco + penalties - resale
     m.minimize(goal)
+    built = time.perf_counter()
     search = _search(m, config, found)
     wall = time.perf_counter() - start
+    search_s = wall - (built - start)
     if search.status not in ("optimal", "feasible") or search.values is None:
         tight = search.status == "infeasible" and restrict is None
         why = _budget_reason(pi, config, mode, fixed) if tight else None
@@ -126,6 +128,7 @@ def solve_phased(
             reason=why,
             work=search.work,
             solver=search.solver,
+            search_s=search_s,
         )
     values = search.values
     plans = tuple(_read_period(pi, v, exprs, values, p) for p in range(n_periods))
@@ -145,6 +148,7 @@ def solve_phased(
         wall_s=wall,
         work=search.work,
         solver=search.solver,
+        search_s=search_s,
     )
 
 
@@ -236,7 +240,12 @@ def no_dearer(free: PhasedSolution, baselines: list[PhasedSolution]) -> PhasedSo
     if free.objective_value is not None and free.objective_value <= (best.objective_value or 0):
         return free
     return replace(
-        best, mode="free", status="feasible", best_bound=free.best_bound, wall_s=free.wall_s
+        best,
+        mode="free",
+        status="feasible",
+        best_bound=free.best_bound,
+        wall_s=free.wall_s,
+        search_s=free.search_s,
     )
 
 

@@ -34,7 +34,7 @@ MODEL_NOTES = (
 def _solver_note(s: PhasedSolution) -> str:
     return (
         f"solved by {s.solver}, {s.work:.1f} units of work (CP-SAT's deterministic time and "
-        "HiGHS's nodes, each unit about a second of one idle core; see --work-limit)"
+        "HiGHS's limit checks, each unit about a second of one idle core; see --work-limit)"
     )
 
 

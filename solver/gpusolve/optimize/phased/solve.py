@@ -115,40 +115,33 @@ def solve_phased(
     built = time.perf_counter()
     search = _search(m, config, found)
     wall = time.perf_counter() - start
-    search_s = wall - (built - start)
-    if search.status not in ("optimal", "feasible") or search.values is None:
+    searched = PhasedSolution(
+        search.status,
+        mode,
+        wall_s=wall,
+        work=search.work,
+        solver=search.solver,
+        search_s=wall - (built - start),
+    )
+    values = search.values
+    if search.status not in ("optimal", "feasible") or values is None:
         tight = search.status == "infeasible" and restrict is None
         why = _budget_reason(pi, config, mode, fixed) if tight else None
         bound = search.bound if search.status == "unknown" else None
-        return PhasedSolution(
-            search.status,
-            mode,
-            best_bound=bound,
-            wall_s=wall,
-            reason=why,
-            work=search.work,
-            solver=search.solver,
-            search_s=search_s,
-        )
-    values = search.values
+        return replace(searched, best_bound=bound, reason=why)
     plans = tuple(_read_period(pi, v, exprs, values, p) for p in range(n_periods))
     by_year: dict[int, int] = defaultdict(int)
     for plan in plans:
         by_year[fiscal_year(plan.period.start_month)] += plan.costs.capex
-    return PhasedSolution(
-        search.status,
-        mode,
-        plans,
+    return replace(
+        searched,
+        periods=plans,
         objective_value=int(values.value(goal)),
         best_bound=search.bound,
         tco=int(values.value(tco)),
         penalties=int(values.value(penalties)),
         resale=int(values.value(resale)),
         capex_by_year=dict(sorted(by_year.items())),
-        wall_s=wall,
-        work=search.work,
-        solver=search.solver,
-        search_s=search_s,
     )
 
 

@@ -97,6 +97,16 @@ class Outcome:
     solves: int
 
 
+def past_deadline(factor: float, base: PlanKey) -> Probe | None:
+    """A probe not searched, once the command's deadline has passed (`--time-limit` is for
+    the whole command): no plan found in time, as a search stopped at its limit reads."""
+    from gpusolve.optimize import interrupt
+
+    if not interrupt.past_deadline():
+        return None
+    return Probe(factor, NOT_FOUND, describe(NOT_FOUND, base), None)
+
+
 def plan_key(solution: Solution, instance: Instance) -> PlanKey:
     """What a plan buys, places and rents: per workload its SKU and server count at its site
     or its cloud offer and instance count, servers per (SKU, site), racks per site."""

@@ -34,6 +34,7 @@ from gpusolve.analyses.probing import (
     PlanKey,
     Probe,
     both_ends,
+    past_deadline,
     to_range,
 )
 from gpusolve.models.plan import Sensitivity, SensitivityKind
@@ -176,6 +177,9 @@ class ScheduleTask:
         does not move the edge)."""
         from gpusolve.optimize.phased.solve import held_to, solve_phased
 
+        late = past_deadline(factor, self.base_key)
+        if late is not None:
+            return late
         p = self.parameter
         moved = scaled(self.instance, p.kind, p.subject, factor)
         kept = solve_phased(moved, self.config, restrict=held_to(self.base))

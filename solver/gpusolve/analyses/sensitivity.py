@@ -51,6 +51,7 @@ from gpusolve.analyses.probing import (
     describe,
     describe_hedged,
     hedged_key,
+    past_deadline,
     plan_key,
     purchase_words,
     to_range,
@@ -258,6 +259,9 @@ def analyse_one(task: Task, inputs: CandidateInputs | None = None) -> Outcome:
     """Both ends of one parameter's range (a pool worker's whole job)."""
 
     def solve_at(factor: float) -> Probe:
+        late = past_deadline(factor, task.base_key)
+        if late is not None:
+            return late
         instance = scaled_instance(task.parameter, task.instance, inputs, factor)
         solution = probe_solve(instance, task.config, task.base_solution)
         key = plan_key(solution, instance)
@@ -466,6 +470,9 @@ class ScenarioTask:
         per_scenario: Sequence[CandidateInputs | None] = inputs or [None] * len(self.scenarios)
 
         def solve_at(factor: float) -> Probe:
+            late = past_deadline(factor, self.base_key)
+            if late is not None:
+                return late
             scaled = tuple(
                 replace(s, instance=scaled_instance(self.parameter, s.instance, i, factor))
                 for s, i in zip(self.scenarios, per_scenario, strict=True)

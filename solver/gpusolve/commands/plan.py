@@ -71,8 +71,9 @@ OBJECTIVES = ("min-tco", "min-capex", "min-monthly", "max-throughput")
 )
 @time_limit_option(
     None,
-    "Wall-clock seconds per solve, on top of --work-limit (the answer may then depend on "
-    "the machine's load). Default: 60 for a plan's staged search, none for a schedule.",
+    "Wall-clock seconds for the whole command (candidates, every solve, the analyses), on "
+    "top of --work-limit (the answer may then depend on the machine's load). Default: 60 "
+    "for a plan's staged search, none for a schedule.",
 )
 @click.option(
     "--workers",

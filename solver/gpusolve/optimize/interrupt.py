@@ -10,6 +10,7 @@ solver to stop (`CpSolver.stop_search`, thread-safe). The stages then see no tim
 
 from __future__ import annotations
 
+import math
 import os
 import signal
 import sys
@@ -27,9 +28,31 @@ _searched = threading.Event()  # a CP-SAT search has started in this run
 _active: weakref.WeakSet[Any] = weakref.WeakSet()
 _lock = threading.Lock()
 _announce: list[Callable[[], None]] = []  # told once when the first search starts
+# `time.monotonic()` by which every search of the command ends (`--time-limit` is a limit for
+# the whole command): set by the command, inherited by the pool's forked workers.
+_deadline: list[float | None] = [None]
 # After a stop request the worker reads out its plan (tenths of a second at 40x120x40);
 # if it is still busy after this long (a long Python stage), give up without a plan.
 GRACE_S = 10.0
+
+
+def stop_at(deadline: float | None) -> None:
+    """Every search started from now on ends by `deadline` (`time.monotonic()`), whatever
+    its own limit; None lifts it. The command sets it before its first search and lifts it
+    when it returns."""
+    _deadline[0] = deadline
+
+
+def seconds_left() -> float:
+    """Seconds until the deadline (infinite without one); at least a millisecond, the
+    solvers' own minimum."""
+    deadline = _deadline[0]
+    return math.inf if deadline is None else max(0.001, deadline - time.monotonic())
+
+
+def past_deadline() -> bool:
+    deadline = _deadline[0]
+    return deadline is not None and time.monotonic() >= deadline
 
 
 def requested() -> bool:
@@ -49,9 +72,10 @@ def reset() -> None:
 
 
 def watch(solver: Any, *, announce: bool = True) -> None:
-    """Called before every solve: a stop request reaches the solver while it runs.
-    `solver` is a CP-SAT solver or anything else with a thread-safe `stop_search()` (the
-    HiGHS backend's stop flag, `milp/highs.py`).
+    """Called before every solve: a stop request reaches the solver while it runs, and a
+    CP-SAT solver's time limit is cut to the command's deadline (`stop_at`). `solver` is a
+    CP-SAT solver or anything else with a thread-safe `stop_search()` (the HiGHS backend's
+    stop flag, `milp/highs.py`, which reads the deadline itself).
 
     CP-SAT would otherwise install its own SIGINT handler for the solve (a process-wide
     one, shared by every solver): it stops only the stage running, the next stage runs
@@ -61,6 +85,7 @@ def watch(solver: Any, *, announce: bool = True) -> None:
     params = getattr(solver, "parameters", None)
     if params is not None:
         params.catch_sigint_signal = False
+        params.max_time_in_seconds = min(params.max_time_in_seconds, seconds_left())
     _searched.set()
     with _lock:
         _active.add(solver)

@@ -63,7 +63,21 @@ class PlanRequest:
 
 def run_plan(request: PlanRequest, progress: Progress = lambda _: None) -> RunResult[Outcome]:
     """Everything `plan` does between parsing and printing. Raises InputError (bad files,
-    an unknown --why-not id) and OptionConflict (options these requirements refuse)."""
+    an unknown --why-not id) and OptionConflict (options these requirements refuse).
+    `--time-limit` bounds the whole of it: every search ends by the deadline it sets."""
+    import time
+
+    from gpusolve.optimize import interrupt
+
+    wall = request.time_limit_s
+    interrupt.stop_at(None if wall is None else time.monotonic() + wall)
+    try:
+        return _run_plan(request, progress)
+    finally:
+        interrupt.stop_at(None)
+
+
+def _run_plan(request: PlanRequest, progress: Progress) -> RunResult[Outcome]:
     from gpusolve.optimize.interrupt import requested
     from gpusolve.plan.inputs import prepare_run
 

@@ -107,8 +107,9 @@ def _options(h: Any, config: SolveConfig, threads: int) -> None:
     # One thread by default: the checks, and so the answer, are then the same every run.
     h.setOptionValue("threads", threads)
     h.setOptionValue("random_seed", int(config.seed))
-    if math.isfinite(config.time_limit_s):
-        h.setOptionValue("time_limit", float(max(config.time_limit_s, 0.001)))
+    wall_s = min(config.time_limit_s, interrupt.seconds_left())
+    if math.isfinite(wall_s):
+        h.setOptionValue("time_limit", float(max(wall_s, 0.001)))
 
 
 def _callbacks(h: Any, stop: Stop, clock: _Clock, found: Found | None) -> None:

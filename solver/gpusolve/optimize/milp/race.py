@@ -33,7 +33,7 @@ class Raced:
     status: Status
     values: cp_model.CpSolver | None  # reads the winning solution (None: none found)
     bound: int | None
-    work: float  # both solvers' work, in `SolveConfig.work_limit`'s unit
+    work: float  # in `SolveConfig.work_limit`'s unit: the prover's, or both at their limits
     solver: str  # who answered: "HiGHS", "CP-SAT"
 
 
@@ -108,7 +108,15 @@ def _cp_bound(solver: cp_model.CpSolver) -> int | None:
 def _outcome(
     model: cp_model.CpModel, h: MilpAnswer, cp: Status, solver: cp_model.CpSolver
 ) -> Raced:
-    work = h.work + solver.response_proto.deterministic_time
+    cp_work = solver.response_proto.deterministic_time
+    # The work is the winner's when one proved (the loser's share depends on the load);
+    # both ran to their own limits otherwise.
+    if cp in ("optimal", "infeasible"):
+        work = cp_work
+    elif h.status in ("optimal", "infeasible"):
+        work = h.work
+    else:
+        work = h.work + cp_work
     cp_bound = _cp_bound(solver) if cp in ("optimal", "feasible", "unknown") else None
     bounds = [b for b in (h.bound, cp_bound) if b is not None]
     bound = max(bounds) if bounds else None

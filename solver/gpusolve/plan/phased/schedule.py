@@ -33,8 +33,8 @@ MODEL_NOTES = (
 
 def _solver_note(s: PhasedSolution) -> str:
     return (
-        f"solved by {s.solver}, {s.work:.1f} units of work (CP-SAT's deterministic time and "
-        "HiGHS's limit checks, each unit about a second of one idle core; see --work-limit)"
+        f"solved by {s.solver} (with --schedule-solver race, the default, CP-SAT and HiGHS "
+        "race and the first proof ends both)"
     )
 
 

@@ -818,6 +818,7 @@ def _nemo_case(model: ModelShape, name: str, kind: str, figures: tuple[Any, ...]
         micro_batch=mb,
         global_batch=gbs,
         tokens=float(gbs * seq),
+        framework="megatron",  # NeMo 24.07 runs Megatron-core
     )
     layout = Layout(
         nodes=max(1, gpus // 8),

@@ -37,6 +37,7 @@ from functools import lru_cache
 
 from gpusolve.estimate.pipeline import StageSplit, in_flight
 from gpusolve.estimate.shapes import Arch, attention_params, layers_per_stage
+from gpusolve.estimate.stacks import MEGATRON, Stack, eager_saved_bytes_per_token
 from gpusolve.estimate.units import GB
 
 WEIGHT_BYTES: dict[str, float] = {
@@ -193,9 +194,11 @@ def full_training_state_bytes(precision: str, optimizer: str, convention: int = 
     return StateBytes(2.0, gradients, MASTER_COPY_BYTES + moments)
 
 
-def adapter_state_bytes(optimizer: str) -> StateBytes:
-    """LoRA adapters train in fp32: weights 4, gradients 4, moments (no separate master)."""
-    return StateBytes(4.0, 4.0, MOMENT_BYTES[optimizer])
+def adapter_state_bytes(optimizer: str, stack: Stack = MEGATRON) -> StateBytes:
+    """LoRA adapters: weights, gradients and moments in the stack's dtype (fp32 by default:
+    4, 4 and the optimizer's moments; no separate master copy)."""
+    weights, grads, moment_elem = stack.adapter_bytes
+    return StateBytes(weights, grads, MOMENT_BYTES[optimizer] * moment_elem / 4.0)
 
 
 def stored_weight_bytes(precision: str, group_size: int | None = None) -> float:
@@ -219,16 +222,21 @@ def frozen_base_bytes(kind: str, precision: str) -> float:
 
 
 def weights_bytes(
-    arch: Arch, fmt: str, params: float | None = None, group_size: int | None = None
+    arch: Arch,
+    fmt: str,
+    params: float | None = None,
+    group_size: int | None = None,
+    unquantised_bytes: float = EMBEDDING_BYTES_WHEN_QUANTISED,
 ) -> float:
     """Bytes of `params` parameters (default: all) stored in `fmt`. Quantised formats keep
-    the embeddings and LM head in 16 bits: only the Linear layers of the blocks shrink."""
+    the embeddings and LM head unquantised (`unquantised_bytes` each: 16 bits, or fp32 where
+    the stack upcasts them): only the Linear layers of the blocks shrink."""
     n = arch.params if params is None else params
     if fmt not in QUANTISED:
         return n * stored_weight_bytes(fmt)
     embed = min(arch.embedding_params, n)
     per = stored_weight_bytes(fmt, group_size)
-    return (n - embed) * per + embed * EMBEDDING_BYTES_WHEN_QUANTISED
+    return (n - embed) * per + embed * unquantised_bytes
 
 
 def lora_params(arch: Arch, rank: int, target_fraction: float | None = None) -> float:
@@ -380,6 +388,7 @@ def training_states(
     lora_fraction: float | None = None,
     stage: StageParams | None = None,
     savings: Savings = NO_SAVINGS,
+    stack: Stack = MEGATRON,
 ) -> ModelStates:
     """Model states on one GPU for a training layout.
 
@@ -398,8 +407,11 @@ def training_states(
     edp = max(1, par.dp // ep)
     if kind in ("lora", "qlora"):
         fmt = frozen_base_format(kind, precision)
-        # Average bytes per frozen dense parameter, 16-bit embeddings included.
-        base_b = weights_bytes(arch, fmt, arch.dense_params) / max(1.0, arch.dense_params)
+        upcast = 4.0 if kind == "qlora" and stack.upcast_unquantised else None
+        # Average bytes per frozen dense parameter, the unquantised embeddings included.
+        base_b = weights_bytes(
+            arch, fmt, arch.dense_params, unquantised_bytes=upcast or EMBEDDING_BYTES_WHEN_QUANTISED
+        ) / max(1.0, arch.dense_params)
         frozen = StateBytes(base_b, 0.0, 0.0)
         adapters = lora_params(arch, lora_rank, lora_fraction) * stage.layers / arch.layers
         states = (
@@ -415,7 +427,7 @@ def training_states(
             )
             + model_states_bytes(
                 adapters / par.tp,
-                with_savings(adapter_state_bytes(optimizer), optimizer, savings),
+                with_savings(adapter_state_bytes(optimizer, stack), optimizer, savings),
                 sharding=par.sharding,
                 dp=par.dp,
                 shard_group=par.shard_group,
@@ -436,7 +448,21 @@ def training_states(
     if buffer:
         unsharded = (dense + expert) * weight_b
         buffer = min(buffer, max(0.0, unsharded - states.weights_bytes))
+    if kind == "qlora":
+        buffer += dequantised_copy_bytes(arch, par)
     return ModelStates(states.weights_bytes, states.gradients_bytes, states.optimizer_bytes, buffer)
+
+
+def dequantised_copy_bytes(arch: Arch, par: Parallel) -> float:
+    """A quantised base is dequantised to 16 bits one Linear at a time for its GEMM, forward
+    and backward (bitsandbytes `MatMul4Bit`: `dequantize_4bit(B).to(A.dtype)`; torchao's NF4
+    `linear_nf4` and GPTQ's training path the same): the largest Linear's 16-bit copy is
+    alive beside the quantised weights (this TP shard)."""
+    h = float(arch.hidden)
+    width = arch.ffn
+    qkv = h * (arch.heads + 2 * arch.kv_heads) * arch.head_dim
+    largest = max(qkv, h * width)  # the fused QKV, or one MLP projection
+    return 2.0 * largest / max(1, par.tp)
 
 
 # ---------------------------------------------------------------- activations
@@ -491,11 +517,22 @@ def mlp_activation_coeff(arch: Arch, *, moe_layer: bool) -> float:
 
 
 def output_layer_bytes(
-    *, seq: int, micro_batch: int, hidden: int, vocab: int, tp: int = 1, act_bytes: float = 2
+    *,
+    seq: int,
+    micro_batch: int,
+    hidden: int,
+    vocab: int,
+    tp: int = 1,
+    act_bytes: float = 2,
+    loss_bytes_per_logit: float | None = None,
 ) -> float:
     """Final norm, LM head input and fp32 logits for the loss: 4·s·b·(h + v)/t
-    (Korthikanti 2022, §4.2, the last pipeline stage)."""
-    return 4.0 * seq * micro_batch * (hidden + vocab) / max(1, tp) * act_bytes / 2
+    (Korthikanti 2022, §4.2, the last pipeline stage). A stack that keeps more (or fewer)
+    copies of the logits gives its bytes per logit (stacks.Stack.loss_bytes_per_logit)."""
+    scale = act_bytes / 2
+    per_logit = 4.0 * scale if loss_bytes_per_logit is None else loss_bytes_per_logit
+    tokens = float(seq) * micro_batch / max(1, tp)
+    return tokens * (4.0 * hidden * scale + per_logit * vocab)
 
 
 @dataclass(frozen=True)
@@ -566,8 +603,10 @@ def layer_activation_bytes(
     dropout: bool,
     savings: Savings,
     kv_seq: int | None = None,
+    extra_per_token: float = 0.0,
 ) -> float:
-    """One layer's stored activations for one micro-batch on one GPU."""
+    """One layer's stored activations for one micro-batch on one GPU; `extra_per_token` is
+    what an eager stack keeps beyond the fused inventory (stacks.eager_saved_bytes_per_token)."""
     t = max(1, tp)
     sb = float(seq) * micro_batch
     sp = sequence_parallel or t == 1
@@ -576,7 +615,7 @@ def layer_activation_bytes(
     st = stored_tensors(
         arch, moe_layer=moe_layer, dropout=dropout, savings=savings, act_bytes=act_bytes
     )
-    per = sb * (st.replicated / (t if sp else 1) + st.split / t)
+    per = sb * (st.replicated / (t if sp else 1) + st.split / t + extra_per_token)
     if not (checkpointing == "selective" or flash_attention):
         keys = kv_seq or seq
         per += 5.0 * arch.heads * keys * sb / t * act_bytes / ACTIVATION_BYTES_BASE
@@ -695,6 +734,7 @@ def stage_activations_bytes(
     dropout: bool = True,
     savings: Savings = NO_SAVINGS,
     mtp_depth: int = 0,
+    stack: Stack = MEGATRON,
 ) -> tuple[float, ...]:
     """Activations on each pipeline rank at its peak: each chunk's layers times the micro-
     batches its schedule keeps in flight there (pipeline.in_flight), plus, where the output
@@ -703,10 +743,17 @@ def stage_activations_bytes(
 
     Each multi-token prediction module is one more block of the deepest kind in the last
     virtual stage (its micro-batches in flight), with the inputs of its two RMSNorms and of
-    its projection kept, and one more micro-batch of logits for its loss."""
-    local_seq = max(1, seq // max(1, par.cp))
+    its projection kept, and one more micro-batch of logits for its loss.
 
-    def per_layer(moe_layer: bool) -> float:
+    Full recomputation keeps each layer's input, and in the backward pass reruns one layer's
+    forward and holds all of that layer's activations while it backpropagates through it
+    (torch.utils.checkpoint and Megatron's `--recompute-granularity full` alike): one layer's
+    unrecomputed activations come on top, on every rank. The stack (`stacks.py`) sets what
+    eager code keeps beyond the fused inventory and the bytes kept per logit at the loss."""
+    local_seq = max(1, seq // max(1, par.cp))
+    extra = eager_saved_bytes_per_token(arch, stack, tp=par.tp, act_bytes=act_bytes)
+
+    def per_layer(moe_layer: bool, mode: str = checkpointing) -> float:
         return layer_activation_bytes(
             arch,
             moe_layer=moe_layer,
@@ -714,16 +761,20 @@ def stage_activations_bytes(
             micro_batch=micro_batch,
             tp=par.tp,
             sequence_parallel=par.sequence_parallel,
-            checkpointing=checkpointing,
+            checkpointing=mode,
             flash_attention=flash_attention,
             act_bytes=act_bytes,
             dropout=dropout,
             savings=savings,
             kv_seq=seq,
+            extra_per_token=extra,
         )
 
     dense_b = per_layer(False)
     moe_b = per_layer(True) if arch.is_moe else dense_b
+    working = 0.0
+    if checkpointing == "full":
+        working = per_layer(bool(arch.moe_layers), "none")
     logits = output_layer_bytes(
         seq=local_seq,
         micro_batch=micro_batch,
@@ -731,6 +782,7 @@ def stage_activations_bytes(
         vocab=arch.vocab,
         tp=par.tp,
         act_bytes=act_bytes,
+        loss_bytes_per_logit=None if stack.name == "megatron" else stack.loss_bytes_per_logit,
     )
     mtp_b = 0.0
     if mtp_depth:
@@ -752,7 +804,7 @@ def stage_activations_bytes(
         states = in_flight(schedule, par.pp, par.vp, grad_accum, rank)
         peak = max(sum(c * b for c, b in zip(st, chunk_bytes, strict=True)) for st in states)
         heads = 1 + mtp_depth
-        out.append(peak + (heads * logits if split.holds_head(rank) else 0.0))
+        out.append(peak + working + (heads * logits if split.holds_head(rank) else 0.0))
     return tuple(out)
 
 

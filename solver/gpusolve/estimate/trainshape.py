@@ -19,7 +19,6 @@ from gpusolve.estimate.compute import (
 from gpusolve.estimate.hardware import Hardware, pcie_peer_bidir_gbs
 from gpusolve.estimate.layout import Layout
 from gpusolve.estimate.memory import (
-    MOMENT_BYTES,
     SHARDING_STAGE,
     ModelStates,
     Parallel,
@@ -38,6 +37,7 @@ from gpusolve.estimate.memory import (
 )
 from gpusolve.estimate.pipeline import SplitError, StageSplit, split_stages
 from gpusolve.estimate.shapes import Arch
+from gpusolve.estimate.stacks import Stack, default_stack, stack_named
 from gpusolve.estimate.stepshape import Framework, StepShape
 from gpusolve.models.params import Params
 from gpusolve.models.requirements import FineTuneWorkload, Training
@@ -76,6 +76,11 @@ def mtp_trained_params(workload: Training, arch: Arch) -> tuple[float, float]:
         return 0.0, 0.0
     dense, expert = mtp_params(arch)
     return depth * dense, depth * expert
+
+
+def stack_of(workload: Training) -> Stack:
+    """The training code's stack: the workload's, else the default for its kind."""
+    return stack_named(workload.framework or default_stack(workload.kind))
 
 
 def savings_of(workload: Training) -> Savings:
@@ -195,6 +200,7 @@ def _stage_memory_of(
         dropout=workload.dropout,
         savings=savings_of(workload),
         mtp_depth=mtp_depth_of(workload, arch),
+        stack=stack_of(workload),
     )
 
 
@@ -219,6 +225,7 @@ def _stage_memory(
     dropout: bool,
     savings: Savings,
     mtp_depth: int,
+    stack: Stack,
 ) -> tuple[StageMemory, ...]:
     acts = stage_activations_bytes(
         arch,
@@ -234,6 +241,7 @@ def _stage_memory(
         dropout=dropout,
         savings=savings,
         mtp_depth=mtp_depth,
+        stack=stack,
     )
     out = []
     memo: dict[StageParams, ModelStates] = {}  # most ranks hold the same
@@ -251,6 +259,7 @@ def _stage_memory(
                 lora_fraction=lora[1],
                 stage=held,
                 savings=savings,
+                stack=stack,
             )
         out.append(
             StageMemory(
@@ -298,6 +307,7 @@ def training_activations_for(
             dropout=workload.dropout,
             savings=savings_of(workload),
             mtp_depth=mtp_depth_of(workload, arch),
+            stack=stack_of(workload),
         )
     )
 
@@ -320,9 +330,10 @@ def step_shape(
     if isinstance(workload, FineTuneWorkload):
         rank, fraction = lora_rank(workload)
         adapters = lora_params(arch, rank, fraction)
-        ad = adapter_state_bytes(workload.optimizer)
-        grad_b, weight_b, opt_b = ad.gradients, ad.weights, MOMENT_BYTES[workload.optimizer]
+        ad = adapter_state_bytes(workload.optimizer, stack_of(workload))
+        grad_b, weight_b, opt_b = ad.gradients, ad.weights, ad.optimizer
         trained_dense, trained_expert = adapters, 0.0
+        adapted_share = adapters / max(1.0, lora_params(arch, rank))
     else:
         per = full_training_state_bytes(
             workload.precision, workload.optimizer, params.bytes_per_param_convention
@@ -332,6 +343,7 @@ def step_shape(
         trained_dense = arch.dense_params + mtp_dense
         trained_expert = arch.expert_params + mtp_expert
         adapters = 0.0
+        adapted_share = 0.0
     gemm_tflops = card.tflops_at(fmt) or card.tflops.fp32
     attn_tflops = card.tflops_at(attention_precision(fmt)) or gemm_tflops
     return StepShape(
@@ -369,6 +381,8 @@ def step_shape(
         offload_optimizer=savings_of(workload).offload_optimizer,
         host_bytes_per_s=pcie_peer_bidir_gbs(card) * 1e9 / 2,
         mtp_depth=mtp_depth_of(workload, arch),
+        stack=stack_of(workload).name,
+        adapted_share=adapted_share,
     )
 
 

@@ -234,6 +234,12 @@ def evaluate_training(
             f"MFU {mfu:.2f} is below H12's {params.mfu_floor:.2f} floor: most of the time goes "
             f"to {_largest_loss(step)}"
         )
+    if mfu > params.mfu_ceiling and finite and cal is None:
+        notes.append(
+            f"MFU {mfu:.2f} is above H12's healthy {params.mfu_ceiling:.0%}: the step "
+            "model credits this layout with more than published runs of its class reach; "
+            "measure a short run (`measured:`) before relying on its hours"
+        )
     notes += _checks(step, layout)
     meets = True
     if workload.deadline_hours is not None:

@@ -31,7 +31,7 @@ splits as given) and the micro-batches its schedule keeps in flight.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, fields
 from functools import lru_cache
 
@@ -745,10 +745,7 @@ def stage_activations_bytes(
     virtual stage (its micro-batches in flight), with the inputs of its two RMSNorms and of
     its projection kept, and one more micro-batch of logits for its loss.
 
-    Full recomputation keeps each layer's input, and in the backward pass reruns one layer's
-    forward and holds all of that layer's activations while it backpropagates through it
-    (torch.utils.checkpoint and Megatron's `--recompute-granularity full` alike): one layer's
-    unrecomputed activations come on top, on every rank. The stack (`stacks.py`) sets what
+    Recomputation's working set comes on top, on every rank (`recompute_working_bytes`). The stack (`stacks.py`) sets what
     eager code keeps beyond the fused inventory and the bytes kept per logit at the loss."""
     local_seq = max(1, seq // max(1, par.cp))
     extra = eager_saved_bytes_per_token(arch, stack, tp=par.tp, act_bytes=act_bytes)
@@ -772,9 +769,7 @@ def stage_activations_bytes(
 
     dense_b = per_layer(False)
     moe_b = per_layer(True) if arch.is_moe else dense_b
-    working = 0.0
-    if checkpointing == "full":
-        working = per_layer(bool(arch.moe_layers), "none")
+    working = recompute_working_bytes(per_layer, bool(arch.moe_layers), checkpointing)
     logits = output_layer_bytes(
         seq=local_seq,
         micro_batch=micro_batch,
@@ -806,6 +801,22 @@ def stage_activations_bytes(
         heads = 1 + mtp_depth
         out.append(peak + working + (heads * logits if split.holds_head(rank) else 0.0))
     return tuple(out)
+
+
+def recompute_working_bytes(
+    per_layer: Callable[[bool, str], float], moe_layer: bool, checkpointing: str
+) -> float:
+    """What recomputation holds beyond the kept tensors, one layer at a time in the backward
+    pass. Full: the layer's forward is rerun from its kept input and all its activations are
+    alive while it backpropagates (torch.utils.checkpoint and Megatron's
+    `--recompute-granularity full` alike), the input itself already counted. Selective: the
+    attention core is rerun (Korthikanti §5), its score matrices materialised again unless a
+    fused kernel never stores them (the difference of the two modes' per-layer bytes)."""
+    if checkpointing == "full":
+        return max(0.0, per_layer(moe_layer, "none") - per_layer(moe_layer, "full"))
+    if checkpointing == "selective":
+        return max(0.0, per_layer(moe_layer, "none") - per_layer(moe_layer, "selective"))
+    return 0.0
 
 
 def _mtp_inputs_bytes(arch: Arch, act_bytes: float, savings: Savings) -> float:

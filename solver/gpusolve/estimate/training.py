@@ -152,7 +152,13 @@ def evaluate_training(
     shape = step_shape(workload, arch, hw, layout, params)
     eff = efficiency_of(card)
     per_token = model_flops_per_token(arch, workload)
-    step = training_step(arch, shape, hw, eff, framework(params))
+    step = training_step(arch, shape, hw, eff, framework(params, shape.schedule))
+    if shape.schedule == "dualpipe" and arch.is_moe and not params.ep_comm_overlap:
+        notes.append(
+            "DualPipe overlaps the expert-parallel all-to-alls with the paired chunk's "
+            "compute (DeepSeek-V3 §3.2.1): they are hidden here, on the SMs the "
+            "communication kernels leave free"
+        )
     if cal is not None:
         moved = transfer(cal, card, fmt)
         calibration.append(moved.note)

@@ -312,11 +312,14 @@ def training_activations_for(
     )
 
 
-def framework(params: Params) -> Framework:
+def framework(params: Params, schedule: str = "1f1b") -> Framework:
+    """How the software runs the step. DualPipe exists to overlap each forward chunk's
+    all-to-alls with the paired backward chunk's compute and the reverse (DeepSeek-V3 §3.2.1,
+    Figure 4), so that schedule always hides the expert-parallel traffic."""
     return Framework(
         dp_comm_overlap=params.dp_comm_overlap,
         tp_comm_overlap=params.tp_comm_overlap,
-        ep_comm_overlap=params.ep_comm_overlap,
+        ep_comm_overlap=params.ep_comm_overlap or schedule == "dualpipe",
     )
 
 

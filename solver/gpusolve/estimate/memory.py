@@ -745,8 +745,9 @@ def stage_activations_bytes(
     virtual stage (its micro-batches in flight), with the inputs of its two RMSNorms and of
     its projection kept, and one more micro-batch of logits for its loss.
 
-    Recomputation's working set comes on top, on every rank (`recompute_working_bytes`). The stack (`stacks.py`) sets what
-    eager code keeps beyond the fused inventory and the bytes kept per logit at the loss."""
+    Recomputation's working set comes on top, on every rank (`recompute_working_bytes`).
+    The stack (`stacks.py`) sets what eager code keeps beyond the fused inventory and the
+    bytes kept per logit at the loss."""
     local_seq = max(1, seq // max(1, par.cp))
     extra = eager_saved_bytes_per_token(arch, stack, tp=par.tp, act_bytes=act_bytes)
 

@@ -11,12 +11,13 @@ a bottleneck class, not inputs and not rejections.
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 from gpusolve.estimate.calibration import calibrated_step, calibration_for, transfer
 from gpusolve.estimate.checkpoint import checkpoint_stall, training_checkpoint
 from gpusolve.estimate.compute import compute_precision, training_intensity
 from gpusolve.estimate.efficiency import efficiency_of
-from gpusolve.estimate.goodput import Goodput, GoodputInputs, goodput
+from gpusolve.estimate.goodput import Goodput, GoodputInputs, evaluation_s, goodput, rampup_s
 from gpusolve.estimate.hardware import Hardware
 from gpusolve.estimate.layout import (
     ConfigEstimate,
@@ -103,6 +104,25 @@ def goodput_inputs(workload: TrainingBase) -> GoodputInputs:
         ),
         overhead_share=g.overhead_share,
     )
+
+
+def planned_overheads(
+    workload: Training, stack: str, step: StepBreakdown, steps: int, tokens_per_step: float
+) -> tuple[float, float]:
+    """(evaluation, batch ramp-up) seconds a run adds by default (goodput.py's sources). An
+    evaluation pass is the step's forward: a third of its compute (backward GEMMs twice the
+    forward), half for a frozen LoRA base (no weight gradients)."""
+    if not math.isfinite(step.step_s):
+        return 0.0, 0.0
+    forward = step.compute_s / (2.0 if isinstance(workload, FineTuneWorkload) else 3.0)
+    evaluation = evaluation_s(steps=steps, forward_s=forward, stack=stack)
+    ramp = 0.0
+    if workload.kind == "pretrain":
+        fixed = step.bubble_s + step.dp_comm_s + step.optimizer_s
+        ramp = rampup_s(
+            tokens=float(workload.tokens or 0.0), batch_tokens=tokens_per_step, fixed_s=fixed
+        )
+    return evaluation, ramp
 
 
 def evaluate_training(
@@ -200,6 +220,7 @@ def evaluate_training(
     executed += step.recompute_flops * layout.gpus * steps
     mfu = model_flops / (time_s * gpus * peak) if finite else 0.0
     hfu = executed / (time_s * gpus * peak) if finite else 0.0
+    planned = planned_overheads(workload, shape.stack, step, steps, tokens_per_step)
     run = goodput(
         steady_s=time_s,
         stall_s=stall.stall_s,
@@ -207,7 +228,7 @@ def evaluate_training(
         step_s=step_s,
         interval_steps=params.checkpoint_interval_steps,
         save_s=stall.save_time_s,
-        inputs=goodput_inputs(workload),
+        inputs=replace(goodput_inputs(workload), evaluation_s=planned[0], rampup_s=planned[1]),
     )
     if finite and not run.finishes:
         reasons.append(_never_finishes(run, gpus))

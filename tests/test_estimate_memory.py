@@ -311,3 +311,17 @@ def test_params_b_overrides_a_preset_count() -> None:
     arch = resolve_arch(ModelShape(preset="llama-2-7b", params_b=7))
     assert arch.params == 7e9
     assert arch.layers == 32
+
+
+def test_deepspeed_bf16_optimizer_keeps_bf16_and_fp32_gradients_unsharded() -> None:
+    # DeepSpeed's BF16_Optimizer under ZeRO-1: bf16 weights 2 + bf16 gradients 2 + fp32
+    # accumulation buffer 4 on every rank, fp32 master and AdamW moments 12 sharded over d:
+    # 8 + 12/d bytes per parameter. Megatron's fp32 main gradients (18): 6 + 12/d.
+    model = ModelShape(preset="llama-2-7b")
+    arch = resolve_arch(model)
+    w = make_workload(name="f", kind="full_finetune", model=model, tokens=1e8)
+    layout = Layout(1, 1, 1, 8, "zero1")
+    for convention, per_rank in ((20, 8.0), (18, 6.0), (16, 4.0)):
+        m = evaluate(w, hgx(A100_80), layout, Params(bytes_per_param_convention=convention))
+        states = m.memory.weights_bytes + m.memory.gradients_bytes + m.memory.optimizer_bytes
+        assert states == pytest.approx(arch.params * (per_rank + 12 / 8), rel=1e-6), convention

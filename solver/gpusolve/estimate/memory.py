@@ -185,13 +185,23 @@ def full_training_state_bytes(precision: str, optimizer: str, convention: int = 
     Mixed precision (bf16, fp16; fp8 keeps bf16 weights and casts per GEMM, as Transformer
     Engine does; int8/int4/nf4 cannot be trained in full and are treated as bf16): weights 2,
     gradients 2 (convention 16) or 4 (convention 18, fp32 gradients), optimizer = fp32
-    master 4 + moments: AdamW 2 + 2 + 12 = 16 or 2 + 4 + 12 = 18.
+    master 4 + moments: AdamW 2 + 2 + 12 = 16 or 2 + 4 + 12 = 18. Convention 20 is
+    DeepSpeed's BF16_Optimizer (deepspeed/runtime/bf16_optimizer.py): the module's bf16
+    gradients and an fp32 accumulation buffer of the same parameters, 2 + 4 = 6 bytes of
+    gradients beside the 2 of weights and 12 of optimizer state.
     """
     moments = MOMENT_BYTES[optimizer]
     if is_fp32_training(precision, optimizer):
         return StateBytes(4.0, 4.0, moments)
-    gradients = 4.0 if convention == 18 else 2.0
+    gradients = GRADIENT_BYTES_BY_CONVENTION.get(convention, 2.0)
     return StateBytes(2.0, gradients, MASTER_COPY_BYTES + moments)
+
+
+# Gradient bytes per trained parameter held on a GPU, and those the data-parallel reduction
+# moves, by convention (full_training_state_bytes): DeepSpeed's BF16_Optimizer reduces its
+# fp32 accumulation buffer, not the bf16 gradients beside it.
+GRADIENT_BYTES_BY_CONVENTION: dict[int, float] = {16: 2.0, 18: 4.0, 20: 6.0}
+REDUCED_GRADIENT_BYTES: dict[int, float] = {16: 2.0, 18: 4.0, 20: 4.0}
 
 
 def adapter_state_bytes(optimizer: str, stack: Stack = MEGATRON) -> StateBytes:
@@ -735,6 +745,7 @@ def stage_activations_bytes(
     savings: Savings = NO_SAVINGS,
     mtp_depth: int = 0,
     stack: Stack = MEGATRON,
+    working_set: bool = True,
 ) -> tuple[float, ...]:
     """Activations on each pipeline rank at its peak: each chunk's layers times the micro-
     batches its schedule keeps in flight there (pipeline.in_flight), plus, where the output
@@ -745,7 +756,8 @@ def stage_activations_bytes(
     virtual stage (its micro-batches in flight), with the inputs of its two RMSNorms and of
     its projection kept, and one more micro-batch of logits for its loss.
 
-    Recomputation's working set comes on top, on every rank (`recompute_working_bytes`).
+    Recomputation's working set comes on top, on every rank (`recompute_working_bytes`),
+    unless `working_set` is off (what the forward pass alone saves).
     The stack (`stacks.py`) sets what eager code keeps beyond the fused inventory and the
     bytes kept per logit at the loss."""
     local_seq = max(1, seq // max(1, par.cp))
@@ -770,7 +782,9 @@ def stage_activations_bytes(
 
     dense_b = per_layer(False)
     moe_b = per_layer(True) if arch.is_moe else dense_b
-    working = recompute_working_bytes(per_layer, bool(arch.moe_layers), checkpointing)
+    working = 0.0
+    if working_set:
+        working = recompute_working_bytes(per_layer, bool(arch.moe_layers), checkpointing)
     logits = output_layer_bytes(
         seq=local_seq,
         micro_batch=micro_batch,

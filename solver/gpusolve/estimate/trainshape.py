@@ -19,6 +19,7 @@ from gpusolve.estimate.compute import (
 from gpusolve.estimate.hardware import Hardware, pcie_peer_bidir_gbs
 from gpusolve.estimate.layout import Layout
 from gpusolve.estimate.memory import (
+    REDUCED_GRADIENT_BYTES,
     SHARDING_STAGE,
     ModelStates,
     Parallel,
@@ -285,9 +286,11 @@ def act_bytes(workload: Training) -> float:
 
 
 def training_activations_for(
-    workload: Training, arch: Arch, gpus_per_node: int, layout: Layout
+    workload: Training, arch: Arch, gpus_per_node: int, layout: Layout, *, working_set: bool = True
 ) -> float:
-    """Activation bytes on the pipeline rank that holds the most of them."""
+    """Activation bytes on the pipeline rank that holds the most of them; without
+    `working_set`, only what the forward pass saves (recomputation's backward working set,
+    which autograd allocates later, excluded)."""
     try:
         split = stage_split(workload, arch, layout)
     except SplitError:
@@ -308,6 +311,7 @@ def training_activations_for(
             savings=savings_of(workload),
             mtp_depth=mtp_depth_of(workload, arch),
             stack=stack_of(workload),
+            working_set=working_set,
         )
     )
 
@@ -338,10 +342,11 @@ def step_shape(
         trained_dense, trained_expert = adapters, 0.0
         adapted_share = adapters / max(1.0, lora_params(arch, rank))
     else:
-        per = full_training_state_bytes(
-            workload.precision, workload.optimizer, params.bytes_per_param_convention
-        )
+        convention = params.bytes_per_param_convention
+        per = full_training_state_bytes(workload.precision, workload.optimizer, convention)
         grad_b, weight_b, opt_b = per.gradients, per.weights, per.optimizer
+        if not is_fp32_training(workload.precision, workload.optimizer):
+            grad_b = REDUCED_GRADIENT_BYTES.get(convention, grad_b)
         mtp_dense, mtp_expert = mtp_trained_params(workload, arch)
         trained_dense = arch.dense_params + mtp_dense
         trained_expert = arch.expert_params + mtp_expert

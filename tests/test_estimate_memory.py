@@ -6,13 +6,15 @@ import pytest
 from tests.factories.hardware import A100_80, H100, hgx
 
 from gpusolve.estimate import Layout, evaluate, resolve_arch
+from gpusolve.estimate.activations import (
+    activation_bytes_per_layer,
+    kv_cache_bytes,
+    kv_cache_bytes_per_token,
+)
 from gpusolve.estimate.memory import (
     QUANT_CONSTANT_BITS,
     StateBytes,
-    activation_bytes_per_layer,
     full_training_state_bytes,
-    kv_cache_bytes,
-    kv_cache_bytes_per_token,
     lora_params,
     model_states_bytes,
 )

@@ -39,9 +39,13 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 
+from gpusolve.estimate.activations import (
+    kv_bytes_per_element,
+    kv_cache_bytes,
+    kv_cache_bytes_per_token,
+)
 from gpusolve.estimate.hardware import Hardware
 from gpusolve.estimate.layout import ConfigEstimate, DisaggPools, Layout, usable_memory_bytes
-from gpusolve.estimate.memory import kv_bytes_per_element, kv_cache_bytes, kv_cache_bytes_per_token
 from gpusolve.estimate.serving import (
     CHUNK_TOKENS,
     Rates,

@@ -39,6 +39,11 @@ import math
 from collections.abc import Callable, Iterable
 from dataclasses import replace
 
+from gpusolve.estimate.activations import (
+    inference_activations_bytes,
+    kv_bytes_per_element,
+    kv_cache_bytes,
+)
 from gpusolve.estimate.checkpoint import inference_checkpoint
 from gpusolve.estimate.collectives import allreduce_s
 from gpusolve.estimate.compute import attention_precision, compute_precision
@@ -65,13 +70,7 @@ from gpusolve.estimate.layout import (
     structure_reasons,
     usable_memory_bytes,
 )
-from gpusolve.estimate.memory import (
-    MemoryBreakdown,
-    inference_activations_bytes,
-    kv_bytes_per_element,
-    kv_cache_bytes,
-    weights_bytes,
-)
+from gpusolve.estimate.memory import MemoryBreakdown, weights_bytes
 from gpusolve.estimate.shapes import Arch, layers_per_stage, resolve_arch
 from gpusolve.models.params import Params
 from gpusolve.models.requirements import InferenceWorkload

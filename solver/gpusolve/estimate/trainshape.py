@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import lru_cache
 
+from gpusolve.estimate.activations import stage_activations_bytes
 from gpusolve.estimate.compute import (
     attention_precision,
     compute_precision,
@@ -30,15 +31,12 @@ from gpusolve.estimate.memory import (
     full_training_state_bytes,
     is_fp32_training,
     lora_params,
-    mtp_active_params,
-    mtp_params,
-    stage_activations_bytes,
-    stage_params,
     training_states,
 )
 from gpusolve.estimate.pipeline import SplitError, StageSplit, split_stages
 from gpusolve.estimate.shapes import Arch
 from gpusolve.estimate.stacks import Stack, default_stack, stack_named
+from gpusolve.estimate.stageparams import mtp_active_params, mtp_params, stage_params
 from gpusolve.estimate.stepshape import Framework, StepShape
 from gpusolve.models.params import Params
 from gpusolve.models.requirements import FineTuneWorkload, Training

@@ -50,8 +50,6 @@ from gpusolve.estimate.serving import (
     CHUNK_TOKENS,
     Rates,
     amount,
-    batch_limit,
-    evaluate_serving,
     fill_replicas,
     pool_tokens_per_s,
     request_shape,
@@ -59,6 +57,7 @@ from gpusolve.estimate.serving import (
     serving_memory,
     serving_params,
 )
+from gpusolve.estimate.servingestimate import batch_limit, evaluate_serving
 from gpusolve.estimate.shapes import Arch
 from gpusolve.models.params import Params
 from gpusolve.models.requirements import InferenceWorkload

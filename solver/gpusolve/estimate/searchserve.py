@@ -14,12 +14,12 @@ from gpusolve.estimate.searchcore import Attempts, SearchResult
 from gpusolve.estimate.searchtrain import TP_CHOICES
 from gpusolve.estimate.serving import (
     amount,
-    batch_limit,
     fill_replicas,
     pool_tokens_per_s,
     replica_tokens_per_s,
     serving_layout,
 )
+from gpusolve.estimate.servingestimate import batch_limit
 from gpusolve.estimate.shapes import Arch, resolve_arch
 from gpusolve.models.params import Params
 from gpusolve.models.requirements import InferenceWorkload

@@ -37,6 +37,7 @@ the plan's optimiser chooses between them by cost.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from gpusolve.estimate.activations import (
@@ -44,6 +45,8 @@ from gpusolve.estimate.activations import (
     kv_cache_bytes,
     kv_cache_bytes_per_token,
 )
+from gpusolve.estimate.disaggtext import describe as describe
+from gpusolve.estimate.disaggtext import pool_label
 from gpusolve.estimate.hardware import Hardware
 from gpusolve.estimate.layout import ConfigEstimate, DisaggPools, Layout, usable_memory_bytes
 from gpusolve.estimate.serving import (
@@ -291,10 +294,6 @@ def _max_replicas(shape: Shape, gpn: int, servers: int) -> int:
     return servers // span if span else servers * (gpn // (shape[0] * shape[1]))
 
 
-def _label(shape: Shape) -> str:
-    return f"TP{shape[0]}" + (f" PP{shape[1]}" if shape[1] > 1 else "")
-
-
 def _decode_pools(
     workload: InferenceWorkload,
     arch: Arch,
@@ -314,15 +313,56 @@ def _decode_pools(
         probe = serving_layout(shape[0], shape[1], gpn)
         b_max, _ = batch_limit(workload, arch, hw, probe, params, prefill=False)
         if b_max < 1:
-            why.append(f"decode pool {_label(shape)}: no sequence fits the memory and TPOT target")
+            why.append(
+                f"decode pool {pool_label(shape)}: no sequence fits the memory and TPOT target"
+            )
             continue
         rates = Rates(workload, arch, hw, probe)
         plan = _decode_plan(workload, rates, b_max, max(1, _max_replicas(shape, gpn, limit)))
         if plan.why:
-            why.append(f"decode pool {_label(shape)}: {plan.why}")
+            why.append(f"decode pool {pool_label(shape)}: {plan.why}")
             continue
         out.append((shape, plan))
     return out
+
+
+def _fixed_decoder(
+    workload: InferenceWorkload, arch: Arch, hw: Hardware, decode: Layout
+) -> tuple[Shape, _DecodePlan]:
+    """An explicit decode layout as the decode pool, its tokens/s at the batches it runs."""
+    rates = Rates(workload, arch, hw, decode)
+    prompt, output, _ = request_shape(workload)
+    tokens = pool_tokens_per_s(
+        decode.replica_batches(),
+        lambda b: rates.throughput(b, prompt, output, prefill=False)[0],
+    )
+    plan = _DecodePlan(decode.replicas, decode.micro_batch, decode.sequences, tokens)
+    return (decode.tp, decode.pp), plan
+
+
+def _prefill_pool(
+    stage: Callable[[Shape, bool], _PrefillStage | None],
+    p_shape: Shape,
+    decode_gpus: int,
+    decode_servers: int,
+    prefill_servers: int,
+    request_rate: float,
+    gpn: int,
+) -> tuple[tuple[int, float, float, float, float, str], bool] | None:
+    """The fewest prefill replicas of `p_shape` for the request rate, in the decode pool's
+    server when both pools fit there, else on servers of their own; None when none serves."""
+    for one_server in (True, False):
+        if one_server and (decode_servers > 1 or _replica_servers(p_shape, gpn)):
+            continue  # both pools in one server only when both fit there
+        room = gpn - decode_gpus if one_server else prefill_servers * gpn
+        cap = room // (p_shape[0] * p_shape[1])
+        if not one_server:
+            cap = _max_replicas(p_shape, gpn, prefill_servers)
+        st = stage(p_shape, one_server)
+        pool = None if st is None or cap < 1 else _prefill_replicas(st, request_rate, cap)
+        if pool is not None:
+            return pool, one_server
+    return None
 
 
 def search_disaggregated(
@@ -354,34 +394,23 @@ def search_disaggregated(
         return stages[shape, one_server]
 
     if decode is not None:
-        rates = Rates(workload, arch, hw, decode)
-        groups = decode.replica_batches()
-        tokens = pool_tokens_per_s(
-            groups, lambda b: rates.throughput(b, *request_shape(workload)[:2], prefill=False)[0]
-        )
-        fixed = _DecodePlan(decode.replicas, decode.micro_batch, decode.sequences, tokens)
-        decoders = [((decode.tp, decode.pp), fixed)]
+        decoders = [_fixed_decoder(workload, arch, hw, decode)]
     else:
         decoders = _decode_pools(workload, arch, hw, params, shapes, limit, why)
     for d_shape, plan in decoders:
         request_rate = plan.tokens_per_s / max(1.0, output)
         decode_gpus = plan.replicas * d_shape[0] * d_shape[1]
         decode_servers = _pool_servers(d_shape, plan.replicas, gpn)
-        prefill_servers = limit - decode_servers
         for p_shape in shapes:
-            found = None
-            for one_server in (True, False):
-                if one_server and (decode_servers > 1 or _replica_servers(p_shape, gpn)):
-                    continue  # both pools in one server only when both fit there
-                room = gpn - decode_gpus if one_server else prefill_servers * gpn
-                cap = room // (p_shape[0] * p_shape[1])
-                if not one_server:
-                    cap = _max_replicas(p_shape, gpn, prefill_servers)
-                st = stage(p_shape, one_server)
-                pool = None if st is None or cap < 1 else _prefill_replicas(st, request_rate, cap)
-                if pool is not None:
-                    found = (pool, one_server)
-                    break
+            found = _prefill_pool(
+                stage,
+                p_shape,
+                decode_gpus,
+                decode_servers,
+                limit - decode_servers,
+                request_rate,
+                gpn,
+            )
             if found is None:
                 continue
             (r_p, rho, alone, wait, transfer, link), one_server = found
@@ -450,52 +479,3 @@ def explicit_disaggregated(
         sequences=workload.concurrency,
     )
     return search_disaggregated(workload, arch, hw, params, limit, decode=decode)
-
-
-def describe(pools: DisaggPools) -> str:
-    """One line saying what the disaggregated deployment is."""
-    p_shape = _label((pools.prefill_tp, pools.prefill_pp))
-    d_shape = _label((pools.decode_tp, pools.decode_pp))
-    where = (
-        "both pools in one server"
-        if pools.one_server
-        else f"{pools.prefill_nodes} prefill + {pools.decode_nodes} decode server(s)"
-    )
-    return (
-        f"disaggregated: prefill {pools.prefill_replicas} x {p_shape} "
-        f"({pools.prefill_gpus} GPUs, {pools.prefill_utilisation:.0%} busy, mean wait "
-        f"{pools.queue_s * 1000:,.0f} ms) + decode {pools.decode_replicas} x "
-        f"{d_shape} ({pools.decode_gpus} GPUs), {where}; each prompt's KV cache crosses "
-        f"{pools.link} in {pools.kv_transfer_s * 1000:,.1f} ms"
-    )
-
-
-def compare(aggregated: ConfigEstimate | None, disaggregated: ConfigEstimate) -> str:
-    """Why one of the two needs fewer GPUs at the same targets, from their own figures."""
-    d = disaggregated.serving
-    assert d is not None and d.disaggregated is not None
-    pools = d.disaggregated
-    if aggregated is None or aggregated.serving is None:
-        return (
-            f"disaggregation is the only way found to meet the targets on this hardware: "
-            f"decode steps without prefill chunks reach {d.tpot_s * 1000:,.1f} ms per token"
-        )
-    a = aggregated.serving
-    a_nodes, d_nodes = aggregated.nodes, disaggregated.nodes
-    saving = aggregated.gpus - disaggregated.gpus
-    servers = f"({a_nodes} -> {d_nodes} servers)"
-    if saving > 0:
-        verdict = f"disaggregation saves {saving} GPUs {servers}"
-    elif saving < 0:
-        verdict = f"disaggregation costs {-saving} more GPUs {servers}"
-    else:
-        verdict = f"disaggregation needs the same {aggregated.gpus} GPUs {servers}"
-    return (
-        f"{verdict}: aggregated {aggregated.gpus} GPUs decode {a.batch} sequences per "
-        f"{_label((aggregated.layout.tp, aggregated.layout.pp))} replica at "
-        f"{a.tpot_s * 1000:,.1f} ms per token with prompt chunks in the steps "
-        f"({a.prefill_share:.0%} of step time) and a {a.batch_limit} bound; "
-        f"disaggregated decode replicas hold {d.batch} sequences at {d.tpot_s * 1000:,.1f} ms "
-        f"without them, plus {pools.prefill_gpus} prefill GPUs {pools.prefill_utilisation:.0%} "
-        f"busy and a {pools.kv_transfer_s * 1000:,.1f} ms KV transfer"
-    )

@@ -6,7 +6,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 
-from gpusolve.estimate.disaggregation import compare, search_disaggregated
+from gpusolve.estimate.disaggregation import search_disaggregated
+from gpusolve.estimate.disaggtext import compare
 from gpusolve.estimate.evaluation import evaluate
 from gpusolve.estimate.hardware import Hardware
 from gpusolve.estimate.layout import ConfigEstimate

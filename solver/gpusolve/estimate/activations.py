@@ -222,9 +222,8 @@ def stage_activations_bytes(
     its projection kept, and one more micro-batch of logits for its loss.
 
     Recomputation's working set comes on top, on every rank (`recompute_working_bytes`),
-    unless `working_set` is off (what the forward pass alone saves).
-    The stack (`stacks.py`) sets what eager code keeps beyond the fused inventory and the
-    bytes kept per logit at the loss."""
+    unless `working_set` is off (what the forward pass alone saves). The stack (`stacks.py`)
+    sets what eager code keeps beyond the fused inventory and the bytes per logit."""
     local_seq = max(1, seq // max(1, par.cp))
     extra = eager_saved_bytes_per_token(arch, stack, tp=par.tp, act_bytes=act_bytes)
 
@@ -259,28 +258,40 @@ def stage_activations_bytes(
         act_bytes=act_bytes,
         loss_bytes_per_logit=None if stack.name == "megatron" else stack.loss_bytes_per_logit,
     )
-    mtp_b = 0.0
-    if mtp_depth:
-        sp = par.sequence_parallel or par.tp == 1
-        mtp_b = mtp_depth * (
-            (moe_b if arch.moe_layers else dense_b)
-            + _mtp_inputs_bytes(arch, act_bytes, savings)
-            * local_seq
-            * micro_batch
-            / (par.tp if sp else 1)
-        )
+    sp = par.sequence_parallel or par.tp == 1
+    kept_inputs = _mtp_inputs_bytes(arch, act_bytes, savings) * local_seq * micro_batch
+    block = moe_b if arch.moe_layers else dense_b
+    mtp_b = mtp_depth * (block + kept_inputs / (par.tp if sp else 1)) if mtp_depth else 0.0
+    heads = (1 + mtp_depth) * logits
+    layer_bytes = (dense_b, moe_b, mtp_b)
+    return tuple(
+        _rank_peak(arch, split, schedule, par, grad_accum, rank, layer_bytes)
+        + working
+        + (heads if split.holds_head(rank) else 0.0)
+        for rank in range(len(split.ranks))
+    )
+
+
+def _rank_peak(
+    arch: Arch,
+    split: StageSplit,
+    schedule: str,
+    par: Parallel,
+    grad_accum: int,
+    rank: int,
+    layer_bytes: tuple[float, float, float],
+) -> float:
+    """A rank's layers' activations at the worst moment of its schedule: each chunk's dense
+    and MoE layers (and, in the last virtual stage, the MTP blocks) times the micro-batches
+    in flight there."""
+    dense_b, moe_b, mtp_b = layer_bytes
     last = len(split.virtual) - 1
-    out = []
-    for rank, virtual in enumerate(split.ranks):
-        chunk_bytes = []
-        for v in virtual:
-            d, m = chunk_mix(arch, split, v)
-            chunk_bytes.append(d * dense_b + m * moe_b + (mtp_b if v == last else 0.0))
-        states = in_flight(schedule, par.pp, par.vp, grad_accum, rank)
-        peak = max(sum(c * b for c, b in zip(st, chunk_bytes, strict=True)) for st in states)
-        heads = 1 + mtp_depth
-        out.append(peak + working + (heads * logits if split.holds_head(rank) else 0.0))
-    return tuple(out)
+    chunk_bytes = []
+    for v in split.ranks[rank]:
+        d, m = chunk_mix(arch, split, v)
+        chunk_bytes.append(d * dense_b + m * moe_b + (mtp_b if v == last else 0.0))
+    states = in_flight(schedule, par.pp, par.vp, grad_accum, rank)
+    return max(sum(c * b for c, b in zip(st, chunk_bytes, strict=True)) for st in states)
 
 
 def recompute_working_bytes(

@@ -365,6 +365,35 @@ def _prefill_pool(
     return None
 
 
+def _pools(
+    found: tuple[tuple[int, float, float, float, float, str], bool],
+    p_shape: Shape,
+    d_shape: Shape,
+    decode_replicas: int,
+    decode_servers: int,
+    gpn: int,
+) -> DisaggPools:
+    """The two pools of a deployment: the prefill pool found for the decode pool's rate."""
+    (r_p, rho, alone, wait, transfer, link), one_server = found
+    return DisaggPools(
+        prefill_tp=p_shape[0],
+        prefill_replicas=r_p,
+        decode_tp=d_shape[0],
+        decode_replicas=decode_replicas,
+        prefill_utilisation=rho,
+        kv_transfer_s=transfer,
+        link=link,
+        prefill_ttft_s=alone,
+        queue_s=wait,
+        one_server=one_server,
+        gpus_per_node=gpn,
+        prefill_pp=p_shape[1],
+        decode_pp=d_shape[1],
+        prefill_nodes=0 if one_server else _pool_servers(p_shape, r_p, gpn),
+        decode_nodes=1 if one_server else decode_servers,
+    )
+
+
 def search_disaggregated(
     workload: InferenceWorkload,
     arch: Arch,
@@ -413,28 +442,12 @@ def search_disaggregated(
             )
             if found is None:
                 continue
-            (r_p, rho, alone, wait, transfer, link), one_server = found
+            (r_p, *_), one_server = found
             gpus = decode_gpus + r_p * p_shape[0] * p_shape[1]
             nodes = 1 if one_server else decode_servers + _pool_servers(p_shape, r_p, gpn)
             if nodes > limit or (best is not None and (gpus, nodes) >= best[:2]):
                 continue
-            pools = DisaggPools(
-                prefill_tp=p_shape[0],
-                prefill_replicas=r_p,
-                decode_tp=d_shape[0],
-                decode_replicas=plan.replicas,
-                prefill_utilisation=rho,
-                kv_transfer_s=transfer,
-                link=link,
-                prefill_ttft_s=alone,
-                queue_s=wait,
-                one_server=one_server,
-                gpus_per_node=gpn,
-                prefill_pp=p_shape[1],
-                decode_pp=d_shape[1],
-                prefill_nodes=0 if one_server else _pool_servers(p_shape, r_p, gpn),
-                decode_nodes=1 if one_server else decode_servers,
-            )
+            pools = _pools(found, p_shape, d_shape, plan.replicas, decode_servers, gpn)
             layout = serving_layout(
                 d_shape[0],
                 d_shape[1],

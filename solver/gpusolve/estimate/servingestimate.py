@@ -240,6 +240,48 @@ def _bottleneck(parts: dict[str, float], params: Params) -> tuple[float, str]:
     return comm_fraction, "communication" if comm_fraction > params.comm_threshold else bound_by
 
 
+def _engine_params(
+    workload: InferenceWorkload, arch: Arch, layout: Layout, params: Params, card_bytes: float
+) -> tuple[Params, list[str]]:
+    """The engine's parameters (its headroom when larger than the plan's) and the opening
+    notes: the shape's assumptions, how requests were split, what the engine reserves."""
+    notes: list[str] = list(arch.assumptions)
+    if arch.coarse:
+        notes.insert(0, arch.convention)
+    _, _, split_note = request_shape(workload)
+    if split_note:
+        notes.append(split_note)
+    asked = params.headroom
+    params = serving_params(workload, arch, layout, params, card_bytes)
+    notes += engine_notes(workload, layout, params)
+    if params.headroom > asked + 1e-9:
+        notes.append(headroom_warning(workload, layout.tp, asked, params.headroom))
+    return params, notes
+
+
+def _latencies(
+    rates: Rates, batch: int, prompt: float, output: float, pools: DisaggPools | None
+) -> tuple[float, float, float, float]:
+    """(TPOT at the batch, single-stream tokens/s, TTFT, prefill's share of a step); a
+    disaggregated decode pool's TTFT is its prefill pool's, queue and KV transfer included."""
+    per_replica, prefill_share = rates.throughput(batch, prompt, output, prefill=pools is None)
+    tpot = batch / per_replica if per_replica > 0 else math.inf
+    single = 1.0 / rates.tpot_decode_s(1, prefill=False)
+    ttft = rates.ttft_s(prompt)
+    if pools is not None:
+        ttft = pools.prefill_ttft_s + pools.queue_s + pools.kv_transfer_s
+    return tpot, single, ttft, prefill_share
+
+
+def _rate_notes(rates: Rates, hw: Hardware) -> list[str]:
+    if rates.decode_table is not None:
+        return []
+    return [
+        f"no decode-shaped GEMM measurement for {efficiency_of(hw.card).family} "
+        f"{rates.fmt}: serving GEMMs run at the large-GEMM (training) rate"
+    ]
+
+
 def evaluate_serving(
     workload: InferenceWorkload,
     arch: Arch,
@@ -255,34 +297,16 @@ def evaluate_serving(
     prefill = pools is None
     mp = layout.tp * layout.pp
     reasons = _layout_reasons(workload, arch, hw, layout, params)
-    notes: list[str] = list(arch.assumptions)
-    if arch.coarse:
-        notes.insert(0, arch.convention)
-    prompt, output, split_note = request_shape(workload)
-    if split_note:
-        notes.append(split_note)
+    prompt, output, _ = request_shape(workload)
     card_bytes = card.reported_memory_bytes
-    asked = params.headroom
-    params = serving_params(workload, arch, layout, params, card_bytes)
-    notes += engine_notes(workload, layout, params)
-    if params.headroom > asked + 1e-9:
-        notes.append(headroom_warning(workload, layout.tp, asked, params.headroom))
+    params, notes = _engine_params(workload, arch, layout, params, card_bytes)
     batch = layout.micro_batch
     unmeasured = serving_memory(workload, arch, layout, params, None, card_bytes)
     memory = measured_memory(workload, hw, mp * layout.replicas, unmeasured, notes)
     peak = peak_flops(card, compute_precision("inference", workload.precision), reasons)
     rates = Rates(workload, arch, hw, layout)
-    if rates.decode_table is None:
-        notes.append(
-            f"no decode-shaped GEMM measurement for {efficiency_of(card).family} "
-            f"{rates.fmt}: serving GEMMs run at the large-GEMM (training) rate"
-        )
-    per_replica, prefill_share = rates.throughput(batch, prompt, output, prefill=prefill)
-    tpot = batch / per_replica if per_replica > 0 else math.inf
-    single = 1.0 / rates.tpot_decode_s(1, prefill=False)
-    ttft = rates.ttft_s(prompt)
-    if pools is not None:
-        ttft = pools.prefill_ttft_s + pools.queue_s + pools.kv_transfer_s
+    notes += _rate_notes(rates, hw)
+    tpot, single, ttft, prefill_share = _latencies(rates, batch, prompt, output, pools)
     usable = usable_memory_bytes(card, params.headroom)
     limit, bound = _bounded_batch(workload, arch, layout, rates, usable, params, prefill=prefill)
     reasons += _latency_reasons(workload, layout, tpot, single, ttft, limit, prompt)

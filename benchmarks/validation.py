@@ -20,6 +20,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "solver"))
 
 from tests.support.validation_cases import Case, all_cases  # noqa: E402
+from tests.support.validation_finetune import finetune_cases  # noqa: E402
 from tests.support.validation_serving import serving_cases  # noqa: E402
 
 
@@ -89,7 +90,7 @@ def main() -> int:
     ap.add_argument("--fit", action="store_true", help="sweep the fitted parameter")
     ap.add_argument("--markdown", action="store_true", help="print a Markdown table")
     args = ap.parse_args()
-    cases = all_cases() + serving_cases()
+    cases = all_cases() + serving_cases() + finetune_cases()
     if args.fit:
         _fit(cases)
         return 0

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from tests.factories.hardware import H100, hgx
 
-from gpusolve.estimate import Layout, resolve_arch
+from gpusolve.estimate import Layout, evaluate, resolve_arch
 from gpusolve.estimate.efficiency import efficiency_of
 from gpusolve.estimate.steptime import training_step
 from gpusolve.estimate.trainshape import framework, step_shape
@@ -71,3 +71,27 @@ def test_the_mtp_module_costs_half_on_the_rank_it_shares_with_the_first_stage() 
     one_f_one_b = _compute_per_micro([7, 9, 9, 7], "1f1b", mtp=1)
     assert with_mtp >= base
     assert with_mtp < one_f_one_b
+
+
+def test_dualpipe_hides_the_expert_all_to_alls_it_exists_to_overlap() -> None:
+    # DeepSeek-V3 §3.2.1: DualPipe pairs a forward and a backward chunk so that each one's
+    # all-to-alls run under the other's compute; the schedule implies the overlap.
+    w = make_workload(
+        name="w",
+        kind="pretrain",
+        model=ModelShape(preset="deepseek-v3"),
+        seq_len=4096,
+        tokens=1e12,
+        pipeline={"schedule": "dualpipe"},
+    )
+    layout = Layout(nodes=32, tp=1, pp=8, dp=32, ep=32, sharding="zero1", grad_accum=16)
+    arch = resolve_arch(w.model)
+    hw, params = hgx(H100), Params()
+    sh = step_shape(w, arch, hw, layout, params)
+    eff = efficiency_of(hw.card)
+    implied = training_step(arch, sh, hw, eff, framework(params, "dualpipe"))
+    exposed = training_step(arch, sh, hw, eff, framework(params))
+    assert framework(params, "dualpipe").ep_comm_overlap
+    assert implied.ep_comm_s < exposed.ep_comm_s
+    est = evaluate(w, hw, layout, params)
+    assert any("DualPipe overlaps" in n for n in est.notes)

@@ -11,7 +11,7 @@ from tests.factories.requirements import preset_workload
 
 from gpusolve.candidates.generate import node_limit
 from gpusolve.estimate import Layout, evaluate, resolve_arch, search_layouts
-from gpusolve.estimate.memory import kv_cache_bytes_per_token
+from gpusolve.estimate.activations import kv_cache_bytes_per_token
 from gpusolve.models.catalog import Card, ColoOffer, Server
 from gpusolve.models.params import Params, check_value
 from gpusolve.models.requirements import ModelShape, Workload

@@ -6,13 +6,15 @@ import pytest
 from tests.factories.hardware import A100_80, H100, hgx
 
 from gpusolve.estimate import Layout, evaluate, resolve_arch
+from gpusolve.estimate.activations import (
+    activation_bytes_per_layer,
+    kv_cache_bytes,
+    kv_cache_bytes_per_token,
+)
 from gpusolve.estimate.memory import (
     QUANT_CONSTANT_BITS,
     StateBytes,
-    activation_bytes_per_layer,
     full_training_state_bytes,
-    kv_cache_bytes,
-    kv_cache_bytes_per_token,
     lora_params,
     model_states_bytes,
 )
@@ -207,13 +209,46 @@ def test_qlora_base_is_4_bit_with_quantisation_constants() -> None:
     # 8/64 + 32/(64·256) = 0.127 bit per parameter on top of the 4 bits.
     assert QUANT_CONSTANT_BITS["nf4"] == pytest.approx(0.127, abs=0.0005)
     arch = resolve_arch(ModelShape(preset="llama-2-7b"))
-    w = make_workload(name="q", kind="qlora", model=ModelShape(preset="llama-2-7b"), tokens=1e8)
+    model = ModelShape(preset="llama-2-7b")
+    w = make_workload(name="q", kind="qlora", model=model, tokens=1e8, framework="megatron")
     est = evaluate(w, hgx(A100_80), Layout(1, 1, 1, 1), Params())
     adapters = lora_params(arch, 16)
     linear = arch.params - arch.embedding_params
     base = linear * (4 + 0.127) / 8 + arch.embedding_params * 2  # embeddings stay 16-bit
     assert est.memory.weights_bytes == pytest.approx(base + adapters * 4, rel=1e-3)
     assert est.memory.weights_bytes / GB < 5  # a 7B base in about 4 GB
+    # Hugging Face + PEFT: prepare_model_for_kbit_training casts the 16-bit parameters
+    # (embeddings, output layer) to fp32, two more bytes each.
+    hf = make_workload(name="q", kind="qlora", model=model, tokens=1e8, framework="hf")
+    est_hf = evaluate(hf, hgx(A100_80), Layout(1, 1, 1, 1), Params())
+    assert est_hf.memory.weights_bytes - est.memory.weights_bytes == pytest.approx(
+        arch.embedding_params * 2, rel=1e-3
+    )
+
+
+def test_dequantised_copy_of_the_largest_linear_sits_beside_a_4_bit_base() -> None:
+    # bitsandbytes' MatMul4Bit dequantises one weight to 16 bits for its GEMM: Llama-2-7B's
+    # largest Linear is the fused QKV (4096 x 12288) or one MLP projection (4096 x 11008).
+    model = ModelShape(preset="llama-2-7b")
+    w = make_workload(name="q", kind="qlora", model=model, tokens=1e8, framework="megatron")
+    est = evaluate(w, hgx(A100_80), Layout(1, 1, 1, 1), Params())
+    assert est.memory.gathered_weights_bytes == pytest.approx(2 * 4096 * 12288)
+
+
+def test_full_recomputation_holds_one_unrecomputed_layer_in_backward() -> None:
+    # torch.utils.checkpoint reruns one layer's forward inside the backward pass: that
+    # layer's whole activations sit beside every other layer's kept input.
+    model = ModelShape(preset="llama-2-7b")
+    w = make_workload(name="f", kind="pretrain", model=model, tokens=1e8, seq_len=2048)
+    full = evaluate(w, hgx(A100_80), Layout(1, 1, 1, 1, checkpointing="full"), Params())
+    none = evaluate(w, hgx(A100_80), Layout(1, 1, 1, 1, checkpointing="none"), Params())
+    arch = resolve_arch(model)
+    tokens = 2048
+    kept_inputs = arch.layers * 2 * tokens * arch.hidden
+    head = tokens * 4 * (arch.hidden + arch.vocab)  # Korthikanti §4.2's output layer
+    one_layer = (none.memory.activations_bytes - head) / arch.layers
+    working = one_layer - 2 * tokens * arch.hidden  # its own kept input is already counted
+    assert full.memory.activations_bytes == pytest.approx(kept_inputs + working + head)
 
 
 # --------------------------------------------------------------------------- MoE
@@ -278,3 +313,17 @@ def test_params_b_overrides_a_preset_count() -> None:
     arch = resolve_arch(ModelShape(preset="llama-2-7b", params_b=7))
     assert arch.params == 7e9
     assert arch.layers == 32
+
+
+def test_deepspeed_bf16_optimizer_keeps_bf16_and_fp32_gradients_unsharded() -> None:
+    # DeepSpeed's BF16_Optimizer under ZeRO-1: bf16 weights 2 + bf16 gradients 2 + fp32
+    # accumulation buffer 4 on every rank, fp32 master and AdamW moments 12 sharded over d:
+    # 8 + 12/d bytes per parameter. Megatron's fp32 main gradients (18): 6 + 12/d.
+    model = ModelShape(preset="llama-2-7b")
+    arch = resolve_arch(model)
+    w = make_workload(name="f", kind="full_finetune", model=model, tokens=1e8)
+    layout = Layout(1, 1, 1, 8, "zero1")
+    for convention, per_rank in ((20, 8.0), (18, 6.0), (16, 4.0)):
+        m = evaluate(w, hgx(A100_80), layout, Params(bytes_per_param_convention=convention))
+        states = m.memory.weights_bytes + m.memory.gradients_bytes + m.memory.optimizer_bytes
+        assert states == pytest.approx(arch.params * (per_rank + 12 / 8), rel=1e-6), convention

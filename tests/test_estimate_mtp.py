@@ -12,7 +12,7 @@ from gpusolve.estimate import Layout, evaluate, resolve_arch
 from gpusolve.estimate.compute import EIGHT_BIT
 from gpusolve.estimate.efficiency import efficiency_of, mamf_fraction
 from gpusolve.estimate.layerwork import device, gemm_of, gemm_time, layer_times, layer_work
-from gpusolve.estimate.memory import mtp_params
+from gpusolve.estimate.stageparams import mtp_params
 from gpusolve.estimate.steptime import training_step
 from gpusolve.estimate.trainshape import (
     framework,

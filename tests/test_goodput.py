@@ -208,3 +208,43 @@ def test_every_training_example_prints_its_runs_time_and_cost_by_part() -> None:
                 assert 0 < total_cost <= line.amount
             assert f"| total per run | {total_h:,.2f} | {total_cost:,.0f} " in markdown
     assert trained >= 5  # 7B and 70B rentals, the night LoRA, the startup, south/north
+
+
+def test_megatron_evaluates_100_forward_passes_every_1000_steps_and_hf_none() -> None:
+    from gpusolve.estimate.goodput import evaluation_s
+
+    # Megatron-LM's defaults: --eval-iters 100 every --eval-interval 1000 steps; 10,000 steps
+    # whose forward pass takes 2 s evaluate 10 x 100 x 2 = 2,000 s.
+    assert evaluation_s(steps=10_000, forward_s=2.0, stack="megatron") == pytest.approx(2000.0)
+    assert evaluation_s(steps=10_000, forward_s=2.0, stack="hf") == 0.0
+
+
+def test_gpt3s_batch_ramp_adds_its_extra_steps_fixed_cost() -> None:
+    from gpusolve.estimate.goodput import rampup_s
+
+    # 32k tokens ramped linearly to 4 Mi tokens per step over 4 B tokens: the ramp takes
+    # 4e9 · ln(128) / (4,194,304 − 32,768) = 4,663.6 steps where the full batch takes
+    # 4e9 / 4,194,304 = 953.7; at 1 s of fixed cost per step that is 3,709.9 s.
+    got = rampup_s(tokens=1e12, batch_tokens=4_194_304, fixed_s=1.0)
+    assert got == pytest.approx(4663.6 - 953.7, abs=0.2)
+    assert rampup_s(tokens=1e9, batch_tokens=4_194_304, fixed_s=1.0) == 0.0  # shorter run
+    assert rampup_s(tokens=1e12, batch_tokens=16_384, fixed_s=1.0) == 0.0  # under 32k
+
+
+def test_a_pretraining_run_shows_evaluation_and_ramp_up_and_a_share_replaces_them() -> None:
+    from tests.factories.hardware import H100, hgx
+
+    from gpusolve.estimate import Layout, evaluate
+    from gpusolve.models.params import Params
+    from gpusolve.models.requirements import ModelShape, make_workload
+
+    fields = dict(name="p", kind="pretrain", model=ModelShape(preset="llama-2-7b"), tokens=2e10)
+    layout = Layout(2, 1, 2, 8, "zero1", micro_batch=1, grad_accum=32)
+    est = evaluate(make_workload(**fields), hgx(H100), layout, Params())
+    g = est.goodput
+    assert g is not None and g.evaluation_s > 0 and g.rampup_s > 0
+    assert g.overhead_s == pytest.approx(g.evaluation_s + g.rampup_s)
+    given = make_workload(**fields, goodput={"overhead_share": 0.05})
+    g2 = evaluate(given, hgx(H100), layout, Params()).goodput
+    assert g2 is not None and g2.evaluation_s == 0.0 and g2.rampup_s == 0.0
+    assert g2.overhead_s == pytest.approx(0.05 * g2.steady_s)

@@ -1,5 +1,6 @@
 """The package's shape (issues 23 and 34): modules of one job each, no module over the size
-limit in the optimiser and the rule engine, no stage importing the layers that compose it,
+limit in the optimiser, the rule engine and the estimate (no function over its limit in the
+estimate), no stage importing the layers that compose it,
 commands that only compose, no import circle anywhere, a top level that holds only the
 kernel, and packages stacked in layers that import only downwards.
 
@@ -24,7 +25,10 @@ PACKAGE = Path(__file__).resolve().parents[1] / "solver" / "gpusolve"
 ROOT_NAME = "gpusolve"
 MAX_LINES = 500
 # Sub-packages held to the size limit (recursively).
-LIMITED = ("rules", "optimize")
+LIMITED = ("rules", "optimize", "estimate")
+# Sub-packages whose functions are held to a length: a longer one has seams to cut along.
+MAX_FUNCTION_LINES = 80
+SHORT_FUNCTIONS = ("estimate",)
 # The layers that compose the stages; a stage must not depend on them.
 UPWARD = (
     "gpusolve.plan",
@@ -361,6 +365,49 @@ def test_every_module_is_under_the_size_limit(sub: str) -> None:
     sizes = {_name(p): len(p.read_text().splitlines()) for p in _modules(sub)}
     assert len(sizes) > 5
     assert {name: n for name, n in sizes.items() if n > MAX_LINES} == {}
+
+
+def function_lengths(source: str) -> dict[str, int]:
+    """Lines of each function and method of `source`, from its `def` to its last line
+    (docstring and nested functions included), by qualified name."""
+    out: dict[str, int] = {}
+
+    def visit(node: ast.AST, prefix: str) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                name = prefix + child.name
+                out[name] = (child.end_lineno or child.lineno) - child.lineno + 1
+                visit(child, name + ".")
+            elif isinstance(child, ast.ClassDef):
+                visit(child, prefix + child.name + ".")
+
+    visit(ast.parse(source), "")
+    return out
+
+
+def test_function_lengths_count_every_line_of_nested_and_methods() -> None:
+    source = (
+        "def f():\n"
+        '    """Doc."""\n'
+        "    def g():\n"
+        "        return 1\n"
+        "    return g()\n"
+        "class C:\n"
+        "    def m(self):\n"
+        "        pass\n"
+    )
+    assert function_lengths(source) == {"f": 5, "f.g": 2, "C.m": 2}
+
+
+@pytest.mark.parametrize("sub", SHORT_FUNCTIONS)
+def test_every_function_is_under_the_length_limit(sub: str) -> None:
+    long = {
+        f"{_name(p)}:{name}": n
+        for p in _modules(sub)
+        for name, n in function_lengths(p.read_text()).items()
+        if n > MAX_FUNCTION_LINES
+    }
+    assert long == {}
 
 
 @pytest.mark.parametrize("sub", LIMITED)

@@ -463,3 +463,13 @@ def test_shipped_soft_rules_charge_a_share_never_money() -> None:
         for kind, pref in rule.rule.prefer.items():
             assert pref.penalty is None and pref.share is not None, (rule.rule.id, kind)
             assert 0 < pref.share <= 0.10, (rule.rule.id, kind)
+
+
+def test_h16_sizes_a_lora_checkpoint_by_its_adapters_not_the_base() -> None:
+    # 72B LoRA: adapters at most 1% of the base (H14), 12 B each: 72 x 0.01 x 12 = 8.64 GB,
+    # not 72 x 14 = 1,008 GB. A full fine-tune keeps the 14 B/param figure.
+    lora = " ".join(run(W("lora", params_b=72)).advice)
+    assert "8.64 GB" in lora and "1008" not in lora.replace(",", "")
+    assert "adapters" in lora
+    full = " ".join(run(W("full_finetune", params_b=72)).advice)
+    assert "1008 GB" in full.replace(",", "")

@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import pytest
 from tests.support.validation_cases import Case, all_cases
+from tests.support.validation_finetune import finetune_cases
 from tests.support.validation_serving import serving_cases
 
-CASES = all_cases() + serving_cases()
+CASES = all_cases() + serving_cases() + finetune_cases()
 GATED = [c for c in CASES if c.gated]
 
 

@@ -55,7 +55,8 @@ from typing import Any
 import yaml
 
 from gpusolve.estimate import Hardware, Layout, evaluate, resolve_arch
-from gpusolve.estimate.memory import kv_cache_bytes, kv_cache_bytes_per_token, weights_bytes
+from gpusolve.estimate.activations import kv_cache_bytes, kv_cache_bytes_per_token
+from gpusolve.estimate.memory import weights_bytes
 from gpusolve.models.catalog import Card
 from gpusolve.models.params import Params
 from gpusolve.models.requirements import ModelShape, Workload, make_workload
@@ -818,6 +819,7 @@ def _nemo_case(model: ModelShape, name: str, kind: str, figures: tuple[Any, ...]
         micro_batch=mb,
         global_batch=gbs,
         tokens=float(gbs * seq),
+        framework="megatron",  # NeMo 24.07 runs Megatron-core
     )
     layout = Layout(
         nodes=max(1, gpus // 8),

@@ -8,14 +8,18 @@ Pure and price-free: no I/O, no solver. SI units inside (bytes, FLOP, seconds); 
     search_layouts(workload, hw, params, *, max_nodes, whole_nodes=True, every_size=False)
         -> SearchResult
 
-Formulas and their sources are documented in each module: memory.py (ZeRO, Korthikanti et
-al. 2022, KV cache), steptime.py (the step: pipeline pace and bubble, recomputation, data
-parallelism, optimizer) with layerwork.py (one layer's GEMMs, attention and streaming at the
-card's rates), collectives.py (all-reduce, gathers, all-to-all over a group's links) and
-stepshape.py (what a step is timed from, and its parts), efficiency.py (what each card
-family achieves, sourced), hardware.py (the links each group uses), training.py and
-serving.py (the two kinds of workload; trainshape.py reads a training layout for the formulas
-and for calibration.py), checkpoint.py (H16), rules_of_thumb.py (H05, H30).
+Formulas and their sources are documented in each module: memory.py (ZeRO's model states,
+sharding, the memory savings), activations.py (Korthikanti et al. 2022, the KV cache),
+stageparams.py (what each pipeline rank holds), stacks.py (what a software stack keeps and
+streams beyond the fused reference), steptime.py (the step: pipeline pace and bubble,
+recomputation, optimizer) with layerwork.py (one layer's GEMMs, attention and streaming at the
+card's rates), dpcomm.py (data-parallel traffic), collectives.py (all-reduce, gathers,
+all-to-all over a group's links) and stepshape.py (what a step is timed from, and its parts),
+efficiency.py (what each card family achieves, sourced), hardware.py (the links each group
+uses), training.py with trainchecks.py and serving.py with servingestimate.py (the two kinds
+of workload; trainshape.py reads a training layout for the formulas and for calibration.py),
+goodput.py (failures, evaluation, ramp-up), checkpoint.py (H16), rules_of_thumb.py (H05,
+H30); the layout search in search.py (searchcore.py, searchtrain.py, searchserve.py).
 """
 
 from __future__ import annotations

@@ -37,17 +37,22 @@ the plan's optimiser chooses between them by cost.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 
+from gpusolve.estimate.activations import (
+    kv_bytes_per_element,
+    kv_cache_bytes,
+    kv_cache_bytes_per_token,
+)
+from gpusolve.estimate.disaggtext import describe as describe
+from gpusolve.estimate.disaggtext import pool_label
 from gpusolve.estimate.hardware import Hardware
 from gpusolve.estimate.layout import ConfigEstimate, DisaggPools, Layout, usable_memory_bytes
-from gpusolve.estimate.memory import kv_bytes_per_element, kv_cache_bytes, kv_cache_bytes_per_token
 from gpusolve.estimate.serving import (
     CHUNK_TOKENS,
     Rates,
     amount,
-    batch_limit,
-    evaluate_serving,
     fill_replicas,
     pool_tokens_per_s,
     request_shape,
@@ -55,6 +60,7 @@ from gpusolve.estimate.serving import (
     serving_memory,
     serving_params,
 )
+from gpusolve.estimate.servingestimate import batch_limit, evaluate_serving
 from gpusolve.estimate.shapes import Arch
 from gpusolve.models.params import Params
 from gpusolve.models.requirements import InferenceWorkload
@@ -288,10 +294,6 @@ def _max_replicas(shape: Shape, gpn: int, servers: int) -> int:
     return servers // span if span else servers * (gpn // (shape[0] * shape[1]))
 
 
-def _label(shape: Shape) -> str:
-    return f"TP{shape[0]}" + (f" PP{shape[1]}" if shape[1] > 1 else "")
-
-
 def _decode_pools(
     workload: InferenceWorkload,
     arch: Arch,
@@ -311,15 +313,85 @@ def _decode_pools(
         probe = serving_layout(shape[0], shape[1], gpn)
         b_max, _ = batch_limit(workload, arch, hw, probe, params, prefill=False)
         if b_max < 1:
-            why.append(f"decode pool {_label(shape)}: no sequence fits the memory and TPOT target")
+            why.append(
+                f"decode pool {pool_label(shape)}: no sequence fits the memory and TPOT target"
+            )
             continue
         rates = Rates(workload, arch, hw, probe)
         plan = _decode_plan(workload, rates, b_max, max(1, _max_replicas(shape, gpn, limit)))
         if plan.why:
-            why.append(f"decode pool {_label(shape)}: {plan.why}")
+            why.append(f"decode pool {pool_label(shape)}: {plan.why}")
             continue
         out.append((shape, plan))
     return out
+
+
+def _fixed_decoder(
+    workload: InferenceWorkload, arch: Arch, hw: Hardware, decode: Layout
+) -> tuple[Shape, _DecodePlan]:
+    """An explicit decode layout as the decode pool, its tokens/s at the batches it runs."""
+    rates = Rates(workload, arch, hw, decode)
+    prompt, output, _ = request_shape(workload)
+    tokens = pool_tokens_per_s(
+        decode.replica_batches(),
+        lambda b: rates.throughput(b, prompt, output, prefill=False)[0],
+    )
+    plan = _DecodePlan(decode.replicas, decode.micro_batch, decode.sequences, tokens)
+    return (decode.tp, decode.pp), plan
+
+
+def _prefill_pool(
+    stage: Callable[[Shape, bool], _PrefillStage | None],
+    p_shape: Shape,
+    decode_gpus: int,
+    decode_servers: int,
+    prefill_servers: int,
+    request_rate: float,
+    gpn: int,
+) -> tuple[tuple[int, float, float, float, float, str], bool] | None:
+    """The fewest prefill replicas of `p_shape` for the request rate, in the decode pool's
+    server when both pools fit there, else on servers of their own; None when none serves."""
+    for one_server in (True, False):
+        if one_server and (decode_servers > 1 or _replica_servers(p_shape, gpn)):
+            continue  # both pools in one server only when both fit there
+        room = gpn - decode_gpus if one_server else prefill_servers * gpn
+        cap = room // (p_shape[0] * p_shape[1])
+        if not one_server:
+            cap = _max_replicas(p_shape, gpn, prefill_servers)
+        st = stage(p_shape, one_server)
+        pool = None if st is None or cap < 1 else _prefill_replicas(st, request_rate, cap)
+        if pool is not None:
+            return pool, one_server
+    return None
+
+
+def _pools(
+    found: tuple[tuple[int, float, float, float, float, str], bool],
+    p_shape: Shape,
+    d_shape: Shape,
+    decode_replicas: int,
+    decode_servers: int,
+    gpn: int,
+) -> DisaggPools:
+    """The two pools of a deployment: the prefill pool found for the decode pool's rate."""
+    (r_p, rho, alone, wait, transfer, link), one_server = found
+    return DisaggPools(
+        prefill_tp=p_shape[0],
+        prefill_replicas=r_p,
+        decode_tp=d_shape[0],
+        decode_replicas=decode_replicas,
+        prefill_utilisation=rho,
+        kv_transfer_s=transfer,
+        link=link,
+        prefill_ttft_s=alone,
+        queue_s=wait,
+        one_server=one_server,
+        gpus_per_node=gpn,
+        prefill_pp=p_shape[1],
+        decode_pp=d_shape[1],
+        prefill_nodes=0 if one_server else _pool_servers(p_shape, r_p, gpn),
+        decode_nodes=1 if one_server else decode_servers,
+    )
 
 
 def search_disaggregated(
@@ -351,58 +423,31 @@ def search_disaggregated(
         return stages[shape, one_server]
 
     if decode is not None:
-        rates = Rates(workload, arch, hw, decode)
-        groups = decode.replica_batches()
-        tokens = pool_tokens_per_s(
-            groups, lambda b: rates.throughput(b, *request_shape(workload)[:2], prefill=False)[0]
-        )
-        fixed = _DecodePlan(decode.replicas, decode.micro_batch, decode.sequences, tokens)
-        decoders = [((decode.tp, decode.pp), fixed)]
+        decoders = [_fixed_decoder(workload, arch, hw, decode)]
     else:
         decoders = _decode_pools(workload, arch, hw, params, shapes, limit, why)
     for d_shape, plan in decoders:
         request_rate = plan.tokens_per_s / max(1.0, output)
         decode_gpus = plan.replicas * d_shape[0] * d_shape[1]
         decode_servers = _pool_servers(d_shape, plan.replicas, gpn)
-        prefill_servers = limit - decode_servers
         for p_shape in shapes:
-            found = None
-            for one_server in (True, False):
-                if one_server and (decode_servers > 1 or _replica_servers(p_shape, gpn)):
-                    continue  # both pools in one server only when both fit there
-                room = gpn - decode_gpus if one_server else prefill_servers * gpn
-                cap = room // (p_shape[0] * p_shape[1])
-                if not one_server:
-                    cap = _max_replicas(p_shape, gpn, prefill_servers)
-                st = stage(p_shape, one_server)
-                pool = None if st is None or cap < 1 else _prefill_replicas(st, request_rate, cap)
-                if pool is not None:
-                    found = (pool, one_server)
-                    break
+            found = _prefill_pool(
+                stage,
+                p_shape,
+                decode_gpus,
+                decode_servers,
+                limit - decode_servers,
+                request_rate,
+                gpn,
+            )
             if found is None:
                 continue
-            (r_p, rho, alone, wait, transfer, link), one_server = found
+            (r_p, *_), one_server = found
             gpus = decode_gpus + r_p * p_shape[0] * p_shape[1]
             nodes = 1 if one_server else decode_servers + _pool_servers(p_shape, r_p, gpn)
             if nodes > limit or (best is not None and (gpus, nodes) >= best[:2]):
                 continue
-            pools = DisaggPools(
-                prefill_tp=p_shape[0],
-                prefill_replicas=r_p,
-                decode_tp=d_shape[0],
-                decode_replicas=plan.replicas,
-                prefill_utilisation=rho,
-                kv_transfer_s=transfer,
-                link=link,
-                prefill_ttft_s=alone,
-                queue_s=wait,
-                one_server=one_server,
-                gpus_per_node=gpn,
-                prefill_pp=p_shape[1],
-                decode_pp=d_shape[1],
-                prefill_nodes=0 if one_server else _pool_servers(p_shape, r_p, gpn),
-                decode_nodes=1 if one_server else decode_servers,
-            )
+            pools = _pools(found, p_shape, d_shape, plan.replicas, decode_servers, gpn)
             layout = serving_layout(
                 d_shape[0],
                 d_shape[1],
@@ -447,52 +492,3 @@ def explicit_disaggregated(
         sequences=workload.concurrency,
     )
     return search_disaggregated(workload, arch, hw, params, limit, decode=decode)
-
-
-def describe(pools: DisaggPools) -> str:
-    """One line saying what the disaggregated deployment is."""
-    p_shape = _label((pools.prefill_tp, pools.prefill_pp))
-    d_shape = _label((pools.decode_tp, pools.decode_pp))
-    where = (
-        "both pools in one server"
-        if pools.one_server
-        else f"{pools.prefill_nodes} prefill + {pools.decode_nodes} decode server(s)"
-    )
-    return (
-        f"disaggregated: prefill {pools.prefill_replicas} x {p_shape} "
-        f"({pools.prefill_gpus} GPUs, {pools.prefill_utilisation:.0%} busy, mean wait "
-        f"{pools.queue_s * 1000:,.0f} ms) + decode {pools.decode_replicas} x "
-        f"{d_shape} ({pools.decode_gpus} GPUs), {where}; each prompt's KV cache crosses "
-        f"{pools.link} in {pools.kv_transfer_s * 1000:,.1f} ms"
-    )
-
-
-def compare(aggregated: ConfigEstimate | None, disaggregated: ConfigEstimate) -> str:
-    """Why one of the two needs fewer GPUs at the same targets, from their own figures."""
-    d = disaggregated.serving
-    assert d is not None and d.disaggregated is not None
-    pools = d.disaggregated
-    if aggregated is None or aggregated.serving is None:
-        return (
-            f"disaggregation is the only way found to meet the targets on this hardware: "
-            f"decode steps without prefill chunks reach {d.tpot_s * 1000:,.1f} ms per token"
-        )
-    a = aggregated.serving
-    a_nodes, d_nodes = aggregated.nodes, disaggregated.nodes
-    saving = aggregated.gpus - disaggregated.gpus
-    servers = f"({a_nodes} -> {d_nodes} servers)"
-    if saving > 0:
-        verdict = f"disaggregation saves {saving} GPUs {servers}"
-    elif saving < 0:
-        verdict = f"disaggregation costs {-saving} more GPUs {servers}"
-    else:
-        verdict = f"disaggregation needs the same {aggregated.gpus} GPUs {servers}"
-    return (
-        f"{verdict}: aggregated {aggregated.gpus} GPUs decode {a.batch} sequences per "
-        f"{_label((aggregated.layout.tp, aggregated.layout.pp))} replica at "
-        f"{a.tpot_s * 1000:,.1f} ms per token with prompt chunks in the steps "
-        f"({a.prefill_share:.0%} of step time) and a {a.batch_limit} bound; "
-        f"disaggregated decode replicas hold {d.batch} sequences at {d.tpot_s * 1000:,.1f} ms "
-        f"without them, plus {pools.prefill_gpus} prefill GPUs {pools.prefill_utilisation:.0%} "
-        f"busy and a {pools.kv_transfer_s * 1000:,.1f} ms KV transfer"
-    )

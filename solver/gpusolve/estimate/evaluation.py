@@ -7,7 +7,8 @@ from __future__ import annotations
 from gpusolve.estimate.hardware import Hardware
 from gpusolve.estimate.layout import CHECKPOINTINGS, SHARDINGS, ConfigEstimate, Layout
 from gpusolve.estimate.memory import MemoryBreakdown
-from gpusolve.estimate.serving import evaluate_serving, serving_memory
+from gpusolve.estimate.serving import serving_memory
+from gpusolve.estimate.servingestimate import evaluate_serving
 from gpusolve.estimate.shapes import resolve_arch
 from gpusolve.estimate.training import evaluate_training, training_memory
 from gpusolve.models.params import Params

@@ -27,7 +27,18 @@ Defaults (each can be replaced in the workload's `goodput:` block):
     (`checkpoint_interval_steps` × the step time, whose save stalls the steady state already
     counts) — a job that fails often saves often; the extra saves are charged as their own
     part;
-  * evaluation and ramp-up: none unless given (no published run separates them).
+  * evaluation: what the stack does by default. Megatron-LM evaluates `--eval-iters` 100
+    iterations every `--eval-interval` 1,000 steps (megatron/training/arguments.py defaults),
+    each a forward pass of the global batch: 100 forward passes per 1,000 steps. Hugging Face
+    Trainer's `eval_strategy` defaults to "no" and torchtune's and LitGPT's fine-tuning
+    recipes run none unless asked: nothing;
+  * batch ramp-up (pretraining): GPT-3 "gradually increase[d] the batch size linearly from a
+    small value (32k tokens) to the full value over the first 4-12 billion tokens" (Brown et
+    al. 2020, App. B); the lower end, 4 B tokens, is taken for any size (an estimate). A
+    linear ramp from b0 to B tokens per step over R tokens takes R·ln(B/b0)/(B − b0) steps
+    where the full batch takes R/B; each extra step pays the step's fixed cost (the pipeline
+    bubble, the exposed data-parallel traffic and the optimizer) that a full step amortises;
+  * the workload's `overhead_share`, when given, replaces both.
 """
 
 from __future__ import annotations
@@ -46,6 +57,26 @@ FAILURE_SOURCE = (
     "Llama 3 report §3.3.4 Table 5: 419 unexpected interruptions in 54 days on 16,384 GPUs"
 )
 RESTART_S = 600.0  # detection + rescheduling: an assumption (see the module docstring)
+MEGATRON_EVAL_ITERS = 100
+MEGATRON_EVAL_INTERVAL = 1000
+GPT3_RAMP_START_TOKENS = 32 * 1024
+GPT3_RAMP_TOKENS = 4e9
+
+
+def evaluation_s(*, steps: int, forward_s: float, stack: str) -> float:
+    """Default evaluation time of a run on `stack`: forward passes of the global batch."""
+    if stack != "megatron":
+        return 0.0
+    return steps * MEGATRON_EVAL_ITERS / MEGATRON_EVAL_INTERVAL * forward_s
+
+
+def rampup_s(*, tokens: float, batch_tokens: float, fixed_s: float) -> float:
+    """What GPT-3's linear batch ramp-up adds: its extra steps times each step's fixed cost."""
+    b0, full = GPT3_RAMP_START_TOKENS, batch_tokens
+    if full <= b0 or tokens <= GPT3_RAMP_TOKENS or fixed_s <= 0:
+        return 0.0
+    ramp_steps = GPT3_RAMP_TOKENS * math.log(full / b0) / (full - b0)
+    return max(0.0, ramp_steps - GPT3_RAMP_TOKENS / full) * fixed_s
 
 
 @dataclass(frozen=True)
@@ -56,6 +87,8 @@ class GoodputInputs:
     restart_s: float | None = None
     checkpoint_interval_s: float | None = None
     overhead_share: float | None = None
+    evaluation_s: float = 0.0  # the stack's default evaluation (`evaluation_s`)
+    rampup_s: float = 0.0  # the batch ramp-up's extra time (`rampup_s`)
 
 
 @dataclass(frozen=True)
@@ -63,7 +96,7 @@ class Goodput:
     """Steady-state time and what a real run adds to it, seconds."""
 
     steady_s: float  # the modelled run: steps × step time + checkpoint stalls
-    overhead_s: float  # evaluation, ramp-up and other planned time
+    overhead_s: float  # evaluation, ramp-up and other planned time (their sum)
     extra_saves_s: float  # checkpoint saves beyond those the steady state counts
     lost_work_s: float  # work redone since the last checkpoint, over all failures
     restart_s: float  # detection, rescheduling and checkpoint reloads, over all failures
@@ -73,6 +106,8 @@ class Goodput:
     optimal_interval_s: float  # Young's τ* = √(2δ/λ) (inf without failures)
     restart_each_s: float  # one restart, reload included
     source: str
+    evaluation_s: float = 0.0  # of overhead_s: the stack's default evaluation
+    rampup_s: float = 0.0  # of overhead_s: the batch ramp-up
 
     @property
     def total_s(self) -> float:
@@ -118,14 +153,33 @@ def goodput(
         interval = min(interval_steps * step_s, max(step_s, optimal))
     reload_s = save_s if math.isfinite(save_s) else 0.0
     restart_each = (RESTART_S if inputs.restart_s is None else inputs.restart_s) + reload_s
-    overhead = steady_s * (inputs.overhead_share or 0.0)
+    planned = (
+        (0.0, 0.0)
+        if inputs.overhead_share is not None
+        else (
+            inputs.evaluation_s,
+            inputs.rampup_s,
+        )
+    )
+    overhead = steady_s * (inputs.overhead_share or 0.0) + sum(planned)
     work_s = steady_s - stall_s
     extra = max(0.0, work_s / interval * reload_s - stall_s) if interval > 0 else math.inf
     loss_rate = per_s * (interval / 2 + restart_each)
     inf = math.inf
     if not (math.isfinite(steady_s) and math.isfinite(extra)) or loss_rate >= 1:
         return Goodput(
-            steady_s, overhead, extra, inf, inf, inf, rate, interval, optimal, restart_each, source
+            steady_s,
+            overhead,
+            extra,
+            inf,
+            inf,
+            inf,
+            rate,
+            interval,
+            optimal,
+            restart_each,
+            source,
+            *planned,
         )
     total = (steady_s + overhead + extra) / (1 - loss_rate)
     failures = per_s * total
@@ -141,6 +195,8 @@ def goodput(
         optimal_interval_s=optimal,
         restart_each_s=restart_each,
         source=source,
+        evaluation_s=planned[0],
+        rampup_s=planned[1],
     )
 
 
@@ -152,6 +208,8 @@ def goodput_out(g: Goodput | None, gpus: int) -> GoodputOut | None:
     return GoodputOut(
         steady_h=g.steady_s / hour,
         overhead_h=g.overhead_s / hour,
+        evaluation_h=g.evaluation_s / hour,
+        rampup_h=g.rampup_s / hour,
         extra_saves_h=g.extra_saves_s / hour,
         lost_work_h=g.lost_work_s / hour,
         restart_h=g.restart_s / hour,

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from gpusolve.estimate.efficiency import Efficiency, gemm_shape_factor
 from gpusolve.estimate.hardware import Hardware
 from gpusolve.estimate.shapes import Arch
+from gpusolve.estimate.stacks import eager_stream_bytes_per_token, stack_named
 from gpusolve.estimate.stepshape import StepShape
 
 # FlashAttention-2's backward runs five matmuls to the forward's two (Dao 2023, §3.1.2).
@@ -24,7 +25,6 @@ FLASH_BACKWARD_FLOPS = 2.5
 # adds, rotary, TP collectives) and twice as many backward.
 KERNEL_GAP_S = 5e-6
 KERNELS_FWD = 16
-KERNELS_BWD = 32
 
 
 # --------------------------------------------------------------------------- per-layer work
@@ -53,6 +53,7 @@ class LayerWork:
     tp_message_bytes: float  # the layer's hidden states (one TP collective)
     kv_bytes: float  # the local K and V (one CP ring hop)
     a2a_tokens: float  # tokens this GPU routes per all-to-all (M/t), 0 for a dense layer
+    kernels_fwd: int = KERNELS_FWD  # launches per layer forward (eager stacks launch more)
 
 
 def layer_work(arch: Arch, sh: StepShape, *, moe: bool, elem: float) -> LayerWork:
@@ -112,6 +113,10 @@ def layer_work(arch: Arch, sh: StepShape, *, moe: bool, elem: float) -> LayerWor
     if sh.dropout:
         per_token += (2 * h * (1 + 2 * e)) / sp
     per_token += e * (3 if arch.gated_ffn else 2) * act_width / t + permute
+    stack = stack_named(sh.stack)
+    per_token += eager_stream_bytes_per_token(
+        arch, stack, tp=t, adapted_share=sh.adapted_share, act_bytes=e
+    )
     if sh.qlora:
         # Dequantise the 4-bit base weights to bf16 before each GEMM: read 0.5, write 2 B.
         per_token += 2.5 * arch.layer_params / t / m
@@ -129,6 +134,7 @@ def layer_work(arch: Arch, sh: StepShape, *, moe: bool, elem: float) -> LayerWor
         tp_message_bytes=m * h * e,
         kv_bytes=m * kv_width * e,
         a2a_tokens=a2a,
+        kernels_fwd=stack.kernels_fwd,
     )
 
 
@@ -201,8 +207,8 @@ def layer_times(w: LayerWork, dev: Device, *, flash: bool, frozen_base: bool) ->
     stream = w.stream_bytes / dev.stream_bytes_per_s
     wgrad = 0.0 if frozen_base else gemm_fwd
     return LayerTimes(
-        fwd_s=gemm_fwd + attn_fwd + stream + KERNELS_FWD * KERNEL_GAP_S,
-        bwd_s=gemm_fwd + wgrad + attn_bwd + 2.0 * stream + KERNELS_BWD * KERNEL_GAP_S,
+        fwd_s=gemm_fwd + attn_fwd + stream + w.kernels_fwd * KERNEL_GAP_S,
+        bwd_s=gemm_fwd + wgrad + attn_bwd + 2.0 * stream + 2 * w.kernels_fwd * KERNEL_GAP_S,
         attention_fwd_s=attn_fwd,
         attention_bwd_s=attn_bwd,
         wgrad_s=wgrad,

@@ -269,11 +269,9 @@ class ConfigEstimate:
         stages: tuple[StageFigures, ...] = (),
         goodput: Goodput | None = None,
     ) -> ConfigEstimate:
-        """The one way training.py and serving.py make an estimate. What was sized and on
-        what comes from the arguments; whether `memory` fits the card's usable memory is
-        judged here, a shortfall being the first reason. The figures a serving estimate lacks
-        (training time, steps, MFU/HFU, the step's parts, checkpoint stalls, a deadline,
-        calibration) default to absent."""
+        """The one way training and serving make an estimate: whether `memory` fits the
+        card's usable memory is judged here (a shortfall is the first reason); the figures a
+        serving estimate lacks (training time, steps, MFU, the step, ...) default to absent."""
         usable = usable_memory_bytes(hw.card, params.headroom)
         fits = memory.total_bytes <= usable
         if not fits:

@@ -25,9 +25,9 @@ from gpusolve.estimate import (
 from gpusolve.estimate.disaggregation import explicit_disaggregated
 from gpusolve.estimate.goodput import goodput_out
 from gpusolve.estimate.layout import DisaggPools
-from gpusolve.estimate.memory import mtp_params
-from gpusolve.estimate.search import max_decode_batch
+from gpusolve.estimate.searchserve import max_decode_batch
 from gpusolve.estimate.serving import serving_layout
+from gpusolve.estimate.stageparams import mtp_params
 from gpusolve.estimate.trainshape import mtp_depth_of
 from gpusolve.estimate.units import GB, SECONDS_PER_HOUR
 from gpusolve.models.catalog import Card, Catalog

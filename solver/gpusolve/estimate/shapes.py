@@ -278,12 +278,10 @@ def resolve_arch(model: ModelShape) -> Arch:
     return _coarse(model, user_params)
 
 
-def _architecture(
-    model: ModelShape, preset: Preset | None, shape: dict[str, int], user_params: float | None
-) -> Arch:
-    assumptions: list[str] = []
-    layers = int(shape["layers"])
-    hidden = int(shape["hidden"])
+def _attention_shape(
+    shape: dict[str, int], hidden: int, assumptions: list[str]
+) -> tuple[int, int, int, int]:
+    """(heads, kv_heads, head_dim, kv_lora_rank), noting what was assumed."""
     if "heads" in shape:
         heads = int(shape["heads"])
     else:
@@ -294,21 +292,57 @@ def _architecture(
     if "kv_heads" not in shape and not kv_lora:
         assumptions.append("kv_heads = heads (no grouped-query attention assumed)")
     head_dim = int(shape.get("head_dim", 0)) or max(1, hidden // heads)
+    return heads, kv_heads, head_dim, kv_lora
+
+
+def _mlp_shape(
+    model: ModelShape,
+    preset: Preset | None,
+    shape: dict[str, int],
+    hidden: int,
+    assumptions: list[str],
+) -> tuple[int, bool]:
+    """(ffn, gated), noting what was assumed."""
     if "ffn" in shape:
-        ffn = int(shape["ffn"])
         if model.gated_ffn is not None:
-            gated = model.gated_ffn
-        elif preset is not None:
-            gated = preset.gated_ffn
-        else:
-            gated = True
-            assumptions.append("gated (SwiGLU) feed-forward assumed, as in Llama/Qwen/Mistral")
-    else:
-        ffn = 4 * hidden
-        gated = bool(model.gated_ffn) if model.gated_ffn is not None else False
+            return int(shape["ffn"]), model.gated_ffn
+        if preset is not None:
+            return int(shape["ffn"]), preset.gated_ffn
+        assumptions.append("gated (SwiGLU) feed-forward assumed, as in Llama/Qwen/Mistral")
+        return int(shape["ffn"]), True
+    ffn = 4 * hidden
+    gated = bool(model.gated_ffn) if model.gated_ffn is not None else False
+    assumptions.append(
+        f"ffn = 4·hidden = {ffn}, {'SwiGLU' if gated else 'GeLU'} MLP (ffn not given)"
+    )
+    return ffn, gated
+
+
+def _scaled(
+    counted: float, user_params: float | None, assumptions: list[str]
+) -> tuple[float, float]:
+    """(parameters, scale of the shape's count): a given params_b wins, noted when it differs
+    from the shape's own count by more than 10%."""
+    if user_params is None:
+        return counted, 1.0
+    scale = user_params / counted
+    if abs(scale - 1.0) > 0.10:
         assumptions.append(
-            f"ffn = 4·hidden = {ffn}, {'SwiGLU' if gated else 'GeLU'} MLP (ffn not given)"
+            f"params_b {user_params / BILLION:.2f} differs from the shape's count "
+            f"{counted / BILLION:.2f} B; params_b sets model states and FLOPs, "
+            "the shape sets activations and the KV cache"
         )
+    return user_params, scale
+
+
+def _architecture(
+    model: ModelShape, preset: Preset | None, shape: dict[str, int], user_params: float | None
+) -> Arch:
+    assumptions: list[str] = []
+    layers = int(shape["layers"])
+    hidden = int(shape["hidden"])
+    heads, kv_heads, head_dim, kv_lora = _attention_shape(shape, hidden, assumptions)
+    ffn, gated = _mlp_shape(model, preset, shape, hidden, assumptions)
     vocab = int(shape.get("vocab", DEFAULT_VOCAB))
     if "vocab" not in shape:
         assumptions.append(f"vocab = {DEFAULT_VOCAB} (not given)")
@@ -350,17 +384,8 @@ def _architecture(
         **moe,
         **mla,
     )
-    params, scale = count.total, 1.0
+    params, scale = _scaled(count.total, user_params, assumptions)
     convention = f"shape from preset {preset.id} ({preset.source})" if preset else "shape as given"
-    if user_params is not None:
-        scale = user_params / count.total
-        params = user_params
-        if abs(scale - 1.0) > 0.10:
-            assumptions.append(
-                f"params_b {user_params / BILLION:.2f} differs from the shape's count "
-                f"{count.total / BILLION:.2f} B; params_b sets model states and FLOPs, "
-                "the shape sets activations and the KV cache"
-            )
     active = count.active * scale
     if model.active_params_b is not None:
         active = model.active_params_b * BILLION

@@ -61,6 +61,8 @@ class StepShape:
     offload_optimizer: bool = False  # optimizer states and update on the host
     host_bytes_per_s: float = 0.0  # host link per GPU, one direction (offload)
     mtp_depth: int = 0  # multi-token prediction modules beside the head (DeepSeek-V3 §2.2)
+    stack: str = "megatron"  # the training code (stacks.py): what it streams beyond fused
+    adapted_share: float = 0.0  # LoRA adapters as a share of an all-Linear LoRA of that rank
 
 
 @dataclass(frozen=True)

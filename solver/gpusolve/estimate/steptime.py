@@ -37,7 +37,7 @@ kind, a 2h x h projection and one more pass through the head and loss, DeepSeek-
   recompute full reruns F (TP collectives included) inside B; selective reruns the attention
             core (nothing with FlashAttention, whose backward recomputes it anyway).
 
-DP, once per step: DDP all-reduces the gradients; ZeRO-1/2 (the distributed optimizer)
+DP, once per step (dpcomm.py): DDP all-reduces the gradients; ZeRO-1/2 (the distributed optimizer)
 reduce-scatter them and all-gather the updated parameters (ZeRO-2 reduce-scatters every
 micro-batch); ZeRO-3/FSDP all-gather parameters for forward and backward and reduce-scatter
 gradients every micro-batch; hybrid FSDP does that inside a node and all-reduces its shard
@@ -58,8 +58,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, fields, replace
 from functools import lru_cache
 
-from gpusolve.estimate.collectives import all_to_all_s, allreduce_s, gather_s, group
+from gpusolve.estimate.collectives import all_to_all_s, allreduce_s, group
 from gpusolve.estimate.compute import EIGHT_BIT, attention_precision
+from gpusolve.estimate.dpcomm import data_parallel_s
 from gpusolve.estimate.efficiency import Efficiency, mamf_fraction
 from gpusolve.estimate.hardware import Hardware
 from gpusolve.estimate.layerwork import (
@@ -75,10 +76,6 @@ from gpusolve.estimate.layerwork import (
 from gpusolve.estimate.shapes import Arch
 from gpusolve.estimate.stepshape import Framework, StepBreakdown, StepShape
 
-# Megatron-LM buckets gradients by max(40M, 1M·dp) parameters
-# (distributed.DistributedDataParallelConfig, bucket_size default).
-BUCKET_PARAMS = 40e6
-BUCKET_PARAMS_PER_RANK = 1e6
 # DualPipe's all-to-all kernels run on SMs of their own while the chunk they hide behind
 # computes: "only 20 SMs are sufficient to fully utilize the bandwidths of IB and NVLink"
 # (DeepSeek-V3, arXiv:2412.19437 §3.2.2), of the H800's 132 SMs (the H100 SXM5's count;
@@ -142,7 +139,7 @@ def _training_step(
         bubble *= (sh.pp / 2 - 1) / (sh.pp - 1)
 
     # --- data parallelism
-    dp_exposed, dp_total, dp_link = _data_parallel(arch, sh, hw, fw, fwd=r.fwd, bwd=r.bwd, m=m)
+    dp_exposed, dp_total, dp_link = data_parallel_s(arch, sh, hw, fw, fwd=r.fwd, bwd=r.bwd, m=m)
 
     # --- optimizer step (memory-bound)
     local = (sh.trained_dense + sh.trained_expert / max(1, sh.ep)) / (sh.tp * sh.pp)
@@ -280,24 +277,7 @@ def _rank_micro(
     blocks = layers_rank + mtp
     dense_rank = blocks - moe_rank
 
-    # --- the LM head and loss on the last rank
-    head_fwd = head_bwd = 0.0
-    if holds_head:
-        head_elem = sh.act_bytes if sh.gemm_format in EIGHT_BIT else elem  # 16-bit head
-        head = gemm_of(sh.tokens_per_micro, arch.hidden, arch.vocab / sh.tp, head_elem)
-        one_head = max(head.flops / dev.head_gemm_flops, head.bytes / dev.stream_bytes_per_s)
-        logits = sh.tokens_per_micro * arch.vocab / sh.tp  # this rank's share
-        head_fwd = one_head + logits * LOSS_FWD_BYTES / dev.stream_bytes_per_s
-        head_bwd = (1 if sh.frozen_base else 2) * one_head + logits * LOSS_BWD_BYTES / (
-            dev.stream_bytes_per_s
-        )
-    if mtp:
-        # Per depth: M_k over [RMSNorm(h); RMSNorm(embedding)] (2h -> h), one more head pass.
-        proj = gemm_time(
-            gemm_of(sh.tokens_per_micro, 2 * arch.hidden, arch.hidden / sh.tp, elem), dev
-        )
-        head_fwd += mtp * (head_fwd + proj)
-        head_bwd += mtp * (head_bwd + (1 if sh.frozen_base else 2) * proj)
+    head_fwd, head_bwd = _head_times(arch, sh, dev, elem, holds_head, mtp)
 
     def per_rank(dense_value: float, moe_value: float) -> float:
         return dense_rank * dense_value + moe_rank * moe_value
@@ -317,35 +297,9 @@ def _rank_micro(
     if fw.tp_comm_overlap == "full":
         tp_fwd = max(0.0, tp_fwd - (fwd - head_fwd - attn_fwd))
 
-    # --- context parallelism: ring exchange of K and V behind attention
-    cp_fwd = cp_bwd = 0.0
-    if sh.cp > 1:
-        cp_g = group(hw, sh.cp, sh.tp)
-        hop = dense.kv_bytes / cp_g.bus + cp_g.latency
-        ring = (sh.cp - 1) * hop * blocks
-        cp_fwd = max(0.0, ring - attn_fwd)
-        attn_bwd = per_rank(lt_dense.attention_bwd_s, lt_moe.attention_bwd_s)
-        cp_bwd = max(0.0, 2 * ring - attn_bwd)
-
-    # --- expert parallelism: 4 all-to-alls per MoE layer
-    ep_s = 0.0
-    ep_link = "none"
-    if moe_rank and sh.ep > 1:
-        ep_g = group(hw, sh.ep, sh.tp * sh.cp)
-        ep_link = ep_g.link
-        # FP8 recipes dispatch in FP8 and combine in BF16 (DeepSeek-V3 §3.3); the backward
-        # sends the same volumes the other way.
-        dispatch_b = 1.0 if sh.gemm_format in EIGHT_BIT else sh.act_bytes
-        dispatch = all_to_all_s(moe.a2a_tokens, arch.hidden * dispatch_b, arch, ep_g, hw)
-        combine = all_to_all_s(moe.a2a_tokens, arch.hidden * sh.act_bytes, arch, ep_g, hw)
-        per_layer = 2 * (dispatch + combine)
-        if fw.ep_comm_overlap:
-            # The layer's kernels lose the communication SMs for as long as they overlap:
-            # the stretch they pay is booked as EP communication (what the overlap costs).
-            window = (lt_moe.fwd_s + lt_moe.bwd_s) / (1.0 - EP_OVERLAP_SM_SHARE)
-            slowed = window - (lt_moe.fwd_s + lt_moe.bwd_s)
-            per_layer = max(0.0, per_layer - window) + slowed
-        ep_s = moe_rank * per_layer
+    attn_bwd = per_rank(lt_dense.attention_bwd_s, lt_moe.attention_bwd_s)
+    cp_fwd, cp_bwd = _cp_times(sh, hw, dense, blocks, attn_fwd, attn_bwd)
+    ep_s, ep_link = _ep_time(arch, sh, hw, fw, moe, lt_moe, moe_rank)
 
     # --- recomputation
     recompute = 0.0
@@ -359,16 +313,7 @@ def _rank_micro(
         recompute = attn_fwd
         recompute_flops = blocks * dense.attention_flops * sh.grad_accum
 
-    # --- pipeline boundaries
-    pp_s = 0.0
-    pp_link = "none"
-    if sh.pp > 1:
-        pp_g = group(hw, 2, sh.tp * sh.cp * sh.dp)
-        pp_link = pp_g.link
-        split = sh.tp if (fw.pp_scatter_gather or sh.sequence_parallel) else 1
-        msg = dense.tp_message_bytes / split
-        bus = pp_g.bus if pp_g.nodes == 1 else hw.nic_bytes_per_s()
-        pp_s = 2 * sh.vp * (msg / bus + pp_g.latency) if bus > 0 else math.inf
+    pp_s, pp_link = _pp_time(sh, hw, fw, dense)
 
     return _RankMicro(
         fwd=fwd,
@@ -388,92 +333,80 @@ def _rank_micro(
     )
 
 
-def _forward_flops(w: LayerWork) -> float:
-    return sum(g.flops for g in w.gemms) + sum(g.flops for g in w.expert_gemms) + w.attention_flops
+def _head_times(
+    arch: Arch, sh: StepShape, dev: Device, elem: float, holds_head: bool, mtp: int
+) -> tuple[float, float]:
+    """Forward and backward of the LM head and loss on the last rank, and per MTP depth the
+    projection M_k over [RMSNorm(h); RMSNorm(embedding)] (2h -> h) and one more head pass."""
+    head_fwd = head_bwd = 0.0
+    if holds_head:
+        head_elem = sh.act_bytes if sh.gemm_format in EIGHT_BIT else elem  # 16-bit head
+        head = gemm_of(sh.tokens_per_micro, arch.hidden, arch.vocab / sh.tp, head_elem)
+        one_head = max(head.flops / dev.head_gemm_flops, head.bytes / dev.stream_bytes_per_s)
+        logits = sh.tokens_per_micro * arch.vocab / sh.tp  # this rank's share
+        head_fwd = one_head + logits * LOSS_FWD_BYTES / dev.stream_bytes_per_s
+        head_bwd = (1 if sh.frozen_base else 2) * one_head + logits * LOSS_BWD_BYTES / (
+            dev.stream_bytes_per_s
+        )
+    if mtp:
+        proj = gemm_time(
+            gemm_of(sh.tokens_per_micro, 2 * arch.hidden, arch.hidden / sh.tp, elem), dev
+        )
+        head_fwd += mtp * (head_fwd + proj)
+        head_bwd += mtp * (head_bwd + (1 if sh.frozen_base else 2) * proj)
+    return head_fwd, head_bwd
 
 
-def _data_parallel(
+def _cp_times(
+    sh: StepShape, hw: Hardware, dense: LayerWork, blocks: float, attn_fwd: float, attn_bwd: float
+) -> tuple[float, float]:
+    """Context parallelism: the ring exchange of K and V, exposed beyond attention."""
+    if sh.cp <= 1:
+        return 0.0, 0.0
+    cp_g = group(hw, sh.cp, sh.tp)
+    hop = dense.kv_bytes / cp_g.bus + cp_g.latency
+    ring = (sh.cp - 1) * hop * blocks
+    return max(0.0, ring - attn_fwd), max(0.0, 2 * ring - attn_bwd)
+
+
+def _ep_time(
     arch: Arch,
     sh: StepShape,
     hw: Hardware,
     fw: Framework,
-    *,
-    fwd: float,
-    bwd: float,
-    m: int,
-) -> tuple[float, float, str]:
-    """(exposed seconds, total seconds, link) of the data-parallel traffic of one step."""
-    if sh.dp <= 1:
-        return 0.0, 0.0, "none"
-    mp = sh.tp * sh.pp
-    stride = sh.tp * sh.cp
-    out_exposed = out_total = 0.0
-    link = "none"
-    shards = [(sh.trained_dense / mp, sh.dp)]
-    if sh.trained_expert > 0:
-        shards.append((sh.trained_expert / (mp * max(1, sh.ep)), max(1, sh.dp // max(1, sh.ep))))
-    frozen_dense = max(0.0, arch.dense_params - sh.trained_dense) / mp
-    for params, ranks in shards:
-        if ranks <= 1:
-            continue
-        g = group(hw, ranks, stride)
-        link = g.link
-        if not math.isfinite(g.bus) or g.bus <= 0:
-            return math.inf, math.inf, link
-        grads = params * sh.grad_bytes
-        weights = params * sh.weight_bytes
-        if sh.frozen_base:
-            weights += frozen_dense * sh.frozen_weight_bytes
-        bucket = max(BUCKET_PARAMS, BUCKET_PARAMS_PER_RANK * ranks)
-        buckets = max(1, math.ceil(params / bucket))
-        # ZeRO-3/FSDP gather and reduce one transformer block at a time (an FSDP unit).
-        units = max(buckets, math.ceil(arch.layers / sh.pp))
-        if sh.zero_stage == 0:
-            grad_t = allreduce_s(grads, ranks, g.bus, g.latency * buckets)
-            exposed = _overlapped(grad_t, bwd, buckets, fw.dp_comm_overlap)
-            total = grad_t
-        elif sh.zero_stage in (1, 2):
-            lat = g.gather_latency * buckets
-            rs = gather_s(grads, ranks, g.bus, lat)
-            ag = gather_s(params * sh.weight_bytes, ranks, g.bus, lat)
-            if sh.zero_stage == 2:
-                total = m * rs + ag
-                exposed = m * _overlapped(rs, bwd, buckets, fw.dp_comm_overlap)
-            else:
-                total = rs + ag
-                exposed = _overlapped(rs, bwd, buckets, fw.dp_comm_overlap)
-            exposed += max(0.0, ag - fwd) if fw.dp_comm_overlap else ag
-        elif sh.sharding == "fsdp_hybrid" and g.nodes > 1:
-            inner = group(hw, g.per_node, stride)
-            ag = gather_s(weights, inner.ranks, inner.bus, inner.gather_latency * units)
-            rs = gather_s(grads, inner.ranks, inner.bus, inner.gather_latency * units)
-            across = group(hw, g.nodes, stride * g.per_node)
-            ar = allreduce_s(grads / inner.ranks, g.nodes, across.bus, across.latency * buckets)
-            total = m * (2 * ag + rs) + ar
-            exposed = m * _prefetched(ag, ag + rs, fwd, bwd, fw.dp_comm_overlap)
-            exposed += _overlapped(ar, bwd, buckets, fw.dp_comm_overlap)
-        else:
-            lat = g.gather_latency * units
-            ag = gather_s(weights, ranks, g.bus, lat)
-            rs = gather_s(grads, ranks, g.bus, lat)
-            total = m * (2 * ag + rs)
-            exposed = m * _prefetched(ag, ag + rs, fwd, bwd, fw.dp_comm_overlap)
-        out_exposed += exposed
-        out_total += total
-    return out_exposed, out_total, link
+    moe: LayerWork,
+    lt_moe: LayerTimes,
+    moe_rank: float,
+) -> tuple[float, str]:
+    """Expert parallelism: four all-to-alls per MoE layer, and the link they run on."""
+    if not moe_rank or sh.ep <= 1:
+        return 0.0, "none"
+    ep_g = group(hw, sh.ep, sh.tp * sh.cp)
+    # FP8 recipes dispatch in FP8 and combine in BF16 (DeepSeek-V3 §3.3); the backward
+    # sends the same volumes the other way.
+    dispatch_b = 1.0 if sh.gemm_format in EIGHT_BIT else sh.act_bytes
+    dispatch = all_to_all_s(moe.a2a_tokens, arch.hidden * dispatch_b, arch, ep_g, hw)
+    combine = all_to_all_s(moe.a2a_tokens, arch.hidden * sh.act_bytes, arch, ep_g, hw)
+    per_layer = 2 * (dispatch + combine)
+    if fw.ep_comm_overlap:
+        # The layer's kernels lose the communication SMs for as long as they overlap:
+        # the stretch they pay is booked as EP communication (what the overlap costs).
+        window = (lt_moe.fwd_s + lt_moe.bwd_s) / (1.0 - EP_OVERLAP_SM_SHARE)
+        slowed = window - (lt_moe.fwd_s + lt_moe.bwd_s)
+        per_layer = max(0.0, per_layer - window) + slowed
+    return moe_rank * per_layer, ep_g.link
 
 
-def _overlapped(comm: float, window: float, buckets: int, overlap: bool) -> float:
-    """Exposed part of a bucketed gradient reduction started during a backward of `window`
-    seconds: what does not fit behind it, and at least the last bucket."""
-    if not overlap:
-        return comm
-    last_bucket = comm / buckets
-    return max(last_bucket, comm - window)
+def _pp_time(sh: StepShape, hw: Hardware, fw: Framework, dense: LayerWork) -> tuple[float, str]:
+    """Pipeline boundaries: one activation per boundary and direction per virtual stage."""
+    if sh.pp <= 1:
+        return 0.0, "none"
+    pp_g = group(hw, 2, sh.tp * sh.cp * sh.dp)
+    split = sh.tp if (fw.pp_scatter_gather or sh.sequence_parallel) else 1
+    msg = dense.tp_message_bytes / split
+    bus = pp_g.bus if pp_g.nodes == 1 else hw.nic_bytes_per_s()
+    return (2 * sh.vp * (msg / bus + pp_g.latency) if bus > 0 else math.inf), pp_g.link
 
 
-def _prefetched(fwd_comm: float, bwd_comm: float, fwd: float, bwd: float, overlap: bool) -> float:
-    """ZeRO-3/FSDP: parameter gathers prefetched behind the neighbouring layer's compute."""
-    if not overlap:
-        return fwd_comm + bwd_comm
-    return max(0.0, fwd_comm - fwd) + max(0.0, bwd_comm - bwd)
+def _forward_flops(w: LayerWork) -> float:
+    return sum(g.flops for g in w.gemms) + sum(g.flops for g in w.expert_gemms) + w.attention_flops

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import lru_cache
 
+from gpusolve.estimate.activations import stage_activations_bytes
 from gpusolve.estimate.compute import (
     attention_precision,
     compute_precision,
@@ -19,7 +20,7 @@ from gpusolve.estimate.compute import (
 from gpusolve.estimate.hardware import Hardware, pcie_peer_bidir_gbs
 from gpusolve.estimate.layout import Layout
 from gpusolve.estimate.memory import (
-    MOMENT_BYTES,
+    REDUCED_GRADIENT_BYTES,
     SHARDING_STAGE,
     ModelStates,
     Parallel,
@@ -30,14 +31,12 @@ from gpusolve.estimate.memory import (
     full_training_state_bytes,
     is_fp32_training,
     lora_params,
-    mtp_active_params,
-    mtp_params,
-    stage_activations_bytes,
-    stage_params,
     training_states,
 )
 from gpusolve.estimate.pipeline import SplitError, StageSplit, split_stages
 from gpusolve.estimate.shapes import Arch
+from gpusolve.estimate.stacks import Stack, default_stack, stack_named
+from gpusolve.estimate.stageparams import mtp_active_params, mtp_params, stage_params
 from gpusolve.estimate.stepshape import Framework, StepShape
 from gpusolve.models.params import Params
 from gpusolve.models.requirements import FineTuneWorkload, Training
@@ -76,6 +75,11 @@ def mtp_trained_params(workload: Training, arch: Arch) -> tuple[float, float]:
         return 0.0, 0.0
     dense, expert = mtp_params(arch)
     return depth * dense, depth * expert
+
+
+def stack_of(workload: Training) -> Stack:
+    """The training code's stack: the workload's, else the default for its kind."""
+    return stack_named(workload.framework or default_stack(workload.kind))
 
 
 def savings_of(workload: Training) -> Savings:
@@ -195,6 +199,7 @@ def _stage_memory_of(
         dropout=workload.dropout,
         savings=savings_of(workload),
         mtp_depth=mtp_depth_of(workload, arch),
+        stack=stack_of(workload),
     )
 
 
@@ -219,6 +224,7 @@ def _stage_memory(
     dropout: bool,
     savings: Savings,
     mtp_depth: int,
+    stack: Stack,
 ) -> tuple[StageMemory, ...]:
     acts = stage_activations_bytes(
         arch,
@@ -234,6 +240,7 @@ def _stage_memory(
         dropout=dropout,
         savings=savings,
         mtp_depth=mtp_depth,
+        stack=stack,
     )
     out = []
     memo: dict[StageParams, ModelStates] = {}  # most ranks hold the same
@@ -251,6 +258,7 @@ def _stage_memory(
                 lora_fraction=lora[1],
                 stage=held,
                 savings=savings,
+                stack=stack,
             )
         out.append(
             StageMemory(
@@ -276,9 +284,11 @@ def act_bytes(workload: Training) -> float:
 
 
 def training_activations_for(
-    workload: Training, arch: Arch, gpus_per_node: int, layout: Layout
+    workload: Training, arch: Arch, gpus_per_node: int, layout: Layout, *, working_set: bool = True
 ) -> float:
-    """Activation bytes on the pipeline rank that holds the most of them."""
+    """Activation bytes on the pipeline rank that holds the most of them; without
+    `working_set`, only what the forward pass saves (recomputation's backward working set,
+    which autograd allocates later, excluded)."""
     try:
         split = stage_split(workload, arch, layout)
     except SplitError:
@@ -298,15 +308,20 @@ def training_activations_for(
             dropout=workload.dropout,
             savings=savings_of(workload),
             mtp_depth=mtp_depth_of(workload, arch),
+            stack=stack_of(workload),
+            working_set=working_set,
         )
     )
 
 
-def framework(params: Params) -> Framework:
+def framework(params: Params, schedule: str = "1f1b") -> Framework:
+    """How the software runs the step. DualPipe exists to overlap each forward chunk's
+    all-to-alls with the paired backward chunk's compute and the reverse (DeepSeek-V3 §3.2.1,
+    Figure 4), so that schedule always hides the expert-parallel traffic."""
     return Framework(
         dp_comm_overlap=params.dp_comm_overlap,
         tp_comm_overlap=params.tp_comm_overlap,
-        ep_comm_overlap=params.ep_comm_overlap,
+        ep_comm_overlap=params.ep_comm_overlap or schedule == "dualpipe",
     )
 
 
@@ -320,18 +335,21 @@ def step_shape(
     if isinstance(workload, FineTuneWorkload):
         rank, fraction = lora_rank(workload)
         adapters = lora_params(arch, rank, fraction)
-        ad = adapter_state_bytes(workload.optimizer)
-        grad_b, weight_b, opt_b = ad.gradients, ad.weights, MOMENT_BYTES[workload.optimizer]
+        ad = adapter_state_bytes(workload.optimizer, stack_of(workload))
+        grad_b, weight_b, opt_b = ad.gradients, ad.weights, ad.optimizer
         trained_dense, trained_expert = adapters, 0.0
+        adapted_share = adapters / max(1.0, lora_params(arch, rank))
     else:
-        per = full_training_state_bytes(
-            workload.precision, workload.optimizer, params.bytes_per_param_convention
-        )
+        convention = params.bytes_per_param_convention
+        per = full_training_state_bytes(workload.precision, workload.optimizer, convention)
         grad_b, weight_b, opt_b = per.gradients, per.weights, per.optimizer
+        if not is_fp32_training(workload.precision, workload.optimizer):
+            grad_b = REDUCED_GRADIENT_BYTES.get(convention, grad_b)
         mtp_dense, mtp_expert = mtp_trained_params(workload, arch)
         trained_dense = arch.dense_params + mtp_dense
         trained_expert = arch.expert_params + mtp_expert
         adapters = 0.0
+        adapted_share = 0.0
     gemm_tflops = card.tflops_at(fmt) or card.tflops.fp32
     attn_tflops = card.tflops_at(attention_precision(fmt)) or gemm_tflops
     return StepShape(
@@ -369,6 +387,8 @@ def step_shape(
         offload_optimizer=savings_of(workload).offload_optimizer,
         host_bytes_per_s=pcie_peer_bidir_gbs(card) * 1e9 / 2,
         mtp_depth=mtp_depth_of(workload, arch),
+        stack=stack_of(workload).name,
+        adapted_share=adapted_share,
     )
 
 

@@ -149,7 +149,7 @@ def measure(
     lay = run_layout(micro, ckpt)
     states = training_states_for(run_w, built, 1, lay, params)
     full_states = training_states_for(run_w, arch, 1, lay, params)
-    acts = training_activations_for(run_w, built, 1, lay)
+    acts = training_activations_for(run_w, built, 1, lay, working_set=False)
     tokens = micro * seq
     built_rate = tokens / result.step_s
     f_built = model_flops_per_token(built, run_w)

@@ -47,6 +47,10 @@ class GoodputOut(OutModel):
 
     steady_h: float = Field(description="Steps × step time + checkpoint stalls.")
     overhead_h: float = Field(description="Evaluation, ramp-up and other planned time.")
+    evaluation_h: float = Field(
+        default=0.0, description="Of overhead_h: the stack's default evaluation passes."
+    )
+    rampup_h: float = Field(default=0.0, description="Of overhead_h: the batch-size ramp-up.")
     extra_saves_h: float = Field(
         description="Checkpoint saves beyond the steady state's (a shorter interval)."
     )

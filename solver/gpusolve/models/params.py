@@ -52,12 +52,14 @@ class Params:
     )
     bytes_per_param_convention: int = _param(
         18,
-        "Model-state bytes per parameter for mixed-precision AdamW: 18 keeps an fp32 gradient-"
-        "accumulation buffer (Megatron-LM requires it for bf16; DeepSpeed's bf16 optimizer and "
-        "FSDP with fp32 reduce do the same), 16 reduces 16-bit gradients (the ZeRO paper's K = 12 "
-        "convention).",
+        "Model-state bytes per parameter for mixed-precision AdamW, by optimizer: 16, 16-bit "
+        "gradients reduced (the ZeRO paper's K = 12 convention); 18, Megatron-LM's fp32 main "
+        "gradients (--accumulate-allreduce-grads-in-fp32, required for bf16; with the "
+        "distributed optimizer 6 + 12/d, Megatron's dist_optimizer docs; FSDP with fp32 reduce "
+        "the same); 20, DeepSpeed's BF16_Optimizer (bf16 gradients plus an fp32 accumulation "
+        "buffer, both unsharded under ZeRO-1: 8 + 12/d).",
         "H05",
-        choices=("16", "18"),
+        choices=("16", "18", "20"),
     )
     comm_threshold: float = _param(
         0.15,

@@ -39,6 +39,8 @@ Schedule = Literal["always", "day", "night"]
 Objective = Literal["min-tco", "min-capex", "min-monthly", "max-throughput"]
 Sharding = Literal["ddp", "zero1", "zero2", "zero3", "fsdp_full", "fsdp_hybrid"]
 PipelineSchedule = Literal["1f1b", "interleaved", "dualpipe"]
+# The training code's stack (estimate/stacks.py says what each keeps and streams).
+TrainingFramework = Literal["megatron", "hf", "torchtune", "litgpt"]
 # The frontier reports' memory savings (estimate/memory.py `Savings` says where each is from).
 MemorySaving = Literal[
     "recompute_norms",
@@ -495,6 +497,13 @@ class TrainingBase(WorkloadBase):
         description="Memory savings the run uses (DeepSeek-V3 §3.2-3.3, ZeRO-Offload).",
     )
     goodput: Goodput | None = None
+    framework: TrainingFramework | None = Field(
+        default=None,
+        description="The training code: megatron (Megatron-LM/NeMo, fused kernels), hf "
+        "(Hugging Face Trainer/accelerate with PEFT, eager; DeepSpeed or FSDP via sharding) or "
+        "torchtune (compiled) or litgpt (Lightning, eager). Default: megatron for "
+        "pretraining, hf for fine-tunes.",
+    )
 
     @model_validator(mode="after")
     def _needs_tokens(self) -> TrainingBase:

@@ -85,13 +85,13 @@ OBJECTIVES = ("min-tco", "min-capex", "min-monthly", "max-throughput")
 @click.option(
     "--schedule-solver",
     "schedule_solver",
-    type=click.Choice(["race", "cp-sat", "highs"]),
-    default="race",
+    type=click.Choice(["highs", "cp-sat", "race"]),
+    default="highs",
     show_default=True,
-    help="Who solves a schedule (periods:). race: CP-SAT and HiGHS at once, one core each, "
-    "the first proof ends both (each is the faster on some schedules); cp-sat or highs: "
-    "that one alone, on one core. Where the cheapest schedule is tied, only a single "
-    "solver is sure to pick the same one every run.",
+    help="Who solves a schedule (periods:), on one core: highs or cp-sat, the same schedule "
+    "every run. race: both at once, one core each, the first proof ends both (each is the "
+    "faster on some schedules), but where equally cheap schedules tie, which one is "
+    "returned may depend on which solver finished first.",
 )
 @click.option(
     "--robust",

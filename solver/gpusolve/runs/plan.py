@@ -51,7 +51,7 @@ class PlanRequest:
     time_limit_s: float | None = None  # wall clock; None: the work limit alone bounds it
     work_limit: float | None = None  # None: DEFAULT_WORK_LIMIT
     workers: int = 1
-    schedule_solver: ScheduleSolver = "race"
+    schedule_solver: ScheduleSolver = "highs"
     seed: int = 1
     robust: str | None = None
     timings: bool = False

@@ -2,14 +2,15 @@
 
 One solve of the whole schedule, minimising TCO + penalties less the resale credit (the
 single plan's min-TCO objective). The model is a MILP, and HiGHS proves it faster than
-CP-SAT, the gap growing with the periods (benchmarks/README.md, "Procurement over time"),
-so by default HiGHS solves it (`milp/`: the CP-SAT model translated from its proto, the
-answer checked by CP-SAT); CP-SAT searches where HiGHS leaves the answer to it, or when
-`SolveConfig.schedule_solver` asks for it. Either way the limits do not depend on the
-machine's load: CP-SAT's deterministic time or HiGHS's node count (`SolveConfig.work_limit`),
-one worker and a fixed seed by default, so that the same inputs give the same schedule and
-status on an idle or a loaded machine; the wall clock (`time_limit_s`) only as an outer
-bound. Explaining an infeasible schedule stays with CP-SAT (`explain.py`: assumptions).
+CP-SAT on the market-sized schedules, the gap growing with the periods; on the shipped
+example the two are close (benchmarks/README.md, "Procurement over time"). So by default
+HiGHS solves it (`milp/`: the CP-SAT model translated from its proto, the answer checked by
+CP-SAT); CP-SAT on request, or raced against HiGHS (`milp/race.py`), and wherever HiGHS
+leaves the answer to it. The limits do not depend on the machine's load: CP-SAT's
+deterministic time or HiGHS's limit checks (`SolveConfig.work_limit`), one thread and a
+fixed seed, so that the same inputs give the same schedule and status on an idle or a loaded
+machine; the wall clock (`time_limit_s`) only as an outer bound. Explaining an infeasible
+schedule stays with CP-SAT (`explain.py`: assumptions).
 
 `no_dearer` returns the cheaper baseline's schedule when the free search stops at its
 limit with nothing cheaper, so the schedule is never dearer than a baseline (the

@@ -32,10 +32,7 @@ MODEL_NOTES = (
 
 
 def _solver_note(s: PhasedSolution) -> str:
-    return (
-        f"solved by {s.solver} (with --schedule-solver race, the default, CP-SAT and HiGHS "
-        "race and the first proof ends both)"
-    )
+    return f"solved by {s.solver} (--schedule-solver: highs by default, cp-sat, or race)"
 
 
 def schedule_status(s: PhasedSolution) -> ScheduleStatus:

@@ -332,6 +332,75 @@ def test_every_figure_of_the_memo_equals_the_json(reports: list[Rendered]) -> No
         assert r.json["payback"]["summary"] in payback_text, r.name
 
 
+def shipped_server_names() -> dict[str, str]:
+    """Server id -> product name, read straight from the shipped catalogue's YAML."""
+    import yaml
+
+    data = yaml.safe_load((ROOT / "catalog" / "servers.yaml").read_text(encoding="utf-8"))
+    return {s["id"]: s["name"] for s in data["servers"]}
+
+
+def test_the_memo_marks_every_estimate_and_says_how_much_rests_on_them(
+    reports: list[Rendered],
+) -> None:
+    for r in reports:
+        memo = parse(r.html).find("section", id="memo")[0]
+        lines = r.json["cost"]["breakdown"]["items"]
+        servers = [i for i in lines if i["kind"] == "servers_capex" and i["amount"]]
+        rows = [row for row in memo.find("tr") if "buy" in row.classes()]
+        assert len(rows) == len(servers), r.name
+        for item, row in zip(servers, rows, strict=True):
+            price = next(c for c in row.find("td") if c.attrs.get("data-memo") == "unit_price")
+            marked = any("est" in n.classes() for n in price.find("sup"))
+            assert marked == item["illustrative"], (r.name, item["subject"])
+        for row in memo.find("tr"):
+            if "buy-group" in row.classes():  # network or storage, summed
+                kind = row.find("td")[0].all_text().split(":")[0]
+                estimated = any(i["illustrative"] for i in lines if i["kind"] == kind)
+                assert bool(row.find("sup")) == estimated, (r.name, kind)
+        # The headline: the share of the TCO paid on illustrative prices, by hand.
+        on_estimates = sum(i["amount"] for i in lines if i["illustrative"] and not is_credit(i))
+        headline = memo.find("p", id="memo-estimates")[0].all_text()
+        if on_estimates:
+            share = on_estimates / paid(r.json["cost"])
+            assert headline.startswith(f"{share:.0%} of the TCO ({on_estimates:,.0f} "), r.name
+            assert "--catalog" in headline, r.name
+        else:
+            assert "every one is a quote" in headline, r.name
+
+
+def test_the_memo_names_products_dates_itself_and_names_no_machine_path(
+    reports: list[Rendered],
+) -> None:
+    import tomllib
+
+    version = tomllib.loads((ROOT / "pyproject.toml").read_text("utf-8"))["project"]["version"]
+    names = shipped_server_names()
+    machine = [str(ROOT), str(Path.home()), str(data_dir("catalog")), str(r_path_root())]
+    for r in reports:
+        page = parse(r.html)
+        memo = page.find("section", id="memo")[0]
+        bought = [
+            i["subject"]
+            for i in r.json["cost"]["breakdown"]["items"]
+            if i["kind"] == "servers_capex" and i["amount"]
+        ]
+        cells = [row.find("td")[0].all_text() for row in memo.find("tr") if "buy" in row.classes()]
+        assert cells == [names[s] for s in bought], r.name
+        ids = page.find("table", id="product-ids")[0].all_text()
+        assert all(s in ids for s in bought), r.name
+        made = page.find("p", id="made")[0].all_text()
+        assert re.search(r"Made on \d{4}-\d{2}-\d{2} by gpusolve ", made), r.name
+        assert f"gpusolve {version} from {r.name}.yaml" in made, r.name
+        for folder in machine:
+            assert folder not in r.html, (r.name, folder)
+
+
+def r_path_root() -> Path:
+    """The folder the examples' reports are written to (a temporary one)."""
+    return Path(os.environ.get("TMPDIR", "/tmp")).resolve()
+
+
 def test_penalties_in_the_report_equal_the_json(reports: list[Rendered]) -> None:
     for r in reports:
         cost = r.json["cost"]

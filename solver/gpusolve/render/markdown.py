@@ -21,7 +21,7 @@ from gpusolve.render.fmt import (
     work,
 )
 from gpusolve.render.inventory import inventory_markdown
-from gpusolve.render.memo import Memo, located_source, memo, periods
+from gpusolve.render.memo import Memo, estimate_headline, located_source, memo, periods
 from gpusolve.render.scenarios import scenarios_markdown
 from gpusolve.render.sensitivity import sensitivity_markdown
 
@@ -248,16 +248,19 @@ def _cost_table(plan: Plan, c: Cost) -> list[str]:
 def memo_markdown(m: Memo) -> list[str]:
     """The memo: buy, where, rent, the figures, and what would change the decision."""
     cur = m.currency
-    out = ["## The decision", "", "**Buy**", ""]
+    out = ["## The decision", "", estimate_headline(m), "", "**Buy**", ""]
     servers = [b for b in m.buys if b.kind == "server"]
     if m.buys:
         out += ["| what | site | count | unit price | total |", "|---|---|---:|---:|---:|"]
         out += [
-            f"| {b.item} | {b.site or '-'} | {_cell(b.count)} | {_cell(b.unit_price)} | "
-            f"{b.amount:,.0f} |"
+            f"| {b.item} | {b.site or '-'} | {_cell(b.count)} | "
+            f"{_cell(b.unit_price)}{_est(b.illustrative)} | {b.amount:,.0f} |"
             for b in servers
         ]
-        out += [f"| {k.kind}: {k.summary} | {k.sites} | | | {k.amount:,.0f} |" for k in m.kits]
+        out += [
+            f"| {k.kind}: {k.summary} | {k.sites} | | | {k.amount:,.0f}{_est(k.illustrative)} |"
+            for k in m.kits
+        ]
     else:
         out.append("Nothing." if m.kept else "Nothing: every workload is rented.")
     if m.kept:
@@ -266,14 +269,16 @@ def memo_markdown(m: Memo) -> list[str]:
         out += ["", "**Where**", ""]
         out += ["| site | city | racks | kW per rack | peak kW |", "|---|---|---:|---:|---:|"]
         out += [
-            f"| {s.offer} | {s.city} ({s.region}, {s.cooling}) | {s.racks} | {s.rack_kw:g} | "
-            f"{s.power_kw:g} |"
+            f"| {s.offer}{_est(s.offer in m.estimated_sites)} | {s.city} ({s.region}, "
+            f"{s.cooling}) | {s.racks} | {s.rack_kw:g} | {s.power_kw:g} |"
             for s in m.sites
         ]
     if m.rents:
         out += ["", "**Rent**", ""]
         out += [f"| workload | what | over {m.horizon_months} months |", "|---|---|---:|"]
-        out += [f"| {r.workload} | {r.what} | {r.amount:,.0f} |" for r in m.rents]
+        out += [
+            f"| {r.workload} | {r.what} | {r.amount:,.0f}{_est(r.illustrative)} |" for r in m.rents
+        ]
     out += ["", f"| figure | {cur} |", "|---|---:|"]
     out.append(f"| capex (at purchase) | {_cell(m.capex)} |")
     out.append(
@@ -293,8 +298,13 @@ def memo_markdown(m: Memo) -> list[str]:
     out += ["", f"Payback: {m.payback}."]
     out += ["", "**What would change the decision**", ""]
     out += [f"{n}. {f}" for n, f in enumerate(m.facts, 1)]
-    out += ["", f"_From {m.facts_from}._"]
+    out += ["", f"_From {m.facts_from}. \\* an illustrative price: an estimate, not a quote._"]
     return out
+
+
+def _est(illustrative: bool) -> str:
+    """The mark of an illustrative price (an estimate, not a quote)."""
+    return "\\*" if illustrative else ""
 
 
 def payments_markdown(plan: Plan) -> list[str]:

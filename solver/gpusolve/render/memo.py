@@ -41,6 +41,7 @@ class Purchase:
     unit: str
     unit_price: float | None
     amount: float
+    illustrative: bool = False  # the price is the catalogue's estimate, not a quote
 
 
 @dataclass(frozen=True)
@@ -52,6 +53,7 @@ class Kit:
     summary: str
     sites: str
     amount: float
+    illustrative: bool = False  # any of its prices is an estimate
 
 
 def kits(buys: list[Purchase]) -> list[Kit]:
@@ -65,7 +67,8 @@ def kits(buys: list[Purchase]) -> list[Kit]:
             units[b.unit or b.item] = units.get(b.unit or b.item, 0.0) + (b.count or 1)
         summary = ", ".join(f"{n:g} x {unit}" for unit, n in units.items())
         sites = ", ".join(dict.fromkeys(b.site for b in parts if b.site)) or "-"
-        out.append(Kit(kind, summary, sites, sum(b.amount for b in parts)))
+        estimated = any(b.illustrative for b in parts)
+        out.append(Kit(kind, summary, sites, sum(b.amount for b in parts), estimated))
     return out
 
 
@@ -74,6 +77,9 @@ class Rental:
     workload: str
     what: str
     amount: float
+    illustrative: bool = False
+    offer: str | None = None  # the cloud offer's catalogue id
+    instances: int = 0
 
 
 @dataclass(frozen=True)
@@ -102,6 +108,13 @@ class Memo:
     rental_tco: float | None
     facts: list[str]
     facts_from: str
+    # Of the TCO paid, what rests on prices the catalogue marks illustrative (estimates).
+    estimated: float = 0.0
+    estimated_sites: tuple[str, ...] = ()  # sites whose rack, power or bandwidth price is one
+
+    @property
+    def estimated_share(self) -> float:
+        return self.estimated / self.tco if self.tco else 0.0
 
 
 def credits(cost: Cost) -> list[Credit]:
@@ -142,7 +155,16 @@ def purchases(cost: Cost) -> list[Purchase]:
         for i in cost.breakdown.items:
             if i.kind == kind and i.amount:
                 out.append(
-                    Purchase(name, i.subject, i.site, i.quantity, i.unit, i.unit_price, i.amount)
+                    Purchase(
+                        name,
+                        i.subject,
+                        i.site,
+                        i.quantity,
+                        i.unit,
+                        i.unit_price,
+                        i.amount,
+                        i.illustrative,
+                    )
                 )
     return out
 
@@ -154,9 +176,34 @@ def rentals(plan: Plan) -> list[Rental]:
     for d in plan.deployments:
         if d.mode != "cloud":
             continue
-        amount = sum(i.amount for i in rented if rented_by(i, [d]) is d)
-        out.append(Rental(d.workload, hardware(d), amount))
+        mine = [i for i in rented if rented_by(i, [d]) is d]
+        amount = sum(i.amount for i in mine)
+        estimated = any(i.illustrative for i in mine)
+        out.append(Rental(d.workload, hardware(d), amount, estimated, d.cloud_offer, d.servers))
     return out
+
+
+def estimated_spend(cost: Cost) -> float:
+    """What the plan pays on prices the catalogue marks illustrative: the cash lines whose
+    price is an estimate, not a quote (credits apart, as from the TCO)."""
+    return sum(i.amount for i in cost.breakdown.items if i.illustrative and not is_credit(i))
+
+
+def estimated_sites(cost: Cost) -> tuple[str, ...]:
+    """Sites with a rack, energy or bandwidth price that is an estimate, in plan order."""
+    found = (i.site for i in cost.breakdown.items if i.illustrative and i.site)
+    return tuple(dict.fromkeys(s for s in found if s))
+
+
+def estimate_headline(m: Memo) -> str:
+    """One line on how much of the TCO rests on estimates, and how to replace them."""
+    if not m.estimated:
+        return "No price in this plan is marked illustrative: every one is a quote."
+    return (
+        f"{m.estimated_share:.0%} of the TCO ({m.estimated:,.0f} {m.currency}) rests on "
+        "illustrative prices (marked *), estimates, not quotes: put your quotes in a catalogue "
+        "file and plan again with --catalog quotes.yaml."
+    )
 
 
 def memo(plan: Plan) -> Memo | None:
@@ -186,6 +233,8 @@ def memo(plan: Plan) -> Memo | None:
         rental_tco=pb.rental_tco if pb is not None else None,
         facts=facts,
         facts_from=source,
+        estimated=estimated_spend(cost),
+        estimated_sites=estimated_sites(cost),
     )
 
 

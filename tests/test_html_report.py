@@ -396,6 +396,23 @@ def test_the_memo_names_products_dates_itself_and_names_no_machine_path(
             assert folder not in r.html, (r.name, folder)
 
 
+def test_the_memo_and_the_cash_table_show_the_present_value_of_the_json(
+    reports: list[Rendered],
+) -> None:
+    for r in reports:
+        cash = r.json["cash"]
+        page = parse(r.html)
+        shown = page.find("dd", id="memo-npv")[0].all_text()
+        assert shown.startswith(f"{cash['npv']:,.0f} "), r.name
+        assert f"{cash['nominal']:,.0f}" in shown, r.name
+        rows = page.find("table", id="cash")[0].find("tr")[1:]
+        totals = [number(row.find("td")[5]) for row in rows]
+        assert sum(totals) == sum(m["total"] for m in cash["months"]) == cash["nominal"], r.name
+        # Cash paid is the TCO plus interest and upkeep, nothing else.
+        assert cash["nominal"] == cash["tco"] + cash["interest"] + cash["upkeep"], r.name
+        assert cash["tco"] == paid(r.json["cost"]), r.name
+
+
 def r_path_root() -> Path:
     """The folder the examples' reports are written to (a temporary one)."""
     return Path(os.environ.get("TMPDIR", "/tmp")).resolve()

@@ -9,6 +9,7 @@ from pydantic import Field
 from gpusolve.models.common import OutModel, schema_version_field
 from gpusolve.models.estimate import GoodputOut
 from gpusolve.models.inventory_report import Inventory
+from gpusolve.models.money import Cash
 
 # "timeout": no plan was found within the time limit and none was proven impossible.
 # "interrupted": Ctrl-C or SIGTERM stopped the search; the best plan so far, not proven optimal.
@@ -603,4 +604,9 @@ class Plan(OutModel):
     payments_basis: str = Field(default="", description="How each kind is timed, in words.")
     payback: Payback | None = Field(
         default=None, description="The plan against the cheapest all-rental plan."
+    )
+    cash: Cash | None = Field(
+        default=None,
+        description="When the money leaves the bank (payment terms, financing), upkeep beside "
+        "the TCO, and the NPV (explain/financing.py).",
     )

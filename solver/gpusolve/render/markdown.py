@@ -21,7 +21,14 @@ from gpusolve.render.fmt import (
     work,
 )
 from gpusolve.render.inventory import inventory_markdown
-from gpusolve.render.memo import Memo, estimate_headline, located_source, memo, periods
+from gpusolve.render.memo import (
+    Memo,
+    cash_periods,
+    estimate_headline,
+    located_source,
+    memo,
+    periods,
+)
 from gpusolve.render.scenarios import scenarios_markdown
 from gpusolve.render.sensitivity import sensitivity_markdown
 
@@ -81,6 +88,7 @@ def _plan_document(plan: Plan) -> str:
     assert m is not None  # the plan has a cost
     out += memo_markdown(m)
     out += payments_markdown(plan)
+    out += cash_markdown(plan)
     add("")
     add("## Details")
     add("")
@@ -305,6 +313,27 @@ def memo_markdown(m: Memo) -> list[str]:
 def _est(illustrative: bool) -> str:
     """The mark of an illustrative price (an estimate, not a quote)."""
     return "\\*" if illustrative else ""
+
+
+def cash_markdown(plan: Plan) -> list[str]:
+    """Cash as it leaves the bank (payment terms, financing, upkeep) and its present value."""
+    cash = plan.cash
+    if cash is None:
+        return []
+    out = ["", "## Cash as it leaves the bank", "", f"{cash.basis}.", ""]
+    out.append(
+        f"Present value at {cash.discount_rate:.1%} a year ({cash.discount_basis}): "
+        f"**{cash.npv:,.0f}**; cash paid {cash.nominal:,.0f} = TCO {cash.tco:,.0f} + interest "
+        f"{cash.interest:,.0f} + upkeep {cash.upkeep:,.0f}."
+    )
+    out += ["", "| period | purchases | financing | running | upkeep | paid | cumulative |"]
+    out.append("|---" + "|---:" * 6 + "|")
+    for p in cash_periods(plan):
+        cells = [p.purchases, p.financing, p.running, p.upkeep, p.total, p.cumulative]
+        out.append(f"| {p.label} | " + " | ".join(f"{v:,.0f}" for v in cells) + " |")
+    if cash.upkeep_basis:
+        out += ["", "Upkeep: " + "; ".join(cash.upkeep_basis) + "."]
+    return out
 
 
 def payments_markdown(plan: Plan) -> list[str]:

@@ -412,3 +412,35 @@ def located_source(plan: Plan, item: CostItem) -> str:
     if not at or at in item.source:
         return item.source
     return f"{item.source}; {at}" if item.source else at
+
+
+@dataclass(frozen=True)
+class CashPeriod:
+    label: str
+    purchases: float
+    financing: float
+    running: float
+    upkeep: float
+    total: float
+    cumulative: float
+
+
+def cash_periods(plan: Plan) -> list[CashPeriod]:
+    """The cash view grouped as the payment schedule is: months up to a year, else quarters."""
+    if plan.cash is None:
+        return []
+    months = plan.cash.months
+    step = period_months(len(months))
+    out: list[CashPeriod] = []
+    total = 0.0
+    for start in range(0, len(months), step):
+        part = months[start : start + step]
+        sums = {
+            k: sum(getattr(m, k) for m in part)
+            for k in ("purchases", "financing", "running", "upkeep", "total")
+        }
+        total += sums["total"]
+        first, last = part[0].month, part[-1].month
+        label = f"month {first}" if first == last else f"Q{start // 3 + 1} (months {first}-{last})"
+        out.append(CashPeriod(label=label, **sums, cumulative=total))
+    return out

@@ -29,7 +29,13 @@ from gpusolve.render.fmt import (
     proof_scope,
     work,
 )
-from gpusolve.render.memo import estimate_headline, located_source, memo, periods
+from gpusolve.render.memo import (
+    cash_periods,
+    estimate_headline,
+    located_source,
+    memo,
+    periods,
+)
 from gpusolve.report import charts, racks
 
 # Order and words of the memory parts (estimate's MemoryGB fields).
@@ -262,6 +268,7 @@ def plan_html(
         memo=shown_memo,
         memo_estimates=estimate_headline(shown_memo) if shown_memo is not None else "",
         periods=periods(plan),
+        cash_periods=cash_periods(plan),
         scope=proof_scope(plan.solver),
         racks=rack_pictures,
         catalogue_files=catalogue_files(plan),

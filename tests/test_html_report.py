@@ -925,6 +925,62 @@ def test_the_memo_screen_shows_the_decision_without_scrolling(
             assert drawn["capex"][0] + drawn["opex"][0] == drawn["tco"][0], where
 
 
+# The memo's blocks, measured in the browser (getBoundingClientRect over the DevTools
+# protocol's Runtime.evaluate): the made-on line, the estimates headline, each heading, each
+# table's box, the figures panel and the facts, in page coordinates.
+BLOCKS = """(() => {
+  const sel = '#made, #memo-estimates, #memo h2, #memo .wide, #memo-figures, #memo-facts';
+  return {
+    boxes: [...document.querySelectorAll(sel)].map((el) => {
+      const r = el.getBoundingClientRect();
+      return {name: el.id || el.dataset.box || el.tagName + ':' + el.innerText.slice(0, 20),
+              left: r.left + scrollX, top: r.top + scrollY, right: r.right + scrollX,
+              bottom: r.bottom + scrollY};
+    }),
+    page_width: document.documentElement.scrollWidth,
+  };
+})()"""
+WIDTHS = {
+    "phone": (390, 844, "screen"),
+    "half": (800, 900, "screen"),
+    "desktop": (1280, 900, "screen"),
+    "print": (703, 1017, "print"),
+}
+
+
+def overlap(a: dict[str, Any], b: dict[str, Any]) -> float:
+    """The area two boxes share, in square CSS pixels (0: they do not overlap)."""
+    width = min(a["right"], b["right"]) - max(a["left"], b["left"])
+    height = min(a["bottom"], b["bottom"]) - max(a["top"], b["top"])
+    return max(width, 0) * max(height, 0)
+
+
+def test_overlap_counts_only_shared_area() -> None:
+    box = {"left": 0, "top": 0, "right": 10, "bottom": 10}
+    assert overlap(box, {"left": 5, "top": 5, "right": 20, "bottom": 20}) == 25
+    assert overlap(box, {"left": 10, "top": 0, "right": 20, "bottom": 10}) == 0  # touching
+
+
+def test_the_memo_has_no_overlapping_blocks_at_any_width(
+    reports: list[Rendered], browser: chromium.Browser
+) -> None:
+    """At 390 (a phone), 800 and 1280 px and in print, no two blocks of the memo overlap
+    and no block (nor the page) is wider than the window: a wide table scrolls in its box."""
+    for screen, (width, height, media) in WIDTHS.items():
+        browser.viewport(width, height, media)
+        for r in reports:
+            where = f"{r.name} ({screen} {width}px)"
+            assert browser.load(r.path).problems == [], where
+            seen = browser.evaluate(BLOCKS)
+            boxes = seen["boxes"]
+            assert len(boxes) >= 5, where
+            for i, a in enumerate(boxes):
+                assert a["right"] <= width + 0.5 and a["left"] >= -0.5, (where, a)
+                for b in boxes[i + 1 :]:
+                    assert overlap(a, b) < 1, (where, a, b)
+            assert seen["page_width"] <= width, f"{where}: the page scrolls sideways"
+
+
 def test_a_plan_report_draws_the_frontier_when_given_one(reports: list[Rendered]) -> None:
     f = frontier_of([(150_000, 5), (100_000, 20), (90_000, 40)])
     page = parse(plan_html(reports[0].plan, frontier=f))

@@ -96,6 +96,14 @@ OBJECTIVES = ("min-tco", "min-capex", "min-monthly", "max-throughput")
     "which the plan stays optimal and the plan beyond each end (re-solves over a process "
     "pool, one per core).",
 )
+@click.option(
+    "--no-sensitivity",
+    "no_sensitivity",
+    is_flag=True,
+    help="With --format html or markdown: skip the bounded sensitivity the memo runs by "
+    "default (the plan's own prices and cards re-solved) to name what would change the "
+    "decision; the memo then falls back on cost shares and the all-rental margin.",
+)
 @quiet_option
 @click.option(
     "--bom",
@@ -131,6 +139,7 @@ def plan(
     seed: int,
     timings: bool,
     sensitivity: bool,
+    no_sensitivity: bool,
     quiet: bool,
     bom: bool,
     launch: Path | None,
@@ -208,6 +217,7 @@ def plan(
         robust=robust,
         timings=timings,
         sensitivity=sensitivity,
+        memo_ranges=not no_sensitivity,
         bom=bom,
         launch=launch,
         bar=not quiet,

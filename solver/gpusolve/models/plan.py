@@ -546,6 +546,18 @@ class Payback(OutModel):
         description="All-rental TCO minus the plan's spend over the horizon (credits apart).",
     )
     summary: str = Field(description="The comparison in words.")
+    buying_tco: float | None = Field(
+        default=None,
+        description="A plan that buys nothing: TCO of the cheapest plan that rents nothing "
+        "(every workload on servers bought or owned); None when none exists or not compared.",
+    )
+    buying_capex: float | None = Field(default=None, description="Of buying_tco, the capex.")
+    buying_hardware: list[str] = Field(
+        default_factory=list, description="What the cheapest buying plan runs, per workload."
+    )
+    buying_note: str = Field(
+        default="", description="Why no buying plan was priced, when none was."
+    )
 
 
 class Plan(OutModel):

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 from gpusolve.explain.bom import ITEM_SECTIONS, price_location, section_of
 from gpusolve.explain.payments import is_credit, rented_by, spend
-from gpusolve.models.plan import Cost, CostItem, Plan, SensitivityRange, Site
+from gpusolve.models.plan import Cost, CostItem, Payback, Plan, SensitivityRange, Site
 from gpusolve.render.fmt import hardware
 from gpusolve.render.sensitivity import number
 
@@ -281,11 +281,15 @@ def deciding_facts(plan: Plan, count: int = 3) -> tuple[list[str], str]:
     assert plan.cost is not None
     currency = plan.cost.currency
     if plan.sensitivity is not None and plan.sensitivity.ranges:
-        ranges = narrowest(plan.sensitivity.ranges)[:count]
-        return [range_fact(r, currency) for r in ranges], "the narrowest sensitivity ranges"
+        other = rental_margin(plan)[:1]  # the other way of paying: renting or buying
+        ranges = narrowest(plan.sensitivity.ranges)[: count - len(other)]
+        said = "the narrowest sensitivity ranges" + (
+            ", the comparison with the other way of paying" if other else ""
+        )
+        return [range_fact(r, currency) for r in ranges] + other, said
     found: list[tuple[str, list[str]]] = [
         ("binding constraints", [f"{b.detail} (binding)" for b in plan.binding]),
-        ("the all-rental comparison", rental_margin(plan)),
+        ("the comparison with the other way of paying", rental_margin(plan)),
         ("soft rules", penalty_facts(plan)),
         ("the largest cost lines", largest_lines(plan.cost, count)),
     ]
@@ -296,13 +300,18 @@ def deciding_facts(plan: Plan, count: int = 3) -> tuple[list[str], str]:
         if taken:
             facts += taken
             sources.append(source)
-    return facts, ", ".join(sources) + " (plan --sensitivity gives ranges)"
+    return facts, ", ".join(sources) + (
+        " (no ranges: the HTML and Markdown memo compute them unless --no-sensitivity; "
+        "plan --sensitivity searches every card too)"
+    )
 
 
 def rental_margin(plan: Plan) -> list[str]:
     """How far renting is from the plan: the cut in the alternative's cloud prices that
     would make it the cheaper choice, or the resale value buying depends on."""
     pb, cost = plan.payback, plan.cost
+    if pb is not None and cost is not None and cost.capex <= 0:
+        return buying_margin(pb, spend(cost), cost.currency)
     if pb is None or pb.rental_tco is None or pb.saving is None or cost is None:
         return []
     cur = cost.currency
@@ -325,6 +334,36 @@ def rental_margin(plan: Plan) -> list[str]:
     ]
 
 
+def buying_margin(pb: Payback, tco: float, cur: str) -> list[str]:
+    """A plan that buys nothing against the cheapest plan that rents nothing: what buying
+    would cost, and the cut in its capex that would make it the cheaper plan."""
+    if pb.buying_tco is None:
+        return [f"buying instead is not an option: {pb.buying_note}"] if pb.buying_note else []
+    what = "; ".join(pb.buying_hardware)
+    if pb.buying_note:  # it breaks a budget: that is why it loses
+        return [
+            f"buying instead ({what}) would cost {pb.buying_tco:,.0f} {cur} over the "
+            f"horizon with capex {pb.buying_capex or 0:,.0f} {cur}, but {pb.buying_note}"
+        ]
+    dearer = pb.buying_tco - tco
+    if dearer <= 0:
+        return [
+            f"buying instead ({what}) would cost {pb.buying_tco:,.0f} {cur}, "
+            f"{-dearer:,.0f} {cur} less: the plan rents for its soft rules or budgets"
+        ]
+    capex = pb.buying_capex or 0.0
+    cut = dearer / capex if capex else 1.0
+    flip = (
+        f"hardware prices {cut:.0%} lower would make buying the cheaper plan"
+        if cut < 1
+        else "it would lose even with free hardware: its running costs alone exceed renting"
+    )
+    return [
+        f"buying instead ({what}) would cost {pb.buying_tco:,.0f} {cur} over the horizon, "
+        f"{dearer:,.0f} {cur} more than renting (its capex {capex:,.0f}): {flip}"
+    ]
+
+
 def penalty_facts(plan: Plan) -> list[str]:
     """Soft-rule penalties the chosen plan carries: the plan holds although a rule
     counts against it (a larger penalty, or a cheaper alternative, would switch it)."""
@@ -344,7 +383,7 @@ def largest_lines(cost: Cost, count: int) -> list[str]:
     )
     return [
         f"{i.subject} ({i.kind.replace('_', ' ')}) is {i.amount / spent:.0%} of the TCO: "
-        "its price moves the decision most"
+        "a price to confirm first (how far it may move is not computed here)"
         for i in lines[:count]
     ]
 

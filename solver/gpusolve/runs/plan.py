@@ -31,6 +31,9 @@ DEFAULT_WORK_LIMIT = 120.0
 # The wall clock of a single plan's search when no --time-limit is given (its staged
 # search shares its time by the clock); a schedule has none unless one is given.
 DEFAULT_WALL_S = 60.0
+# The formats that carry the memo: its "what would change the decision" needs ranges, so
+# a bounded sensitivity (the plan's own prices and cards) runs for them by default.
+MEMO_FORMATS = ("html", "markdown")
 
 
 @dataclass(frozen=True)
@@ -54,6 +57,7 @@ class PlanRequest:
     robust: str | None = None
     timings: bool = False
     sensitivity: bool = False
+    memo_ranges: bool = True  # html and markdown: a bounded sensitivity for the memo
     bom: bool = False
     launch: Path | None = None  # a folder for the deployments' launch files
     bar: bool = True  # progress bars on a terminal (off with -q)
@@ -83,9 +87,10 @@ def run_plan(request: PlanRequest, progress: Progress = lambda _: None) -> RunRe
     if requested():
         return interrupted(plan, request)
     finished = is_finished(plan)
-    if request.sensitivity and finished and not request.bom:  # ranges need a plan
+    memo = request.memo_ranges and request.fmt in MEMO_FORMATS and not request.sensitivity
+    if (request.sensitivity or memo) and finished and not request.bom:  # ranges need a plan
         try:
-            plan = _with_ranges(solved, request.bar, progress)
+            plan = _with_ranges(solved, request.bar, progress, bounded=memo)
         except KeyboardInterrupt:  # the plan itself is finished: print it, without ranges
             return RunResult(plan, _sensitivity_interrupted(plan, request.fmt))
     text = plan_output(plan, request, run)
@@ -181,11 +186,17 @@ def analysed(solved: Solved, progress: Progress) -> Solved:
     return solved.with_plan(payback.run(solved, progress))
 
 
-def _with_ranges(solved: Solved, bar: bool, progress: Progress) -> Outcome:
+def _with_ranges(solved: Solved, bar: bool, progress: Progress, bounded: bool = False) -> Outcome:
     from gpusolve.analyses import sensitivity
 
-    progress("sensitivity: re-solving with each price and card efficiency moved")
-    return sensitivity.run(solved, bar=bar)
+    if bounded:
+        progress(
+            "sensitivity for the memo: re-solving with each of the plan's prices and cards "
+            "moved (--no-sensitivity skips it)"
+        )
+    else:
+        progress("sensitivity: re-solving with each price and card efficiency moved")
+    return sensitivity.run(solved, bar=bar, bounded=bounded)
 
 
 def check_options(run: Inputs, request: PlanRequest) -> None:

@@ -97,6 +97,29 @@ OBJECTIVES = ("min-tco", "min-capex", "min-monthly", "max-throughput")
     "pool, one per core).",
 )
 @click.option(
+    "--risk",
+    "risk",
+    type=click.IntRange(0, 1_000_000),
+    default=0,
+    metavar="N",
+    help="Draw N worlds (server prices from their catalogue ranges, card efficiency within "
+    "the model's +-20% validation band; seeded by --seed) and give this plan's TCO at "
+    "P10/P50/P90 with a histogram: the plan re-priced, vectorised.",
+)
+@click.option(
+    "--replan",
+    is_flag=True,
+    help="With --risk: plan each draw again and say how often each plan is the cheapest "
+    "(on the local process pool, or a Ray cluster with --cluster or RAY_ADDRESS).",
+)
+@click.option(
+    "--cluster",
+    metavar="ADDRESS",
+    default=None,
+    help="With --risk N --replan: the Ray cluster to run the draws on ('local' starts one; "
+    "needs the optional extra: pip install 'gpusolve[ray]').",
+)
+@click.option(
     "--no-sensitivity",
     "no_sensitivity",
     is_flag=True,
@@ -140,6 +163,9 @@ def plan(
     timings: bool,
     sensitivity: bool,
     no_sensitivity: bool,
+    risk: int,
+    replan: bool,
+    cluster: str | None,
     quiet: bool,
     bom: bool,
     launch: Path | None,
@@ -219,6 +245,9 @@ def plan(
         sensitivity=sensitivity,
         memo_ranges=not no_sensitivity,
         bom=bom,
+        risk=risk,
+        replan=replan,
+        cluster=cluster,
         launch=launch,
         bar=not quiet,
     )

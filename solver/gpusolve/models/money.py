@@ -130,3 +130,40 @@ class Cash(OutModel):
     financed: list[FinancedLine] = Field(default_factory=list)
     upkeep_basis: list[str] = Field(default_factory=list)
     basis: str = ""
+
+
+class HistogramBin(OutModel):
+    low: float
+    high: float
+    draws: int
+
+
+class RiskPlan(OutModel):
+    """One plan the re-planned draws chose, and how often it was the cheapest."""
+
+    plan: str = Field(description="What it buys, places and rents, in words.")
+    share: float = Field(description="Share of the draws in which it was the cheapest plan.")
+    draws: int
+    mean_tco: float = Field(description="Its mean TCO over the draws it won.")
+
+
+class Risk(OutModel):
+    """`plan --risk N`: the chosen plan's TCO over N draws of prices and card efficiency."""
+
+    draws: int
+    seed: int
+    distributions: list[str] = Field(description="What was drawn, from what, how.")
+    held: str = Field(description="What was not drawn, and why.")
+    p10: float
+    p50: float
+    p90: float
+    mean: float
+    histogram: list[HistogramBin]
+    deadline_missed: float = Field(
+        description="Share of the draws in which a training run of the plan, slower by its "
+        "card's efficiency draw, misses its deadline."
+    )
+    replanned: list[RiskPlan] = Field(
+        default_factory=list, description="--replan: the plans the draws chose, most often first."
+    )
+    ran_on: str = Field(default="", description="--replan: the local pool or a Ray cluster.")

@@ -9,7 +9,7 @@ from pydantic import Field
 from gpusolve.models.common import OutModel, schema_version_field
 from gpusolve.models.estimate import GoodputOut
 from gpusolve.models.inventory_report import Inventory
-from gpusolve.models.money import Cash
+from gpusolve.models.money import Cash, Risk
 
 # "timeout": no plan was found within the time limit and none was proven impossible.
 # "interrupted": Ctrl-C or SIGTERM stopped the search; the best plan so far, not proven optimal.
@@ -616,6 +616,9 @@ class Plan(OutModel):
     payments_basis: str = Field(default="", description="How each kind is timed, in words.")
     payback: Payback | None = Field(
         default=None, description="The plan against the cheapest all-rental plan."
+    )
+    risk: Risk | None = Field(
+        default=None, description="plan --risk N: the TCO over N draws (analyses/risk.py)."
     )
     cash: Cash | None = Field(
         default=None,

@@ -29,6 +29,7 @@ from gpusolve.render.memo import (
     memo,
     periods,
 )
+from gpusolve.render.risk import risk_markdown
 from gpusolve.render.scenarios import scenarios_markdown
 from gpusolve.render.sensitivity import sensitivity_markdown
 
@@ -167,6 +168,7 @@ def _plan_document(plan: Plan) -> str:
         add("")
         out.extend(f"- **{w}**: {r}" for w, reasons in plan.why_not.items() for r in reasons)
     out += sensitivity_markdown(plan.sensitivity, cur)
+    out += risk_markdown(plan.risk, cur)
     out += compliance_markdown(plan) + sources_markdown(plan)
     if plan.warnings:
         add("")

@@ -59,6 +59,9 @@ class PlanRequest:
     sensitivity: bool = False
     memo_ranges: bool = True  # html and markdown: a bounded sensitivity for the memo
     bom: bool = False
+    risk: int = 0  # --risk N: draws (0: none)
+    replan: bool = False
+    cluster: str | None = None  # --cluster: a Ray address
     launch: Path | None = None  # a folder for the deployments' launch files
     bar: bool = True  # progress bars on a terminal (off with -q)
 
@@ -93,6 +96,8 @@ def run_plan(request: PlanRequest, progress: Progress = lambda _: None) -> RunRe
             plan = _with_ranges(solved, request.bar, progress, bounded=memo)
         except KeyboardInterrupt:  # the plan itself is finished: print it, without ranges
             return RunResult(plan, _sensitivity_interrupted(plan, request.fmt))
+    if request.risk and finished and not request.bom:
+        plan = _with_risk(solved.with_plan(plan), request, progress)
     text = plan_output(plan, request, run)
     shown = _shown(text, finished, request.output, EXIT_CODES.get(plan.status, 0))
     if request.launch is not None:
@@ -199,10 +204,29 @@ def _with_ranges(solved: Solved, bar: bool, progress: Progress, bounded: bool = 
     return sensitivity.run(solved, bar=bar, bounded=bounded)
 
 
+def _with_risk(solved: Solved, request: PlanRequest, progress: Progress) -> Outcome:
+    from gpusolve.analyses import risk
+
+    what = "re-planning" if request.replan else "re-pricing"
+    progress(f"risk: {what} the plan over {request.risk:,} draws (seed {request.seed})")
+    files = risk.Files(request.requirements, request.catalog_paths, request.rules_paths)
+    asked = risk.RiskRequest(
+        request.risk, request.seed, request.replan, request.cluster, None, files
+    )
+    try:
+        return risk.run(solved, asked)
+    except ValueError as exc:
+        raise OptionConflict(str(exc)) from exc
+
+
 def check_options(run: Inputs, request: PlanRequest) -> None:
     """--robust needs scenarios; a two-stage plan has no --top-k yet; a schedule is not
     hedged over scenarios (the requirements' loader says so, located)."""
     has_scenarios = run.reqs.scenarios is not None
+    if (request.replan or request.cluster) and not request.risk:
+        raise OptionConflict("--replan and --cluster re-plan the draws of --risk N: add --risk")
+    if request.risk and run.reqs.phased:
+        raise OptionConflict("--risk draws over a single plan, not a schedule (periods:)")
     if request.robust is not None and (not has_scenarios or run.reqs.phased):
         why = (
             "a purchase schedule (periods:) is not hedged over scenarios" if run.reqs.phased else ""

@@ -753,14 +753,51 @@ def test_ascii_frontier_chart_starts_at_zero() -> None:
     assert max(zoomed_marked) - min(zoomed_marked) == len(zoomed) - 1
 
 
-def test_frontier_plot_axes_start_at_zero_and_label_each_point() -> None:
+def test_frontier_plot_axes_start_at_zero_and_number_each_point() -> None:
     f = frontier_of([(102_000, 10), (100_000, 20)])
     ax = charts.frontier_figure(f).axes[0]
     assert ax.get_xlim()[0] == 0 and ax.get_ylim()[0] == 0
-    labels = [t.get_text() for t in ax.texts]
-    assert len(labels) == 2 and all("rent" in t for t in labels)
+    assert [t.get_text() for t in ax.texts] == ["1", "2"]  # the table's rows
     zoomed = charts.frontier_figure(f, from_zero=False).axes[0]
     assert zoomed.get_ylim()[0] > 90_000
+
+
+def test_frontier_axes_go_logarithmic_where_cheap_points_would_sit_on_them() -> None:
+    # A 20,000 rental beside a 2,000,000 purchase: from zero the rental would sit at 1% of
+    # the cost axis; 100 times apart, the cost axis is logarithmic and shows both.
+    f = frontier_of([(2_000_000, 10), (20_000, 40)])
+    ax = charts.frontier_figure(f).axes[0]
+    assert ax.get_yscale() == "log" and ax.get_xscale() == "linear"
+    assert ax.get_ylim()[0] < 20_000 < 2_000_000 < ax.get_ylim()[1]
+    assert "log" in ax.get_ylabel()
+
+
+def test_frontier_labels_do_not_overlap_each_other_or_the_markers() -> None:
+    # Twelve points crowded along a line: the first place beside each would collide.
+    f = frontier_of([(100_000 + 3_000 * i, 50 - 0.4 * i) for i in range(12)])
+    fig = charts.frontier_figure(f)
+    boxes = charts.label_boxes(fig)
+    assert [text for text, _ in boxes] == [str(i) for i in range(1, 13)]
+    ax = fig.axes[0]
+    markers = [ax.transData.transform((p.makespan_h, p.tco)) for p in f.points]
+    for i, (text, a) in enumerate(boxes):
+        for other, b in boxes[i + 1 :]:
+            assert not a.overlaps(b), (text, other)
+        for x, y in markers:  # no label covers a marker's centre
+            assert not (a.x0 < x < a.x1 and a.y0 < y < a.y1), (text, x, y)
+
+
+def test_the_cost_per_hour_saved_is_the_step_to_the_next_slower_plan() -> None:
+    from gpusolve.render.frontier import cost_per_hour_saved
+
+    # Fastest first: 150,000 at 5 h, 100,000 at 20 h, 90,000 at 40 h. From 20 h to 5 h
+    # costs 50,000 for 15 h = 3,333.33 an hour; from 40 h to 20 h 10,000 for 20 h = 500.
+    f = frontier_of([(150_000, 5), (100_000, 20), (90_000, 40)])
+    saved = cost_per_hour_saved(f)
+    assert saved[0] == pytest.approx(50_000 / 15) and saved[1] == 500 and saved[2] is None
+    page = parse(frontier_html(f))
+    cells = [c for c in page.walk() if c.attrs.get("data-field") == "per_hour_saved"]
+    assert [c.all_text() for c in cells] == ["3,333", "500", "-"]
 
 
 def test_frontier_html_and_plot_from_the_command(gpusolve, tmp_path: Path) -> None:

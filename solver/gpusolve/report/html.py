@@ -29,6 +29,7 @@ from gpusolve.render.fmt import (
     proof_scope,
     work,
 )
+from gpusolve.render.frontier import cost_per_hour_saved
 from gpusolve.render.memo import (
     cash_periods,
     estimate_headline,
@@ -286,6 +287,7 @@ def plan_html(
         memory_bars=[memory_bar(d) for d in plan.deployments],
         frontier=frontier,
         frontier_chart=charts.frontier_chart(frontier) if frontier is not None else None,
+        frontier_per_hour=cost_per_hour_saved(frontier) if frontier is not None else [],
     )
 
 
@@ -440,6 +442,7 @@ def frontier_html(f: Frontier, from_zero: bool = True, ctx: ReportContext | None
         f=f,
         ctx=ctx or ReportContext(),
         chart=charts.frontier_chart(f, from_zero),
+        per_hour=cost_per_hour_saved(f),
     )
 
 

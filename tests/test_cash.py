@@ -4,6 +4,7 @@ hand in the comment above it."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -178,3 +179,42 @@ def test_the_shipped_terms_load_and_name_their_sources() -> None:
     for text in texts:  # every figure sourced, or labelled a guess
         assert "estimate" in text or "illustrative" in text or "PBoC" in text, text
     assert "Loan Prime Rate" in shipped.discount.source
+
+
+def test_a_schedules_rack_contract_is_paid_monthly_over_its_term() -> None:
+    from gpusolve.explain.financing import rack_months
+
+    note = "rack rent: 1 rack(s) contracted from month 27 x 9,000/month x 9 months"
+    # Months 28-36 (month 0 is the schedule's start), 9,000 each: 81,000 in all.
+    assert rack_months(note, 81_000, 27, 3) == {m: 9_000.0 for m in range(28, 37)}
+    # A line without a stated term: spread over its period's 3 months, whole units.
+    assert rack_months("rack rent not split by site", 1_000, 3, 3) == {4: 333, 5: 333, 6: 334}
+
+
+def test_the_phased_example_pays_its_racks_monthly_and_the_h20_on_its_terms(
+    gpusolve: Any,
+) -> None:
+    from tests.support.shipped import ROOT
+
+    args = [str(ROOT / "examples" / "phased-growth.yaml"), "--catalog"]
+    args += [str(ROOT / "examples" / "phased" / "catalog.yaml"), "--format", "json"]
+    data = json.loads(gpusolve("plan", "-q", *args).out)
+    cash, periods = data["cash"], data["periods"]
+    rows = cash["months"]
+    assert len(rows) == data["horizon_months"] == 36
+    # Period 0 contracts a rack for the whole 36 months at 9,000 a month (324,000): its
+    # first quarter pays 3 x 9,000 of it, beside its own energy, site fees and rental.
+    first = periods[0]["spend"]
+    assert first["rack_rent"] == 324_000
+    own = first["site_fixed"] + first["energy"] + first["cloud_rental"]
+    assert sum(r["running"] for r in rows[:3]) == 3 * 9_000 + own
+    # The H20 server bought in the period starting at month 24 (ordered in month 25) has an
+    # 8-week lead time (examples/phased/catalog.yaml): delivered 56 days on, in the order's
+    # 2nd month, month 26. 30% at order, the rest at delivery.
+    h20 = next(p for p in periods if p["start_month"] == 24)
+    price = next(b["amount"] for b in h20["bom"] if b["section"] == "server")
+    assert [rows[24]["purchases"], rows[25]["purchases"]] == [0.3 * price, 0.7 * price]
+    # Nothing lost or added: purchases and running costs add up to the schedule's TCO
+    # (no residual value credited in this example), upkeep beside it.
+    assert sum(r["purchases"] + r["running"] for r in rows) == data["tco"] == cash["tco"]
+    assert cash["nominal"] == cash["tco"] + cash["upkeep"]

@@ -22,6 +22,7 @@ Amounts are whole units; each line's months add up to the line exactly.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -35,6 +36,7 @@ from gpusolve.models.money import (
     to_money,
 )
 from gpusolve.models.plan import CostItem, Plan
+from gpusolve.models.schedule import Schedule
 
 DAYS_PER_MONTH = 365.25 / 12
 
@@ -44,10 +46,10 @@ def delivery_month(lead_time_weeks: float) -> int:
     return 1 + int(max(lead_time_weeks, 0.0) * 7 // DAYS_PER_MONTH)
 
 
-def on_terms(price: float, deposit: float, delivery: int) -> dict[int, float]:
-    """A purchase paid `deposit` (a share) at order and the rest at delivery."""
+def on_terms(price: float, deposit: float, delivery: int, order: int = 1) -> dict[int, float]:
+    """A purchase paid `deposit` (a share) in the month of order and the rest at delivery."""
     first = float(to_money(price * deposit))
-    paid = {1: first}
+    paid = {order: first}
     paid[delivery] = paid.get(delivery, 0.0) + (price - first)
     return paid
 
@@ -98,13 +100,18 @@ class Choice:
 
 
 def payment_choices(
-    price: float, delivery: int, deposit: float, channel: str, terms: FinanceTerms
+    price: float,
+    delivery: int,
+    deposit: float,
+    channel: str,
+    terms: FinanceTerms,
+    order: int = 1,
 ) -> list[Choice]:
     """Every way a purchase may be paid: cash on the channel's terms, then each financing."""
     out = [
         Choice(
             "cash",
-            on_terms(price, deposit, delivery),
+            on_terms(price, deposit, delivery, order),
             f"{channel}: {deposit:.0%} at order, the rest at delivery in month {delivery}",
         )
     ]
@@ -266,4 +273,163 @@ BASIS = (
     "annuity after it, buy-out at the end); rack rent, bandwidth and energy monthly, cloud by "
     "run; upkeep (maintenance after the warranty, insurance, staff) beside the TCO, not in "
     "it; terms from catalog/finance/terms.yaml"
+)
+
+
+# ------------------------------------------------------------------ a purchase schedule
+
+# A rack line of a schedule's bill of materials: its contract's first month and length.
+RACK_TERM = re.compile(r"contracted from month (\d+) x [\d,]+/month x (\d+) months")
+
+
+def rack_months(note: str, amount: float, start: int, months: int) -> dict[int, float]:
+    """A schedule's rack contract paid monthly over its term (from the month after it is
+    contracted, month 0 being the first); a line without a stated term is spread over its
+    period's months."""
+    found = RACK_TERM.search(note)
+    first, term = (int(found[1]), int(found[2])) if found else (start, months)
+    return spread(amount, first + 1, term)
+
+
+def spread(amount: float, first: int, months: int) -> dict[int, float]:
+    """`amount` in equal whole units over `months` months from `first` (1-based); the
+    remainder in the last."""
+    each = float(to_money(amount / months))
+    out = {first + k: each for k in range(months)}
+    out[first + months - 1] += amount - each * months
+    return out
+
+
+def schedule_cash(
+    s: Schedule,
+    terms: FinanceTerms,
+    lead_weeks: Mapping[str, float],
+    how: str = "cash",
+    channel: str | None = None,
+    discount_rate: float | None = None,
+) -> Cash:
+    """A purchase schedule's cash by month: each period's purchases on payment terms (or
+    financed) from the month it orders them, its rack contracts monthly over their term,
+    its energy, site fees and rentals spread over its months; upkeep of the servers it
+    buys and of those working; the NPV."""
+    rate = terms.discount.annual_rate if discount_rate is None else discount_rate
+    basis = terms.discount.source if discount_rate is None else "the requirements' discount_rate"
+    channel = channel or terms.default_channel
+    deposit = terms.payment_terms[channel].deposit_at_order
+    running: dict[int, float] = {}
+    purchases: dict[int, float] = {}
+    financing: dict[int, float] = {}
+    lines: list[FinancedLine] = []
+    bought: list[tuple[CostItem, int]] = []
+    for p in s.periods:
+        order = p.start_month + 1
+        arrive: dict[str, int] = {
+            b.site: order - 1 + delivery_month(lead_weeks.get(b.server, 0.0)) for b in p.bought
+        }
+        for b in p.bom:
+            if not b.amount or b.unit_price is None:
+                continue
+            if b.section == "rack":
+                _add(running, rack_months(b.note, b.amount, p.start_month, p.months))
+            elif b.section in ("site", "cloud"):
+                _add(running, spread(b.amount, order, p.months))
+            elif b.amount < 0:  # a fabric replaced: what it no longer costs, at order
+                _add(purchases, {order: b.amount})
+            else:
+                if b.section == "server":
+                    d = order - 1 + delivery_month(lead_weeks.get(b.item, 0.0))
+                else:  # network and storage arrive with the period's servers there
+                    d = arrive.get(b.site or "", order)
+                choices = payment_choices(b.amount, d, deposit, channel, terms, order)
+                c = chosen(choices, how, rate)
+                _add(purchases if c.how == "cash" else financing, c.paid)
+                paid = sum(c.paid.values())
+                item = CostItem(kind="servers_capex", subject=b.item, detail="", amount=b.amount)
+                bought.append((item, d))
+                lines.append(
+                    FinancedLine(
+                        item=b.item,
+                        site=b.site,
+                        price=b.amount,
+                        how=c.how,
+                        delivery_month=d,
+                        paid=paid,
+                        npv=round(npv(_as_list(c.paid, max(c.paid)), rate), 2),
+                        detail=c.detail,
+                    )
+                )
+    months = max([s.horizon_months, *purchases, *financing, *running])
+    upkeep, words = schedule_upkeep(s, bought, terms, months)
+    rows = []
+    for m in range(1, months + 1):
+        parts = (purchases.get(m, 0.0), financing.get(m, 0.0), running.get(m, 0.0))
+        total = sum(parts) + upkeep[m - 1]
+        rows.append(
+            CashMonth(
+                month=m,
+                purchases=parts[0],
+                financing=parts[1],
+                running=parts[2],
+                upkeep=upkeep[m - 1],
+                total=total,
+            )
+        )
+    totals = [r.total for r in rows]
+    return Cash(
+        months=rows,
+        tco=sum(float(b.amount) for p in s.periods for b in p.bom if b.unit_price is not None),
+        interest=sum(ln.paid - ln.price for ln in lines),
+        upkeep=sum(upkeep),
+        nominal=sum(totals),
+        npv=round(npv(totals, rate), 2),
+        discount_rate=rate,
+        discount_basis=basis,
+        financed=lines,
+        upkeep_basis=words,
+        basis=SCHEDULE_BASIS,
+    )
+
+
+def _add(into: dict[int, float], paid: Mapping[int, float]) -> None:
+    for month, amount in paid.items():
+        into[month] = into.get(month, 0.0) + amount
+
+
+def schedule_upkeep(
+    s: Schedule, bought: Sequence[tuple[CostItem, int]], terms: FinanceTerms, months: int
+) -> tuple[list[float], list[str]]:
+    """Maintenance after the warranty and insurance of each purchase from its delivery;
+    staff for the servers working and the sites held, period by period."""
+    up = terms.upkeep
+    maintenance, insurance, staff = [0.0] * months, [0.0] * months, [0.0] * months
+    for item, delivery in bought:
+        for m in range(delivery, s.horizon_months + 1):
+            insurance[m - 1] += item.amount * up.insurance_per_year / 12
+            if m >= delivery + up.warranty_months:
+                maintenance[m - 1] += item.amount * up.maintenance_per_year / 12
+    for p in s.periods:
+        servers = sum(w.servers for w in p.working)
+        if not servers:
+            continue
+        sites = len({w.site for w in p.working})
+        people = up.staff_per_site * sites + servers / up.servers_per_staff
+        for m in range(p.start_month, min(p.start_month + p.months, months)):
+            staff[m] = people * up.staff_month
+    parts = [
+        ("maintenance after the warranty", maintenance, up.maintenance_source),
+        ("insurance", insurance, up.insurance_source),
+        ("operations staff", staff, up.staff_basis),
+    ]
+    together = zip(maintenance, insurance, staff, strict=True)
+    total = [float(to_money(a + b + c)) for a, b, c in together]
+    words = [f"{name}: {sum(v):,.0f} ({src})" for name, v, src in parts if sum(v)]
+    return total, words
+
+
+SCHEDULE_BASIS = (
+    "month 1 is the first month of the schedule; each period's purchases ordered in its "
+    "first month, on payment terms (deposit at order, balance at delivery after the "
+    "server's lead time) or financed; rack contracts paid monthly over their term (not "
+    "at signing); energy, site fees and rentals spread over their period's months; upkeep "
+    "beside the TCO; terms from catalog/finance/terms.yaml"
 )

@@ -5,6 +5,7 @@ schedule, then the details, each cost line once (the bill of materials merged in
 from __future__ import annotations
 
 from gpusolve.explain.payments import is_credit
+from gpusolve.models.money import Cash
 from gpusolve.models.plan import Cost, CostItem, Plan
 from gpusolve.render.compliance import compliance_markdown, sources_markdown
 from gpusolve.render.fmt import (
@@ -89,7 +90,7 @@ def _plan_document(plan: Plan) -> str:
     assert m is not None  # the plan has a cost
     out += memo_markdown(m)
     out += payments_markdown(plan)
-    out += cash_markdown(plan)
+    out += cash_markdown(plan.cash)
     add("")
     add("## Details")
     add("")
@@ -317,9 +318,8 @@ def _est(illustrative: bool) -> str:
     return "\\*" if illustrative else ""
 
 
-def cash_markdown(plan: Plan) -> list[str]:
+def cash_markdown(cash: Cash | None) -> list[str]:
     """Cash as it leaves the bank (payment terms, financing, upkeep) and its present value."""
-    cash = plan.cash
     if cash is None:
         return []
     out = ["", "## Cash as it leaves the bank", "", f"{cash.basis}.", ""]
@@ -330,7 +330,7 @@ def cash_markdown(plan: Plan) -> list[str]:
     )
     out += ["", "| period | purchases | financing | running | upkeep | paid | cumulative |"]
     out.append("|---" + "|---:" * 6 + "|")
-    for p in cash_periods(plan):
+    for p in cash_periods(cash):
         cells = [p.purchases, p.financing, p.running, p.upkeep, p.total, p.cumulative]
         out.append(f"| {p.label} | " + " | ".join(f"{v:,.0f}" for v in cells) + " |")
     if cash.upkeep_basis:

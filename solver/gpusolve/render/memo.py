@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 from gpusolve.explain.bom import ITEM_SECTIONS, price_location, section_of
 from gpusolve.explain.payments import is_credit, rented_by, spend
+from gpusolve.models.money import Cash
 from gpusolve.models.plan import Cost, CostItem, Payback, Plan, SensitivityRange, Site
 from gpusolve.render.fmt import hardware
 from gpusolve.render.sensitivity import number
@@ -464,11 +465,11 @@ class CashPeriod:
     cumulative: float
 
 
-def cash_periods(plan: Plan) -> list[CashPeriod]:
+def cash_periods(cash: Cash | None) -> list[CashPeriod]:
     """The cash view grouped as the payment schedule is: months up to a year, else quarters."""
-    if plan.cash is None:
+    if cash is None:
         return []
-    months = plan.cash.months
+    months = cash.months
     step = period_months(len(months))
     out: list[CashPeriod] = []
     total = 0.0

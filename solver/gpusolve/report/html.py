@@ -269,7 +269,7 @@ def plan_html(
         memo=shown_memo,
         memo_estimates=estimate_headline(shown_memo) if shown_memo is not None else "",
         periods=periods(plan),
-        cash_periods=cash_periods(plan),
+        cash_periods=cash_periods(plan.cash),
         scope=proof_scope(plan.solver),
         racks=rack_pictures,
         catalogue_files=catalogue_files(plan),

@@ -91,11 +91,14 @@ def run_plan(request: PlanRequest, progress: Progress = lambda _: None) -> RunRe
         return interrupted(plan, request)
     finished = is_finished(plan)
     memo = request.memo_ranges and request.fmt in MEMO_FORMATS and not request.sensitivity
+    memo = memo and isinstance(plan, Plan)  # a schedule has no memo
     if (request.sensitivity or memo) and finished and not request.bom:  # ranges need a plan
         try:
             plan = _with_ranges(solved, request.bar, progress, bounded=memo)
         except KeyboardInterrupt:  # the plan itself is finished: print it, without ranges
             return RunResult(plan, _sensitivity_interrupted(plan, request.fmt))
+    if isinstance(plan, Schedule) and finished:  # after the ranges: they copy solved.plan
+        plan = _with_cash(plan, run)
     if request.risk and finished and not request.bom:
         plan = _with_risk(solved.with_plan(plan), request, progress)
     text = plan_output(plan, request, run)
@@ -202,6 +205,24 @@ def _with_ranges(solved: Solved, bar: bool, progress: Progress, bounded: bool = 
     else:
         progress("sensitivity: re-solving with each price and card efficiency moved")
     return sensitivity.run(solved, bar=bar, bounded=bounded)
+
+
+def _with_cash(s: Schedule, run: Inputs) -> Schedule:
+    """A finished schedule with its cash view (a single plan gets its own when assembled)."""
+    from gpusolve.explain.financing import schedule_cash
+    from gpusolve.load.finance import load_terms
+
+    f = run.reqs.finance
+    lead = {k: server.lead_time_weeks for k, server in run.catalog.servers.items()}
+    cash = schedule_cash(
+        s,
+        load_terms(),
+        lead,
+        how=f.financing,
+        channel=f.payment_channel,
+        discount_rate=f.discount_rate,
+    )
+    return s.model_copy(update={"cash": cash})
 
 
 def _with_risk(solved: Solved, request: PlanRequest, progress: Progress) -> Outcome:

@@ -218,3 +218,26 @@ def test_the_phased_example_pays_its_racks_monthly_and_the_h20_on_its_terms(
     # (no residual value credited in this example), upkeep beside it.
     assert sum(r["purchases"] + r["running"] for r in rows) == data["tco"] == cash["tco"]
     assert cash["nominal"] == cash["tco"] + cash["upkeep"]
+
+
+def test_the_cash_csv_adds_up_to_the_json_and_discounts_a_year_by_the_rate(
+    gpusolve: Any,
+) -> None:
+    import csv
+    import io
+
+    from tests.support.shipped import ROOT
+
+    chat = str(ROOT / "examples" / "chat-day-lora-night.yaml")
+    data = json.loads(gpusolve("plan", "-q", chat, "--format", "json").out)
+    text = gpusolve("plan", "-q", chat, "--cash", "--format", "csv").out
+    rows = list(csv.reader(io.StringIO(text)))
+    header, body = rows[0], rows[1:]
+    cash = data["cash"]
+    assert header[-1] == "present_value_at_3.00%_CNY" and len(body) == len(cash["months"])
+    assert sum(float(r[5]) for r in body) == cash["nominal"]
+    assert float(body[-1][6]) == cash["nominal"]  # the cumulative column ends at it
+    # Month 13 is a year after month 1: its total at 3% a year is total / 1.03.
+    assert float(body[12][7]) == pytest.approx(float(body[12][5]) / 1.03, abs=0.01)
+    assert sum(float(r[7]) for r in body) == pytest.approx(cash["npv"], abs=0.01 * len(body))
+    assert gpusolve("plan", "-q", chat, "--cash").code == 2  # --cash is a CSV

@@ -162,3 +162,18 @@ def test_replanning_gives_the_same_figures_on_the_pool_and_on_a_local_ray_cluste
     assert pooled.replanned == clustered.replanned
     assert (pooled.p10, pooled.p50, pooled.p90) == (clustered.p10, clustered.p50, clustered.p90)
     assert sum(p.draws for p in pooled.replanned) == 6
+
+
+def test_the_html_report_shows_the_risk_figures_of_the_json(gpusolve: Any, tmp_path: Any) -> None:
+    import re
+
+    page = tmp_path / "risk.html"
+    args = ("plan", "-q", str(CHAT), "--risk", "300", "--no-sensitivity")
+    data = json.loads(gpusolve(*args, "--format", "json").out)["risk"]
+    assert gpusolve(*args, "--format", "html", "-o", str(page)).code == 0
+    html = page.read_text(encoding="utf-8")
+    for name in ("p10", "p50", "p90"):
+        shown = re.search(rf'id="risk-{name}">([\d,]+)<', html)
+        assert shown is not None and shown[1] == f"{data[name]:,.0f}", name
+    counts = re.findall(r'<td class="num">(\d+)</td><td><span class="swatch', html)
+    assert [int(c) for c in counts] == [b["draws"] for b in data["histogram"]]

@@ -97,6 +97,12 @@ OBJECTIVES = ("min-tco", "min-capex", "min-monthly", "max-throughput")
     "pool, one per core).",
 )
 @click.option(
+    "--cash",
+    is_flag=True,
+    help="With --format csv: the cash by month (purchases on payment terms, financing, "
+    "running costs, upkeep, total, cumulative, present value) for a spreadsheet.",
+)
+@click.option(
     "--risk",
     "risk",
     type=click.IntRange(0, 1_000_000),
@@ -163,6 +169,7 @@ def plan(
     timings: bool,
     sensitivity: bool,
     no_sensitivity: bool,
+    cash: bool,
     risk: int,
     replan: bool,
     cluster: str | None,
@@ -218,8 +225,13 @@ def plan(
     from gpusolve.commands.deliver import invoke
     from gpusolve.runs.plan import PlanRequest, run_plan
 
-    if fmt == "csv" and not bom:
-        raise click.UsageError("--format csv writes the bill of materials: add --bom")
+    if fmt == "csv" and not (bom or cash):
+        raise click.UsageError(
+            "--format csv writes the bill of materials (--bom) or the cash by month (--cash): "
+            "add one"
+        )
+    if cash and (bom or fmt != "csv"):
+        raise click.UsageError("--cash writes the cash by month as CSV: --format csv, no --bom")
     if fmt == "html" and bom:
         raise click.UsageError("the HTML report holds the bill of materials: drop --bom")
     require_output_for_html(fmt, output)
@@ -245,6 +257,7 @@ def plan(
         sensitivity=sensitivity,
         memo_ranges=not no_sensitivity,
         bom=bom,
+        cash=cash,
         risk=risk,
         replan=replan,
         cluster=cluster,

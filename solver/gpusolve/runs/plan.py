@@ -59,6 +59,7 @@ class PlanRequest:
     sensitivity: bool = False
     memo_ranges: bool = True  # html and markdown: a bounded sensitivity for the memo
     bom: bool = False
+    cash: bool = False  # --cash --format csv: the cash view by month
     risk: int = 0  # --risk N: draws (0: none)
     replan: bool = False
     cluster: str | None = None  # --cluster: a Ray address
@@ -284,6 +285,11 @@ def plan_output(plan: Outcome, request: PlanRequest, run: Inputs) -> str:
 
         ctx = context_for(run.catalog, paths, [request.requirements], run.reqs, plan)
         return plan_html(plan, ctx)
+    if request.cash and finished and plan.cash is not None:
+        from gpusolve.render.risk import cash_csv
+
+        currency = plan.currency if isinstance(plan, Schedule) else run.reqs.currency
+        return cash_csv(plan.cash, currency)
     if request.bom and (finished or isinstance(plan, Plan)):
         return render_bill(plan, request.fmt)
     return render_plan(plan, _terminal(request.fmt))

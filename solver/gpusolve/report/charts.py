@@ -227,13 +227,20 @@ def payment_chart(
         )
     if payback_month is not None:
         ax.axvline(payback_month, color="#e6550d", linewidth=1.0)
+        # At the top of the axes, on white: at the bottom the label sat on the stacked
+        # areas and read poorly; beside the line on the side with more room.
+        late = payback_month > 0.7 * max(x, default=1)
         ax.annotate(
             f"pays back, month {payback_month}",
-            (payback_month, 0),
-            xytext=(4, 4),
+            (payback_month, 1),
+            xycoords=("data", "axes fraction"),
+            xytext=(-5 if late else 5, -5),
             textcoords="offset points",
+            ha="right" if late else "left",
+            va="top",
             fontsize=8,
             color="#a63603",
+            bbox={"boxstyle": "round,pad=0.25", "fc": "white", "ec": "#e6550d", "lw": 0.6},
         )
     ax.set_xlim(1, max(x) + 1 if len(x) > 1 else 2)
     ax.set_ylim(bottom=0)

@@ -125,7 +125,7 @@ def test_plan_risk_prints_the_percentiles_and_the_json_carries_them(gpusolve: An
     assert any("hgx-h20-8gpu" in d for d in r["distributions"])
 
 
-def test_replan_and_cluster_need_risk(gpusolve: Any) -> None:
+def test_replan_needs_risk(gpusolve: Any) -> None:
     result = gpusolve("plan", "-q", str(CHAT), "--replan")
     assert result.code == 2 and "--risk" in result.err
 
@@ -142,26 +142,53 @@ def solved_chat() -> Any:
     return make_plan(run, PlanOptions(config=config))
 
 
-def test_replanning_gives_the_same_figures_on_the_pool_and_on_a_local_ray_cluster() -> None:
+@pytest.fixture
+def local_ray() -> Any:
+    """A local Ray cluster (2 CPUs) the test starts itself, its workers importing this
+    checkout; skipped only when the optional extra `ray` is not installed."""
     ray = pytest.importorskip("ray", reason="the optional extra `ray` is not installed")
-    from gpusolve.load.data import data_dir
-
-    solved = solved_chat()
-    files = risk.Files(CHAT, (data_dir("catalog"),), ())
-    ask = risk.RiskRequest(draws=6, seed=3, replan=True, workers=2, files=files)
-    pooled = risk.run(solved, ask).risk
     path = os.pathsep.join(p for p in (str(ROOT / "solver"), os.environ.get("PYTHONPATH")) if p)
     ray.init(num_cpus=2, include_dashboard=False, runtime_env={"env_vars": {"PYTHONPATH": path}})
-    try:
-        clustered = risk.run(solved, risk.RiskRequest(6, 3, True, "auto", None, files)).risk
-    finally:
-        ray.shutdown()
+    yield ray
+    ray.shutdown()
+
+
+def files() -> Any:
+    from gpusolve.analyses.cluster import Files
+    from gpusolve.load.data import data_dir
+
+    return Files(CHAT, (data_dir("catalog"),), ())
+
+
+def test_replanning_gives_the_same_figures_on_the_pool_and_on_a_local_ray_cluster(
+    local_ray: Any,
+) -> None:
+    from gpusolve.analyses.cluster import Cluster
+
+    solved = solved_chat()
+    pooled = risk.run(solved, risk.RiskRequest(draws=6, seed=3, replan=True, workers=2)).risk
+    on_ray = risk.RiskRequest(draws=6, seed=3, replan=True, cluster=Cluster("auto", files()))
+    clustered = risk.run(solved, on_ray).risk
     assert pooled is not None and clustered is not None
     assert pooled.ran_on.startswith("local process pool")
     assert clustered.ran_on == "Ray cluster at auto"
     assert pooled.replanned == clustered.replanned
     assert (pooled.p10, pooled.p50, pooled.p90) == (clustered.p10, clustered.p50, clustered.p90)
     assert sum(p.draws for p in pooled.replanned) == 6
+
+
+def test_the_sensitivity_sweep_gives_the_same_ranges_on_a_local_ray_cluster(
+    local_ray: Any,
+) -> None:
+    from gpusolve.analyses import sensitivity
+    from gpusolve.analyses.cluster import Cluster
+
+    solved = solved_chat()
+    pooled = sensitivity.run(solved, bar=False, workers=2, bounded=True)
+    ranged = sensitivity.run(solved, bar=False, bounded=True, cluster=Cluster("auto", files()))
+    assert isinstance(pooled, Plan) and isinstance(ranged, Plan)
+    assert pooled.sensitivity is not None and ranged.sensitivity is not None
+    assert pooled.sensitivity.ranges and pooled.sensitivity.ranges == ranged.sensitivity.ranges
 
 
 def test_the_html_report_shows_the_risk_figures_of_the_json(gpusolve: Any, tmp_path: Any) -> None:
@@ -177,3 +204,16 @@ def test_the_html_report_shows_the_risk_figures_of_the_json(gpusolve: Any, tmp_p
         assert shown is not None and shown[1] == f"{data[name]:,.0f}", name
     counts = re.findall(r'<td class="num">(\d+)</td><td><span class="swatch', html)
     assert [int(c) for c in counts] == [b["draws"] for b in data["histogram"]]
+
+
+def test_a_cluster_without_ray_installed_says_what_to_install(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import sys
+
+    from gpusolve.analyses.cluster import on_ray
+    from gpusolve.errors import InputError
+
+    monkeypatch.setitem(sys.modules, "ray", None)  # `import ray` fails as if not installed
+    with pytest.raises(InputError, match=r"gpusolve\[ray\]"):
+        on_ray([], files(), "local")

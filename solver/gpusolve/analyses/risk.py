@@ -18,8 +18,8 @@ TCO plus each server line times (drawn / catalogue price - 1) and each hourly cl
 times (1 / efficiency - 1), a slower card renting for longer; a training run slower than
 its deadline allows counts as missed. With `--replan` each draw is planned again (the
 plan's instance with the draw's prices and efficiencies, solved with the plan as a hint),
-on the local process pool or on a Ray cluster (`--cluster ADDRESS` or RAY_ADDRESS); each
-draw is one deterministic solve, so a seed gives the same figures on either.
+on the local process pool or on a Ray cluster (`analyses/cluster.py`); each draw is one
+deterministic solve, so a seed gives the same figures on either.
 """
 
 from __future__ import annotations
@@ -27,12 +27,11 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from functools import cache
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from gpusolve.analyses.cluster import Cluster
 from gpusolve.analyses.probing import describe, plan_key
 from gpusolve.explain.payments import is_credit, rented_by, spend
 from gpusolve.models.catalog import Catalog
@@ -188,7 +187,7 @@ def reprice_risk(
 class DrawTask:
     """One draw to plan again: the base instance, the draw's factors, the base plan as a
     hint. `analyse` runs in a pool worker (inputs from the fork) or a Ray worker (inputs
-    rebuilt from `files`)."""
+    read again from the run's files)."""
 
     index: int
     instance: Instance
@@ -254,39 +253,6 @@ def on_pool(tasks: Sequence[DrawTask], workers: int, inputs: Any) -> list[Any]:
         return list(executor.map(pool._pooled, tasks))
 
 
-@dataclass(frozen=True)
-class Files:
-    """The run's files, for a Ray worker to read again: the rule policies hold compiled
-    CEL programs, which do not pickle."""
-
-    requirements: Path
-    catalog_paths: tuple[Path, ...]
-    rules_paths: tuple[Path, ...]
-
-
-@cache
-def _inputs_of(files: Files) -> Any:
-    from gpusolve.candidates.scaling import CandidateInputs
-    from gpusolve.plan.inputs import prepare_run
-
-    run = prepare_run(files.requirements, files.catalog_paths, files.rules_paths)
-    return CandidateInputs(run.reqs, run.catalog, run.policies)
-
-
-def _on_ray_worker(task: DrawTask, files: Files) -> Any:
-    return task.analyse(_inputs_of(files))
-
-
-def on_ray(tasks: Sequence[DrawTask], files: Files, address: str) -> list[Any]:
-    """The draws on the Ray cluster at `address` ("local" starts one in this process)."""
-    import ray  # the optional extra `ray`
-
-    ray.init(address=None if address == "local" else address, ignore_reinit_error=True)
-    remote = ray.remote(_on_ray_worker)
-    shared = ray.put(files)
-    return list(ray.get([remote.remote(t, shared) for t in tasks]))
-
-
 def replanned(results: Sequence[Any], n: int) -> list[RiskPlan]:
     """The plans the draws chose, most often first (then by mean TCO, then in words)."""
     won: dict[str, list[float]] = {}
@@ -316,9 +282,8 @@ class RiskRequest:
     draws: int
     seed: int
     replan: bool = False
-    cluster: str | None = None  # a Ray address; None: RAY_ADDRESS, else the local pool
+    cluster: Cluster | None = None  # None: the local pool
     workers: int | None = None
-    files: Files | None = None  # for Ray workers
 
 
 def run(solved: Solved, request: RiskRequest) -> Plan:
@@ -344,11 +309,9 @@ def run(solved: Solved, request: RiskRequest) -> Plan:
             raise ValueError("--replan re-plans a single plan: this one is hedged over scenarios")
         config = replace(replan_config(solved.options.config), work_limit=REPLAN_WORK_LIMIT)
         tasks = draw_tasks(single.instance, single.solution, draws, config)
-        address = request.cluster or os.environ.get("RAY_ADDRESS")
-        if address:
-            assert request.files is not None
-            results = on_ray(tasks, request.files, address)
-            where = f"Ray cluster at {address}"
+        if request.cluster is not None:
+            results = request.cluster.run(tasks)
+            where = request.cluster.name
         else:
             workers = request.workers or default_workers()
             inputs = CandidateInputs(reqs, solved.run.catalog, solved.run.policies)

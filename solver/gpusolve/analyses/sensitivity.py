@@ -32,6 +32,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from gpusolve.analyses.cluster import Cluster
 from gpusolve.analyses.pool import (
     OnDone,
     Stop,
@@ -278,6 +279,7 @@ def analyse(
     stop: Stop | None = None,
     expected: tuple[tuple[Any, ...], ...] | None = None,
     rivals_too: bool = True,
+    cluster: Cluster | None = None,
 ) -> Sensitivity:
     """The sensitivity of the plan of `instance` (prepared from `inputs`): the instance
     solved again (the reference every probe is compared with), then every parameter's
@@ -300,7 +302,12 @@ def analyse(
     params = parameters(base, instance, catalog, inputs.reqs.currency, cards, rivals)
     tasks = [Task(p, instance, base, base_key, probe_config) for p in params]
     on_start(len(tasks))
-    outcomes = run_tasks(tasks, workers, inputs, on_done, stop)
+    if cluster is not None:  # the parameters on a Ray cluster (analyses/cluster.py)
+        outcomes = cluster.run(tasks)
+        for outcome in outcomes:
+            on_done(outcome)
+    else:
+        outcomes = run_tasks(tasks, workers, inputs, on_done, stop)
     return _sensitivity(outcomes, started)
 
 
@@ -359,13 +366,16 @@ def run(
     workers: int | None = None,
     efficiency: bool = True,
     bounded: bool = False,
+    cluster: Cluster | None = None,
 ) -> Plan | Schedule:
     """The plan with its sensitivity filled in (plans only: a run without one is returned as
     it is). Each probe gets at most `PROBE_TIME_S` of the run's time limit. The wall time
     is kept only with `--timings`, as the plan's own: the same input gives the same output.
     A hedged plan is analysed on its two-stage model, a schedule on its own
     (`schedule_ranges.py`). `bounded` (the memo's default analysis): the plan's own prices
-    and cards only, no rival card searched; a schedule is returned as it is."""
+    and cards only, no rival card searched; a schedule is returned as it is. `cluster`: a
+    single plan's parameters run on that Ray cluster (a hedged plan's and a schedule's stay
+    on the local pool)."""
     if solved.plan.status not in ("optimal", "feasible") or solved.solution is None:
         return solved.plan
     if bounded and isinstance(solved.solution, Phased):
@@ -412,6 +422,7 @@ def run(
             stop=stop,
             expected=shown_choices(plan),
             rivals_too=not bounded,
+            cluster=cluster,
         )
 
     try:

@@ -15,6 +15,7 @@ from gpusolve.models.schedule import Schedule
 from gpusolve.runs.output import CommandOutput, OptionConflict, RunResult, written
 
 if TYPE_CHECKING:
+    from gpusolve.analyses.cluster import Cluster
     from gpusolve.plan.inputs import Inputs
     from gpusolve.plan.solved import PlanOptions, Solved
 
@@ -95,7 +96,7 @@ def run_plan(request: PlanRequest, progress: Progress = lambda _: None) -> RunRe
     memo = memo and isinstance(plan, Plan)  # a schedule has no memo
     if (request.sensitivity or memo) and finished and not request.bom:  # ranges need a plan
         try:
-            plan = _with_ranges(solved, request.bar, progress, bounded=memo)
+            plan = _with_ranges(solved, request.bar, progress, memo, _cluster(request))
         except KeyboardInterrupt:  # the plan itself is finished: print it, without ranges
             return RunResult(plan, _sensitivity_interrupted(plan, request.fmt))
     if isinstance(plan, Schedule) and finished:  # after the ranges: they copy solved.plan
@@ -195,7 +196,21 @@ def analysed(solved: Solved, progress: Progress) -> Solved:
     return solved.with_plan(payback.run(solved, progress))
 
 
-def _with_ranges(solved: Solved, bar: bool, progress: Progress, bounded: bool = False) -> Outcome:
+def _cluster(request: PlanRequest) -> Cluster | None:
+    """The Ray cluster the sweeps run on (--cluster, else RAY_ADDRESS); None: the pool."""
+    from gpusolve.analyses.cluster import Files, cluster_of
+
+    files = Files(request.requirements, request.catalog_paths, request.rules_paths)
+    return cluster_of(request.cluster, files)
+
+
+def _with_ranges(
+    solved: Solved,
+    bar: bool,
+    progress: Progress,
+    bounded: bool = False,
+    cluster: Cluster | None = None,
+) -> Outcome:
     from gpusolve.analyses import sensitivity
 
     if bounded:
@@ -205,7 +220,7 @@ def _with_ranges(solved: Solved, bar: bool, progress: Progress, bounded: bool = 
         )
     else:
         progress("sensitivity: re-solving with each price and card efficiency moved")
-    return sensitivity.run(solved, bar=bar, bounded=bounded)
+    return sensitivity.run(solved, bar=bar, bounded=bounded, cluster=cluster)
 
 
 def _with_cash(s: Schedule, run: Inputs) -> Schedule:
@@ -231,10 +246,7 @@ def _with_risk(solved: Solved, request: PlanRequest, progress: Progress) -> Outc
 
     what = "re-planning" if request.replan else "re-pricing"
     progress(f"risk: {what} the plan over {request.risk:,} draws (seed {request.seed})")
-    files = risk.Files(request.requirements, request.catalog_paths, request.rules_paths)
-    asked = risk.RiskRequest(
-        request.risk, request.seed, request.replan, request.cluster, None, files
-    )
+    asked = risk.RiskRequest(request.risk, request.seed, request.replan, _cluster(request))
     try:
         return risk.run(solved, asked)
     except ValueError as exc:
@@ -245,8 +257,8 @@ def check_options(run: Inputs, request: PlanRequest) -> None:
     """--robust needs scenarios; a two-stage plan has no --top-k yet; a schedule is not
     hedged over scenarios (the requirements' loader says so, located)."""
     has_scenarios = run.reqs.scenarios is not None
-    if (request.replan or request.cluster) and not request.risk:
-        raise OptionConflict("--replan and --cluster re-plan the draws of --risk N: add --risk")
+    if request.replan and not request.risk:
+        raise OptionConflict("--replan re-plans the draws of --risk N: add --risk")
     if request.risk and run.reqs.phased:
         raise OptionConflict("--risk draws over a single plan, not a schedule (periods:)")
     if request.robust is not None and (not has_scenarios or run.reqs.phased):

@@ -57,9 +57,10 @@ def test_one_field_patch_changes_that_price_and_nothing_else(gpusolve, tmp_path:
     assert base["cost"]["horizon_resale"] is None
     assert patched["cost"]["tco"] == pytest.approx(base["cost"]["tco"] - saving)
     assert parts["servers_capex"] == pytest.approx(old_parts["servers_capex"] - saving)
-    # Everything but the money (the cost, the bill of materials, the payment schedule and
-    # the payback that follow from it) and the provenance of the patched server is the same.
-    money = ("cost", "bom", "sources", "solver", "payments", "payback")
+    # Everything but the money (the cost, the bill of materials, the payment schedule, the
+    # payback and the cash view that follow from it) and the provenance of the patched
+    # server is the same.
+    money = ("cost", "bom", "sources", "solver", "payments", "payback", "cash")
     same = {k: v for k, v in patched.items() if k not in money}
     assert same == {k: v for k, v in base.items() if k not in money}
     sources = {s["id"]: s for s in patched["sources"]}

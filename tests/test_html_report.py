@@ -332,6 +332,92 @@ def test_every_figure_of_the_memo_equals_the_json(reports: list[Rendered]) -> No
         assert r.json["payback"]["summary"] in payback_text, r.name
 
 
+def shipped_server_names() -> dict[str, str]:
+    """Server id -> product name, read straight from the shipped catalogue's YAML."""
+    import yaml
+
+    data = yaml.safe_load((ROOT / "catalog" / "servers.yaml").read_text(encoding="utf-8"))
+    return {s["id"]: s["name"] for s in data["servers"]}
+
+
+def test_the_memo_marks_every_estimate_and_says_how_much_rests_on_them(
+    reports: list[Rendered],
+) -> None:
+    for r in reports:
+        memo = parse(r.html).find("section", id="memo")[0]
+        lines = r.json["cost"]["breakdown"]["items"]
+        servers = [i for i in lines if i["kind"] == "servers_capex" and i["amount"]]
+        rows = [row for row in memo.find("tr") if "buy" in row.classes()]
+        assert len(rows) == len(servers), r.name
+        for item, row in zip(servers, rows, strict=True):
+            price = next(c for c in row.find("td") if c.attrs.get("data-memo") == "unit_price")
+            marked = any("est" in n.classes() for n in price.find("sup"))
+            assert marked == item["illustrative"], (r.name, item["subject"])
+        for row in memo.find("tr"):
+            if "buy-group" in row.classes():  # network or storage, summed
+                kind = row.find("td")[0].all_text().split(":")[0]
+                estimated = any(i["illustrative"] for i in lines if i["kind"] == kind)
+                assert bool(row.find("sup")) == estimated, (r.name, kind)
+        # The headline: the share of the TCO paid on illustrative prices, by hand.
+        on_estimates = sum(i["amount"] for i in lines if i["illustrative"] and not is_credit(i))
+        headline = memo.find("p", id="memo-estimates")[0].all_text()
+        if on_estimates:
+            share = on_estimates / paid(r.json["cost"])
+            assert headline.startswith(f"{share:.0%} of the TCO ({on_estimates:,.0f} "), r.name
+            assert "--catalog" in headline, r.name
+        else:
+            assert "every one is a quote" in headline, r.name
+
+
+def test_the_memo_names_products_dates_itself_and_names_no_machine_path(
+    reports: list[Rendered],
+) -> None:
+    import tomllib
+
+    version = tomllib.loads((ROOT / "pyproject.toml").read_text("utf-8"))["project"]["version"]
+    names = shipped_server_names()
+    machine = [str(ROOT), str(Path.home()), str(data_dir("catalog")), str(r_path_root())]
+    for r in reports:
+        page = parse(r.html)
+        memo = page.find("section", id="memo")[0]
+        bought = [
+            i["subject"]
+            for i in r.json["cost"]["breakdown"]["items"]
+            if i["kind"] == "servers_capex" and i["amount"]
+        ]
+        cells = [row.find("td")[0].all_text() for row in memo.find("tr") if "buy" in row.classes()]
+        assert cells == [names[s] for s in bought], r.name
+        ids = page.find("table", id="product-ids")[0].all_text()
+        assert all(s in ids for s in bought), r.name
+        made = page.find("p", id="made")[0].all_text()
+        assert re.search(r"Made on \d{4}-\d{2}-\d{2} by gpusolve ", made), r.name
+        assert f"gpusolve {version} from {r.name}.yaml" in made, r.name
+        for folder in machine:
+            assert folder not in r.html, (r.name, folder)
+
+
+def test_the_memo_and_the_cash_table_show_the_present_value_of_the_json(
+    reports: list[Rendered],
+) -> None:
+    for r in reports:
+        cash = r.json["cash"]
+        page = parse(r.html)
+        shown = page.find("dd", id="memo-npv")[0].all_text()
+        assert shown.startswith(f"{cash['npv']:,.0f} "), r.name
+        assert f"{cash['nominal']:,.0f}" in shown, r.name
+        rows = page.find("table", id="cash")[0].find("tr")[1:]
+        totals = [number(row.find("td")[5]) for row in rows]
+        assert sum(totals) == sum(m["total"] for m in cash["months"]) == cash["nominal"], r.name
+        # Cash paid is the TCO plus interest and upkeep, nothing else.
+        assert cash["nominal"] == cash["tco"] + cash["interest"] + cash["upkeep"], r.name
+        assert cash["tco"] == paid(r.json["cost"]), r.name
+
+
+def r_path_root() -> Path:
+    """The folder the examples' reports are written to (a temporary one)."""
+    return Path(os.environ.get("TMPDIR", "/tmp")).resolve()
+
+
 def test_penalties_in_the_report_equal_the_json(reports: list[Rendered]) -> None:
     for r in reports:
         cost = r.json["cost"]
@@ -667,14 +753,51 @@ def test_ascii_frontier_chart_starts_at_zero() -> None:
     assert max(zoomed_marked) - min(zoomed_marked) == len(zoomed) - 1
 
 
-def test_frontier_plot_axes_start_at_zero_and_label_each_point() -> None:
+def test_frontier_plot_axes_start_at_zero_and_number_each_point() -> None:
     f = frontier_of([(102_000, 10), (100_000, 20)])
     ax = charts.frontier_figure(f).axes[0]
     assert ax.get_xlim()[0] == 0 and ax.get_ylim()[0] == 0
-    labels = [t.get_text() for t in ax.texts]
-    assert len(labels) == 2 and all("rent" in t for t in labels)
+    assert [t.get_text() for t in ax.texts] == ["1", "2"]  # the table's rows
     zoomed = charts.frontier_figure(f, from_zero=False).axes[0]
     assert zoomed.get_ylim()[0] > 90_000
+
+
+def test_frontier_axes_go_logarithmic_where_cheap_points_would_sit_on_them() -> None:
+    # A 20,000 rental beside a 2,000,000 purchase: from zero the rental would sit at 1% of
+    # the cost axis; 100 times apart, the cost axis is logarithmic and shows both.
+    f = frontier_of([(2_000_000, 10), (20_000, 40)])
+    ax = charts.frontier_figure(f).axes[0]
+    assert ax.get_yscale() == "log" and ax.get_xscale() == "linear"
+    assert ax.get_ylim()[0] < 20_000 < 2_000_000 < ax.get_ylim()[1]
+    assert "log" in ax.get_ylabel()
+
+
+def test_frontier_labels_do_not_overlap_each_other_or_the_markers() -> None:
+    # Twelve points crowded along a line: the first place beside each would collide.
+    f = frontier_of([(100_000 + 3_000 * i, 50 - 0.4 * i) for i in range(12)])
+    fig = charts.frontier_figure(f)
+    boxes = charts.label_boxes(fig)
+    assert [text for text, _ in boxes] == [str(i) for i in range(1, 13)]
+    ax = fig.axes[0]
+    markers = [ax.transData.transform((p.makespan_h, p.tco)) for p in f.points]
+    for i, (text, a) in enumerate(boxes):
+        for other, b in boxes[i + 1 :]:
+            assert not a.overlaps(b), (text, other)
+        for x, y in markers:  # no label covers a marker's centre
+            assert not (a.x0 < x < a.x1 and a.y0 < y < a.y1), (text, x, y)
+
+
+def test_the_cost_per_hour_saved_is_the_step_to_the_next_slower_plan() -> None:
+    from gpusolve.render.frontier import cost_per_hour_saved
+
+    # Fastest first: 150,000 at 5 h, 100,000 at 20 h, 90,000 at 40 h. From 20 h to 5 h
+    # costs 50,000 for 15 h = 3,333.33 an hour; from 40 h to 20 h 10,000 for 20 h = 500.
+    f = frontier_of([(150_000, 5), (100_000, 20), (90_000, 40)])
+    saved = cost_per_hour_saved(f)
+    assert saved[0] == pytest.approx(50_000 / 15) and saved[1] == 500 and saved[2] is None
+    page = parse(frontier_html(f))
+    cells = [c for c in page.walk() if c.attrs.get("data-field") == "per_hour_saved"]
+    assert [c.all_text() for c in cells] == ["3,333", "500", "-"]
 
 
 def test_frontier_html_and_plot_from_the_command(gpusolve, tmp_path: Path) -> None:
@@ -837,6 +960,62 @@ def test_the_memo_screen_shows_the_decision_without_scrolling(
             assert drawn == expected_memo(r.json), where
             assert {"capex", "opex", "tco"} <= set(drawn), where
             assert drawn["capex"][0] + drawn["opex"][0] == drawn["tco"][0], where
+
+
+# The memo's blocks, measured in the browser (getBoundingClientRect over the DevTools
+# protocol's Runtime.evaluate): the made-on line, the estimates headline, each heading, each
+# table's box, the figures panel and the facts, in page coordinates.
+BLOCKS = """(() => {
+  const sel = '#made, #memo-estimates, #memo h2, #memo .wide, #memo-figures, #memo-facts';
+  return {
+    boxes: [...document.querySelectorAll(sel)].map((el) => {
+      const r = el.getBoundingClientRect();
+      return {name: el.id || el.dataset.box || el.tagName + ':' + el.innerText.slice(0, 20),
+              left: r.left + scrollX, top: r.top + scrollY, right: r.right + scrollX,
+              bottom: r.bottom + scrollY};
+    }),
+    page_width: document.documentElement.scrollWidth,
+  };
+})()"""
+WIDTHS = {
+    "phone": (390, 844, "screen"),
+    "half": (800, 900, "screen"),
+    "desktop": (1280, 900, "screen"),
+    "print": (703, 1017, "print"),
+}
+
+
+def overlap(a: dict[str, Any], b: dict[str, Any]) -> float:
+    """The area two boxes share, in square CSS pixels (0: they do not overlap)."""
+    width = min(a["right"], b["right"]) - max(a["left"], b["left"])
+    height = min(a["bottom"], b["bottom"]) - max(a["top"], b["top"])
+    return max(width, 0) * max(height, 0)
+
+
+def test_overlap_counts_only_shared_area() -> None:
+    box = {"left": 0, "top": 0, "right": 10, "bottom": 10}
+    assert overlap(box, {"left": 5, "top": 5, "right": 20, "bottom": 20}) == 25
+    assert overlap(box, {"left": 10, "top": 0, "right": 20, "bottom": 10}) == 0  # touching
+
+
+def test_the_memo_has_no_overlapping_blocks_at_any_width(
+    reports: list[Rendered], browser: chromium.Browser
+) -> None:
+    """At 390 (a phone), 800 and 1280 px and in print, no two blocks of the memo overlap
+    and no block (nor the page) is wider than the window: a wide table scrolls in its box."""
+    for screen, (width, height, media) in WIDTHS.items():
+        browser.viewport(width, height, media)
+        for r in reports:
+            where = f"{r.name} ({screen} {width}px)"
+            assert browser.load(r.path).problems == [], where
+            seen = browser.evaluate(BLOCKS)
+            boxes = seen["boxes"]
+            assert len(boxes) >= 5, where
+            for i, a in enumerate(boxes):
+                assert a["right"] <= width + 0.5 and a["left"] >= -0.5, (where, a)
+                for b in boxes[i + 1 :]:
+                    assert overlap(a, b) < 1, (where, a, b)
+            assert seen["page_width"] <= width, f"{where}: the page scrolls sideways"
 
 
 def test_a_plan_report_draws_the_frontier_when_given_one(reports: list[Rendered]) -> None:

@@ -319,3 +319,81 @@ def test_a_plan_without_a_cost_has_no_memo() -> None:
     plan = Plan(status="infeasible", objective="min-tco", cost=None, solver=info)
     assert memo(plan) is None and periods(plan) == []
     assert plan_markdown(plan).startswith("# GPU procurement plan\n\n**No feasible plan.**")
+
+
+# ------------------------------------------------------------------ the memo's default ranges
+
+
+@pytest.mark.slow
+def test_every_example_that_buys_names_what_would_flip_it_and_the_plan_beyond() -> None:
+    """The memo's bounded sensitivity (run by default for html and markdown): on every
+    shipped example whose plan buys, "what would change the decision" names a price or an
+    efficiency, how far it must move, and the plan beyond it."""
+    from tests.support.shipped import EXAMPLES
+
+    from gpusolve.analyses import sensitivity
+
+    options = PlanOptions(config=SolveConfig(time_limit_s=600, work_limit=60, workers=1, seed=1))
+    checked = []
+    for example in EXAMPLES:
+        run = prepare_run(example, (data_dir("catalog"),), ())
+        if run.reqs.phased:
+            continue  # a schedule has no memo
+        solved = make_plan(run, options)
+        plan = solved.plan
+        if not isinstance(plan, Plan) or plan.cost is None or not plan.cost.capex:
+            continue
+        ranged = sensitivity.run(solved, bar=False, workers=1, bounded=True)
+        assert isinstance(ranged, Plan)
+        facts, source = deciding_facts(ranged)
+        assert source.startswith("the narrowest sensitivity ranges"), example.stem
+        flips = [f for f in facts if " changes the plan to: " in f and "(TCO " in f]
+        assert flips, (example.stem, facts)
+        checked.append(example.stem)
+    assert len(checked) >= 5, checked
+
+
+def all_rental(buying_tco: float | None, capex: float | None, note: str = "") -> Plan:
+    rent = line("cloud_rental", 1000, subject="cloud-a", detail="ft: x")
+    return Plan(
+        status="optimal",
+        objective="min-tco",
+        cost=cost_of([rent]),
+        solver=SolverInfo(status="optimal", workers=1, seed=1),
+        payback=Payback(
+            basis="test",
+            rental_tco=None,
+            summary="test",
+            buying_tco=buying_tco,
+            buying_capex=capex,
+            buying_hardware=["ft: 1 x srv at s"],
+            buying_note=note,
+        ),
+    )
+
+
+def test_an_all_rental_memo_says_what_buying_would_cost_and_why_it_loses() -> None:
+    # Renting costs 1,000; buying 1,500 with 1,000 of capex: 500 dearer, so hardware
+    # 50% cheaper (500 / 1,000) makes buying the cheaper plan.
+    [fact] = rental_margin(all_rental(1500, 1000))
+    assert "buying instead (ft: 1 x srv at s) would cost 1,500 CNY" in fact
+    assert "500 CNY more than renting" in fact
+    assert "hardware prices 50% lower would make buying the cheaper plan" in fact
+    # 2,500 with 1,000 of capex: 1,500 dearer, more than the whole capex.
+    assert "even with free hardware" in rental_margin(all_rental(2500, 1000))[0]
+    # Cheaper, but over a budget cap: the cap is why it loses.
+    [capped] = rental_margin(all_rental(800, 600, "its capex 600 is over the cap of 500"))
+    assert capped.endswith("but its capex 600 is over the cap of 500")
+    # No buying plan at all.
+    [none] = rental_margin(all_rental(None, None, "no server the rules allow can run ft"))
+    assert none == "buying instead is not an option: no server the rules allow can run ft"
+
+
+def test_the_startup_memo_prices_buying_against_its_capex_cap(gpusolve: Any) -> None:
+    startup = ROOT / "examples" / "startup-tight-capex.yaml"
+    data = json.loads(gpusolve("plan", "-q", str(startup), "--format", "json").out)
+    pb = data["payback"]
+    assert data["cost"]["capex"] == 0 and pb["buying_tco"] is not None
+    # The example caps capex at 300,000: the cheapest buying plan is over it.
+    assert pb["buying_capex"] > 300_000
+    assert f"its capex {pb['buying_capex']:,.0f} is over the cap of 300,000" == pb["buying_note"]

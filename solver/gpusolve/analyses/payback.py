@@ -25,7 +25,7 @@ from gpusolve.explain.payments import (
     payment_months,
     spend,
 )
-from gpusolve.models.plan import Deployment, Payback, Plan
+from gpusolve.models.plan import Cost, Deployment, Payback, Plan
 from gpusolve.optimize import ir
 from gpusolve.plan.assemble import runs_of
 from gpusolve.plan.solved import Hedged, Outcome, Phased, Solved
@@ -48,9 +48,11 @@ def run(solved: Solved, progress: Progress = lambda _: None) -> Outcome:
     plan = solved.single_plan
     if plan.cost is None:
         return plan
-    if plan.cost.capex <= 0:
-        return plan.model_copy(update={"payback": nothing_bought()})
     prepared = solution.where.prepared if isinstance(solution, Hedged) else solution.prepared
+    if plan.cost.capex <= 0:
+        progress("payback: solving the cheapest plan that buys instead of renting")
+        bought = buying(prepared, solved.options.config)
+        return plan.model_copy(update={"payback": bought})
     progress("payback: solving the cheapest plan that rents everything")
     return plan.model_copy(update={"payback": compare(plan, prepared, solved.options.config)})
 
@@ -61,6 +63,73 @@ def nothing_bought() -> Payback:
         rental_tco=None,
         summary="nothing to pay back: the plan buys no hardware",
     )
+
+
+def buying_instance(instance: ir.Instance) -> ir.Instance:
+    """`instance` with no cloud offer (every workload on servers bought or owned),
+    penalties at zero, minimising TCO: the all-rental plan's mirror."""
+    owned = tuple(
+        replace(o, penalty=0, placements=tuple(replace(p, penalty=0) for p in o.placements))
+        for o in instance.owned
+    )
+    return replace(instance, owned=owned, cloud=(), objective="min-tco")
+
+
+def buying(prepared: Prepared, config: ir.SolveConfig) -> Payback:
+    """A plan that buys nothing against the cheapest plan that rents nothing."""
+    from gpusolve.optimize.solve import solve  # ortools only on this path
+
+    cand, reqs, catalog = prepared.cand, prepared.reqs, prepared.catalog
+    instance = buying_instance(cand.instance)
+    base = nothing_bought()
+    unowned = sorted(set(instance.workloads) - {o.workload for o in instance.owned})
+    if unowned:
+        why = f"no server the rules allow can run {', '.join(unowned)}"
+        return base.model_copy(update={"buying_note": why})
+    found = solve(instance, config)
+    note = ""
+    if found.status == "infeasible" and budgeted(instance):
+        # Over a budget is the reason it loses: priced without the caps, and said so.
+        found = solve(replace(instance, capex_max=None, monthly_max=None, total_max=None), config)
+        note = "over the budget"
+    if found.costs is None or found.status not in ("optimal", "feasible"):
+        why = (
+            "buying alone cannot meet the requirements (racks, power or deadlines)"
+            if found.status == "infeasible"
+            else "no buying plan found within the time limit"
+        )
+        return base.model_copy(update={"buying_note": why})
+    bought_cost = parts.cost(found, cand, reqs, catalog)
+    assert bought_cost is not None
+    deployments = parts.deployments(found, cand, reqs)
+    return base.model_copy(
+        update={
+            "buying_tco": spend(bought_cost),
+            "buying_capex": bought_cost.capex,
+            "buying_hardware": [f"{d.workload}: {words(d, '')}" for d in deployments],
+            "buying_note": over_budget(instance, bought_cost) if note else "",
+        }
+    )
+
+
+def budgeted(instance: ir.Instance) -> bool:
+    caps = (instance.capex_max, instance.monthly_max, instance.total_max)
+    return any(c is not None for c in caps)
+
+
+def over_budget(instance: ir.Instance, cost: Cost) -> str:
+    """The caps the cheapest buying plan, priced without them, breaks, in words."""
+    spent = [
+        (instance.capex_max, cost.capex, "capex"),
+        (instance.monthly_max, cost.monthly_opex, "monthly spend"),
+        (instance.total_max, cost.tco, "TCO"),
+    ]
+    broken = [
+        f"its {name} {value:,.0f} is over the cap of {cap:,}"
+        for cap, value, name in spent
+        if cap is not None and value > cap
+    ]
+    return "; ".join(broken) or "it breaks a budget cap (priced without the caps)"
 
 
 def rental_instance(instance: ir.Instance) -> ir.Instance:
@@ -128,11 +197,12 @@ def first_reason(prepared: Prepared, workloads: list[str]) -> str:
     return ""
 
 
-def words(d: Deployment) -> str:
-    """What a deployment of the all-rental plan uses, as the plan's tables say it."""
+def words(d: Deployment, owned: str = " already owned") -> str:
+    """What a deployment of an alternative plan uses, as the plan's tables say it (an
+    all-rental plan's servers are the stock already owned)."""
     if d.mode == "cloud":
         return f"rent {d.servers} x {d.cloud_offer} ({d.gpus} x {d.card})"
-    return f"{d.servers} x {d.server} already owned, at {d.site}"
+    return f"{d.servers} x {d.server}{owned} at {d.site}"
 
 
 def no_rental(reason: str) -> Payback:

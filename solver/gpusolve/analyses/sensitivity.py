@@ -32,6 +32,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from gpusolve.analyses.cluster import Cluster
 from gpusolve.analyses.pool import (
     OnDone,
     Stop,
@@ -281,6 +282,8 @@ def analyse(
     efficiency: bool = True,
     stop: Stop | None = None,
     expected: tuple[tuple[Any, ...], ...] | None = None,
+    rivals_too: bool = True,
+    cluster: Cluster | None = None,
 ) -> Sensitivity:
     """The sensitivity of the plan of `instance` (prepared from `inputs`): the instance
     solved again (the reference every probe is compared with), then every parameter's
@@ -299,11 +302,16 @@ def analyse(
     # The pool is the parallelism; a probe starts from the plan (the hint) and is small.
     probe_config = _probe_config(config)
     cards = plan_cards(base, instance, catalog) if efficiency else []
-    rivals = considered_cards(instance, catalog) if efficiency else []
+    rivals = considered_cards(instance, catalog) if efficiency and rivals_too else []
     params = parameters(base, instance, catalog, inputs.reqs.currency, cards, rivals)
     tasks = [Task(p, instance, base, base_key, probe_config) for p in params]
     on_start(len(tasks))
-    outcomes = run_tasks(tasks, workers, inputs, on_done, stop)
+    if cluster is not None:  # the parameters on a Ray cluster (analyses/cluster.py)
+        outcomes = cluster.run(tasks)
+        for outcome in outcomes:
+            on_done(outcome)
+    else:
+        outcomes = run_tasks(tasks, workers, inputs, on_done, stop)
     return _sensitivity(outcomes, started)
 
 
@@ -356,14 +364,25 @@ def plan_cards(solution: Solution, instance: Instance, catalog: Catalog) -> list
 
 
 def run(
-    solved: Solved, *, bar: bool = True, workers: int | None = None, efficiency: bool = True
+    solved: Solved,
+    *,
+    bar: bool = True,
+    workers: int | None = None,
+    efficiency: bool = True,
+    bounded: bool = False,
+    cluster: Cluster | None = None,
 ) -> Plan | Schedule:
     """The plan with its sensitivity filled in (plans only: a run without one is returned as
     it is). Each probe gets at most `PROBE_TIME_S` of the run's time limit. The wall time
     is kept only with `--timings`, as the plan's own: the same input gives the same output.
     A hedged plan is analysed on its two-stage model, a schedule on its own
-    (`schedule_ranges.py`)."""
+    (`schedule_ranges.py`). `bounded` (the memo's default analysis): the plan's own prices
+    and cards only, no rival card searched; a schedule is returned as it is. `cluster`: a
+    single plan's parameters run on that Ray cluster (a hedged plan's and a schedule's stay
+    on the local pool)."""
     if solved.plan.status not in ("optimal", "feasible") or solved.solution is None:
+        return solved.plan
+    if bounded and isinstance(solved.solution, Phased):
         return solved.plan
     if isinstance(solved.solution, Phased):
         return _schedule_ranges(solved, solved.solution, bar, workers)
@@ -393,6 +412,7 @@ def run(
                 on_start=start,
                 efficiency=efficiency,
                 stop=stop,
+                rivals_too=not bounded,
             )
         assert isinstance(solution, Single)
         return analyse(
@@ -405,6 +425,8 @@ def run(
             efficiency=efficiency,
             stop=stop,
             expected=shown_choices(plan),
+            rivals_too=not bounded,
+            cluster=cluster,
         )
 
     try:
@@ -494,6 +516,7 @@ def hedged_parameters(
     catalog: Catalog,
     currency: str,
     efficiency: bool,
+    rivals_too: bool = True,
 ) -> list[Parameter]:
     """Every scenario's prices (`sensitivity.price_parameters`), each once, then the cards'
     efficiency: a card is searched both ways when some scenario's plan runs on it."""
@@ -507,7 +530,7 @@ def hedged_parameters(
     rivals: set[str] = set()
     for s in scenarios:
         cards |= set(plan_cards(result.outcomes[s.name], s.instance, catalog))
-        rivals |= set(considered_cards(s.instance, catalog))
+        rivals |= set(considered_cards(s.instance, catalog)) if rivals_too else set()
     return list(found.values()) + efficiency_parameters(cards, rivals)
 
 
@@ -521,6 +544,7 @@ def analyse_hedged(
     on_start: Callable[[int], None] = lambda _: None,
     efficiency: bool = True,
     stop: Stop | None = None,
+    rivals_too: bool = True,
 ) -> Sensitivity:
     """The ranges of the hedged plan: its two-stage model solved again (the reference,
     which must buy `purchase`, the plan shown), then every parameter over the pool. Each
@@ -543,7 +567,7 @@ def analyse_hedged(
     likeliest = max(scenarios, key=lambda s: s.probability).name
     shown = names.index(NOMINAL if NOMINAL in names else likeliest)
     currency = inputs.reqs.currency
-    params = hedged_parameters(base, scenarios, inputs.catalog, currency, efficiency)
+    params = hedged_parameters(base, scenarios, inputs.catalog, currency, efficiency, rivals_too)
     probe_config = _probe_config(config)
     tasks = [
         ScenarioTask(p, scenarios, robust, base, base_key, shown, probe_config) for p in params

@@ -108,6 +108,43 @@ OBJECTIVES = ("min-tco", "min-capex", "min-monthly", "max-throughput")
     "which the plan stays optimal and the plan beyond each end (re-solves over a process "
     "pool, one per core).",
 )
+@click.option(
+    "--cash",
+    is_flag=True,
+    help="With --format csv: the cash by month (purchases on payment terms, financing, "
+    "running costs, upkeep, total, cumulative, present value) for a spreadsheet.",
+)
+@click.option(
+    "--risk",
+    "risk",
+    type=click.IntRange(0, 1_000_000),
+    default=0,
+    metavar="N",
+    help="Draw N worlds (server prices from their catalogue ranges, card efficiency within "
+    "the model's +-20% validation band; seeded by --seed) and give this plan's TCO at "
+    "P10/P50/P90 with a histogram: the plan re-priced, vectorised.",
+)
+@click.option(
+    "--replan",
+    is_flag=True,
+    help="With --risk: plan each draw again and say how often each plan is the cheapest "
+    "(on the local process pool, or a Ray cluster with --cluster or RAY_ADDRESS).",
+)
+@click.option(
+    "--cluster",
+    metavar="ADDRESS",
+    default=None,
+    help="With --risk N --replan: the Ray cluster to run the draws on ('local' starts one; "
+    "needs the optional extra: pip install 'gpusolve[ray]').",
+)
+@click.option(
+    "--no-sensitivity",
+    "no_sensitivity",
+    is_flag=True,
+    help="With --format html or markdown: skip the bounded sensitivity the memo runs by "
+    "default (the plan's own prices and cards re-solved) to name what would change the "
+    "decision; the memo then falls back on cost shares and the all-rental margin.",
+)
 @quiet_option
 @click.option(
     "--bom",
@@ -144,6 +181,11 @@ def plan(
     seed: int,
     timings: bool,
     sensitivity: bool,
+    no_sensitivity: bool,
+    cash: bool,
+    risk: int,
+    replan: bool,
+    cluster: str | None,
     quiet: bool,
     bom: bool,
     launch: Path | None,
@@ -196,8 +238,13 @@ def plan(
     from gpusolve.commands.deliver import invoke
     from gpusolve.runs.plan import PlanRequest, run_plan
 
-    if fmt == "csv" and not bom:
-        raise click.UsageError("--format csv writes the bill of materials: add --bom")
+    if fmt == "csv" and not (bom or cash):
+        raise click.UsageError(
+            "--format csv writes the bill of materials (--bom) or the cash by month (--cash): "
+            "add one"
+        )
+    if cash and (bom or fmt != "csv"):
+        raise click.UsageError("--cash writes the cash by month as CSV: --format csv, no --bom")
     if fmt == "html" and bom:
         raise click.UsageError("the HTML report holds the bill of materials: drop --bom")
     require_output_for_html(fmt, output)
@@ -222,7 +269,12 @@ def plan(
         robust=robust,
         timings=timings,
         sensitivity=sensitivity,
+        memo_ranges=not no_sensitivity,
         bom=bom,
+        cash=cash,
+        risk=risk,
+        replan=replan,
+        cluster=cluster,
         launch=launch,
         bar=not quiet,
     )

@@ -9,6 +9,7 @@ from pydantic import Field
 from gpusolve.models.common import OutModel, schema_version_field
 from gpusolve.models.estimate import GoodputOut
 from gpusolve.models.inventory_report import Inventory
+from gpusolve.models.money import Cash, Risk
 
 # "timeout": no plan was found within the time limit and none was proven impossible.
 # "interrupted": Ctrl-C or SIGTERM stopped the search; the best plan so far, not proven optimal.
@@ -545,6 +546,18 @@ class Payback(OutModel):
         description="All-rental TCO minus the plan's spend over the horizon (credits apart).",
     )
     summary: str = Field(description="The comparison in words.")
+    buying_tco: float | None = Field(
+        default=None,
+        description="A plan that buys nothing: TCO of the cheapest plan that rents nothing "
+        "(every workload on servers bought or owned); None when none exists or not compared.",
+    )
+    buying_capex: float | None = Field(default=None, description="Of buying_tco, the capex.")
+    buying_hardware: list[str] = Field(
+        default_factory=list, description="What the cheapest buying plan runs, per workload."
+    )
+    buying_note: str = Field(
+        default="", description="Why no buying plan was priced, when none was."
+    )
 
 
 class Plan(OutModel):
@@ -603,4 +616,12 @@ class Plan(OutModel):
     payments_basis: str = Field(default="", description="How each kind is timed, in words.")
     payback: Payback | None = Field(
         default=None, description="The plan against the cheapest all-rental plan."
+    )
+    risk: Risk | None = Field(
+        default=None, description="plan --risk N: the TCO over N draws (analyses/risk.py)."
+    )
+    cash: Cash | None = Field(
+        default=None,
+        description="When the money leaves the bank (payment terms, financing), upkeep beside "
+        "the TCO, and the NPV (explain/financing.py).",
     )

@@ -790,6 +790,22 @@ class Finance(StrictModel):
         description="Share of the price a server keeps at the end of its useful life; default "
         "0.05 (optimize/finance.py).",
     )
+    discount_rate: Fraction | None = Field(
+        default=None,
+        description="Your cost of capital a year, for the cash view's present value (NPV); "
+        "default the terms file's (catalog/finance/terms.yaml: the 1-year LPR, a floor).",
+    )
+    financing: Literal["cash", "lease", "instalments", "cheapest"] = Field(
+        default="cash",
+        description="How purchases are paid in the cash view: cash on the payment terms, a "
+        "finance lease or instalments (catalog/finance/terms.yaml), or per line whichever "
+        "costs least at present value. A view over the plan: the plan minimises nominal TCO.",
+    )
+    payment_channel: str | None = Field(
+        default=None,
+        description="Payment terms of a purchase (a key of payment_terms in "
+        "catalog/finance/terms.yaml, e.g. vendor-direct); default the file's default_channel.",
+    )
 
     @field_validator("resale_curve")
     @classmethod

@@ -7,6 +7,7 @@ from typing import Literal
 from pydantic import Field
 
 from gpusolve.models.common import OutModel, schema_version_field
+from gpusolve.models.money import Cash
 from gpusolve.models.plan import BomLine, Deployment, PlanStatus, Sensitivity
 
 # One status vocabulary for every kind of plan (`models/plan.py`).
@@ -130,6 +131,11 @@ class Schedule(OutModel):
         default_factory=list, description="--top-k: the next-best distinct schedules."
     )
     why_not: ScheduleWhyNot | None = Field(default=None, description="--why-not ID.")
+    cash: Cash | None = Field(
+        default=None,
+        description="When the money leaves the bank: purchases on payment terms, rack "
+        "contracts monthly, upkeep beside the TCO, the NPV (explain/financing.py).",
+    )
     sensitivity: Sensitivity | None = Field(
         default=None,
         description="--sensitivity: how far each price the schedule pays may move before the "

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from gpusolve.candidates.market import compliance, exclusions
 from gpusolve.candidates.prepare import Prepared
+from gpusolve.errors import InputError
 from gpusolve.explain import parts
 from gpusolve.explain.bom import bill_of_materials, locate
 from gpusolve.explain.inventory import in_service
@@ -19,6 +20,7 @@ from gpusolve.explain.payments import BASIS, contracted, payment_months
 from gpusolve.load.catalog import sources_of
 from gpusolve.models.catalog import PART_KINDS, Catalog
 from gpusolve.models.common import PriceNote
+from gpusolve.models.money import Cash
 from gpusolve.models.plan import Plan, Scenarios, SolverInfo
 from gpusolve.models.policy import WorkloadPolicy
 from gpusolve.models.requirements import Requirements
@@ -66,7 +68,34 @@ def planned(
                 plan.cost, plan.deployments, runs_of(where.reqs), contracted(plan)
             ),
             "payments_basis": BASIS if plan.cost is not None else "",
+            "cash": cash_of(plan, where.reqs, where.catalog),
         }
+    )
+
+
+def cash_of(plan: Plan, reqs: Requirements, catalog: Catalog) -> Cash | None:
+    """The plan's cash view on the shipped finance terms and the requirements' choices."""
+    from gpusolve.explain.financing import cash_view
+    from gpusolve.load.finance import load_terms
+
+    f = reqs.finance
+    terms = load_terms()
+    if f.payment_channel is not None and f.payment_channel not in terms.payment_terms:
+        raise InputError.single(
+            "requirements: finance.payment_channel",
+            f"no payment terms {f.payment_channel!r} in catalog/finance/terms.yaml",
+            hint=f"one of {', '.join(sorted(terms.payment_terms))}",
+        )
+    lead = {k: s.lead_time_weeks for k, s in catalog.servers.items()}
+    return cash_view(
+        plan,
+        terms,
+        lead,
+        runs_of(reqs),
+        contracted(plan),
+        how=f.financing,
+        channel=f.payment_channel,
+        discount_rate=f.discount_rate,
     )
 
 

@@ -13,14 +13,14 @@ def frontier_text(f: Frontier, from_zero: bool = True) -> str:
     lines = [f"Cost <-> time frontier ({len(f.points)} non-dominated plans), fastest first", ""]
     lines.append(
         f"  {'asked':<16}  {'longest run':>12}  {'TCO ' + cur:>14}  {'capex ' + cur:>14}  "
-        "what it buys or rents"
+        f"{'per hour saved':>14}  what it buys or rents"
     )
-    for p in f.points:
+    for p, per_hour in zip(f.points, cost_per_hour_saved(f), strict=True):
         star = "" if p.proven_optimal else " *"
+        saved = "-" if per_hour is None else f"{per_hour:,.0f}"
         lines.append(
             f"  {p.asked():<16}  {p.makespan_h:>10,.1f} h  {p.tco:>14,.0f}  {p.capex:>14,.0f}  "
-            + "; ".join(p.hardware)
-            + star
+            f"{saved:>14}  " + "; ".join(p.hardware) + star
         )
     if any(not p.proven_optimal for p in f.points):
         lines += ["", "  * best found within --time-limit, optimality not proven"]
@@ -61,4 +61,19 @@ def chart(f: Frontier, from_zero: bool = True) -> list[str]:
     left, right = f"{t0:,.0f} h", f"{t1:,.0f} h"
     out.append(f"   {left}{'longest run':^{CHART_WIDTH - len(left) - len(right)}}{right}")
     out.append(f"  (bottom row: TCO {c0:,.0f})")
+    return out
+
+
+def cost_per_hour_saved(f: Frontier) -> list[float | None]:
+    """Per point (in the frontier's order): what each hour off the longest run costs
+    against the next slower point, (its TCO - the slower one's) / (the slower one's
+    longest run - its own); None for the slowest point, which has nothing slower."""
+    out: list[float | None] = []
+    for p in f.points:
+        slower = [q for q in f.points if q.makespan_h > p.makespan_h]
+        if not slower:
+            out.append(None)
+            continue
+        q = min(slower, key=lambda q: q.makespan_h)
+        out.append((p.tco - q.tco) / (q.makespan_h - p.makespan_h))
     return out

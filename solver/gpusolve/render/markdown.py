@@ -5,6 +5,7 @@ schedule, then the details, each cost line once (the bill of materials merged in
 from __future__ import annotations
 
 from gpusolve.explain.payments import is_credit
+from gpusolve.models.money import Cash
 from gpusolve.models.plan import Cost, CostItem, Plan
 from gpusolve.render.compliance import compliance_markdown, sources_markdown
 from gpusolve.render.fmt import (
@@ -21,7 +22,15 @@ from gpusolve.render.fmt import (
     work,
 )
 from gpusolve.render.inventory import inventory_markdown
-from gpusolve.render.memo import Memo, located_source, memo, periods
+from gpusolve.render.memo import (
+    Memo,
+    cash_periods,
+    estimate_headline,
+    located_source,
+    memo,
+    periods,
+)
+from gpusolve.render.risk import risk_markdown
 from gpusolve.render.scenarios import scenarios_markdown
 from gpusolve.render.sensitivity import sensitivity_markdown
 
@@ -81,6 +90,7 @@ def _plan_document(plan: Plan) -> str:
     assert m is not None  # the plan has a cost
     out += memo_markdown(m)
     out += payments_markdown(plan)
+    out += cash_markdown(plan.cash)
     add("")
     add("## Details")
     add("")
@@ -159,6 +169,7 @@ def _plan_document(plan: Plan) -> str:
         add("")
         out.extend(f"- **{w}**: {r}" for w, reasons in plan.why_not.items() for r in reasons)
     out += sensitivity_markdown(plan.sensitivity, cur)
+    out += risk_markdown(plan.risk, cur)
     out += compliance_markdown(plan) + sources_markdown(plan)
     if plan.warnings:
         add("")
@@ -248,16 +259,19 @@ def _cost_table(plan: Plan, c: Cost) -> list[str]:
 def memo_markdown(m: Memo) -> list[str]:
     """The memo: buy, where, rent, the figures, and what would change the decision."""
     cur = m.currency
-    out = ["## The decision", "", "**Buy**", ""]
+    out = ["## The decision", "", estimate_headline(m), "", "**Buy**", ""]
     servers = [b for b in m.buys if b.kind == "server"]
     if m.buys:
         out += ["| what | site | count | unit price | total |", "|---|---|---:|---:|---:|"]
         out += [
-            f"| {b.item} | {b.site or '-'} | {_cell(b.count)} | {_cell(b.unit_price)} | "
-            f"{b.amount:,.0f} |"
+            f"| {b.item} | {b.site or '-'} | {_cell(b.count)} | "
+            f"{_cell(b.unit_price)}{_est(b.illustrative)} | {b.amount:,.0f} |"
             for b in servers
         ]
-        out += [f"| {k.kind}: {k.summary} | {k.sites} | | | {k.amount:,.0f} |" for k in m.kits]
+        out += [
+            f"| {k.kind}: {k.summary} | {k.sites} | | | {k.amount:,.0f}{_est(k.illustrative)} |"
+            for k in m.kits
+        ]
     else:
         out.append("Nothing." if m.kept else "Nothing: every workload is rented.")
     if m.kept:
@@ -266,14 +280,16 @@ def memo_markdown(m: Memo) -> list[str]:
         out += ["", "**Where**", ""]
         out += ["| site | city | racks | kW per rack | peak kW |", "|---|---|---:|---:|---:|"]
         out += [
-            f"| {s.offer} | {s.city} ({s.region}, {s.cooling}) | {s.racks} | {s.rack_kw:g} | "
-            f"{s.power_kw:g} |"
+            f"| {s.offer}{_est(s.offer in m.estimated_sites)} | {s.city} ({s.region}, "
+            f"{s.cooling}) | {s.racks} | {s.rack_kw:g} | {s.power_kw:g} |"
             for s in m.sites
         ]
     if m.rents:
         out += ["", "**Rent**", ""]
         out += [f"| workload | what | over {m.horizon_months} months |", "|---|---|---:|"]
-        out += [f"| {r.workload} | {r.what} | {r.amount:,.0f} |" for r in m.rents]
+        out += [
+            f"| {r.workload} | {r.what} | {r.amount:,.0f}{_est(r.illustrative)} |" for r in m.rents
+        ]
     out += ["", f"| figure | {cur} |", "|---|---:|"]
     out.append(f"| capex (at purchase) | {_cell(m.capex)} |")
     out.append(
@@ -293,7 +309,32 @@ def memo_markdown(m: Memo) -> list[str]:
     out += ["", f"Payback: {m.payback}."]
     out += ["", "**What would change the decision**", ""]
     out += [f"{n}. {f}" for n, f in enumerate(m.facts, 1)]
-    out += ["", f"_From {m.facts_from}._"]
+    out += ["", f"_From {m.facts_from}. \\* an illustrative price: an estimate, not a quote._"]
+    return out
+
+
+def _est(illustrative: bool) -> str:
+    """The mark of an illustrative price (an estimate, not a quote)."""
+    return "\\*" if illustrative else ""
+
+
+def cash_markdown(cash: Cash | None) -> list[str]:
+    """Cash as it leaves the bank (payment terms, financing, upkeep) and its present value."""
+    if cash is None:
+        return []
+    out = ["", "## Cash as it leaves the bank", "", f"{cash.basis}.", ""]
+    out.append(
+        f"Present value at {cash.discount_rate:.1%} a year ({cash.discount_basis}): "
+        f"**{cash.npv:,.0f}**; cash paid {cash.nominal:,.0f} = TCO {cash.tco:,.0f} + interest "
+        f"{cash.interest:,.0f} + upkeep {cash.upkeep:,.0f}."
+    )
+    out += ["", "| period | purchases | financing | running | upkeep | paid | cumulative |"]
+    out.append("|---" + "|---:" * 6 + "|")
+    for p in cash_periods(cash):
+        cells = [p.purchases, p.financing, p.running, p.upkeep, p.total, p.cumulative]
+        out.append(f"| {p.label} | " + " | ".join(f"{v:,.0f}" for v in cells) + " |")
+    if cash.upkeep_basis:
+        out += ["", "Upkeep: " + "; ".join(cash.upkeep_basis) + "."]
     return out
 
 

@@ -19,7 +19,8 @@ from dataclasses import dataclass
 
 from gpusolve.explain.bom import ITEM_SECTIONS, price_location, section_of
 from gpusolve.explain.payments import is_credit, rented_by, spend
-from gpusolve.models.plan import Cost, CostItem, Plan, SensitivityRange, Site
+from gpusolve.models.money import Cash
+from gpusolve.models.plan import Cost, CostItem, Payback, Plan, SensitivityRange, Site
 from gpusolve.render.fmt import hardware
 from gpusolve.render.sensitivity import number
 
@@ -41,6 +42,7 @@ class Purchase:
     unit: str
     unit_price: float | None
     amount: float
+    illustrative: bool = False  # the price is the catalogue's estimate, not a quote
 
 
 @dataclass(frozen=True)
@@ -52,6 +54,7 @@ class Kit:
     summary: str
     sites: str
     amount: float
+    illustrative: bool = False  # any of its prices is an estimate
 
 
 def kits(buys: list[Purchase]) -> list[Kit]:
@@ -65,7 +68,8 @@ def kits(buys: list[Purchase]) -> list[Kit]:
             units[b.unit or b.item] = units.get(b.unit or b.item, 0.0) + (b.count or 1)
         summary = ", ".join(f"{n:g} x {unit}" for unit, n in units.items())
         sites = ", ".join(dict.fromkeys(b.site for b in parts if b.site)) or "-"
-        out.append(Kit(kind, summary, sites, sum(b.amount for b in parts)))
+        estimated = any(b.illustrative for b in parts)
+        out.append(Kit(kind, summary, sites, sum(b.amount for b in parts), estimated))
     return out
 
 
@@ -74,6 +78,9 @@ class Rental:
     workload: str
     what: str
     amount: float
+    illustrative: bool = False
+    offer: str | None = None  # the cloud offer's catalogue id
+    instances: int = 0
 
 
 @dataclass(frozen=True)
@@ -102,6 +109,13 @@ class Memo:
     rental_tco: float | None
     facts: list[str]
     facts_from: str
+    # Of the TCO paid, what rests on prices the catalogue marks illustrative (estimates).
+    estimated: float = 0.0
+    estimated_sites: tuple[str, ...] = ()  # sites whose rack, power or bandwidth price is one
+
+    @property
+    def estimated_share(self) -> float:
+        return self.estimated / self.tco if self.tco else 0.0
 
 
 def credits(cost: Cost) -> list[Credit]:
@@ -142,7 +156,16 @@ def purchases(cost: Cost) -> list[Purchase]:
         for i in cost.breakdown.items:
             if i.kind == kind and i.amount:
                 out.append(
-                    Purchase(name, i.subject, i.site, i.quantity, i.unit, i.unit_price, i.amount)
+                    Purchase(
+                        name,
+                        i.subject,
+                        i.site,
+                        i.quantity,
+                        i.unit,
+                        i.unit_price,
+                        i.amount,
+                        i.illustrative,
+                    )
                 )
     return out
 
@@ -154,9 +177,34 @@ def rentals(plan: Plan) -> list[Rental]:
     for d in plan.deployments:
         if d.mode != "cloud":
             continue
-        amount = sum(i.amount for i in rented if rented_by(i, [d]) is d)
-        out.append(Rental(d.workload, hardware(d), amount))
+        mine = [i for i in rented if rented_by(i, [d]) is d]
+        amount = sum(i.amount for i in mine)
+        estimated = any(i.illustrative for i in mine)
+        out.append(Rental(d.workload, hardware(d), amount, estimated, d.cloud_offer, d.servers))
     return out
+
+
+def estimated_spend(cost: Cost) -> float:
+    """What the plan pays on prices the catalogue marks illustrative: the cash lines whose
+    price is an estimate, not a quote (credits apart, as from the TCO)."""
+    return sum(i.amount for i in cost.breakdown.items if i.illustrative and not is_credit(i))
+
+
+def estimated_sites(cost: Cost) -> tuple[str, ...]:
+    """Sites with a rack, energy or bandwidth price that is an estimate, in plan order."""
+    found = (i.site for i in cost.breakdown.items if i.illustrative and i.site)
+    return tuple(dict.fromkeys(s for s in found if s))
+
+
+def estimate_headline(m: Memo) -> str:
+    """One line on how much of the TCO rests on estimates, and how to replace them."""
+    if not m.estimated:
+        return "No price in this plan is marked illustrative: every one is a quote."
+    return (
+        f"{m.estimated_share:.0%} of the TCO ({m.estimated:,.0f} {m.currency}) rests on "
+        "illustrative prices (marked *), estimates, not quotes: put your quotes in a catalogue "
+        "file and plan again with --catalog quotes.yaml."
+    )
 
 
 def memo(plan: Plan) -> Memo | None:
@@ -186,6 +234,8 @@ def memo(plan: Plan) -> Memo | None:
         rental_tco=pb.rental_tco if pb is not None else None,
         facts=facts,
         facts_from=source,
+        estimated=estimated_spend(cost),
+        estimated_sites=estimated_sites(cost),
     )
 
 
@@ -232,11 +282,15 @@ def deciding_facts(plan: Plan, count: int = 3) -> tuple[list[str], str]:
     assert plan.cost is not None
     currency = plan.cost.currency
     if plan.sensitivity is not None and plan.sensitivity.ranges:
-        ranges = narrowest(plan.sensitivity.ranges)[:count]
-        return [range_fact(r, currency) for r in ranges], "the narrowest sensitivity ranges"
+        other = rental_margin(plan)[:1]  # the other way of paying: renting or buying
+        ranges = narrowest(plan.sensitivity.ranges)[: count - len(other)]
+        said = "the narrowest sensitivity ranges" + (
+            ", the comparison with the other way of paying" if other else ""
+        )
+        return [range_fact(r, currency) for r in ranges] + other, said
     found: list[tuple[str, list[str]]] = [
         ("binding constraints", [f"{b.detail} (binding)" for b in plan.binding]),
-        ("the all-rental comparison", rental_margin(plan)),
+        ("the comparison with the other way of paying", rental_margin(plan)),
         ("soft rules", penalty_facts(plan)),
         ("the largest cost lines", largest_lines(plan.cost, count)),
     ]
@@ -247,13 +301,18 @@ def deciding_facts(plan: Plan, count: int = 3) -> tuple[list[str], str]:
         if taken:
             facts += taken
             sources.append(source)
-    return facts, ", ".join(sources) + " (plan --sensitivity gives ranges)"
+    return facts, ", ".join(sources) + (
+        " (no ranges: the HTML and Markdown memo compute them unless --no-sensitivity; "
+        "plan --sensitivity searches every card too)"
+    )
 
 
 def rental_margin(plan: Plan) -> list[str]:
     """How far renting is from the plan: the cut in the alternative's cloud prices that
     would make it the cheaper choice, or the resale value buying depends on."""
     pb, cost = plan.payback, plan.cost
+    if pb is not None and cost is not None and cost.capex <= 0:
+        return buying_margin(pb, spend(cost), cost.currency)
     if pb is None or pb.rental_tco is None or pb.saving is None or cost is None:
         return []
     cur = cost.currency
@@ -276,6 +335,36 @@ def rental_margin(plan: Plan) -> list[str]:
     ]
 
 
+def buying_margin(pb: Payback, tco: float, cur: str) -> list[str]:
+    """A plan that buys nothing against the cheapest plan that rents nothing: what buying
+    would cost, and the cut in its capex that would make it the cheaper plan."""
+    if pb.buying_tco is None:
+        return [f"buying instead is not an option: {pb.buying_note}"] if pb.buying_note else []
+    what = "; ".join(pb.buying_hardware)
+    if pb.buying_note:  # it breaks a budget: that is why it loses
+        return [
+            f"buying instead ({what}) would cost {pb.buying_tco:,.0f} {cur} over the "
+            f"horizon with capex {pb.buying_capex or 0:,.0f} {cur}, but {pb.buying_note}"
+        ]
+    dearer = pb.buying_tco - tco
+    if dearer <= 0:
+        return [
+            f"buying instead ({what}) would cost {pb.buying_tco:,.0f} {cur}, "
+            f"{-dearer:,.0f} {cur} less: the plan rents for its soft rules or budgets"
+        ]
+    capex = pb.buying_capex or 0.0
+    cut = dearer / capex if capex else 1.0
+    flip = (
+        f"hardware prices {cut:.0%} lower would make buying the cheaper plan"
+        if cut < 1
+        else "it would lose even with free hardware: its running costs alone exceed renting"
+    )
+    return [
+        f"buying instead ({what}) would cost {pb.buying_tco:,.0f} {cur} over the horizon, "
+        f"{dearer:,.0f} {cur} more than renting (its capex {capex:,.0f}): {flip}"
+    ]
+
+
 def penalty_facts(plan: Plan) -> list[str]:
     """Soft-rule penalties the chosen plan carries: the plan holds although a rule
     counts against it (a larger penalty, or a cheaper alternative, would switch it)."""
@@ -295,7 +384,7 @@ def largest_lines(cost: Cost, count: int) -> list[str]:
     )
     return [
         f"{i.subject} ({i.kind.replace('_', ' ')}) is {i.amount / spent:.0%} of the TCO: "
-        "its price moves the decision most"
+        "a price to confirm first (how far it may move is not computed here)"
         for i in lines[:count]
     ]
 
@@ -363,3 +452,35 @@ def located_source(plan: Plan, item: CostItem) -> str:
     if not at or at in item.source:
         return item.source
     return f"{item.source}; {at}" if item.source else at
+
+
+@dataclass(frozen=True)
+class CashPeriod:
+    label: str
+    purchases: float
+    financing: float
+    running: float
+    upkeep: float
+    total: float
+    cumulative: float
+
+
+def cash_periods(cash: Cash | None) -> list[CashPeriod]:
+    """The cash view grouped as the payment schedule is: months up to a year, else quarters."""
+    if cash is None:
+        return []
+    months = cash.months
+    step = period_months(len(months))
+    out: list[CashPeriod] = []
+    total = 0.0
+    for start in range(0, len(months), step):
+        part = months[start : start + step]
+        sums = {
+            k: sum(getattr(m, k) for m in part)
+            for k in ("purchases", "financing", "running", "upkeep", "total")
+        }
+        total += sums["total"]
+        first, last = part[0].month, part[-1].month
+        label = f"month {first}" if first == last else f"Q{start // 3 + 1} (months {first}-{last})"
+        out.append(CashPeriod(label=label, **sums, cumulative=total))
+    return out

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from gpusolve.models.schedule import Baseline, Schedule, SchedulePeriod
 from gpusolve.render.fmt import markdown_safe
+from gpusolve.render.markdown import cash_markdown
 from gpusolve.render.sensitivity import sensitivity_markdown, sensitivity_text
 
 
@@ -146,6 +147,7 @@ def schedule_markdown(s: Schedule) -> str:
     notes = [line.strip() for b in s.baselines for line in _baseline_note(b)]
     if notes:
         out += ["", *[f"- {n}" for n in notes]]
+    out += cash_markdown(s.cash)
     out += ["", "## Model notes", "", *[f"- {n}" for n in s.model_notes]]
     out += sensitivity_markdown(s.sensitivity, cur)
     return markdown_safe("\n".join(out) + "\n")

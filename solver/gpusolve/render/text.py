@@ -22,6 +22,7 @@ from gpusolve.render.fmt import (
     work,
 )
 from gpusolve.render.inventory import inventory_text
+from gpusolve.render.risk import risk_text
 from gpusolve.render.scenarios import scenarios_text
 from gpusolve.render.sensitivity import sensitivity_text
 
@@ -128,6 +129,7 @@ def plan_text(plan: Plan) -> str:
                 add(f"      {alt.compared.summary}")
     _why_not(plan, add)
     lines += sensitivity_text(plan.sensitivity, cur)
+    lines += risk_text(plan.risk, cur)
     lines += compliance_text(plan) + sources_text(plan)
     _warnings_and_prices(plan, add)
     add("")

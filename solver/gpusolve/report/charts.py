@@ -227,13 +227,20 @@ def payment_chart(
         )
     if payback_month is not None:
         ax.axvline(payback_month, color="#e6550d", linewidth=1.0)
+        # At the top of the axes, on white: at the bottom the label sat on the stacked
+        # areas and read poorly; beside the line on the side with more room.
+        late = payback_month > 0.7 * max(x, default=1)
         ax.annotate(
             f"pays back, month {payback_month}",
-            (payback_month, 0),
-            xytext=(4, 4),
+            (payback_month, 1),
+            xycoords=("data", "axes fraction"),
+            xytext=(-5 if late else 5, -5),
             textcoords="offset points",
+            ha="right" if late else "left",
+            va="top",
             fontsize=8,
             color="#a63603",
+            bbox={"boxstyle": "round,pad=0.25", "fc": "white", "ec": "#e6550d", "lw": 0.6},
         )
     ax.set_xlim(1, max(x) + 1 if len(x) > 1 else 2)
     ax.set_ylim(bottom=0)
@@ -268,41 +275,116 @@ def capacity_chart(rows: list[tuple[str, float, str]]) -> str | None:
     return svg_of(fig, "capacity")
 
 
+# A cost or time axis spans this ratio or more (largest over smallest point): drawn from
+# zero, the cheap points would sit within a tenth of the axis, on top of it; a log scale
+# shows them apart, and says so on the axis.
+LOG_RATIO = 10.0
+# Where a point's number may go, in points from the marker: right and above first, then
+# around it, then further out.
+LABEL_OFFSETS = (
+    (6, 4),
+    (6, -12),
+    (-14, 4),
+    (-14, -12),
+    (6, 16),
+    (6, -24),
+    (-14, 16),
+    (-14, -24),
+    (18, 4),
+    (18, -12),
+    (-26, 4),
+    (-26, -12),
+    (6, 28),
+    (6, -36),
+)
+MARKER_PX = 5.0  # half the width of a marker's box, pixels
+
+
 def frontier_figure(f: Frontier, from_zero: bool = True) -> Figure:
-    """TCO against the longest time to train, one marker per non-dominated plan, each
-    labelled with what it buys. Axes start at zero unless `from_zero` is False, so a 2%
-    difference in cost looks like one."""
+    """TCO against the longest time to train, one numbered marker per non-dominated plan
+    (the number is the table's row: what it asked and buys are there, not on the chart, so
+    labels stay short). Each number goes to the first place around its marker that overlaps
+    no other number and no marker. Axes start at zero unless `from_zero` is False (a 2%
+    difference in cost looks like one), or the points span LOG_RATIO or more on an axis:
+    then that axis is logarithmic, so the cheap points do not sit on it."""
     fig = new_figure(8.0, 5.0)
     ax = fig.subplots()
-    points = sorted(f.points, key=lambda p: p.makespan_h)
-    times = [p.makespan_h for p in points]
-    costs = [p.tco for p in points]
-    ax.plot(times, costs, color="#3182bd", marker="o", linewidth=1.0, linestyle=":")
-    for i, p in enumerate(points):
-        label = textwrap.fill("; ".join(p.hardware), 38)
-        if not p.proven_optimal:
-            label += "\n(not proven optimal)"
-        ax.annotate(
-            f"{p.asked()}: {label}",
-            (p.makespan_h, p.tco),
-            xytext=(8, 10 if i % 2 == 0 else -22),
-            textcoords="offset points",
-            fontsize=7,
-            va="bottom" if i % 2 == 0 else "top",
-        )
-    if from_zero:
-        ax.set_xlim(left=0, right=max(times) * 1.3 if times else 1)
+    numbered = list(enumerate(f.points, start=1))  # numbered in the table's order
+    times = [p.makespan_h for p in f.points]
+    costs = [p.tco for p in f.points]
+    ax.plot(times, costs, color="#3182bd", marker="o", linewidth=0, markersize=5)
+    x_log = from_zero and _spans(times)
+    y_log = from_zero and _spans(costs)
+    if x_log:
+        ax.set_xscale("log")
+        ax.margins(x=0.15)
+    elif from_zero:
+        ax.set_xlim(left=0, right=max(times) * 1.15 if times else 1)
+    if y_log:
+        ax.set_yscale("log")
+        ax.margins(y=0.15)
+    elif from_zero:
         ax.set_ylim(bottom=0, top=max(costs) * 1.15 if costs else 1)
-    else:
-        ax.margins(x=0.3, y=0.2)
-    ax.set_xlabel("longest time to train (h)")
-    ax.set_ylabel(f"TCO over {f.horizon_months} months ({f.currency})")
-    ax.yaxis.set_major_formatter(thousands_formatter())
-    ax.xaxis.set_major_formatter(thousands_formatter())
-    ax.set_title("Cost ↔ time frontier (deadline factor: what it buys)", fontsize=10)
+    if not from_zero:
+        ax.margins(x=0.15, y=0.2)
+    ax.set_xlabel("longest time to train (h)" + (", log scale" if x_log else ""))
+    ax.set_ylabel(f"TCO over {f.horizon_months} months ({f.currency})" + (", log" if y_log else ""))
+    if not y_log:
+        ax.yaxis.set_major_formatter(thousands_formatter())
+    if not x_log:
+        ax.xaxis.set_major_formatter(thousands_formatter())
+    ax.set_title("Cost ↔ time frontier (numbers: the table's rows)", fontsize=10)
     ax.grid(True, color="#dddddd", linewidth=0.5)
     ax.spines[["top", "right"]].set_visible(False)
+    place_labels(fig, ax, [(str(n), p.makespan_h, p.tco) for n, p in numbered])
     return fig
+
+
+def _spans(values: list[float]) -> bool:
+    low = min(values, default=0.0)
+    return low > 0 and max(values) / low >= LOG_RATIO
+
+
+def place_labels(fig: Figure, ax: Any, labels: list[tuple[str, float, float]]) -> None:
+    """Each (text, x, y) next to its point where it overlaps no label placed before and no
+    marker; the last place tried when none is free."""
+    from matplotlib.transforms import Bbox
+
+    renderer = drawn(fig)  # the layout settles before anything is measured
+    to_px = ax.transData
+    taken = [
+        Bbox.from_extents(px - MARKER_PX, py - MARKER_PX, px + MARKER_PX, py + MARKER_PX)
+        for px, py in (to_px.transform((x, y)) for _, x, y in labels)
+    ]
+    for text, x, y in labels:
+        note = None
+        for dx, dy in LABEL_OFFSETS:
+            if note is not None:
+                note.remove()
+            note = ax.annotate(
+                text, (x, y), xytext=(dx, dy), textcoords="offset points", fontsize=8
+            )
+            box = note.get_window_extent(renderer)
+            if not any(box.overlaps(other) for other in taken):
+                break
+        assert note is not None
+        taken.append(note.get_window_extent(renderer))
+
+
+def drawn(fig: Figure) -> Any:
+    """The figure drawn on an Agg canvas; its renderer, to measure text with."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    canvas: Any = FigureCanvasAgg(fig)
+    canvas.draw()
+    return canvas.get_renderer()
+
+
+def label_boxes(fig: Figure) -> list[tuple[str, Any]]:
+    """Each label of a frontier chart and its box in pixels, after the figure is drawn."""
+    renderer = drawn(fig)
+    ax = fig.axes[0]
+    return [(t.get_text(), t.get_window_extent(renderer)) for t in ax.texts]
 
 
 def frontier_chart(f: Frontier, from_zero: bool = True) -> str | None:

@@ -8,10 +8,13 @@ catalogue name cannot inject markup.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from gpusolve import __version__
 from gpusolve.explain.payments import is_credit
 from gpusolve.models.colo import ColoReport, ColoRow
 from gpusolve.models.estimate import EstimateReport
@@ -26,7 +29,14 @@ from gpusolve.render.fmt import (
     proof_scope,
     work,
 )
-from gpusolve.render.memo import located_source, memo, periods
+from gpusolve.render.frontier import cost_per_hour_saved
+from gpusolve.render.memo import (
+    cash_periods,
+    estimate_headline,
+    located_source,
+    memo,
+    periods,
+)
 from gpusolve.report import charts, racks
 
 # Order and words of the memory parts (estimate's MemoryGB fields).
@@ -69,6 +79,10 @@ class ReportContext:
     concurrency: dict[str, int] = field(default_factory=dict)
     # The appendix: each deployment's launch files, (path, text), as `plan --launch` writes.
     launch: list[tuple[str, str]] = field(default_factory=list)
+    # Catalogue id -> product name, for the memo (the ids stay in the appendix).
+    names: dict[str, str] = field(default_factory=dict)
+    made_on: str = ""  # the day the report was made, ISO 8601
+    version: str = ""  # gpusolve's version that made it
 
 
 def context_for(
@@ -89,8 +103,11 @@ def context_for(
         launch = [(f.path, f.text) for f in launch_files(plan, reqs, catalog)]
     return ReportContext(
         launch=launch,
-        inputs=[str(p) for p in inputs],
-        catalog_paths=[str(p) for p in catalog_paths],
+        inputs=[shown_path(p) for p in inputs],
+        catalog_paths=[shown_path(p) for p in catalog_paths],
+        names=product_names(catalog),
+        made_on=made_on(),
+        version=__version__,
         server_units={k: s.rack_units for k, s in catalog.servers.items()},
         server_kw={k: s.power_kw for k, s in catalog.servers.items()},
         offer_units={k: o.rack_units for k, o in catalog.colo_offers.items()},
@@ -103,6 +120,43 @@ def context_for(
         },
         concurrency={w.name: w.concurrency for w in workloads if getattr(w, "concurrency", None)},
     )
+
+
+def shown_path(path: Path) -> str:
+    """A file as a report names it: the shipped catalogue as `catalog/` (the same on every
+    machine), any other file by its name alone. A report is mailed around: a machine's
+    folders (user names, project paths) stay out of it."""
+    from gpusolve.load.data import data_dir
+
+    shipped = data_dir("catalog")
+    if path.resolve() == shipped.resolve():
+        return f"{shipped.name}/ (shipped with gpusolve)"
+    return path.name
+
+
+def made_on(now: datetime | None = None) -> str:
+    """The report's date (UTC), or SOURCE_DATE_EPOCH's when set (reproducible builds)."""
+    epoch = os.environ.get("SOURCE_DATE_EPOCH", "")
+    if now is None:
+        now = datetime.fromtimestamp(int(epoch), UTC) if epoch.isdigit() else datetime.now(UTC)
+    return now.date().isoformat()
+
+
+def product_names(catalog: Any) -> dict[str, str]:
+    """Catalogue id -> the product's name: cards, servers, switches, NICs, links, storage
+    and PDUs by their `name`; a cloud offer as its provider and instance; a colocation offer
+    as its provider and city."""
+    names: dict[str, str] = {}
+    for kind in ("cards", "servers", "storage", "switches", "nics", "links", "pdus"):
+        for key, item in (getattr(catalog, kind, None) or {}).items():
+            names[key] = item.name
+    cards = getattr(catalog, "cards", {}) or {}
+    for key, o in (getattr(catalog, "cloud_offers", None) or {}).items():
+        card = cards[o.card].name if o.card in cards else o.card
+        names[key] = f"{o.provider}, {o.gpus_per_instance} x {card} instance"
+    for key, o in (getattr(catalog, "colo_offers", None) or {}).items():
+        names[key] = f"{o.provider}, {o.city}"
+    return names
 
 
 def heuristic_texts() -> dict[str, str]:
@@ -206,13 +260,16 @@ def plan_html(
     cost = plan.cost
     pb = plan.payback
     capacity = capacity_rows(plan, ctx)
+    shown_memo = memo(plan)
     return render_template(
         "plan.html.j2",
         plan=plan,
         ctx=ctx,
         cost=cost,
-        memo=memo(plan),
+        memo=shown_memo,
+        memo_estimates=estimate_headline(shown_memo) if shown_memo is not None else "",
         periods=periods(plan),
+        cash_periods=cash_periods(plan.cash),
         scope=proof_scope(plan.solver),
         racks=rack_pictures,
         catalogue_files=catalogue_files(plan),
@@ -230,6 +287,7 @@ def plan_html(
         memory_bars=[memory_bar(d) for d in plan.deployments],
         frontier=frontier,
         frontier_chart=charts.frontier_chart(frontier) if frontier is not None else None,
+        frontier_per_hour=cost_per_hour_saved(frontier) if frontier is not None else [],
     )
 
 
@@ -384,6 +442,7 @@ def frontier_html(f: Frontier, from_zero: bool = True, ctx: ReportContext | None
         f=f,
         ctx=ctx or ReportContext(),
         chart=charts.frontier_chart(f, from_zero),
+        per_hour=cost_per_hour_saved(f),
     )
 
 

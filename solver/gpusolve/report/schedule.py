@@ -6,6 +6,7 @@ with its table, and each period's bill of materials."""
 from __future__ import annotations
 
 from gpusolve.models.schedule import Schedule
+from gpusolve.render.memo import cash_periods
 from gpusolve.report import schedule_charts
 from gpusolve.report.html import ReportContext, render_template
 
@@ -19,4 +20,5 @@ def schedule_html(s: Schedule, ctx: ReportContext | None = None) -> str:
         spend_chart=schedule_charts.spend_chart(s),
         capacity_chart=schedule_charts.capacity_chart(s),
         bom_total=[sum(ln.amount for ln in p.bom if ln.unit_price is not None) for p in s.periods],
+        cash_periods=cash_periods(s.cash),
     )

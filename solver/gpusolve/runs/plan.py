@@ -15,6 +15,7 @@ from gpusolve.models.schedule import Schedule
 from gpusolve.runs.output import CommandOutput, OptionConflict, RunResult, written
 
 if TYPE_CHECKING:
+    from gpusolve.analyses.cluster import Cluster
     from gpusolve.optimize.ir import ScheduleSolver
     from gpusolve.plan.inputs import Inputs
     from gpusolve.plan.solved import PlanOptions, Solved
@@ -32,6 +33,9 @@ DEFAULT_WORK_LIMIT = 120.0
 # The wall clock of a single plan's search when no --time-limit is given (its staged
 # search shares its time by the clock); a schedule has none unless one is given.
 DEFAULT_WALL_S = 60.0
+# The formats that carry the memo: its "what would change the decision" needs ranges, so
+# a bounded sensitivity (the plan's own prices and cards) runs for them by default.
+MEMO_FORMATS = ("html", "markdown")
 
 
 @dataclass(frozen=True)
@@ -56,7 +60,12 @@ class PlanRequest:
     robust: str | None = None
     timings: bool = False
     sensitivity: bool = False
+    memo_ranges: bool = True  # html and markdown: a bounded sensitivity for the memo
     bom: bool = False
+    cash: bool = False  # --cash --format csv: the cash view by month
+    risk: int = 0  # --risk N: draws (0: none)
+    replan: bool = False
+    cluster: str | None = None  # --cluster: a Ray address
     launch: Path | None = None  # a folder for the deployments' launch files
     bar: bool = True  # progress bars on a terminal (off with -q)
 
@@ -99,11 +108,17 @@ def _run_plan(request: PlanRequest, progress: Progress) -> RunResult[Outcome]:
     if requested():
         return interrupted(plan, request)
     finished = is_finished(plan)
-    if request.sensitivity and finished and not request.bom:  # ranges need a plan
+    memo = request.memo_ranges and request.fmt in MEMO_FORMATS and not request.sensitivity
+    memo = memo and isinstance(plan, Plan)  # a schedule has no memo
+    if (request.sensitivity or memo) and finished and not request.bom:  # ranges need a plan
         try:
-            plan = _with_ranges(solved, request.bar, progress)
+            plan = _with_ranges(solved, request.bar, progress, memo, _cluster(request))
         except KeyboardInterrupt:  # the plan itself is finished: print it, without ranges
             return RunResult(plan, _sensitivity_interrupted(plan, request.fmt))
+    if isinstance(plan, Schedule) and finished:  # after the ranges: they copy solved.plan
+        plan = _with_cash(plan, run)
+    if request.risk and finished and not request.bom:
+        plan = _with_risk(solved.with_plan(plan), request, progress)
     text = plan_output(plan, request, run)
     shown = _shown(text, finished, request.output, EXIT_CODES.get(plan.status, 0))
     if request.launch is not None:
@@ -198,17 +213,71 @@ def analysed(solved: Solved, progress: Progress) -> Solved:
     return solved.with_plan(payback.run(solved, progress))
 
 
-def _with_ranges(solved: Solved, bar: bool, progress: Progress) -> Outcome:
+def _cluster(request: PlanRequest) -> Cluster | None:
+    """The Ray cluster the sweeps run on (--cluster, else RAY_ADDRESS); None: the pool."""
+    from gpusolve.analyses.cluster import Files, cluster_of
+
+    files = Files(request.requirements, request.catalog_paths, request.rules_paths)
+    return cluster_of(request.cluster, files)
+
+
+def _with_ranges(
+    solved: Solved,
+    bar: bool,
+    progress: Progress,
+    bounded: bool = False,
+    cluster: Cluster | None = None,
+) -> Outcome:
     from gpusolve.analyses import sensitivity
 
-    progress("sensitivity: re-solving with each price and card efficiency moved")
-    return sensitivity.run(solved, bar=bar)
+    if bounded:
+        progress(
+            "sensitivity for the memo: re-solving with each of the plan's prices and cards "
+            "moved (--no-sensitivity skips it)"
+        )
+    else:
+        progress("sensitivity: re-solving with each price and card efficiency moved")
+    return sensitivity.run(solved, bar=bar, bounded=bounded, cluster=cluster)
+
+
+def _with_cash(s: Schedule, run: Inputs) -> Schedule:
+    """A finished schedule with its cash view (a single plan gets its own when assembled)."""
+    from gpusolve.explain.financing import schedule_cash
+    from gpusolve.load.finance import load_terms
+
+    f = run.reqs.finance
+    lead = {k: server.lead_time_weeks for k, server in run.catalog.servers.items()}
+    cash = schedule_cash(
+        s,
+        load_terms(),
+        lead,
+        how=f.financing,
+        channel=f.payment_channel,
+        discount_rate=f.discount_rate,
+    )
+    return s.model_copy(update={"cash": cash})
+
+
+def _with_risk(solved: Solved, request: PlanRequest, progress: Progress) -> Outcome:
+    from gpusolve.analyses import risk
+
+    what = "re-planning" if request.replan else "re-pricing"
+    progress(f"risk: {what} the plan over {request.risk:,} draws (seed {request.seed})")
+    asked = risk.RiskRequest(request.risk, request.seed, request.replan, _cluster(request))
+    try:
+        return risk.run(solved, asked)
+    except ValueError as exc:
+        raise OptionConflict(str(exc)) from exc
 
 
 def check_options(run: Inputs, request: PlanRequest) -> None:
     """--robust needs scenarios; a two-stage plan has no --top-k yet; a schedule is not
     hedged over scenarios (the requirements' loader says so, located)."""
     has_scenarios = run.reqs.scenarios is not None
+    if request.replan and not request.risk:
+        raise OptionConflict("--replan re-plans the draws of --risk N: add --risk")
+    if request.risk and run.reqs.phased:
+        raise OptionConflict("--risk draws over a single plan, not a schedule (periods:)")
     if request.robust is not None and (not has_scenarios or run.reqs.phased):
         why = (
             "a purchase schedule (periods:) is not hedged over scenarios" if run.reqs.phased else ""
@@ -245,6 +314,11 @@ def plan_output(plan: Outcome, request: PlanRequest, run: Inputs) -> str:
 
         ctx = context_for(run.catalog, paths, [request.requirements], run.reqs, plan)
         return plan_html(plan, ctx)
+    if request.cash and finished and plan.cash is not None:
+        from gpusolve.render.risk import cash_csv
+
+        currency = plan.currency if isinstance(plan, Schedule) else run.reqs.currency
+        return cash_csv(plan.cash, currency)
     if request.bom and (finished or isinstance(plan, Plan)):
         return render_bill(plan, request.fmt)
     return render_plan(plan, _terminal(request.fmt))

@@ -16,6 +16,7 @@ from typing import Any
 
 from gpusolve.candidates import preferences
 from gpusolve.candidates.layout_memo import layouts
+from gpusolve.candidates.margin import sized as with_margins
 from gpusolve.candidates.network import (
     fabric_class,
     nic_capex,
@@ -135,6 +136,9 @@ def build_candidates(
     *,
     explain: bool = False,
 ) -> Candidates:
+    # Options are built for each workload's target plus its margin (`margin.py`); the plan
+    # reports what they deliver against the target as written.
+    reqs = with_margins(reqs)
     b = _Builder(reqs, catalog, policies, explain)
     b.terms = finance_terms(reqs, policies)
     chosen = [p.params for p in policies.values()]

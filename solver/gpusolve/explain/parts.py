@@ -6,6 +6,7 @@ from collections import defaultdict
 from typing import Any
 
 from gpusolve.candidates.generate import Candidates, OptionMeta
+from gpusolve.candidates.margin import against_target, margin_of
 from gpusolve.estimate.disaggregation import describe
 from gpusolve.estimate.goodput import goodput_out
 from gpusolve.explain import lines as itemise
@@ -38,6 +39,11 @@ def deployments(
         if d.goodput is not None:
             cost, basis = run_cost(meta, choice, cand.instance)
             d = d.model_copy(update={"run_cost": cost, "run_cost_basis": basis})
+        w = by_name[meta.workload]
+        got = against_target(w, meta.estimate)
+        update = {"margin": margin_of(w, reqs), "target": got.target, "target_unit": got.unit}
+        spare = round(got.spare, 4) if got.spare is not None else None
+        d = d.model_copy(update={**update, "spare": spare})
         out.append(d)
     order = {name: i for i, name in enumerate(by_name)}
     return sorted(out, key=lambda d: order[d.workload])

@@ -81,6 +81,8 @@ MIN_LATENCY_MS = 1e-3
 MAX_LATENCY_MS = 3.6e6  # an hour per token is no longer a latency target
 MAX_BANDWIDTH_MBPS = 1e8  # 100 Tbit/s: far beyond any one site's internet uplink
 MAX_MONEY = 1e15  # budgets, in the run's currency: ~1,000x a frontier cluster's capex
+# A margin above 100 % buys for another target, not against the estimate's error band.
+MAX_MARGIN = 1.0
 
 
 class ModelShape(StrictModel):
@@ -427,6 +429,16 @@ class WorkloadBase(StrictModel):
         max_length=MAX_MONTH,
         description="With `periods`: demand per period as multiples of the stated figure, "
         "one per period (the last repeats).",
+    )
+    margin: float | None = Field(
+        default=None,
+        ge=0,
+        le=MAX_MARGIN,
+        allow_inf_nan=False,
+        description="Capacity bought above this workload's target, as a fraction: serving "
+        "delivers target x (1 + margin) tokens/s (or users at once), a training run finishes "
+        "by deadline / (1 + margin). Default: the requirements' margin, else the validation "
+        "suite's error gate for its kind (0.15 training, 0.20 serving; candidates/margin.py).",
     )
     throughput_weight: PositiveFloat = Field(
         default=1.0,
@@ -834,6 +846,15 @@ class Requirements(StrictModel):
         default_factory=list,
         description="Card (or server) ids that may be bought in market cn although restricted: "
         "stock already owned, or a compliant channel your legal team approved.",
+    )
+    margin: float | None = Field(
+        default=None,
+        ge=0,
+        le=MAX_MARGIN,
+        allow_inf_nan=False,
+        description="Capacity bought above every workload's target unless the workload sets "
+        "its own (serving: target x (1 + margin); training: deadline / (1 + margin)). "
+        "Default: the validation suite's error gate per kind (0.15 training, 0.20 serving).",
     )
     workloads: list[Workload] = Field(min_length=1)
     finance: Finance = Field(default_factory=Finance)

@@ -23,6 +23,7 @@ CostKind = Literal[
     "cloud_rental",
     "network",
     "storage",
+    "workload_moves",
 ]
 
 

@@ -440,6 +440,16 @@ class WorkloadBase(StrictModel):
         "by deadline / (1 + margin). Default: the requirements' margin, else the validation "
         "suite's error gate for its kind (0.15 training, 0.20 serving; candidates/margin.py).",
     )
+    switch_cost: float | None = Field(
+        default=None,
+        ge=0,
+        le=MAX_MONEY,
+        allow_inf_nan=False,
+        description="With `periods`: what moving this workload to another platform (card) or "
+        "site between periods costs, in the run's currency (copying weights and data, "
+        "re-deploying, validating). Default in CNY: 20,000 (an estimate: one engineer-week; "
+        "plan/phased/inputs.py); other currencies: 0 unless stated.",
+    )
     throughput_weight: PositiveFloat = Field(
         default=1.0,
         le=1000,

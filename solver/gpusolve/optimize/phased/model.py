@@ -25,11 +25,13 @@ The periods are linked by what is bought, contracted and owned:
   on them by then (non-decreasing spend; a period pays the difference).
 * A site is live from its first use to the horizon: it pays its set-up fee once and its
   included bandwidth every month from then on.
+* A workload moved to another platform or site between periods pays its switching cost
+  (`switching.py`).
 * Budgets: capex in total and per fiscal year, spend other than purchases (monthly), and
   capex + that spend (total), each a named requirement.
 
 The objective is the TCO over the horizon (capex less each purchase cohort's residual
-value at the horizon, rack rent, set-up fees and bandwidth, energy, rentals) less the
+value at the horizon, rack rent, set-up fees and bandwidth, energy, rentals, moves) less the
 resale credit, plus soft-rule penalties (each period carries its share by months of a
 penalty stated for the whole plan): the single plan's min-TCO objective. A schedule of one
 period is the single plan of the same inputs, to the yuan.
@@ -59,6 +61,7 @@ from gpusolve.optimize.model import choice_vars, server_vars, site_used
 from gpusolve.optimize.packing import SitePacking, add_packing
 from gpusolve.optimize.phased import relax
 from gpusolve.optimize.phased.ir import Mode, PhasedInstance
+from gpusolve.optimize.phased.switching import add_switching
 from gpusolve.optimize.prune import usable_cloud, usable_owned
 from gpusolve.optimize.stages import expr_range, var_bounds
 
@@ -68,7 +71,7 @@ from gpusolve.optimize.stages import expr_range, var_bounds
 PATTERN_BUDGET = 2000
 MIN_PATTERNS = 50
 Bounds = list[tuple[int, int]]  # (lowest, highest) of each variable, by proto index
-PARTS = ("capex", "residual", "rack_rent", "site_fixed", "energy", "cloud")
+PARTS = ("capex", "residual", "rack_rent", "site_fixed", "energy", "cloud", "switching")
 
 
 @dataclass
@@ -227,6 +230,7 @@ def build_model(
     _sites_over_time(m, pi, v, lits, exprs, bounds)
     _network_over_time(m, v, exprs, bounds)
     _running_costs(m, pi, v, exprs)
+    add_switching(m, pi, v.periods, exprs)
     _budgets(m, pi, exprs, lits)
     return m, v, exprs
 

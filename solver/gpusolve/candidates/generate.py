@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gpusolve.candidates import preferences
+from gpusolve.candidates.delivery import with_bridges
 from gpusolve.candidates.layout_memo import layouts
 from gpusolve.candidates.margin import sized as with_margins
 from gpusolve.candidates.network import (
@@ -65,6 +66,7 @@ class OptionMeta:
     idle_kw: float = 0.0
     # Cloud: the price tier the rental is charged at, per instance.
     rental_tier: finance.Tier | None = None
+    lead_time_weeks: float = 0.0  # owned: weeks from order to a working server
 
 
 @dataclass
@@ -185,6 +187,8 @@ def build_candidates(
         fabrics=fabrics,
     )
     instance = with_inventory(instance, reqs, catalog)
+    lead = {k: s.lead_time_weeks for k, s in catalog.servers.items() if s.lead_time_weeks > 0}
+    instance = with_bridges(instance, lead)
     vat_goods, vat_services = vat_factors(reqs)
     return Candidates(
         instance,
@@ -451,6 +455,7 @@ def _add_owned(
         busy_hours=hours,
         busy_kw=busy_kw,
         idle_kw=idle_kw,
+        lead_time_weeks=server.lead_time_weeks,
     )
 
 

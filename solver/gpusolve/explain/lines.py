@@ -98,6 +98,7 @@ def cost_items(
         option = cloud.get(choice.option)
         if option is not None:
             items.append(_cloud_line(choice, option, cand, catalog))
+    items += _until_delivery(solution, instance, catalog)
     items = [i for i in items if i.amount]
     # Network lines stay even at no cost: NICs inside a server's price are still parts.
     return (
@@ -105,6 +106,30 @@ def cost_items(
         + network_items(solution, instance, catalog, cand.vat_goods)
         + storage_items(solution, instance, catalog, cand.vat_goods)
     )
+
+
+def _until_delivery(
+    solution: ir.Solution, instance: ir.Instance, catalog: Catalog
+) -> list[CostItem]:
+    """Workloads on servers with a lead time rent their cheapest rental until delivery
+    (`candidates/delivery.py`): one line each."""
+    owned = {o.key: o for o in instance.owned}
+    out = []
+    for choice in solution.choices:
+        option = owned.get(choice.option)
+        if option is None or not option.bridge:
+            continue
+        server = catalog.servers.get(option.sku)
+        weeks = server.lead_time_weeks if server is not None else 0
+        detail = (
+            f"{choice.workload}: its cheapest rental for the {weeks:g} weeks until the "
+            f"{option.sku} servers are delivered (of {instance.horizon_months} months)"
+        )
+        amount = option.bridge
+        out.append(
+            CostItem(kind="cloud_rental", subject="until delivery", detail=detail, amount=amount)
+        )
+    return out
 
 
 def _cloud_line(

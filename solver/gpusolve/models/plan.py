@@ -264,6 +264,11 @@ class Deployment(OutModel):
         "users at once, or deadline hours per run. Null when it states none.",
     )
     target_unit: str = Field(default="", description="tokens/s, users or h (a deadline).")
+    delivery: str = Field(
+        default="",
+        description="Owned servers with a lead time: when they work, and what runs the "
+        "workload until then (its cheapest rental, or nothing).",
+    )
     spare: float | None = Field(
         default=None,
         description="What the deployment delivers beyond the target, as a fraction of it: "

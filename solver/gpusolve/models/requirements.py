@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime
 import itertools
 from collections.abc import Mapping
 from typing import Annotated, Any, Literal
@@ -832,6 +833,13 @@ class Requirements(StrictModel):
     schema_: str | None = Field(default=None, alias="$schema")
     currency: Currency = "CNY"
     horizon_months: int = Field(default=36, ge=1, le=120)
+    start: str | None = Field(
+        default=None,
+        pattern=r"^\d{4}-\d{2}-\d{2}$",
+        description="The plan's first day (month 0), YYYY-MM-DD: servers ordered then are "
+        "delivered on it plus their lead time, and the plan says on which day. Absent: "
+        "weeks after order.",
+    )
     objective: Objective = "min-tco"
     budget: Budget = Field(default_factory=Budget)
     headroom: Fraction | None = Field(
@@ -886,6 +894,20 @@ class Requirements(StrictModel):
         "summing to 1. What is bought is decided once for all; rentals per scenario. A "
         "scenario named `nominal` is the plan's reference; else the requirements as written.",
     )
+
+    @field_validator("start", mode="before")
+    @classmethod
+    def _start_is_a_day(cls, value: object) -> object:
+        # YAML reads an unquoted 2027-01-04 as a date; the plan keeps it as its ISO text.
+        if isinstance(value, datetime.date):
+            return value.isoformat()
+        if isinstance(value, str):
+            datetime.date.fromisoformat(value)  # a day that exists, or a located error
+        return value
+
+    @property
+    def start_day(self) -> datetime.date | None:
+        return datetime.date.fromisoformat(self.start) if self.start is not None else None
 
     @field_validator("scenarios")
     @classmethod

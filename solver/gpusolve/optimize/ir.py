@@ -116,6 +116,9 @@ class OwnedOption:
     bandwidth_mbps: int = 0  # internet bandwidth the workload needs at its site while it runs
     spans: bool = False  # one job across servers: they join the site's compute fabric
     storage_gb: int = 0  # checkpoints kept + dataset on the site's shared storage
+    # Renting the workload's cheapest rental from the plan's start until the servers are
+    # delivered (their lead time): whole amount; 0 without a lead time or a rental.
+    bridge: int = 0
 
 
 @dataclass(frozen=True)

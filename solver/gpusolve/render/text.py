@@ -82,6 +82,8 @@ def plan_text(plan: Plan) -> str:
             add(f"      {'run' if i == 0 else '':<8} {line}")
         if d.mode == "cloud":
             add(f"      rental   {hours(d.rental_hours)} over the horizon")
+        if d.delivery:
+            add(f"      delivery {d.delivery}")
         for line in d.serving:
             add(f"      serving  {line}")
         for line in d.calibration:

@@ -8,7 +8,8 @@ bandwidth and rentals come from the single plan's own builders (`model.py`, `pac
 The periods are linked by what is bought, contracted and owned:
 
 * buy[k@s,q]: servers of SKU k bought for site s at the start of period q at that period's
-  price (`PhasedInstance.price`); one works from `works_from[k][q]` on (its lead time).
+  price (`PhasedInstance.price`); one works from `works_from[k][q]` on (its lead time):
+  delivered within q, it works in q and its workloads rent until delivery (`switching.py`).
   In service: n[k@s,p] <= kept[k@s] + the purchases working by p. An owned server out of
   service is powered off (no energy) and needs no rack of its own: contracts only grow, so
   one that served earlier keeps its rack, one bought ahead of need waits in storage.
@@ -61,7 +62,7 @@ from gpusolve.optimize.model import choice_vars, server_vars, site_used
 from gpusolve.optimize.packing import SitePacking, add_packing
 from gpusolve.optimize.phased import relax
 from gpusolve.optimize.phased.ir import Mode, PhasedInstance
-from gpusolve.optimize.phased.switching import add_switching
+from gpusolve.optimize.phased.switching import add_bridges, add_switching
 from gpusolve.optimize.prune import usable_cloud, usable_owned
 from gpusolve.optimize.stages import expr_range, var_bounds
 
@@ -231,6 +232,7 @@ def build_model(
     _network_over_time(m, v, exprs, bounds)
     _running_costs(m, pi, v, exprs)
     add_switching(m, pi, v.periods, exprs)
+    add_bridges(m, pi, v.periods, exprs)
     _budgets(m, pi, exprs, lits)
     return m, v, exprs
 

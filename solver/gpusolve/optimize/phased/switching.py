@@ -104,3 +104,34 @@ def moves(pi: PhasedInstance, prev: PeriodPlan | None, now: PeriodPlan) -> list[
         and pi.switch_cost.get(c.workload, 0) > 0
         and choice_platform(pi, p, c) != before[c.workload]
     ]
+
+
+def add_bridges(
+    m: cp_model.CpModel, pi: PhasedInstance, periods: list[Any], exprs: dict[str, Any]
+) -> None:
+    """Rentals until delivery within a period: a workload that starts on servers of a
+    model (at a site) in period p, where a purchase made at p's start is delivered within
+    p, rents its cheapest rental until then (`OwnedOption.bridge`, priced over the
+    period). new[w,k@s,p] >= z[w,k@s,p] - z[w,k@s,p-1], added to `cloud:<p>`. A model
+    whose lead time outlasts the period works from a later period instead (`works_from`),
+    with nothing to bridge."""
+    before: dict[tuple[str, str, str], list[Var]] = {}
+    for p, pm in enumerate(periods):
+        now: dict[tuple[str, str, str], list[Var]] = defaultdict(list)
+        cost: dict[tuple[str, str, str], int] = defaultdict(int)
+        for o in pm.owned:
+            key = (o.option.workload, o.option.sku, o.placement.site)
+            now[key].append(o.var)
+            works = pi.works_from.get(o.option.sku, ())
+            if o.option.bridge and p < len(works) and works[p] == p:
+                cost[key] = max(cost[key], o.option.bridge)
+        terms: list[tuple[int, Var]] = []
+        for key, choices in sorted(now.items()):
+            if not cost[key]:
+                continue
+            new = m.new_bool_var(f"bridged[{key[0]},{key[1]}@{key[2]},{p}]")
+            m.add(new >= sum(choices) - sum(before.get(key, [])))
+            terms.append((cost[key], new))
+        if terms:
+            exprs[f"cloud:{p}"] = exprs[f"cloud:{p}"] + wsum(terms)
+        before = now

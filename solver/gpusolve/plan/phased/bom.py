@@ -214,7 +214,17 @@ def period_items(
     items += _reconcile(items, c.energy, "energy", "energy")
     items += _reconcile(items, c.site_fixed, "bandwidth", "site fees")
     items += _reconcile(items, c.rack_rent, "rack_rent", "rack rent")
-    return items + _moves(pi, prev, pp)
+    return items + _until_delivery(items, c.cloud) + _moves(pi, prev, pp)
+
+
+def _until_delivery(items: list[CostItem], cloud: int) -> list[CostItem]:
+    """Rentals beyond the period's chosen ones: workloads on servers delivered within the
+    period rent their cheapest rental until then (`candidates/delivery.py`)."""
+    missing = cloud - sum(int(i.amount) for i in items if i.kind == "cloud_rental")
+    if not missing:
+        return []
+    detail = "workloads rent their cheapest rental until their servers are delivered"
+    return [CostItem(kind="cloud_rental", subject="until delivery", detail=detail, amount=missing)]
 
 
 def _moves(pi: PhasedInstance, prev: PeriodPlan | None, pp: PeriodPlan) -> list[CostItem]:

@@ -91,6 +91,7 @@ def cost_items(
             line = CostItem(kind="rack_rent", subject=site_id, detail=detail, amount=fee)
             note = colo_pricing(catalog, site_id)
             items.append(priced(line, 1, "set-up fee", fee, note, site=site_id))
+    items += _moves(solution, instance)
     items += _energy(solution, instance, cand, catalog)
     items += _bandwidth(solution, instance, cand, catalog)
     cloud = {c.key: c for c in instance.cloud}
@@ -106,6 +107,18 @@ def cost_items(
         + network_items(solution, instance, catalog, cand.vat_goods)
         + storage_items(solution, instance, catalog, cand.vat_goods)
     )
+
+
+def _moves(solution: ir.Solution, instance: ir.Instance) -> list[CostItem]:
+    """Owned servers moved to another site: one line per move, at its cost per server."""
+    each = {(s.sku, s.site): s.move_cost or 0 for s in instance.stock}
+    out = []
+    for (k, src, dst), n in sorted(solution.moved.items()):
+        cost = each.get((k, src), 0)
+        detail = f"move {n} owned {k} from {src}: {n} x {cost:,} (de-rack, freight, re-rack)"
+        line = CostItem(kind="rack_rent", subject=dst, detail=detail, amount=n * cost)
+        out.append(priced(line, n, "server moved", cost, None, site=dst))
+    return out
 
 
 def _until_delivery(

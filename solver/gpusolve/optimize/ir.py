@@ -129,6 +129,8 @@ class Stock:
     site: str
     count: int
     resale: int = 0  # per server sold; 0 when it cannot be sold (left idle instead)
+    # Per server moved to another site (`inventory.py`); None: it stays where it is.
+    move_cost: int | None = None
 
 
 @dataclass(frozen=True)
@@ -310,6 +312,8 @@ class Solution:
     storage: dict[tuple[str, str], int] = field(default_factory=dict)  # (site, kind) -> nodes
     # Servers bought per (sku, site): `servers` less the owned ones put in service.
     bought: dict[tuple[str, str], int] = field(default_factory=dict)
+    # Owned servers moved per (sku, from site, to site) (`inventory.py`).
+    moved: dict[tuple[str, str, str], int] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

@@ -8,6 +8,7 @@ The world (tests/factories/instances.py): server h100 at 1,000 (10 kW, 8 U), sit
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import json
 
@@ -32,6 +33,12 @@ def test_the_bridge_is_the_cheapest_rental_over_the_weeks_to_delivery() -> None:
     assert bridge_cost(36_000, 52 * 4, 36) == 36_000  # longer than the horizon: all of it
 
 
+def _late(inst: Instance, weeks: int) -> Instance:
+    """`inst` with its h100 delivered `weeks` after order, bridged."""
+    late = dataclasses.replace(inst.skus["h100"], lead_time_days=7 * weeks)
+    return with_bridges(dataclasses.replace(inst, skus={**inst.skus, "h100": late}))
+
+
 def _buy_or_rent(**kw: object) -> Instance:
     # w on 1 h100 over 12 months: 1,000 + a rack 5 x 12 + energy 10 x 12 = 1,180, or rent
     # for 1,500 (or 2,000 at the dearer offer).
@@ -48,19 +55,19 @@ def test_a_lead_time_in_a_single_plan_rents_until_delivery() -> None:
     assert [c.option for c in solve(_buy_or_rent(), ONE).choices] == ["w|own"]
     # 13 weeks: the workload rents its cheapest rental (1,500) for 3 of 12 months, 375,
     # so buying costs 1,555 and renting (1,500) wins.
-    late = with_bridges(_buy_or_rent(), {"h100": 13})
+    late = _late(_buy_or_rent(), 13)
     assert late.owned[0].bridge == 375
     solution = solve(late, ONE)
     assert [c.option for c in solution.choices] == ["w|a"]
     # 4 weeks (0.92 months): 115 to bridge, buying costs 1,295 and wins; the TCO has it.
-    soon = with_bridges(_buy_or_rent(), {"h100": 4})
+    soon = _late(_buy_or_rent(), 4)
     solution = solve(soon, ONE)
     assert [c.option for c in solution.choices] == ["w|own"]
     assert solution.costs is not None and solution.costs.tco == 1180 + 115
 
 
 def test_servers_already_owned_wait_for_no_delivery() -> None:
-    held = with_bridges(_buy_or_rent(stock=(Stock("h100", "sz", 1),)), {"h100": 13})
+    held = _late(_buy_or_rent(stock=(Stock("h100", "sz", 1),)), 13)
     assert held.owned[0].bridge == 0
 
 
@@ -95,10 +102,10 @@ def test_a_purchase_delivered_within_its_period_rents_until_then_in_a_schedule()
     periods = split_horizon(12, 12)
     works = tuple(first_working_period(p, 13, periods) for p in periods)
     assert works == (0,)
-    inst = with_bridges(_buy_or_rent(), {"h100": 13})
+    inst = _late(_buy_or_rent(), 13)
     s = solve_phased(PhasedInstance(periods, (inst,), {"h100": (1000,)}, {"h100": works}, 12), ONE)
     assert s.status == "optimal" and s.tco == 1500
-    soon = with_bridges(_buy_or_rent(), {"h100": 4})
+    soon = _late(_buy_or_rent(), 4)
     s = solve_phased(PhasedInstance(periods, (soon,), {"h100": (1000,)}, {"h100": works}, 12), ONE)
     assert s.tco == 1180 + 115
 

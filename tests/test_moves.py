@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 import json
 
-from tests.factories.instances import H100, HOT, ONE, instance, owned, rented
+from tests.factories.instances import H100, HOT, ONE, instance, owned, rented, site
 
 from gpusolve.models.periods import split_horizon
 from gpusolve.optimize.ir import Instance, Stock
@@ -116,3 +116,20 @@ def test_plan_and_colo_move_an_owned_fleet_to_the_same_site(gpusolve, tmp_path) 
     fleet.write_text(fleet.read_text(encoding="utf-8").replace(OWNED, pinned), encoding="utf-8")
     colo = gpusolve("colo", str(fleet), "--format", "json")
     assert not any(r["feasible"] for r in json.loads(colo.out)["offers"])
+
+
+def test_owned_servers_at_work_at_home_do_not_stop_a_purchase_elsewhere() -> None:
+    # x runs on the 2 owned h100 at zz (movable); y needs 1 h100 at sz. Moving one would
+    # leave x short, so y's server is bought: 1,000 + a rack at each site 2 x 5 x 12 = 120
+    # + energy 3 x 10 x 12 = 360: 1,480.
+    inst = instance(
+        ("x", "y"),
+        (owned("x|own", "x", 2, sites=("zz",)), owned("y|own", "y", 1, sites=("sz",))),
+        sites=(site(), site("zz")),
+        stock=(Stock("h100", "zz", 2, move_cost=100),),
+    )
+    solution = solve(inst, ONE)
+    assert solution.status == "optimal"
+    assert solution.bought == {("h100", "sz"): 1} and solution.moved == {}
+    assert solution.costs is not None and solution.costs.tco == 1480
+    assert check(inst, solution) == []

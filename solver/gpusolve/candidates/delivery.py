@@ -16,7 +16,7 @@ delivered before its period ends works in that period, its workloads bridged unt
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 
 from gpusolve.models.periods import WEEKS_PER_MONTH
 from gpusolve.optimize import ir
@@ -34,14 +34,17 @@ def bridge_cost(cheapest_rental: int, lead_time_weeks: float, horizon_months: in
     return round(cheapest_rental * share)
 
 
-def with_bridges(instance: ir.Instance, lead_weeks: Mapping[str, float]) -> ir.Instance:
-    """The instance with each owned option's rental until delivery. `lead_weeks`: per
-    server model (SKU id), weeks from order to a working server."""
+def with_bridges(instance: ir.Instance) -> ir.Instance:
+    """The instance with each owned option's rental until delivery (its server model's
+    `Sku.lead_time_days`). Every stage that changes an instance's rentals or options
+    (the sensitivity analysis) calls it again."""
     cheapest = _cheapest_rentals(instance.cloud)
     owned_models = {s.sku for s in instance.stock}
     owned: list[ir.OwnedOption] = []
     for o in instance.owned:
-        weeks = 0.0 if o.sku in owned_models else lead_weeks.get(o.sku, 0.0)
+        sku = instance.skus.get(o.sku)
+        days = sku.lead_time_days if sku is not None else 0
+        weeks = 0.0 if o.sku in owned_models else days / 7
         cost = bridge_cost(cheapest.get(o.workload, 0), weeks, instance.horizon_months)
         owned.append(dataclasses.replace(o, bridge=cost) if cost != o.bridge else o)
     return dataclasses.replace(instance, owned=tuple(owned))
@@ -54,16 +57,3 @@ def _cheapest_rentals(cloud: Sequence[ir.CloudOption]) -> dict[str, int]:
         if not c.violates and (c.workload not in out or c.cost_total < out[c.workload]):
             out[c.workload] = c.cost_total
     return out
-
-
-def unbridged(instance: ir.Instance, lead_weeks: Mapping[str, float]) -> dict[str, float]:
-    """Workloads with no rental to bridge a lead time: option key -> weeks it waits."""
-    cheapest = _cheapest_rentals(instance.cloud)
-    owned_models = {s.sku for s in instance.stock}
-    return {
-        o.key: lead_weeks[o.sku]
-        for o in instance.owned
-        if o.workload not in cheapest
-        and o.sku not in owned_models
-        and lead_weeks.get(o.sku, 0.0) > 0
-    }

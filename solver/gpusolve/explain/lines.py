@@ -132,16 +132,21 @@ def _until_delivery(
         option = owned.get(choice.option)
         if option is None or not option.bridge:
             continue
+        rentals = [c for c in instance.cloud if c.workload == choice.workload and not c.violates]
+        rental = min(rentals, key=lambda c: (c.cost_total, c.key))
         server = catalog.servers.get(option.sku)
         weeks = server.lead_time_weeks if server is not None else 0
         detail = (
-            f"{choice.workload}: its cheapest rental for the {weeks:g} weeks until the "
-            f"{option.sku} servers are delivered (of {instance.horizon_months} months)"
+            f"{choice.workload}: its cheapest rental ({rental.instances} instance(s)) for the "
+            f"{weeks:g} weeks until the {option.sku} servers are delivered, of "
+            f"{instance.horizon_months} months"
         )
-        amount = option.bridge
-        out.append(
-            CostItem(kind="cloud_rental", subject="until delivery", detail=detail, amount=amount)
+        line = CostItem(
+            kind="cloud_rental", subject=rental.offer, detail=detail, amount=option.bridge
         )
+        offer = catalog.cloud_offers.get(rental.offer)
+        note = offer.pricing if offer is not None else None
+        out.append(priced(line, 1, "rental until delivery", option.bridge, note))
     return out
 
 

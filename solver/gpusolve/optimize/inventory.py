@@ -116,14 +116,15 @@ def add_inventory(
         else:
             used[key] = owned_here
         model.add(buy <= ub * all_in)
-        # Owned first: every owned server of the model that could serve here is in service
-        # (at home or moved) before one is bought.
-        for line in _could_serve(instance, key, moved):
-            home = owned_here if (line.sku, line.site) == key else used.get((line.sku, line.site))
-            taken = (home if home is not None else 0) + sum(out_of[line.sku, line.site])
-            model.add(taken >= line.count * all_in)
         bought[key] = buy
         full[key] = all_in
+    # Owned first: every owned server of the model that could serve at a site is in service
+    # (at home or moved) before one is bought there.
+    for key, all_in in full.items():
+        for line in _could_serve(instance, key, moved):
+            home = used.get((line.sku, line.site))
+            taken = (home if home is not None else 0) + sum(out_of[line.sku, line.site])
+            model.add(taken >= line.count * all_in)
     resale: Expr = cp_model.LinearExpr.constant(0)
     for (k, site), held in stock.items():
         home = used.get((k, site))

@@ -46,6 +46,7 @@ class Sku:
     # False for a server model held in the inventory that the market forbids buying: the
     # stock may be used, no more bought (`inventory.py`).
     buyable: bool = True
+    lead_time_days: int = 0  # from order to a working server (`candidates/delivery.py`)
 
 
 @dataclass(frozen=True)

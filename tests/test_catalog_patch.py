@@ -40,7 +40,10 @@ def _owned_server(plan: dict[str, Any]) -> tuple[str, int]:
 
 
 def test_one_field_patch_changes_that_price_and_nothing_else(gpusolve, tmp_path: Path) -> None:
-    base = _plan(gpusolve, str(CHAT))
+    # Sized to the estimate as it stands, the example buys one server model for both shifts
+    # (with the default margin its two workloads take two models).
+    chat = write_file(tmp_path, CHAT.read_text(encoding="utf-8") + "margin: 0\n", "chat.yaml")
+    base = _plan(gpusolve, str(chat))
     server, count = _owned_server(base)
     old_price = next(s["price"] for s in shipped("servers") if s["id"] == server)
     quote = write_file(
@@ -48,7 +51,7 @@ def test_one_field_patch_changes_that_price_and_nothing_else(gpusolve, tmp_path:
         f"currency: CNY\npatch:\n  - id: {server}\n    price: {old_price - 10_000:.0f}\n",
         "quote.yaml",
     )
-    patched = _plan(gpusolve, str(CHAT), "--catalog", str(quote))
+    patched = _plan(gpusolve, str(chat), "--catalog", str(quote))
 
     saving = 10_000 * count
     assert patched["cost"]["capex"] == pytest.approx(base["cost"]["capex"] - saving)

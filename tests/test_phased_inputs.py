@@ -42,11 +42,16 @@ def test_demand_doubles_every_six_months_from_the_start_month() -> None:
     assert demand_factor(None, [1, 3], Period(5, 15, 3), 0) == 3  # the last entry repeats
 
 
-def test_a_lead_time_of_six_weeks_works_from_the_next_quarter() -> None:
+def test_a_lead_time_within_a_quarter_works_in_it_and_a_longer_one_from_the_next() -> None:
+    # A quarter is 3 months = 13 weeks (52 / 12 weeks a month): 6 weeks arrive within it
+    # (its workloads rent until then); 14 weeks arrive at month 3.23, after P1 starts, so
+    # the server works from P2 (month 6) on.
     periods = split_horizon(12, 3)
-    assert first_working_period(periods[0], 6, periods) == 1
+    assert first_working_period(periods[0], 6, periods) == 0
     assert first_working_period(periods[0], 0, periods) == 0
-    assert first_working_period(periods[3], 1, periods) is None
+    assert first_working_period(periods[0], 14, periods) == 2
+    assert first_working_period(periods[3], 14, periods) is None
+    assert first_working_period(periods[3], 1, periods) == 3
 
 
 def test_a_period_has_its_running_workloads_and_their_demand() -> None:

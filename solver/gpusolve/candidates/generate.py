@@ -15,7 +15,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gpusolve.candidates import preferences
+from gpusolve.candidates.delivery import with_bridges
 from gpusolve.candidates.layout_memo import layouts
+from gpusolve.candidates.margin import sized as with_margins
 from gpusolve.candidates.network import (
     fabric_class,
     nic_capex,
@@ -64,6 +66,7 @@ class OptionMeta:
     idle_kw: float = 0.0
     # Cloud: the price tier the rental is charged at, per instance.
     rental_tier: finance.Tier | None = None
+    lead_time_weeks: float = 0.0  # owned: weeks from order to a working server
 
 
 @dataclass
@@ -116,6 +119,8 @@ class _Builder:
     terms: finance.Terms = field(default_factory=finance.Terms)
     requirements: dict[str, ir.Requirement] = field(default_factory=dict)
     reserves: dict[str, RackReserve] = field(default_factory=dict)  # colo offer id -> rack
+    # Each workload's deadline as written (the options are sized to it less the margin).
+    written_deadline: dict[str, float | None] = field(default_factory=dict)
 
     def require(self, name: str, description: str, weight: int) -> str:
         self.requirements.setdefault(name, ir.Requirement(name, description, weight))
@@ -135,7 +140,12 @@ def build_candidates(
     *,
     explain: bool = False,
 ) -> Candidates:
+    # Options are built for each workload's target plus its margin (`margin.py`); the plan
+    # reports what they deliver against the target as written.
+    written = {w.name: w.deadline_hours for w in reqs.workloads}
+    reqs = with_margins(reqs)
     b = _Builder(reqs, catalog, policies, explain)
+    b.written_deadline = written
     b.terms = finance_terms(reqs, policies)
     chosen = [p.params for p in policies.values()]
     b.reserves = {o.id: rack_reserve(o, chosen) for o in catalog.colo_offers.values()}
@@ -181,6 +191,7 @@ def build_candidates(
         fabrics=fabrics,
     )
     instance = with_inventory(instance, reqs, catalog)
+    instance = with_bridges(instance)
     vat_goods, vat_services = vat_factors(reqs)
     return Candidates(
         instance,
@@ -447,6 +458,7 @@ def _add_owned(
         busy_hours=hours,
         busy_kw=busy_kw,
         idle_kw=idle_kw,
+        lead_time_weeks=server.lead_time_weeks,
     )
 
 
@@ -541,15 +553,24 @@ def _pick(
         return [(e, None) for e in sorted(meeting, key=lambda e: (e.nodes, -e.tokens_per_s))]
     fastest = max(feasible, key=lambda e: e.tokens_per_s)
     hours = (fastest.time_to_train_s or 0) / 3600
+    stated, margin = _deadline_words(b, w)
     reason = (
         f"the fastest layout ({fastest.nodes} server(s), {fastest.gpus} GPUs) takes "
-        f"{hours:,.1f} h, beyond the deadline of {w.deadline_hours:,.0f} h"
+        f"{hours:,.1f} h, beyond the {stated}{margin}"
     )
     if not b.explain:
         b.reject(w.name, candidate, [reason, *result.rejections][:4])
         return []
-    tag = b.require(f"deadline:{w.name}", f"deadline of {w.deadline_hours:,.0f} h for {w.name}", 4)
+    tag = b.require(f"deadline:{w.name}", f"{stated} for {w.name}{margin}", 4)
     return [(fastest, tag)]
+
+
+def _deadline_words(b: _Builder, w: Workload) -> tuple[str, str]:
+    """('deadline of 24 h' as written, ' (20.9 h with its margin)' where they differ)."""
+    stated = b.written_deadline.get(w.name) or w.deadline_hours or 0.0
+    sized = w.deadline_hours or 0.0
+    margin = "" if abs(stated - sized) < 1e-9 else f" ({sized:,.1f} h with its margin)"
+    return f"deadline of {stated:,.0f} h", margin
 
 
 def layout_facts(
@@ -853,6 +874,7 @@ def price_sku(
         fabric=fabric.id if fabric is not None else None,
         nics=server.fabric.nics if fabric is not None else 0,
         nic_capex=nic_capex(catalog, server, goods),
+        lead_time_days=round(server.lead_time_weeks * 7),
     )
 
 

@@ -40,6 +40,8 @@ class MarketView:
     # Server ids owned (the requirements' `owned:`) -> the sites holding them: export rules
     # restrict sales, not stock already held, so these are used there, never bought more.
     held: dict[str, frozenset[str]] = field(default_factory=dict)
+    # Owned server ids of which some line may move (`movable`): usable at any site.
+    movable: frozenset[str] = frozenset()
 
 
 def resolve_market(reqs: Requirements, catalog: Catalog) -> MarketView:
@@ -63,8 +65,10 @@ def market_view(
     for item in owned.servers:
         held.setdefault(item.server, set()).add(item.site)
     stock = {k: frozenset(v) for k, v in held.items()}
+    movable = frozenset(item.server for item in owned.servers if item.movable)
     if market is not None:
-        return MarketView(market, "stated in the requirements (market:)", allowed, stock)
+        basis = "stated in the requirements (market:)"
+        return MarketView(market, basis, allowed, stock, movable)
     if regions:
         in_china = all(_term_in_china(t, catalog) for t in regions)
         where = "every allowed region is" if in_china else "an allowed region is not"
@@ -73,7 +77,7 @@ def market_view(
         in_china = bool(known) and all(r in CHINA_REGIONS for r in known)
         where = "every catalogue region is" if in_china else "a catalogue region is not"
     resolved = "cn" if in_china else "global"
-    return MarketView(resolved, f"default: {where} in China", allowed, stock)
+    return MarketView(resolved, f"default: {where} in China", allowed, stock, movable)
 
 
 def _catalogue_regions(catalog: Catalog) -> set[str]:
@@ -124,7 +128,12 @@ class MarketPolicy:
             if reason is not None and subject.id not in self.view.held:
                 hits = [*hits, RuleHit(RULE_ID, "market cn", "export control", reason)]
         server = context.get("server")
-        if kind == "offer" and isinstance(server, Server) and server.id in self.view.held:
+        pinned = (
+            isinstance(server, Server)
+            and server.id in self.view.held
+            and server.id not in self.view.movable
+        )
+        if kind == "offer" and isinstance(server, Server) and pinned:
             reason = purchase_block(self.catalog.cards[server.card], server, self.view)
             sites = self.view.held[server.id]
             if reason is not None and getattr(subject, "id", None) not in sites:

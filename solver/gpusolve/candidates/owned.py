@@ -15,7 +15,7 @@ from collections.abc import Mapping
 
 from gpusolve.candidates.market import purchase_block, resolve_market
 from gpusolve.models.catalog import Catalog
-from gpusolve.models.inventory import Owned
+from gpusolve.models.inventory import Owned, OwnedServers
 from gpusolve.models.money import to_money
 from gpusolve.models.requirements import Requirements
 from gpusolve.optimize import ir
@@ -33,6 +33,23 @@ def held_blocked(reqs: Requirements, catalog: Catalog) -> frozenset[str]:
     return frozenset(out)
 
 
+# Moving one owned GPU server between colocation sites: de-racking and packing it, insured
+# freight within China, re-racking, cabling and a burn-in test. Estimate (illustrative, not
+# sourced): about a day of remote hands at each end (~1,500 CNY each) and ~5,000 CNY of
+# insured freight for an 8U, ~100 kg server worth ~1M CNY.
+DEFAULT_MOVE_COST_CNY = 8_000
+
+
+def move_cost(held: OwnedServers, currency: str) -> int | None:
+    """Per server, what moving an owned line costs; None when it stays (`movable: false`,
+    or no figure in a currency the default is not stated in)."""
+    if not held.movable:
+        return None
+    if held.move_cost is not None:
+        return to_money(held.move_cost)
+    return DEFAULT_MOVE_COST_CNY if currency == "CNY" else None
+
+
 def with_inventory(instance: ir.Instance, reqs: Requirements, catalog: Catalog) -> ir.Instance:
     """`instance` with the owned servers of `reqs` as stock (the sites already carry the
     contracted racks, `contracted_sites`)."""
@@ -46,6 +63,7 @@ def with_inventory(instance: ir.Instance, reqs: Requirements, catalog: Catalog) 
             site=s.site,
             count=s.count,
             resale=to_money(s.resale) if s.resale is not None else 0,
+            move_cost=move_cost(s, reqs.currency),
         )
         for s in sorted(owned.servers, key=lambda s: (s.server, s.site))
     )

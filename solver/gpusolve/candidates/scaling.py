@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from gpusolve.candidates.delivery import with_bridges
 from gpusolve.candidates.generate import fabric_classes, vat_factors
 from gpusolve.candidates.network import nic_capex, rack_network, storage_kinds
 from gpusolve.candidates.prepare import prepare
@@ -115,7 +116,8 @@ def scale_instance(
             replace(o, cost_total=_money(o.cost_total, factor)) if o.offer == subject else o
             for o in instance.cloud
         )
-        return replace(instance, cloud=cloud)
+        # A workload's rental until delivery is its cheapest rental's share: priced again.
+        return with_bridges(replace(instance, cloud=cloud))
     site = instance.sites[subject]
     owned = instance.owned
     if kind == "rack_rent":
@@ -204,7 +206,7 @@ def card_instance(base: Instance, inputs: CandidateInputs, card_id: str, factor:
         if k in base.sites or k in part.sites
     }
     skus = {k: base.skus.get(k) or part.skus[k] for k in server if k in base.skus or k in part.skus}
-    return replace(
+    merged = replace(
         base,
         owned=tuple(owned),
         cloud=tuple(cloud),
@@ -213,6 +215,8 @@ def card_instance(base: Instance, inputs: CandidateInputs, card_id: str, factor:
         requirements={**base.requirements, **part.requirements},
         fabrics={**base.fabrics, **part.fabrics},
     )
+    # The part's bridges saw only the card's own rentals: the cheapest may be another's.
+    return with_bridges(merged)
 
 
 def scenario_catalog(catalog: Catalog, s: Scenario) -> Catalog:

@@ -17,7 +17,7 @@ from gpusolve.candidates.market import (
     market_view,
     purchase_block,
 )
-from gpusolve.candidates.owned import paid_rack_months, with_contracts
+from gpusolve.candidates.owned import move_cost, paid_rack_months, with_contracts
 from gpusolve.candidates.reserve import rack_reserve
 from gpusolve.colo.placement import PlacementRules, judge, line_layout, placement_rules
 from gpusolve.models.catalog import Catalog, ColoOffer, Server
@@ -163,6 +163,22 @@ def _reasons(fleet: Fleet, servers: dict[str, Server], offer: ColoOffer) -> list
     return list(dict.fromkeys(out))
 
 
+def _moves(fleet: Fleet, offer: ColoOffer) -> tuple[int, list[str]]:
+    """Owned servers held at another site move here at their move cost (as `plan` moves
+    them: `candidates/owned.move_cost`), or cannot come: (cost, reasons)."""
+    cost = 0
+    pinned = []
+    for held in fleet.owned.servers:
+        if held.site == offer.id:
+            continue
+        each = move_cost(held, fleet.currency)
+        if each is None:
+            pinned.append(f"the owned {held.server} at {held.site} stay there (not movable)")
+        else:
+            cost += each * held.count
+    return cost, pinned
+
+
 def _notes(offer: ColoOffer) -> list[str]:
     notes = []
     if "IDC" not in offer.licences:
@@ -263,7 +279,8 @@ def _row(
         for h in hits
         if h.effect == "refused"
     ]
-    reasons = _reasons(fleet, servers, offer) + list(dict.fromkeys(refused))
+    moves, pinned = _moves(fleet, offer)
+    reasons = _reasons(fleet, servers, offer) + list(dict.fromkeys(refused)) + pinned
     if reasons:
         return base.model_copy(update={"reasons": reasons})
     instance, energy_month, bandwidth_month = _instance(fleet, servers, offer)
@@ -297,7 +314,8 @@ def _row(
             "energy_month": float(energy_month),
             "bandwidth_month": float(bandwidth_month),
             "monthly": round(monthly, 2),
-            "tco": round(monthly * fleet.horizon_months, 2),
-            "objective": round(monthly * fleet.horizon_months + penalties, 2),
+            "moves": float(moves),
+            "tco": round(monthly * fleet.horizon_months + moves, 2),
+            "objective": round(monthly * fleet.horizon_months + moves + penalties, 2),
         }
     )

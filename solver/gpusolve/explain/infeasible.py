@@ -8,6 +8,7 @@ from dataclasses import replace
 from typing import Any
 
 from gpusolve.candidates.generate import Candidates, Rejection, build_candidates
+from gpusolve.candidates.margin import margin_of
 from gpusolve.candidates.market import RULE_ID as EXPORT_RULE
 from gpusolve.models.catalog import Catalog
 from gpusolve.models.params import Params
@@ -141,12 +142,15 @@ def _move(name: str, relaxed: Candidates, reqs: Requirements, config: ir.SolveCo
     seconds: dict[str, int] | None = None
     deadline_s: int | None = None
     if kind == "deadline":
-        deadline_h = next((w.deadline_hours for w in reqs.workloads if w.name == subject), None)
-        if deadline_h is None:
+        w = next((w for w in reqs.workloads if w.name == subject), None)
+        if w is None or w.deadline_hours is None:
             return "extend the deadline"
-        deadline_s = math.floor(deadline_h * 3600)
+        deadline_s = math.floor(w.deadline_hours * 3600)
+        # A run must finish by deadline / (1 + margin): the deadline as written that
+        # admits it is its time x (1 + margin).
+        stretch = 1 + margin_of(w, reqs)
         seconds = {
-            key: math.ceil(m.estimate.time_to_train_s or 0)
+            key: math.ceil((m.estimate.time_to_train_s or 0) * stretch)
             for key, m in relaxed.meta.items()
             if m.workload == subject
         }

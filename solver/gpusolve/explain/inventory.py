@@ -17,9 +17,9 @@ def inventory(solution: ir.Solution, instance: ir.Instance, reqs: Requirements) 
     owned = reqs.owned
     if not owned.servers and not owned.racks:
         return None
-    kept = kept_counts(instance, solution.servers, solution.bought)
+    kept = kept_counts(instance, solution.servers, solution.bought, solution.moved)
     lines = [
-        _server_line(held, kept.get((held.server, held.site), 0), instance)
+        _server_line(held, kept.get((held.server, held.site), 0), instance, solution.moved)
         for held in owned.servers
     ]
     covered = covered_racks(instance, solution.racks)
@@ -47,8 +47,14 @@ def inventory(solution: ir.Solution, instance: ir.Instance, reqs: Requirements) 
     )
 
 
-def _server_line(held: OwnedServers, in_service: int, instance: ir.Instance) -> OwnedServersLine:
+def _server_line(
+    held: OwnedServers,
+    in_service: int,
+    instance: ir.Instance,
+    moved: dict[tuple[str, str, str], int],
+) -> OwnedServersLine:
     stock = next(s for s in instance.stock if (s.sku, s.site) == (held.server, held.site))
+    away = {dst: n for (k, src, dst), n in moved.items() if (k, src) == (stock.sku, stock.site)}
     out = held.count - in_service
     sold = out if held.resale is not None else 0
     sku = instance.skus.get(held.server)
@@ -63,6 +69,8 @@ def _server_line(held: OwnedServers, in_service: int, instance: ir.Instance) -> 
         site=held.site,
         owned=held.count,
         in_service=in_service,
+        moved=away,
+        move_cost=float((stock.move_cost or 0) * sum(away.values())),
         sold=sold,
         idle=out - sold,
         bought=held.bought,

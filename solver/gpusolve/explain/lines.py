@@ -91,6 +91,7 @@ def cost_items(
             line = CostItem(kind="rack_rent", subject=site_id, detail=detail, amount=fee)
             note = colo_pricing(catalog, site_id)
             items.append(priced(line, 1, "set-up fee", fee, note, site=site_id))
+    items += _moves(solution, instance)
     items += _energy(solution, instance, cand, catalog)
     items += _bandwidth(solution, instance, cand, catalog)
     cloud = {c.key: c for c in instance.cloud}
@@ -98,6 +99,7 @@ def cost_items(
         option = cloud.get(choice.option)
         if option is not None:
             items.append(_cloud_line(choice, option, cand, catalog))
+    items += _until_delivery(solution, instance, catalog)
     items = [i for i in items if i.amount]
     # Network lines stay even at no cost: NICs inside a server's price are still parts.
     return (
@@ -105,6 +107,47 @@ def cost_items(
         + network_items(solution, instance, catalog, cand.vat_goods)
         + storage_items(solution, instance, catalog, cand.vat_goods)
     )
+
+
+def _moves(solution: ir.Solution, instance: ir.Instance) -> list[CostItem]:
+    """Owned servers moved to another site: one line per move, at its cost per server."""
+    each = {(s.sku, s.site): s.move_cost or 0 for s in instance.stock}
+    out = []
+    for (k, src, dst), n in sorted(solution.moved.items()):
+        cost = each.get((k, src), 0)
+        detail = f"move {n} owned {k} from {src}: {n} x {cost:,} (de-rack, freight, re-rack)"
+        line = CostItem(kind="rack_rent", subject=dst, detail=detail, amount=n * cost)
+        out.append(priced(line, n, "server moved", cost, None, site=dst))
+    return out
+
+
+def _until_delivery(
+    solution: ir.Solution, instance: ir.Instance, catalog: Catalog
+) -> list[CostItem]:
+    """Workloads on servers with a lead time rent their cheapest rental until delivery
+    (`candidates/delivery.py`): one line each."""
+    owned = {o.key: o for o in instance.owned}
+    out = []
+    for choice in solution.choices:
+        option = owned.get(choice.option)
+        if option is None or not option.bridge:
+            continue
+        rentals = [c for c in instance.cloud if c.workload == choice.workload and not c.violates]
+        rental = min(rentals, key=lambda c: (c.cost_total, c.key))
+        server = catalog.servers.get(option.sku)
+        weeks = server.lead_time_weeks if server is not None else 0
+        detail = (
+            f"{choice.workload}: its cheapest rental ({rental.instances} instance(s)) for the "
+            f"{weeks:g} weeks until the {option.sku} servers are delivered, of "
+            f"{instance.horizon_months} months"
+        )
+        line = CostItem(
+            kind="cloud_rental", subject=rental.offer, detail=detail, amount=option.bridge
+        )
+        offer = catalog.cloud_offers.get(rental.offer)
+        note = offer.pricing if offer is not None else None
+        out.append(priced(line, 1, "rental until delivery", option.bridge, note))
+    return out
 
 
 def _cloud_line(

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import datetime
 from collections import defaultdict
 from typing import Any
 
 from gpusolve.candidates.generate import Candidates, OptionMeta
+from gpusolve.candidates.margin import against_target, margin_of
 from gpusolve.estimate.disaggregation import describe
 from gpusolve.estimate.goodput import goodput_out
 from gpusolve.explain import lines as itemise
@@ -38,9 +40,33 @@ def deployments(
         if d.goodput is not None:
             cost, basis = run_cost(meta, choice, cand.instance)
             d = d.model_copy(update={"run_cost": cost, "run_cost_basis": basis})
+        w = by_name[meta.workload]
+        got = against_target(w, meta.estimate)
+        update = {"margin": margin_of(w, reqs), "target": got.target, "target_unit": got.unit}
+        spare = round(got.spare, 4) if got.spare is not None else None
+        update["delivery"] = _delivery(meta, choice, cand.instance, reqs.start_day)
+        d = d.model_copy(update={**update, "spare": spare})
         out.append(d)
     order = {name: i for i, name in enumerate(by_name)}
     return sorted(out, key=lambda d: order[d.workload])
+
+
+def _delivery(
+    meta: OptionMeta, choice: ir.Choice, instance: ir.Instance, start: datetime.date | None
+) -> str:
+    """When owned servers with a lead time work, and what runs the workload until then."""
+    weeks = meta.lead_time_weeks
+    if meta.mode != "owned" or weeks <= 0:
+        return ""
+    if any(s.sku == meta.server for s in instance.stock):
+        return ""  # already owned: no delivery to wait for
+    when = f"{weeks:g} weeks after order"
+    if start is not None:
+        when = f"{start + datetime.timedelta(weeks=weeks):%Y-%m-%d}, {when}"
+    option = next((o for o in instance.owned if o.key == choice.option), None)
+    if option is not None and option.bridge:
+        return f"{when}; its cheapest rental runs it until then"
+    return f"{when}; no rental can run it meanwhile: it starts then"
 
 
 def run_cost(

@@ -328,9 +328,25 @@ class Server(StrictModel):
         default=0,
         ge=0,
         le=104,
-        description="With `periods`: weeks from order to a working server; it works from "
-        "the first period that starts after delivery.",
+        description="Weeks from order to a working server. A plan's workloads on it rent "
+        "their cheapest rental until delivery; a schedule's purchase works in its period "
+        "when delivered within it (renting until then), else from the first period that "
+        "starts after delivery.",
     )
+    lead_time_source: str | None = Field(
+        default=None,
+        min_length=3,
+        description="Where lead_time_weeks comes from (a report and its date, or "
+        "'estimate: ...' per vendor channel); required when it is above 0.",
+    )
+
+    @model_validator(mode="after")
+    def _lead_time_has_a_source(self) -> Server:
+        if self.lead_time_weeks > 0 and self.lead_time_source is None:
+            raise ValueError(
+                "lead_time_weeks needs lead_time_source (a report, or 'estimate: ...')"
+            )
+        return self
 
     @model_validator(mode="after")
     def _figures_in_their_ranges(self) -> Server:

@@ -53,6 +53,11 @@ class ColoRow(OutModel):
     energy_month: float | None = None
     bandwidth_month: float | None = None
     monthly: float | None = None
+    moves: float = Field(
+        default=0.0,
+        description="Owned servers moved here from their site: what the moves cost, once "
+        "(in the TCO, as `plan` charges them).",
+    )
     tco: float | None = None
     pue: float
     power_price_per_kwh: float

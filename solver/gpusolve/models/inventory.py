@@ -36,8 +36,26 @@ class OwnedServers(StrictModel):
     server: Identifier = Field(description="Catalogue server id (`gpusolve catalog list`).")
     count: int = Field(ge=1, le=MAX_COUNT, description="How many of them are owned.")
     site: Identifier = Field(
-        description="Colo offer id where they are hosted; they stay there (not moved)."
+        description="Colo offer id where they are hosted; the plan may move them (move_cost)."
     )
+    move_cost: float | None = Field(
+        default=None,
+        ge=0,
+        le=MAX_MONEY,
+        allow_inf_nan=False,
+        description="What moving one of them to another colocation site costs (de-rack, "
+        "packing, insured freight, re-rack, burn-in test). Default in CNY: 8,000, an "
+        "estimate (candidates/owned.py); other currencies: state it. `movable: false` "
+        "keeps them where they are.",
+    )
+    move_downtime_days: float = Field(
+        default=7,
+        ge=0,
+        le=365,
+        description="Days a moved server is out of service (estimate: a week door to door, "
+        "racked and tested); stated, not yet priced.",
+    )
+    movable: bool = Field(default=True, description="false: they stay at `site`.")
     bought: BoughtDate | None = Field(
         default=None, description="When they were bought (shown, not used in any figure)."
     )

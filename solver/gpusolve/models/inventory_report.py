@@ -14,7 +14,13 @@ class OwnedServersLine(OutModel):
     server: str
     site: str
     owned: int
-    in_service: int = Field(description="Put to work by the plan (racked and powered).")
+    in_service: int = Field(
+        description="Put to work by the plan (racked and powered), here or moved elsewhere."
+    )
+    moved: dict[str, int] = Field(
+        default_factory=dict, description="Moved to another site to work there: site -> servers."
+    )
+    move_cost: float = Field(default=0.0, description="What moving them costs (on rent).")
     sold: int = Field(description="Sold at the resale price given (credited apart).")
     idle: int = Field(description="Neither used nor sold (no resale price): powered off.")
     bought: str | None = Field(default=None, description="When they were bought.")

@@ -173,12 +173,13 @@ def fiscal_year(month: int) -> int:
 def first_working_period(
     bought: Period, lead_time_weeks: float, periods: tuple[Period, ...]
 ) -> int | None:
-    """The first period a server bought at the start of `bought` works in: the period its
-    delivery falls before the start of (the same period with no lead time); None when it
-    arrives after the horizon."""
-    if lead_time_weeks <= 0:
-        return bought.index
+    """The first period a server bought at the start of `bought` works in: `bought` itself
+    when it is delivered before that period ends (its workloads rent until delivery:
+    `candidates/delivery.py`), else the first period starting after its delivery; None
+    when it arrives after the horizon."""
     delivered = bought.start_month + lead_time_weeks / WEEKS_PER_MONTH
+    if delivered < bought.start_month + bought.months - 1e-9:
+        return bought.index
     for p in periods[bought.index + 1 :]:
         if p.start_month >= delivered - 1e-9:
             return p.index

@@ -24,6 +24,7 @@ CostKind = Literal[
     "cloud_rental",
     "network",
     "storage",
+    "workload_moves",
 ]
 
 
@@ -252,6 +253,27 @@ class Deployment(OutModel):
         description="How a measured run (H12) calibrated these figures and how it was "
         "transferred to this card (same family: its measured efficiency; another family: the "
         "ratio of their achievable fractions).",
+    )
+    margin: float = Field(
+        default=0.0,
+        description="Capacity bought above the target, as a fraction (candidates/margin.py): "
+        "serving sized for target x (1 + margin), training for deadline / (1 + margin).",
+    )
+    target: float | None = Field(
+        default=None,
+        description="The workload's target as written, in target_unit: generated tokens/s, "
+        "users at once, or deadline hours per run. Null when it states none.",
+    )
+    target_unit: str = Field(default="", description="tokens/s, users or h (a deadline).")
+    delivery: str = Field(
+        default="",
+        description="Owned servers with a lead time: when they work, and what runs the "
+        "workload until then (its cheapest rental, or nothing).",
+    )
+    spare: float | None = Field(
+        default=None,
+        description="What the deployment delivers beyond the target, as a fraction of it: "
+        "tokens/s (or users held) / target - 1, or deadline / hours per run - 1.",
     )
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime
 import itertools
 from collections.abc import Mapping
 from typing import Annotated, Any, Literal
@@ -83,6 +84,8 @@ MIN_LATENCY_MS = 1e-3
 MAX_LATENCY_MS = 3.6e6  # an hour per token is no longer a latency target
 MAX_BANDWIDTH_MBPS = 1e8  # 100 Tbit/s: far beyond any one site's internet uplink
 MAX_MONEY = 1e15  # budgets, in the run's currency: ~1,000x a frontier cluster's capex
+# A margin above 100 % buys for another target, not against the estimate's error band.
+MAX_MARGIN = 1.0
 
 
 class ModelShape(StrictModel):
@@ -429,6 +432,26 @@ class WorkloadBase(StrictModel):
         max_length=MAX_MONTH,
         description="With `periods`: demand per period as multiples of the stated figure, "
         "one per period (the last repeats).",
+    )
+    margin: float | None = Field(
+        default=None,
+        ge=0,
+        le=MAX_MARGIN,
+        allow_inf_nan=False,
+        description="Capacity bought above this workload's target, as a fraction: serving "
+        "delivers target x (1 + margin) tokens/s (or users at once), a training run finishes "
+        "by deadline / (1 + margin). Default: the requirements' margin, else the validation "
+        "suite's error gate for its kind (0.15 training, 0.20 serving; candidates/margin.py).",
+    )
+    switch_cost: float | None = Field(
+        default=None,
+        ge=0,
+        le=MAX_MONEY,
+        allow_inf_nan=False,
+        description="With `periods`: what moving this workload to another platform (card) or "
+        "site between periods costs, in the run's currency (copying weights and data, "
+        "re-deploying, validating). Default in CNY: 20,000 (an estimate: one engineer-week; "
+        "plan/phased/inputs.py); other currencies: 0 unless stated.",
     )
     throughput_weight: PositiveFloat = Field(
         default=1.0,
@@ -835,6 +858,13 @@ class Requirements(StrictModel):
     schema_: str | None = Field(default=None, alias="$schema")
     currency: Currency = "CNY"
     horizon_months: int = Field(default=36, ge=1, le=120)
+    start: str | None = Field(
+        default=None,
+        pattern=r"^\d{4}-\d{2}-\d{2}$",
+        description="The plan's first day (month 0), YYYY-MM-DD: servers ordered then are "
+        "delivered on it plus their lead time, and the plan says on which day. Absent: "
+        "weeks after order.",
+    )
     objective: Objective = "min-tco"
     budget: Budget = Field(default_factory=Budget)
     headroom: Fraction | None = Field(
@@ -860,6 +890,15 @@ class Requirements(StrictModel):
         description="Card (or server) ids that may be bought in market cn although restricted: "
         "stock already owned, or a compliant channel your legal team approved.",
     )
+    margin: float | None = Field(
+        default=None,
+        ge=0,
+        le=MAX_MARGIN,
+        allow_inf_nan=False,
+        description="Capacity bought above every workload's target unless the workload sets "
+        "its own (serving: target x (1 + margin); training: deadline / (1 + margin)). "
+        "Default: the validation suite's error gate per kind (0.15 training, 0.20 serving).",
+    )
     workloads: list[Workload] = Field(min_length=1)
     finance: Finance = Field(default_factory=Finance)
     owned: Owned = Field(
@@ -880,6 +919,20 @@ class Requirements(StrictModel):
         "summing to 1. What is bought is decided once for all; rentals per scenario. A "
         "scenario named `nominal` is the plan's reference; else the requirements as written.",
     )
+
+    @field_validator("start", mode="before")
+    @classmethod
+    def _start_is_a_day(cls, value: object) -> object:
+        # YAML reads an unquoted 2027-01-04 as a date; the plan keeps it as its ISO text.
+        if isinstance(value, datetime.date):
+            return value.isoformat()
+        if isinstance(value, str):
+            datetime.date.fromisoformat(value)  # a day that exists, or a located error
+        return value
+
+    @property
+    def start_day(self) -> datetime.date | None:
+        return datetime.date.fromisoformat(self.start) if self.start is not None else None
 
     @field_validator("scenarios")
     @classmethod

@@ -38,6 +38,11 @@ class PeriodSpend(OutModel):
     residual_value: int = Field(
         description="What this period's purchases are worth at the horizon (a credit)."
     )
+    switching: int = Field(
+        default=0,
+        description="Workloads moved to another platform or site at the period's start: "
+        "their switching cost (re-deployment, validation, data transfer).",
+    )
     monthly: int = Field(
         description="Spend per month in this period apart from capex: the racks held, and the "
         "period's energy, rentals and site fees a month."

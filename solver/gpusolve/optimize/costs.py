@@ -46,7 +46,7 @@ def money_terms(
     rent += wsum([(sites[s].setup_fee, v) for s, v in used.items()])
     bandwidth = wsum([(h * sites[s].bandwidth_month, v) for s, v in used.items()])
     bandwidth += bandwidth_by_duty(b, owned, used)
-    return capex, rent, energy, bandwidth, cloud_spend(cloud), residual
+    return capex, rent, energy, bandwidth, cloud_spend(cloud) + bridges(owned), residual
 
 
 def server_energy(
@@ -59,6 +59,11 @@ def server_energy(
         [(h * instance.sites[s].energy_month.get(k, 0), v) for (k, s), v in servers.items()]
         + [(o.placement.busy_energy, o.var) for o in owned]
     )
+
+
+def bridges(owned: Sequence[OwnedVar]) -> Expr:
+    """Rentals until delivery: a workload on servers with a lead time rents meanwhile."""
+    return wsum([(o.option.bridge, o.var) for o in owned if o.option.bridge])
 
 
 def cloud_spend(cloud: Sequence[CloudVar]) -> Expr:

@@ -11,6 +11,13 @@ selling one of the same is never a plan (it would only trade at the price spread
 the market forbids buying has buy fixed at 0 (export rules apply to purchases, not to stock
 already held).
 
+Owned servers may move (`Stock.move_cost` given): moved[k,s->t] of the q owned at s serve
+at another site t that hosts servers of SKU k, each paying its move cost once (a colocation
+charge, on rent). Then at t, n - buy = the moved-in servers, and at s the servers in
+service are used[k@s] <= q - the moved-out ones; the full[k@t] Bool asks every owned server
+of that model that could serve at t (the local ones and every movable line) to be in
+service or moved before one is bought.
+
 Contracted racks at a site (`Instance.contracts`): c racks whose rent is paid for m months
 of the horizon h. Of the racks the site needs, covered[s] <= min(R, c) come from the
 contract: each costs only the months past the paid term, (h - m)+ x the monthly rent
@@ -43,11 +50,14 @@ class InventoryVars:
     rent_credit: Expr  # rent the contracted racks save (<= 0 added to rent)
     full: dict[tuple[str, str], Var] = field(default_factory=dict)  # every owned one in service
     covered: dict[str, Var] = field(default_factory=dict)  # racks from the contract, by site
+    moved: dict[tuple[str, str, str], Var] = field(default_factory=dict)  # (sku, from, to)
+    moves: Expr | int = 0  # what the moves cost (on rent)
 
     def variables(self) -> list[Var]:
         """Every variable of the family, for complete hints."""
         buys = [v for key, v in self.bought.items() if key in self.full]
-        return buys + list(self.full.values()) + list(self.covered.values())
+        held = list(self.full.values()) + list(self.covered.values())
+        return buys + held + list(self.moved.values())
 
     def site_variables(self) -> dict[str, list[Var]]:
         """The family's variables by the site they belong to."""
@@ -56,6 +66,8 @@ class InventoryVars:
             out[key[1]] += [self.bought[key], var]
         for site, var in self.covered.items():
             out[site].append(var)
+        for (_, _, to), var in self.moved.items():
+            out[to].append(var)
         return out
 
 
@@ -72,18 +84,24 @@ def add_inventory(
     racks_at: Mapping[str, Expr],
     racks_ub: Mapping[str, int],
 ) -> InventoryVars:
-    """Purchases, resale and the contracted racks' rent credit (see the module notes)."""
+    """Purchases, moves, resale and the contracted racks' rent credit (see the module
+    notes)."""
     stock = stock_by_key(instance)
+    moved = _moves(model, instance, servers)
+    out_of: dict[tuple[str, str], list[Var]] = defaultdict(list)  # (sku, from) -> moved out
+    into: dict[tuple[str, str], list[Var]] = defaultdict(list)  # (sku, to) -> moved in
+    for (k, src, dst), var in moved.items():
+        out_of[k, src].append(var)
+        into[k, dst].append(var)
+    used: dict[tuple[str, str], Expr] = {}  # owned servers in service at their own site
     bought: dict[tuple[str, str], Var] = {}
     full: dict[tuple[str, str], Var] = {}
-    resale_terms: list[tuple[int, Var]] = []
-    resale_fixed = 0
     for key in sorted(servers):
         n = servers[key]
         sku = instance.skus.get(key[0])
         buyable = sku is None or sku.buyable
         held = stock.get(key)
-        if held is None:
+        if held is None and not into[key]:
             if not buyable:
                 model.add(n == 0)  # nothing owned here and none may be bought
             bought[key] = n
@@ -91,22 +109,61 @@ def add_inventory(
         ub = servers_ub[key]
         buy = model.new_int_var(0, ub if buyable else 0, f"buy[{key[0]}@{key[1]}]")
         all_in = model.new_bool_var(f"full[{key[0]}@{key[1]}]")
-        kept = n - buy
-        model.add(kept >= 0)
-        model.add(kept <= held.count)
+        owned_here = n - buy - sum(into[key])  # the site's own owned servers in service
+        model.add(owned_here >= 0)
+        if held is None:
+            model.add(owned_here == 0)
+        else:
+            used[key] = owned_here
         model.add(buy <= ub * all_in)
-        model.add(kept >= held.count * all_in)
         bought[key] = buy
         full[key] = all_in
-        # Sold: count - kept, as `resale x count - resale x n + resale x buy`.
-        resale_fixed += held.resale * held.count
-        resale_terms += [(-held.resale, n), (held.resale, buy)]
-    for key, held in stock.items():
-        if key not in servers:  # no workload can use them there: all sold (or idle)
-            resale_fixed += held.resale * held.count
-    resale = wsum(resale_terms) + resale_fixed
+    # Owned first: every owned server of the model that could serve at a site is in service
+    # (at home or moved) before one is bought there.
+    for key, all_in in full.items():
+        for line in _could_serve(instance, key, moved):
+            home = used.get((line.sku, line.site))
+            taken = (home if home is not None else 0) + sum(out_of[line.sku, line.site])
+            model.add(taken >= line.count * all_in)
+    resale: Expr = cp_model.LinearExpr.constant(0)
+    for (k, site), held in stock.items():
+        home = used.get((k, site))
+        taken = (home if home is not None else 0) + sum(out_of[k, site])
+        if home is not None or out_of[k, site]:
+            model.add(taken <= held.count)
+        # Sold: count - (in service at home + moved away).
+        resale = resale + held.resale * (held.count - taken)
     credit, covered = _contract_credit(model, instance, racks_at, racks_ub)
-    return InventoryVars(bought, resale, credit, full, covered)
+    cost = wsum([(stock[(k, src)].move_cost or 0, v) for (k, src, _), v in moved.items()])
+    return InventoryVars(bought, resale, credit, full, covered, moved, cost)
+
+
+def _moves(
+    model: cp_model.CpModel, instance: Instance, servers: Mapping[tuple[str, str], Var]
+) -> dict[tuple[str, str, str], Var]:
+    """moved[k,s->t]: owned servers of a movable line to every other site that hosts SKU k."""
+    moved: dict[tuple[str, str, str], Var] = {}
+    for line in instance.stock:
+        if line.move_cost is None:
+            continue
+        for k, dst in sorted(servers):
+            if k == line.sku and dst != line.site:
+                name = f"moved[{k}:{line.site}->{dst}]"
+                moved[k, line.site, dst] = model.new_int_var(0, line.count, name)
+    return moved
+
+
+def _could_serve(
+    instance: Instance, key: tuple[str, str], moved: Mapping[tuple[str, str, str], Var]
+) -> list[Stock]:
+    """The owned lines of the model that could serve at `key`'s site: its own, and every
+    line that may move there."""
+    k, site = key
+    return [
+        line
+        for line in instance.stock
+        if line.sku == k and (line.site == site or (k, line.site, site) in moved)
+    ]
 
 
 def contract_saving(instance: Instance, site_id: str) -> int:
@@ -157,23 +214,54 @@ def inventory_problems(
     instance: Instance,
     servers: Mapping[tuple[str, str], int],
     bought: Mapping[tuple[str, str], int],
+    moved: Mapping[tuple[str, str, str], int] | None = None,
 ) -> list[str]:
     """What a solution's counts break of the inventory's rules (the model's, restated)."""
     problems: list[str] = []
+    moved = moved or {}
     stock = stock_by_key(instance)
+    into = _moved_into(moved)
+    taken = kept_counts(instance, servers, bought, moved)
     for key, n in purchases(instance, servers, bought).items():
-        held = stock.get(key)
-        kept = servers.get(key, 0) - n
-        if n < 0 or kept < 0:
+        home = servers.get(key, 0) - n - into.get(key, 0)
+        if n < 0 or home < 0:
             problems.append(f"{key}: {n} bought of {servers.get(key, 0)} in service")
         if n > 0 and not instance.skus[key[0]].buyable:
             problems.append(f"{key}: {n} bought although the market forbids it")
-        if n > 0 and held is not None and kept != held.count:
-            problems.append(f"{key}: {n} bought while {held.count - kept} owned stay out")
+        left = [
+            line
+            for line in stock.values()
+            if line.sku == key[0]
+            and (line.site == key[1] or line.move_cost is not None)
+            and taken[(line.sku, line.site)] != line.count
+        ]
+        if n > 0 and left:
+            problems.append(
+                f"{key}: {n} bought while owned {left[0].sku} at {left[0].site} stay out"
+            )
+    for (k, src, dst), count in moved.items():
+        line = stock.get((k, src))
+        if line is None or line.move_cost is None:
+            problems.append(f"{k}: {count} moved from {src}, where none may move")
+        if count and servers.get((k, dst), 0) < count:
+            problems.append(f"{k}: {count} moved to {dst}, fewer in service there")
     for key, held in stock.items():
-        if servers.get(key, 0) - bought.get(key, 0) > held.count:
+        if taken[key] > held.count:
             problems.append(f"{key}: more owned servers in service than the {held.count} held")
     return problems
+
+
+def _moved_into(moved: Mapping[tuple[str, str, str], int]) -> dict[tuple[str, str], int]:
+    out: dict[tuple[str, str], int] = defaultdict(int)
+    for (k, _src, dst), count in moved.items():
+        out[k, dst] += count
+    return out
+
+
+def move_cost(instance: Instance, moved: Mapping[tuple[str, str, str], int]) -> int:
+    """What the solution's moves cost."""
+    stock = stock_by_key(instance)
+    return sum((stock[(k, src)].move_cost or 0) * n for (k, src, _), n in moved.items())
 
 
 def rent_credit(
@@ -190,11 +278,17 @@ def kept_counts(
     instance: Instance,
     servers: Mapping[tuple[str, str], int],
     bought: Mapping[tuple[str, str], int],
+    moved: Mapping[tuple[str, str, str], int] | None = None,
 ) -> dict[tuple[str, str], int]:
-    """Owned servers in service per (sku, site), from a solution's counts."""
+    """Owned servers kept per owned line (sku, site), from a solution's counts: in service
+    at their site, or moved to serve at another."""
+    moved = moved or {}
+    into = _moved_into(moved)
     out: dict[tuple[str, str], int] = defaultdict(int)
     for key in stock_by_key(instance):
-        out[key] = servers.get(key, 0) - bought.get(key, 0)
+        out[key] = servers.get(key, 0) - bought.get(key, 0) - into.get(key, 0)
+    for (k, src, _dst), count in moved.items():
+        out[k, src] += count
     return dict(out)
 
 
@@ -202,9 +296,10 @@ def resale_value(
     instance: Instance,
     servers: Mapping[tuple[str, str], int],
     bought: Mapping[tuple[str, str], int],
+    moved: Mapping[tuple[str, str, str], int] | None = None,
 ) -> int:
     """The credit for owned servers sold: resale x (owned - in service)."""
-    kept = kept_counts(instance, servers, bought)
+    kept = kept_counts(instance, servers, bought, moved)
     return sum(s.resale * (s.count - kept[(s.sku, s.site)]) for s in instance.stock)
 
 

@@ -46,6 +46,7 @@ class Sku:
     # False for a server model held in the inventory that the market forbids buying: the
     # stock may be used, no more bought (`inventory.py`).
     buyable: bool = True
+    lead_time_days: int = 0  # from order to a working server (`candidates/delivery.py`)
 
 
 @dataclass(frozen=True)
@@ -116,6 +117,9 @@ class OwnedOption:
     bandwidth_mbps: int = 0  # internet bandwidth the workload needs at its site while it runs
     spans: bool = False  # one job across servers: they join the site's compute fabric
     storage_gb: int = 0  # checkpoints kept + dataset on the site's shared storage
+    # Renting the workload's cheapest rental from the plan's start until the servers are
+    # delivered (their lead time): whole amount; 0 without a lead time or a rental.
+    bridge: int = 0
 
 
 @dataclass(frozen=True)
@@ -126,6 +130,8 @@ class Stock:
     site: str
     count: int
     resale: int = 0  # per server sold; 0 when it cannot be sold (left idle instead)
+    # Per server moved to another site (`inventory.py`); None: it stays where it is.
+    move_cost: int | None = None
 
 
 @dataclass(frozen=True)
@@ -314,6 +320,8 @@ class Solution:
     storage: dict[tuple[str, str], int] = field(default_factory=dict)  # (site, kind) -> nodes
     # Servers bought per (sku, site): `servers` less the owned ones put in service.
     bought: dict[tuple[str, str], int] = field(default_factory=dict)
+    # Owned servers moved per (sku, from site, to site) (`inventory.py`).
+    moved: dict[tuple[str, str, str], int] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

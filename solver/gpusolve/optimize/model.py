@@ -221,7 +221,7 @@ def build(instance: Instance, options: BuildOptions | None = None) -> Built:
     money = money_terms(b, instance, servers, packing, used, owned, cloud, bought)
     capex, rent, energy, bandwidth, cloud_cost, residual = money
     if inv is not None:
-        rent += inv.rent_credit
+        rent += inv.rent_credit + inv.moves
     # Capex is servers, their network and storage: budgets, min-capex and the TCO see all.
     capex, rent = with_infrastructure(instance, net, capex, rent)
     network = net.network

@@ -61,6 +61,7 @@ def read_solution(
             key: int(solver.value(v)) for key, v in built.storage_nodes.items() if solver.value(v)
         },
         bought=_bought(built, solver, servers),
+        moved=_moved(built, solver),
     )
     return dataclasses.replace(solution, binding=binding(built.instance, solution))
 
@@ -72,6 +73,14 @@ def _bought(
     if built.inventory is None:
         return dict(servers)
     out = {key: int(solver.value(v)) for key, v in built.inventory.bought.items()}
+    return {k: v for k, v in out.items() if v > 0}
+
+
+def _moved(built: Built, solver: cp_model.CpSolver) -> dict[tuple[str, str, str], int]:
+    """Owned servers moved per (sku, from site, to site)."""
+    if built.inventory is None:
+        return {}
+    out = {key: int(solver.value(v)) for key, v in built.inventory.moved.items()}
     return {k: v for k, v in out.items() if v > 0}
 
 

@@ -20,6 +20,7 @@ from gpusolve.optimize.fabric import (
 )
 from gpusolve.optimize.inventory import (
     inventory_problems,
+    move_cost,
     purchases,
     resale_value,
 )
@@ -48,7 +49,7 @@ def check(instance: Instance, solution: Solution) -> list[str]:
     _check_racks(instance, solution, problems)
     _check_fabric(instance, solution, placed, problems)
     _check_storage(instance, solution, placed, problems)
-    problems += inventory_problems(instance, solution.servers, solution.bought)
+    problems += inventory_problems(instance, solution.servers, solution.bought, solution.moved)
     costs = recompute_costs(instance, solution, placed)
     _check_budgets(instance, costs, problems)
     if solution.costs != costs:
@@ -188,6 +189,7 @@ def recompute_costs(instance: Instance, solution: Solution, placed: Placed) -> C
         for site, count in racks_at.items()
     )
     rent += inventory_rent_credit(instance, solution.racks)
+    rent += move_cost(instance, solution.moved)
     energy += sum(item[1].busy_energy for item in placed if isinstance(item, tuple))
     sites_used = {item[1].site for item in placed if isinstance(item, tuple)}
     rent += sum(instance.sites[s].setup_fee for s in sites_used)
@@ -197,6 +199,7 @@ def recompute_costs(instance: Instance, solution: Solution, placed: Placed) -> C
         for s, extra in extra_mbps(instance, placed).items()
     )
     cloud = sum(item.cost_total for item in placed if isinstance(item, CloudOption))
+    cloud += sum(item[0].bridge for item in placed if isinstance(item, tuple))
     penalties = sum(
         item[0].penalty + item[1].penalty if isinstance(item, tuple) else item.penalty
         for item in placed
@@ -204,7 +207,7 @@ def recompute_costs(instance: Instance, solution: Solution, placed: Placed) -> C
     network = recompute_network(instance, solution)
     storage = recompute_storage(instance, solution)
     capex += network + storage
-    resale = resale_value(instance, solution.servers, solution.bought)
+    resale = resale_value(instance, solution.servers, solution.bought, solution.moved)
     return Costs(
         capex, rent, energy, bandwidth, cloud, penalties, residual, network, storage, resale
     )

@@ -125,6 +125,8 @@ def finish(run: Inputs, plan: Plan) -> Plan:
         if plan.cost is not None:
             items = plan.cost.breakdown.items
             used += [i.subject for i in items if i.kind in ("network", "storage")]
+            # A rental until delivery names the offer it is priced at.
+            used += [i.subject for i in items if i.kind == "cloud_rental"]
         update["sources"] = sources_of(run.loaded, used)
     plan = plan.model_copy(update=update)
     return plan.model_copy(update={"bom": locate(plan.bom, plan.sources)})

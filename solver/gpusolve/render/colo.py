@@ -29,6 +29,8 @@ def colo_text(report: ColoReport, top: int | None = None) -> str:
             f"      rent {r.rack_rent_month:,.0f} + energy {r.energy_month:,.0f} "
             f"(PUE {r.pue:g}, {r.power_price_per_kwh:g}/kWh) + bandwidth {r.bandwidth_month:,.0f}"
         )
+        if r.moves:
+            lines.append(f"      owned servers moved here: {r.moves:,.0f} {cur} once")
         for fill in r.fill[:3]:
             lines.append("      rack: " + ", ".join(f"{n} x {k}" for k, n in fill.items()))
         if len(r.fill) > 3:

@@ -64,6 +64,20 @@ def work(d: Deployment) -> str:
     return f"{d.throughput:,.0f} tokens/s generated"
 
 
+def against(d: Deployment) -> str | None:
+    """The target as written, the margin bought above it and the spare delivered."""
+    if d.target is None:
+        return None
+    bought = f" + {d.margin:.0%} margin" if d.margin else ""
+    if d.target_unit == "h":
+        goal = f"deadline {hours(d.target)} per run{bought}"
+    else:
+        goal = f"{d.target:,.0f} {d.target_unit}{bought}"
+    if d.spare is None:
+        return goal
+    return f"{goal}: {d.spare:+.0%} spare against the target"
+
+
 GOODPUT_PARTS = (
     ("steady_h", "steady state (steps and checkpoint stalls)"),
     ("overhead_h", "evaluation and ramp-up"),

@@ -14,6 +14,10 @@ def inventory_text(inv: Inventory | None, cur: str) -> list[str]:
     out = ["", "Owned (inventory)"]
     for s in inv.servers:
         fate = [f"{s.in_service} in service"]
+        for site, n in s.moved.items():
+            fate.append(f"{n} of them moved to {site}")
+        if s.move_cost:
+            fate.append(f"moves {money(s.move_cost, cur)} (on rent)")
         if s.sold:
             fate.append(f"{s.sold} sold x {money(s.resale_each or 0.0, cur)}")
         if s.idle:

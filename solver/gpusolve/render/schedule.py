@@ -26,7 +26,8 @@ def _period_lines(p: SchedulePeriod, before: SchedulePeriod | None, currency: st
         lines.append(f"  run:     {r.workload}: {where}")
     s = p.spend
     capex = f"capex {_money(s.capex, currency)}, " if s.capex else ""
-    lines.append(f"  spend:   {capex}{_money(s.monthly, currency)}/month")
+    moved = f", workloads moved {_money(s.switching, currency)}" if s.switching else ""
+    lines.append(f"  spend:   {capex}{_money(s.monthly, currency)}/month{moved}")
     return lines
 
 

@@ -8,6 +8,7 @@ from gpusolve.models.plan import Plan
 from gpusolve.render.bom_tables import bom_text
 from gpusolve.render.compliance import compliance_text, market_header, sources_text
 from gpusolve.render.fmt import (
+    against,
     cost_lines,
     goodput_lines,
     hardware,
@@ -75,10 +76,15 @@ def plan_text(plan: Plan) -> str:
         add(f"      layout   {layout(d)}")
         add(f"      memory   {memory(d)}")
         add(f"      speed    {work(d)}")
+        goal = against(d)
+        if goal is not None:
+            add(f"      target   {goal}")
         for i, line in enumerate(goodput_lines(d, cur)):
             add(f"      {'run' if i == 0 else '':<8} {line}")
         if d.mode == "cloud":
             add(f"      rental   {hours(d.rental_hours)} over the horizon")
+        if d.delivery:
+            add(f"      delivery {d.delivery}")
         for line in d.serving:
             add(f"      serving  {line}")
         for line in d.calibration:

@@ -24,6 +24,7 @@ SPEND_KINDS = (
     ("site_fixed", "site fees", KIND_COLOURS["bandwidth"]),
     ("energy", "energy", KIND_COLOURS["energy"]),
     ("cloud_rental", "rentals", KIND_COLOURS["cloud_rental"]),
+    ("switching", "workloads moved", "#bdbdbd"),
 )
 
 

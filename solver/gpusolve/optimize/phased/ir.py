@@ -37,6 +37,11 @@ class PhasedInstance:
     # then holds what it would cost before that too, and buying earlier needs the
     # requirement `available:<sku>` relaxed.
     available_period: dict[str, int] = field(default_factory=dict)
+    # Per period, option key -> the card it runs on (`switching.py`: a platform is a card at
+    # a site or cloud offer); an option not named here is its server model or offer.
+    cards: tuple[dict[str, str], ...] = ()
+    # workload -> what moving it to another platform or site between periods costs.
+    switch_cost: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -60,11 +65,13 @@ class PeriodCosts:
     cloud: int
     network: int = 0  # of capex: switches, links, NICs and storage nodes added
     resale: int = 0  # owned servers sold at the start: a credit apart from the TCO
+    switching: int = 0  # workloads moved to another platform or site at its start
 
     @property
     def spend(self) -> int:
         """Cash out in the period (residual is a credit at the horizon, not here)."""
-        return self.capex + self.rack_rent + self.site_fixed + self.energy + self.cloud
+        running = self.rack_rent + self.site_fixed + self.energy + self.cloud
+        return self.capex + running + self.switching
 
 
 @dataclass(frozen=True)

@@ -8,11 +8,13 @@ bandwidth and rentals come from the single plan's own builders (`model.py`, `pac
 The periods are linked by what is bought, contracted and owned:
 
 * buy[k@s,q]: servers of SKU k bought for site s at the start of period q at that period's
-  price (`PhasedInstance.price`); one works from `works_from[k][q]` on (its lead time).
+  price (`PhasedInstance.price`); one works from `works_from[k][q]` on (its lead time):
+  delivered within q, it works in q and its workloads rent until delivery (`switching.py`).
   In service: n[k@s,p] <= kept[k@s] + the purchases working by p. An owned server out of
   service is powered off (no energy) and needs no rack of its own: contracts only grow, so
   one that served earlier keeps its rack, one bought ahead of need waits in storage.
-* The inventory: kept[k@s] <= the servers owned at the start, the rest sold at their
+* The inventory (`stock.py`): kept[k@s] <= the servers owned at the start, moved[k,s->t]
+  to another site at their move cost, the rest sold at their
   resale price (a credit apart from the TCO) or left idle; owned servers are used before
   any of the same model is bought (a Bool full[k@s], as `inventory.py`). Racks already
   contracted (c racks paid for m months) hold servers while the paid term runs; past it,
@@ -25,11 +27,13 @@ The periods are linked by what is bought, contracted and owned:
   on them by then (non-decreasing spend; a period pays the difference).
 * A site is live from its first use to the horizon: it pays its set-up fee once and its
   included bandwidth every month from then on.
+* A workload moved to another platform or site between periods pays its switching cost
+  (`switching.py`).
 * Budgets: capex in total and per fiscal year, spend other than purchases (monthly), and
   capex + that spend (total), each a named requirement.
 
 The objective is the TCO over the horizon (capex less each purchase cohort's residual
-value at the horizon, rack rent, set-up fees and bandwidth, energy, rentals) less the
+value at the horizon, rack rent, set-up fees and bandwidth, energy, rentals, moves) less the
 resale credit, plus soft-rule penalties (each period carries its share by months of a
 penalty stated for the whole plan): the single plan's min-TCO objective. A schedule of one
 period is the single plan of the same inputs, to the yuan.
@@ -59,6 +63,8 @@ from gpusolve.optimize.model import choice_vars, server_vars, site_used
 from gpusolve.optimize.packing import SitePacking, add_packing
 from gpusolve.optimize.phased import relax
 from gpusolve.optimize.phased.ir import Mode, PhasedInstance
+from gpusolve.optimize.phased.stock import add_stock
+from gpusolve.optimize.phased.switching import add_bridges, add_switching
 from gpusolve.optimize.prune import usable_cloud, usable_owned
 from gpusolve.optimize.stages import expr_range, var_bounds
 
@@ -68,7 +74,7 @@ from gpusolve.optimize.stages import expr_range, var_bounds
 PATTERN_BUDGET = 2000
 MIN_PATTERNS = 50
 Bounds = list[tuple[int, int]]  # (lowest, highest) of each variable, by proto index
-PARTS = ("capex", "residual", "rack_rent", "site_fixed", "energy", "cloud")
+PARTS = ("capex", "residual", "rack_rent", "site_fixed", "energy", "cloud", "switching")
 
 
 @dataclass
@@ -95,6 +101,7 @@ class PhasedVars:
     cloud: dict[tuple[int, str], Var]
     periods: list[PeriodModel] = field(default_factory=list)
     kept: dict[tuple[str, str], Var] = field(default_factory=dict)  # owned servers kept
+    moved: dict[tuple[str, str, str], Var] = field(default_factory=dict)  # (sku, from, to)
 
 
 class _PeriodBuilder(Builder):
@@ -225,8 +232,12 @@ def build_model(
     bounds = var_bounds(m)
     _servers_over_time(m, pi, v, mode, lits, fixed, exprs)
     _sites_over_time(m, pi, v, lits, exprs, bounds)
+    if pi.periods:
+        exprs["rack_rent:0"] = exprs["rack_rent:0"] + exprs.pop("moves")
     _network_over_time(m, v, exprs, bounds)
     _running_costs(m, pi, v, exprs)
+    add_switching(m, pi, v.periods, exprs)
+    add_bridges(m, pi, v.periods, exprs)
     _budgets(m, pi, exprs, lits)
     return m, v, exprs
 
@@ -265,18 +276,7 @@ def _servers_over_time(
     if fixed is not None:
         for (k, s, q), x in v.buy.items():
             m.add(x == (fixed.get((k, s), 0) if q == 0 else 0))
-    resale_fixed = 0
-    resale_terms: list[tuple[int, Var]] = []
-    for key, held in sorted(stock.items()):
-        kept = m.new_int_var(0, held.count, f"kept[{key[0]}@{key[1]}]")
-        v.kept[key] = kept
-        resale_fixed += held.resale * held.count
-        resale_terms.append((-held.resale, kept))
-        bought = [x for (k2, s2, _), x in v.buy.items() if (k2, s2) == key]
-        if bought:  # owned servers first: never buy one while selling one of the same
-            full = m.new_bool_var(f"full[{key[0]}@{key[1]}]")
-            m.add(sum(bought) <= need[key] * full)
-            m.add(kept >= held.count * full)
+    owned_at, v.moved = add_stock(m, stock, need, v.buy, v.kept, exprs)
     for (k, s, p), n in v.working.items():
         arrived = [
             x
@@ -284,13 +284,12 @@ def _servers_over_time(
             if (k2, s2) == (k, s) and (w := pi.works_from[k][q]) is not None and w <= p
         ]
         early = relax.early(m, pi.works_from.get(k, ()), v.buy, (k, s), p, lits, need[k, s])
-        owned_here = v.kept.get((k, s), 0)
+        owned_here = owned_at.get((k, s), 0)
         m.add(n <= owned_here + sum(arrived) + early)
     for p in range(n_periods):
         here = [(k, q, x) for (k, _s, q), x in v.buy.items() if q == p]
         exprs[f"capex:{p}"] = wsum([(_price(pi, k, q), x) for k, q, x in here])
         exprs[f"residual:{p}"] = wsum([(_residual(pi, k, q), x) for k, q, x in here])
-    exprs["resale"] = wsum(resale_terms) + resale_fixed
 
 
 def _price(pi: PhasedInstance, sku: str, q: int) -> int:

@@ -21,6 +21,7 @@ from gpusolve.models.common import PriceNote
 from gpusolve.models.plan import BomLine, CostItem, CostKind, SourceRef
 from gpusolve.optimize import ir
 from gpusolve.optimize.phased.ir import PeriodPlan, PhasedInstance, PhasedSolution
+from gpusolve.optimize.phased.switching import moves
 
 
 def _sites(pi: PhasedInstance) -> dict[str, ir.Site]:
@@ -201,6 +202,7 @@ def period_items(
     before: dict[str, int],
     catalog: Catalog,
     network: list[CostItem] = [],  # noqa: B006 (read, never changed)
+    prev: PeriodPlan | None = None,
 ) -> list[CostItem]:
     """The cost lines of one period; they add up to the period's spend. `network`: the
     network and storage it adds (`_network`)."""
@@ -212,7 +214,34 @@ def period_items(
     items += _reconcile(items, c.energy, "energy", "energy")
     items += _reconcile(items, c.site_fixed, "bandwidth", "site fees")
     items += _reconcile(items, c.rack_rent, "rack_rent", "rack rent")
-    return items
+    return items + _until_delivery(items, c.cloud) + _moves(pi, prev, pp)
+
+
+def _until_delivery(items: list[CostItem], cloud: int) -> list[CostItem]:
+    """Rentals beyond the period's chosen ones: workloads on servers delivered within the
+    period rent their cheapest rental until then (`candidates/delivery.py`)."""
+    missing = cloud - sum(int(i.amount) for i in items if i.kind == "cloud_rental")
+    if not missing:
+        return []
+    detail = "workloads rent their cheapest rental until their servers are delivered"
+    return [CostItem(kind="cloud_rental", subject="until delivery", detail=detail, amount=missing)]
+
+
+def _moves(pi: PhasedInstance, prev: PeriodPlan | None, pp: PeriodPlan) -> list[CostItem]:
+    """Workloads moved to another platform or site at the period's start, one line each
+    (their switching cost; `optimize/phased/switching.py`)."""
+    if not pp.costs.switching:
+        return []
+    return [
+        CostItem(
+            kind="workload_moves",
+            subject="moves",
+            detail="workloads moved to another platform or site: re-deployment, validation "
+            f"and data transfer ({', '.join(f'{w} {c:,}' for w, c in moves(pi, prev, pp))})",
+            amount=pp.costs.switching,
+            illustrative=True,
+        )
+    ]
 
 
 def period_boms(
@@ -228,9 +257,11 @@ def period_boms(
     before = _floors(pi, sites)
     held: dict[NetKey, CostItem] = {}
     out = []
+    prev: PeriodPlan | None = None
     for pp in best.periods:
         network, held = _network(pi, pp, held, catalog, goods)
-        items = period_items(pi, pp, before, catalog, network)
+        items = period_items(pi, pp, before, catalog, network, prev)
+        prev = pp
         order = sorted({s for _k, s in pp.working} | set(pp.racks))
         lines = bom_of_items(items, order, catalog)
         out.append(locate(lines, sources) if sources else lines)

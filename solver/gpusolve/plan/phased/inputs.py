@@ -183,8 +183,29 @@ def build_phased(run: Inputs) -> PhasedInputs:
         capex_by_year=capex_by_year,
         monthly_max=_money(reqs.budget.monthly_max),
         total_max=_money(reqs.budget.total_max),
+        cards=tuple({k: m.card for k, m in p.cand.meta.items()} for p in prepared),
+        switch_cost=switch_costs(reqs),
     )
     return PhasedInputs(pi, prepared)
+
+
+# Moving a workload between platforms or sites between periods: copying its weights and
+# data, re-deploying the serving or training stack and validating it (accuracy, latency)
+# on the new hardware. Estimate: one engineer-week, 5 working days x ~4,000 CNY a day
+# (a loaded cost of ~1 M CNY a year over ~250 working days; illustrative, not sourced);
+# the transfer itself is small beside it (a 70B model's 140 GB of bf16 weights is
+# minutes at IDC bandwidth).
+DEFAULT_SWITCH_COST_CNY = 20_000
+
+
+def switch_costs(reqs: Requirements) -> dict[str, int]:
+    """Per workload, what moving it between periods costs: its own figure, else the
+    default where the run is in CNY (the only currency the default is stated in)."""
+    default = DEFAULT_SWITCH_COST_CNY if reqs.currency == "CNY" else 0
+    return {
+        w.name: to_money(w.switch_cost) if w.switch_cost is not None else default
+        for w in reqs.workloads
+    }
 
 
 def _money(value: float | None) -> int | None:

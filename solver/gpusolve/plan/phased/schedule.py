@@ -71,6 +71,7 @@ def _period(pp: PeriodPlan, rent_month: dict[str, int]) -> SchedulePeriod:
         energy=c.energy,
         cloud_rental=c.cloud,
         residual_value=c.residual,
+        switching=c.switching,
         monthly=monthly,
     )
     return SchedulePeriod(

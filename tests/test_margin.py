@@ -1,0 +1,125 @@
+"""The margin a plan buys above each target: sized as stated, defaulted per kind of workload
+from the validation gates, and every deployment of a plan and of a schedule meets
+target x (1 + margin), its spare printed against the target as written."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+from tests.support.phased import CHAT_NORTH, QUARTERS
+from tests.support.shipped import ROOT
+
+from gpusolve.candidates.margin import margin_of, sized, with_margin
+from gpusolve.models.requirements import Requirements, make_workload
+
+CHAT = {
+    "name": "chat",
+    "kind": "inference",
+    "model": {"preset": "llama-2-7b"},
+    "concurrency": 32,
+    "target_tokens_per_s": 4000,
+}
+TUNE = {
+    "name": "tune",
+    "kind": "full_finetune",
+    "model": {"preset": "llama-2-7b"},
+    "tokens": 1e9,
+    "deadline_hours": 72,
+}
+
+
+def test_serving_is_sized_for_target_times_one_plus_margin() -> None:
+    w = with_margin(make_workload(CHAT), 0.2)
+    assert w.kind == "inference"
+    assert w.target_tokens_per_s == pytest.approx(4800)  # 4,000 x 1.2
+    assert w.concurrency == 39  # 32 x 1.2 = 38.4 users, whole users up
+
+
+def test_training_is_sized_to_finish_by_deadline_over_one_plus_margin() -> None:
+    w = with_margin(make_workload(TUNE), 0.15)
+    assert w.deadline_hours == pytest.approx(62.6087, abs=1e-4)  # 72 / 1.15
+
+
+def test_margin_defaults_per_kind_and_overrides_in_order() -> None:
+    reqs = Requirements.model_validate({"workloads": [CHAT, TUNE]})
+    chat, tune = reqs.workloads
+    # The validation gates: serving throughput +-20 %, training throughput +-15 %.
+    assert (margin_of(chat, reqs), margin_of(tune, reqs)) == (0.20, 0.15)
+    every = Requirements.model_validate(
+        {"margin": 0.05, "workloads": [CHAT, {**TUNE, "margin": 0}]}
+    )
+    chat, tune = every.workloads
+    assert (margin_of(chat, every), margin_of(tune, every)) == (0.05, 0.0)
+    # The requirements as written are untouched; only the sized copy moves.
+    grown = sized(every)
+    assert every.workloads[0].kind == grown.workloads[0].kind == "inference"
+    assert every.workloads[0].target_tokens_per_s == 4000
+    assert grown.workloads[0].target_tokens_per_s == pytest.approx(4200)
+
+
+@pytest.mark.parametrize("margin", [-0.1, 1.5])
+def test_a_margin_outside_zero_to_one_is_refused(margin: float) -> None:
+    with pytest.raises(ValueError, match="margin"):
+        Requirements.model_validate({"margin": margin, "workloads": [CHAT]})
+
+
+def _plan(gpusolve, path: Path) -> dict:
+    result = gpusolve("plan", "-q", str(path), "--format", "json")
+    assert result.code == 0, result.err
+    return json.loads(result.out)
+
+
+def test_a_plan_delivers_its_target_times_one_plus_margin(gpusolve, tmp_path: Path) -> None:
+    # 200 tokens/s for 4 users, margin 0.5: every deployment delivers >= 300 tokens/s and
+    # holds >= 6 users at once, and says so against the 200 as written.
+    reqs = tmp_path / "chat.yaml"
+    reqs.write_text(CHAT_NORTH + "margin: 0.5\n", encoding="utf-8")
+    plan = _plan(gpusolve, reqs)
+    (d,) = plan["deployments"]
+    assert d["throughput"] >= 300
+    assert (d["target"], d["target_unit"], d["margin"]) == (200, "tokens/s", 0.5)
+    assert d["spare"] == pytest.approx(d["throughput"] / 200 - 1, abs=1e-3)
+
+
+def test_a_training_run_finishes_by_deadline_over_one_plus_margin(gpusolve, tmp_path: Path) -> None:
+    # The shipped 7B fine-tune with a 12 h deadline and margin 0.5: every run the plan
+    # takes lasts at most 12 / 1.5 = 8 h of the estimate.
+    data = yaml.safe_load((ROOT / "examples" / "finetune-7b-deadline.yaml").read_text())
+    data["workloads"][0]["deadline_hours"] = 12
+    data["margin"] = 0.5
+    reqs = tmp_path / "ft.yaml"
+    reqs.write_text(yaml.safe_dump(data), encoding="utf-8")
+    (d,) = _plan(gpusolve, reqs)["deployments"]
+    assert d["time_to_train_h"] <= 8.0
+    assert (d["target"], d["target_unit"]) == (12, "h")
+    assert d["spare"] == pytest.approx(12 / d["time_to_train_h"] - 1, abs=1e-2)
+
+
+def test_every_period_of_a_schedule_delivers_its_target_with_margin(
+    gpusolve, tmp_path: Path
+) -> None:
+    # Demand 200 then 800 tokens/s (x4 in the second quarter), margin 0.5: each period's
+    # deployment delivers >= 300 and >= 1,200 tokens/s.
+    grown = CHAT_NORTH.replace(
+        "    target_tokens_per_s: 200\n",
+        "    target_tokens_per_s: 200\n    demand_by_period: [1, 4]\n",
+    )
+    reqs = tmp_path / "phased.yaml"
+    reqs.write_text(grown + "margin: 0.5\n" + QUARTERS, encoding="utf-8")
+    schedule = _plan(gpusolve, reqs)
+    delivered = [[d["throughput"] for d in p["deployments"]] for p in schedule["periods"]]
+    targets = [[d["target"] for d in p["deployments"]] for p in schedule["periods"]]
+    assert targets == [[200], [800]]
+    assert delivered[0][0] >= 300 and delivered[1][0] >= 1200
+
+
+def test_the_plan_text_prints_the_spare_against_the_target(gpusolve, tmp_path: Path) -> None:
+    reqs = tmp_path / "chat.yaml"
+    reqs.write_text(CHAT_NORTH + "margin: 0.5\n", encoding="utf-8")
+    result = gpusolve("plan", "-q", str(reqs))
+    assert result.code == 0, result.err
+    line = next(x for x in result.out.splitlines() if x.strip().startswith("target"))
+    assert "200 tokens/s + 50% margin" in line and "spare against the target" in line

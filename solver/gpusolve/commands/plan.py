@@ -88,10 +88,10 @@ OBJECTIVES = ("min-tco", "min-capex", "min-monthly", "max-throughput")
     type=click.Choice(["highs", "cp-sat", "race"]),
     default="highs",
     show_default=True,
-    help="Who solves a schedule (periods:), on one core: highs or cp-sat, the same schedule "
-    "every run. race: both at once, one core each, the first proof ends both (each is the "
-    "faster on some schedules), but where equally cheap schedules tie, which one is "
-    "returned may depend on which solver finished first.",
+    help="Who solves a schedule (periods:): highs (two threads) or cp-sat (--workers), the "
+    "same schedule every run. race: both at once, one core each, the first proof ends both "
+    "(each is the faster on some schedules), but where equally cheap schedules tie, which "
+    "one is returned may depend on which solver finished first.",
 )
 @click.option(
     "--robust",

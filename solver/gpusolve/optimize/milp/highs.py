@@ -104,7 +104,7 @@ def _lp(m: Milp) -> Any:
 
 def _options(h: Any, config: SolveConfig, threads: int) -> None:
     h.setOptionValue("mip_rel_gap", float(config.relative_gap))
-    # One thread by default: the checks, and so the answer, are then the same every run.
+    # A fixed thread count: the checks, and so the answer, are then the same every run.
     h.setOptionValue("threads", threads)
     h.setOptionValue("random_seed", int(config.seed))
     wall_s = min(config.time_limit_s, interrupt.seconds_left())

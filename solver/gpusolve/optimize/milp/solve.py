@@ -19,6 +19,13 @@ from gpusolve.optimize.ir import SolveConfig, Status
 from gpusolve.optimize.milp.highs import Found, solve_milp
 from gpusolve.optimize.milp.translate import Milp, NotMilp, translate
 
+# HiGHS's threads when it solves alone: a fixed count, not the machine's, so that the same
+# model stops at the same check on any machine (its parallel MIP search is deterministic for
+# a given thread count: the same incumbent and check count on repeated runs under different
+# loads, benchmarks/README.md); two, as the 2-core CI machine has, and as the peer HiGHS
+# the benchmarks compare with runs.
+ALONE_THREADS = 2
+
 
 @dataclass(frozen=True)
 class MilpOutcome:
@@ -65,7 +72,7 @@ def solve_with_highs(
         except NotMilp:
             return None
     hinted = hints(model)
-    answer = solve_milp(milp, config, found, hinted)
+    answer = solve_milp(milp, config, found, hinted, threads=ALONE_THREADS)
     if answer.status == "model_invalid":
         return None
     if answer.values is None:

@@ -7,8 +7,8 @@ example the two are close (benchmarks/README.md, "Procurement over time"). So by
 HiGHS solves it (`milp/`: the CP-SAT model translated from its proto, the answer checked by
 CP-SAT); CP-SAT on request, or raced against HiGHS (`milp/race.py`), and wherever HiGHS
 leaves the answer to it. The limits do not depend on the machine's load: CP-SAT's
-deterministic time or HiGHS's limit checks (`SolveConfig.work_limit`), one thread and a
-fixed seed, so that the same inputs give the same schedule and status on an idle or a loaded
+deterministic time or HiGHS's limit checks (`SolveConfig.work_limit`), a fixed thread count
+and seed, so that the same inputs give the same schedule and status on an idle or a loaded
 machine; the wall clock (`time_limit_s`) only as an outer bound. Explaining an infeasible
 schedule stays with CP-SAT (`explain.py`: assumptions).
 

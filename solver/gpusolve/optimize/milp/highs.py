@@ -105,11 +105,29 @@ def _lp(m: Milp) -> Any:
 def _options(h: Any, config: SolveConfig, threads: int) -> None:
     h.setOptionValue("mip_rel_gap", float(config.relative_gap))
     # A fixed thread count: the checks, and so the answer, are then the same every run.
+    _use_threads(threads)
     h.setOptionValue("threads", threads)
     h.setOptionValue("random_seed", int(config.seed))
     wall_s = min(config.time_limit_s, interrupt.seconds_left())
     if math.isfinite(wall_s):
         h.setOptionValue("time_limit", float(max(wall_s, 0.001)))
+
+
+# The thread count HiGHS's process-wide scheduler was started with (None: not yet).
+_scheduler_threads: list[int | None] = [None]
+_scheduler_lock = threading.Lock()
+
+
+def _use_threads(threads: int) -> None:
+    """HiGHS starts one scheduler per process, with the first run's thread count, and
+    refuses a run asking for another (an error, no solution). One HiGHS search runs at a
+    time here (a race has one), so the scheduler is restarted when the count changes."""
+    import highspy
+
+    with _scheduler_lock:
+        if _scheduler_threads[0] not in (None, threads):
+            highspy.Highs.resetGlobalScheduler(True)
+        _scheduler_threads[0] = threads
 
 
 def _callbacks(h: Any, stop: Stop, clock: _Clock, found: Found | None) -> None:
@@ -170,9 +188,12 @@ def solve_milp(
     if start:
         _start(h, start)
     interrupt.watch(stop)
-    h.run()
+    ran = h.run()
     info = h.getInfo()
     model_status = h.getModelStatus()
+    if ran == highspy.HighsStatus.kError:
+        # HiGHS refused to run (an option, its scheduler): CP-SAT answers instead.
+        return MilpAnswer("model_invalid", None, None, None, 0, clock.checks, 0.0)
     has_solution = info.primal_solution_status == 2  # kSolutionStatusFeasible
     values = tuple(round(v) for v in h.getSolution().col_value) if has_solution else None
     nodes = int(info.mip_node_count)

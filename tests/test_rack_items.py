@@ -33,9 +33,10 @@ from gpusolve.optimize.solve import solve
 from gpusolve.optimize.validate import check
 
 EXAMPLE = ROOT / "examples" / "chat-day-lora-night.yaml"
+OFFER = "yancheng-coastal-12kw"  # the three-rack cases' offer
 # The example's site at margin 0: three 4.0 kW Hygon K100-AI boxes carry both shifts, 12 kW,
 # one rack of 20 kW (16 kW usable); a 12 kW rack (9.6 kW usable) would hold only two.
-OFFER = "suqian-green-20kw-roce"
+EXAMPLE_OFFER = "suqian-green-20kw-roce"
 
 
 def _cheapest(catalog: Catalog, role: str, servers: int) -> NetworkSwitch:
@@ -92,14 +93,14 @@ def test_one_rack_buys_one_management_switch_and_the_tco_pays_for_it(
     catalog = load_catalog().catalog
     plan = _plan(gpusolve)
     (site,) = plan["sites"]
-    assert (site["offer"], site["racks"]) == (OFFER, 1)
+    assert (site["offer"], site["racks"]) == (EXAMPLE_OFFER, 1)
     # The management switch needs a port for each server the rack can hold of the models
     # the plan may place there, within what the reserve leaves. By hand, for the model it
     # places: 20 kW less the 4 kW reserve over 4.0 kW a K100-AI box, and 42 U less 4 over
     # 4 U: min(4, 9) = 4 boxes, which the cheapest management switch's 24 ports cover. Sized
     # for every catalogue server (33 of the 1 U, 0.6 kW 2 x L4 box in the whole rack) it
     # would take the 48-port one: the plan sizes for its own candidates, not the catalogue.
-    offer = catalog.colo_offers[OFFER]
+    offer = catalog.colo_offers[EXAMPLE_OFFER]
     usable_w = round((offer.rack_kw - site["reserved_kw"]) * 1000)
     usable_units = offer.rack_units - site["reserved_units"]
     placed = [catalog.servers[s] for s in site["servers"]]

@@ -25,8 +25,7 @@ from gpusolve.render.bom import CSV_COLUMNS
 
 
 def _sized_as_estimated(path: Path) -> Path:
-    """The example at margin 0: one H20 server for both shifts, the by-hand figures below
-    (with the default margin the night run misses 10 h / 1.15 on the H20)."""
+    """The example at margin 0, so the figures below do not move with the default margin."""
     bare = Path(tempfile.mkdtemp()) / path.name
     bare.write_text(path.read_text(encoding="utf-8") + "margin: 0\n", encoding="utf-8")
     return bare
@@ -139,14 +138,20 @@ def test_cards_come_inside_their_servers(path: Path) -> None:
 
 
 def test_chat_example_by_hand() -> None:
-    """1 x hgx-h20-8gpu (8 cards; the H20 is buyable in market cn since its 2025-07
-    licences, issue 35) bought for day and night, 1 rack over 36 months."""
+    """3 x pcie8-hygon-k100ai (24 cards) bought for day and night, 1 rack over 36 months.
+
+    One H20 box no longer carries the night LoRA: on the hf stack it takes 10.8 h of its
+    10 h window, so the H20 way is two boxes, 2 x 1,200,000 = 2,400,000 CNY of servers,
+    against 3 x 700,000 = 2,100,000 for three K100-AI boxes (catalog/servers.yaml prices),
+    which serve the chat by day and run the LoRA on 24 cards by night. The three draw
+    3 x 4.0 kW = 12 kW: one rack of 20 kW (16 kW usable), where a 12 kW rack's 9.6 kW
+    usable holds two."""
     plan = _plan(CHAT)
     by_section = {ln.section: ln for ln in plan.bom}
-    assert by_section["card"].quantity == 8 and by_section["card"].item == "h20-96gb"
+    assert by_section["card"].quantity == 24 and by_section["card"].item == "hygon-k100-ai"
     (server,) = [ln for ln in plan.bom if ln.section == "server" and ln.amount > 0]
-    assert (server.quantity, server.unit) == (1, "server")
-    assert server.unit_price == _catalog().servers["hgx-h20-8gpu"].price
+    assert (server.quantity, server.unit) == (3, "server")
+    assert server.unit_price == _catalog().servers["pcie8-hygon-k100ai"].price
     rack = by_section["rack"]
     assert (rack.quantity, rack.unit) == (36, "rack-month")
     assert rack.unit_price == _catalog().colo_offers[rack.item].rack_price_per_month
@@ -220,8 +225,10 @@ def test_a_quote_patched_in_is_the_source_with_its_file_and_line(tmp_path: Path)
     quote.write_text(
         "currency: CNY\n"
         "patch:\n"
-        "  - id: hgx-h20-8gpu\n"
-        "    price: 1150000\n"
+        # A quote below the catalogue's 700,000 for the server the plan buys: it stays the
+        # cheapest way, so the plan still buys these three and the quote prices them.
+        "  - id: pcie8-hygon-k100ai\n"
+        "    price: 650000\n"
         '    pricing: {illustrative: false, as_of: "2026-11", source: "quote from vendor X"}\n',
         encoding="utf-8",
     )
@@ -233,8 +240,8 @@ def test_a_quote_patched_in_is_the_source_with_its_file_and_line(tmp_path: Path)
     server = next(r for r in rows if r["section"] == "server")
     assert server["source"] == f"quote from vendor X (as of 2026-11); {quote}:3"
     assert (server["unit_price"], server["amount"], server["illustrative"]) == (
-        "1150000",
-        "1150000",
+        "650000",
+        "1950000",  # 3 x 650,000
         "no",
     )
     # Not patched: the rack's price is where the shipped catalogue defines the offer.

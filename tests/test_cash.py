@@ -5,6 +5,7 @@ hand in the comment above it."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -192,11 +193,16 @@ def test_a_schedules_rack_contract_is_paid_monthly_over_its_term() -> None:
 
 
 def test_the_phased_example_pays_its_racks_monthly_and_the_h20_on_its_terms(
-    gpusolve: Any,
+    gpusolve: Any, tmp_path: Path
 ) -> None:
     from tests.support.shipped import ROOT
 
-    args = [str(ROOT / "examples" / "phased-growth.yaml"), "--catalog"]
+    # At margin 0: with the default margins the chat's growth is rented and no H20 is
+    # bought, so there would be no payment terms to follow.
+    example = ROOT / "examples" / "phased-growth.yaml"
+    bare = tmp_path / example.name
+    bare.write_text(example.read_text(encoding="utf-8") + "margin: 0\n", encoding="utf-8")
+    args = [str(bare), "--catalog"]
     args += [str(ROOT / "examples" / "phased" / "catalog.yaml"), "--format", "json"]
     data = json.loads(gpusolve("plan", "-q", *args).out)
     cash, periods = data["cash"], data["periods"]
@@ -208,12 +214,15 @@ def test_the_phased_example_pays_its_racks_monthly_and_the_h20_on_its_terms(
     assert first["rack_rent"] == 324_000
     own = first["site_fixed"] + first["energy"] + first["cloud_rental"]
     assert sum(r["running"] for r in rows[:3]) == 3 * 9_000 + own
-    # The H20 server bought in the period starting at month 24 (ordered in month 25) has an
-    # 8-week lead time (examples/phased/catalog.yaml): delivered 56 days on, in the order's
-    # 2nd month, month 26. 30% at order, the rest at delivery.
-    h20 = next(p for p in periods if p["start_month"] == 24)
+    # The first H20 server, bought in the period starting at month 18 (ordered in month 19)
+    # at its trend, 1.2M x 0.85^1.5 = 940,394 CNY, has an 8-week lead time (examples/phased/
+    # catalog.yaml): delivered 56 days on, in the order's 2nd month, month 20. 30% at
+    # order, the rest at delivery, in whole CNY: 0.3 x 940,394 = 282,118.2 -> 282,118 and
+    # the balance 940,394 - 282,118 = 658,276.
+    h20 = next(p for p in periods if p["start_month"] == 18)
     price = next(b["amount"] for b in h20["bom"] if b["section"] == "server")
-    assert [rows[24]["purchases"], rows[25]["purchases"]] == [0.3 * price, 0.7 * price]
+    assert price == 940_394
+    assert [rows[18]["purchases"], rows[19]["purchases"]] == [282_118, 658_276]
     # Nothing lost or added: purchases and running costs add up to the schedule's TCO
     # (no residual value credited in this example), upkeep beside it.
     assert sum(r["purchases"] + r["running"] for r in rows) == data["tco"] == cash["tco"]

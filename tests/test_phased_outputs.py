@@ -38,8 +38,8 @@ CAPEX_SECTIONS = ("server", "network", "storage")
 @pytest.fixture(scope="module")
 def example(tmp_path_factory: pytest.TempPathFactory) -> Schedule:
     """The shipped example's schedule sized to the estimate as it stands (margin 0), solved
-    once for the module: with the default margins the nightly LoRA's 9.6 h on the H20
-    misses 10 h / 1.15, no H20 is bought later, and buying now is the schedule (saving 0)."""
+    once for the module: with the default margins the schedule rents the chat's growth from
+    month 15 on and buys no H20 at all, so no price trend would be seen."""
     bare = tmp_path_factory.mktemp("example") / EXAMPLE.name
     bare.write_text(EXAMPLE.read_text(encoding="utf-8") + "margin: 0\n", encoding="utf-8")
     code, out = run_cli(
@@ -79,15 +79,18 @@ def test_each_periods_bom_adds_up_to_its_spend_and_its_capex(example: Schedule) 
 
 def test_a_server_bought_later_is_priced_at_its_trend(example: Schedule) -> None:
     """The H20 server is sold from month 12 and falls 15% a year (examples/phased/
-    catalog.yaml); catalogue price 1.2M CNY: at month 12 it is 1.2M x 0.85 = 1,020,000,
-    at month 24 1.2M x 0.85^2 = 867,000."""
+    catalog.yaml); catalogue price 1.2M CNY. The schedule buys its first one at month 18,
+    when the chat (2,400 tokens/s by then) outgrows the 5090D box bought at month 0: the
+    nightly LoRA takes 10.8 h of its 10 h on one H20 on the hf stack, so it stays on its
+    rental and an H20 at month 12 would carry only the chat. At month 18:
+    1.2M x 0.85^1.5 = 1.2M x 0.85 x 0.92195 = 940,393.6, rounded to 940,394 CNY."""
     by_month = {
         p.start_month: ln.unit_price
         for p in example.periods
         for ln in p.bom
         if ln.item == "hgx-h20-8gpu" and ln.section == "server"
     }
-    assert by_month.get(12) == 1_020_000
+    assert by_month.get(18) == 940_394
     # Later cohorts at 1.2M x 0.85^(month / 12) (month 24: 867,000): where the schedule buys
     # depends on its lead time (8 weeks, delivered within a quarter: rented until then).
     for month, price in by_month.items():

@@ -33,7 +33,10 @@ from gpusolve.optimize.solve import solve
 from gpusolve.optimize.validate import check
 
 EXAMPLE = ROOT / "examples" / "chat-day-lora-night.yaml"
-OFFER = "yancheng-coastal-12kw"  # the example's site: one rack of H20 servers
+OFFER = "yancheng-coastal-12kw"  # the three-rack cases' offer
+# The example's site at margin 0: three 4.0 kW Hygon K100-AI boxes carry both shifts, 12 kW,
+# one rack of 20 kW (16 kW usable); a 12 kW rack (9.6 kW usable) would hold only two.
+EXAMPLE_OFFER = "suqian-green-20kw-roce"
 
 
 def _cheapest(catalog: Catalog, role: str, servers: int) -> NetworkSwitch:
@@ -59,8 +62,7 @@ def _per_rack(catalog: Catalog, switch: NetworkSwitch, goods: float = 1.0) -> in
 
 
 def _plan(gpusolve: Any, *args: str) -> dict[str, Any]:
-    # Sized to the estimate as it stands (margin 0): one rack of H20 servers for both shifts
-    # (with the default margin the night run misses 10 h / 1.15 on the H20).
+    # At margin 0, so the rack this test counts does not move with the default margin.
     bare = Path(tempfile.mkdtemp()) / EXAMPLE.name
     bare.write_text(EXAMPLE.read_text(encoding="utf-8") + "margin: 0\n", encoding="utf-8")
     result = gpusolve("plan", "-q", str(bare), "--format", "json", *args)
@@ -91,13 +93,19 @@ def test_one_rack_buys_one_management_switch_and_the_tco_pays_for_it(
     catalog = load_catalog().catalog
     plan = _plan(gpusolve)
     (site,) = plan["sites"]
-    assert (site["offer"], site["racks"]) == (OFFER, 1)
-    # A rack of this offer holds at most this many of any catalogue server (its contracted
-    # kW and U, before the reserve): the management switch needs that many ports at most.
-    offer = catalog.colo_offers[OFFER]
-    most = servers_per_rack(
-        round(offer.rack_kw * 1000), offer.rack_units, offer.cooling, catalog.servers.values()
-    )
+    assert (site["offer"], site["racks"]) == (EXAMPLE_OFFER, 1)
+    # The management switch needs a port for each server the rack can hold of the models
+    # the plan may place there, within what the reserve leaves. By hand, for the model it
+    # places: 20 kW less the 4 kW reserve over 4.0 kW a K100-AI box, and 42 U less 4 over
+    # 4 U: min(4, 9) = 4 boxes, which the cheapest management switch's 24 ports cover. Sized
+    # for every catalogue server (33 of the 1 U, 0.6 kW 2 x L4 box in the whole rack) it
+    # would take the 48-port one: the plan sizes for its own candidates, not the catalogue.
+    offer = catalog.colo_offers[EXAMPLE_OFFER]
+    usable_w = round((offer.rack_kw - site["reserved_kw"]) * 1000)
+    usable_units = offer.rack_units - site["reserved_units"]
+    placed = [catalog.servers[s] for s in site["servers"]]
+    most = servers_per_rack(usable_w, usable_units, offer.cooling, placed)
+    assert most == 4
     management = _cheapest(catalog, "management", most)
     lines = _network_lines(plan)
     switches = [i for i in lines if i["unit"] == "switch"]

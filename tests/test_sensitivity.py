@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from tests.factories import instances as factory
 from tests.support.shipped import ROOT
 
@@ -220,8 +221,22 @@ def test_a_rental_that_becomes_unaffordable_switches_to_no_plan() -> None:
 # --------------------------------------------------------------------------- the command
 
 
-def test_cli_sensitivity_on_a_shipped_example(gpusolve: Callable[..., Any]) -> None:
-    example = str(ROOT / "examples" / "pretrain-70b-infiniband.yaml")
+def _pretrain_rented(tmp_path: Path) -> Path:
+    """The 70B pretraining example with `margin: 0`, where its plan rents 8 x
+    cloud-8x-h800-shanghai (1287 h of a 1440 h deadline). With the default training margin
+    (0.15) the run must finish by 1440 / 1.15 = 1252 h, which no rental meets (the offer
+    has at most 8 instances), so the plan buys servers and has no cloud price to probe."""
+    data = yaml.safe_load((ROOT / "examples" / "pretrain-70b-infiniband.yaml").read_text())
+    data["margin"] = 0
+    path = tmp_path / "pretrain-70b-no-margin.yaml"
+    path.write_text(yaml.safe_dump(data), encoding="utf-8")
+    return path
+
+
+def test_cli_sensitivity_on_a_shipped_example(
+    gpusolve: Callable[..., Any], tmp_path: Path
+) -> None:
+    example = str(_pretrain_rented(tmp_path))
     result = gpusolve("plan", example, "--sensitivity", "--format", "json", "--time-limit", "5")
     assert result.code == 0, result.err
     assert "sensitivity" in result.err  # the progress line; no bar off a terminal
@@ -553,13 +568,13 @@ def test_a_stopped_analysis_starts_no_further_task() -> None:
     assert len(done) == 1
 
 
-def test_ranges_are_only_given_around_the_plan_shown() -> None:
+def test_ranges_are_only_given_around_the_plan_shown(tmp_path: Path) -> None:
     """A plan shown that is not the reference re-solve's (a time-limited one) gets no
     ranges: they would describe another plan."""
     from gpusolve.analyses.sensitivity import OtherPlan, analyse
     from gpusolve.plan.inputs import prepare_run
 
-    run = prepare_run(ROOT / "examples" / "pretrain-70b-infiniband.yaml", [], [])
+    run = prepare_run(_pretrain_rented(tmp_path), [], [])
     inputs = CandidateInputs(run.reqs, run.catalog, run.policies)
     with pytest.raises(OtherPlan, match="rent"):
         analyse(_instance(run, run.catalog), inputs, CONFIG, 1, expected=(("other",),))

@@ -233,9 +233,7 @@ def _pretrain_rented(tmp_path: Path) -> Path:
     return path
 
 
-def test_cli_sensitivity_on_a_shipped_example(
-    gpusolve: Callable[..., Any], tmp_path: Path
-) -> None:
+def test_cli_sensitivity_on_a_shipped_example(gpusolve: Callable[..., Any], tmp_path: Path) -> None:
     example = str(_pretrain_rented(tmp_path))
     result = gpusolve("plan", example, "--sensitivity", "--format", "json", "--time-limit", "5")
     assert result.code == 0, result.err

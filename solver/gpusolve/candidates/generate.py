@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections import defaultdict
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -121,6 +121,10 @@ class _Builder:
     reserves: dict[str, RackReserve] = field(default_factory=dict)  # colo offer id -> rack
     # Each workload's deadline as written (the options are sized to it less the margin).
     written_deadline: dict[str, float | None] = field(default_factory=dict)
+    # Per workload: what each allowed option misses, with its card (`ir.Instance.missed`).
+    missed: dict[str, frozenset[tuple[str, frozenset[preferences.Key]]]] = field(
+        default_factory=dict
+    )
 
     def require(self, name: str, description: str, weight: int) -> str:
         self.requirements.setdefault(name, ir.Requirement(name, description, weight))
@@ -139,7 +143,12 @@ def build_candidates(
     policies: dict[str, WorkloadPolicy],
     *,
     explain: bool = False,
+    elsewhere: Mapping[str, Sequence[frozenset[preferences.Key]]] | None = None,
 ) -> Candidates:
+    """The options of every workload on `catalog`. `elsewhere`: per workload, what each
+    allowed option not generated here misses (when `catalog` is a part of the catalogue
+    whose other options exist already): a preference is unmeetable only if those miss it
+    too."""
     # Options are built for each workload's target plus its margin (`margin.py`); the plan
     # reports what they deliver against the target as written.
     written = {w.name: w.deadline_hours for w in reqs.workloads}
@@ -153,7 +162,7 @@ def build_candidates(
     for workload in reqs.workloads:
         _owned_options(b, workload)
         _cloud_options(b, workload)
-        unmet += _drop_unmeetable(b, workload)
+        unmet += _drop_unmeetable(b, workload, (elsewhere or {}).get(workload.name, ()))
     sites = contracted_sites(_sites(b), reqs)
     used_skus = {o.sku for o in b.owned}
     skus = {
@@ -189,6 +198,7 @@ def build_candidates(
         throughput_weights={w.name: w.throughput_weight for w in reqs.workloads},
         spares=reqs.finance.spares == "n+1",
         fabrics=fabrics,
+        missed=b.missed,
     )
     instance = with_inventory(instance, reqs, catalog)
     instance = with_bridges(instance)
@@ -206,22 +216,29 @@ def build_candidates(
     )
 
 
-def _drop_unmeetable(b: _Builder, w: Workload) -> list[UnmetPreference]:
-    """Strip from `w`'s options the preferences none of its allowed options meets
-    (`preferences.py`), and say why each could not be met."""
+def _drop_unmeetable(
+    b: _Builder, w: Workload, elsewhere: Sequence[frozenset[preferences.Key]] = ()
+) -> list[UnmetPreference]:
+    """Strip from `w`'s options the preferences none of its allowed options, here or
+    `elsewhere`, meets (`preferences.py`), and say why each could not be met."""
     owned = [o for o in b.owned if o.workload == w.name]
     cloud = [c for c in b.cloud if c.workload == w.name]
-    allowed: list[frozenset[preferences.Key]] = []
+    missed: list[tuple[str, frozenset[preferences.Key]]] = []
     for o in owned:
         meta = b.meta[o.key]
         mine = preferences.keys(meta.charges)
-        allowed += [
-            mine | preferences.keys(meta.site_charges.get(p.site, ()))
+        missed += [
+            (meta.card, mine | preferences.keys(meta.site_charges.get(p.site, ())))
             for p in o.placements
             if not o.violates and not p.violates
         ]
-    allowed += [preferences.keys(b.meta[c.key].charges) for c in cloud if not c.violates]
-    drop = preferences.unmeetable(allowed)
+    missed += [
+        (b.meta[c.key].card, preferences.keys(b.meta[c.key].charges))
+        for c in cloud
+        if not c.violates
+    ]
+    b.missed[w.name] = frozenset(missed)
+    drop = preferences.unmeetable([keys for _, keys in missed] + list(elsewhere))
     if not drop:
         return []
     keys = [o.key for o in owned] + [c.key for c in cloud]

@@ -14,11 +14,13 @@ the options on that card are generated again (`card_instance`).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
 from gpusolve.candidates.delivery import with_bridges
 from gpusolve.candidates.generate import fabric_classes, vat_factors
 from gpusolve.candidates.network import nic_capex, rack_network, storage_kinds
+from gpusolve.candidates.preferences import Key, unmeetable
 from gpusolve.candidates.prepare import prepare
 from gpusolve.models.catalog import PART_KINDS, Card, Catalog
 from gpusolve.models.plan import SensitivityKind
@@ -188,7 +190,24 @@ def card_instance(base: Instance, inputs: CandidateInputs, card_id: str, factor:
             "cloud_offers": {k: whole.cloud_offers[k] for k in mine_offers},
         }
     )
-    part = prepare(inputs.reqs, part_catalog, inputs.policies, whole=scaled).cand.instance
+    # What every option misses is judged over all of a workload's options, as a full
+    # generation judges it: the other cards' allowed options count too.
+    outside = {
+        w: [keys for card, keys in base.missed.get(w, frozenset()) if card != card_id]
+        for w in base.workloads
+    }
+    part = prepare(
+        inputs.reqs, part_catalog, inputs.policies, whole=scaled, elsewhere=outside
+    ).cand.instance
+    missed = {
+        w: frozenset((c, k) for c, k in base.missed.get(w, frozenset()) if c != card_id)
+        | part.missed.get(w, frozenset())
+        for w in base.workloads
+    }
+    if _unmeetable(missed) != _unmeetable(base.missed):
+        # The card's new options change what every option misses: the other options'
+        # penalties would change too, which only their own generation knows.
+        return prepare(inputs.reqs, scaled, inputs.policies).cand.instance
     workload = {w: i for i, w in enumerate(base.workloads)}
     server = {k: i for i, k in enumerate(whole.servers)}
     offer = {k: i for i, k in enumerate(whole.cloud_offers)}
@@ -214,9 +233,17 @@ def card_instance(base: Instance, inputs: CandidateInputs, card_id: str, factor:
         skus=skus,
         requirements={**base.requirements, **part.requirements},
         fabrics={**base.fabrics, **part.fabrics},
+        missed=missed,
     )
     # The part's bridges saw only the card's own rentals: the cheapest may be another's.
     return with_bridges(merged)
+
+
+def _unmeetable(
+    missed: Mapping[str, frozenset[tuple[str, frozenset[Key]]]],
+) -> dict[str, frozenset[Key]]:
+    """Per workload, the preferences every allowed option misses."""
+    return {w: unmeetable([keys for _, keys in m]) for w, m in missed.items()}
 
 
 def scenario_catalog(catalog: Catalog, s: Scenario) -> Catalog:

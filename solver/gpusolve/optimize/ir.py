@@ -244,6 +244,13 @@ class Instance:
     # The inventory (`inventory.py`): owned servers per (SKU, site), contracted racks by site.
     stock: tuple[Stock, ...] = ()
     contracts: dict[str, Contract] = field(default_factory=dict)
+    # Per workload, the soft-rule preferences each allowed option (an owned option at one
+    # site, or a rental) misses, with its card: (card, {(rule, judged)}), before the ones
+    # every option misses were stripped (`candidates/preferences.py`). A card's options
+    # generated again alone judge what every option misses over these and their own.
+    missed: dict[str, frozenset[tuple[str, frozenset[tuple[str, str]]]]] = field(
+        default_factory=dict
+    )
     # Site-level requirements: racks at a site may not exceed what is available
     # (requirement name "racks:<site>"); explain mode may relax it.
 

@@ -132,6 +132,32 @@ def test_every_coefficient_proportional_to_a_price_moves_with_it() -> None:
     assert scale_instance(inst, "rack_rent", "dc", 3).owned == inst.owned
 
 
+def test_a_penalty_taking_a_share_of_the_price_moves_with_it() -> None:
+    """A soft rule may charge a share of the missing option's cost (its servers' price, or
+    its rental over the horizon): a price probe prices that share again, as a catalogue
+    re-priced and generated again would; a fixed amount stays."""
+    # Rental of 1500: 100 fixed + 5 % of 1500 = 175; at x0.5 (750): 100 + 37.5 -> 138.
+    rent = dataclasses.replace(RENT, penalty=175, penalty_shares=((100.0, 0.05),))
+    # One server of 1000 (VAT in): 2 % of it = 20 on the option, plus 30 not priced on it
+    # (a rule charging money only); 10 % = 100 at the site. At x2 (2000): 40 + 30, 200.
+    here = Placement("dc", penalty=100, penalty_shares=((0.0, 0.1),))
+    own = dataclasses.replace(
+        OWN,
+        placements=(here,),
+        penalty=50,
+        penalty_base=1000.0,
+        penalty_shares=((0.0, 0.02),),
+    )
+    inst = dataclasses.replace(SMALL, owned=(own,), cloud=(rent,))
+    cheaper = scale_instance(inst, "cloud_price", "cloud-x", 0.5).cloud[0]
+    assert (cheaper.cost_total, cheaper.penalty) == (750, 138)
+    dearer = scale_instance(inst, "server_price", "srv", 2).owned[0]
+    assert (dearer.penalty, dearer.placements[0].penalty) == (70, 200)
+    assert dearer.penalty_base == 2000.0
+    assert scale_instance(inst, "server_price", "srv", 2).cloud == inst.cloud
+    assert scale_instance(inst, "cloud_price", "cloud-x", 0.5).owned == inst.owned
+
+
 def test_plan_key_compares_choices_not_cost() -> None:
     base = probe_solve(SMALL, CONFIG, None)
     dearer = scale_instance(SMALL, "server_price", "srv", 1.2)

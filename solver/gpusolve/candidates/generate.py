@@ -34,7 +34,7 @@ from gpusolve.models.catalog import Card, Catalog, CloudOffer, ColoOffer, Server
 from gpusolve.models.money import slot_hours_per_month, to_money
 from gpusolve.models.params import Params
 from gpusolve.models.plan import UnmetPreference
-from gpusolve.models.policy import Charge, Penalty, WorkloadPolicy, charges
+from gpusolve.models.policy import Charge, Penalty, WorkloadPolicy, charges, share_terms
 from gpusolve.models.regions import Place, resolve
 from gpusolve.models.requirements import Requirements, Workload
 from gpusolve.optimize import finance, ir
@@ -271,10 +271,19 @@ def _strip_owned(
     sites = {k: preferences.without(v, drop) for k, v in meta.site_charges.items()}
     b.meta[option.key] = dataclasses.replace(meta, charges=kept, site_charges=sites)
     placements = tuple(
-        dataclasses.replace(p, penalty=sum(c.amount for c in sites.get(p.site, ())))
+        dataclasses.replace(
+            p,
+            penalty=sum(c.amount for c in sites.get(p.site, ())),
+            penalty_shares=share_terms(sites.get(p.site, ())),
+        )
         for p in option.placements
     )
-    return dataclasses.replace(option, penalty=sum(c.amount for c in kept), placements=placements)
+    return dataclasses.replace(
+        option,
+        penalty=sum(c.amount for c in kept),
+        penalty_shares=share_terms(kept),
+        placements=placements,
+    )
 
 
 def _strip_cloud(
@@ -283,7 +292,9 @@ def _strip_cloud(
     meta = b.meta[option.key]
     kept = preferences.without(meta.charges, drop)
     b.meta[option.key] = dataclasses.replace(meta, charges=kept)
-    return dataclasses.replace(option, penalty=sum(c.amount for c in kept))
+    return dataclasses.replace(
+        option, penalty=sum(c.amount for c in kept), penalty_shares=share_terms(kept)
+    )
 
 
 def vat_factors(reqs: Requirements) -> tuple[float, float]:
@@ -446,6 +457,8 @@ def _add_owned(
             headroom_permille=_headroom_permille(estimate),
             penalty=sum(c.amount for c in charged),  # whole units: the charges add up
             violates=sized.violates,
+            penalty_base=base,
+            penalty_shares=share_terms(charged),
             spans=sized.spans_servers,
             # One server keeps its checkpoints on its own NVMe (H16); a job across servers
             # needs a filesystem they all reach.
@@ -681,7 +694,14 @@ def _placements(
         charged = charges("offer", policy.penalty("offer", offer, context), base)
         if site_charges is not None:
             site_charges[offer.id] = charged
-        out.append(ir.Placement(offer.id, sum(c.amount for c in charged), frozenset(tags)))
+        out.append(
+            ir.Placement(
+                offer.id,
+                sum(c.amount for c in charged),
+                frozenset(tags),
+                penalty_shares=share_terms(charged),
+            )
+        )
     if not out:
         if physical and len(physical) == len(offers):
             b.reject(w.name, server.id, ["no colo offer can host it: " + "; ".join(physical[:3])])
@@ -794,6 +814,7 @@ def _add_cloud(b: _Builder, w: Workload, offer: CloudOffer, card: Card, sized: _
             headroom_permille=_headroom_permille(estimate),
             penalty=sum(c.amount for c in charged),
             violates=frozenset(tags),
+            penalty_shares=share_terms(charged),
         )
     )
     b.meta[key] = OptionMeta(

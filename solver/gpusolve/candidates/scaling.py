@@ -24,7 +24,7 @@ from gpusolve.candidates.preferences import Key, unmeetable
 from gpusolve.candidates.prepare import prepare
 from gpusolve.models.catalog import PART_KINDS, Card, Catalog
 from gpusolve.models.plan import SensitivityKind
-from gpusolve.models.policy import WorkloadPolicy
+from gpusolve.models.policy import WorkloadPolicy, repriced
 from gpusolve.models.requirements import SCENARIO_ALL, Requirements, Scenario
 from gpusolve.optimize.ir import CloudOption, Instance, OwnedOption, Site, Sku
 
@@ -112,11 +112,13 @@ def scale_instance(
             sku, capex=_money(sku.capex, factor), residual=_money(sku.residual, factor)
         )
         skus: dict[str, Sku] = {**instance.skus, subject: scaled}
-        return replace(instance, skus=skus)
+        bought = tuple(
+            _owned_repriced(o, factor) if o.sku == subject else o for o in instance.owned
+        )
+        return replace(instance, skus=skus, owned=bought)
     if kind == "cloud_price":
         cloud: tuple[CloudOption, ...] = tuple(
-            replace(o, cost_total=_money(o.cost_total, factor)) if o.offer == subject else o
-            for o in instance.cloud
+            _cloud_repriced(o, factor) if o.offer == subject else o for o in instance.cloud
         )
         # A workload's rental until delivery is its cheapest rental's share: priced again.
         return with_bridges(replace(instance, cloud=cloud))
@@ -137,6 +139,30 @@ def scale_instance(
     else:
         raise ValueError(f"{kind} is not a price of the instance")
     return replace(instance, sites={**instance.sites, subject: new}, owned=owned)
+
+
+def _cloud_repriced(option: CloudOption, factor: float) -> CloudOption:
+    """A rental at `factor` x its price: its cost, and the penalties taking a share of it."""
+    cost = _money(option.cost_total, factor)
+    penalty = repriced(option.penalty, option.penalty_shares, option.cost_total, cost)
+    return replace(option, cost_total=cost, penalty=penalty)
+
+
+def _owned_repriced(option: OwnedOption, factor: float) -> OwnedOption:
+    """Owned servers at `factor` x their price: the penalties taking a share of it, the
+    option's own and each placement's (capex is the SKU's)."""
+    old = option.penalty_base
+    new = old * factor
+    placements = tuple(
+        replace(p, penalty=repriced(p.penalty, p.penalty_shares, old, new))
+        for p in option.placements
+    )
+    return replace(
+        option,
+        penalty=repriced(option.penalty, option.penalty_shares, old, new),
+        penalty_base=new,
+        placements=placements,
+    )
 
 
 def _busy_energy_scaled(option: OwnedOption, site: str, factor: float) -> OwnedOption:

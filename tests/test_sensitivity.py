@@ -465,6 +465,27 @@ def test_one_card_generated_again_equals_generating_everything(
     )
 
 
+def test_a_card_whose_options_change_what_every_option_misses_is_generated_whole() -> None:
+    """When the re-generated card's options meet a preference every option missed before,
+    the other options' penalties change too: the probe then generates everything again.
+    Here the plan's instance says every option missed a preference that none of the
+    card's new options misses (a key no rule has), so what every option misses changes."""
+    from gpusolve.candidates.scaling import card_instance, scale_card
+    from gpusolve.plan.inputs import prepare_run
+
+    run = prepare_run(ROOT / "examples" / "finetune-7b-deadline.yaml", [], [])
+    card, factor = "h100-sxm", 1.2
+    base = _instance(run, run.catalog)
+    fake = ("no-such-rule", "card")
+    missed = {w: frozenset((c, k | {fake}) for c, k in m) for w, m in base.missed.items()}
+    assert any(missed.values())
+    told = dataclasses.replace(base, missed=missed)
+    merged = card_instance(told, CandidateInputs(run.reqs, run.catalog, run.policies), card, factor)
+    cards = {**run.catalog.cards, card: scale_card(run.catalog.cards[card], factor)}
+    full = _instance(run, run.catalog.model_copy(update={"cards": cards}))
+    assert merged == full  # the whole generation, its own record of what options miss included
+
+
 @pytest.mark.parametrize("factor", [0.25, 4.0])
 def test_a_network_price_priced_again_equals_generating_everything(
     factor: float, tmp_path: Path

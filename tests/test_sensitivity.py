@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from tests.factories import instances as factory
 from tests.support.shipped import ROOT
 
@@ -131,6 +132,32 @@ def test_every_coefficient_proportional_to_a_price_moves_with_it() -> None:
     assert scale_instance(inst, "rack_rent", "dc", 3).owned == inst.owned
 
 
+def test_a_penalty_taking_a_share_of_the_price_moves_with_it() -> None:
+    """A soft rule may charge a share of the missing option's cost (its servers' price, or
+    its rental over the horizon): a price probe prices that share again, as a catalogue
+    re-priced and generated again would; a fixed amount stays."""
+    # Rental of 1500: 100 fixed + 5 % of 1500 = 175; at x0.5 (750): 100 + 37.5 -> 138.
+    rent = dataclasses.replace(RENT, penalty=175, penalty_shares=((100.0, 0.05),))
+    # One server of 1000 (VAT in): 2 % of it = 20 on the option, plus 30 not priced on it
+    # (a rule charging money only); 10 % = 100 at the site. At x2 (2000): 40 + 30, 200.
+    here = Placement("dc", penalty=100, penalty_shares=((0.0, 0.1),))
+    own = dataclasses.replace(
+        OWN,
+        placements=(here,),
+        penalty=50,
+        penalty_base=1000.0,
+        penalty_shares=((0.0, 0.02),),
+    )
+    inst = dataclasses.replace(SMALL, owned=(own,), cloud=(rent,))
+    cheaper = scale_instance(inst, "cloud_price", "cloud-x", 0.5).cloud[0]
+    assert (cheaper.cost_total, cheaper.penalty) == (750, 138)
+    dearer = scale_instance(inst, "server_price", "srv", 2).owned[0]
+    assert (dearer.penalty, dearer.placements[0].penalty) == (70, 200)
+    assert dearer.penalty_base == 2000.0
+    assert scale_instance(inst, "server_price", "srv", 2).cloud == inst.cloud
+    assert scale_instance(inst, "cloud_price", "cloud-x", 0.5).owned == inst.owned
+
+
 def test_plan_key_compares_choices_not_cost() -> None:
     base = probe_solve(SMALL, CONFIG, None)
     dearer = scale_instance(SMALL, "server_price", "srv", 1.2)
@@ -220,8 +247,20 @@ def test_a_rental_that_becomes_unaffordable_switches_to_no_plan() -> None:
 # --------------------------------------------------------------------------- the command
 
 
-def test_cli_sensitivity_on_a_shipped_example(gpusolve: Callable[..., Any]) -> None:
-    example = str(ROOT / "examples" / "pretrain-70b-infiniband.yaml")
+def _pretrain_rented(tmp_path: Path) -> Path:
+    """The 70B pretraining example with `margin: 0`, where its plan rents 8 x
+    cloud-8x-h800-shanghai (1287 h of a 1440 h deadline). With the default training margin
+    (0.15) the run must finish by 1440 / 1.15 = 1252 h, which no rental meets (the offer
+    has at most 8 instances), so the plan buys servers and has no cloud price to probe."""
+    data = yaml.safe_load((ROOT / "examples" / "pretrain-70b-infiniband.yaml").read_text())
+    data["margin"] = 0
+    path = tmp_path / "pretrain-70b-no-margin.yaml"
+    path.write_text(yaml.safe_dump(data), encoding="utf-8")
+    return path
+
+
+def test_cli_sensitivity_on_a_shipped_example(gpusolve: Callable[..., Any], tmp_path: Path) -> None:
+    example = str(_pretrain_rented(tmp_path))
     result = gpusolve("plan", example, "--sensitivity", "--format", "json", "--time-limit", "5")
     assert result.code == 0, result.err
     assert "sensitivity" in result.err  # the progress line; no bar off a terminal
@@ -426,6 +465,27 @@ def test_one_card_generated_again_equals_generating_everything(
     )
 
 
+def test_a_card_whose_options_change_what_every_option_misses_is_generated_whole() -> None:
+    """When the re-generated card's options meet a preference every option missed before,
+    the other options' penalties change too: the probe then generates everything again.
+    Here the plan's instance says every option missed a preference that none of the
+    card's new options misses (a key no rule has), so what every option misses changes."""
+    from gpusolve.candidates.scaling import card_instance, scale_card
+    from gpusolve.plan.inputs import prepare_run
+
+    run = prepare_run(ROOT / "examples" / "finetune-7b-deadline.yaml", [], [])
+    card, factor = "h100-sxm", 1.2
+    base = _instance(run, run.catalog)
+    fake = ("no-such-rule", "card")
+    missed = {w: frozenset((c, k | {fake}) for c, k in m) for w, m in base.missed.items()}
+    assert any(missed.values())
+    told = dataclasses.replace(base, missed=missed)
+    merged = card_instance(told, CandidateInputs(run.reqs, run.catalog, run.policies), card, factor)
+    cards = {**run.catalog.cards, card: scale_card(run.catalog.cards[card], factor)}
+    full = _instance(run, run.catalog.model_copy(update={"cards": cards}))
+    assert merged == full  # the whole generation, its own record of what options miss included
+
+
 @pytest.mark.parametrize("factor", [0.25, 4.0])
 def test_a_network_price_priced_again_equals_generating_everything(
     factor: float, tmp_path: Path
@@ -553,13 +613,13 @@ def test_a_stopped_analysis_starts_no_further_task() -> None:
     assert len(done) == 1
 
 
-def test_ranges_are_only_given_around_the_plan_shown() -> None:
+def test_ranges_are_only_given_around_the_plan_shown(tmp_path: Path) -> None:
     """A plan shown that is not the reference re-solve's (a time-limited one) gets no
     ranges: they would describe another plan."""
     from gpusolve.analyses.sensitivity import OtherPlan, analyse
     from gpusolve.plan.inputs import prepare_run
 
-    run = prepare_run(ROOT / "examples" / "pretrain-70b-infiniband.yaml", [], [])
+    run = prepare_run(_pretrain_rented(tmp_path), [], [])
     inputs = CandidateInputs(run.reqs, run.catalog, run.policies)
     with pytest.raises(OtherPlan, match="rent"):
         analyse(_instance(run, run.catalog), inputs, CONFIG, 1, expected=(("other",),))

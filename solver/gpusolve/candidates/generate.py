@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections import defaultdict
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -34,7 +34,7 @@ from gpusolve.models.catalog import Card, Catalog, CloudOffer, ColoOffer, Server
 from gpusolve.models.money import slot_hours_per_month, to_money
 from gpusolve.models.params import Params
 from gpusolve.models.plan import UnmetPreference
-from gpusolve.models.policy import Charge, Penalty, WorkloadPolicy, charges
+from gpusolve.models.policy import Charge, Penalty, WorkloadPolicy, charges, share_terms
 from gpusolve.models.regions import Place, resolve
 from gpusolve.models.requirements import Requirements, Workload
 from gpusolve.optimize import finance, ir
@@ -121,6 +121,10 @@ class _Builder:
     reserves: dict[str, RackReserve] = field(default_factory=dict)  # colo offer id -> rack
     # Each workload's deadline as written (the options are sized to it less the margin).
     written_deadline: dict[str, float | None] = field(default_factory=dict)
+    # Per workload: what each allowed option misses, with its card (`ir.Instance.missed`).
+    missed: dict[str, frozenset[tuple[str, frozenset[preferences.Key]]]] = field(
+        default_factory=dict
+    )
 
     def require(self, name: str, description: str, weight: int) -> str:
         self.requirements.setdefault(name, ir.Requirement(name, description, weight))
@@ -139,7 +143,12 @@ def build_candidates(
     policies: dict[str, WorkloadPolicy],
     *,
     explain: bool = False,
+    elsewhere: Mapping[str, Sequence[frozenset[preferences.Key]]] | None = None,
 ) -> Candidates:
+    """The options of every workload on `catalog`. `elsewhere`: per workload, what each
+    allowed option not generated here misses (when `catalog` is a part of the catalogue
+    whose other options exist already): a preference is unmeetable only if those miss it
+    too."""
     # Options are built for each workload's target plus its margin (`margin.py`); the plan
     # reports what they deliver against the target as written.
     written = {w.name: w.deadline_hours for w in reqs.workloads}
@@ -153,7 +162,7 @@ def build_candidates(
     for workload in reqs.workloads:
         _owned_options(b, workload)
         _cloud_options(b, workload)
-        unmet += _drop_unmeetable(b, workload)
+        unmet += _drop_unmeetable(b, workload, (elsewhere or {}).get(workload.name, ()))
     sites = contracted_sites(_sites(b), reqs)
     used_skus = {o.sku for o in b.owned}
     skus = {
@@ -189,6 +198,7 @@ def build_candidates(
         throughput_weights={w.name: w.throughput_weight for w in reqs.workloads},
         spares=reqs.finance.spares == "n+1",
         fabrics=fabrics,
+        missed=b.missed,
     )
     instance = with_inventory(instance, reqs, catalog)
     instance = with_bridges(instance)
@@ -206,22 +216,29 @@ def build_candidates(
     )
 
 
-def _drop_unmeetable(b: _Builder, w: Workload) -> list[UnmetPreference]:
-    """Strip from `w`'s options the preferences none of its allowed options meets
-    (`preferences.py`), and say why each could not be met."""
+def _drop_unmeetable(
+    b: _Builder, w: Workload, elsewhere: Sequence[frozenset[preferences.Key]] = ()
+) -> list[UnmetPreference]:
+    """Strip from `w`'s options the preferences none of its allowed options, here or
+    `elsewhere`, meets (`preferences.py`), and say why each could not be met."""
     owned = [o for o in b.owned if o.workload == w.name]
     cloud = [c for c in b.cloud if c.workload == w.name]
-    allowed: list[frozenset[preferences.Key]] = []
+    missed: list[tuple[str, frozenset[preferences.Key]]] = []
     for o in owned:
         meta = b.meta[o.key]
         mine = preferences.keys(meta.charges)
-        allowed += [
-            mine | preferences.keys(meta.site_charges.get(p.site, ()))
+        missed += [
+            (meta.card, mine | preferences.keys(meta.site_charges.get(p.site, ())))
             for p in o.placements
             if not o.violates and not p.violates
         ]
-    allowed += [preferences.keys(b.meta[c.key].charges) for c in cloud if not c.violates]
-    drop = preferences.unmeetable(allowed)
+    missed += [
+        (b.meta[c.key].card, preferences.keys(b.meta[c.key].charges))
+        for c in cloud
+        if not c.violates
+    ]
+    b.missed[w.name] = frozenset(missed)
+    drop = preferences.unmeetable([keys for _, keys in missed] + list(elsewhere))
     if not drop:
         return []
     keys = [o.key for o in owned] + [c.key for c in cloud]
@@ -254,10 +271,19 @@ def _strip_owned(
     sites = {k: preferences.without(v, drop) for k, v in meta.site_charges.items()}
     b.meta[option.key] = dataclasses.replace(meta, charges=kept, site_charges=sites)
     placements = tuple(
-        dataclasses.replace(p, penalty=sum(c.amount for c in sites.get(p.site, ())))
+        dataclasses.replace(
+            p,
+            penalty=sum(c.amount for c in sites.get(p.site, ())),
+            penalty_shares=share_terms(sites.get(p.site, ())),
+        )
         for p in option.placements
     )
-    return dataclasses.replace(option, penalty=sum(c.amount for c in kept), placements=placements)
+    return dataclasses.replace(
+        option,
+        penalty=sum(c.amount for c in kept),
+        penalty_shares=share_terms(kept),
+        placements=placements,
+    )
 
 
 def _strip_cloud(
@@ -266,7 +292,9 @@ def _strip_cloud(
     meta = b.meta[option.key]
     kept = preferences.without(meta.charges, drop)
     b.meta[option.key] = dataclasses.replace(meta, charges=kept)
-    return dataclasses.replace(option, penalty=sum(c.amount for c in kept))
+    return dataclasses.replace(
+        option, penalty=sum(c.amount for c in kept), penalty_shares=share_terms(kept)
+    )
 
 
 def vat_factors(reqs: Requirements) -> tuple[float, float]:
@@ -429,6 +457,8 @@ def _add_owned(
             headroom_permille=_headroom_permille(estimate),
             penalty=sum(c.amount for c in charged),  # whole units: the charges add up
             violates=sized.violates,
+            penalty_base=base,
+            penalty_shares=share_terms(charged),
             spans=sized.spans_servers,
             # One server keeps its checkpoints on its own NVMe (H16); a job across servers
             # needs a filesystem they all reach.
@@ -664,7 +694,14 @@ def _placements(
         charged = charges("offer", policy.penalty("offer", offer, context), base)
         if site_charges is not None:
             site_charges[offer.id] = charged
-        out.append(ir.Placement(offer.id, sum(c.amount for c in charged), frozenset(tags)))
+        out.append(
+            ir.Placement(
+                offer.id,
+                sum(c.amount for c in charged),
+                frozenset(tags),
+                penalty_shares=share_terms(charged),
+            )
+        )
     if not out:
         if physical and len(physical) == len(offers):
             b.reject(w.name, server.id, ["no colo offer can host it: " + "; ".join(physical[:3])])
@@ -777,6 +814,7 @@ def _add_cloud(b: _Builder, w: Workload, offer: CloudOffer, card: Card, sized: _
             headroom_permille=_headroom_permille(estimate),
             penalty=sum(c.amount for c in charged),
             violates=frozenset(tags),
+            penalty_shares=share_terms(charged),
         )
     )
     b.meta[key] = OptionMeta(

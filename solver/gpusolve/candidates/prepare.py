@@ -11,10 +11,12 @@ added once applies to all of them.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from gpusolve.candidates.filters import beyond_horizon, rent_only, short_run_policies, small_jobs
 from gpusolve.candidates.generate import Candidates, build_candidates
+from gpusolve.candidates.preferences import Key
 from gpusolve.models.catalog import Catalog
 from gpusolve.models.policy import WorkloadPolicy
 from gpusolve.models.requirements import Requirements
@@ -38,13 +40,17 @@ def prepare(
     whole: Catalog | None = None,
     *,
     explain: bool = False,
+    elsewhere: Mapping[str, Sequence[frozenset[Key]]] | None = None,
 ) -> Prepared:
     """The candidates for `reqs` on `catalog`, filtered as `plan` solves them. `whole`: the
     full catalogue when `catalog` is a part of it (what counts as a small job depends on
     the fastest card of all). `explain`: keep the options that violate a requirement,
-    tagged (`build_candidates`), for an explanation."""
+    tagged (`build_candidates`), for an explanation. `elsewhere`: what the allowed options
+    outside a part `catalog` miss, per workload (`build_candidates`)."""
     small = small_jobs(reqs, whole or catalog)
-    cand = build_candidates(reqs, catalog, short_run_policies(policies, small), explain=explain)
+    cand = build_candidates(
+        reqs, catalog, short_run_policies(policies, small), explain=explain, elsewhere=elsewhere
+    )
     if small:  # minutes of work: never buy servers for it
         cand = rent_only(cand, small)
     had_options = set(cand.instance.workloads) - set(cand.workloads_without_options())

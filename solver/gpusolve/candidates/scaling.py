@@ -14,15 +14,17 @@ the options on that card are generated again (`card_instance`).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
 from gpusolve.candidates.delivery import with_bridges
 from gpusolve.candidates.generate import fabric_classes, vat_factors
 from gpusolve.candidates.network import nic_capex, rack_network, storage_kinds
+from gpusolve.candidates.preferences import Key, unmeetable
 from gpusolve.candidates.prepare import prepare
 from gpusolve.models.catalog import PART_KINDS, Card, Catalog
 from gpusolve.models.plan import SensitivityKind
-from gpusolve.models.policy import WorkloadPolicy
+from gpusolve.models.policy import WorkloadPolicy, repriced
 from gpusolve.models.requirements import SCENARIO_ALL, Requirements, Scenario
 from gpusolve.optimize.ir import CloudOption, Instance, OwnedOption, Site, Sku
 
@@ -110,11 +112,13 @@ def scale_instance(
             sku, capex=_money(sku.capex, factor), residual=_money(sku.residual, factor)
         )
         skus: dict[str, Sku] = {**instance.skus, subject: scaled}
-        return replace(instance, skus=skus)
+        bought = tuple(
+            _owned_repriced(o, factor) if o.sku == subject else o for o in instance.owned
+        )
+        return replace(instance, skus=skus, owned=bought)
     if kind == "cloud_price":
         cloud: tuple[CloudOption, ...] = tuple(
-            replace(o, cost_total=_money(o.cost_total, factor)) if o.offer == subject else o
-            for o in instance.cloud
+            _cloud_repriced(o, factor) if o.offer == subject else o for o in instance.cloud
         )
         # A workload's rental until delivery is its cheapest rental's share: priced again.
         return with_bridges(replace(instance, cloud=cloud))
@@ -135,6 +139,30 @@ def scale_instance(
     else:
         raise ValueError(f"{kind} is not a price of the instance")
     return replace(instance, sites={**instance.sites, subject: new}, owned=owned)
+
+
+def _cloud_repriced(option: CloudOption, factor: float) -> CloudOption:
+    """A rental at `factor` x its price: its cost, and the penalties taking a share of it."""
+    cost = _money(option.cost_total, factor)
+    penalty = repriced(option.penalty, option.penalty_shares, option.cost_total, cost)
+    return replace(option, cost_total=cost, penalty=penalty)
+
+
+def _owned_repriced(option: OwnedOption, factor: float) -> OwnedOption:
+    """Owned servers at `factor` x their price: the penalties taking a share of it, the
+    option's own and each placement's (capex is the SKU's)."""
+    old = option.penalty_base
+    new = old * factor
+    placements = tuple(
+        replace(p, penalty=repriced(p.penalty, p.penalty_shares, old, new))
+        for p in option.placements
+    )
+    return replace(
+        option,
+        penalty=repriced(option.penalty, option.penalty_shares, old, new),
+        penalty_base=new,
+        placements=placements,
+    )
 
 
 def _busy_energy_scaled(option: OwnedOption, site: str, factor: float) -> OwnedOption:
@@ -188,7 +216,24 @@ def card_instance(base: Instance, inputs: CandidateInputs, card_id: str, factor:
             "cloud_offers": {k: whole.cloud_offers[k] for k in mine_offers},
         }
     )
-    part = prepare(inputs.reqs, part_catalog, inputs.policies, whole=scaled).cand.instance
+    # What every option misses is judged over all of a workload's options, as a full
+    # generation judges it: the other cards' allowed options count too.
+    outside = {
+        w: [keys for card, keys in base.missed.get(w, frozenset()) if card != card_id]
+        for w in base.workloads
+    }
+    part = prepare(
+        inputs.reqs, part_catalog, inputs.policies, whole=scaled, elsewhere=outside
+    ).cand.instance
+    missed = {
+        w: frozenset((c, k) for c, k in base.missed.get(w, frozenset()) if c != card_id)
+        | part.missed.get(w, frozenset())
+        for w in base.workloads
+    }
+    if _unmeetable(missed) != _unmeetable(base.missed):
+        # The card's new options change what every option misses: the other options'
+        # penalties would change too, which only their own generation knows.
+        return prepare(inputs.reqs, scaled, inputs.policies).cand.instance
     workload = {w: i for i, w in enumerate(base.workloads)}
     server = {k: i for i, k in enumerate(whole.servers)}
     offer = {k: i for i, k in enumerate(whole.cloud_offers)}
@@ -214,9 +259,17 @@ def card_instance(base: Instance, inputs: CandidateInputs, card_id: str, factor:
         skus=skus,
         requirements={**base.requirements, **part.requirements},
         fabrics={**base.fabrics, **part.fabrics},
+        missed=missed,
     )
     # The part's bridges saw only the card's own rentals: the cheapest may be another's.
     return with_bridges(merged)
+
+
+def _unmeetable(
+    missed: Mapping[str, frozenset[tuple[str, frozenset[Key]]]],
+) -> dict[str, frozenset[Key]]:
+    """Per workload, the preferences every allowed option misses."""
+    return {w: unmeetable([keys for _, keys in m]) for w, m in missed.items()}
 
 
 def scenario_catalog(catalog: Catalog, s: Scenario) -> Catalog:

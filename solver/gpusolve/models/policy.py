@@ -6,6 +6,7 @@ the CEL engine out of the candidates code.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -43,6 +44,10 @@ class Charge:
     reason: str
     judged: str  # the candidate kind the rule judged: card, server, offer, cloud, deployment
     amount: int
+    # What `amount` is made of: money + share x the cost of the option that misses the
+    # rule (a price probe that moves that cost prices the charge again).
+    money: float = 0.0
+    share: float = 0.0
 
 
 def charges(kind: str, penalty: Penalty, base: float = 0.0) -> tuple[Charge, ...]:
@@ -62,6 +67,8 @@ def charges(kind: str, penalty: Penalty, base: float = 0.0) -> tuple[Charge, ...
                 h.detail or h.title,
                 kinds[i] if kinds else kind,
                 to_money(a + (shares[i] * base if shares else 0.0)),
+                a,
+                shares[i] if shares else 0.0,
             )
             for i, (h, a) in enumerate(zip(penalty.rules, penalty.amounts, strict=True))
         )
@@ -70,7 +77,23 @@ def charges(kind: str, penalty: Penalty, base: float = 0.0) -> tuple[Charge, ...
     if not amount:
         return ()
     names = ", ".join(h.rule for h in penalty.rules) or "soft rules"
-    return (Charge(names, "", "penalty without a per-rule split", kind, amount),)
+    return (Charge(names, "", "penalty without a per-rule split", kind, amount, penalty.money),)
+
+
+def share_terms(charged: Iterable[Charge]) -> tuple[tuple[float, float], ...]:
+    """(money, share) of each charge priced on a share of its option's cost."""
+    return tuple((c.money, c.share) for c in charged if c.share)
+
+
+def repriced(penalty: int, terms: tuple[tuple[float, float], ...], old: float, new: float) -> int:
+    """`penalty` with its charges that take a share of the option's cost priced on `new`
+    instead of `old`, each rounded once as `charges` rounds it."""
+    from gpusolve.models.money import to_money
+
+    if not terms:
+        return penalty
+    before = sum(to_money(m + s * old) for m, s in terms)
+    return penalty - before + sum(to_money(m + s * new) for m, s in terms)
 
 
 class WorkloadPolicy(Protocol):

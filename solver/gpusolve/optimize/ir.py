@@ -98,6 +98,9 @@ class Placement:
     # Energy the option's servers draw above idle here while the workload runs, whole
     # horizon (`finance.busy_energy`): real money, unlike `penalty`.
     busy_energy: int = 0
+    # (money, share) of the penalties here that take a share of the option's servers'
+    # price (`OwnedOption.penalty_base`): a server price probe prices them again.
+    penalty_shares: tuple[tuple[float, float], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -114,6 +117,10 @@ class OwnedOption:
     headroom_permille: int = 0  # free memory per GPU, for tie-breaks
     penalty: int = 0  # soft-rule penalties independent of the site
     violates: frozenset[str] = frozenset()
+    # The servers' price (VAT in) that penalties taking a share of the option's cost are
+    # priced on, and (money, share) of each such penalty independent of the site.
+    penalty_base: float = 0.0
+    penalty_shares: tuple[tuple[float, float], ...] = ()
     bandwidth_mbps: int = 0  # internet bandwidth the workload needs at its site while it runs
     spans: bool = False  # one job across servers: they join the site's compute fabric
     storage_gb: int = 0  # checkpoints kept + dataset on the site's shared storage
@@ -207,6 +214,9 @@ class CloudOption:
     headroom_permille: int = 0
     penalty: int = 0
     violates: frozenset[str] = frozenset()
+    # (money, share) of each penalty taking a share of `cost_total`: a cloud price probe
+    # prices them again.
+    penalty_shares: tuple[tuple[float, float], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -244,6 +254,13 @@ class Instance:
     # The inventory (`inventory.py`): owned servers per (SKU, site), contracted racks by site.
     stock: tuple[Stock, ...] = ()
     contracts: dict[str, Contract] = field(default_factory=dict)
+    # Per workload, the soft-rule preferences each allowed option (an owned option at one
+    # site, or a rental) misses, with its card: (card, {(rule, judged)}), before the ones
+    # every option misses were stripped (`candidates/preferences.py`). A card's options
+    # generated again alone judge what every option misses over these and their own.
+    missed: dict[str, frozenset[tuple[str, frozenset[tuple[str, str]]]]] = field(
+        default_factory=dict
+    )
     # Site-level requirements: racks at a site may not exceed what is available
     # (requirement name "racks:<site>"); explain mode may relax it.
 

@@ -33,6 +33,7 @@ from gpusolve.models.money import (
     FinancedLine,
     FinanceTerms,
     Financing,
+    Upkeep,
     to_money,
 )
 from gpusolve.models.plan import CostItem, Plan
@@ -168,6 +169,13 @@ def upkeep_months(
         people = up.staff_per_site * len(plan.sites) + servers / up.servers_per_staff
         for m in range(horizon):
             staff[m] = people * up.staff_month
+    return _upkeep_total(up, maintenance, insurance, staff)
+
+
+def _upkeep_total(
+    up: Upkeep, maintenance: list[float], insurance: list[float], staff: list[float]
+) -> tuple[list[float], list[str]]:
+    """The month-by-month upkeep total and one line per kind that costs something."""
     parts = [
         ("maintenance after the warranty", maintenance, up.maintenance_source),
         ("insurance", insurance, up.insurance_source),
@@ -415,15 +423,7 @@ def schedule_upkeep(
         people = up.staff_per_site * sites + servers / up.servers_per_staff
         for m in range(p.start_month, min(p.start_month + p.months, months)):
             staff[m] = people * up.staff_month
-    parts = [
-        ("maintenance after the warranty", maintenance, up.maintenance_source),
-        ("insurance", insurance, up.insurance_source),
-        ("operations staff", staff, up.staff_basis),
-    ]
-    together = zip(maintenance, insurance, staff, strict=True)
-    total = [float(to_money(a + b + c)) for a, b, c in together]
-    words = [f"{name}: {sum(v):,.0f} ({src})" for name, v, src in parts if sum(v)]
-    return total, words
+    return _upkeep_total(up, maintenance, insurance, staff)
 
 
 SCHEDULE_BASIS = (

@@ -255,19 +255,33 @@ def cash_view(
         )
         for m in range(months)
     ]
+    return _cash(rows, spend(cost), lines, upkeep, words, (rate, basis), BASIS)
+
+
+def _cash(
+    rows: list[CashMonth],
+    tco: float,
+    lines: list[FinancedLine],
+    upkeep: Sequence[float],
+    words: list[str],
+    discount: tuple[float, str],
+    basis: str,
+) -> Cash:
+    """The cash view from its months: totals, interest, upkeep and the present value."""
+    rate, discount_basis = discount
     totals = [r.total for r in rows]
     return Cash(
         months=rows,
-        tco=spend(cost),
+        tco=tco,
         interest=sum(ln.paid - ln.price for ln in lines),
         upkeep=sum(upkeep),
         nominal=sum(totals),
         npv=round(npv(totals, rate), 2),
         discount_rate=rate,
-        discount_basis=basis,
+        discount_basis=discount_basis,
         financed=lines,
         upkeep_basis=words,
-        basis=BASIS,
+        basis=basis,
     )
 
 
@@ -382,20 +396,8 @@ def schedule_cash(
                 total=total,
             )
         )
-    totals = [r.total for r in rows]
-    return Cash(
-        months=rows,
-        tco=sum(float(b.amount) for p in s.periods for b in p.bom if b.unit_price is not None),
-        interest=sum(ln.paid - ln.price for ln in lines),
-        upkeep=sum(upkeep),
-        nominal=sum(totals),
-        npv=round(npv(totals, rate), 2),
-        discount_rate=rate,
-        discount_basis=basis,
-        financed=lines,
-        upkeep_basis=words,
-        basis=SCHEDULE_BASIS,
-    )
+    tco = sum(float(b.amount) for p in s.periods for b in p.bom if b.unit_price is not None)
+    return _cash(rows, tco, lines, upkeep, words, (rate, basis), SCHEDULE_BASIS)
 
 
 def _add(into: dict[int, float], paid: Mapping[int, float]) -> None:

@@ -5,13 +5,15 @@ same answer, and how long does it take?
         --catalog examples/phased/catalog.yaml
 
 Each run writes the plan as JSON; per run it prints the load (idle or N burners), the
-status, the TCO, the objective and its bound, and the wall time of the whole command. A
+status, the TCO, the objective and its bound, a hash of the plan (its periods or
+deployments: equal hashes, the same plan) and the wall time of the whole command. A
 burner is a Python loop that keeps one core busy. Not run in CI.
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import subprocess
 import sys
@@ -30,6 +32,14 @@ def run_once(command: Sequence[str], out: Path) -> tuple[dict[str, object], floa
     return data, wall
 
 
+def fingerprint(data: dict[str, object]) -> str:
+    """A short hash of what the plan buys, rents and deploys (a schedule's periods, a
+    single plan's deployments): equal hashes, the same plan."""
+    what = data.get("periods", data.get("deployments"))
+    text = json.dumps(what, sort_keys=True, ensure_ascii=False)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:12]
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--runs", type=int, default=5)
@@ -45,7 +55,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             for _ in range(args.runs):
                 data, wall = run_once(args.command, out)
                 what = [data.get(k) for k in ("status", "tco", "objective", "best_bound")]
-                print(f"{'idle' if not burners else f'{burners} burners'}", *what, f"{wall:.1f} s")
+                load = "idle" if not burners else f"{burners} burners"
+                print(load, *what, f"plan {fingerprint(data)}", f"{wall:.1f} s", flush=True)
         finally:
             for p in busy:
                 p.kill()

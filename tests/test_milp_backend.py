@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 import random
 from pathlib import Path
+from typing import Any
 
 import pytest
 from ortools.sat.python import cp_model
@@ -202,6 +203,67 @@ def test_a_race_returns_the_proven_optimum_and_the_same_answer_every_run() -> No
         assert found.objectives == sorted(found.objectives, reverse=True)
         seen.append(r.values.objective_value)
     assert seen[0] == seen[1]
+
+
+def test_a_race_picks_its_winner_by_each_solvers_work_never_by_who_finished_first() -> None:
+    from gpusolve.optimize.milp.race import Ran, winner
+
+    quick = 1.0
+    fast_highs = Ran("optimal", 100, 0.4)
+    slow_highs = Ran("optimal", 100, 7.0)
+    cp_proved = Ran("optimal", 100, 3.0)
+    cp_open = Ran("feasible", 104, 10.0)
+    # 1. HiGHS's quick proof, even where CP-SAT proved too.
+    assert winner(fast_highs, cp_proved, quick) == "HiGHS"
+    # 2. Else CP-SAT's proof within its share, even where HiGHS proved later.
+    assert winner(slow_highs, cp_proved, quick) == "CP-SAT"
+    assert winner(Ran("feasible", 101, 0.9), cp_proved, quick) == "CP-SAT"
+    # 3. Else HiGHS's proof.
+    assert winner(slow_highs, cp_open, quick) == "HiGHS"
+    # 4. Else the cheaper incumbent, HiGHS's on a tie.
+    assert winner(Ran("feasible", 105, 120.0), cp_open, quick) == "CP-SAT"
+    assert winner(Ran("feasible", 104, 120.0), cp_open, quick) == "HiGHS"
+    assert winner(Ran("unknown", None, 120.0), cp_open, quick) == "CP-SAT"
+    assert winner(Ran("unknown", None, 120.0), Ran("unknown", None, 10.0), quick) == "HiGHS"
+    # An infeasibility proof is a proof.
+    assert winner(Ran("infeasible", None, 0.2), Ran("unknown", None, 0.1), quick) == "HiGHS"
+
+
+def test_a_race_returns_the_same_solver_s_answer_whichever_thread_runs_late(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # HiGHS proves this model at its root, within its quick budget: the rules give it the
+    # win even where CP-SAT's proof came first in wall time (HiGHS's thread held back).
+    import time
+
+    from gpusolve.optimize.milp import race as race_module
+    from gpusolve.optimize.phased.solve import solver_for
+
+    m = _random_milp(random.Random(6))
+    solve_milp_now = race_module.solve_milp
+    solve_cp_sat_now = cp_model.CpSolver.solve
+
+    def highs_late(*args: Any, **kwargs: Any) -> Any:
+        time.sleep(0.5)
+        return solve_milp_now(*args, **kwargs)
+
+    def cp_sat_late(self: cp_model.CpSolver, *args: Any) -> Any:
+        time.sleep(0.5)
+        return solve_cp_sat_now(self, *args)
+
+    answers = []
+    for late in ("none", "HiGHS", "CP-SAT"):
+        if late == "HiGHS":
+            monkeypatch.setattr(race_module, "solve_milp", highs_late)
+        if late == "CP-SAT":
+            monkeypatch.setattr(cp_model.CpSolver, "solve", cp_sat_late)
+        r = race_module.race(m, translate(m.proto), solver_for(CONFIG), CONFIG)
+        monkeypatch.undo()
+        assert r.status == "optimal" and r.values is not None
+        values = [r.values.value(v) for v in range(len(m.proto.variables))]
+        answers.append((r.solver, values))
+    assert answers[0][0] == "HiGHS"
+    assert answers[0] == answers[1] == answers[2]
 
 
 def test_a_race_on_an_infeasible_model_is_infeasible() -> None:

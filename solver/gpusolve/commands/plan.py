@@ -85,13 +85,13 @@ OBJECTIVES = ("min-tco", "min-capex", "min-monthly", "max-throughput")
 @click.option(
     "--schedule-solver",
     "schedule_solver",
-    type=click.Choice(["highs", "cp-sat", "race"]),
-    default="highs",
+    type=click.Choice(["race", "highs", "cp-sat"]),
+    default="race",
     show_default=True,
-    help="Who solves a schedule (periods:): highs (two threads) or cp-sat (--workers), the "
-    "same schedule every run. race: both at once, one core each, the first proof ends both "
-    "(each is the faster on some schedules), but where equally cheap schedules tie, which "
-    "one is returned may depend on which solver finished first.",
+    help="Who solves a schedule (periods:). race: CP-SAT and HiGHS at once (each is the "
+    "faster on some schedules); the winner is decided by the work each has "
+    "done, not by which finished first, so the same schedule comes back every run. "
+    "highs (two threads) or cp-sat (--workers) alone.",
 )
 @click.option(
     "--robust",

@@ -278,10 +278,10 @@ class SolveConfig:
     workers: int = 2
     seed: int = 1
     relative_gap: float = 0.0
-    # Who solves a schedule's model (a MILP): HiGHS by default, CP-SAT on request, or the two
-    # raced; CP-SAT where the model is not a MILP (`optimize/phased/solve.py`). Single plans
-    # are CP-SAT's.
-    schedule_solver: ScheduleSolver = "highs"
+    # Who solves a schedule's model (a MILP): CP-SAT and HiGHS raced by default (the winner
+    # by their work, `milp/race.py`), either alone on request; CP-SAT where the model is not
+    # a MILP (`optimize/phased/solve.py`). Single plans are CP-SAT's.
+    schedule_solver: ScheduleSolver = "race"
     # Start the search from the warm start's plan when no hint is given (`warmstart.py`);
     # off only to measure what it is worth.
     warm_start: bool = True

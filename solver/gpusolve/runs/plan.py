@@ -55,7 +55,7 @@ class PlanRequest:
     time_limit_s: float | None = None  # wall clock; None: the work limit alone bounds it
     work_limit: float | None = None  # None: DEFAULT_WORK_LIMIT
     workers: int = 1
-    schedule_solver: ScheduleSolver = "highs"
+    schedule_solver: ScheduleSolver = "race"
     seed: int = 1
     robust: str | None = None
     timings: bool = False

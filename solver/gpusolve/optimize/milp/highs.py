@@ -48,13 +48,17 @@ class MilpAnswer:
 
 class Stop:
     """What `interrupt.watch` holds for a HiGHS search: `stop_search` from any thread
-    sets a flag the MIP interrupt callback reads."""
+    sets a flag the MIP interrupt callback reads; `at(checks)`, a stop decided by the
+    check count (a race's rule, `race.py`)."""
 
     def __init__(self) -> None:
         self.requested = threading.Event()
 
     def stop_search(self) -> None:
         self.requested.set()
+
+    def at(self, checks: int) -> bool:
+        return False
 
 
 class _Clock:
@@ -113,26 +117,29 @@ def _options(h: Any, config: SolveConfig, threads: int) -> None:
         h.setOptionValue("time_limit", float(max(wall_s, 0.001)))
 
 
-# The thread count HiGHS's process-wide scheduler was started with (None: not yet).
-_scheduler_threads: list[int | None] = [None]
+# The thread count HiGHS's process-wide scheduler was started with, and the thread that
+# started it (None: not yet).
+_scheduler: list[tuple[int, int] | None] = [None]
 _scheduler_lock = threading.Lock()
 
 
 def _use_threads(threads: int) -> None:
-    """HiGHS starts one scheduler per process, with the first run's thread count, and
-    refuses a run asking for another (an error, no solution). One HiGHS search runs at a
-    time here (a race has one), so the scheduler is restarted when the count changes."""
+    """HiGHS starts one scheduler per process, with the first run's thread count, from
+    the thread of that run, and refuses a run asking for another count, or from another
+    thread (an error, no solution). One HiGHS search runs at a time here (a race has one),
+    so the scheduler is restarted when the count or the calling thread changes."""
     import highspy
 
+    here = (threads, threading.get_ident())
     with _scheduler_lock:
-        if _scheduler_threads[0] not in (None, threads):
+        if _scheduler[0] not in (None, here):
             highspy.Highs.resetGlobalScheduler(True)
-        _scheduler_threads[0] = threads
+        _scheduler[0] = here
 
 
 def _callbacks(h: Any, stop: Stop, clock: _Clock, found: Found | None) -> None:
     def on_interrupt(e: Any) -> None:
-        if clock.spent() or stop.requested.is_set():
+        if clock.spent() or stop.requested.is_set() or stop.at(clock.checks):
             e.interrupt()
 
     h.cbMipInterrupt.subscribe(on_interrupt)

@@ -1,11 +1,12 @@
 """Solve the schedule's model (`model.py`) and read the answer into a `PhasedSolution`.
 
 One solve of the whole schedule, minimising TCO + penalties less the resale credit (the
-single plan's min-TCO objective). The model is a MILP, and HiGHS proves it faster than
-CP-SAT on the market-sized schedules, the gap growing with the periods; on the shipped
-example the two are close (benchmarks/README.md, "Procurement over time"). So by default
-HiGHS solves it (`milp/`: the CP-SAT model translated from its proto, the answer checked by
-CP-SAT); CP-SAT on request, or raced against HiGHS (`milp/race.py`), and wherever HiGHS
+single plan's min-TCO objective). The model is a MILP; neither CP-SAT nor HiGHS is the
+faster on every schedule (CP-SAT on the shipped example, HiGHS on the market-sized ones, the
+gap growing with the periods: benchmarks/README.md, "Procurement over time"), so by default
+the two race on one core each (`milp/race.py`), the winner decided by the work each has done
+rather than by which finished first; HiGHS (`milp/`: the CP-SAT model translated from its
+proto, the answer checked by CP-SAT) or CP-SAT alone on request, and CP-SAT wherever HiGHS
 leaves the answer to it. The limits do not depend on the machine's load: CP-SAT's
 deterministic time or HiGHS's limit checks (`SolveConfig.work_limit`), a fixed thread count
 and seed, so that the same inputs give the same schedule and status on an idle or a loaded

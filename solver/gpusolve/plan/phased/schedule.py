@@ -32,7 +32,10 @@ MODEL_NOTES = (
 
 
 def _solver_note(s: PhasedSolution) -> str:
-    return f"solved by {s.solver} (--schedule-solver: highs by default, cp-sat, or race)"
+    return (
+        f"solved by {s.solver} (--schedule-solver: race by default, CP-SAT and HiGHS at once, "
+        "the answer by the work each did; highs or cp-sat alone)"
+    )
 
 
 def schedule_status(s: PhasedSolution) -> ScheduleStatus:

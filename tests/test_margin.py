@@ -123,3 +123,32 @@ def test_the_plan_text_prints_the_spare_against_the_target(gpusolve, tmp_path: P
     assert result.code == 0, result.err
     line = next(x for x in result.out.splitlines() if x.strip().startswith("target"))
     assert "200 tokens/s + 50% margin" in line and "spare against the target" in line
+
+
+def test_a_candidate_the_margin_alone_keeps_out_is_named_with_the_margin_that_lets_it_in(
+    gpusolve, tmp_path: Path
+) -> None:
+    # The shipped 70B pretraining (deadline 1,440 h, training margin 0.15: 1,252.2 h). The
+    # cloud's largest H800 layout (8 instances, the offer's most) misses 1,252.2 h but meets
+    # 1,440 h, so the plan buys; it must say so, with the rental's price worked by hand
+    # (8 instances x 2 monthly terms x 56,064 CNY = 897,024 CNY for one 54-day run) and a
+    # margin that, written in, makes the plan weigh it and rent it at that price.
+    example = ROOT / "examples" / "pretrain-70b-infiniband.yaml"
+    plan = _plan(gpusolve, example)
+    (miss,) = [m for m in plan["margin_misses"] if m["candidate"] == "cloud-8x-h800-shanghai"]
+    assert 1440 / 1.15 < miss["hours"] <= 1440
+    assert miss["spare"] == pytest.approx(1440 / miss["hours"] - 1, abs=1e-4)
+    assert (miss["servers"], miss["gpus"], miss["margin"]) == (8, 64, 0.15)
+    assert miss["rental_cost"] == 8 * 2 * 56_064
+    assert all(d["cloud_offer"] is None for d in plan["deployments"])
+    let_in = int(miss["spare"] * 100) / 100
+    text = gpusolve("plan", "-q", str(example)).out
+    assert f"`margin: {let_in:g}` on pretrain-70b" in text
+    # Written in, that margin lets the rental into the plan, which rents it at that price.
+    path = tmp_path / example.name
+    path.write_text(example.read_text(encoding="utf-8") + f"margin: {let_in}\n", encoding="utf-8")
+    rented = _plan(gpusolve, path)
+    (d,) = rented["deployments"]
+    assert d["cloud_offer"] == "cloud-8x-h800-shanghai" and d["servers"] == 8
+    assert rented["cost"]["tco"] == 8 * 2 * 56_064
+    assert not [m for m in rented["margin_misses"] if m["candidate"] == d["cloud_offer"]]

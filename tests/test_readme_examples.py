@@ -3,7 +3,7 @@
 Each excerpt in README.md between `<!-- examples:start -->` and `<!-- examples:end -->` is a
 bold title, the command in backticks, and a ```text block. The test runs the command and
 compares the block with the excerpt of today's output: for `plan`, the headline and the
-Deployments, Sites, Binding constraints, Budgets not binding and unmet-preference sections;
+Deployments, Sites, Binding constraints, Budgets not binding, unmet-preference and margin sections;
 for other commands, all of it.
 
 After a change that moves an example's output on purpose, refresh the README with
@@ -34,6 +34,7 @@ PLAN_SECTIONS = (
     "Binding constraints",
     "Budgets not binding",
     "Preferences no allowed option meets (no penalty charged)",
+    "Kept out by the margin alone (the plan does not weigh these)",
 )
 EXAMPLE = re.compile(r"^\*\*(?P<title>.+?)\*\* — `(?P<command>gpusolve [^`]+)`\n\n```text\n", re.M)
 

@@ -17,6 +17,7 @@ from typing import Any
 from gpusolve.candidates import preferences
 from gpusolve.candidates.delivery import with_bridges
 from gpusolve.candidates.layout_memo import layouts
+from gpusolve.candidates.margin import held_back, margin_miss
 from gpusolve.candidates.margin import sized as with_margins
 from gpusolve.candidates.network import (
     fabric_class,
@@ -33,7 +34,7 @@ from gpusolve.estimate.search import SearchResult
 from gpusolve.models.catalog import Card, Catalog, CloudOffer, ColoOffer, Server
 from gpusolve.models.money import slot_hours_per_month, to_money
 from gpusolve.models.params import Params
-from gpusolve.models.plan import UnmetPreference
+from gpusolve.models.plan import MarginMiss, UnmetPreference
 from gpusolve.models.policy import Charge, Penalty, WorkloadPolicy, charges, share_terms
 from gpusolve.models.regions import Place, resolve
 from gpusolve.models.requirements import Requirements, Workload
@@ -90,6 +91,8 @@ class Candidates:
     vat_services: float = 1.0
     # Preferences no allowed option of a workload meets: charged nowhere (`preferences.py`).
     unmet: list[UnmetPreference] = field(default_factory=list)
+    # Candidates the margin alone keeps out (`margin.py`): the plan says so.
+    margin_misses: list[MarginMiss] = field(default_factory=list)
 
     def workloads_without_options(self) -> list[str]:
         have = {o.workload for o in self.instance.owned} | {o.workload for o in self.instance.cloud}
@@ -121,6 +124,8 @@ class _Builder:
     reserves: dict[str, RackReserve] = field(default_factory=dict)  # colo offer id -> rack
     # Each workload's deadline as written (the options are sized to it less the margin).
     written_deadline: dict[str, float | None] = field(default_factory=dict)
+    # Candidates whose fastest layout meets a deadline as written, not with its margin.
+    margin_misses: list[MarginMiss] = field(default_factory=list)
     # Per workload: what each allowed option misses, with its card (`ir.Instance.missed`).
     missed: dict[str, frozenset[tuple[str, frozenset[preferences.Key]]]] = field(
         default_factory=dict
@@ -213,7 +218,13 @@ def build_candidates(
         vat_goods=vat_goods,
         vat_services=vat_services,
         unmet=unmet,
+        margin_misses=held_back(b.margin_misses, _offered(b.meta)),
     )
+
+
+def _offered(meta: Mapping[str, OptionMeta]) -> set[tuple[str, str]]:
+    """(workload, server or cloud offer) of every option built."""
+    return {(m.workload, m.server or m.cloud_offer or "") for m in meta.values()}
 
 
 def _drop_unmeetable(
@@ -588,6 +599,11 @@ def _pick(
         f"the fastest layout ({fastest.nodes} server(s), {fastest.gpus} GPUs) takes "
         f"{hours:,.1f} h, beyond the {stated}{margin}"
     )
+    miss = margin_miss(w, candidate, fastest, b.written_deadline.get(w.name))
+    if miss is not None:
+        offer = b.catalog.cloud_offers.get(candidate)
+        cost = _rental(b, w, offer, fastest)[2] if offer is not None else None
+        b.margin_misses.append(miss.model_copy(update={"rental_cost": cost}))
     if not b.explain:
         b.reject(w.name, candidate, [reason, *result.rejections][:4])
         return []
@@ -795,11 +811,8 @@ def _add_cloud(b: _Builder, w: Workload, offer: CloudOffer, card: Card, sized: _
             return
         tags.add(_region_requirement(b, w))
     estimate = sized.estimate
-    hours = rental_hours(w, estimate, b.reqs.horizon_months)
-    _, services = vat_factors(b.reqs)
-    tier = rental_tier(w, estimate, offer, hours, b.reqs.horizon_months)
+    hours, tier, cost_total = _rental(b, w, offer, estimate)
     key = _unique_key(b, f"{w.name}|cloud:{offer.id}|{estimate.nodes}i")
-    cost_total = to_money(estimate.nodes * tier.cost * services)
     # A preference a rental misses is priced on the rental over the horizon.
     charged = _charged(sized.missed, cost_total)
     b.cloud.append(
@@ -830,6 +843,17 @@ def _add_cloud(b: _Builder, w: Workload, offer: CloudOffer, card: Card, sized: _
         charges=charged,
         rental_tier=tier,
     )
+
+
+def _rental(
+    b: _Builder, w: Workload, offer: CloudOffer, estimate: ConfigEstimate
+) -> tuple[float, finance.Tier, int]:
+    """Renting `estimate`'s layout on `offer`: hours of use, the price tier, the whole cost
+    over the horizon (VAT on services in)."""
+    hours = rental_hours(w, estimate, b.reqs.horizon_months)
+    _, services = vat_factors(b.reqs)
+    tier = rental_tier(w, estimate, offer, hours, b.reqs.horizon_months)
+    return hours, tier, to_money(estimate.nodes * tier.cost * services)
 
 
 def rental_tier(

@@ -28,6 +28,7 @@ import math
 from dataclasses import dataclass
 
 from gpusolve.estimate import ConfigEstimate
+from gpusolve.models.plan import MarginMiss
 from gpusolve.models.requirements import InferenceWorkload, Requirements, Workload
 
 TRAINING_MARGIN = 0.15  # validation gate on training throughput (see the module docstring)
@@ -71,6 +72,45 @@ def sized(reqs: Requirements) -> Requirements:
     """The requirements with every workload at its margin (what the options are built for)."""
     workloads = [with_margin(w, margin_of(w, reqs)) for w in reqs.workloads]
     return reqs.model_copy(update={"workloads": workloads})
+
+
+def margin_miss(
+    w: Workload, candidate: str, fastest: ConfigEstimate, written_deadline_h: float | None
+) -> MarginMiss | None:
+    """`candidate` as a margin miss when its fastest layout, which misses `w`'s deadline as
+    sized (less the margin), meets the deadline as written; None otherwise."""
+    hours = (fastest.time_to_train_s or 0.0) / 3600
+    sized_h = w.deadline_hours
+    if not written_deadline_h or not sized_h or hours <= 0 or hours > written_deadline_h:
+        return None
+    return MarginMiss(
+        workload=w.name,
+        candidate=candidate,
+        servers=fastest.nodes,
+        gpus=fastest.gpus,
+        hours=round(hours, 2),
+        deadline_hours=written_deadline_h,
+        margin=round(written_deadline_h / sized_h - 1, 4),
+        spare=round(written_deadline_h / hours - 1, 4),
+    )
+
+
+def held_back(
+    misses: list[MarginMiss], offered: set[tuple[str, str]], most: int = 3
+) -> list[MarginMiss]:
+    """Per workload, the `most` candidates the margin alone keeps out, the nearest to it
+    first: each candidate once (its largest spare), none the plan could choose anyway
+    (`offered`: (workload, candidate) pairs with an option)."""
+    best: dict[tuple[str, str], MarginMiss] = {}
+    for m in misses:
+        key = (m.workload, m.candidate)
+        if key not in offered and (key not in best or m.spare > best[key].spare):
+            best[key] = m
+    out: list[MarginMiss] = []
+    for workload in dict.fromkeys(m.workload for m in misses):
+        mine = sorted((m for m in best.values() if m.workload == workload), key=lambda m: -m.spare)
+        out += mine[:most]
+    return out
 
 
 @dataclass(frozen=True)

@@ -72,6 +72,26 @@ class UnmetPreference(OutModel):
     why: str = Field(description="Why no allowed option meets it.")
 
 
+class MarginMiss(OutModel):
+    """A candidate the margin alone keeps out of the plan: its fastest layout meets the
+    workload's target as written, not the target with its margin, so the optimiser never
+    weighs it. The user decides whether the margin is worth it (`margin:`)."""
+
+    workload: str
+    candidate: str = Field(description="Server or cloud offer id.")
+    servers: int = Field(description="Servers (or instances) of its fastest layout.")
+    gpus: int
+    hours: float = Field(description="One run on that layout, hours.")
+    deadline_hours: float = Field(description="The deadline as written.")
+    margin: float = Field(description="The margin: runs are sized to deadline / (1 + margin).")
+    spare: float = Field(description="deadline / hours - 1: the margin this candidate keeps.")
+    rental_cost: int | None = Field(
+        default=None,
+        description="A cloud offer: renting that layout over the horizon, as the plan would "
+        "price it (its cheapest price tier for the hours, VAT in); None for a server.",
+    )
+
+
 class CostBreakdown(OutModel):
     servers_capex: float = 0.0
     rack_rent: float = 0.0
@@ -601,6 +621,11 @@ class Plan(OutModel):
     unmet_preferences: list[UnmetPreference] = Field(
         default_factory=list,
         description="Soft rules no allowed option meets: no penalty charged, and why.",
+    )
+    margin_misses: list[MarginMiss] = Field(
+        default_factory=list,
+        description="Candidates that meet a deadline as written but not with its margin, "
+        "so the plan does not weigh them.",
     )
     rules_fired: list[RuleFired] = Field(default_factory=list)
     advice: list[str] = Field(default_factory=list)

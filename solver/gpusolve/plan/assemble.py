@@ -54,6 +54,7 @@ def planned(
         binding=parts.binding(solution, inst, where.catalog, where.reqs),
         budgets_not_binding=parts.budgets_not_binding(solution, inst, where.reqs),
         unmet_preferences=where.cand.unmet,
+        margin_misses=where.cand.margin_misses,
         rules_fired=run.rules.fired,
         advice=[*where.small.values(), *run.rules.advice],
         solver=solver,

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
-from gpusolve.models.plan import Plan
+from gpusolve.models.plan import MarginMiss, Plan
 from gpusolve.render.bom_tables import bom_text
 from gpusolve.render.compliance import compliance_text, market_header, sources_text
 from gpusolve.render.fmt import (
@@ -123,6 +124,8 @@ def plan_text(plan: Plan) -> str:
         for u in plan.unmet_preferences
     ]
     _section(add, "Preferences no allowed option meets (no penalty charged)", unmet)
+    held = [f"  {margin_miss_line(m, cur)}" for m in plan.margin_misses]
+    _section(add, "Kept out by the margin alone (the plan does not weigh these)", held)
     lines += scenarios_text(plan)
     _rules_and_advice(plan, add)
     if plan.alternatives:
@@ -143,6 +146,20 @@ def plan_text(plan: Plan) -> str:
     info = plan.solver
     add(f"Solver: CP-SAT {info.status}, {info.workers} worker(s), seed {info.seed}{wall}")
     return "\n".join(lines) + "\n"
+
+
+def margin_miss_line(m: MarginMiss, currency: str) -> str:
+    """One candidate the margin keeps out, and the margin that would let it in."""
+    let_in = math.floor(m.spare * 100) / 100
+    what = f"{m.servers} x {m.candidate} ({m.gpus} GPUs)"
+    if m.rental_cost is not None:
+        what = f"renting {what}, {money(m.rental_cost, currency)} over the horizon,"
+    return (
+        f"{m.workload}: {what} takes {m.hours:,.1f} h: within the deadline of "
+        f"{m.deadline_hours:,.0f} h as written ({m.spare:.1%} spare), not with the "
+        f"{m.margin:.0%} margin ({m.deadline_hours / (1 + m.margin):,.1f} h); "
+        f"`margin: {let_in:g}` on {m.workload} lets the plan weigh it"
+    )
 
 
 def _section(add: Callable[[str], None], title: str, rows: list[str]) -> None:

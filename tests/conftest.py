@@ -17,6 +17,11 @@ def pytest_configure(config: pytest.Config) -> None:
     """A private cache directory for the whole run: the suite parses thousands of generated
     CEL expressions, which must not land in the developer's own cache (`rules/cache.py`)."""
     os.environ["XDG_CACHE_HOME"] = tempfile.mkdtemp(prefix="gpusolve-tests-")
+    # No config file or environment default of the developer's reaches the suite
+    # (`commands/settings.py`); the tests of those set their own.
+    os.environ["GPUSOLVE_CONFIG"] = ""
+    for name in ("GPUSOLVE_CATALOG", "GPUSOLVE_RULES", "GPUSOLVE_MARKET"):
+        os.environ.pop(name, None)
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

@@ -92,13 +92,37 @@ Units: GB means 10^9 bytes; power in kW; money in the run's single currency
 2 invalid input or usage, 3 no plan found within --time-limit (none proven impossible),
 130 interrupted (Ctrl-C or SIGTERM), 70 internal error (a bug: please report it).
 Input files are data, never code: see SECURITY.md.
+
+\b
+Defaults a team sets once: the catalogues and rules it adds, and a market,
+  in gpusolve.toml (this folder or one above) or ~/.config/gpusolve/config.toml:
+    catalog = ["quotes/"]   rules = ["our-rules.yaml"]   market = "cn"
+  or in GPUSOLVE_CATALOG, GPUSOLVE_RULES (paths joined by ':'), GPUSOLVE_MARKET;
+  the command line wins, then the environment, then the project's file, then the
+  user's. GPUSOLVE_CONFIG=FILE reads that file alone (empty: none).
+Shell completion (bash): eval "$(_GPUSOLVE_COMPLETE=bash_source gpusolve)".
 """
+
+# -v: where the defaults came from, and an internal error's traceback.
+_verbose: list[bool] = [False]
 
 
 @click.group(cls=LazyGroup, help=HELP, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="gpusolve")
-def cli() -> None:
-    pass
+@click.option(
+    "-v",
+    "--verbose",
+    is_flag=True,
+    help="Say which config files and environment variables set defaults, and show an "
+    "internal error's traceback.",
+)
+def cli(verbose: bool) -> None:
+    _verbose[0] = verbose
+    if verbose:
+        from gpusolve.commands.settings import sources
+
+        for line in sources():
+            click.echo(f"gpusolve: {line}", err=True)
 
 
 # A run allocates hundreds of thousands of objects that live until it ends (the catalogue's
@@ -128,6 +152,7 @@ def main(argv: list[str] | None = None) -> Any:
 
 
 def _main(argv: list[str] | None) -> Any:
+    _verbose[0] = False
     try:
         return cli.main(args=argv, prog_name="gpusolve", standalone_mode=False)
     except InputError as exc:
@@ -156,7 +181,7 @@ def _main(argv: list[str] | None) -> Any:
         # Never a traceback for a user: a one-line message and exit 70 (EX_SOFTWARE). The
         # fuzzing suite (tests/fuzz) fails on exit 70, so every such case becomes a bug
         # with a regression test. GPUSOLVE_DEBUG=1 shows the traceback.
-        if os.environ.get("GPUSOLVE_DEBUG"):
+        if os.environ.get("GPUSOLVE_DEBUG") or _verbose[0]:
             raise
         click.echo(
             printable(

@@ -8,7 +8,8 @@ from pathlib import Path
 import click
 
 from gpusolve.commands.deliver import echo
-from gpusolve.commands.options import catalog_option, format_option
+from gpusolve.commands.options import CONFIGS, EXIT_CODES, catalog_option, format_option
+from gpusolve.commands.settings import ENV, settings
 from gpusolve.load import data_dir, load_catalog
 from gpusolve.load.catalog import KINDS
 from gpusolve.models.common import versioned
@@ -26,7 +27,7 @@ KIND_ALIASES = {
 }
 
 
-@click.group("catalog")
+@click.group("catalog", epilog=EXIT_CODES)
 def catalog() -> None:
     """Validate, list and show the priced catalogue (cards, servers, colo, cloud).
 
@@ -67,9 +68,12 @@ def validate(paths: tuple[Path, ...], alone: bool) -> None:
 @click.option(
     "--market",
     type=click.Choice(["cn", "global"]),
-    default=None,
+    default=lambda: settings().market,
+    envvar=ENV["market"],
+    show_envvar=True,
     help="Only what a buyer in this market can buy (cn: no server whose card is "
-    "restricted for export to China); the servers left out are listed with the reason.",
+    "restricted for export to China); the servers left out are listed with the reason. "
+    f"Default: the `market` key of {CONFIGS}, else every item.",
 )
 @catalog_option
 @format_option("text", "json")

@@ -12,6 +12,7 @@ from typing import get_args
 import click
 
 from gpusolve.commands.options import (
+    EXIT_CODES,
     catalog_option,
     format_option,
     output_option_with,
@@ -56,7 +57,7 @@ Examples:
 """
 
 
-@click.command("estimate", help=HELP)
+@click.command("estimate", help=HELP, epilog=EXIT_CODES)
 @click.argument("reqs_path", metavar="REQS.yaml", type=click.Path(path_type=Path))
 @click.option("--card", "card_ids", multiple=True, help="Only this card id (repeatable).")
 @click.option("--gpus", type=click.IntRange(min=1), help="GPUs in total (explicit layout).")

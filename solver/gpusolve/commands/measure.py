@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 from gpusolve.commands.deliver import echo
-from gpusolve.commands.options import catalog_option
+from gpusolve.commands.options import EXIT_CODES, catalog_option
 
 HELP = """\
 Time a workload's own model with PyTorch and write its `measured:` block (H12).
@@ -31,7 +31,7 @@ Examples:
 """
 
 
-@click.command("measure", help=HELP)
+@click.command("measure", help=HELP, epilog=EXIT_CODES)
 @click.argument("reqs_path", metavar="REQS.yaml", type=click.Path(path_type=Path))
 @click.option("--workload", "name", required=True, help="The workload to measure.")
 @click.option("--steps", type=click.IntRange(min=1, max=10000), default=20, show_default=True)

@@ -11,6 +11,16 @@ from typing import Any, TypeVar
 import click
 
 from gpusolve.commands.deliver import echo
+from gpusolve.commands.settings import ENV, settings
+
+# The exit codes of a command that finds no plan: every command's help ends with them.
+EXIT_CODES = (
+    "Exit codes: 0 done, 2 invalid input or usage (the message says where), 70 internal "
+    "error (a bug: please report it), 130 interrupted (Ctrl-C or SIGTERM)."
+)
+
+# Where an option's default may come from (`settings.py`), for the help texts.
+CONFIGS = "gpusolve.toml (this folder or one above) or ~/.config/gpusolve/config.toml"
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -46,9 +56,12 @@ def catalog_option(func: F) -> F:
         multiple=True,
         type=click.Path(path_type=Path),
         callback=_catalogue_files,
+        envvar=ENV["catalog"],
+        show_envvar=True,
+        default=lambda: settings().catalog,
         help="Catalogue file or folder, read after the shipped catalogue (repeatable): it "
         "adds items, changes some fields of an item by id (`patch:`), or restates whole items "
-        "(`replace: true`).",
+        f"(`replace: true`). Default: the `catalog` key of {CONFIGS}.",
     )(func)
     return click.option(
         "--no-default-catalog",
@@ -66,7 +79,11 @@ def rules_option(func: F) -> F:
         "rules_paths",
         multiple=True,
         type=click.Path(path_type=Path),
-        help="Extra rule file or folder, applied after the shipped rules (repeatable).",
+        envvar=ENV["rules"],
+        show_envvar=True,
+        default=lambda: settings().rules,
+        help="Extra rule file or folder, applied after the shipped rules (repeatable). "
+        f"Default: the `rules` key of {CONFIGS}.",
     )(func)
 
 

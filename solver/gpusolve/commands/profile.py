@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 from gpusolve.commands.deliver import echo
-from gpusolve.commands.options import catalog_option, format_option
+from gpusolve.commands.options import EXIT_CODES, catalog_option, format_option
 from gpusolve.errors import InputError
 from gpusolve.models.params import Params
 
@@ -37,7 +37,7 @@ one here with --param, e.g. --param thermal_warning_c=83 --param headroom=0.3.
 """
 
 
-@click.command("profile", help=HELP)
+@click.command("profile", help=HELP, epilog=EXIT_CODES)
 @click.argument("log_path", metavar="LOG", type=click.Path(path_type=Path))
 @click.option("--card", "card_id", help="The card the log was recorded on (a catalogue id).")
 @click.option(

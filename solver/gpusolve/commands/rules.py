@@ -8,12 +8,12 @@ from pathlib import Path
 import click
 
 from gpusolve.commands.deliver import echo
-from gpusolve.commands.options import catalog_option, format_option, rules_option
+from gpusolve.commands.options import EXIT_CODES, catalog_option, format_option, rules_option
 from gpusolve.models.common import versioned
 from gpusolve.rules.environment import KINDS
 
 
-@click.group("rules")
+@click.group("rules", epilog=EXIT_CODES)
 def rules() -> None:
     """List, show, check and explain the sizing rules (rules/*.yaml).
 

@@ -8,10 +8,11 @@ import click
 
 from gpusolve.atomic import write_text_atomic
 from gpusolve.commands.deliver import echo
+from gpusolve.commands.options import EXIT_CODES
 from gpusolve.models.schemas import available, render, schema_for
 
 
-@click.command("schema")
+@click.command("schema", epilog=EXIT_CODES)
 @click.argument("name", required=False)
 @click.option(
     "--write",

@@ -448,7 +448,7 @@ def size_inference(w: WorkloadSpec, card: Card, per_unit: int, extra: int) -> Si
 def sizings(
     rng: random.Random, w: WorkloadSpec, card: Card, per_unit: int, fabric: Fabric
 ) -> list[Sizing]:
-    """Every size the planner now keeps (`candidates/generate.py` keeps every layout size
+    """Every size the planner now keeps (`candidates/sizing.py` keeps every layout size
     that meets the deadline): the smallest, 1.5x and 2x for training (more headroom and
     throughput), one spare box for a service; and for an always-on training job sometimes
     a night-only one (twice the boxes, half the hours). The random draw that used to pick

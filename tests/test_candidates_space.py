@@ -19,7 +19,8 @@ from hypothesis import strategies as st
 from tests.factories import instances as factory
 from tests.support.shipped import ROOT
 
-from gpusolve.candidates.generate import Candidates, build_candidates
+from gpusolve.candidates.generate import build_candidates
+from gpusolve.candidates.records import Candidates
 from gpusolve.load import load_catalog
 from gpusolve.models.catalog import Catalog
 from gpusolve.models.money import to_money

@@ -12,7 +12,8 @@ from typing import Any
 import yaml
 from tests.support.shipped import ROOT
 
-from gpusolve.candidates.generate import Candidates, build_candidates
+from gpusolve.candidates.generate import build_candidates
+from gpusolve.candidates.records import Candidates
 from gpusolve.colo.compare import rule_hits
 from gpusolve.colo.placement import PlacementRules, placement_rules
 from gpusolve.load import load_catalog, load_requirements
@@ -53,7 +54,7 @@ def _colo_verdict(server: str, nodes: int, multi_node: bool, offer: str) -> tupl
 
 
 def _spans_servers(name: str, option_key: str) -> bool:
-    """Whether plan judged this layout as one job across servers (generate._needs_fabric)."""
+    """Whether plan judged this layout as one job across servers (sizing._needs_fabric)."""
     cand = _candidates(name)
     meta = cand.meta[option_key]
     assert meta.server is not None

@@ -9,7 +9,7 @@ from tests.factories.catalog import colo_offer, server
 from tests.factories.hardware import A100_80, H100, hgx
 from tests.factories.requirements import preset_workload
 
-from gpusolve.candidates.generate import node_limit
+from gpusolve.candidates.sizing import node_limit
 from gpusolve.estimate import Layout, evaluate, resolve_arch, search_layouts
 from gpusolve.estimate.activations import kv_cache_bytes_per_token
 from gpusolve.models.catalog import Card, ColoOffer, Server

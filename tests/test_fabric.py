@@ -169,13 +169,13 @@ def test_the_70b_example_bought_lists_its_network_by_hand(gpusolve: Any, tmp_pat
 def test_hardware_reads_the_users_oversubscription() -> None:
     """Multi-node layouts are sized on `Hardware.with_oversubscription(ratio)` per group of
     sites: the fabric the user asks for is never better than the site's own."""
-    from gpusolve.candidates.generate import _fabric_groups
+    from gpusolve.candidates.sizing import fabric_groups
 
     catalog = load_catalog().catalog
     server = catalog.servers["hgx-h100-8gpu"]
     rdma = {"infiniband", "roce"}
     for wanted in (1.0, 2.0):
-        for ratio, offers in _fabric_groups(catalog, server, wanted):
+        for ratio, offers in fabric_groups(catalog, server, wanted):
             for offer in offers:
                 if offer.fabric in rdma:
                     assert ratio == max(wanted, offer.fabric_oversubscription)

@@ -22,8 +22,8 @@ from tests.factories import instances as factory
 from tests.factories.requirements import requirements, workload
 from tests.support.shipped import ROOT
 
-from gpusolve.candidates.generate import price_site, vat_factors
 from gpusolve.candidates.network import PDU_FEEDS, rack_network, servers_per_rack
+from gpusolve.candidates.pricing import price_site, vat_factors
 from gpusolve.explain.network_lines import network_items
 from gpusolve.load import load_catalog
 from gpusolve.models.catalog import Catalog, ColoOffer, NetworkLink, NetworkSwitch

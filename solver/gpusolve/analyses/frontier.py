@@ -29,7 +29,7 @@ from gpusolve.models.requirements import Requirements
 from gpusolve.optimize import ir
 
 if TYPE_CHECKING:
-    from gpusolve.candidates.generate import Candidates, OptionMeta
+    from gpusolve.candidates.records import Candidates, OptionMeta
 
 Progress = Callable[[str], None]
 
@@ -300,7 +300,7 @@ def _fastest_line(
 
 def _limit(meta: OptionMeta, catalog: Catalog, policy: WorkloadPolicy) -> str:
     """What stops the fastest option from growing: the first bound it sits at."""
-    from gpusolve.candidates.generate import node_limit
+    from gpusolve.candidates.sizing import node_limit
 
     layout = meta.estimate.layout
     if meta.cloud_offer is not None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from gpusolve.candidates.generate import Candidates
+from gpusolve.candidates.records import Candidates
 from gpusolve.explain import parts
 from gpusolve.models.plan import Alternative
 from gpusolve.models.schedule import ScheduleAlternative

@@ -14,8 +14,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import replace
 
-from gpusolve.candidates.generate import Candidates, OptionMeta
 from gpusolve.candidates.prepare import Prepared
+from gpusolve.candidates.records import Candidates, OptionMeta
 from gpusolve.explain import parts
 from gpusolve.explain.compare import change, compare
 from gpusolve.models.catalog import Catalog

@@ -21,7 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
-from gpusolve.candidates.generate import Candidates, Rejection
+from gpusolve.candidates.records import Candidates, Rejection
 from gpusolve.models.catalog import Catalog
 from gpusolve.models.money import slot_hours_per_month
 from gpusolve.models.params import Params

@@ -15,8 +15,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from gpusolve.candidates.filters import beyond_horizon, rent_only, short_run_policies, small_jobs
-from gpusolve.candidates.generate import Candidates, build_candidates
+from gpusolve.candidates.generate import build_candidates
 from gpusolve.candidates.preferences import Key
+from gpusolve.candidates.records import Candidates
 from gpusolve.models.catalog import Catalog
 from gpusolve.models.policy import WorkloadPolicy
 from gpusolve.models.requirements import Requirements

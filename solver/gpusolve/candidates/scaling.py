@@ -18,10 +18,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
 from gpusolve.candidates.delivery import with_bridges
-from gpusolve.candidates.generate import fabric_classes, vat_factors
 from gpusolve.candidates.network import nic_capex, rack_network, storage_kinds
 from gpusolve.candidates.preferences import Key, unmeetable
 from gpusolve.candidates.prepare import prepare
+from gpusolve.candidates.pricing import fabric_classes, vat_factors
 from gpusolve.models.catalog import PART_KINDS, Card, Catalog
 from gpusolve.models.plan import SensitivityKind
 from gpusolve.models.policy import WorkloadPolicy, repriced

@@ -7,9 +7,10 @@ from collections import Counter
 from dataclasses import replace
 from typing import Any
 
-from gpusolve.candidates.generate import Candidates, Rejection, build_candidates
+from gpusolve.candidates.generate import build_candidates
 from gpusolve.candidates.margin import margin_of
 from gpusolve.candidates.market import RULE_ID as EXPORT_RULE
+from gpusolve.candidates.records import Candidates, Rejection
 from gpusolve.models.catalog import Catalog
 from gpusolve.models.params import Params
 from gpusolve.models.plan import Infeasibility, Relaxation

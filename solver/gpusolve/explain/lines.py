@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import get_args
 
-from gpusolve.candidates.generate import Candidates
+from gpusolve.candidates.records import Candidates
 from gpusolve.explain.network_lines import network_items, storage_items
 from gpusolve.models.catalog import Catalog
 from gpusolve.models.common import PriceNote

@@ -6,8 +6,8 @@ import datetime
 from collections import defaultdict
 from typing import Any
 
-from gpusolve.candidates.generate import Candidates, OptionMeta
 from gpusolve.candidates.margin import against_target, margin_of
+from gpusolve.candidates.records import Candidates, OptionMeta
 from gpusolve.estimate.disaggregation import describe
 from gpusolve.estimate.goodput import goodput_out
 from gpusolve.explain import lines as itemise

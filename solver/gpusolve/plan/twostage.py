@@ -19,8 +19,9 @@ import math
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
-from gpusolve.candidates.generate import Candidates, fabric_classes, price_site, price_sku
 from gpusolve.candidates.prepare import Prepared, prepare
+from gpusolve.candidates.pricing import fabric_classes, price_site, price_sku
+from gpusolve.candidates.records import Candidates
 from gpusolve.candidates.scaling import scenario_catalog
 from gpusolve.models.catalog import Catalog
 from gpusolve.models.plan import (

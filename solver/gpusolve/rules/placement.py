@@ -1,7 +1,7 @@
 """The placement predicates of a rule set, judged without a workload (for `gpusolve colo`).
 
 `plan` judges every placement (a deployment at a colo site) with the workload's rules: the
-`offer` predicates and the `deployment` predicates that read `offer` (candidates/generate.py
+`offer` predicates and the `deployment` predicates that read `offer` (candidates/options.py
 `_placements`, through `RulesPolicy.failed/penalty("offer", ...)`). `placement_policy`
 puts the same compiled predicates into the same `RulesPolicy`, so a caller that judges a
 placement with the same calls agrees with `plan` on which placements a rule refuses or

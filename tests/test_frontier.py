@@ -161,3 +161,24 @@ def test_each_point_is_the_plan_at_its_deadlines() -> None:
         plan = make_plan(dataclasses.replace(run, reqs=reqs), PlanOptions(config=config)).plan
         assert plan.cost is not None, p.asked()
         assert plan.cost.tco == p.tco, p.asked()
+
+
+def test_a_point_not_reached_by_the_commands_time_limit_is_not_searched(
+    gpusolve, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The deadline passes once the plan at the deadlines as written is found (a clock
+    # stand-in, not a wall-clock race): the looser and faster points are not searched, the
+    # output says so, and the point found is kept.
+    from gpusolve.analyses import frontier
+
+    monkeypatch.setattr(frontier.interrupt, "past_deadline", lambda: True)
+    example = str(ROOT / "examples" / "finetune-7b-deadline.yaml")
+    result = gpusolve("frontier", "-q", example, "--format", "json")
+    assert result.code == 0, result.err
+    data = json.loads(result.out)
+    assert len(data["points"]) == 1 and data["points"][0]["deadline_factor"] == 1.0
+    assert data["status"] == "feasible"
+    assert any(
+        "command's time limit (--time-limit) after 1 plans" in s for s in data["stop_reason"]
+    )
+    assert data["timed_out_factors"]  # the looser ones, not searched

@@ -26,7 +26,7 @@ from gpusolve.models.catalog import Catalog
 from gpusolve.models.frontier import Frontier, FrontierPoint
 from gpusolve.models.policy import WorkloadPolicy
 from gpusolve.models.requirements import Requirements
-from gpusolve.optimize import ir
+from gpusolve.optimize import interrupt, ir
 
 if TYPE_CHECKING:
     from gpusolve.candidates.records import Candidates, OptionMeta
@@ -154,6 +154,9 @@ def sweep(
     budget -= 1
     _keep(base, 1.0, found, infeasible, timed_out)  # first: it wins ties with looser points
     for factor in looser[:budget]:
+        if interrupt.past_deadline():
+            timed_out.append(factor)  # not searched: the command's time limit came first
+            continue
         progress(f"point {how.max_points - budget + 1}: deadlines x {factor:g}")
         out = _solve_at(_scaled(reqs, factor), catalog, policies, config, factor, None)
         budget -= 1
@@ -229,6 +232,11 @@ def _faster(
             return [
                 f"stopped after {how.max_points} plans (--points); faster plans may exist "
                 f"below {hours(last)} h"
+            ]
+        if interrupt.past_deadline():
+            return [
+                f"stopped at the command's time limit (--time-limit) after "
+                f"{how.max_points - budget} plans; faster plans may exist below {hours(last)} h"
             ]
         progress(f"point {how.max_points - budget + 1}: every training run within {hours(cap_h)} h")
         out = _solve_at(capped(reqs, cap_h), catalog, policies, config, None, cap_h)

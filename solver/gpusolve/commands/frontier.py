@@ -55,7 +55,11 @@ from gpusolve.commands.options import (
     show_default=True,
     help="Each faster plan runs at least this share faster than the last.",
 )
-@time_limit_option(30.0, "Seconds per solve.")
+@time_limit_option(
+    300.0,
+    "Seconds for the whole command: the candidates and every plan; the points not reached by "
+    "then are not searched, and the output says so (exit 0 with the points found).",
+)
 @click.option(
     "--plot",
     metavar="FILE.svg|png",

@@ -32,7 +32,7 @@ class FrontierRequest:
     low: float | None = None  # stop the faster sweep at this factor of the deadlines
     high: float = 4.0
     gain: float = 0.1
-    time_limit_s: float = 30.0
+    time_limit_s: float = 300.0  # wall clock for the whole command
     plot: Path | None = None
     from_zero: bool = True  # the charts' axes start at zero (not --axis-from-data)
 
@@ -41,7 +41,21 @@ def run_frontier(
     request: FrontierRequest, progress: Progress = lambda _: None
 ) -> RunResult[Frontier]:
     """Everything `frontier` does between parsing and printing. Raises InputError (bad
-    files) and BadOption (no workload has a deadline to trade)."""
+    files) and BadOption (no workload has a deadline to trade). `--time-limit` bounds the
+    whole of it: every search ends by the deadline it sets, and a point not reached by
+    then is not searched (said in the output)."""
+    import time
+
+    from gpusolve.optimize import interrupt
+
+    interrupt.stop_at(time.monotonic() + request.time_limit_s)
+    try:
+        return _run_frontier(request, progress)
+    finally:
+        interrupt.stop_at(None)
+
+
+def _run_frontier(request: FrontierRequest, progress: Progress) -> RunResult[Frontier]:
     from gpusolve.analyses.frontier import Sweep, sweep
     from gpusolve.candidates.market import exclusions
     from gpusolve.optimize.ir import SolveConfig

@@ -352,6 +352,8 @@ def test_the_html_report_shows_the_risk_figures_of_the_json(gpusolve: Any, tmp_p
         assert shown is not None and shown[1] == f"{data[name]:,.0f}", name
     counts = re.findall(r'<td class="num">(\d+)</td><td><span class="swatch', html)
     assert [int(c) for c in counts] == [b["draws"] for b in data["histogram"]]
+    shortfall = re.search(r'id="risk-shortfall">([\d.]+%)<', html)
+    assert shortfall is not None and shortfall[1] == f"{data['shortfall']:.1%}"
 
 
 def test_a_cluster_without_ray_installed_says_what_to_install(

@@ -406,7 +406,7 @@ class Recent(OrderedDict[Any, Any]):
 # here after the first draw; those a draw moves (a drawn card's, a service at its drawn
 # demand) are new each draw and age out. A search's answer is the same whether memoised or
 # not, so a seed gives the same figures on any pool or cluster.
-_RECENT_LAYOUTS = Recent(limit=4096)
+_RECENT_LAYOUTS = Recent(limit=1024)
 # A drawn card at a drawn efficiency, one object per (card, efficiency) in a process: the
 # layout memo knows a card by identity, so a repeated efficiency must be the same card.
 _SCALED_CARDS: dict[tuple[str, float], tuple[Catalog, Card]] = {}

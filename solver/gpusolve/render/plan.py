@@ -26,7 +26,7 @@ def render_plan(plan: Plan | Schedule, fmt: str, about: About | None = None) -> 
     if isinstance(plan, Schedule):
         from gpusolve.render.schedule import render_schedule, schedule_markdown
 
-        return schedule_markdown(plan) if fmt == "markdown" else render_schedule(plan)
+        return schedule_markdown(plan, about) if fmt == "markdown" else render_schedule(plan)
     if fmt == "markdown":
         # Deferred: the memo and its tables are imported only when a memo is asked for.
         from gpusolve.render.markdown import plan_markdown

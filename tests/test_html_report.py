@@ -389,6 +389,10 @@ def test_the_memo_names_products_dates_itself_and_names_no_machine_path(
         assert cells == [names[s] for s in bought], r.name
         ids = page.find("table", id="product-ids")[0].all_text()
         assert all(s in ids for s in bought), r.name
+        # What would change the decision names products too, no catalogue id.
+        facts = memo.find("ol", id="memo-facts")[0].all_text()
+        ids = [s.id for s in r.plan.sources]
+        assert not [i for i in ids if re.search(rf"(?<![\w-]){re.escape(i)}(?![\w-])", facts)]
         made = page.find("p", id="made")[0].all_text()
         assert re.search(r"Made on \d{4}-\d{2}-\d{2} by gpusolve ", made), r.name
         assert f"gpusolve {version} from {r.name}.yaml" in made, r.name

@@ -38,8 +38,12 @@ def test_a_seed_gives_the_same_draws_and_each_stays_in_its_range() -> None:
     prices = a.server_factors[:, 0]
     assert prices.min() >= 0.9 and prices.max() <= 1.3
     assert prices.mean() == pytest.approx(3200 / 3 / 1000, abs=0.01)
-    # Efficiency: uniform in 0.8-1.2, mean 1.
-    assert a.card_factors.min() >= 0.8 and a.card_factors.max() <= 1.2
+    # Efficiency: uniform over the 41 whole percents 0.80-1.20 (each about 1/41 of the
+    # draws), mean 1.
+    percents = np.round(a.card_factors * 100).astype(int).ravel()
+    assert np.allclose(a.card_factors.ravel() * 100, percents)
+    assert set(percents.tolist()) == set(range(80, 121))
+    assert np.bincount(percents - 80).min() > 5000 / 41 / 2
     assert a.card_factors.mean() == pytest.approx(1.0, abs=0.01)
 
 
@@ -50,14 +54,15 @@ def test_demand_is_drawn_after_prices_and_efficiency_within_its_band() -> None:
     # Drawn last: a seed's prices and efficiencies are those it gives without demand.
     assert np.array_equal(plain.server_factors, with_demand.server_factors)
     assert np.array_equal(plain.card_factors, with_demand.card_factors)
-    # Triangular (0.8, 1, 1.2): within the band, mean (0.8 + 1 + 1.2) / 3 = 1, and a
-    # quarter of the draws below 1 - 0.2 x (1 - sqrt(1/2)) = 0.9414 (the CDF at the left
-    # half is (x - 0.8)^2 / (0.2 x 0.4), 0.25 at x = 0.8 + sqrt(0.02) = 0.9414).
+    # Triangular (0.8, 1, 1.2) rounded to whole percents: within the band, mean (0.8 + 1 +
+    # 1.2) / 3 = 1; a draw rounds to 0.94 or less when it is below 0.945, and the CDF's left
+    # half is (x - 0.8)^2 / (0.2 x 0.4): 0.145^2 / 0.08 = 0.2628 of the draws.
     demand = with_demand.demand_factors
     assert demand.shape == (5000, 2) and with_demand.workloads == ("chat", "ft")
     assert demand.min() >= 0.8 and demand.max() <= 1.2
+    assert np.allclose(demand * 100, np.round(demand * 100))
     assert demand.mean() == pytest.approx(1.0, abs=0.01)
-    assert (demand[:, 0] < 0.8 + 0.02**0.5).mean() == pytest.approx(0.25, abs=0.02)
+    assert (demand[:, 0] <= 0.94).mean() == pytest.approx(0.2628, abs=0.02)
     assert with_demand.demand("nobody").tolist() == [1.0] * 5000
 
 

@@ -315,6 +315,10 @@ def test_the_markdown_memo_is_dated_signed_and_names_products(
     appendix = text[text.index("## Sources") :]
     for i in ids:
         assert f"| {names.get(i, i)} | `{i}` |" in appendix
+    # A `|` in a catalogue's name does not split the table's cells.
+    piped = About(names={**names, bought[0]: "Vendor | Box"})
+    row = next(r for r in plan_markdown(plan, piped).splitlines() if "Vendor" in r)
+    assert row.startswith("| Vendor / Box | ") and row.count("|") == 6
     # Without names (a plan rendered alone) the memo still renders, ids and all.
     assert ids_in(plan_markdown(plan).split("## When the money is paid")[0], ids)
 

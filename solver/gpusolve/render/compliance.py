@@ -88,7 +88,7 @@ def sources_markdown(plan: Plan, names: Mapping[str, str] | None = None) -> list
     out += ["| product | id | kind | defined at | patched at |", "|---|---|---|---|---|"]
     for s in plan.sources:
         patches = "; ".join(f"{p.at} ({', '.join(p.fields)})" for p in s.patched_at) or "-"
-        name = names.get(s.id, s.id)
+        name = names.get(s.id, s.id).replace("|", "/")
         out.append(f"| {name} | `{s.id}` | {s.kind} | {s.defined_at} | {patches} |")
     return out
 

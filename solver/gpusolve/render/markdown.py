@@ -267,7 +267,7 @@ def _cost_table(plan: Plan, c: Cost) -> list[str]:
 def memo_markdown(m: Memo, names: Mapping[str, str] | None = None) -> list[str]:
     """The memo: buy, where, rent, the figures, and what would change the decision; with
     `names`, products by name (their ids are in the appendix)."""
-    names = names or {}
+    names = table_names(names)
     cur = m.currency
     out = ["## The decision", "", estimate_headline(m), "", "**Buy**", ""]
     servers = [b for b in m.buys if b.kind == "server"]
@@ -329,6 +329,11 @@ def memo_markdown(m: Memo, names: Mapping[str, str] | None = None) -> list[str]:
         f"_From {m.facts_from}. \\* an illustrative price: an estimate, not a quote{ids}._",
     ]
     return out
+
+
+def table_names(names: Mapping[str, str] | None) -> dict[str, str]:
+    """Product names fit for a table cell: a `|` in a catalogue's name would split it."""
+    return {k: v.replace("|", "/") for k, v in (names or {}).items()}
 
 
 def _rented(r: Rental, names: Mapping[str, str]) -> str:

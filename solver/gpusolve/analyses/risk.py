@@ -478,7 +478,11 @@ def on_pool(tasks: Sequence[DrawTask], workers: int, inputs: Any) -> list[Any]:
     from gpusolve.analyses import pool
 
     if workers <= 1 or len(tasks) <= 1 or "fork" not in multiprocessing.get_all_start_methods():
-        return [t.analyse(inputs) for t in tasks]
+        try:
+            return [t.analyse(inputs) for t in tasks]
+        finally:  # this process goes on: its memory is not the sweep's to keep
+            _RECENT_LAYOUTS.clear()
+            _SCALED_CARDS.clear()
     executor = ProcessPoolExecutor(
         max_workers=min(workers, len(tasks)),
         mp_context=multiprocessing.get_context("fork"),

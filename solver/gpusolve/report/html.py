@@ -12,13 +12,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from gpusolve import __version__
 from gpusolve.explain.payments import is_credit
 from gpusolve.models.colo import ColoReport, ColoRow
 from gpusolve.models.estimate import EstimateReport
 from gpusolve.models.frontier import Frontier
 from gpusolve.models.plan import Cost, CostItem, Deployment, Plan
-from gpusolve.render.about import made_on, named, product_names, shown_path
+from gpusolve.render.about import about, named, shown_path
 from gpusolve.render.fmt import (
     COST_LABELS,
     goodput_parts,
@@ -100,13 +99,14 @@ def context_for(
         from gpusolve.render.launch import launch_files
 
         launch = [(f.path, f.text) for f in launch_files(plan, reqs, catalog)]
+    made = about(catalog, inputs)  # as the Markdown memo says it
     return ReportContext(
         launch=launch,
-        inputs=[shown_path(p) for p in inputs],
+        inputs=list(made.inputs),
         catalog_paths=[shown_path(p) for p in catalog_paths],
-        names=product_names(catalog),
-        made_on=made_on(),
-        version=__version__,
+        names=dict(made.names),
+        made_on=made.made_on,
+        version=made.version,
         server_units={k: s.rack_units for k, s in catalog.servers.items()},
         server_kw={k: s.power_kw for k, s in catalog.servers.items()},
         offer_units={k: o.rack_units for k, o in catalog.colo_offers.items()},

@@ -340,6 +340,23 @@ def test_the_markdown_memo_of_the_command_has_its_date_version_and_input_name(
         assert folder not in out, folder
 
 
+def test_a_memo_is_dated_by_the_day_or_by_source_date_epoch(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from datetime import UTC, datetime
+
+    from gpusolve.render.about import About, made_on
+
+    assert made_on(datetime(2026, 12, 6, 23, 59, tzinfo=UTC)) == "2026-12-06"
+    # 86,400 s after the epoch: 1970-01-02 (reproducible builds fix the day).
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", "86400")
+    assert made_on() == "1970-01-02"
+    assert About("1970-01-02", "1.2", ("a.yaml", "b.yaml")).line() == (
+        "Made on 1970-01-02 by gpusolve 1.2 from a.yaml, b.yaml."
+    )
+    assert About().line() == "Made by gpusolve."
+
+
 def test_catalogue_ids_are_named_only_whole() -> None:
     from gpusolve.render.about import named
 

@@ -389,11 +389,47 @@ def test_the_memo_names_products_dates_itself_and_names_no_machine_path(
         assert cells == [names[s] for s in bought], r.name
         ids = page.find("table", id="product-ids")[0].all_text()
         assert all(s in ids for s in bought), r.name
+        # What would change the decision names products too, no catalogue id.
+        facts = memo.find("ol", id="memo-facts")[0].all_text()
+        ids = [s.id for s in r.plan.sources]
+        assert not [i for i in ids if re.search(rf"(?<![\w-]){re.escape(i)}(?![\w-])", facts)]
         made = page.find("p", id="made")[0].all_text()
         assert re.search(r"Made on \d{4}-\d{2}-\d{2} by gpusolve ", made), r.name
         assert f"gpusolve {version} from {r.name}.yaml" in made, r.name
         for folder in machine:
             assert folder not in r.html, (r.name, folder)
+
+
+def test_the_markdown_memo_names_products_and_keeps_the_ids_for_its_appendix(
+    reports: list[Rendered],
+) -> None:
+    """The Markdown memo of every example: dated, signed with the version and the input's
+    name, servers by product name, no catalogue id before the appendix (what would change
+    the decision included), every id in the appendix."""
+    from gpusolve.render.about import about
+    from gpusolve.render.markdown import plan_markdown
+
+    names = shipped_server_names()
+    catalog = prepare_run(EXAMPLES[0], (data_dir("catalog"),), ()).catalog
+    for r in reports:
+        example = next(e for e in EXAMPLES if e.stem == r.name)
+        text = plan_markdown(r.plan, about(catalog, [example]))
+        assert re.search(
+            rf"_Made on \d{{4}}-\d{{2}}-\d{{2}} by gpusolve \S+ from {r.name}\.yaml\._", text
+        )
+        decision = text[text.index("## The decision") : text.index("## Details")]
+        ids = [s.id for s in r.plan.sources]
+        whole = [i for i in ids if re.search(rf"(?<![\w-]){re.escape(i)}(?![\w-])", decision)]
+        assert whole == [], (r.name, whole)
+        bought = [
+            i["subject"]
+            for i in r.json["cost"]["breakdown"]["items"]
+            if i["kind"] == "servers_capex" and i["amount"]
+        ]
+        assert all(f"| {names[s]} |" in decision for s in bought), r.name
+        appendix = text[text.index("## Sources") :]
+        assert all(f"`{i}`" in appendix for i in ids), r.name
+        assert str(ROOT) not in text and str(Path.home()) not in text, r.name
 
 
 def test_the_memo_and_the_cash_table_show_the_present_value_of_the_json(

@@ -5,6 +5,7 @@ when drawn (the browser checks of the HTML memo are in tests/test_html_report.py
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 import tomllib
@@ -272,6 +273,103 @@ def test_the_markdown_memo_comes_first_and_each_cost_line_once(bought_and_rented
     assert f"month {plan.payback.payback_month}" in memo_part  # type: ignore[union-attr]
 
 
+def catalogue_ids(plan: Plan) -> list[str]:
+    """The catalogue ids a plan's products carry (its appendix lists each)."""
+    return [s.id for s in plan.sources]
+
+
+def ids_in(text: str, ids: list[str]) -> list[str]:
+    """The ids that occur whole in `text` (not inside a longer id or word)."""
+    return [i for i in ids if re.search(rf"(?<![\w-]){re.escape(i)}(?![\w-])", text)]
+
+
+def test_the_markdown_memo_is_dated_signed_and_names_products(
+    bought_and_rented: Plan, tmp_path: Any
+) -> None:
+    import yaml
+
+    from gpusolve.render.about import About, product_names
+
+    plan = bought_and_rented
+    assert plan.cost is not None
+    extra = tmp_path / "north-cloud.yaml"
+    extra.write_text(NORTH_CLOUD, encoding="utf-8")
+    run = prepare_run(CHAT, (data_dir("catalog"), extra), ())
+    names = product_names(run.catalog)
+    about = About("2026-12-06", "9.9.9", ("chat-day-lora-night.yaml",), names)
+    text = plan_markdown(plan, about)
+    assert text.startswith(
+        "# GPU procurement plan\n\n_Made on 2026-12-06 by gpusolve 9.9.9 from "
+        "chat-day-lora-night.yaml._\n"
+    )
+    decision = text[text.index("## The decision") : text.index("## When the money is paid")]
+    # Products by name in the memo, read straight from the shipped catalogue's YAML.
+    shipped = yaml.safe_load((ROOT / "catalog" / "servers.yaml").read_text(encoding="utf-8"))
+    server_names = {s["id"]: s["name"] for s in shipped["servers"]}
+    bought = [i.subject for i in plan.cost.breakdown.items if i.kind == "servers_capex"]
+    assert bought and all(f"| {server_names[s]} |" in decision for s in bought)
+    # No catalogue id in the memo, what would change the decision included; each id in
+    # the appendix beside its product's name.
+    ids = catalogue_ids(plan)
+    assert ids and ids_in(decision, ids) == []
+    appendix = text[text.index("## Sources") :]
+    for i in ids:
+        assert f"| {names.get(i, i)} | `{i}` |" in appendix
+    # A `|` in a catalogue's name does not split the table's cells.
+    piped = About(names={**names, bought[0]: "Vendor | Box"})
+    row = next(r for r in plan_markdown(plan, piped).splitlines() if "Vendor" in r)
+    assert row.startswith("| Vendor / Box | ") and row.count("|") == 6
+    # Without names (a plan rendered alone) the memo still renders, ids and all.
+    assert ids_in(plan_markdown(plan).split("## When the money is paid")[0], ids)
+
+
+def test_the_markdown_memo_of_the_command_has_its_date_version_and_input_name(
+    gpusolve: Any,
+) -> None:
+    from pathlib import Path
+
+    version = tomllib.loads((ROOT / "pyproject.toml").read_text("utf-8"))["project"]["version"]
+    out = gpusolve("plan", "-q", str(CHAT), "--format", "markdown", "--no-sensitivity").out
+    made = out.splitlines()[2]
+    assert re.fullmatch(
+        rf"_Made on \d{{4}}-\d{{2}}-\d{{2}} by gpusolve {re.escape(version)} from "
+        r"chat-day-lora-night\.yaml\._",
+        made,
+    ), made
+    for folder in (str(ROOT), str(Path.home()), str(data_dir("catalog"))):
+        assert folder not in out, folder
+
+
+def test_a_memo_is_dated_by_the_day_or_by_source_date_epoch(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from datetime import UTC, datetime
+
+    from gpusolve.render.about import About, made_on
+
+    assert made_on(datetime(2026, 12, 6, 23, 59, tzinfo=UTC)) == "2026-12-06"
+    # 86,400 s after the epoch: 1970-01-02 (reproducible builds fix the day).
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", "86400")
+    assert made_on() == "1970-01-02"
+    assert About("1970-01-02", "1.2", ("a.yaml", "b.yaml")).line() == (
+        "Made on 1970-01-02 by gpusolve 1.2 from a.yaml, b.yaml."
+    )
+    assert About().line() == "Made by gpusolve."
+
+
+def test_catalogue_ids_are_named_only_whole() -> None:
+    from gpusolve.render.about import named
+
+    names = {"h20": "NVIDIA H20", "hgx-h20-8gpu": "NVIDIA HGX H20 8-GPU", "gds-sq": "GDS, Suqian"}
+    text = "price of hgx-h20-8gpu 4% lower changes the plan to: chat: 2 x hgx-h20-8gpu at gds-sq."
+    assert named(text, names) == (
+        "price of NVIDIA HGX H20 8-GPU 4% lower changes the plan to: chat: 2 x NVIDIA HGX H20 "
+        "8-GPU at GDS, Suqian."
+    )
+    assert named("efficiency of h20 (x1.05)", names) == "efficiency of NVIDIA H20 (x1.05)"
+    assert named("h20x and my-h20 stay", names) == "h20x and my-h20 stay"
+
+
 # ------------------------------------------------------------------ charts load on demand
 
 
@@ -332,6 +430,7 @@ def test_every_example_that_buys_names_what_would_flip_it_and_the_plan_beyond() 
     from tests.support.shipped import EXAMPLES
 
     from gpusolve.analyses import sensitivity
+    from gpusolve.render.about import product_names
 
     options = PlanOptions(config=SolveConfig(time_limit_s=600, work_limit=60, workers=1, seed=1))
     checked = []
@@ -349,6 +448,10 @@ def test_every_example_that_buys_names_what_would_flip_it_and_the_plan_beyond() 
         assert source.startswith("the narrowest sensitivity ranges"), example.stem
         flips = [f for f in facts if " changes the plan to: " in f and "(TCO " in f]
         assert flips, (example.stem, facts)
+        # The memo says them with the products' names, no catalogue id.
+        shown = memo(ranged, product_names(run.catalog))
+        assert shown is not None and len(shown.facts) == len(facts), example.stem
+        assert ids_in(" ".join(shown.facts), catalogue_ids(ranged)) == [], shown.facts
         checked.append(example.stem)
     assert len(checked) >= 5, checked
 

@@ -281,6 +281,9 @@ def test_the_single_plan_is_printed_with_what_it_buys(chat: Path) -> None:
     assert "    buys at month 0: " in out
     code, md = run_cli("plan", "-q", str(chat), "--format", "markdown")
     assert code == 0 and "| single-period | optimal |" in md
+    # Dated and signed, the input by its name alone.
+    made = rf"_Made on \d{{4}}-\d{{2}}-\d{{2}} by gpusolve \S+ from {re.escape(chat.name)}\._"
+    assert re.fullmatch(made, md.splitlines()[2]) and str(chat.parent) not in md
 
 
 # ------------------------------------------------------------------ the README example

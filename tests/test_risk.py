@@ -38,9 +38,79 @@ def test_a_seed_gives_the_same_draws_and_each_stays_in_its_range() -> None:
     prices = a.server_factors[:, 0]
     assert prices.min() >= 0.9 and prices.max() <= 1.3
     assert prices.mean() == pytest.approx(3200 / 3 / 1000, abs=0.01)
-    # Efficiency: uniform in 0.8-1.2, mean 1.
-    assert a.card_factors.min() >= 0.8 and a.card_factors.max() <= 1.2
+    # Efficiency: uniform over the 41 whole percents 0.80-1.20 (each about 1/41 of the
+    # draws), mean 1.
+    percents = np.round(a.card_factors * 100).astype(int).ravel()
+    assert np.allclose(a.card_factors.ravel() * 100, percents)
+    assert set(percents.tolist()) == set(range(80, 121))
+    assert np.bincount(percents - 80).min() > 5000 / 41 / 2
     assert a.card_factors.mean() == pytest.approx(1.0, abs=0.01)
+
+
+def test_demand_is_drawn_after_prices_and_efficiency_within_its_band() -> None:
+    ranges = {"srv": (900.0, 1000.0, 1300.0)}
+    plain = risk.draw(5000, 7, ranges, ["card"])
+    with_demand = risk.draw(5000, 7, ranges, ["card"], workloads=["chat", "ft"])
+    # Drawn last: a seed's prices and efficiencies are those it gives without demand.
+    assert np.array_equal(plain.server_factors, with_demand.server_factors)
+    assert np.array_equal(plain.card_factors, with_demand.card_factors)
+    # Triangular (0.8, 1, 1.2) rounded to whole percents: within the band, mean (0.8 + 1 +
+    # 1.2) / 3 = 1; a draw rounds to 0.94 or less when it is below 0.945, and the CDF's left
+    # half is (x - 0.8)^2 / (0.2 x 0.4): 0.145^2 / 0.08 = 0.2628 of the draws.
+    demand = with_demand.demand_factors
+    assert demand.shape == (5000, 2) and with_demand.workloads == ("chat", "ft")
+    assert demand.min() >= 0.8 and demand.max() <= 1.2
+    assert np.allclose(demand * 100, np.round(demand * 100))
+    assert demand.mean() == pytest.approx(1.0, abs=0.01)
+    assert (demand[:, 0] <= 0.94).mean() == pytest.approx(0.2628, abs=0.02)
+    assert with_demand.demand("nobody").tolist() == [1.0] * 5000
+
+
+def test_demand_multiplies_tokens_per_second_users_or_runs() -> None:
+    from gpusolve.models.requirements import Requirements
+
+    reqs = Requirements.model_validate(
+        {
+            "horizon_months": 36,
+            "workloads": [
+                {
+                    "name": "chat",
+                    "kind": "inference",
+                    "model": {"preset": "llama-2-13b"},
+                    "concurrency": 32,
+                    "target_tokens_per_s": 1500,
+                },
+                {
+                    "name": "bot",
+                    "kind": "inference",
+                    "model": {"preset": "llama-2-7b"},
+                    "concurrency": 10,
+                },
+                {
+                    "name": "ft",
+                    "kind": "lora",
+                    "model": {"preset": "llama-2-7b"},
+                    "lora": {"rank": 16},
+                    "tokens": 1e8,
+                    "runs": 100,
+                    "schedule": "night",
+                },
+            ],
+        }
+    )
+    # Tokens/s when stated (users kept), users rounded up otherwise, runs for training;
+    # the night slot holds 730 / 2 x 36 = 13,140 h.
+    needs = {n.workload: n for n in risk.needs(reqs)}
+    assert (needs["chat"].unit, needs["chat"].figure) == ("tokens/s", 1500)
+    assert (needs["bot"].unit, needs["bot"].figure) == ("users", 10)
+    assert (needs["ft"].unit, needs["ft"].figure, needs["ft"].slot_hours) == ("runs", 100, 13140)
+    grown = {
+        w.name: w for w in risk.with_demand(reqs, {"chat": 1.1, "bot": 1.15, "ft": 0.9}).workloads
+    }
+    assert grown["chat"].target_tokens_per_s == pytest.approx(1650)  # type: ignore[union-attr]
+    assert grown["chat"].concurrency == 32  # type: ignore[union-attr]
+    assert grown["bot"].concurrency == 12  # type: ignore[union-attr]  # ceil(11.5)
+    assert grown["ft"].runs == pytest.approx(90)
 
 
 def deployment(mode: str, card: str, hours: float | None) -> Deployment:
@@ -105,6 +175,82 @@ def test_repricing_scales_server_lines_by_price_and_hourly_rentals_by_one_over_e
     assert risk.missed(plan, draws, {"ft": 110}).tolist() == [True, False]
 
 
+def served(workload: str, card: str, spare: float, unit: str) -> Deployment:
+    d = deployment("cloud", card, None)
+    return d.model_copy(update={"workload": workload, "spare": spare, "target_unit": unit})
+
+
+def test_demand_moves_training_hours_and_holds_a_service_rental() -> None:
+    items = [
+        CostItem(
+            kind="cloud_rental", subject="cloud-a", detail="ft: x", amount=500, unit="instance-hour"
+        ),
+        CostItem(
+            kind="cloud_rental",
+            subject="cloud-a",
+            detail="chat: x",
+            amount=400,
+            unit="instance-hour",
+        ),
+    ]
+    owned = deployment("owned", "card", 10).model_copy(update={"workload": "lt", "run_cost": 2})
+    ft = deployment("cloud", "card", 100)
+    plan = plan_of(items, [ft, served("chat", "card", 0.2, "tokens/s"), owned])
+    draws = risk.Draws(
+        seed=0,
+        servers=(),
+        server_factors=np.ones((1, 0)),
+        cards=("card",),
+        card_factors=np.array([[0.8]]),
+        workloads=("chat", "ft", "lt"),
+        demand_factors=np.array([[1.3, 1.1, 1.1]]),
+    )
+    # ft's rental: 500 x 1.1 / 0.8 = 687.5. chat's rental runs every hour of its slot
+    # whatever the draw: 400. lt's 100 owned runs at 2 of energy each: 200 x (1.1 / 0.8 -
+    # 1) = 75 more. 900 + 187.5 + 75 = 1,162.5.
+    assert risk.reprice(plan, draws, {"lt": 100}).tolist() == pytest.approx([1162.5])
+
+
+def test_a_draw_whose_demand_the_plan_cannot_meet_is_a_shortfall() -> None:
+    plan = plan_of(
+        [],
+        [
+            served("chat", "fast", 0.2, "tokens/s"),
+            served("bot", "fast", 0.25, "users"),
+            deployment("owned", "slow", 10).model_copy(update={"workload": "ft"}),
+        ],
+    )
+    draws = risk.Draws(
+        seed=0,
+        servers=(),
+        server_factors=np.ones((3, 0)),
+        cards=("fast", "slow"),
+        card_factors=np.array([[0.9, 0.9], [1.0, 1.0], [0.9, 1.0]]),
+        workloads=("bot", "chat", "ft"),
+        demand_factors=np.array([[1.3, 1.1, 1.2], [1.2, 1.1, 1.2], [1.0, 1.0, 1.0]]),
+    )
+    wanted = [
+        risk.Need("chat", "tokens/s", 1500),
+        risk.Need("bot", "users", 10),
+        risk.Need("ft", "runs", 1000, 13140),
+    ]
+    lacking = risk.short(plan, draws, wanted)
+    # chat delivers 1.2 x the target times its card's efficiency: 1.08 < 1.1 short; 1.2 >=
+    # 1.1 met; 1.08 >= 1.0 met.
+    assert lacking["chat"].tolist() == [True, False, False]
+    # bot holds 1.25 x its users whatever the efficiency: 1.3 short, 1.2 and 1.0 met.
+    assert lacking["bot"].tolist() == [True, False, False]
+    # ft: 1,000 x 1.2 runs x 10 h / 0.9 = 13,333 h > 13,140 h short; / 1.0 = 12,000 h met;
+    # 10,000 h met.
+    assert lacking["ft"].tolist() == [True, False, False]
+    found = risk.summary(np.array([1.0, 2.0, 3.0]), draws, 0.0, "test", lacking, wanted)
+    assert found.shortfall == pytest.approx(1 / 3, abs=1e-4)
+    assert found.shortfall_by_workload == {"chat": 0.3333, "bot": 0.3333, "ft": 0.3333}
+    assert any(
+        d.startswith("demand of ft: runs triangular within +-20%") for d in found.distributions
+    )
+
+
 def test_percentiles_interpolate_between_order_statistics() -> None:
     draws = risk.draw(10, 1, {}, [])
     # 1..10: P10 at rank 0.9 between 1 and 2 = 1.9; P50 5.5; P90 9.1.
@@ -123,6 +269,12 @@ def test_plan_risk_prints_the_percentiles_and_the_json_carries_them(gpusolve: An
     # The chat example's H20 server has a 1.1-1.3M price range: the P10-P90 spread is
     # within what that range and the hourly rentals can move.
     assert any("hgx-h20-8gpu" in d for d in r["distributions"])
+    # Demand is drawn for both workloads; the shortfall is a share of the draws.
+    assert any(d.startswith("demand of chat-13b: tokens/s ") for d in r["distributions"])
+    assert any(d.startswith("demand of lora-7b: runs ") for d in r["distributions"])
+    assert set(r["shortfall_by_workload"]) == {"chat-13b", "lora-7b"}
+    assert max(r["shortfall_by_workload"].values()) <= r["shortfall"] <= 1
+    assert "falls short of the drawn demand in " in out
 
 
 def test_replan_needs_risk(gpusolve: Any) -> None:
@@ -166,15 +318,16 @@ def test_replanning_gives_the_same_figures_on_the_pool_and_on_a_local_ray_cluste
     from gpusolve.analyses.cluster import Cluster
 
     solved = solved_chat()
-    pooled = risk.run(solved, risk.RiskRequest(draws=6, seed=3, replan=True, workers=2)).risk
-    on_ray = risk.RiskRequest(draws=6, seed=3, replan=True, cluster=Cluster("auto", files()))
+    pooled = risk.run(solved, risk.RiskRequest(draws=200, seed=3, replan=True, workers=2)).risk
+    on_ray = risk.RiskRequest(draws=200, seed=3, replan=True, cluster=Cluster("auto", files()))
     clustered = risk.run(solved, on_ray).risk
     assert pooled is not None and clustered is not None
     assert pooled.ran_on.startswith("local process pool")
     assert clustered.ran_on == "Ray cluster at auto"
-    assert pooled.replanned == clustered.replanned
-    assert (pooled.p10, pooled.p50, pooled.p90) == (clustered.p10, clustered.p50, clustered.p90)
-    assert sum(p.draws for p in pooled.replanned) == 6
+    assert pooled == clustered.model_copy(update={"ran_on": pooled.ran_on})
+    assert sum(p.draws for p in pooled.replanned) == 200
+    # The draws move the plan: more than one plan is the cheapest in some draw.
+    assert len(pooled.replanned) > 1
 
 
 def test_the_sensitivity_sweep_gives_the_same_ranges_on_a_local_ray_cluster(
@@ -204,6 +357,8 @@ def test_the_html_report_shows_the_risk_figures_of_the_json(gpusolve: Any, tmp_p
         assert shown is not None and shown[1] == f"{data[name]:,.0f}", name
     counts = re.findall(r'<td class="num">(\d+)</td><td><span class="swatch', html)
     assert [int(c) for c in counts] == [b["draws"] for b in data["histogram"]]
+    shortfall = re.search(r'id="risk-shortfall">([\d.]+%)<', html)
+    assert shortfall is not None and shortfall[1] == f"{data['shortfall']:.1%}"
 
 
 def test_a_cluster_without_ray_installed_says_what_to_install(

@@ -121,8 +121,9 @@ OBJECTIVES = ("min-tco", "min-capex", "min-monthly", "max-throughput")
     default=0,
     metavar="N",
     help="Draw N worlds (server prices from their catalogue ranges, card efficiency within "
-    "the model's +-20% validation band; seeded by --seed) and give this plan's TCO at "
-    "P10/P50/P90 with a histogram: the plan re-priced, vectorised.",
+    "the model's +-20% validation band, each workload's demand within an illustrative "
+    "+-20%; seeded by --seed) and give this plan's TCO at P10/P50/P90 with a histogram (the "
+    "plan re-priced, vectorised) and the share of draws whose demand it cannot meet.",
 )
 @click.option(
     "--replan",

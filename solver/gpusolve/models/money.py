@@ -148,7 +148,8 @@ class RiskPlan(OutModel):
 
 
 class Risk(OutModel):
-    """`plan --risk N`: the chosen plan's TCO over N draws of prices and card efficiency."""
+    """`plan --risk N`: the chosen plan's TCO over N draws of prices, card efficiency and
+    demand."""
 
     draws: int
     seed: int
@@ -162,6 +163,19 @@ class Risk(OutModel):
     deadline_missed: float = Field(
         description="Share of the draws in which a training run of the plan, slower by its "
         "card's efficiency draw, misses its deadline."
+    )
+    shortfall: float = Field(
+        default=0.0,
+        description="Share of the draws in which the plan cannot meet a drawn demand: a "
+        "service's drawn tokens/s (or users) above what it delivers at its card's drawn "
+        "efficiency, or a training workload's drawn runs needing more hours than its slot holds "
+        "over the horizon. A probability, not priced: the plan meets every demand as a "
+        "constraint and has no price for demand left unmet (--replan prices it: each draw is "
+        "planned again to meet its demand).",
+    )
+    shortfall_by_workload: dict[str, float] = Field(
+        default_factory=dict,
+        description="Per workload with a drawn demand, the share of draws it falls short in.",
     )
     replanned: list[RiskPlan] = Field(
         default_factory=list, description="--replan: the plans the draws chose, most often first."

@@ -5,6 +5,8 @@ Shared by the text and Markdown renderers (JSON and YAML carry the fields as the
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from gpusolve.models.plan import ComplianceLine, Excluded, Plan, SourceRef
 
 
@@ -76,13 +78,18 @@ def compliance_markdown(plan: Plan) -> list[str]:
     return out
 
 
-def sources_markdown(plan: Plan) -> list[str]:
+def sources_markdown(plan: Plan, names: Mapping[str, str] | None = None) -> list[str]:
+    """The appendix of products: each one's catalogue id (by its name, given `names`) and
+    where the catalogue defines and patches it."""
     if not plan.sources:
         return []
-    out = ["", "## Sources", "", "| item | kind | defined at | patched at |", "|---|---|---|---|"]
+    names = names or {}
+    out = ["", "## Sources", "", "Products: their catalogue ids and where each is defined.", ""]
+    out += ["| product | id | kind | defined at | patched at |", "|---|---|---|---|---|"]
     for s in plan.sources:
         patches = "; ".join(f"{p.at} ({', '.join(p.fields)})" for p in s.patched_at) or "-"
-        out.append(f"| {s.id} | {s.kind} | {s.defined_at} | {patches} |")
+        name = names.get(s.id, s.id).replace("|", "/")
+        out.append(f"| {name} | `{s.id}` | {s.kind} | {s.defined_at} | {patches} |")
     return out
 
 

@@ -4,9 +4,12 @@ schedule, then the details, each cost line once (the bill of materials merged in
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from gpusolve.explain.payments import is_credit
 from gpusolve.models.money import Cash
 from gpusolve.models.plan import Cost, CostItem, Plan
+from gpusolve.render.about import About, named
 from gpusolve.render.compliance import compliance_markdown, sources_markdown
 from gpusolve.render.fmt import (
     COST_LABELS,
@@ -24,6 +27,7 @@ from gpusolve.render.fmt import (
 from gpusolve.render.inventory import inventory_markdown
 from gpusolve.render.memo import (
     Memo,
+    Rental,
     cash_periods,
     estimate_headline,
     located_source,
@@ -57,14 +61,18 @@ def _status(plan: Plan) -> str:
     return "interrupted, not proven optimal" if plan.status == "interrupted" else _feasible(plan)
 
 
-def plan_markdown(plan: Plan) -> str:
-    """The plan as a markdown memo, safe to show as HTML (`markdown_safe`)."""
-    return markdown_safe(_plan_document(plan))
+def plan_markdown(plan: Plan, about: About | None = None) -> str:
+    """The plan as a markdown memo, safe to show as HTML (`markdown_safe`). With `about`,
+    it is dated and signed (version, input file) and names products, the catalogue ids in
+    its appendix."""
+    return markdown_safe(_plan_document(plan, about or About()))
 
 
-def _plan_document(plan: Plan) -> str:
+def _plan_document(plan: Plan, about: About) -> str:
     out: list[str] = ["# GPU procurement plan", ""]
     add = out.append
+    if about.made_on or about.version or about.inputs:
+        out += [f"_{about.line()}_", ""]
     if plan.timed_out is not None:
         add("**No plan found within the time limit** (not proven impossible).")
         add("")
@@ -86,9 +94,9 @@ def _plan_document(plan: Plan) -> str:
     verdict = "proven optimal" if plan.solver.proven_optimal else _status(plan)
     add(f"Objective **{plan.objective}**, {verdict}; horizon {c.horizon_months} months, {cur}.")
     add("")
-    m = memo(plan)
+    m = memo(plan, about.names)
     assert m is not None  # the plan has a cost
-    out += memo_markdown(m)
+    out += memo_markdown(m, about.names)
     out += payments_markdown(plan)
     out += cash_markdown(plan.cash)
     add("")
@@ -170,7 +178,7 @@ def _plan_document(plan: Plan) -> str:
         out.extend(f"- **{w}**: {r}" for w, reasons in plan.why_not.items() for r in reasons)
     out += sensitivity_markdown(plan.sensitivity, cur)
     out += risk_markdown(plan.risk, cur)
-    out += compliance_markdown(plan) + sources_markdown(plan)
+    out += compliance_markdown(plan) + sources_markdown(plan, about.names)
     if plan.warnings:
         add("")
         add("## Warnings")
@@ -256,20 +264,24 @@ def _cost_table(plan: Plan, c: Cost) -> list[str]:
     return out
 
 
-def memo_markdown(m: Memo) -> list[str]:
-    """The memo: buy, where, rent, the figures, and what would change the decision."""
+def memo_markdown(m: Memo, names: Mapping[str, str] | None = None) -> list[str]:
+    """The memo: buy, where, rent, the figures, and what would change the decision; with
+    `names`, products by name (their ids are in the appendix)."""
+    names = table_names(names)
     cur = m.currency
     out = ["## The decision", "", estimate_headline(m), "", "**Buy**", ""]
     servers = [b for b in m.buys if b.kind == "server"]
     if m.buys:
         out += ["| what | site | count | unit price | total |", "|---|---|---:|---:|---:|"]
         out += [
-            f"| {b.item} | {b.site or '-'} | {_cell(b.count)} | "
+            f"| {names.get(b.item, b.item)} | {names.get(b.site, b.site) if b.site else '-'} | "
+            f"{_cell(b.count)} | "
             f"{_cell(b.unit_price)}{_est(b.illustrative)} | {b.amount:,.0f} |"
             for b in servers
         ]
         out += [
-            f"| {k.kind}: {k.summary} | {k.sites} | | | {k.amount:,.0f}{_est(k.illustrative)} |"
+            f"| {k.kind}: {k.summary} | {named(k.sites, names)} | | | "
+            f"{k.amount:,.0f}{_est(k.illustrative)} |"
             for k in m.kits
         ]
     else:
@@ -280,7 +292,8 @@ def memo_markdown(m: Memo) -> list[str]:
         out += ["", "**Where**", ""]
         out += ["| site | city | racks | kW per rack | peak kW |", "|---|---|---:|---:|---:|"]
         out += [
-            f"| {s.offer}{_est(s.offer in m.estimated_sites)} | {s.city} ({s.region}, "
+            f"| {names.get(s.offer, s.offer)}{_est(s.offer in m.estimated_sites)} | {s.city} "
+            f"({s.region}, "
             f"{s.cooling}) | {s.racks} | {s.rack_kw:g} | {s.power_kw:g} |"
             for s in m.sites
         ]
@@ -288,7 +301,8 @@ def memo_markdown(m: Memo) -> list[str]:
         out += ["", "**Rent**", ""]
         out += [f"| workload | what | over {m.horizon_months} months |", "|---|---|---:|"]
         out += [
-            f"| {r.workload} | {r.what} | {r.amount:,.0f}{_est(r.illustrative)} |" for r in m.rents
+            f"| {r.workload} | {_rented(r, names)} | {r.amount:,.0f}{_est(r.illustrative)} |"
+            for r in m.rents
         ]
     out += ["", f"| figure | {cur} |", "|---|---:|"]
     out.append(f"| capex (at purchase) | {_cell(m.capex)} |")
@@ -309,8 +323,24 @@ def memo_markdown(m: Memo) -> list[str]:
     out += ["", f"Payback: {m.payback}."]
     out += ["", "**What would change the decision**", ""]
     out += [f"{n}. {f}" for n, f in enumerate(m.facts, 1)]
-    out += ["", f"_From {m.facts_from}. \\* an illustrative price: an estimate, not a quote._"]
+    ids = "; product ids in the appendix" if names else ""
+    out += [
+        "",
+        f"_From {m.facts_from}. \\* an illustrative price: an estimate, not a quote{ids}._",
+    ]
     return out
+
+
+def table_names(names: Mapping[str, str] | None) -> dict[str, str]:
+    """Product names fit for a table cell: a `|` in a catalogue's name would split it."""
+    return {k: v.replace("|", "/") for k, v in (names or {}).items()}
+
+
+def _rented(r: Rental, names: Mapping[str, str]) -> str:
+    """A rental in the memo: the offer by its product name when there is one."""
+    if r.offer and r.offer in names:
+        return f"rent {r.instances} x {names[r.offer]}"
+    return r.what
 
 
 def _est(illustrative: bool) -> str:

@@ -15,12 +15,14 @@ quarters, with the cumulative spend of the plan and of the all-rental plan.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from gpusolve.explain.bom import ITEM_SECTIONS, price_location, section_of
 from gpusolve.explain.payments import is_credit, rented_by, spend
 from gpusolve.models.money import Cash
 from gpusolve.models.plan import Cost, CostItem, Payback, Plan, SensitivityRange, Site
+from gpusolve.render.about import named
 from gpusolve.render.fmt import hardware
 from gpusolve.render.sensitivity import number
 
@@ -207,20 +209,23 @@ def estimate_headline(m: Memo) -> str:
     )
 
 
-def memo(plan: Plan) -> Memo | None:
-    """The memo of a plan with a cost (None without one)."""
+def memo(plan: Plan, names: Mapping[str, str] | None = None) -> Memo | None:
+    """The memo of a plan with a cost (None without one). With `names` (catalogue id ->
+    product name), its sentences name products: what would change the decision, the
+    payback, the servers already owned."""
     cost = plan.cost
     if cost is None:
         return None
     found = credits(cost)
     pb = plan.payback
     facts, source = deciding_facts(plan)
+    names = names or {}
     return Memo(
         currency=cost.currency,
         horizon_months=cost.horizon_months,
         buys=purchases(cost),
         kits=kits(purchases(cost)),
-        kept=kept(plan),
+        kept=[named(k, names) for k in kept(plan)],
         sites=plan.sites,
         rents=rentals(plan),
         capex=cost.capex,
@@ -229,10 +234,10 @@ def memo(plan: Plan) -> Memo | None:
         tco=spend(cost),
         credits=found,
         net=spend(cost) + sum(c.amount for c in found),
-        payback=pb.summary if pb is not None else "not computed",
+        payback=named(pb.summary, names) if pb is not None else "not computed",
         payback_month=pb.payback_month if pb is not None else None,
         rental_tco=pb.rental_tco if pb is not None else None,
-        facts=facts,
+        facts=[named(f, names) for f in facts],
         facts_from=source,
         estimated=estimated_spend(cost),
         estimated_sites=estimated_sites(cost),

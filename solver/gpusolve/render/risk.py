@@ -17,6 +17,14 @@ def risk_lines(risk: Risk | None, currency: str) -> list[str]:
     ]
     if risk.deadline_missed:
         out.append(f"A training run misses its deadline in {risk.deadline_missed:.1%} of draws.")
+    if risk.shortfall_by_workload:
+        each = ", ".join(f"{w} {share:.1%}" for w, share in risk.shortfall_by_workload.items())
+        out.append(
+            f"The plan falls short of the drawn demand in {risk.shortfall:.1%} of draws "
+            f"({each}); a share of draws, not priced: the plan prices no demand left unmet"
+            + ("" if risk.replanned else " (--replan plans each draw to meet it)")
+            + "."
+        )
     out += [f"Drawn: {d}." for d in risk.distributions] or ["Drawn: nothing has a range."]
     out.append(f"Held: {risk.held}.")
     if risk.replanned:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from gpusolve.models.schedule import Baseline, Schedule, SchedulePeriod
+from gpusolve.render.about import About
 from gpusolve.render.fmt import markdown_safe
 from gpusolve.render.markdown import cash_markdown
 from gpusolve.render.sensitivity import sensitivity_markdown, sensitivity_text
@@ -113,11 +114,13 @@ def _baseline_note(b: Baseline) -> list[str]:
     return lines
 
 
-def schedule_markdown(s: Schedule) -> str:
+def schedule_markdown(s: Schedule, about: About | None = None) -> str:
     """The schedule as a markdown memo: the figures, the periods, capex per year and the
-    baselines side by side."""
+    baselines side by side; with `about`, dated and signed (version, input file)."""
     cur = s.currency
     out = [f"# Purchase schedule over {s.horizon_months} months", ""]
+    if about is not None:
+        out += [f"_{about.line()}_", ""]
     out.append(f"Status {s.status}; TCO {_money(s.tco, cur)}.")
     if s.reason:
         out += ["", s.reason]

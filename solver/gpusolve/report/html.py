@@ -8,18 +8,16 @@ catalogue name cannot inject markup.
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from gpusolve import __version__
 from gpusolve.explain.payments import is_credit
 from gpusolve.models.colo import ColoReport, ColoRow
 from gpusolve.models.estimate import EstimateReport
 from gpusolve.models.frontier import Frontier
 from gpusolve.models.plan import Cost, CostItem, Deployment, Plan
+from gpusolve.render.about import about, named, shown_path
 from gpusolve.render.fmt import (
     COST_LABELS,
     goodput_parts,
@@ -101,13 +99,14 @@ def context_for(
         from gpusolve.render.launch import launch_files
 
         launch = [(f.path, f.text) for f in launch_files(plan, reqs, catalog)]
+    made = about(catalog, inputs)  # as the Markdown memo says it
     return ReportContext(
         launch=launch,
-        inputs=[shown_path(p) for p in inputs],
+        inputs=list(made.inputs),
         catalog_paths=[shown_path(p) for p in catalog_paths],
-        names=product_names(catalog),
-        made_on=made_on(),
-        version=__version__,
+        names=dict(made.names),
+        made_on=made.made_on,
+        version=made.version,
         server_units={k: s.rack_units for k, s in catalog.servers.items()},
         server_kw={k: s.power_kw for k, s in catalog.servers.items()},
         offer_units={k: o.rack_units for k, o in catalog.colo_offers.items()},
@@ -120,43 +119,6 @@ def context_for(
         },
         concurrency={w.name: w.concurrency for w in workloads if getattr(w, "concurrency", None)},
     )
-
-
-def shown_path(path: Path) -> str:
-    """A file as a report names it: the shipped catalogue as `catalog/` (the same on every
-    machine), any other file by its name alone. A report is mailed around: a machine's
-    folders (user names, project paths) stay out of it."""
-    from gpusolve.load.data import data_dir
-
-    shipped = data_dir("catalog")
-    if path.resolve() == shipped.resolve():
-        return f"{shipped.name}/ (shipped with gpusolve)"
-    return path.name
-
-
-def made_on(now: datetime | None = None) -> str:
-    """The report's date (UTC), or SOURCE_DATE_EPOCH's when set (reproducible builds)."""
-    epoch = os.environ.get("SOURCE_DATE_EPOCH", "")
-    if now is None:
-        now = datetime.fromtimestamp(int(epoch), UTC) if epoch.isdigit() else datetime.now(UTC)
-    return now.date().isoformat()
-
-
-def product_names(catalog: Any) -> dict[str, str]:
-    """Catalogue id -> the product's name: cards, servers, switches, NICs, links, storage
-    and PDUs by their `name`; a cloud offer as its provider and instance; a colocation offer
-    as its provider and city."""
-    names: dict[str, str] = {}
-    for kind in ("cards", "servers", "storage", "switches", "nics", "links", "pdus"):
-        for key, item in (getattr(catalog, kind, None) or {}).items():
-            names[key] = item.name
-    cards = getattr(catalog, "cards", {}) or {}
-    for key, o in (getattr(catalog, "cloud_offers", None) or {}).items():
-        card = cards[o.card].name if o.card in cards else o.card
-        names[key] = f"{o.provider}, {o.gpus_per_instance} x {card} instance"
-    for key, o in (getattr(catalog, "colo_offers", None) or {}).items():
-        names[key] = f"{o.provider}, {o.city}"
-    return names
 
 
 def heuristic_texts() -> dict[str, str]:
@@ -194,6 +156,7 @@ def _environment() -> Any:
     env.filters["hours"] = hours
     env.globals.update(
         hardware=hardware,
+        named=named,
         layout=layout,
         work=work,
         goodput_parts=goodput_parts,
@@ -260,7 +223,7 @@ def plan_html(
     cost = plan.cost
     pb = plan.payback
     capacity = capacity_rows(plan, ctx)
-    shown_memo = memo(plan)
+    shown_memo = memo(plan, ctx.names)
     return render_template(
         "plan.html.j2",
         plan=plan,

@@ -321,6 +321,10 @@ def plan_output(plan: Outcome, request: PlanRequest, run: Inputs) -> str:
         return cash_csv(plan.cash, currency)
     if request.bom and (finished or isinstance(plan, Plan)):
         return render_bill(plan, request.fmt)
+    if request.fmt == "markdown" and finished:
+        from gpusolve.render.about import about
+
+        return render_plan(plan, "markdown", about(run.catalog, [request.requirements]))
     return render_plan(plan, _terminal(request.fmt))
 
 

@@ -97,7 +97,7 @@ def test_a_bad_value_in_a_file_is_located_at_its_line(gpusolve, tmp_path: Path) 
 
 # A step costs 10 ms plus 0.01 ms per token it computes; no KV or attention term, so every
 # figure below is arithmetic on those two numbers.
-COST = StepCost(fixed_s=lambda rows: 0.010 + 0.00001 * rows, kv_s=0.0, attention_s=0.0)
+COST = StepCost(stage_s=lambda rows: 0.010 + 0.00001 * rows, kv_s=0.0, attention_s=0.0)
 ROOMY = Scheduler(token_budget=2048, max_running=256, kv_tokens=1_000_000)
 
 
@@ -109,6 +109,21 @@ def test_one_request_alone_waits_one_prefill_step_then_decodes_at_batch_one() ->
     res = simulate(_requests([0.0], [100], [11]), ROOMY, COST)
     assert res.ttft_s[0] == pytest.approx(0.010 + 100 * 0.00001)  # one 100-row step: 11 ms
     assert res.tpot_s[0] == pytest.approx(0.010 + 0.00001)  # ten 1-row steps of 10.01 ms
+
+
+def test_pipeline_stages_run_one_prompt_chunk_whole_in_turn() -> None:
+    # Two stages: a 100-token prompt passes both at 100 rows, 2 x (10 + 1) ms; one decode row
+    # is a micro-batch of 1 on each, 2 x 10.01 ms; the hand-off adds 0.5 ms to each step.
+    two = StepCost(
+        stage_s=lambda rows: 0.010 + 0.00001 * rows,
+        kv_s=0.0,
+        attention_s=0.0,
+        stages=2,
+        hop_s=0.0005,
+    )
+    res = simulate(_requests([0.0], [100], [3]), ROOMY, two)
+    assert res.ttft_s[0] == pytest.approx(2 * 0.011 + 0.0005)
+    assert res.tpot_s[0] == pytest.approx(2 * 0.01001 + 0.0005)
 
 
 def test_a_long_prompt_is_prefilled_in_chunks_of_the_token_budget() -> None:
@@ -185,12 +200,20 @@ def test_above_capacity_goodput_saturates_and_latency_grows() -> None:
 
 
 def test_a_missed_percentile_is_a_reason_with_its_figure() -> None:
-    w = _chat(request_rate=200.0, sla={"ttft_p90_ms": 50})
+    # 5 ms is below one 500-token prefill of a 7B model on an H100 (about 13 ms of GEMMs).
+    w = _chat(request_rate=5.0, sla={"ttft_p90_ms": 5})
     est = evaluate(w, _hgx("h100-sxm", 900, 400), Layout(1, 1, 1, 1), Params())
     assert not est.feasible
-    assert any("TTFT P90" in r and "50 ms target" in r for r in est.reasons)
+    assert any("TTFT P90" in r and "5 ms target" in r for r in est.reasons)
     assert est.serving is not None and est.serving.load is not None
     assert not est.serving.load.meets_sla
+
+
+def test_a_saturated_replica_misses_every_target_however_its_sample_reads() -> None:
+    w = _chat(request_rate=200.0, sla={"tpot_p99_ms": 100000})
+    est = evaluate(w, _hgx("h100-sxm", 900, 400), Layout(1, 1, 1, 1), Params())
+    assert not est.feasible
+    assert any("grow without bound" in r for r in est.reasons)
 
 
 def test_the_search_takes_the_fewest_replicas_that_meet_the_percentiles() -> None:

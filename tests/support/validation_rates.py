@@ -14,7 +14,8 @@ Suraj Deshmukh and published as result tables (gist.github.com/surajssd):
 The one-VM run is gated (±25% on each median). The two runs whose pipeline stages sit on two
 VMs are cross-checks: the step model has no term for the stage hop's software path between
 VMs (vLLM's multi-node executor), and the second one's network is not named by its table.
-They were first run gated and came out 28-55% fast (benchmarks/README.md records them).
+They were first run gated, and came out 18-55% fast (benchmarks/README.md records the
+figures before and after the simulation kept a prompt chunk whole across the stages).
 The request lengths come from the same tables: output tok/s / req/s = 213.9 output tokens per
 request and (total - output) tok/s / req/s = 213.3 prompt tokens (qps_01 rows; the three runs
 draw the same 200 prompts). The tables give no spread: every request is simulated at those

@@ -34,10 +34,11 @@ keeps a run of 1,000 requests to a few thousand scheduler iterations.
 Limits: block granularity (16-token pages), prefix caching, speculative decoding, the CPU's
 share of a step (scheduling, detokenisation, the HTTP server) and the client's network are
 not modelled; SGLang admits on the tokens known now (its new_token_ratio reserve is not
-modelled); pipeline stages are folded into one step of rows / p micro-batches per stage; a
-replica of a several-replica service sees its share of the arrivals, each thinned at random
-(Poisson with rate / replicas), not round-robin. A request whose prompt alone exceeds the
-cache is refused (infinite TTFT).
+modelled); pipeline stages run a step's requests as micro-batches of rows / p each (one
+request's prompt chunk stays whole), with no term for a multi-node executor's hand-offs
+beyond the link's latency; a replica of a several-replica service sees its share of the
+arrivals, each thinned at random (Poisson with rate / replicas), not round-robin. A request
+whose prompt alone exceeds the cache is refused (infinite TTFT).
 """
 
 from __future__ import annotations
@@ -82,16 +83,31 @@ class Scheduler:
 
 @dataclass(frozen=True)
 class StepCost:
-    """One engine step's time: `fixed_s(rows)` for the GEMMs, all-reduces, elementwise
-    kernels and launch gaps of `rows` tokens, plus `kv_s` per KV token the decodes read and
-    `attention_s` per unit of prompt attention (chunk tokens x their mean position)."""
+    """One engine step's time: `stage_s(rows)` for one pipeline stage's GEMMs, all-reduces,
+    elementwise kernels and launch gaps over `rows` tokens, plus `kv_s` per KV token the
+    decodes read and `attention_s` per unit of prompt attention (chunk tokens x their mean
+    position). With `stages` > 1 the step's requests are split into micro-batches that follow
+    each other through the stages (rows / stages each), but one request's prompt chunk stays
+    in one micro-batch, which every stage runs in turn; `hop_s` is the stages' hand-offs."""
 
-    fixed_s: Callable[[int], float]
+    stage_s: Callable[[int], float]
     kv_s: float
     attention_s: float
+    stages: int = 1
+    hop_s: float = 0.0
 
-    def step_s(self, rows: int, kv_tokens: float, attention: float) -> float:
-        return self.fixed_s(rows) + self.kv_s * kv_tokens + self.attention_s * attention
+    def fixed_s(self, rows: int, largest_chunk: int = 0) -> float:
+        micro = max(math.ceil(rows / self.stages), largest_chunk)
+        return self.stages * self.stage_s(micro) + self.hop_s
+
+    def step_s(
+        self, rows: int, kv_tokens: float, attention: float, largest_chunk: int = 0
+    ) -> float:
+        return (
+            self.fixed_s(rows, largest_chunk)
+            + self.kv_s * kv_tokens
+            + self.stages * self.attention_s * attention
+        )
 
 
 @dataclass
@@ -102,7 +118,7 @@ class SimResult:
     tpot_s: np.ndarray  # nan where a request has a single output token
     finish_s: np.ndarray
     duration_s: float  # first arrival to last completion (the benchmarks' duration)
-    steady_rps: float  # completions per second while requests were still arriving
+    steady_rps: float  # completions per second over the second half of the arrivals
     steps: int
     preemptions: int
     refused: int
@@ -135,7 +151,9 @@ class LoadFigures:
     @property
     def saturated(self) -> bool:
         """Requests complete slower than they arrive (by more than the sample's noise)."""
-        return self.steady_rps < 0.9 * self.request_rate
+        return any("grow without bound" in m for m in self.misses) or (
+            self.steady_rps < 0.9 * self.request_rate
+        )
 
 
 def lognormal(rng: np.random.Generator, mean: float, stdev: float, n: int) -> np.ndarray:
@@ -222,8 +240,7 @@ def simulate(reqs: Requests, sched: Scheduler, cost: StepCost) -> SimResult:
     with np.errstate(invalid="ignore", divide="ignore"):
         tpot = np.where(output > 1, spans / np.maximum(1, output - 1), math.nan)
     duration = float(np.nanmax(st.finish)) if st.refused < n else 0.0
-    window = float(reqs.arrival_s[-1])
-    steady = float((st.finish <= window).sum()) / window if window > 0 else math.nan
+    steady = _steady_rps(reqs.arrival_s, st.finish)
     return SimResult(
         ttft_s=np.where(np.isnan(ttft), math.inf, ttft),
         tpot_s=tpot,
@@ -235,6 +252,16 @@ def simulate(reqs: Requests, sched: Scheduler, cost: StepCost) -> SimResult:
         refused=st.refused,
         mean_running=busy / t if t > 0 else 0.0,
     )
+
+
+def _steady_rps(arrival: np.ndarray, finish: np.ndarray) -> float:
+    """Completions per second over the second half of the arrivals (the first half fills an
+    empty replica): below the arrival rate, the queue grows as long as requests come."""
+    window = float(arrival[-1])
+    if window <= 0:
+        return math.inf
+    late = (finish > window / 2) & (finish <= window)
+    return float(late.sum()) / (window / 2)
 
 
 def _admissible(st: _State, sched: Scheduler, output: np.ndarray, budget: int, slots: int) -> bool:
@@ -367,7 +394,8 @@ def _step(
         return 0.0
     rows = len(decoders) + sum(c for _, c in chunks)
     attention = sum(c * (float(st.done[i]) + c / 2) for i, c in chunks)
-    elapsed = cost.step_s(rows, kv_read, attention)
+    largest = max((c for _, c in chunks), default=0)
+    elapsed = cost.step_s(rows, kv_read, attention, largest)
     end = t + elapsed
     for i in decoders:
         st.gen[i] += 1
@@ -446,4 +474,7 @@ def percentiles(values: np.ndarray, qs: tuple[int, ...] = (50, 90, 99)) -> tuple
     kept = values[~np.isnan(values)]
     if kept.size == 0:
         return tuple(math.nan for _ in qs)
-    return tuple(float(x) for x in np.percentile(kept, qs))
+    # Refused requests are infinite: a percentile that reaches them is infinite too.
+    big = np.finfo(float).max
+    found = np.percentile(np.where(np.isinf(kept), big, kept), qs)
+    return tuple(math.inf if x >= big / 2 else float(x) for x in found)

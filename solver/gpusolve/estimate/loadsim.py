@@ -44,11 +44,8 @@ whose prompt alone exceeds the cache is refused (infinite TTFT).
 from __future__ import annotations
 
 import math
-from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
-
-import numpy as np
 
 # The simulation draws from this seed unless told otherwise: the same inputs give the
 # same percentiles on every run.
@@ -62,12 +59,12 @@ DEFAULT_REQUESTS = 1000
 class Requests:
     """Arrival times (s, ascending) and lengths (tokens) of the requests one replica serves."""
 
-    arrival_s: np.ndarray
-    prompt: np.ndarray
-    output: np.ndarray
+    arrival_s: list[float]
+    prompt: list[int]
+    output: list[int]
 
     def __len__(self) -> int:
-        return int(self.arrival_s.shape[0])
+        return len(self.arrival_s)
 
 
 @dataclass(frozen=True)
@@ -114,9 +111,9 @@ class StepCost:
 class SimResult:
     """Per-request outcomes (s; inf where a request was refused) and what the run saw."""
 
-    ttft_s: np.ndarray
-    tpot_s: np.ndarray  # nan where a request has a single output token
-    finish_s: np.ndarray
+    ttft_s: list[float]
+    tpot_s: list[float]  # nan where a request has a single output token
+    finish_s: list[float]
     duration_s: float  # first arrival to last completion (the benchmarks' duration)
     steady_rps: float  # completions per second over the second half of the arrivals
     steps: int
@@ -156,43 +153,22 @@ class LoadFigures:
         )
 
 
-def lognormal(rng: np.random.Generator, mean: float, stdev: float, n: int) -> np.ndarray:
-    """`n` draws with this mean and standard deviation (log-normal: never negative, a long
-    right tail), rounded to whole tokens, at least 1."""
-    if stdev <= 0 or mean <= 0:
-        return np.full(n, max(1, round(mean)), dtype=np.int64)
-    sigma2 = math.log1p((stdev / mean) ** 2)
-    draws = rng.lognormal(math.log(mean) - sigma2 / 2, math.sqrt(sigma2), n)
-    return np.maximum(1, np.rint(draws)).astype(np.int64)
-
-
-def from_histogram(rng: np.random.Generator, bins: list[tuple[int, float]], n: int) -> np.ndarray:
-    tokens = np.array([b for b, _ in bins], dtype=np.int64)
-    weights = np.array([w for _, w in bins], dtype=float)
-    return np.asarray(rng.choice(tokens, size=n, p=weights / weights.sum()), dtype=np.int64)
-
-
-def arrivals(rng: np.random.Generator, rate: float, n: int, poisson: bool) -> np.ndarray:
-    """Arrival times of `n` requests at `rate` per second, the first at t = 0."""
-    gaps = rng.exponential(1.0 / rate, n - 1) if poisson else np.full(n - 1, 1.0 / rate)
-    return np.concatenate([[0.0], np.cumsum(gaps)])
-
-
 @dataclass
 class _State:
     """The replica's queues and each request's progress (indices into `Requests`)."""
 
-    prompt: np.ndarray
-    need: np.ndarray  # prompt tokens to compute (prompt + generated after a preemption)
-    done: np.ndarray  # of those, computed
-    gen: np.ndarray  # output tokens sampled
-    held: np.ndarray  # KV tokens held against the cache (the whole request if reserved)
-    ctx: np.ndarray  # KV tokens written: what a decode step reads
-    first: np.ndarray
-    finish: np.ndarray
+    prompt: list[int]
+    output: list[int]
+    need: list[int]  # prompt tokens to compute (prompt + generated after a preemption)
+    done: list[int]  # of those, computed
+    gen: list[int]  # output tokens sampled
+    held: list[int]  # KV tokens held against the cache (the whole request if reserved)
+    ctx: list[int]  # KV tokens written: what a decode step reads
+    first: list[float]
+    finish: list[float]
     free: int
     running: list[int] = field(default_factory=list)
-    waiting: deque[int] = field(default_factory=deque)
+    waiting: list[int] = field(default_factory=list)  # the head first
     finished: int = 0
     preemptions: int = 0
     refused: int = 0
@@ -202,17 +178,17 @@ def simulate(reqs: Requests, sched: Scheduler, cost: StepCost) -> SimResult:
     """Serve `reqs` on one replica; see the module docstring for the model."""
     n = len(reqs)
     st = _State(
-        prompt=reqs.prompt.astype(np.int64),
-        need=reqs.prompt.astype(np.int64).copy(),
-        done=np.zeros(n, dtype=np.int64),
-        gen=np.zeros(n, dtype=np.int64),
-        held=np.zeros(n, dtype=np.int64),
-        ctx=np.zeros(n, dtype=np.int64),
-        first=np.full(n, math.nan),
-        finish=np.full(n, math.nan),
+        prompt=[int(x) for x in reqs.prompt],
+        output=[int(x) for x in reqs.output],
+        need=[int(x) for x in reqs.prompt],
+        done=[0] * n,
+        gen=[0] * n,
+        held=[0] * n,
+        ctx=[0] * n,
+        first=[math.nan] * n,
+        finish=[math.nan] * n,
         free=sched.kv_tokens,
     )
-    output = reqs.output.astype(np.int64)
     t, arrived, steps, busy = 0.0, 0, 0, 0.0
     while st.finished < n:
         while arrived < n and reqs.arrival_s[arrived] <= t:
@@ -221,28 +197,31 @@ def simulate(reqs: Requests, sched: Scheduler, cost: StepCost) -> SimResult:
         if not st.running and not st.waiting:
             t = float(reqs.arrival_s[arrived])
             continue
-        _refuse_oversized(st, sched, output)
+        _refuse_oversized(st, sched)
         if not st.running and not st.waiting:
             continue
         next_arrival = float(reqs.arrival_s[arrived]) if arrived < n else math.inf
         load = len(st.running)
-        stride = _decode_stride(st, sched, cost, output, t, next_arrival)
+        stride = _decode_stride(st, sched, cost, t, next_arrival)
         if stride is not None:
             k, elapsed = stride
             steps += k
         else:
-            elapsed = _step(st, sched, cost, output, t)
+            elapsed = _step(st, sched, cost, t)
             steps += 1
         busy += elapsed * load
         t += elapsed
-    ttft = st.first - reqs.arrival_s
-    spans = st.finish - st.first
-    with np.errstate(invalid="ignore", divide="ignore"):
-        tpot = np.where(output > 1, spans / np.maximum(1, output - 1), math.nan)
-    duration = float(np.nanmax(st.finish)) if st.refused < n else 0.0
+    pairs = zip(st.first, reqs.arrival_s, strict=True)
+    ttft = [f - a if not math.isnan(f) else math.inf for f, a in pairs]
+    tpot = [
+        (end - first) / (out - 1) if out > 1 and not math.isnan(end) else math.nan
+        for end, first, out in zip(st.finish, st.first, st.output, strict=True)
+    ]
+    done = [f for f in st.finish if not math.isnan(f)]
+    duration = max(done) if done else 0.0
     steady = _steady_rps(reqs.arrival_s, st.finish)
     return SimResult(
-        ttft_s=np.where(np.isnan(ttft), math.inf, ttft),
+        ttft_s=ttft,
         tpot_s=tpot,
         finish_s=st.finish,
         duration_s=duration,
@@ -254,32 +233,31 @@ def simulate(reqs: Requests, sched: Scheduler, cost: StepCost) -> SimResult:
     )
 
 
-def _steady_rps(arrival: np.ndarray, finish: np.ndarray) -> float:
+def _steady_rps(arrival: list[float], finish: list[float]) -> float:
     """Completions per second over the second half of the arrivals (the first half fills an
     empty replica): below the arrival rate, the queue grows as long as requests come."""
-    window = float(arrival[-1])
+    window = arrival[-1]
     if window <= 0:
         return math.inf
-    late = (finish > window / 2) & (finish <= window)
-    return float(late.sum()) / (window / 2)
+    late = sum(1 for f in finish if window / 2 < f <= window)
+    return late / (window / 2)
 
 
-def _admissible(st: _State, sched: Scheduler, output: np.ndarray, budget: int, slots: int) -> bool:
+def _admissible(st: _State, sched: Scheduler, budget: int, slots: int) -> bool:
     """Whether the head of the queue could start this step with `budget` tokens and `slots`
     free KV tokens left."""
     if not st.waiting or budget <= 0 or len(st.running) >= sched.max_running:
         return False
     i = st.waiting[0]
     if sched.reserve_full:
-        return int(st.need[i] + output[i] - st.gen[i]) <= slots
-    return min(int(st.need[i]), budget) <= slots
+        return st.need[i] + st.output[i] - st.gen[i] <= slots
+    return min(st.need[i], budget) <= slots
 
 
 def _decode_stride(
     st: _State,
     sched: Scheduler,
     cost: StepCost,
-    output: np.ndarray,
     t: float,
     next_arrival: float,
 ) -> tuple[int, float] | None:
@@ -296,29 +274,29 @@ def _decode_stride(
         prefill_budget, slots = sched.token_budget - n, st.free - per_step_slots
     else:
         prefill_budget, slots = sched.token_budget, st.free
-    if _admissible(st, sched, output, prefill_budget, slots):
+    if _admissible(st, sched, prefill_budget, slots):
         return None
-    idx = np.fromiter(running, dtype=np.int64, count=n)
-    k = int((output[idx] - st.gen[idx]).min())
+    k = min(st.output[i] - st.gen[i] for i in running)
     if per_step_slots:
         k = min(k, st.free // per_step_slots)
     if k < 1:
         return None
     fixed = cost.fixed_s(n)
-    kv0 = float(st.ctx[idx].sum())
+    kv0 = float(sum(st.ctx[i] for i in running))
     growth = cost.kv_s * n
     if not st.waiting and next_arrival < math.inf:
         # The step during which the next request arrives is the last of the stride: the
         # step after it may admit that request.
         k = min(k, _steps_to_reach(next_arrival - t, fixed + cost.kv_s * kv0, growth))
     elapsed = k * (fixed + cost.kv_s * kv0) + growth * k * (k - 1) / 2
-    st.gen[idx] += k
-    st.ctx[idx] += k
-    if per_step_slots:
-        st.held[idx] += k
-        st.free -= per_step_slots * k
+    for i in running:
+        st.gen[i] += k
+        st.ctx[i] += k
+        if per_step_slots:
+            st.held[i] += k
+    st.free -= per_step_slots * k
     end = t + elapsed
-    for i in [i for i in running if st.gen[i] >= output[i]]:
+    for i in [i for i in running if st.gen[i] >= st.output[i]]:
         _finish(st, i, end)
     return k, elapsed
 
@@ -339,12 +317,12 @@ def _preempt_latest(st: _State) -> None:
     """Preempt the latest admission: its KV freed, back to the head of the queue to
     recompute its prompt and the tokens it has generated."""
     victim = st.running.pop()
-    st.free += int(st.held[victim])
+    st.free += st.held[victim]
     st.held[victim] = 0
     st.ctx[victim] = 0
     st.need[victim] = st.prompt[victim] + st.gen[victim]
     st.done[victim] = 0
-    st.waiting.appendleft(victim)
+    st.waiting.insert(0, victim)
     st.preemptions += 1
 
 
@@ -352,15 +330,15 @@ def _decoders(st: _State) -> list[int]:
     return [i for i in st.running if st.done[i] >= st.need[i]]
 
 
-def _refuse_oversized(st: _State, sched: Scheduler, output: np.ndarray) -> None:
+def _refuse_oversized(st: _State, sched: Scheduler) -> None:
     """Refuse the head of the queue while it alone cannot fit the cache (its prompt, or
     prompt + output where the whole request is reserved)."""
     while st.waiting:
         i = st.waiting[0]
-        size = int(st.need[i]) + (int(output[i] - st.gen[i]) if sched.reserve_full else 1)
+        size = st.need[i] + (st.output[i] - st.gen[i] if sched.reserve_full else 1)
         if size <= sched.kv_tokens:
             return
-        st.waiting.popleft()
+        st.waiting.pop(0)
         st.first[i] = math.inf
         st.refused += 1
         st.finished += 1
@@ -370,7 +348,6 @@ def _step(
     st: _State,
     sched: Scheduler,
     cost: StepCost,
-    output: np.ndarray,
     t: float,
 ) -> float:
     """Schedule and run one engine step at time `t`; returns its duration."""
@@ -382,10 +359,10 @@ def _step(
     if sched.mixed:
         decoders = decoders[: sched.token_budget]
         kv_read = _take_decode_slots(st, sched, decoders)
-        chunks = _prompt_chunks(st, sched, output, sched.token_budget - len(decoders))
+        chunks = _prompt_chunks(st, sched, sched.token_budget - len(decoders))
     else:
         # A prefill step of its own whenever a prompt chunk can run, else a decode step.
-        chunks = _prompt_chunks(st, sched, output, sched.token_budget)
+        chunks = _prompt_chunks(st, sched, sched.token_budget)
         decoders = [] if chunks else decoders
         kv_read = _take_decode_slots(st, sched, decoders)
     if not decoders and not chunks:
@@ -405,14 +382,14 @@ def _step(
             st.gen[i] += 1
             if math.isnan(st.first[i]):
                 st.first[i] = end
-    for i in [i for i in _decoders(st) if st.gen[i] >= output[i]]:
+    for i in [i for i in _decoders(st) if st.gen[i] >= st.output[i]]:
         _finish(st, i, end)
     return elapsed
 
 
 def _take_decode_slots(st: _State, sched: Scheduler, decoders: list[int]) -> float:
     """KV tokens the decodes read this step; paged engines write each new token's KV."""
-    kv_read = float(sum(int(st.ctx[i]) for i in decoders))
+    kv_read = float(sum(st.ctx[i] for i in decoders))
     for i in decoders:
         st.ctx[i] += 1
     if not sched.reserve_full:
@@ -422,16 +399,14 @@ def _take_decode_slots(st: _State, sched: Scheduler, decoders: list[int]) -> flo
     return kv_read
 
 
-def _prompt_chunks(
-    st: _State, sched: Scheduler, output: np.ndarray, budget: int
-) -> list[tuple[int, int]]:
+def _prompt_chunks(st: _State, sched: Scheduler, budget: int) -> list[tuple[int, int]]:
     """(request, tokens) of prompt to compute this step: the running requests part-way
     through their prompt first, then the queue in order; KV taken as it is scheduled."""
     chunks: list[tuple[int, int]] = []
     for i in st.running:
         if budget <= 0:
             return chunks
-        left = int(st.need[i] - st.done[i])
+        left = st.need[i] - st.done[i]
         if left <= 0:
             continue
         c = min(left, budget)
@@ -443,15 +418,15 @@ def _prompt_chunks(
         if not sched.reserve_full:
             st.free -= c
             st.held[i] += c
-    while _admissible(st, sched, output, budget, st.free):
-        i = st.waiting.popleft()
+    while _admissible(st, sched, budget, st.free):
+        i = st.waiting.pop(0)
         if sched.reserve_full:
-            reserve = int(st.need[i] + output[i] - st.gen[i])
+            reserve = st.need[i] + st.output[i] - st.gen[i]
             st.free -= reserve
             st.held[i] = reserve
-            c = min(int(st.need[i]), budget)
+            c = min(st.need[i], budget)
         else:
-            c = min(int(st.need[i]), budget)
+            c = min(st.need[i], budget)
             st.free -= c
             st.held[i] += c
         st.running.append(i)
@@ -463,18 +438,7 @@ def _prompt_chunks(
 
 def _finish(st: _State, i: int, end: float) -> None:
     st.running.remove(i)
-    st.free += int(st.held[i])
+    st.free += st.held[i]
     st.held[i] = 0
     st.finish[i] = end
     st.finished += 1
-
-
-def percentiles(values: np.ndarray, qs: tuple[int, ...] = (50, 90, 99)) -> tuple[float, ...]:
-    """Percentiles over the finite-or-infinite values (nan left out); inf when none."""
-    kept = values[~np.isnan(values)]
-    if kept.size == 0:
-        return tuple(math.nan for _ in qs)
-    # Refused requests are infinite: a percentile that reaches them is infinite too.
-    big = np.finfo(float).max
-    found = np.percentile(np.where(np.isinf(kept), big, kept), qs)
-    return tuple(math.inf if x >= big / 2 else float(x) for x in found)

@@ -17,8 +17,7 @@ from __future__ import annotations
 import math
 from functools import lru_cache
 
-import numpy as np
-
+from gpusolve.estimate.draws import SplitMix64, arrivals, from_histogram, lognormal, percentiles
 from gpusolve.estimate.hardware import Hardware
 from gpusolve.estimate.layout import Layout, usable_memory_bytes
 from gpusolve.estimate.loadsim import (
@@ -28,10 +27,6 @@ from gpusolve.estimate.loadsim import (
     Requests,
     Scheduler,
     StepCost,
-    arrivals,
-    from_histogram,
-    lognormal,
-    percentiles,
     simulate,
 )
 from gpusolve.estimate.serving import (
@@ -55,11 +50,9 @@ QUANTILES = (50, 90, 99)
 SATURATED = 0.9
 
 
-def _lengths(
-    rng: np.random.Generator, mean: float, spread: LengthDistribution | None, n: int
-) -> np.ndarray:
+def _lengths(rng: SplitMix64, mean: float, spread: LengthDistribution | None, n: int) -> list[int]:
     if spread is None:
-        return np.full(n, max(1, round(mean)), dtype=np.int64)
+        return [max(1, round(mean))] * n
     if spread.histogram is not None:
         return from_histogram(rng, spread.histogram, n)
     return lognormal(rng, mean, float(spread.stdev or 0.0), n)
@@ -70,7 +63,7 @@ def draw_requests(
 ) -> Requests:
     """The requests one replica receives at `rate` per second: arrivals, then prompt and
     output lengths, from one seeded generator."""
-    rng = np.random.default_rng(seed)
+    rng = SplitMix64(seed)
     prompt, output, _ = request_shape(workload)
     times = arrivals(rng, rate, n, workload.arrivals == "poisson")
     prompts = _lengths(rng, prompt, workload.prompt_lengths, n)
@@ -124,14 +117,21 @@ def scheduler_for(
     )
 
 
-def _good(workload: InferenceWorkload, ttft: np.ndarray, tpot: np.ndarray) -> np.ndarray:
+def _good(workload: InferenceWorkload, ttft: list[float], tpot: list[float]) -> int:
     """Requests within every stated target (a single-token request has no TPOT to miss)."""
-    ok: np.ndarray = np.isfinite(ttft)
     assert workload.sla is not None
-    for metric, _, ms in workload.sla.targets():
-        values = ttft if metric == "ttft" else tpot
-        ok &= np.isnan(values) | (values <= ms / 1000)
-    return ok
+    targets = workload.sla.targets()
+
+    def within(first: float, per_token: float) -> bool:
+        if not math.isfinite(first):
+            return False
+        for metric, _, ms in targets:
+            value = first if metric == "ttft" else per_token
+            if not math.isnan(value) and value > ms / 1000:
+                return False
+        return True
+
+    return sum(1 for a, b in zip(ttft, tpot, strict=True) if within(a, b))
 
 
 def _misses(
@@ -215,7 +215,7 @@ def _simulate_load(
     per_replica = done / result.duration_s if result.duration_s > 0 else 0.0
     goodput = None
     if workload.sla is not None and result.duration_s > 0:
-        good = int(_good(workload, result.ttft_s, result.tpot_s).sum())
+        good = _good(workload, result.ttft_s, result.tpot_s)
         goodput = count * good / result.duration_s
     return LoadFigures(
         request_rate=workload.request_rate,

@@ -14,6 +14,7 @@ from tests.factories.files import write_file
 from tests.support.validation_cases import _hgx
 
 from gpusolve.estimate import Layout, evaluate, resolve_arch, search_layouts
+from gpusolve.estimate.draws import SplitMix64, percentiles
 from gpusolve.estimate.loadsim import Requests, Scheduler, StepCost, simulate
 from gpusolve.estimate.serving import Rates
 from gpusolve.estimate.servingload import draw_requests, simulate_load
@@ -153,6 +154,24 @@ def test_a_prompt_larger_than_the_cache_is_refused() -> None:
     small = Scheduler(token_budget=2048, max_running=256, kv_tokens=50)
     res = simulate(_requests([0.0, 0.0], [100, 10], [5, 5]), small, COST)
     assert res.refused == 1 and math.isinf(res.ttft_s[0]) and math.isfinite(res.ttft_s[1])
+
+
+def test_the_generator_is_splitmix64() -> None:
+    # The published sequence for seed 0 (Steele, Lea and Flood 2014; Java's SplittableRandom).
+    rng = SplitMix64(0)
+    assert [rng.next_u64() for _ in range(3)] == [
+        0xE220A8397B1DCDAF,
+        0x6E789E6AA1B965F4,
+        0x06C45D188009454F,
+    ]
+
+
+def test_percentiles_interpolate_between_order_statistics() -> None:
+    # P50 of 1..4 sits halfway between 2 and 3; P90 at 0.9 x 3 = 2.7 positions: 3 + 0.7.
+    assert percentiles([4.0, 1.0, 3.0, 2.0], (50, 90)) == pytest.approx((2.5, 3.7))
+    # A refused request (infinite TTFT) makes every percentile that reaches it infinite.
+    assert percentiles([1.0, 2.0, 3.0, math.inf], (50, 99)) == (2.5, math.inf)
+    assert math.isnan(percentiles([math.nan], (50,))[0])
 
 
 def test_the_simulation_is_the_same_for_a_seed() -> None:

@@ -248,6 +248,14 @@ def test_the_search_takes_the_fewest_replicas_that_meet_the_percentiles() -> Non
     assert lay.replicas == 1 or not fewer.meets_sla
 
 
+def test_disaggregated_pools_are_not_offered_against_percentile_targets() -> None:
+    # Their percentiles are not simulated, so they cannot be shown to meet the SLA.
+    w = _chat(disaggregation="auto", sla={"ttft_p99_ms": 5000})
+    result = search_layouts(w, _hgx("h100-sxm", 900, 400), Params(), max_nodes=2)
+    assert result.feasible
+    assert all(e.serving and e.serving.disaggregated is None for e in result.feasible)
+
+
 def test_estimate_prints_percentiles_and_goodput(gpusolve, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     reqs = write_file(
         tmp_path,

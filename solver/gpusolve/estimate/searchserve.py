@@ -237,6 +237,8 @@ def _with_disaggregated(
     """`found` plus the disaggregated deployment with the fewest GPUs, each of the two
     cheapest noting why it needs fewer or more GPUs than the other."""
     disagg, why = search_disaggregated(workload, arch, hw, params, limit)
+    if disagg is not None and not disagg.feasible:
+        disagg, why = None, list(disagg.reasons)  # e.g. percentile targets it cannot show
     if disagg is None:
         kept = [] if workload.disaggregation == "only" else found
         return kept, [f"{hw.label or hw.card.id}, disaggregated: {w}" for w in why[:2]]

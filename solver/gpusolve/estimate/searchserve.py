@@ -238,7 +238,8 @@ def _with_disaggregated(
     cheapest noting why it needs fewer or more GPUs than the other."""
     disagg, why = search_disaggregated(workload, arch, hw, params, limit)
     if disagg is not None and not disagg.feasible:
-        disagg, why = None, list(disagg.reasons)  # e.g. percentile targets it cannot show
+        why = list(disagg.reasons)  # e.g. percentile targets it cannot show it meets
+        disagg = None
     if disagg is None:
         kept = [] if workload.disaggregation == "only" else found
         return kept, [f"{hw.label or hw.card.id}, disaggregated: {w}" for w in why[:2]]

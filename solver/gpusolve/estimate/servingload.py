@@ -9,7 +9,10 @@ the replica's scheduler as its engine runs it (`engines.py`: vLLM's and TensorRT
 steps, SGLang's separate prefill steps; the engine's token budget and running-request cap;
 TensorRT-LLM's whole-request reservation). Goodput is vLLM's `benchmark_serving.py --goodput`
 definition: requests whose own TTFT and TPOT are within every stated target, per second of
-the run. Disaggregated pools are not simulated (their percentiles are not estimated).
+the run. A replica that completes under 90% of its arrivals over the run's second half is
+saturated: its queue grows as long as requests come, so it misses every target whatever its
+finite sample's percentiles read. Disaggregated pools are not simulated (their percentiles are
+not estimated, and a percentile SLA rules them out).
 """
 
 from __future__ import annotations

@@ -36,6 +36,7 @@ import math
 from typing import Any
 
 from tests.support.validation_cases import Case, _hgx, shipped_card
+from tests.support.validation_rates import rate_cases
 
 from gpusolve.estimate import Hardware, Layout, evaluate, resolve_arch
 from gpusolve.estimate.layout import usable_memory_bytes
@@ -365,8 +366,9 @@ def serving_cases() -> list[Case]:
     ]
     cases += [_nim(r) for r in NIM_ROWS]
     cases += [_static(r) for r in STATIC_ROWS]
-    return cases + [
+    cases += [
         _moe(card, isl, osl, published)
         for card, table in MOE_TABLES.items()
         for (isl, osl), published in table.items()
     ]
+    return cases + rate_cases()

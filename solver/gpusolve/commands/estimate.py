@@ -34,7 +34,8 @@ For every workload in REQS.yaml and every catalogue card (or --card), prints:
     that result, the run's time, tokens/s, checkpoint size and stall;
   * serving: the batch per replica and what bounds it (memory or the TPOT
     target), the mean live context, TPOT, TTFT, single-stream speed, the
-    decode step's parts;
+    decode step's parts; with a `request_rate`, TTFT and TPOT at P50/P90/P99
+    and goodput from a seeded simulation of the engine's scheduler;
   * the documents' rules of thumb (H05, H30), labelled as such.
 
 \b

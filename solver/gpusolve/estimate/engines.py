@@ -77,6 +77,16 @@ class Engine:
         large = card_memory_bytes >= 70 * GIB
         return self.profile_tokens if large else self.profile_tokens_small
 
+    def token_budget(self, card_memory_bytes: float, card_id: str) -> int:
+        """Tokens one scheduler step may compute (vLLM's max_num_batched_tokens, SGLang's
+        chunked_prefill_size, TensorRT-LLM's max_num_tokens): vLLM's defaults come in pairs
+        with its running cap, chosen by the same card rule; the others by memory alone."""
+        if self.max_batch == self.max_batch_small:
+            return self.profiled_tokens(card_memory_bytes)
+        if self.batch_cap(card_memory_bytes, card_id) == self.max_batch:
+            return self.profile_tokens
+        return self.profile_tokens_small
+
     def batch_cap(self, card_memory_bytes: float, card_id: str) -> int:
         """vLLM's larger defaults apply to cards of 70 GiB or more that are not A100s."""
         large = card_memory_bytes >= 70 * GIB and not card_id.startswith("a100")

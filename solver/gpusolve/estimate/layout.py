@@ -17,6 +17,7 @@ from typing import get_args
 from gpusolve.estimate.checkpoint import CheckpointSize
 from gpusolve.estimate.goodput import Goodput
 from gpusolve.estimate.hardware import Hardware
+from gpusolve.estimate.loadsim import LoadFigures
 from gpusolve.estimate.memory import SHARDING_STAGE, MemoryBreakdown
 from gpusolve.estimate.shapes import Arch
 from gpusolve.estimate.stepshape import StepBreakdown
@@ -159,6 +160,7 @@ class ServingFigures:
     sequences: int = 0  # decoded at once over all replicas
     # (replicas, sequences each): the full replicas, the one partly filled, the idle ones
     replica_batches: tuple[tuple[int, int], ...] = ()
+    load: LoadFigures | None = None  # percentiles and goodput at the workload's request rate
 
 
 @dataclass(frozen=True)

@@ -25,6 +25,7 @@ from gpusolve.estimate import (
 from gpusolve.estimate.disaggregation import explicit_disaggregated
 from gpusolve.estimate.goodput import goodput_out
 from gpusolve.estimate.layout import DisaggPools
+from gpusolve.estimate.loadsim import LoadFigures
 from gpusolve.estimate.searchserve import max_decode_batch
 from gpusolve.estimate.serving import serving_layout
 from gpusolve.estimate.stageparams import mtp_params
@@ -36,6 +37,7 @@ from gpusolve.models.estimate import (
     ConfigOut,
     DisaggOut,
     EstimateReport,
+    LoadOut,
     MemoryGB,
     ServingOut,
     StageOut,
@@ -304,6 +306,30 @@ def _serving_out(e: ConfigEstimate) -> ServingOut | None:
         comparison=v.comparison,
         sequences=v.sequences,
         replica_batches=list(v.replica_batches),
+        load=_load_out(v.load),
+    )
+
+
+def _finite_ms(seconds: float) -> float | None:
+    return seconds * 1000 if math.isfinite(seconds) else None
+
+
+def _load_out(load: LoadFigures | None) -> LoadOut | None:
+    if load is None:
+        return None
+    return LoadOut(
+        request_rate=load.request_rate,
+        replicas=load.replicas,
+        requests=load.requests,
+        arrivals=load.arrivals,
+        ttft_ms=[_finite_ms(x) for x in load.ttft_s],
+        tpot_ms=[_finite_ms(x) for x in load.tpot_s],
+        throughput_rps=load.throughput_rps,
+        goodput_rps=load.goodput_rps,
+        meets_sla=load.meets_sla,
+        mean_running=load.mean_running,
+        preemptions=load.preemptions,
+        kv_tokens=load.kv_tokens,
     )
 
 

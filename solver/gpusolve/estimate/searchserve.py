@@ -21,6 +21,7 @@ from gpusolve.estimate.serving import (
     serving_layout,
 )
 from gpusolve.estimate.servingestimate import batch_limit
+from gpusolve.estimate.servingload import replicas_for_sla
 from gpusolve.estimate.shapes import Arch, resolve_arch
 from gpusolve.models.params import Params
 from gpusolve.models.requirements import InferenceWorkload
@@ -128,6 +129,25 @@ def _replicas_and_batch(
     return _Plan(replicas, _smallest_batch(workload, hw, params, tp, pp, replicas, b_max, target))
 
 
+def _for_sla(
+    workload: InferenceWorkload,
+    arch: Arch,
+    hw: Hardware,
+    params: Params,
+    tp: int,
+    pp: int,
+    plan: _Plan,
+    max_replicas: int,
+) -> _Plan:
+    """`plan` with the fewest replicas whose simulated percentiles at the request rate meet
+    the SLA (at least the count the tokens/s and concurrency need), or why none does."""
+    probe = serving_layout(tp, pp, hw.gpus_per_node, micro_batch=plan.batch, replicas=plan.replicas)
+    replicas, load = replicas_for_sla(workload, arch, hw, probe, params, max_replicas)
+    if not load.meets_sla:
+        return _Plan(why=f"even {replicas:,} replica(s): " + "; ".join(load.misses))
+    return replace(plan, replicas=replicas)
+
+
 def max_decode_batch(
     workload: InferenceWorkload, hw: Hardware, params: Params, tp: int, pp: int
 ) -> int:
@@ -177,6 +197,8 @@ def search_inference(
         per_node = gpn // (tp * pp) if tp * pp <= gpn else 0
         max_replicas = limit * per_node if per_node else limit // math.ceil(tp * pp / gpn)
         plan = _replicas_and_batch(workload, hw, params, tp, pp, b_max, max(1, max_replicas))
+        if not plan.why and workload.sla is not None:
+            plan = _for_sla(workload, arch, hw, params, tp, pp, plan, max(1, max_replicas))
         if plan.why:
             rejections.append(f"TP{tp} PP{pp} on {hw.label or hw.card.id}: {plan.why}")
             continue
@@ -215,6 +237,9 @@ def _with_disaggregated(
     """`found` plus the disaggregated deployment with the fewest GPUs, each of the two
     cheapest noting why it needs fewer or more GPUs than the other."""
     disagg, why = search_disaggregated(workload, arch, hw, params, limit)
+    if disagg is not None and not disagg.feasible:
+        why = list(disagg.reasons)  # e.g. percentile targets it cannot show it meets
+        disagg = None
     if disagg is None:
         kept = [] if workload.disaggregation == "only" else found
         return kept, [f"{hw.label or hw.card.id}, disaggregated: {w}" for w in why[:2]]

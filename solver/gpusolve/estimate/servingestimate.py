@@ -24,6 +24,7 @@ from gpusolve.estimate.layout import (
     structure_reasons,
     usable_memory_bytes,
 )
+from gpusolve.estimate.loadsim import LoadFigures
 from gpusolve.estimate.memory import weights_bytes
 from gpusolve.estimate.serving import (
     Rates,
@@ -38,6 +39,7 @@ from gpusolve.estimate.serving import (
     serving_params,
     workload_engine,
 )
+from gpusolve.estimate.servingload import load_notes, simulate_load
 from gpusolve.estimate.shapes import Arch
 from gpusolve.models.params import Params
 from gpusolve.models.requirements import InferenceWorkload
@@ -282,6 +284,31 @@ def _rate_notes(rates: Rates, hw: Hardware) -> list[str]:
     ]
 
 
+def _load(
+    workload: InferenceWorkload,
+    arch: Arch,
+    hw: Hardware,
+    layout: Layout,
+    params: Params,
+    pools: DisaggPools | None,
+) -> tuple[LoadFigures | None, list[str], list[str]]:
+    """(percentiles at the request rate, notes, reasons): aggregated replicas only."""
+    if workload.request_rate is None:
+        return None, [], []
+    if pools is not None:
+        reasons = (
+            [
+                "percentile targets are simulated for aggregated replicas only, not for "
+                "disaggregated pools"
+            ]
+            if workload.sla is not None
+            else []
+        )
+        return None, ["request-rate percentiles are not simulated for disaggregated pools"], reasons
+    load = simulate_load(workload, arch, hw, layout, params)
+    return load, load_notes(load), list(load.misses)
+
+
 def evaluate_serving(
     workload: InferenceWorkload,
     arch: Arch,
@@ -311,8 +338,9 @@ def evaluate_serving(
     limit, bound = _bounded_batch(workload, arch, layout, rates, usable, params, prefill=prefill)
     reasons += _latency_reasons(workload, layout, tpot, single, ttft, limit, prompt)
     total, rate, demand_notes, demand_reasons = _demand(workload, hw, layout, rates, prefill)
-    notes += demand_notes
-    reasons += demand_reasons
+    load, load_said, load_reasons = _load(workload, arch, hw, layout, params, pools)
+    notes += demand_notes + load_said
+    reasons += demand_reasons + load_reasons
     parts = rates.decode_stage_s(batch, prefill=prefill)
     comm_fraction, bottleneck = _bottleneck(parts, params)
     if memory.kv_cache_bytes > memory.weights_bytes:
@@ -336,6 +364,7 @@ def evaluate_serving(
         reserve=reserve_policy(workload),
         sequences=layout.total_sequences,
         replica_batches=tuple(layout.replica_batches()),
+        load=load,
     )
     return ConfigEstimate.build(
         workload,

@@ -108,6 +108,29 @@ class DisaggOut(OutModel):
     decode_nodes: int = Field(default=1, description="Servers of the decode pool.")
 
 
+class LoadOut(OutModel):
+    """Percentiles and goodput at the workload's request rate (a seeded simulation of the
+    engine's continuous batching on one replica, estimate/loadsim.py)."""
+
+    request_rate: float = Field(description="Requests/s offered to the whole service.")
+    replicas: int = Field(description="Replicas the arrivals are split over.")
+    requests: int = Field(description="Requests simulated on one replica.")
+    arrivals: str = Field(description="poisson | constant.")
+    ttft_ms: list[float | None] = Field(
+        description="TTFT P50, P90, P99 (queueing included), ms; None where requests were "
+        "refused (a prompt larger than the KV cache)."
+    )
+    tpot_ms: list[float | None] = Field(description="TPOT P50, P90, P99, ms.")
+    throughput_rps: float = Field(description="Completed requests/s over all replicas.")
+    goodput_rps: float | None = Field(
+        description="Requests/s whose TTFT and TPOT meet every SLA target (None: no SLA)."
+    )
+    meets_sla: bool = Field(description="Every stated percentile target met (True: none).")
+    mean_running: float = Field(description="Requests in a replica's batch on average.")
+    preemptions: int = Field(description="Requests preempted when the KV cache ran full.")
+    kv_tokens: int = Field(description="KV cache of one replica, tokens.")
+
+
 class ServingOut(OutModel):
     """Inference: what one replica runs and delivers."""
 
@@ -140,6 +163,9 @@ class ServingOut(OutModel):
         default_factory=list,
         description="(replicas, sequences each): the replicas filled to `batch`, the one "
         "partly filled, the idle ones; tokens/s is the sum of each at its own batch.",
+    )
+    load: LoadOut | None = Field(
+        default=None, description="At the workload's request_rate (None: no rate given)."
     )
 
 

@@ -554,6 +554,77 @@ class FineTuneWorkload(TrainingBase):
     lora: Lora | None = None
 
 
+# A request rate's bounds: a thousandth of a request per second is a typo for a batch job;
+# 10^6 requests/s is far beyond any one service the planner sizes.
+MIN_REQUEST_RATE = 1e-3
+MAX_REQUEST_RATE = 1e6
+MAX_HISTOGRAM_BINS = 64
+
+
+class LengthDistribution(StrictModel):
+    """How request lengths vary around their mean: a standard deviation (lengths drawn
+    log-normal with the workload's mean, as chat traces' heavy tails are) or a histogram of
+    (tokens, weight) bins, whose weighted mean is the mean."""
+
+    stdev: float | None = Field(
+        default=None,
+        ge=0,
+        le=MAX_SEQ_LEN,
+        description="Standard deviation of the length, tokens (log-normal around the mean).",
+    )
+    histogram: list[tuple[Annotated[int, Field(ge=1, le=MAX_SEQ_LEN)], PositiveFloat]] | None = (
+        Field(
+            default=None,
+            min_length=1,
+            max_length=MAX_HISTOGRAM_BINS,
+            description="Bins as [tokens, weight]: a request has that many tokens with "
+            "probability weight / sum of weights.",
+        )
+    )
+
+    @model_validator(mode="after")
+    def _one_way(self) -> LengthDistribution:
+        if (self.stdev is None) == (self.histogram is None):
+            raise ValueError("give either stdev or histogram")
+        return self
+
+    def mean(self) -> float | None:
+        """The histogram's weighted mean (None for a spread around the workload's mean)."""
+        if self.histogram is None:
+            return None
+        total = sum(w for _, w in self.histogram)
+        return sum(n * w for n, w in self.histogram) / total
+
+
+class PercentileSla(StrictModel):
+    """Latency targets as percentiles over requests (what vLLM's and SGLang's serving
+    benchmarks print): TTFT from arrival to the first token, queueing included; TPOT over a
+    request's later tokens, (finish - first token) / (output - 1)."""
+
+    ttft_p50_ms: PositiveFloat | None = Field(default=None, ge=MIN_LATENCY_MS, le=MAX_LATENCY_MS)
+    ttft_p90_ms: PositiveFloat | None = Field(default=None, ge=MIN_LATENCY_MS, le=MAX_LATENCY_MS)
+    ttft_p99_ms: PositiveFloat | None = Field(default=None, ge=MIN_LATENCY_MS, le=MAX_LATENCY_MS)
+    tpot_p50_ms: PositiveFloat | None = Field(default=None, ge=MIN_LATENCY_MS, le=MAX_LATENCY_MS)
+    tpot_p90_ms: PositiveFloat | None = Field(default=None, ge=MIN_LATENCY_MS, le=MAX_LATENCY_MS)
+    tpot_p99_ms: PositiveFloat | None = Field(default=None, ge=MIN_LATENCY_MS, le=MAX_LATENCY_MS)
+
+    @model_validator(mode="after")
+    def _some_target(self) -> PercentileSla:
+        if not self.targets():
+            raise ValueError("give at least one target, e.g. ttft_p99_ms or tpot_p90_ms")
+        return self
+
+    def targets(self) -> list[tuple[str, int, float]]:
+        """(metric, percentile, ms) of every stated target: ("ttft", 99, 500.0)."""
+        out = []
+        for metric in ("ttft", "tpot"):
+            for q in (50, 90, 99):
+                value = getattr(self, f"{metric}_p{q}_ms")
+                if value is not None:
+                    out.append((metric, q, float(value)))
+        return out
+
+
 class InferenceWorkload(WorkloadBase):
     """A service: a throughput or concurrency target under latency limits."""
 
@@ -631,12 +702,109 @@ class InferenceWorkload(WorkloadBase):
         description="Separate prefill and decode GPU pools: auto = size both ways and let "
         "cost choose, off = aggregated only, only = disaggregated only.",
     )
+    # Traffic as requests arrive (estimate/loadsim.py simulates the engine's scheduler).
+    request_rate: PositiveFloat | None = Field(
+        default=None,
+        ge=MIN_REQUEST_RATE,
+        le=MAX_REQUEST_RATE,
+        description="Requests per second the service receives (with prompt_tokens and "
+        "output_tokens); without target_tokens_per_s or concurrency, the tokens/s target is "
+        "request_rate x output_tokens.",
+    )
+    arrivals: Literal["poisson", "constant"] = Field(
+        default="poisson",
+        description="How requests arrive at request_rate: poisson (independent users, as "
+        "vLLM's and SGLang's benchmarks send them) or constant (evenly spaced).",
+    )
+    prompt_lengths: LengthDistribution | None = Field(
+        default=None,
+        description="How prompt lengths vary (absent: every prompt is prompt_tokens long).",
+    )
+    output_lengths: LengthDistribution | None = Field(
+        default=None,
+        description="How output lengths vary (absent: every output is output_tokens long).",
+    )
+    sla: PercentileSla | None = Field(
+        default=None,
+        description="Latency percentiles the service must meet at request_rate; replicas are "
+        "sized so that the simulated percentiles meet them.",
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _means_from_histograms(cls, data: Any) -> Any:
+        """A histogram states its mean: it fills prompt_tokens/output_tokens when absent, and
+        a request rate without another demand asks for request_rate x output tokens/s."""
+        if not isinstance(data, dict):
+            return data
+        out = dict(data)
+        for field, lengths in (
+            ("prompt_tokens", "prompt_lengths"),
+            ("output_tokens", "output_lengths"),
+        ):
+            spread = out.get(lengths)
+            bins = spread.get("histogram") if isinstance(spread, dict) else None
+            if out.get(field) is None and isinstance(bins, list) and bins:
+                try:
+                    total = sum(float(w) for _, w in bins)
+                    mean = sum(float(n) * float(w) for n, w in bins) / total
+                except (TypeError, ValueError, ZeroDivisionError):
+                    continue  # the field's own validation says what is wrong
+                out[field] = max(1, round(mean))
+        rate, output = out.get("request_rate"), out.get("output_tokens")
+        if (
+            out.get("target_tokens_per_s") is None
+            and out.get("concurrency") is None
+            and isinstance(rate, (int, float))
+            and isinstance(output, (int, float))
+            and rate > 0
+            and output > 0
+        ):
+            out["target_tokens_per_s"] = float(rate) * float(output)
+        return out
 
     @model_validator(mode="after")
     def _needs_demand(self) -> InferenceWorkload:
+        self._check_rate()
         if self.target_tokens_per_s is None and self.concurrency is None:
-            raise ValueError("an inference workload needs target_tokens_per_s or concurrency")
+            raise ValueError(
+                "an inference workload needs target_tokens_per_s, concurrency or request_rate "
+                "(with output_tokens)"
+            )
         return self
+
+    def _check_rate(self) -> None:
+        """A rate needs the lengths it is made of; percentiles need a rate; a histogram's
+        mean and the stated mean agree."""
+        if self.request_rate is not None:
+            for field in ("prompt_tokens", "output_tokens"):
+                if getattr(self, field) is None:
+                    raise LocatedValueError(
+                        ("request_rate",),
+                        f"a request rate needs {field} (the mean length; or a histogram in "
+                        f"{field.split('_')[0]}_lengths)",
+                    )
+        if self.sla is not None and self.request_rate is None:
+            raise LocatedValueError(
+                ("sla",), "percentile targets need request_rate (the load they hold at)"
+            )
+        for field, lengths in (
+            ("prompt_tokens", "prompt_lengths"),
+            ("output_tokens", "output_lengths"),
+        ):
+            spread = getattr(self, lengths)
+            mean = spread.mean() if spread is not None else None
+            stated = getattr(self, field)
+            if (
+                mean is not None
+                and stated is not None
+                and abs(mean - stated) > max(1.0, 0.01 * mean)
+            ):
+                raise LocatedValueError(
+                    (lengths, "histogram"),
+                    f"the histogram's mean is {mean:,.1f} tokens but {field} is {stated:,}: "
+                    f"leave {field} out (the histogram sets it) or make them agree",
+                )
 
 
 # A workload that trains weights, of any training kind.

@@ -303,6 +303,38 @@ def _serving_rows(w: WorkloadEstimate) -> list[str]:
         "attention, prompt attention + elementwise, TP all-reduces; tok/s over all replicas; "
         f"engine {', '.join(engines)}):",
         *_table(header, rows),
+        *_load_rows(w),
+    ]
+
+
+def _load_rows(w: WorkloadEstimate) -> list[str]:
+    """TTFT/TPOT percentiles and goodput at the request rate, where one was given."""
+    rows = []
+    for c in w.configs:
+        load = c.serving.load if c.serving else None
+        if load is None:
+            continue
+        rows.append(
+            [
+                c.card,
+                str(c.gpus),
+                f"{load.request_rate:g} / {load.replicas}",
+                *(_num(x, 0 if x is not None and x >= 100 else 1) for x in load.ttft_ms),
+                *(_num(x, 1) for x in load.tpot_ms),
+                f"{load.throughput_rps:,.2f}",
+                "-" if load.goodput_rps is None else f"{load.goodput_rps:,.2f}",
+                f"{load.mean_running:,.1f}",
+                "ok" if load.meets_sla else "NO",
+            ]
+        )
+    if not rows:
+        return []
+    header = ["card", "GPUs", "req/s / replicas", "TTFT_p50", "TTFT_p90", "TTFT_p99"]
+    header += ["TPOT_p50", "TPOT_p90", "TPOT_p99", "done/s", "goodput/s", "running", "SLA"]
+    return [
+        "  at the request rate (simulated continuous batching, ms; TTFT includes queueing; "
+        "goodput = requests/s meeting every SLA target):",
+        *_table(header, rows),
     ]
 
 

@@ -38,6 +38,31 @@ def test_serving_is_sized_for_target_times_one_plus_margin() -> None:
     assert w.concurrency == 39  # 32 x 1.2 = 38.4 users, whole users up
 
 
+def test_a_request_rate_grows_with_the_margin_and_with_demand_everywhere() -> None:
+    # 2 requests/s of 200-token prompts and 100-token answers, margin 0.25: sized for 2.5
+    # requests/s (and 250 tokens/s); a schedule's period at 3x demand, and a scenario at
+    # 3x, serve 6 requests/s.
+    from gpusolve.models.periods import Period
+    from gpusolve.plan.phased.inputs import for_period
+    from gpusolve.plan.twostage import _grown
+
+    rated = {
+        "name": "chat",
+        "kind": "inference",
+        "model": {"preset": "llama-2-7b"},
+        "request_rate": 2.0,
+        "prompt_tokens": 200,
+        "output_tokens": 100,
+    }
+    w = with_margin(make_workload(rated), 0.25)
+    assert w.request_rate == pytest.approx(2.5)
+    assert w.target_tokens_per_s == pytest.approx(250)  # 2 x 100 x 1.25
+    grown = make_workload({**rated, "demand_by_period": [1, 3]})
+    second = for_period(grown, 6, Period(1, 3, 6))
+    assert second.request_rate == pytest.approx(6.0)
+    assert _grown(make_workload(rated), 3.0).request_rate == pytest.approx(6.0)
+
+
 def test_training_is_sized_to_finish_by_deadline_over_one_plus_margin() -> None:
     w = with_margin(make_workload(TUNE), 0.15)
     assert w.deadline_hours == pytest.approx(62.6087, abs=1e-4)  # 72 / 1.15

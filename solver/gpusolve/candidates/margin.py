@@ -24,7 +24,6 @@ to the estimate as it stands.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 from gpusolve.estimate import ConfigEstimate
@@ -51,18 +50,13 @@ def margin_of(w: Workload, reqs: Requirements) -> float:
 
 
 def with_margin(w: Workload, margin: float) -> Workload:
-    """The workload as the candidates stage sizes it: serving demand x (1 + margin),
-    a training deadline / (1 + margin)."""
+    """The workload as the candidates stage sizes it: serving demand x (1 + margin) (its
+    tokens/s, users at once and request rate), a training deadline / (1 + margin)."""
     if margin == 0:
         return w
     factor = 1.0 + margin
     if isinstance(w, InferenceWorkload):
-        update: dict[str, object] = {}
-        if w.target_tokens_per_s is not None:
-            update["target_tokens_per_s"] = w.target_tokens_per_s * factor
-        if w.concurrency is not None:
-            update["concurrency"] = math.ceil(w.concurrency * factor)
-        return w.model_copy(update=update)
+        return w.model_copy(update=w.demand_scaled(factor))
     if w.deadline_hours is None:
         return w
     return w.model_copy(update={"deadline_hours": w.deadline_hours / factor})

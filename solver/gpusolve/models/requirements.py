@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime
 import itertools
+import math
 from collections.abc import Mapping
 from typing import Annotated, Any, Literal
 
@@ -805,6 +806,19 @@ class InferenceWorkload(WorkloadBase):
                     f"the histogram's mean is {mean:,.1f} tokens but {field} is {stated:,}: "
                     f"leave {field} out (the histogram sets it) or make them agree",
                 )
+
+    def demand_scaled(self, factor: float) -> dict[str, object]:
+        """The fields of this service at `factor` times its traffic (a model_copy update):
+        more traffic is more users at once, so its tokens/s, concurrency and request rate
+        grow together; each user's speed and the latency targets stay."""
+        update: dict[str, object] = {}
+        if self.target_tokens_per_s is not None:
+            update["target_tokens_per_s"] = self.target_tokens_per_s * factor
+        if self.concurrency is not None:
+            update["concurrency"] = max(1, math.ceil(self.concurrency * factor))
+        if self.request_rate is not None:
+            update["request_rate"] = self.request_rate * factor
+        return update
 
 
 # A workload that trains weights, of any training kind.

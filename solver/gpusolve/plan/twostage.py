@@ -15,7 +15,6 @@ headroom, the layouts allowed) does not depend on the figures a scenario changes
 from __future__ import annotations
 
 import dataclasses
-import math
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
@@ -72,10 +71,7 @@ def _grown(w: Workload, factor: float) -> Workload:
         return w
     if not isinstance(w, InferenceWorkload):
         return w.model_copy(update={"tokens": w.tokens_per_run * factor})
-    if w.target_tokens_per_s is not None:
-        return w.model_copy(update={"target_tokens_per_s": w.target_tokens_per_s * factor})
-    assert w.concurrency is not None  # the model requires one of the two
-    return w.model_copy(update={"concurrency": max(1, math.ceil(w.concurrency * factor))})
+    return w.model_copy(update=w.demand_scaled(factor))
 
 
 def prepare_all(

@@ -14,7 +14,6 @@ the requirements as written, as for scenarios.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 from gpusolve.candidates.layout_memo import shared_layouts
@@ -78,12 +77,7 @@ def for_period(w: Workload, horizon_months: int, period: Period) -> Workload:
         "demand_by_period": None,
     }
     if isinstance(w, InferenceWorkload):
-        # More traffic is more users at once: both figures grow, per-user speed stays.
-        if w.target_tokens_per_s is not None:
-            cleared["target_tokens_per_s"] = w.target_tokens_per_s * factor
-        if w.concurrency is not None:
-            cleared["concurrency"] = max(1, math.ceil(w.concurrency * factor))
-        return w.model_copy(update=cleared)
+        return w.model_copy(update={**cleared, **w.demand_scaled(factor)})
     # Training: the stated runs spread evenly over the months it runs, this period's share.
     end = w.end_month if w.end_month is not None else horizon_months
     share = active_months(period, w.start_month, end) / (end - w.start_month)

@@ -177,3 +177,15 @@ def test_a_candidate_the_margin_alone_keeps_out_is_named_with_the_margin_that_le
     assert d["cloud_offer"] == "cloud-8x-h800-shanghai" and d["servers"] == 8
     assert rented["cost"]["tco"] == 8 * 2 * 56_064
     assert not [m for m in rented["margin_misses"] if m["candidate"] == d["cloud_offer"]]
+
+
+def test_the_memo_says_the_margin_decides_the_plan(gpusolve) -> None:
+    # A finance lead reads the memo, not the plan text: the rental the margin keeps out
+    # (897,024 CNY against a 48.8M purchase) comes first among what would change it.
+    example = str(ROOT / "examples" / "pretrain-70b-infiniband.yaml")
+    result = gpusolve("plan", "-q", example, "--format", "markdown", "--no-sensitivity")
+    assert result.code == 0, result.err
+    facts = result.out.split("**What would change the decision**")[1]
+    first = facts.strip().splitlines()[0]
+    assert first.startswith("1. the 15% margin on pretrain-70b decides the plan: renting 8 x")
+    assert "897,024 CNY over the horizon" in first and "`margin: 0.11`" in first

@@ -15,6 +15,7 @@ quarters, with the cumulative spend of the plan and of the all-rental plan.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -286,14 +287,18 @@ def deciding_facts(plan: Plan, count: int = 3) -> tuple[list[str], str]:
     over renting instead, the soft rules the plan pays for, the largest cost lines."""
     assert plan.cost is not None
     currency = plan.cost.currency
+    held = margin_facts(plan)[:count]
     if plan.sensitivity is not None and plan.sensitivity.ranges:
         other = rental_margin(plan)[:1]  # the other way of paying: renting or buying
-        ranges = narrowest(plan.sensitivity.ranges)[: count - len(other)]
-        said = "the narrowest sensitivity ranges" + (
-            ", the comparison with the other way of paying" if other else ""
+        ranges = narrowest(plan.sensitivity.ranges)[: max(0, count - len(other) - len(held))]
+        said = (
+            "the narrowest sensitivity ranges"
+            + (", the margins" if held else "")
+            + (", the comparison with the other way of paying" if other else "")
         )
-        return [range_fact(r, currency) for r in ranges] + other, said
+        return held + [range_fact(r, currency) for r in ranges] + other, said
     found: list[tuple[str, list[str]]] = [
+        ("the margins", held),
         ("binding constraints", [f"{b.detail} (binding)" for b in plan.binding]),
         ("the comparison with the other way of paying", rental_margin(plan)),
         ("soft rules", penalty_facts(plan)),
@@ -310,6 +315,27 @@ def deciding_facts(plan: Plan, count: int = 3) -> tuple[list[str], str]:
         " (no ranges: the HTML and Markdown memo compute them unless --no-sensitivity; "
         "plan --sensitivity searches every card too)"
     )
+
+
+def margin_facts(plan: Plan) -> list[str]:
+    """A rental the margin alone keeps out that costs less than the plan: the margin, not
+    the prices, decides the plan there (one per workload, the nearest to its margin)."""
+    assert plan.cost is not None
+    cur, tco = plan.cost.currency, spend(plan.cost)
+    out: list[str] = []
+    seen: set[str] = set()
+    for m in plan.margin_misses:
+        if m.rental_cost is None or m.rental_cost >= tco or m.workload in seen:
+            continue
+        seen.add(m.workload)
+        let_in = math.floor(m.spare * 100) / 100
+        out.append(
+            f"the {m.margin:.0%} margin on {m.workload} decides the plan: renting {m.servers} "
+            f"x {m.candidate} ({m.rental_cost:,.0f} {cur} over the horizon) meets its "
+            f"{m.deadline_hours:,.0f} h deadline as written with {m.spare:.1%} spare; "
+            f"`margin: {let_in:g}` lets the plan weigh it"
+        )
+    return out
 
 
 def rental_margin(plan: Plan) -> list[str]:

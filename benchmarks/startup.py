@@ -27,9 +27,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-BARE = (
-    "import ortools.sat.python.cp_model, pydantic, yaml, click\nfrom pydantic import BaseModel\n"
-)
+BARE = "import ortools.sat.python.cp_model, pydantic, yaml, click\nfrom pydantic import BaseModel\n"
 TARGET_RATIO = 1.5
 
 

@@ -19,7 +19,9 @@ from tests.factories.instances import ONE, instance, owned, rented
 from tests.support.shipped import ROOT
 from tests.support.solutions import plan
 
+from gpusolve.analyses.probing import NOT_FOUND, plan_key
 from gpusolve.optimize import cpsat
+from gpusolve.optimize.alternatives import alternatives
 from gpusolve.optimize.ir import Instance, Solution, SolveConfig
 from gpusolve.optimize.model import build
 from gpusolve.optimize.runner import First, Stages
@@ -128,6 +130,15 @@ def test_no_fallback_holds_and_no_plan_is_invented(stopped_search: None) -> None
     solution = solve(inst, STOPPED)
     assert solution.status in ("unknown", "infeasible")
     assert not solution.choices and solution.fallback is None
+
+
+def test_a_fallback_is_no_next_best_plan_and_no_sensitivity_edge(stopped_search: None) -> None:
+    # Top-k lists plans the search found: a fallback ends the list. A sensitivity probe
+    # that ends on a fallback found no plan in time; it does not move the plan.
+    assert alternatives(RENTING, 3, STOPPED) == []
+    solution = solve(RENTING, STOPPED)
+    assert solution.fallback == "all-rent"
+    assert plan_key(solution, RENTING) == NOT_FOUND
 
 
 @pytest.mark.parametrize(("scale", "seed"), [("S", 0), ("M", 0)])

@@ -25,6 +25,7 @@ from gpusolve.optimize.alternatives import alternatives
 from gpusolve.optimize.ir import Instance, Solution, SolveConfig
 from gpusolve.optimize.model import build
 from gpusolve.optimize.runner import First, Stages
+from gpusolve.optimize.search import warmstart
 from gpusolve.optimize.solve import solve, solve_built
 from gpusolve.optimize.validate import check
 
@@ -34,6 +35,7 @@ from generator import generate
 
 # Stage solves stop at once; the fallback's completion has its own work (`Tuning`).
 STOPPED = SolveConfig(time_limit_s=600, work_limit=1e-6, workers=1, seed=1)
+TWENTY = SolveConfig(time_limit_s=600, work_limit=20, workers=1, seed=1)
 CHAT = ROOT / "examples" / "chat-day-lora-night.yaml"
 
 
@@ -153,6 +155,26 @@ def test_a_benchmark_instance_stopped_at_once_still_has_a_plan(scale: str, seed:
     assert solution.objective_value is not None and solution.best_bound is not None
     assert solution.best_bound <= solution.objective_value
     assert check(inst, solution) == []
+
+
+def test_a_large_search_without_a_warm_start_starts_from_the_fallback(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # M (the large search): the warm start finds nothing, so the fallback is looked for
+    # before stage 1 and hints it; the answer at work enough is still the proven optimum.
+    inst = generate("M", 0)
+    proven = solve(inst, TWENTY)
+    monkeypatch.setattr(warmstart, "warm_hint", lambda *args, **kwargs: {})
+    outcome = solve_built(build(inst), TWENTY)
+    assert outcome.stages[0].what.startswith("fallback: ")
+    assert outcome.stages[1].what.startswith("stage 1")
+    assert outcome.solution.status == proven.status == "optimal"
+    assert outcome.solution.fallback is None
+    assert outcome.solution.objective_value == proven.objective_value
+    # Stopped at once, it answers with that fallback.
+    stopped = solve_built(build(inst), STOPPED)
+    assert stopped.stages[0].what.startswith("fallback: ")
+    assert stopped.solution.status == "feasible" and stopped.solution.fallback is not None
 
 
 def test_plan_stopped_before_any_plan_exits_0_and_says_it_is_the_fallback(

@@ -160,11 +160,12 @@ def _later_stages(
 
 def _fallback(stages: Stages, group: Sequence[Criterion], first: First) -> Fallback | None:
     """The fallback plan where it is the answer: stage 1 stopped without a plan (not
-    proven infeasible, not stopped by Ctrl-C), or with a dearer one than a fallback the
-    search already holds (the large search looks for it before its first solve)."""
-    if first.status == cp_model.UNKNOWN and not interrupt.requested():
-        return stages.fallback(group)
+    proven infeasible; after Ctrl-C only one already held, nothing more is searched), or
+    with a dearer one than a fallback the search already holds (the large search looks for
+    it before its first solve)."""
     held = stages.fallback_found()
+    if first.status == cp_model.UNKNOWN:
+        return held if interrupt.requested() else stages.fallback(group)
     if first.status != cp_model.FEASIBLE or held is None:
         return None
     objective, _ = fold(group)

@@ -27,6 +27,7 @@ from gpusolve.optimize.model import build
 from gpusolve.optimize.runner import First, Stages
 from gpusolve.optimize.search import warmstart
 from gpusolve.optimize.solve import solve, solve_built
+from gpusolve.optimize.tuning import Tuning
 from gpusolve.optimize.validate import check
 
 sys.path.insert(0, str(ROOT / "benchmarks"))
@@ -36,6 +37,10 @@ from generator import generate
 # Stage solves stop at once; the fallback's completion has its own work (`Tuning`).
 STOPPED = SolveConfig(time_limit_s=600, work_limit=1e-6, workers=1, seed=1)
 TWENTY = SolveConfig(time_limit_s=600, work_limit=20, workers=1, seed=1)
+# The same, each selection completed in a model cut down to its choices (as on models of
+# 50,000 choices or more), its plan checked by the independent validator.
+CUT = dataclasses.replace(STOPPED, tuning=Tuning(fallback_cut_min_choices=0))
+BOTH = pytest.mark.parametrize("config", [STOPPED, CUT], ids=["whole", "cut"])
 CHAT = ROOT / "examples" / "chat-day-lora-night.yaml"
 
 
@@ -70,9 +75,12 @@ RENTING = instance(
 )
 
 
-def test_a_stopped_search_answers_with_the_all_rent_plan(stopped_search: None) -> None:
+@BOTH
+def test_a_stopped_search_answers_with_the_all_rent_plan(
+    stopped_search: None, config: SolveConfig
+) -> None:
     # Each workload's cheapest rental: 1800 + 900 = 2700 (greedy takes the same choices).
-    solution = solve(RENTING, STOPPED)
+    solution = solve(RENTING, config)
     _stopped(solution, RENTING, "all-rent", 2700)
     assert plan(solution) == {"a": ("ra", None), "b": ("rb", None)}
 
@@ -91,23 +99,29 @@ def test_with_work_enough_the_optimum_is_proven_and_no_fallback() -> None:
         assert proven.objective_value == optimum
 
 
-def test_a_workload_without_a_rental_gets_the_greedy_plan(stopped_search: None) -> None:
+@BOTH
+def test_a_workload_without_a_rental_gets_the_greedy_plan(
+    stopped_search: None, config: SolveConfig
+) -> None:
     # Training by day on 4 servers (standalone 4000 + 480 + two racks 120 = 4600, or a
     # rental at 4500) and inference by night on 4 servers (4600, nothing to rent). Greedy
     # rents the first (4500 < 4600) and buys the second: 9100. The optimum shares the four
     # servers (4600): the fallback is what it is, and its gap says so.
-    solution = solve(SHARED, STOPPED)
+    solution = solve(SHARED, config)
     _stopped(solution, SHARED, "greedy", 9100)
     assert plan(solution) == {"train": ("rt", None), "infer": ("i", "sz")}
 
 
-def test_a_fallback_that_breaks_a_requirement_is_not_taken(stopped_search: None) -> None:
+@BOTH
+def test_a_fallback_that_breaks_a_requirement_is_not_taken(
+    stopped_search: None, config: SolveConfig
+) -> None:
     # A monthly cap of 200 (2400 over 12 months): renting both spends 2700, so all-rent
     # fails the model's check (and greedy is the same choices). The restricted set has
     # every mix: rent a and own b spends 1800 + (energy 10 + rent 5) x 12 = 1980 and
     # costs 1800 + 1180 = 2980, the cheapest mix within the cap.
     capped = dataclasses.replace(RENTING, monthly_max=200)
-    solution = solve(capped, STOPPED)
+    solution = solve(capped, config)
     _stopped(solution, capped, "restricted", 2980)
     assert plan(solution) == {"a": ("ra", None), "b": ("ob", "sz")}
 

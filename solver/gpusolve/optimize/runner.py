@@ -102,7 +102,7 @@ class Stages:
             objective, _ = fold(group)
             began = time.perf_counter()
             found = fallback.find(
-                self.built, lambda: self.stage_model(objective, {}, ()), objective, self.tuning
+                self.built, lambda: self.stage_model(objective, {}, ()), group[0], self.tuning
             )
             status = "FEASIBLE" if found is not None else "UNKNOWN"
             what = "fallback" + ("" if found is None else f": {found.kind}")

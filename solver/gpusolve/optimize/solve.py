@@ -168,8 +168,8 @@ def _fallback(stages: Stages, group: Sequence[Criterion], first: First) -> Fallb
         return held if interrupt.requested() else stages.fallback(group)
     if first.status != cp_model.FEASIBLE or held is None:
         return None
-    objective, _ = fold(group)
-    return held if held.objective < int(first.solver.value(objective)) else None
+    found = int(first.solver.value(group[0].expr))
+    return held if held.rank < (-found if group[0].maximise else found) else None
 
 
 def _read_fallback(
@@ -179,9 +179,8 @@ def _read_fallback(
     criterion's own least value when it proved none: a bound all the same)."""
     lead = first.lead or 0
     bound = head.hi - lead if head.maximise else head.lo + lead
-    value = int(found.solver.value(head.expr))
     wall = time.perf_counter() - start
-    solution = read_solution(stages.built, found.solver, "feasible", value, bound, wall)
+    solution = read_solution(found.built, found.solver, "feasible", found.head, bound, wall)
     solution = dataclasses.replace(solution, fallback=found.kind)
     return Outcome(solution, found.values, tuple(stages.records))
 

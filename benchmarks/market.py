@@ -7,7 +7,9 @@ offers and colocation offers (so that with the shipped catalogue, which `plan` r
 first, there are N of each), each copy with new ids (`-mK`), its references to cards
 renamed to match, and its prices jittered by a uniform factor in [0.95, 1.05]
 (illustrative, as the shipped prices are); and OUT_DIR/requirements.yaml with the
-workloads of the shipped examples, taken in turn and renamed, W of them. Then
+workloads of the shipped examples, taken in turn and renamed, W of them, under the first
+example's settings less its budget (a cap sized for one 70B pretraining: with three of
+them among 20 workloads no plan keeps under it). Then
 
     gpusolve plan OUT_DIR/requirements.yaml --catalog OUT_DIR/catalog.yaml
 
@@ -70,10 +72,11 @@ def catalogue(n: int, rng: random.Random) -> dict[str, Any]:
 
 
 def requirements(count: int) -> dict[str, Any]:
-    """The examples' workloads in turn (renamed `wN`), under the first example's settings."""
+    """The examples' workloads in turn (renamed `wN`), under the first example's settings
+    without its budget."""
     docs = [yaml.safe_load((ROOT / "examples" / name).read_text()) for name in EXAMPLES]
     pool = [w for doc in docs for w in doc["workloads"]]
-    base = {k: v for k, v in docs[0].items() if k != "workloads"}
+    base = {k: v for k, v in docs[0].items() if k not in ("workloads", "budget")}
     workloads = []
     for i in range(count):
         w = dict(pool[i % len(pool)])

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 from ortools.sat.python import cp_model
-from tests.factories.instances import ONE, instance, owned, rented
+from tests.factories.instances import ONE, instance, owned, rented, site
 from tests.support.shipped import ROOT
 from tests.support.solutions import plan
 
@@ -124,6 +124,25 @@ def test_a_fallback_that_breaks_a_requirement_is_not_taken(
     solution = solve(capped, config)
     _stopped(solution, capped, "restricted", 2980)
     assert plan(solution) == {"a": ("ra", None), "b": ("ob", "sz")}
+
+
+@BOTH
+def test_greedy_counts_the_racks_the_workloads_before_it_took(
+    stopped_search: None, config: SolveConfig
+) -> None:
+    # Two identical workloads of 2 servers (one 20 kW rack each). sz has one rack at 5 a
+    # month, bj ten at 7: each alone is cheapest at sz (2000 + 240 + 60 = 2300), so
+    # without counting racks both would take sz's only rack. Greedy puts the second at bj:
+    # 2000 + 240 + 7 x 12 = 2324; 4624 in all.
+    sites = (site("sz", racks=1), site("bj", racks=10, rent=7))
+    inst = instance(
+        ("a", "b"),
+        (owned("oa", "a", 2, sites=("sz", "bj")), owned("ob", "b", 2, sites=("sz", "bj"))),
+        sites=sites,
+    )
+    solution = solve(inst, config)
+    _stopped(solution, inst, "greedy", 4624)
+    assert plan(solution) == {"a": ("oa", "sz"), "b": ("ob", "bj")}
 
 
 def test_the_fallback_keeps_the_callers_cuts(stopped_search: None) -> None:

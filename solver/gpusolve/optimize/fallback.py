@@ -78,18 +78,52 @@ def cheapest_rentals(built: Built) -> list[Var] | None:
 def selections(built: Built, tuning: Tuning) -> list[tuple[Kind, list[Var]]]:
     """The selections tried first, each one choice per workload: all-rent, then greedy
     (left out where it is the same choices)."""
-    from gpusolve.optimize.search.warmstart import ranked_choices
-
     out: list[tuple[Kind, list[Var]]] = []
     rentals = cheapest_rentals(built)
     if rentals is not None:
         out.append(("all-rent", rentals))
-    ranked = ranked_choices(built)
-    if len(ranked) == len(built.instance.workloads):
-        greedy = [choices[0] for choices in ranked.values()]
-        if rentals is None or {v.index for v in greedy} != {v.index for v in rentals}:
-            out.append(("greedy", greedy))
+    greedy = greedy_choices(built)
+    if greedy is not None and (
+        rentals is None or {v.index for v in greedy} != {v.index for v in rentals}
+    ):
+        out.append(("greedy", greedy))
     return out
+
+
+def greedy_choices(built: Built) -> list[Var] | None:
+    """Each workload in input order takes its standalone-cheapest choice (`warmstart`'s
+    pricing: servers and the racks they need alone) among those whose site still has the
+    racks it needs alone after the workloads before it; None when one has none left.
+
+    Racks are counted per workload, never shared: packing several workloads' servers
+    together never needs more racks than packing each alone, so a site never runs out of
+    racks in the completion that it did not run out of here. Without the count, identical
+    workloads all pick the same site and overrun its racks (catalogue x16, 20 workloads)."""
+    from gpusolve.optimize.patterns import racks_alone
+    from gpusolve.optimize.search.warmstart import priced_choices
+
+    instance = built.instance
+    needs: dict[int, tuple[str, int]] = {}  # owned choice -> (site, racks it needs alone)
+    for o in built.owned:
+        where = instance.sites[o.placement.site]
+        racks = racks_alone(instance.skus[o.option.sku], where, o.option.servers)
+        if racks is not None:
+            needs[o.var.index] = (where.id, racks)
+    priced = priced_choices(built)
+    taken: dict[str, int] = {}  # racks counted per site so far
+    chosen: list[Var] = []
+    for workload in instance.workloads:
+        for _, _, var in sorted(priced.get(workload, []), key=lambda item: item[:2]):
+            site, racks = needs.get(var.index, ("", 0))
+            if site and taken.get(site, 0) + racks > instance.sites[site].racks_available:
+                continue
+            if site:
+                taken[site] = taken.get(site, 0) + racks
+            chosen.append(var)
+            break
+        else:
+            return None
+    return chosen
 
 
 def restricted(built: Built, tuning: Tuning) -> list[Var]:

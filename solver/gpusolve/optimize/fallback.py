@@ -6,9 +6,10 @@ each one's standalone-cheapest servers, is a plan whenever the requirements admi
 So the run answers with the best of these selections instead of "no plan":
 
 * all-rent: every workload on its cheapest rental (only when each has one);
-* greedy: every workload on its standalone-cheapest choice (`warmstart.ranked_choices`:
-  its servers and the racks they need alone, as a spreadsheet prices it), the servers
-  packed into racks by the completion below;
+* greedy: each workload in turn on its standalone-cheapest choice (`warmstart`'s pricing:
+  its servers and the racks they need alone, as a spreadsheet prices it) whose site still
+  has those racks after the workloads before it (`greedy_choices`), the servers packed
+  into racks by the completion below;
 * restricted, only when neither holds: the warm start's restricted set (each workload's
   few standalone-cheapest choices and every rental, `warmstart.fallback_choices`), one
   small search, for when the standalone choices break a shared limit together.

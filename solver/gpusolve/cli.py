@@ -135,10 +135,13 @@ INTERRUPTED = 130  # the exit code of Ctrl-C or SIGTERM
 
 def main(argv: list[str] | None = None) -> Any:
     """Console entry point: user mistakes become messages and exit 2, never tracebacks."""
+    from gpusolve.candidates.layout_cache import kept_between_runs
+
     previous = gc.get_threshold()
     gc.set_threshold(*GC_THRESHOLD)
     try:
-        return _main(argv)
+        with kept_between_runs():  # layout searches: the command keeps them between runs
+            return _main(argv)
     except SystemExit as exc:
         if exc.code == INTERRUPTED:
             # A process pool stopped by Ctrl-C must be finalised before the interpreter's

@@ -110,7 +110,9 @@ def past_deadline(factor: float, base: PlanKey) -> Probe | None:
 def plan_key(solution: Solution, instance: Instance) -> PlanKey:
     """What a plan buys, places and rents: per workload its SKU and server count at its site
     or its cloud offer and instance count, servers per (SKU, site), racks per site."""
-    if not solution.choices:
+    if not solution.choices or solution.fallback is not None:
+        # A fallback (all-rent, greedy) is what a search stopped at its limit answers
+        # with, not the plan the instance leads to: as good as no plan found.
         return NO_PLAN if solution.status == "infeasible" else NOT_FOUND
     owned = {o.key: o for o in instance.owned}
     cloud = {o.key: o for o in instance.cloud}

@@ -7,7 +7,7 @@ hours, later): within `shared_layouts()`, a search asked again for the same work
 runs aside), hardware and rule parameters returns the first answer. The memo lives for the
 block, or as long as a memo handed to `shared_layouts` (the re-planned draws of `plan
 --risk`); each entry keeps alive the card and parameter objects it is keyed by (by
-identity).
+identity). Below it, the command keeps searches between runs (`layout_cache.py`).
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from contextvars import ContextVar
 from dataclasses import fields
 from typing import Any
 
+from gpusolve.candidates import layout_cache
 from gpusolve.estimate.hardware import Hardware
 from gpusolve.estimate.search import SearchResult, search_layouts
 from gpusolve.models.params import Params
@@ -48,12 +49,26 @@ def layouts(
     block."""
     memo = _MEMO.get()
     if memo is None:
-        return search_layouts(workload, hw, params, max_nodes=max_nodes, every_size=every_size)
+        return _search(workload, hw, params, max_nodes, every_size)
     shape = workload.model_dump_json(exclude={"runs"})
     hardware = (id(hw.card), *(getattr(hw, f.name) for f in fields(hw) if f.name != "card"))
     key = (shape, hardware, id(params), max_nodes, every_size)
     found = memo.get(key)
     if found is None:
-        result = search_layouts(workload, hw, params, max_nodes=max_nodes, every_size=every_size)
+        result = _search(workload, hw, params, max_nodes, every_size)
         found = memo[key] = (result, hw.card, params)
     return found[0]
+
+
+def _search(
+    workload: Workload, hw: Hardware, params: Params, max_nodes: int, every_size: bool
+) -> SearchResult:
+    """The search, or the command's earlier run's answer (`layout_cache`)."""
+    return layout_cache.search(
+        workload,
+        hw,
+        params,
+        max_nodes,
+        every_size,
+        lambda: search_layouts(workload, hw, params, max_nodes=max_nodes, every_size=every_size),
+    )

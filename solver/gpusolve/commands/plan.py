@@ -229,11 +229,13 @@ def plan(
 
     \b
     Exit codes: 0 a plan was found (status "optimal", or "feasible" with its gap to
-    the best bound when the time ran out first); 1 no plan exists, proven (status
-    "infeasible"; the requirements that conflict and how far each must move are
-    printed); 2 invalid input; 3 no plan found within --work-limit (or --time-limit)
-    and none proven impossible (status "timeout", with the best bound; try a longer
-    limit); 130 interrupted (Ctrl-C or SIGTERM: the best plan so far, marked).
+    the best bound when the time ran out first; when the search found none in time,
+    the all-rent or greedy fallback, checked and said so); 1 no plan exists, proven
+    (status "infeasible"; the requirements that conflict and how far each must move
+    are printed); 2 invalid input; 3 no plan found within --work-limit (or
+    --time-limit), no fallback holds, and none proven impossible (status "timeout",
+    with the best bound; try a longer limit); 130 interrupted (Ctrl-C or SIGTERM: the
+    best plan so far, marked).
     GB means 10^9 bytes; money is in the run's currency.
     """
     from gpusolve.commands.deliver import invoke

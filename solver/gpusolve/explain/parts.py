@@ -390,4 +390,5 @@ def solver_info(solution: ir.Solution, config: ir.SolveConfig) -> SolverInfo:
         best_bound=float(solution.best_bound) if solution.best_bound is not None else None,
         gap=gap,
         proven_optimal=solution.status == "optimal",
+        fallback=solution.fallback,
     )

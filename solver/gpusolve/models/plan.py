@@ -404,6 +404,15 @@ class SolverInfo(OutModel):
     best_bound: float | None = None
     gap: float | None = None
     proven_optimal: bool = False
+    fallback: str | None = Field(
+        default=None,
+        description=(
+            "Set when the search stopped at its limit without a better plan than the "
+            "fallback checked before it: all-rent (every workload on its cheapest rental), "
+            "greedy (each on its standalone-cheapest option) or restricted (the best over "
+            "each workload's few cheapest options and every rental)."
+        ),
+    )
     candidate_layouts: int | None = Field(
         default=None,
         description=(

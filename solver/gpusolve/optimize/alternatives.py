@@ -99,6 +99,8 @@ def alternatives(
         outcome = solve_built(built, round_config, prepare=prepare, hint=hint)
         if outcome.solution.status not in ("optimal", "feasible"):
             break
+        if outcome.solution.fallback is not None:
+            break  # the search found nothing in time: a fallback is no next-best plan
         best = best or outcome
         out.append(_alternative(instance, best.solution, outcome.solution))
         cuts.append(plan_key(built, outcome.values))

@@ -71,7 +71,7 @@ def reset() -> None:
         _announce.clear()
 
 
-def watch(solver: Any, *, announce: bool = True) -> None:
+def watch(solver: Any, *, announce: bool = True, deadline: bool = True) -> None:
     """Called before every solve: a stop request reaches the solver while it runs, and a
     CP-SAT solver's time limit is cut to the command's deadline (`stop_at`). `solver` is a
     CP-SAT solver or anything else with a thread-safe `stop_search()` (the HiGHS backend's
@@ -81,11 +81,14 @@ def watch(solver: Any, *, announce: bool = True) -> None:
     one, shared by every solver): it stops only the stage running, the next stage runs
     on (the 8 s of the issue), and one solver ending while another runs in the worker
     thread left it calling an empty std::function (SIGABRT). Ours is the only handler.
+    `deadline` False keeps the solver's own limit: a short completion that must run even
+    past the deadline (`fallback.py`).
     """
     params = getattr(solver, "parameters", None)
     if params is not None:
         params.catch_sigint_signal = False
-        params.max_time_in_seconds = min(params.max_time_in_seconds, seconds_left())
+        if deadline:
+            params.max_time_in_seconds = min(params.max_time_in_seconds, seconds_left())
     _searched.set()
     with _lock:
         _active.add(solver)

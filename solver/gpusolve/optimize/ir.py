@@ -339,6 +339,9 @@ class Solution:
     bought: dict[tuple[str, str], int] = field(default_factory=dict)
     # Owned servers moved per (sku, from site, to site) (`inventory.py`).
     moved: dict[tuple[str, str, str], int] = field(default_factory=dict)
+    # Set when the plan is the fallback (`fallback.py`: "all-rent", "greedy" or
+    # "restricted"): the search stopped at its limit without finding a better one.
+    fallback: str | None = None
 
 
 @dataclass(frozen=True)

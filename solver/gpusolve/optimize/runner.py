@@ -12,6 +12,7 @@ import math
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from ortools.sat.python import cp_model
 
@@ -20,6 +21,9 @@ from gpusolve.optimize.builder import Expr
 from gpusolve.optimize.ir import SolveConfig
 from gpusolve.optimize.model import Built
 from gpusolve.optimize.stages import Criterion, fold
+
+if TYPE_CHECKING:
+    from gpusolve.optimize.fallback import Fallback
 
 Prepare = Callable[[cp_model.CpModel], None]
 Purchase = Sequence[tuple[Expr, int]]
@@ -66,6 +70,9 @@ class Stages:
         self.fixed: list[tuple[Criterion, int]] = []
         self.records: list[StageRecord] = []
         self._depth = 0  # nested `timed` calls record only the outermost
+        # The fallback plan once looked for (`fallback`): a one-item list, as None is an
+        # answer too.
+        self._fallback: list[Fallback | None] = []
 
     def remaining(self) -> float:
         if interrupt.requested():  # Ctrl-C: no more time for any stage
@@ -85,6 +92,27 @@ class Stages:
             wall = time.perf_counter() - began
             self.records.append(StageRecord(what, wall, solver.status_name(status)))
         return result
+
+    def fallback(self, group: Sequence[Criterion]) -> Fallback | None:
+        """A plan known to hold (`fallback.py`), completed under stage 1's objective on
+        the stage's own model; looked for once, recorded as a stage."""
+        if not self._fallback:
+            from gpusolve.optimize import fallback
+
+            objective, _ = fold(group)
+            began = time.perf_counter()
+            found = fallback.find(
+                self.built, lambda: self.stage_model(objective, {}, ()), group[0], self.tuning
+            )
+            status = "FEASIBLE" if found is not None else "UNKNOWN"
+            what = "fallback" + ("" if found is None else f": {found.kind}")
+            self.records.append(StageRecord(what, time.perf_counter() - began, status))
+            self._fallback.append(found)
+        return self._fallback[0]
+
+    def fallback_found(self) -> Fallback | None:
+        """The fallback if it was looked for already (nothing is computed)."""
+        return self._fallback[0] if self._fallback else None
 
     def first(self, group: Sequence[Criterion], hint: dict[int, int] | None) -> First:
         """Stage 1: the leading criteria, folded, in one solve from `hint`."""

@@ -25,19 +25,24 @@ that runs out of time still returns a plan at the proven cost. Models large enou
 (`search.for_model`): same stages, a warm start, rack-packing cuts, and cores.
 
 The reported objective, bound and status are stage 1's; a stage-1 incumbent that is only
-feasible (time limit) is returned as is. Float objectives are never built (CP-SAT would
-switch to a floating-point objective that can misreport OPTIMAL, or-tools#3639).
+feasible (time limit) is returned as is. A stage 1 that stops without a plan answers with
+the fallback (`fallback.py`: all-rent or a greedy plan, checked on the model), merely
+feasible, with stage 1's bound, never with "no plan" when one of those holds. Float
+objectives are never built (CP-SAT would switch to a floating-point objective that can
+misreport OPTIMAL, or-tools#3639).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from ortools.sat.python import cp_model
 
-from gpusolve.optimize import cpsat, search
+from gpusolve.optimize import cpsat, interrupt, search
 from gpusolve.optimize.builder import BuildOptions
 from gpusolve.optimize.ir import Instance, Solution, SolveConfig
 from gpusolve.optimize.model import Built, build
@@ -52,6 +57,9 @@ from gpusolve.optimize.stages import (
     purchase,
     tiebreak_only,
 )
+
+if TYPE_CHECKING:
+    from gpusolve.optimize.fallback import Fallback
 
 # The criteria are read from here too (tests, benchmarks).
 __all__ = [
@@ -109,6 +117,9 @@ def solve_built(
     stages = large or Stages(built, config, prepare, start)
     # 3. Stage 1: the objective, proven (or the best plan in time).
     first = stages.first(groups[0], hint)
+    found = _fallback(stages, groups[0], first)
+    if found is not None:
+        return _read_fallback(stages, groups[0][0], first, found, start)
     if not cpsat.solved(first.status):
         return _unsolved(groups[0][0], first, stages, start)
     # 4. Later stages: the tie-breaks among stage 1's optima.
@@ -145,6 +156,33 @@ def _later_stages(
         best = solver
         stages.fixed += [(item, int(solver.value(item.expr))) for item in later]
     return best
+
+
+def _fallback(stages: Stages, group: Sequence[Criterion], first: First) -> Fallback | None:
+    """The fallback plan where it is the answer: stage 1 stopped without a plan (not
+    proven infeasible; after Ctrl-C only one already held, nothing more is searched), or
+    with a dearer one than a fallback the search already holds (the large search looks for
+    it before its first solve)."""
+    held = stages.fallback_found()
+    if first.status == cp_model.UNKNOWN:
+        return held if interrupt.requested() else stages.fallback(group)
+    if first.status != cp_model.FEASIBLE or held is None:
+        return None
+    found = int(first.solver.value(group[0].expr))
+    return held if held.rank < (-found if group[0].maximise else found) else None
+
+
+def _read_fallback(
+    stages: Stages, head: Criterion, first: First, found: Fallback, start: float
+) -> Outcome:
+    """The fallback plan, merely feasible, with the bound stage 1 proved (the leading
+    criterion's own least value when it proved none: a bound all the same)."""
+    lead = first.lead or 0
+    bound = head.hi - lead if head.maximise else head.lo + lead
+    wall = time.perf_counter() - start
+    solution = read_solution(found.built, found.solver, "feasible", found.head, bound, wall)
+    solution = dataclasses.replace(solution, fallback=found.kind)
+    return Outcome(solution, found.values, tuple(stages.records))
 
 
 def _unsolved(head: Criterion, first: First, stages: Stages, start: float) -> Outcome:

@@ -27,6 +27,14 @@ class Tuning:
     finish_max_share: float = 0.1
     # Time for evaluating a fully fixed plan: a propagation, milliseconds in practice.
     evaluate_s: float = 10.0
+    # CP-SAT's deterministic work for completing and checking each fallback selection
+    # (`fallback.py`: its choices closed, servers and racks left to fill): enough for the
+    # packing search of a few sites, bounded so a failed selection costs little.
+    fallback_work: float = 1.0
+    # From this many choice variables each fallback selection is completed in a model of
+    # the instance cut down to its choices: a clone of the whole model costs more than the
+    # completion (47 s for three selections at 421,086 choices, none completed).
+    fallback_cut_min_choices: int = 50_000
 
     # --- CP-SAT's parameters (`cpsat.py`)
     # Below this many choice variables one worker solves whatever the caller asks: a

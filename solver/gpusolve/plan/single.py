@@ -66,7 +66,28 @@ def solve_single(run: Inputs, options: PlanOptions, progress: Progress) -> Solve
         objective=reqs.objective,
         solver=info.model_copy(update=cand.scope()),
     )
+    if solution.fallback is not None:
+        warning = fallback_warning(solution.fallback)
+        plan = plan.model_copy(update={"warnings": [*plan.warnings, warning]})
     return Solved(run, options, plan, Single(prepared, solution))
+
+
+_FALLBACKS = {
+    "all-rent": "every workload on its cheapest rental",
+    "greedy": "each workload on its standalone-cheapest option",
+    "restricted": "the best over each workload's few cheapest options and every rental",
+}
+
+
+def fallback_warning(kind: str) -> str:
+    """What a plan that is the fallback says: which one, and that more time may find a
+    cheaper one."""
+    return (
+        f"the search stopped at its limit without a better plan than the fallback: this "
+        f"is the {kind} plan ({_FALLBACKS.get(kind, kind)}), checked against every "
+        "requirement; the gap is to the bound proven so far; a longer --work-limit (or "
+        "--time-limit) may find a cheaper one"
+    )
 
 
 def _timed_out(run: Inputs, options: PlanOptions, solution: ir.Solution) -> Plan:

@@ -43,6 +43,11 @@ class Search(LazyStages):
             values = None if lp is None else lp.values
             time_s = self.tuning.warm_share * self.remaining()
             hint = warmstart.warm_hint(built, objective, time_s, values, self.tuning)
+            if not hint and warmstart.wanted(built, self.tuning):
+                # No warm start in time (or none holds): the fallback is still a plan to
+                # start from, and the answer if the search finds nothing.
+                found = self.fallback(group)
+                hint = {} if found is None else found.values
         if hint:
             self.cuts += lazy.hinted_cuts(built.relaxed, hint, self.tuning)
         if lp is None or opened is None:

@@ -1,0 +1,104 @@
+"""A catalogue N times the shipped one, and requirements with W workloads: the market scale.
+
+    python benchmarks/market.py OUT_DIR [--copies 16] [--workloads 5] [--seed 0]
+
+Writes OUT_DIR/catalog.yaml, holding copies 1..N-1 of the shipped cards, servers, cloud
+offers and colocation offers (so that with the shipped catalogue, which `plan` reads
+first, there are N of each), each copy with new ids (`-mK`), its references to cards
+renamed to match, and its prices jittered by a uniform factor in [0.95, 1.05]
+(illustrative, as the shipped prices are); and OUT_DIR/requirements.yaml with the
+workloads of the shipped examples, taken in turn and renamed, W of them, under the first
+example's settings less its budget (a cap sized for one 70B pretraining: with three of
+them among 20 workloads no plan keeps under it). Then
+
+    gpusolve plan OUT_DIR/requirements.yaml --catalog OUT_DIR/catalog.yaml
+
+Not run in CI: a plan at x16 with 5 workloads takes minutes and gigabytes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+CATALOG = ROOT / "catalog"
+SECTIONS = {"cards": "cards.yaml", "servers": "servers.yaml", "cloud_offers": "cloud.yaml"}
+COLO = "colo-jiangsu.yaml"
+PRICES = ("price", "price_per_hour", "price_per_month", "rack_price_per_month")
+EXAMPLES = (
+    "pretrain-70b-infiniband.yaml",
+    "finetune-7b-deadline.yaml",
+    "chat-day-lora-night.yaml",
+    "chat-70b-aggregated.yaml",
+    "south-latency-north-batch.yaml",
+)
+
+
+def jittered(item: dict[str, Any], rng: random.Random) -> None:
+    for key in PRICES:
+        value = item.get(key)
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            scaled = value * rng.uniform(0.95, 1.05)
+            item[key] = round(scaled) if isinstance(value, int) else round(scaled, 2)
+
+
+def copies(items: Sequence[dict[str, Any]], n: int, rng: random.Random) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    for k in range(1, n):
+        for item in items:
+            copy = dict(item)
+            copy["id"] = f"{item['id']}-m{k}"
+            if "card" in copy:
+                copy["card"] = f"{item['card']}-m{k}"
+            jittered(copy, rng)
+            out.append(copy)
+    return out
+
+
+def catalogue(n: int, rng: random.Random) -> dict[str, Any]:
+    out: dict[str, Any] = {"currency": "CNY"}
+    for section, name in SECTIONS.items():
+        items = yaml.safe_load((CATALOG / name).read_text())[section]
+        out[section] = copies(items, n, rng)
+    colo = yaml.safe_load((CATALOG / COLO).read_text())["colo_offers"]
+    out["colo_offers"] = copies(colo, n, rng)
+    return out
+
+
+def requirements(count: int) -> dict[str, Any]:
+    """The examples' workloads in turn (renamed `wN`), under the first example's settings
+    without its budget."""
+    docs = [yaml.safe_load((ROOT / "examples" / name).read_text()) for name in EXAMPLES]
+    pool = [w for doc in docs for w in doc["workloads"]]
+    base = {k: v for k, v in docs[0].items() if k not in ("workloads", "budget")}
+    workloads = []
+    for i in range(count):
+        w = dict(pool[i % len(pool)])
+        w["name"] = f"w{i}"
+        workloads.append(w)
+    return {**base, "workloads": workloads}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("out", type=Path)
+    ap.add_argument("--copies", type=int, default=16)
+    ap.add_argument("--workloads", type=int, default=5)
+    ap.add_argument("--seed", type=int, default=0)
+    args = ap.parse_args(argv)
+    rng = random.Random(f"gpusolve-market/{args.copies}/{args.seed}")
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "catalog.yaml").write_text(yaml.safe_dump(catalogue(args.copies, rng)))
+    reqs = requirements(args.workloads)
+    (args.out / "requirements.yaml").write_text(yaml.safe_dump(reqs, sort_keys=False))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,76 @@
+"""`gpusolve plan` on the README's first example against a bare import of its dependencies.
+
+    python benchmarks/startup.py [--pairs 9] [--example examples/pretrain-70b-infiniband.yaml]
+
+Whole processes, timed in pairs (bare, plan; bare, plan; ...) so that both halves of a pair
+see the same load: the bare import is `import ortools.sat.python.cp_model, pydantic, yaml,
+click` plus `from pydantic import BaseModel` (importing `pydantic` alone defers the model
+machinery every pydantic user pays for), the plan is `python -m gpusolve plan EXAMPLE -q`
+with its output thrown away. Per process it reads the CPU seconds (user + system, from
+`wait4`) and the wall clock; the figures are the medians over the pairs and the ratio of
+the medians (CPU first: on a shared machine the wall clock mostly measures the others).
+
+Before the pairs, one run of each warms what a user's second run finds warm: compiled
+bytecode (`PYTHONDONTWRITEBYTECODE` is unset for the children) and the user's cache
+directory (`load/seen.py`, `rules/cache.py`). Not run in CI.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+BARE = "import ortools.sat.python.cp_model, pydantic, yaml, click\nfrom pydantic import BaseModel\n"
+TARGET_RATIO = 1.5
+
+
+def timed(argv: Sequence[str], env: dict[str, str]) -> tuple[float, float]:
+    """(CPU seconds, wall seconds) of one child process; raises if it fails."""
+    began = time.perf_counter()
+    child = subprocess.Popen(
+        argv, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+    )
+    _, status, usage = os.wait4(child.pid, 0)
+    wall = time.perf_counter() - began
+    child.returncode = os.waitstatus_to_exitcode(status)
+    if child.returncode != 0:
+        err = child.stderr.read().decode() if child.stderr else ""
+        raise SystemExit(f"{' '.join(argv)} exited {child.returncode}:\n{err}")
+    return usage.ru_utime + usage.ru_stime, wall
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--pairs", type=int, default=9)
+    ap.add_argument("--example", default="examples/pretrain-70b-infiniband.yaml")
+    args = ap.parse_args(argv)
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    bare = [sys.executable, "-c", BARE]
+    plan = [sys.executable, "-m", "gpusolve", "plan", args.example, "-q"]
+    timed(bare, env)
+    timed(plan, env)
+    pairs = [(timed(bare, env), timed(plan, env)) for _ in range(args.pairs)]
+    bare_cpu = statistics.median(b[0] for b, _ in pairs)
+    plan_cpu = statistics.median(p[0] for _, p in pairs)
+    bare_wall = statistics.median(b[1] for b, _ in pairs)
+    plan_wall = statistics.median(p[1] for _, p in pairs)
+    load = os.getloadavg()[0]
+    print(f"{args.pairs} pairs, load average {load:.2f} at the end")
+    print(f"bare import: CPU {bare_cpu:.3f} s, wall {bare_wall:.3f} s (medians)")
+    print(f"plan:        CPU {plan_cpu:.3f} s, wall {plan_wall:.3f} s (medians)")
+    ratio = plan_cpu / bare_cpu
+    verdict = "PASS" if ratio <= TARGET_RATIO else "FAIL"
+    print(f"ratio of medians: CPU {ratio:.2f}x, wall {plan_wall / bare_wall:.2f}x")
+    print(f"target <= {TARGET_RATIO}x (CPU): {verdict}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

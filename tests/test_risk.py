@@ -295,10 +295,14 @@ def solved_chat() -> Any:
 
 
 @pytest.fixture
-def local_ray() -> Any:
+def local_ray(monkeypatch: pytest.MonkeyPatch) -> Any:
     """A local Ray cluster (2 CPUs) the test starts itself, its workers importing this
-    checkout; skipped only when the optional extra `ray` is not installed."""
+    checkout; skipped only when the optional extra `ray` is not installed. Its workers run
+    at the test's priority: Ray starts them at nice 15 (its `worker_niceness`), which beside
+    other CPU-bound processes left them a few percent of a core (the 200-draw test crawled
+    for over ten minutes beside two busy loops)."""
     ray = pytest.importorskip("ray", reason="the optional extra `ray` is not installed")
+    monkeypatch.setenv("RAY_worker_niceness", "0")
     path = os.pathsep.join(p for p in (str(ROOT / "solver"), os.environ.get("PYTHONPATH")) if p)
     ray.init(num_cpus=2, include_dashboard=False, runtime_env={"env_vars": {"PYTHONPATH": path}})
     yield ray

@@ -60,17 +60,13 @@ def read_settings(files: list[Path]) -> Settings:
         values = _parse(path)
         folder = path.parent
         if "catalog" in values:
-            settings = _replace(settings, catalog=_paths(path, folder, values["catalog"]))
+            settings = replace(settings, catalog=_paths(path, folder, values["catalog"]))
         if "rules" in values:
-            settings = _replace(settings, rules=_paths(path, folder, values["rules"]))
+            settings = replace(settings, rules=_paths(path, folder, values["rules"]))
         if "market" in values:
-            settings = _replace(settings, market=_market(path, values["market"]))
-        settings = _replace(settings, read=(*settings.read, path))
+            settings = replace(settings, market=_market(path, values["market"]))
+        settings = replace(settings, read=(*settings.read, path))
     return settings
-
-
-def _replace(s: Settings, **changes: Any) -> Settings:
-    return replace(s, **changes)
 
 
 def _parse(path: Path) -> dict[str, Any]:

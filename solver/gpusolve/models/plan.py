@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Literal
 
 from pydantic import Field
@@ -90,6 +91,11 @@ class MarginMiss(OutModel):
         description="A cloud offer: renting that layout over the horizon, as the plan would "
         "price it (its cheapest price tier for the hours, VAT in); None for a server.",
     )
+
+    def margin_to_let_in(self) -> float:
+        """The largest whole-percent margin this candidate meets: written in, it lets the
+        plan weigh the candidate."""
+        return math.floor(self.spare * 100) / 100
 
 
 class CostBreakdown(OutModel):

@@ -15,7 +15,6 @@ quarters, with the cumulative spend of the plan and of the all-rental plan.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -328,7 +327,7 @@ def margin_facts(plan: Plan) -> list[str]:
         if m.rental_cost is None or m.rental_cost >= tco or m.workload in seen:
             continue
         seen.add(m.workload)
-        let_in = math.floor(m.spare * 100) / 100
+        let_in = m.margin_to_let_in()
         out.append(
             f"the {m.margin:.0%} margin on {m.workload} decides the plan: renting {m.servers} "
             f"x {m.candidate} ({m.rental_cost:,.0f} {cur} over the horizon) meets its "

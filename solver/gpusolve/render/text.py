@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 
 from gpusolve.models.plan import MarginMiss, Plan
@@ -150,7 +149,7 @@ def plan_text(plan: Plan) -> str:
 
 def margin_miss_line(m: MarginMiss, currency: str) -> str:
     """One candidate the margin keeps out, and the margin that would let it in."""
-    let_in = math.floor(m.spare * 100) / 100
+    let_in = m.margin_to_let_in()
     what = f"{m.servers} x {m.candidate} ({m.gpus} GPUs)"
     if m.rental_cost is not None:
         what = f"renting {what}, {money(m.rental_cost, currency)} over the horizon,"

@@ -195,13 +195,13 @@ def test_a_schedules_rack_contract_is_paid_monthly_over_its_term() -> None:
 def test_the_phased_example_pays_its_racks_monthly_and_the_h20_on_its_terms(
     gpusolve: Any, tmp_path: Path
 ) -> None:
+    # At margin 0 and unsplit: otherwise no H20 is bought, so there would be no payment
+    # terms to follow (`phased_example_unsplit`).
+    from tests.support.phased import phased_example_unsplit
     from tests.support.shipped import ROOT
 
-    # At margin 0: with the default margins the chat's growth is rented and no H20 is
-    # bought, so there would be no payment terms to follow.
-    example = ROOT / "examples" / "phased-growth.yaml"
-    bare = tmp_path / example.name
-    bare.write_text(example.read_text(encoding="utf-8") + "margin: 0\n", encoding="utf-8")
+    bare = tmp_path / "phased-growth.yaml"
+    bare.write_text(phased_example_unsplit(), encoding="utf-8")
     args = [str(bare), "--catalog"]
     args += [str(ROOT / "examples" / "phased" / "catalog.yaml"), "--format", "json"]
     data = json.loads(gpusolve("plan", "-q", *args).out)

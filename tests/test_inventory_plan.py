@@ -66,11 +66,13 @@ def test_four_owned_a800_are_used_and_only_what_is_needed_beyond_them_is_bought(
 def test_owned_servers_that_cannot_do_the_work_are_sold_and_the_plan_tops_up(
     gpusolve, tmp_path: Path
 ) -> None:  # type: ignore[no-untyped-def]
-    # Only southern Jiangsu is allowed: the A800s in Yancheng (north) cannot serve, so
-    # all four are sold at 350,000 (1,400,000 credited apart from the TCO) and the work
-    # goes elsewhere; the Yancheng rack contract is sunk.
+    # Only southern Jiangsu is allowed and the A800s stay where they are (moved south,
+    # they would carry the chat service's base load beside a rented burst): in Yancheng
+    # (north) they cannot serve, so all four are sold at 350,000 (1,400,000 credited apart
+    # from the TCO) and the work goes elsewhere; the Yancheng rack contract is sunk.
     reqs = yaml.safe_load(EXAMPLE.read_text(encoding="utf-8"))
     reqs["regions"] = {"allowed": ["jiangsu-south"]}
+    reqs["owned"]["servers"][0]["movable"] = False
     plan = _plan(gpusolve, write_reqs(tmp_path, reqs))
     assert {d["workload"] for d in plan["deployments"]} == {"chat-70b", "assistant-7b"}
     assert all(d["server"] != A800 for d in plan["deployments"])

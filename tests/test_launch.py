@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.support.launched import DEEPSEEK, launch_all
+from tests.support.launched import DEEPSEEK, folder_of, launch_all
 from tests.support.shipped import EXAMPLES, ROOT
 
 DATA = ROOT / "tests" / "data" / "launch"
@@ -74,7 +74,7 @@ def test_launch_files_carry_the_plans_sizes(
     assert plan["deployments"], "every shipped example has a plan"
     assert (folder / "README.md").is_file()
     for d in plan["deployments"]:
-        where = folder / d["workload"]
+        where = folder_of(folder, d)
         p = d["parallel"]
         if (where / "vllm.sh").exists():
             _check_serving(d, p, where)

@@ -148,7 +148,7 @@ def test_launched_models_have_the_plans_parameter_count(
     plan's model (DeepSeek-V3 class included)."""
     x = launched_all[example]
     for d in x.plan["deployments"]:
-        where = x.folder / d["workload"]
+        where = x.folder_of(d)
         plan_params = _plan_params(d["workload"], x)
         w = x.workload(d["workload"])
         if (where / "megatron.args").exists():
@@ -206,7 +206,7 @@ def test_megatron_builds_llama_as_llama(launched_all: dict[str, Launched], examp
     """RMSNorm, RoPE at the model's base, SwiGLU, no biases, untied output layer, GQA groups."""
     x = launched_all[example]
     for d in x.plan["deployments"]:
-        path = x.folder / d["workload"] / "megatron.args"
+        path = x.folder_of(d) / "megatron.args"
         preset = x.workload(d["workload"])["model"].get("preset", "")
         if not path.exists() or not preset.startswith("llama"):
             continue
@@ -255,7 +255,7 @@ def test_megatron_with_tensor_parallelism_sets_one_connection(
     CUDA_DEVICE_MAX_CONNECTIONS=1, and Megatron-FSDP needs it not to be 1."""
     x = launched_all[example]
     for d in x.plan["deployments"]:
-        where = x.folder / d["workload"]
+        where = x.folder_of(d)
         if not (where / "megatron.args").exists():
             continue
         script = (where / "train.sh").read_text()
@@ -271,7 +271,7 @@ def test_sharding_is_the_plans(launched_all: dict[str, Launched], example: str) 
     """ZeRO-2/3 never goes to Megatron's distributed optimizer alone."""
     x = launched_all[example]
     for d in x.plan["deployments"]:
-        where = x.folder / d["workload"]
+        where = x.folder_of(d)
         stage = d["parallel"]["zero_stage"]
         if (where / "megatron.args").exists():
             args = flag_values(where / "megatron.args")
@@ -292,7 +292,7 @@ def test_fine_tunes_start_from_a_checkpoint(
 ) -> None:
     x = launched_all[example]
     for d in x.plan["deployments"]:
-        where, kind = x.folder / d["workload"], x.workload(d["workload"])["kind"]
+        where, kind = x.folder_of(d), x.workload(d["workload"])["kind"]
         if kind not in ("full_finetune", "lora", "qlora"):
             continue
         script = (where / "train.sh").read_text()
@@ -355,7 +355,7 @@ def test_model_length_is_the_longest_request(
         w = x.workload(d["workload"])
         if w["kind"] != "inference":
             continue
-        for path in (x.folder / d["workload"]).rglob("*.sh"):
+        for path in (x.folder_of(d)).rglob("*.sh"):
             for tokens in _serve_lines(path):
                 flag = "--max-model-len" if "serve" in tokens else "--context-length"
                 if "context_len" in w:
@@ -414,7 +414,7 @@ def test_bench_sh_carries_the_plans_figures(
         w = x.workload(d["workload"])
         if w["kind"] != "inference":
             continue
-        text = (x.folder / d["workload"] / "bench.sh").read_text()
+        text = (x.folder_of(d) / "bench.sh").read_text()
         p = d["parallel"]
         pools = d.get("pools")
         concurrency = p["micro_batch"] * (pools["decode_replicas"] if pools else 1)
@@ -445,7 +445,7 @@ def test_training_readme_gives_the_expected_step(
             continue
         p, seq = d["parallel"], x.workload(d["workload"]).get("seq_len", 2048)
         step = p["micro_batch"] * p["grad_accum"] * p["dp"] * seq / d["throughput"]
-        text = (x.folder / d["workload"] / "README.md").read_text()
+        text = (x.folder_of(d) / "README.md").read_text()
         assert f"step time: {step:,.2f} s" in text
         assert f"tokens/s: {d['throughput']:,.0f} in all" in text
 

@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 import yaml
 from tests.support.cli import run_cli
-from tests.support.phased import CHAT_NORTH, QUARTERS
+from tests.support.phased import CHAT_NORTH, QUARTERS, phased_example_unsplit
 from tests.support.shipped import ROOT
 
 from gpusolve.models.requirements import Requirements
@@ -37,11 +37,10 @@ CAPEX_SECTIONS = ("server", "network", "storage")
 
 @pytest.fixture(scope="module")
 def example(tmp_path_factory: pytest.TempPathFactory) -> Schedule:
-    """The shipped example's schedule sized to the estimate as it stands (margin 0), solved
-    once for the module: with the default margins the schedule rents the chat's growth from
-    month 15 on and buys no H20 at all, so no price trend would be seen."""
+    """The shipped example's schedule at margin 0 and unsplit (`phased_example_unsplit`),
+    solved once for the module: otherwise no H20 is bought and no price trend is seen."""
     bare = tmp_path_factory.mktemp("example") / EXAMPLE.name
-    bare.write_text(EXAMPLE.read_text(encoding="utf-8") + "margin: 0\n", encoding="utf-8")
+    bare.write_text(phased_example_unsplit(), encoding="utf-8")
     code, out = run_cli(
         "plan", "-q", str(bare), "--catalog", str(EXAMPLE_CATALOG), "--format", "json"
     )

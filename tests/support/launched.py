@@ -28,6 +28,18 @@ class Launched:
     def workload(self, name: str) -> dict[str, Any]:
         return next(w for w in self.reqs["workloads"] if w["name"] == name)
 
+    def folder_of(self, d: dict[str, Any]) -> Path:
+        return folder_of(self.folder, d)
+
+
+def folder_of(root: Path, d: dict[str, Any]) -> Path:
+    """A deployment's launch folder: its workload's, or for a service split between an
+    owned base and a rented burst, `base/` or `burst/` in it."""
+    where = root / d["workload"]
+    if d.get("share", 1.0) < 1:
+        where = where / ("base" if d["mode"] == "owned" else "burst")
+    return where
+
 
 def _plan(example: Path, where: Path, extra: list[str]) -> Launched:
     from gpusolve.cli import main

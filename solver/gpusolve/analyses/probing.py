@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from gpusolve.models.plan import SensitivityKind, SensitivityRange
-from gpusolve.optimize.ir import Instance, Solution
+from gpusolve.optimize.ir import Instance, Solution, rentals
 
 if TYPE_CHECKING:
     from gpusolve.optimize.twostage import solve as twostage
@@ -115,15 +115,14 @@ def plan_key(solution: Solution, instance: Instance) -> PlanKey:
         # with, not the plan the instance leads to: as good as no plan found.
         return NO_PLAN if solution.status == "infeasible" else NOT_FOUND
     owned = {o.key: o for o in instance.owned}
-    cloud = {o.key: o for o in instance.cloud}
     choices: list[tuple[Any, ...]] = []
     for c in solution.choices:
         if c.option in owned:
             o = owned[c.option]
             choices.append((c.workload, "own", o.sku, o.servers, c.site or ""))
-        else:
-            r = cloud[c.option]
-            choices.append((c.workload, "rent", r.offer, r.instances, ""))
+    # Rentals, a split service's burst among them (its base is the owned choice above).
+    for c, r in rentals(solution, instance):
+        choices.append((c.workload, "rent", r.offer, r.instances, ""))
     servers = tuple(sorted((sku, site, n) for (sku, site), n in solution.servers.items() if n))
     racks: dict[str, int] = {}
     for (site, _), n in solution.racks.items():

@@ -37,6 +37,7 @@ from gpusolve.analyses.probing import (
     past_deadline,
     to_range,
 )
+from gpusolve.candidates.scaling import scale_instance
 from gpusolve.models.plan import Sensitivity, SensitivityKind
 from gpusolve.optimize.ir import Instance, SolveConfig
 from gpusolve.optimize.phased.ir import PhasedInstance, PhasedSolution
@@ -65,7 +66,7 @@ def schedule_key(s: PhasedSolution) -> PlanKey:
     runs = tuple(
         (pp.period.index, c.workload, c.sku or c.offer or "", c.site or "", c.servers)
         for pp in s.periods
-        for c in pp.choices
+        for c in (*pp.choices, *pp.bursts)
     )
     return (bought, runs)
 
@@ -93,7 +94,7 @@ def parameters(pi: PhasedInstance, s: PhasedSolution, currency: str) -> list[Par
     out: list[Parameter] = []
     skus = sorted({k for pp in s.periods for k, _site in pp.bought})
     sites = sorted({c.site for pp in s.periods for c in pp.choices if c.site})
-    offers = sorted({c.offer for pp in s.periods for c in pp.choices if c.offer})
+    offers = sorted({c.offer for pp in s.periods for c in (*pp.choices, *pp.bursts) if c.offer})
     for k in skus:
         first = next((x for x in pi.price.get(k, ()) if x is not None), 0)
         words = f"price of {k} (first period it is sold; later prices move with it)"
@@ -130,11 +131,7 @@ def scaled(pi: PhasedInstance, kind: SensitivityKind, subject: str, f: float) ->
 
 def _scaled_period(inst: Instance, kind: SensitivityKind, subject: str, f: float) -> Instance:
     if kind == "cloud_price":
-        cloud = tuple(
-            dataclasses.replace(c, cost_total=round(c.cost_total * f)) if c.offer == subject else c
-            for c in inst.cloud
-        )
-        return dataclasses.replace(inst, cloud=cloud)
+        return scale_instance(inst, kind, subject, f)
     site = inst.sites.get(subject)
     if site is None:
         return inst

@@ -68,7 +68,7 @@ from gpusolve.models.catalog import Catalog
 from gpusolve.models.plan import Plan, Sensitivity, SensitivityKind
 from gpusolve.models.schedule import Schedule
 from gpusolve.optimize.inventory import purchases
-from gpusolve.optimize.ir import Instance, Solution, SolveConfig
+from gpusolve.optimize.ir import Instance, Solution, SolveConfig, rentals
 from gpusolve.optimize.twostage import solve as twostage
 from gpusolve.plan.solved import Hedged, Phased, Single, Solved
 from gpusolve.plan.twostage import NOMINAL
@@ -137,8 +137,7 @@ def price_parameters(
                     offer.bandwidth_price_per_mbps_month,
                 )
             )
-    cloud = {o.key: o for o in instance.cloud}
-    for offer_id in sorted({cloud[c.option].offer for c in solution.choices if c.option in cloud}):
+    for offer_id in sorted({r.offer for _, r in rentals(solution, instance)}):
         price = catalog.cloud_offers[offer_id].price_per_hour
         out.append(
             Parameter(
@@ -354,12 +353,7 @@ def considered_cards(instance: Instance, catalog: Catalog) -> list[str]:
 def plan_cards(solution: Solution, instance: Instance, catalog: Catalog) -> list[str]:
     """The cards the plan runs on: of each server it buys and each cloud offer it rents."""
     cards = {catalog.servers[sku].card for (sku, _), n in solution.servers.items() if n}
-    cloud = {o.key: o for o in instance.cloud}
-    cards |= {
-        catalog.cloud_offers[cloud[c.option].offer].card
-        for c in solution.choices
-        if c.option in cloud
-    }
+    cards |= {catalog.cloud_offers[r.offer].card for _, r in rentals(solution, instance)}
     return sorted(cards)
 
 

@@ -3,6 +3,7 @@ the requirements options are tagged with."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
@@ -25,6 +26,7 @@ class Builder:
     explain: bool
     owned: list[ir.OwnedOption] = field(default_factory=list)
     cloud: list[ir.CloudOption] = field(default_factory=list)
+    bursts: list[ir.CloudOption] = field(default_factory=list)  # `burst.py`
     meta: dict[str, OptionMeta] = field(default_factory=dict)
     rejections: dict[str, list[Rejection]] = field(default_factory=dict)
     terms: finance.Terms = field(default_factory=finance.Terms)
@@ -38,6 +40,22 @@ class Builder:
     missed: dict[str, frozenset[tuple[str, frozenset[preferences.Key]]]] = field(
         default_factory=dict
     )
+
+    def part(self) -> Builder:
+        """A builder that shares this one's inputs and requirements but collects its own
+        options, metadata and rejections: options sized for a share or a multiple of a
+        workload's demand (`burst.py`, `fleets.py`) are not sized for the demand itself,
+        and a candidate too small for one of them is no reason to reject it for the whole."""
+        return dataclasses.replace(
+            self,
+            owned=[],
+            cloud=[],
+            bursts=[],
+            meta={},
+            rejections={},
+            margin_misses=[],
+            missed={},
+        )
 
     def require(self, name: str, description: str, weight: int) -> str:
         self.requirements.setdefault(name, ir.Requirement(name, description, weight))

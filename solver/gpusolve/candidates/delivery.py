@@ -38,22 +38,26 @@ def with_bridges(instance: ir.Instance) -> ir.Instance:
     """The instance with each owned option's rental until delivery (its server model's
     `Sku.lead_time_days`). Every stage that changes an instance's rentals or options
     (the sensitivity analysis) calls it again."""
-    cheapest = _cheapest_rentals(instance.cloud)
+    cheapest = _cheapest_rentals([*instance.cloud, *instance.bursts])
     owned_models = {s.sku for s in instance.stock}
     owned: list[ir.OwnedOption] = []
     for o in instance.owned:
         sku = instance.skus.get(o.sku)
         days = sku.lead_time_days if sku is not None else 0
         weeks = 0.0 if o.sku in owned_models else days / 7
-        cost = bridge_cost(cheapest.get(o.workload, 0), weeks, instance.horizon_months)
+        # A mixed option's burst runs from the start: only the base's share is bridged.
+        rental = cheapest.get((o.workload, o.share_permille), 0)
+        cost = bridge_cost(rental, weeks, instance.horizon_months)
         owned.append(dataclasses.replace(o, bridge=cost) if cost != o.bridge else o)
     return dataclasses.replace(instance, owned=tuple(owned))
 
 
-def _cheapest_rentals(cloud: Sequence[ir.CloudOption]) -> dict[str, int]:
-    """Per workload, its cheapest rental that breaks no requirement."""
-    out: dict[str, int] = {}
+def _cheapest_rentals(cloud: Sequence[ir.CloudOption]) -> dict[tuple[str, int], int]:
+    """Per workload and share of its demand, its cheapest rental that breaks no
+    requirement."""
+    out: dict[tuple[str, int], int] = {}
     for c in cloud:
-        if not c.violates and (c.workload not in out or c.cost_total < out[c.workload]):
-            out[c.workload] = c.cost_total
+        key = (c.workload, c.share_permille)
+        if not c.violates and (key not in out or c.cost_total < out[key]):
+            out[key] = c.cost_total
     return out

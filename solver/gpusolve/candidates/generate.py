@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 
 from gpusolve.candidates import preferences
 from gpusolve.candidates.builder import Builder, region_ok
+from gpusolve.candidates.burst import mixed_options, with_bursts
 from gpusolve.candidates.delivery import with_bridges
 from gpusolve.candidates.margin import held_back
 from gpusolve.candidates.margin import sized as with_margins
@@ -60,6 +61,7 @@ def build_candidates(
     for workload in reqs.workloads:
         owned_options(b, workload)
         cloud_options(b, workload)
+        mixed_options(b, workload)
         unmet += _drop_unmeetable(b, workload, (elsewhere or {}).get(workload.name, ()))
     sites = contracted_sites(site_offers(b), reqs)
     used_skus = {o.sku for o in b.owned}
@@ -87,6 +89,7 @@ def build_candidates(
         sites=sites,
         owned=tuple(b.owned),
         cloud=tuple(b.cloud),
+        bursts=tuple(b.bursts),
         horizon_months=reqs.horizon_months,
         requirements=b.requirements,
         capex_max=to_money(capex_max) if capex_max is not None else None,
@@ -99,7 +102,7 @@ def build_candidates(
         missed=b.missed,
     )
     instance = with_inventory(instance, reqs, catalog)
-    instance = with_bridges(instance)
+    instance = with_bridges(with_bursts(instance))
     vat_goods, vat_services = vat_factors(reqs)
     return Candidates(
         instance,
@@ -164,6 +167,7 @@ def _drop_unmeetable(
     unmet = preferences.describe(w, drop, charged, policy, b.catalog, rejected)
     b.owned = [_strip_owned(b, o, drop) if o.workload == w.name else o for o in b.owned]
     b.cloud = [_strip_cloud(b, c, drop) if c.workload == w.name else c for c in b.cloud]
+    b.bursts = [_strip_cloud(b, c, drop) if c.workload == w.name else c for c in b.bursts]
     return unmet
 
 

@@ -14,6 +14,7 @@ from gpusolve.candidates.builder import (
     rule_requirement,
     unique_key,
 )
+from gpusolve.candidates.fleets import full_fleets
 from gpusolve.candidates.network import (
     storage_need_gb,
 )
@@ -45,10 +46,14 @@ def owned_options(b: Builder, w: Workload) -> None:
             limit = node_limit(server, offers, needs_fabric=spans, reserves=b.reserves)
             if not params.allow_multi_node:
                 limit = 1
-            for sized in size_layouts(
-                b, w, card, "server", server, hw, min(limit, params.max_nodes)
-            ):
-                _add_owned(b, w, server, card, ratio, offers, sized)
+            most = min(limit, params.max_nodes)
+            sized = size_layouts(b, w, card, "server", server, hw, most)
+            goods, _ = vat_factors(b.reqs)
+            sized += full_fleets(
+                b, w, card, "server", server, hw, most, sized, server.price * goods
+            )
+            for one in sized:
+                _add_owned(b, w, server, card, ratio, offers, one)
 
 
 def _add_owned(
@@ -213,8 +218,13 @@ def cloud_options(b: Builder, w: Workload) -> None:
         multi = offer.fabric in MULTI_NODE_FABRICS and params.allow_multi_node
         max_nodes = min(offer.max_instances, params.max_nodes) if multi else 1
         hw = Hardware.from_cloud(offer, card)
-        for sized in size_layouts(b, w, card, "cloud", offer, hw, max_nodes):
-            _add_cloud(b, w, offer, card, sized)
+        sized = size_layouts(b, w, card, "cloud", offer, hw, max_nodes)
+        if sized:
+            first = sized[0].estimate
+            each = rental(b, w, offer, first)[2] / max(1, first.nodes)
+            sized += full_fleets(b, w, card, "cloud", offer, hw, max_nodes, sized, each)
+        for one in sized:
+            _add_cloud(b, w, offer, card, one)
 
 
 def _add_cloud(b: Builder, w: Workload, offer: CloudOffer, card: Card, sized: Sized) -> None:

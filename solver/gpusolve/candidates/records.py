@@ -38,6 +38,9 @@ class OptionMeta:
     # Cloud: the price tier the rental is charged at, per instance.
     rental_tier: finance.Tier | None = None
     lead_time_weeks: float = 0.0  # owned: weeks from order to a working server
+    # Of the workload's demand this option is sized for: less than 1 for a mixed option's
+    # base and its burst (`burst.py`).
+    share: float = 1.0
 
 
 @dataclass

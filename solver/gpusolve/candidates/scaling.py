@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
+from gpusolve.candidates.burst import with_bursts
 from gpusolve.candidates.delivery import with_bridges
 from gpusolve.candidates.network import nic_capex, rack_network, storage_kinds
 from gpusolve.candidates.preferences import Key, unmeetable
@@ -120,8 +121,12 @@ def scale_instance(
         cloud: tuple[CloudOption, ...] = tuple(
             _cloud_repriced(o, factor) if o.offer == subject else o for o in instance.cloud
         )
-        # A workload's rental until delivery is its cheapest rental's share: priced again.
-        return with_bridges(replace(instance, cloud=cloud))
+        bursts = tuple(
+            _cloud_repriced(o, factor) if o.offer == subject else o for o in instance.bursts
+        )
+        # A workload's rental until delivery is its cheapest rental's share, and a mixed
+        # option's burst the cheapest for the rest: both chosen again at the new price.
+        return with_bridges(with_bursts(replace(instance, cloud=cloud, bursts=bursts)))
     site = instance.sites[subject]
     owned = instance.owned
     if kind == "rack_rent":
@@ -245,6 +250,10 @@ def card_instance(base: Instance, inputs: CandidateInputs, card_id: str, factor:
         [c for c in base.cloud if c.offer not in mine_offers] + list(part.cloud),
         key=lambda c: (workload[c.workload], offer[c.offer]),
     )
+    bursts = sorted(
+        [c for c in base.bursts if c.offer not in mine_offers] + list(part.bursts),
+        key=lambda c: (workload[c.workload], offer[c.offer]),
+    )
     sites = {
         k: base.sites.get(k) or part.sites[k]
         for k in whole.colo_offers
@@ -255,14 +264,16 @@ def card_instance(base: Instance, inputs: CandidateInputs, card_id: str, factor:
         base,
         owned=tuple(owned),
         cloud=tuple(cloud),
+        bursts=tuple(bursts),
         sites=sites,
         skus=skus,
         requirements={**base.requirements, **part.requirements},
         fabrics={**base.fabrics, **part.fabrics},
         missed=missed,
     )
-    # The part's bridges saw only the card's own rentals: the cheapest may be another's.
-    return with_bridges(merged)
+    # The part's bridges and bursts saw only the card's own rentals: the cheapest may be
+    # another's.
+    return with_bridges(with_bursts(merged))
 
 
 def _unmeetable(

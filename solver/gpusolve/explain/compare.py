@@ -16,6 +16,16 @@ def throughput_unit(d: Deployment) -> str:
     return "tokens/s" if d.time_to_train_h is not None else "generated tokens/s"
 
 
+def _by_workload(deployments: list[Deployment]) -> dict[str, tuple[int, str]]:
+    """Each workload's throughput as printed, summed over its deployments (a split
+    service's base and burst), and its unit."""
+    out: dict[str, tuple[int, str]] = {}
+    for d in deployments:
+        before, _ = out.get(d.workload, (0, ""))
+        out[d.workload] = (before + printed_throughput(d), throughput_unit(d))
+    return out
+
+
 def compare(
     objective: str,
     chosen: Cost,
@@ -24,15 +34,12 @@ def compare(
     other_deployments: list[Deployment],
 ) -> PlanDelta:
     """`other` minus `chosen`, figure by figure, with the words to print."""
-    mine = {d.workload: d for d in chosen_deployments}
+    mine = _by_workload(chosen_deployments)
+    theirs = _by_workload(other_deployments)
     throughput = [
-        ThroughputDelta(
-            workload=d.workload,
-            delta=printed_throughput(d) - printed_throughput(mine[d.workload]),
-            unit=throughput_unit(d),
-        )
-        for d in other_deployments
-        if d.workload in mine
+        ThroughputDelta(workload=w, delta=tput - mine[w][0], unit=unit)
+        for w, (tput, unit) in theirs.items()
+        if w in mine
     ]
     tco = other.tco - chosen.tco
     penalties = other.penalties - chosen.penalties

@@ -94,11 +94,8 @@ def cost_items(
     items += _moves(solution, instance)
     items += _energy(solution, instance, cand, catalog)
     items += _bandwidth(solution, instance, cand, catalog)
-    cloud = {c.key: c for c in instance.cloud}
-    for choice in solution.choices:
-        option = cloud.get(choice.option)
-        if option is not None:
-            items.append(_cloud_line(choice, option, cand, catalog))
+    for choice, option in ir.rentals(solution, instance):
+        items.append(_cloud_line(choice, option, cand, catalog))
     items += _until_delivery(solution, instance, catalog)
     items = [i for i in items if i.amount]
     # Network lines stay even at no cost: NICs inside a server's price are still parts.
@@ -132,8 +129,17 @@ def _until_delivery(
         option = owned.get(choice.option)
         if option is None or not option.bridge:
             continue
-        rentals = [c for c in instance.cloud if c.workload == choice.workload and not c.violates]
-        rental = min(rentals, key=lambda c: (c.cost_total, c.key))
+        # The rental that carries the servers' share of the demand (`delivery.py`).
+        rental = min(
+            (
+                c
+                for c in [*instance.cloud, *instance.bursts]
+                if c.workload == choice.workload
+                and c.share_permille == option.share_permille
+                and not c.violates
+            ),
+            key=lambda c: (c.cost_total, c.key),
+        )
         server = catalog.servers.get(option.sku)
         weeks = server.lead_time_weeks if server is not None else 0
         detail = (
@@ -161,6 +167,10 @@ def _cloud_line(
     tier = meta.rental_tier
     vat = vat_note(cand.vat_services)
     detail = f"{choice.workload}: {option.instances} instance(s)"
+    if option.share_permille < 1000:
+        detail += (
+            f" for its burst ({option.share_permille / 10:g}% of the demand, beside its owned base)"
+        )
     if tier is None or offer is None:
         return CostItem(
             kind="cloud_rental", subject=option.offer, detail=detail, amount=option.cost_total
@@ -403,9 +413,11 @@ def _busy_line(
 
 
 def penalty_items(solution: ir.Solution, cand: Candidates) -> list[PenaltyItem]:
-    """Each soft-rule charge of each chosen option and of its placement."""
+    """Each soft-rule charge of each chosen option (a mixed option's burst included) and
+    of its placement."""
     out: list[PenaltyItem] = []
-    for choice in solution.choices:
+    bursts = [c for c, o in ir.rentals(solution, cand.instance) if o.share_permille < 1000]
+    for choice in [*solution.choices, *bursts]:
         meta = cand.meta[choice.option]
         charges = meta.charges
         if choice.site is not None:

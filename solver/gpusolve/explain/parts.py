@@ -23,7 +23,7 @@ from gpusolve.models.plan import (
     Site,
     SolverInfo,
 )
-from gpusolve.models.requirements import Requirements
+from gpusolve.models.requirements import InferenceWorkload, Requirements, Workload
 from gpusolve.optimize import ir
 
 
@@ -34,6 +34,7 @@ def deployments(
 ) -> list[Deployment]:
     by_name = {w.name: w for w in reqs.workloads}
     out = []
+    owned = {o.key: o for o in cand.instance.owned}
     for choice in solution.choices:
         meta = cand.meta[choice.option]
         d = _deployment(meta, choice.site, by_name[meta.workload].schedule)
@@ -41,14 +42,68 @@ def deployments(
             cost, basis = run_cost(meta, choice, cand.instance)
             d = d.model_copy(update={"run_cost": cost, "run_cost_basis": basis})
         w = by_name[meta.workload]
-        got = against_target(w, meta.estimate)
-        update = {"margin": margin_of(w, reqs), "target": got.target, "target_unit": got.unit}
-        spare = round(got.spare, 4) if got.spare is not None else None
-        update["delivery"] = _delivery(meta, choice, cand.instance, reqs.start_day)
-        d = d.model_copy(update={**update, "spare": spare})
-        out.append(d)
+        d = _against(d, w, meta, reqs)
+        d = d.model_copy(
+            update={"delivery": _delivery(meta, choice, cand.instance, reqs.start_day)}
+        )
+        option = owned.get(choice.option)
+        if option is None or option.burst is None:
+            out.append(d)
+            continue
+        burst = cand.meta[option.burst.key]
+        rented = _against(_deployment(burst, None, w.schedule), w, burst, reqs)
+        base_says, burst_says = split_sentences(d, rented, option, reqs)
+        out += [
+            d.model_copy(update={"split": base_says}),
+            rented.model_copy(update={"split": burst_says}),
+        ]
     order = {name: i for i, name in enumerate(by_name)}
     return sorted(out, key=lambda d: order[d.workload])
+
+
+def _against(d: Deployment, w: Workload, meta: OptionMeta, reqs: Requirements) -> Deployment:
+    """`d` with its margin, target and spare: against its share of the workload's target
+    where it carries a share (a split service)."""
+    part = (
+        w.model_copy(update=w.demand_scaled(meta.share))
+        if isinstance(w, InferenceWorkload) and meta.share < 1
+        else w
+    )
+    got = against_target(part, meta.estimate)
+    spare = round(got.spare, 4) if got.spare is not None else None
+    return d.model_copy(
+        update={
+            "margin": margin_of(w, reqs),
+            "target": got.target,
+            "target_unit": got.unit,
+            "spare": spare,
+            "share": meta.share,
+        }
+    )
+
+
+def split_sentences(
+    base: Deployment, burst: Deployment, option: ir.OwnedOption, reqs: Requirements
+) -> tuple[str, str]:
+    """What each part of a split service is, in words: the owned base and the rented
+    burst, their shares of the demand, what the burst rents, and why the plan splits."""
+    assert option.burst is not None
+    why = (
+        "the cheapest way the plan found to serve it within its requirements"
+        if reqs.objective == "min-tco"
+        else f"the {reqs.objective} objective's choice over one platform alone"
+    )
+    base_says = (
+        f"base load: {base.servers} owned server(s) carry {base.share:.0%} of the demand, "
+        f"{burst.servers} rented instance(s) of {burst.cloud_offer} the other "
+        f"{burst.share:.0%} ({option.burst.cost_total:,} {reqs.currency} over the horizon): "
+        f"{why}"
+    )
+    burst_says = (
+        f"burst: {burst.share:.0%} of the demand, beside {base.servers} owned "
+        f"{base.server} server(s) at base load"
+    )
+    return base_says, burst_says
 
 
 def _delivery(

@@ -301,6 +301,16 @@ class Deployment(OutModel):
         description="What the deployment delivers beyond the target, as a fraction of it: "
         "tokens/s (or users held) / target - 1, or deadline / hours per run - 1.",
     )
+    share: float = Field(
+        default=1.0,
+        description="Of the workload's demand this deployment carries: below 1 for a service "
+        "split between owned servers at base load and a rented burst (two deployments of "
+        "the workload, their shares summing to 1); `target` is this share of the whole.",
+    )
+    split: str = Field(
+        default="",
+        description="A split service: which part this deployment is and why the plan splits.",
+    )
 
 
 class Site(OutModel):

@@ -698,6 +698,12 @@ class InferenceWorkload(WorkloadBase):
         "mem_fraction_static, TensorRT-LLM kv_cache_free_gpu_mem_fraction); default: the "
         "engine's.",
     )
+    split: bool = Field(
+        default=True,
+        description="Let the plan serve a share of the traffic on owned servers (its base "
+        "load) and the rest on a rental (the burst), where that is cheaper; false keeps the "
+        "service on one platform.",
+    )
     disaggregation: Literal["auto", "off", "only"] = Field(
         default="auto",
         description="Separate prefill and decode GPU pools: auto = size both ways and let "

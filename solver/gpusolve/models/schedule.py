@@ -27,6 +27,11 @@ class Running(OutModel):
     site: str | None
     offer: str | None = Field(default=None, description="Cloud offer when rented.")
     count: int = Field(description="Servers it occupies, or instances rented.")
+    share: float = Field(
+        default=1.0,
+        description="Of the workload's demand it carries: below 1 where the service is split "
+        "between owned servers at base load and a rented burst (two entries).",
+    )
 
 
 class PeriodSpend(OutModel):

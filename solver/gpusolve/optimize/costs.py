@@ -46,7 +46,7 @@ def money_terms(
     rent += wsum([(sites[s].setup_fee, v) for s, v in used.items()])
     bandwidth = wsum([(h * sites[s].bandwidth_month, v) for s, v in used.items()])
     bandwidth += bandwidth_by_duty(b, owned, used)
-    return capex, rent, energy, bandwidth, cloud_spend(cloud) + bridges(owned), residual
+    return capex, rent, energy, bandwidth, cloud_spend(cloud) + owned_rent(owned), residual
 
 
 def server_energy(
@@ -61,9 +61,14 @@ def server_energy(
     )
 
 
-def bridges(owned: Sequence[OwnedVar]) -> Expr:
-    """Rentals until delivery: a workload on servers with a lead time rents meanwhile."""
-    return wsum([(o.option.bridge, o.var) for o in owned if o.option.bridge])
+def owned_rent(owned: Sequence[OwnedVar], bridged: bool = True) -> Expr:
+    """What owned options rent: a workload on servers with a lead time rents until
+    delivery (`bridged`; a schedule prices that by period, `phased/switching.py`), and a
+    mixed option's burst carries the demand its servers do not."""
+    terms = [(o.option.burst.cost_total, o.var) for o in owned if o.option.burst is not None]
+    if bridged:
+        terms += [(o.option.bridge, o.var) for o in owned if o.option.bridge]
+    return wsum(terms)
 
 
 def cloud_spend(cloud: Sequence[CloudVar]) -> Expr:

@@ -73,6 +73,8 @@ def terms(instance: Instance) -> list[Term]:
         found.append(Term(o.throughput, f"workload {o.workload}'s throughput on {o.sku}"))
         worst = max((p.penalty for p in o.placements), default=0)
         found.append(Term(o.penalty + worst, f"rule penalties on workload {o.workload}"))
+        if o.rent or o.burst_penalty:
+            found.append(Term(o.rent + o.burst_penalty, f"workload {o.workload}'s rentals"))
         busy = max((p.busy_energy for p in o.placements), default=0)
         found.append(Term(busy, f"energy of workload {o.workload} on {o.sku} while it runs"))
         mbps = o.bandwidth_mbps * max(
@@ -108,6 +110,8 @@ def _total(instance: Instance) -> int:
     total += sum(
         o.throughput
         + o.penalty
+        + o.rent
+        + o.burst_penalty
         + max((p.penalty for p in o.placements), default=0)
         + max((p.busy_energy for p in o.placements), default=0)
         + o.bandwidth_mbps

@@ -127,6 +127,21 @@ class OwnedOption:
     # Renting the workload's cheapest rental from the plan's start until the servers are
     # delivered (their lead time): whole amount; 0 without a lead time or a rental.
     bridge: int = 0
+    # A mixed option: these servers carry `share_permille` of the workload's demand (its
+    # base load) and `burst`, a rental sized for the rest, carries the remainder; chosen
+    # together (`candidates/burst.py`). `throughput` counts both.
+    share_permille: int = 1000
+    burst: CloudOption | None = None
+
+    @property
+    def rent(self) -> int:
+        """What choosing this option rents besides the servers: until their delivery,
+        and its burst."""
+        return self.bridge + (self.burst.cost_total if self.burst is not None else 0)
+
+    @property
+    def burst_penalty(self) -> int:
+        return self.burst.penalty if self.burst is not None else 0
 
 
 @dataclass(frozen=True)
@@ -217,6 +232,7 @@ class CloudOption:
     # (money, share) of each penalty taking a share of `cost_total`: a cloud price probe
     # prices them again.
     penalty_shares: tuple[tuple[float, float], ...] = ()
+    share_permille: int = 1000  # of the workload's demand it is sized for (a burst: less)
 
 
 @dataclass(frozen=True)
@@ -248,6 +264,9 @@ class Instance:
     # among this instance's own options: an instance cut down from a larger one (why-not)
     # keeps the larger one's scale, so its plans score as they did there.
     throughput_best: dict[str, int] = field(default_factory=dict)
+    # Rentals sized for a share of a workload's demand (`CloudOption.share_permille`): the
+    # bursts mixed options pick from (`candidates/burst.py`), never chosen alone.
+    bursts: tuple[CloudOption, ...] = ()
     # N+1: one spare server per (SKU, site) in use, bought, racked and idle (`finance.py`).
     spares: bool = False
     fabrics: dict[str, FabricClass] = field(default_factory=dict)  # by id (Sku.fabric)
@@ -358,3 +377,18 @@ class FabricCount:
     @property
     def switches(self) -> int:
         return self.single + self.leaves + self.spines + (self.small is not None)
+
+
+def rentals(solution: Solution, instance: Instance) -> list[tuple[Choice, CloudOption]]:
+    """Every rental the plan pays for the whole horizon: the chosen rentals, and the burst
+    of each chosen mixed option (as a choice of its own workload, at no site)."""
+    cloud = {c.key: c for c in instance.cloud}
+    owned = {o.key: o for o in instance.owned}
+    out = []
+    for choice in solution.choices:
+        if choice.option in cloud:
+            out.append((choice, cloud[choice.option]))
+        burst = owned[choice.option].burst if choice.option in owned else None
+        if burst is not None:
+            out.append((Choice(choice.workload, burst.key, None), burst))
+    return out

@@ -226,7 +226,7 @@ def build(instance: Instance, options: BuildOptions | None = None) -> Built:
     capex, rent = with_infrastructure(instance, net, capex, rent)
     network = net.network
     penalties = wsum(
-        [(o.option.penalty + o.placement.penalty, o.var) for o in owned]
+        [(o.option.penalty + o.option.burst_penalty + o.placement.penalty, o.var) for o in owned]
         + [(c.option.penalty, c.var) for c in cloud]
     )
     add_budgets(b, capex, rent + energy + bandwidth + cloud_cost)

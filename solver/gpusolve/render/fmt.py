@@ -73,6 +73,8 @@ def against(d: Deployment) -> str | None:
         goal = f"deadline {hours(d.target)} per run{bought}"
     else:
         goal = f"{d.target:,.0f} {d.target_unit}{bought}"
+    if d.share < 1:
+        goal = f"its {d.share:.0%} share: {goal}"
     if d.spare is None:
         return goal
     return f"{goal}: {d.spare:+.0%} spare against the target"

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from gpusolve.models.schedule import Baseline, Schedule, SchedulePeriod
+from gpusolve.models.schedule import Baseline, Running, Schedule, SchedulePeriod
 from gpusolve.render.about import About
 from gpusolve.render.fmt import markdown_safe
 from gpusolve.render.markdown import cash_markdown
@@ -23,13 +23,21 @@ def _period_lines(p: SchedulePeriod, before: SchedulePeriod | None, currency: st
         racks = ", ".join(f"{n} @ {s}" for s, n in p.racks.items()) or "none"
         lines.append(f"  racks:   {racks}")
     for r in p.running:
-        where = f"{r.count} x {r.server} @ {r.site}" if r.server else f"rent {r.count} x {r.offer}"
-        lines.append(f"  run:     {r.workload}: {where}")
+        lines.append(f"  run:     {r.workload}: {_where(r)}")
     s = p.spend
     capex = f"capex {_money(s.capex, currency)}, " if s.capex else ""
     moved = f", workloads moved {_money(s.switching, currency)}" if s.switching else ""
     lines.append(f"  spend:   {capex}{_money(s.monthly, currency)}/month{moved}")
     return lines
+
+
+def _where(r: Running) -> str:
+    """Where a workload runs in a period; a split service's part says its share."""
+    where = f"{r.count} x {r.server} @ {r.site}" if r.server else f"rent {r.count} x {r.offer}"
+    if r.share < 1:
+        part = "base load" if r.server else "burst"
+        where += f" ({part}, {r.share:.0%} of the demand)"
+    return where
 
 
 def render_schedule(s: Schedule) -> str:
@@ -129,12 +137,7 @@ def schedule_markdown(s: Schedule, about: About | None = None) -> str:
     for p in s.periods:
         bought = "; ".join(f"{b.servers} x {b.server} @ {b.site}" for b in p.bought) or "-"
         racks = "; ".join(f"{n} @ {site}" for site, n in p.racks.items()) or "none"
-        runs = "; ".join(
-            f"{r.workload}: {r.count} x {r.server} @ {r.site}"
-            if r.server
-            else f"{r.workload}: rent {r.count} x {r.offer}"
-            for r in p.running
-        )
+        runs = "; ".join(f"{r.workload}: {_where(r)}" for r in p.running)
         cells = [f"P{p.index}", f"{p.start_month}-{p.start_month + p.months}", bought, racks]
         cells += [runs, f"{p.spend.capex:,}", f"{p.spend.monthly:,}"]
         out.append("| " + " | ".join(c.replace("|", "/") for c in cells) + " |")

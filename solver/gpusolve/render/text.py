@@ -85,6 +85,8 @@ def plan_text(plan: Plan) -> str:
             add(f"      rental   {hours(d.rental_hours)} over the horizon")
         if d.delivery:
             add(f"      delivery {d.delivery}")
+        if d.split:
+            add(f"      split    {d.split}")
         for line in d.serving:
             add(f"      serving  {line}")
         for line in d.calibration:

@@ -53,6 +53,7 @@ class PeriodChoice:
     servers: int  # servers it occupies (owned) or instances rented
     cost: int  # rental or busy energy over the period
     offer: str | None = None
+    share_permille: int = 1000  # of the workload's demand it carries (split: less)
 
 
 @dataclass(frozen=True)
@@ -87,6 +88,9 @@ class PeriodPlan:
     server_racks: dict[str, int] = field(default_factory=dict)
     fabric: dict[tuple[str, str], FabricCount] = field(default_factory=dict)
     storage: dict[tuple[str, str], int] = field(default_factory=dict)
+    # The rented bursts of the mixed options chosen (`OwnedOption.burst`), one per split
+    # workload: rentals that run beside its choice, not choices of their own.
+    bursts: tuple[PeriodChoice, ...] = ()
 
 
 @dataclass(frozen=True)

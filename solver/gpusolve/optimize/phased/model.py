@@ -56,7 +56,7 @@ from gpusolve.models.periods import Period, fiscal_year
 from gpusolve.optimize import finance
 from gpusolve.optimize.builder import Builder, BuildOptions, CloudVar, Expr, OwnedVar, Var, wsum
 from gpusolve.optimize.builder import Mode as BuildMode
-from gpusolve.optimize.costs import bandwidth_by_duty, cloud_spend, server_energy
+from gpusolve.optimize.costs import bandwidth_by_duty, cloud_spend, owned_rent, server_energy
 from gpusolve.optimize.fabric import FabricModel, add_fabric
 from gpusolve.optimize.ir import CloudOption, Instance, OwnedOption, Site, Sku
 from gpusolve.optimize.model import choice_vars, server_vars, site_used
@@ -398,10 +398,18 @@ def _running_costs(
         exprs[f"site_fixed:{p}"] = exprs[f"site_fixed:{p}"] + bandwidth_by_duty(
             b, pm.owned, pm.used
         )
-        exprs[f"cloud:{p}"] = cloud_spend(pm.cloud)
+        exprs[f"cloud:{p}"] = cloud_spend(pm.cloud) + owned_rent(pm.owned, bridged=False)
         h = pi.horizon_months
         exprs[f"penalties:{p}"] = wsum(
-            [(_share(o.option.penalty + o.placement.penalty, period, h), o.var) for o in pm.owned]
+            [
+                (
+                    _share(
+                        o.option.penalty + o.option.burst_penalty + o.placement.penalty, period, h
+                    ),
+                    o.var,
+                )
+                for o in pm.owned
+            ]
             + [(_share(c.option.penalty, period, h), c.var) for c in pm.cloud]
         )
 

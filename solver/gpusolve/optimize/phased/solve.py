@@ -306,7 +306,17 @@ def _read_period(
         if q == p and solver.value(x):
             o = owned_by_key[key]
             pl = next(pl for pl in o.placements if pl.site == site)
-            choices.append(PeriodChoice(o.workload, key, o.sku, site, o.servers, pl.busy_energy))
+            choices.append(
+                PeriodChoice(
+                    o.workload,
+                    key,
+                    o.sku,
+                    site,
+                    o.servers,
+                    pl.busy_energy,
+                    share_permille=o.share_permille,
+                )
+            )
     for (q, key), y in v.cloud.items():
         if q == p and solver.value(y):
             c = cloud_by_key[key]
@@ -314,6 +324,13 @@ def _read_period(
                 PeriodChoice(c.workload, key, None, None, c.instances, c.cost_total, c.offer)
             )
     choices.sort(key=lambda c: c.workload)
+    bursts = tuple(
+        PeriodChoice(
+            c.workload, b.key, None, None, b.instances, b.cost_total, b.offer, b.share_permille
+        )
+        for c in choices
+        if c.sku is not None and (b := owned_by_key[c.option].burst) is not None
+    )
     parts = {part: int(solver.value(exprs[f"{part}:{p}"])) for part in PARTS}
     network = int(solver.value(exprs[f"network:{p}"]))
     resale = int(solver.value(exprs["resale"])) if p == 0 else 0
@@ -335,6 +352,7 @@ def _read_period(
         server_racks,
         fabric_counts(pm.net.fabric, solver),
         storage,
+        bursts,
     )
 
 

@@ -336,7 +336,7 @@ def _scenario_view(
         rent += inv.rent_credit
     capex, rent = with_infrastructure(instance, net, capex, rent)
     penalties = wsum(
-        [(o.option.penalty + o.placement.penalty, o.var) for o in owned]
+        [(o.option.penalty + o.option.burst_penalty + o.placement.penalty, o.var) for o in owned]
         + [(c.option.penalty, c.var) for c in cloud]
     )
     add_budgets(part.b, capex, rent + energy + bandwidth + cloud_cost)

@@ -120,7 +120,7 @@ def _sourced(line: CostItem, note: PriceNote | None) -> CostItem:
 
 def _rentals(pp: PeriodPlan, catalog: Catalog) -> list[CostItem]:
     out = []
-    for c in pp.choices:
+    for c in (*pp.choices, *pp.bursts):
         if c.site is not None or c.offer is None:
             continue
         unit_price = c.cost / c.servers if c.servers else c.cost

@@ -60,8 +60,10 @@ def _period(pp: PeriodPlan, rent_month: dict[str, int]) -> SchedulePeriod:
             site=ch.site,
             offer=ch.offer,
             count=ch.servers,
+            share=ch.share_permille / 1000,
         )
-        for ch in pp.choices
+        # A split service's burst right after its base (a stable sort by workload).
+        for ch in sorted((*pp.choices, *pp.bursts), key=lambda c: c.workload)
     ]
     # Per month in this period: the racks held, and what the period's energy, rentals and
     # site fees come to a month (rack_rent is each new contract's whole term).

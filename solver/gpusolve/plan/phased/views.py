@@ -24,7 +24,7 @@ def _sources(run: Inputs, best: PhasedSolution) -> list[SourceRef]:
         return []
     used = [k for pp in best.periods for k, _s in pp.bought]
     used += [s for pp in best.periods for s in pp.racks]
-    used += [c.offer for pp in best.periods for c in pp.choices if c.offer]
+    used += [c.offer for pp in best.periods for c in (*pp.choices, *pp.bursts) if c.offer]
     return sources_of(run.loaded, list(dict.fromkeys(used)))
 
 

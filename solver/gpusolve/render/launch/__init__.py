@@ -18,7 +18,7 @@ the flags were checked against is in FLAG_SOURCES.
 from __future__ import annotations
 
 from gpusolve.models.catalog import Catalog
-from gpusolve.models.plan import Plan
+from gpusolve.models.plan import Deployment, Plan
 from gpusolve.models.requirements import InferenceWorkload, Requirements
 from gpusolve.render.launch.bench import bench_file
 from gpusolve.render.launch.common import LaunchFile, architecture_of, vendor_of
@@ -47,8 +47,10 @@ def launch_files(plan: Plan, reqs: Requirements, catalog: Catalog) -> list[Launc
     """Every deployment's files, under a folder named after its workload."""
     workloads = {w.name: w for w in reqs.workloads}
     files: list[LaunchFile] = []
-    for d in plan.deployments:
-        w = workloads[d.workload]
+    for d in _foldered(plan.deployments):
+        w = workloads[d.workload.split("/")[0]]
+        if isinstance(w, InferenceWorkload) and d.share < 1:
+            w = w.model_copy(update=w.demand_scaled(d.share))  # its bench sends its share
         vendor = vendor_of(d, catalog)
         model = model_of(w)
         if isinstance(w, InferenceWorkload):
@@ -58,6 +60,18 @@ def launch_files(plan: Plan, reqs: Requirements, catalog: Catalog) -> list[Launc
             files += training_files(d, w, model, vendor, architecture_of(d, catalog))
     files.append(LaunchFile("README.md", _index(plan)))
     return files
+
+
+def _foldered(deployments: list[Deployment]) -> list[Deployment]:
+    """The deployments, each named by its folder: a split service's two parts get
+    `<workload>/base` (owned) and `<workload>/burst` (rented)."""
+    out = []
+    for d in deployments:
+        if d.share < 1:
+            part = "base" if d.mode == "owned" else "burst"
+            d = d.model_copy(update={"workload": f"{d.workload}/{part}"})
+        out.append(d)
+    return out
 
 
 def _index(plan: Plan) -> str:
@@ -74,7 +88,7 @@ def _index(plan: Plan) -> str:
         "each training folder's README.md gives the step time and tokens/s to expect.",
         "",
     ]
-    for d in plan.deployments:
+    for d in _foldered(plan.deployments):
         p = d.parallel
         out.append(
             f"- `{d.workload}/`: {d.servers} x {d.server or d.cloud_offer} ({d.gpus} x {d.card}); "

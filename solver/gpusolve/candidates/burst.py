@@ -1,0 +1,135 @@
+"""Mixed capacity: a service's base load on owned servers, the rest on a rented burst.
+
+A service's replicas are independent copies behind its load balancer, so its demand can
+be split between platforms: servers the team owns or buys carry a share s of it, a rental
+carries the rest. Each part is sized by this stage's own layout search at its share of the
+demand (`InferenceWorkload.demand_scaled`: tokens/s, users and request rate together), so
+each meets the latency targets at the batch its own replicas run, and the two together
+hold at least the whole demand (users round up on each side). The bases are owned options
+like any other (`OwnedOption.share_permille`); the rentals sized for the rest are kept
+apart (`Instance.bursts`): a burst is never chosen alone. Each base is paired with the
+cheapest burst for the rest that breaks no requirement (`with_bursts`), and the optimiser
+chooses the pair as one option: its servers, racks and energy as an owned option's, the
+burst's rent and penalties on top. Day and night sharing is the base's own slot.
+
+The shares tried are quarters of the demand, and for each server model the team already
+owns, the share its stock serves with whole replicas (r of the R replicas the whole demand
+takes on that model carry at least r/R of it, the last replica being the partly filled
+one), so "the servers we own at base load, a rental for the peak" is always a candidate.
+
+Training is not split: a run's data-parallel ranks synchronise every step, which a
+rental in another data centre cannot join at the fabric's speed, and the runs of a
+workload are sized to one layout each.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections import defaultdict
+from collections.abc import Iterable
+
+from gpusolve.candidates.builder import Builder
+from gpusolve.candidates.options import cloud_options, owned_options
+from gpusolve.models.requirements import InferenceWorkload, Workload
+from gpusolve.optimize import ir
+
+# Quarters of the demand: finer shares add options (and layout searches) for savings
+# smaller than the physics' own error band (the margin's default, `margin.py`).
+QUARTERS_PERMILLE = (250, 500, 750)
+
+
+def splittable(w: Workload) -> bool:
+    """A service sized by its traffic: replicas behind a load balancer."""
+    return isinstance(w, InferenceWorkload) and w.split
+
+
+def mixed_options(b: Builder, w: Workload) -> None:
+    """Add `w`'s bases (owned options at a share of its demand) to `b.owned`, and the
+    rentals sized for the rest to `b.bursts`, for every share worth trying."""
+    if not isinstance(w, InferenceWorkload) or not splittable(w):
+        return
+    for share in shares(b, w):
+        sub = b.part()
+        cloud_options(sub, w.model_copy(update=w.demand_scaled(1 - share / 1000)))
+        if not any(not c.violates for c in sub.cloud):
+            continue  # no rental carries the rest: no base at this share
+        owned_options(sub, w.model_copy(update=w.demand_scaled(share / 1000)))
+        for o in sub.owned:
+            key = f"{o.key}|base{share / 10:g}%"
+            b.owned.append(dataclasses.replace(o, key=key, share_permille=share))
+            b.meta[key] = dataclasses.replace(sub.meta[o.key], key=key, share=share / 1000)
+        rest = 1000 - share
+        for c in sub.cloud:
+            key = f"{c.key}|burst{rest / 10:g}%"
+            b.bursts.append(dataclasses.replace(c, key=key, share_permille=rest))
+            b.meta[key] = dataclasses.replace(sub.meta[c.key], key=key, share=rest / 1000)
+
+
+def shares(b: Builder, w: InferenceWorkload) -> list[int]:
+    """Quarters, and what each owned server model's stock serves with whole replicas (of
+    the whole-demand options already built for `w`), in permille, ascending."""
+    out = set(QUARTERS_PERMILLE)
+    stock: dict[str, int] = defaultdict(int)
+    for held in b.reqs.owned.servers:
+        stock[held.server] += held.count
+    for o in b.owned:
+        if o.workload != w.name or o.share_permille != 1000 or o.sku not in stock:
+            continue
+        share = stock_share(b, o, stock[o.sku])
+        if share is not None:
+            out.add(share)
+    return sorted(out)
+
+
+def stock_share(b: Builder, option: ir.OwnedOption, held: int) -> int | None:
+    """The share of the demand `held` servers carry with whole replicas of `option`'s
+    layout (permille, rounded down), where they hold at least one and fewer than all."""
+    estimate = b.meta[option.key].estimate
+    serving = estimate.serving
+    replicas = estimate.layout.replicas
+    if serving is None or serving.disaggregated is not None or replicas < 2:
+        return None
+    gpus_per_server = b.catalog.servers[option.sku].gpus
+    gpus_per_replica = estimate.gpus // replicas
+    whole = min(replicas - 1, held * gpus_per_server // max(1, gpus_per_replica))
+    if whole < 1:
+        return None
+    return 1000 * whole // replicas
+
+
+def with_bursts(instance: ir.Instance) -> ir.Instance:
+    """The instance with each base paired with the cheapest burst for the rest of its
+    workload's demand (price plus penalty, then key) that breaks no requirement; a base
+    with none is dropped. Every stage that changes an instance's rentals calls it again
+    (the sensitivity analysis)."""
+    cheapest = _cheapest_bursts(instance.bursts)
+    owned: list[ir.OwnedOption] = []
+    for o in instance.owned:
+        if o.share_permille == 1000:
+            owned.append(o)
+            continue
+        burst = cheapest.get((o.workload, 1000 - o.share_permille))
+        if burst is None:
+            continue
+        base_throughput = o.throughput - (o.burst.throughput if o.burst is not None else 0)
+        owned.append(
+            dataclasses.replace(o, burst=burst, throughput=base_throughput + burst.throughput)
+        )
+    return dataclasses.replace(instance, owned=tuple(owned))
+
+
+def _cheapest_bursts(
+    bursts: Iterable[ir.CloudOption],
+) -> dict[tuple[str, int], ir.CloudOption]:
+    out: dict[tuple[str, int], ir.CloudOption] = {}
+    for c in bursts:
+        if c.violates:
+            continue
+        key = (c.workload, c.share_permille)
+        best = out.get(key)
+        if best is None or (c.cost_total + c.penalty, c.key) < (
+            best.cost_total + best.penalty,
+            best.key,
+        ):
+            out[key] = c
+    return out

@@ -283,3 +283,50 @@ def test_estimate_prints_percentiles_and_goodput(gpusolve, tmp_path: Path) -> No
     args = ("estimate", str(reqs), "--card", "h100-sxm", "--gpus", "1", "--format", "html")
     assert gpusolve(*args, "-o", str(page)).code == 0
     assert "TTFT P50/P90/P99" in page.read_text() and "goodput" in page.read_text()
+
+
+def test_a_plans_serving_line_gives_the_percentiles_and_goodput() -> None:
+    from gpusolve.estimate.loadsim import LoadFigures
+    from gpusolve.estimate.servingload import load_summary
+
+    load = LoadFigures(
+        request_rate=8.0,
+        replicas=3,
+        requests=1000,
+        arrivals="poisson",
+        ttft_s=(0.1205, 0.3401, 1.2),
+        tpot_s=(0.0301, 0.0425, 0.05504),
+        throughput_rps=7.9,
+        steady_rps=8.0,
+        goodput_rps=7.85,
+        mean_running=40.0,
+        preemptions=0,
+        refused=0,
+        kv_tokens=100_000,
+    )
+    assert load_summary(load) == (
+        "at 8 requests/s over 3 replica(s) (simulated): TTFT P50/P90/P99 120/340/1,200 ms, "
+        "TPOT P50/P90/P99 30.1/42.5/55.0 ms, goodput 7.85 requests/s (SLA met)"
+    )
+
+
+def test_plan_prints_the_percentiles_of_a_request_rate_service(gpusolve, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    reqs = write_file(
+        tmp_path,
+        "currency: CNY\n"
+        "horizon_months: 36\n"
+        "workloads:\n"
+        "  - name: chat\n"
+        "    kind: inference\n"
+        "    model: {preset: llama-2-7b}\n"
+        "    prompt_tokens: 500\n"
+        "    output_tokens: 200\n"
+        "    request_rate: 5\n"
+        "    sla: {ttft_p99_ms: 2000, tpot_p90_ms: 60}\n"
+        '    disaggregation: "off"\n',
+    )
+    res = gpusolve("plan", str(reqs), "--time-limit", "60")
+    assert res.code == 0, res.err
+    serving = [line for line in res.out.splitlines() if line.strip().startswith("serving")]
+    assert any("TTFT P50/P90/P99" in s and "TPOT P50/P90/P99" in s for s in serving), res.out
+    assert any("goodput" in s and "SLA met" in s for s in serving), res.out

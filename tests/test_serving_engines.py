@@ -84,6 +84,10 @@ def test_decode_gemm_rates_apply_to_the_measured_class_of_card_only() -> None:
     w = _serve()
     on_h100 = evaluate(w, hgx(H100), Layout(1, 2, 1, 1, micro_batch=8), Params())
     assert not any("no decode-shaped GEMM measurement" in n for n in on_h100.notes)
+    # the estimate names the measurement it used: Llama-3-70B's layer split over TP2 is
+    # 855.6M / 2 = 427.8M parameters a GPU, the measured 70B TP2 set
+    used = [n for n in on_h100.notes if n.startswith("decode-shaped GEMM rates: H200 SXM")]
+    assert used and "fp8 set of 428M" in used[0], on_h100.notes
     for other in (H20, A100_80):  # another compute peak, another family
         est = evaluate(w, hgx(other), Layout(1, 4, 1, 1, micro_batch=8), Params())
         assert any("no decode-shaped GEMM measurement" in n for n in est.notes), other.id

@@ -9,6 +9,7 @@ import math
 
 from gpusolve.estimate.checkpoint import inference_checkpoint
 from gpusolve.estimate.compute import compute_precision
+from gpusolve.estimate.decode_gemm import MEASURED_SOURCE
 from gpusolve.estimate.efficiency import efficiency_of
 from gpusolve.estimate.engines import release_note
 from gpusolve.estimate.hardware import Hardware
@@ -276,8 +277,14 @@ def _latencies(
 
 
 def _rate_notes(rates: Rates, hw: Hardware) -> list[str]:
-    if rates.decode_table is not None:
-        return []
+    """Which source the serving GEMM rates come from."""
+    table = rates.decode_table
+    if table is not None:
+        return [
+            f"decode-shaped GEMM rates: {MEASURED_SOURCE} (benchmarks/data/"
+            f"h200-decode-gemm.md), the {table.fmt} set of {table.layer_params / 1e6:,.0f}M "
+            "parameters a layer per GPU, nearest this layout's"
+        ]
     return [
         f"no decode-shaped GEMM measurement for {efficiency_of(hw.card).family} "
         f"{rates.fmt}: serving GEMMs run at the large-GEMM (training) rate"

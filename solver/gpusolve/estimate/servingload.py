@@ -238,6 +238,20 @@ def _simulate_load(
     )
 
 
+def load_summary(load: LoadFigures) -> str:
+    """The simulated percentiles and goodput in one line, for a plan's deployment."""
+    ttft = "/".join(_ms(x * 1000).removesuffix(" ms") for x in load.ttft_s)
+    tpot = "/".join(_ms(x * 1000).removesuffix(" ms") for x in load.tpot_s)
+    line = (
+        f"at {load.request_rate:g} requests/s over {load.replicas} replica(s) (simulated): "
+        f"TTFT P50/P90/P99 {ttft} ms, TPOT P50/P90/P99 {tpot} ms"
+    )
+    if load.goodput_rps is not None:
+        verdict = "SLA met" if load.meets_sla else "SLA missed"
+        line += f", goodput {load.goodput_rps:,.2f} requests/s ({verdict})"
+    return line
+
+
 def load_notes(load: LoadFigures) -> list[str]:
     """What the simulation assumed and saw, for the estimate's notes."""
     notes = [

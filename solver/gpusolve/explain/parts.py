@@ -10,6 +10,7 @@ from gpusolve.candidates.margin import against_target, margin_of
 from gpusolve.candidates.records import Candidates, OptionMeta
 from gpusolve.estimate.disaggregation import describe
 from gpusolve.estimate.goodput import goodput_out
+from gpusolve.estimate.servingload import load_summary
 from gpusolve.explain import lines as itemise
 from gpusolve.explain.compare import compare
 from gpusolve.models.catalog import Catalog
@@ -231,6 +232,8 @@ def _serving_lines(est: Any) -> list[str]:
     if serving is None:
         return []
     lines = [describe(serving.disaggregated)] if serving.disaggregated is not None else []
+    if serving.load is not None:
+        lines.append(load_summary(serving.load))
     return [*lines, serving.comparison] if serving.comparison else lines
 
 

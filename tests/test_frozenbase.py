@@ -6,6 +6,10 @@ is a list of tensors read off the code frozenbase.py and stacks.py cite, 2-byte 
 
 from __future__ import annotations
 
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 
 from gpusolve.estimate import resolve_arch
@@ -99,3 +103,17 @@ def test_adapter_targets_give_litgpts_trainable_count() -> None:
     # LitGPT's resource table: 4,194,304 trainable parameters for Llama 2 7B with r 8 on the
     # query and value projections: 32 layers x 8 x (2 x (4096 + 4096)).
     assert lora_params(LLAMA2_7B, 8, targets=frozenset({"q", "v"})) == 4_194_304
+
+
+def test_the_saved_tensor_check_says_what_it_lacks(tmp_path: Path) -> None:
+    # benchmarks/validation_saved_tensors.py runs LitGPT's code under PyTorch; without a
+    # checkout it says so and exits 2 (usage), before importing anything heavy.
+    script = Path(__file__).resolve().parents[1] / "benchmarks" / "validation_saved_tensors.py"
+    run = subprocess.run(
+        [sys.executable, str(script), "--litgpt", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert run.returncode == 2
+    assert "no lit_gpt/lora.py" in run.stderr

@@ -18,7 +18,9 @@ from gpusolve.estimate.frozenbase import ALL_TARGETS, frozen_base_of
 from gpusolve.estimate.memory import NO_SAVINGS, lora_params
 from gpusolve.estimate.stacks import eager_saved_bytes_per_token, stack_named
 from gpusolve.estimate.trainshape import frozen_base_for
-from gpusolve.models.requirements import ModelShape, make_workload
+from gpusolve.models.requirements import FineTuneWorkload, ModelShape, make_workload
+from gpusolve.render.launch.deepspeed import adapter_config
+from gpusolve.render.launch.models import model_of
 
 H, F = 4096, 11008
 LLAMA2_7B = resolve_arch(ModelShape(preset="llama-2-7b"))
@@ -117,3 +119,21 @@ def test_the_saved_tensor_check_says_what_it_lacks(tmp_path: Path) -> None:
     )
     assert run.returncode == 2
     assert "no lit_gpt/lora.py" in run.stderr
+
+
+def test_the_launch_files_adapter_config_runs_what_the_plan_counted() -> None:
+    w = make_workload(
+        name="x",
+        kind="lora",
+        model=ModelShape(preset="llama-2-7b"),
+        tokens=1e9,
+        lora={"rank": 8, "targets": ["q", "v"], "dropout": 0.05},
+    )
+    assert isinstance(w, FineTuneWorkload)
+    config = adapter_config(w, model_of(w))
+    assert config["target_modules"] == ["q_proj", "v_proj"]
+    assert config["lora_dropout"] == 0.05
+    plain = make_workload(name="x", kind="lora", model=ModelShape(preset="llama-2-7b"), tokens=1e9)
+    assert isinstance(plain, FineTuneWorkload)
+    assert adapter_config(plain, model_of(plain))["target_modules"] == "all-linear"
+    assert adapter_config(plain, model_of(plain))["lora_dropout"] == 0.0

@@ -137,3 +137,17 @@ def test_the_launch_files_adapter_config_runs_what_the_plan_counted() -> None:
     assert isinstance(plain, FineTuneWorkload)
     assert adapter_config(plain, model_of(plain))["target_modules"] == "all-linear"
     assert adapter_config(plain, model_of(plain))["lora_dropout"] == 0.0
+
+
+def test_peft_fp32_adapters_keep_one_copy_per_adapted_module() -> None:
+    # PEFT's fp32 adapters under bf16 autocast: each of q, k, v, o, gate, up and down keeps its
+    # own 16-bit copy of its input (2 B per element) and B's matmul its rank-16 output; the
+    # attention output is also kept by flash attention. No dropout, all-linear.
+    fb = frozen_base_of(
+        stack_named("hf"), base_format="bf16", rank=16, targets=ALL_TARGETS, dropout=0.0
+    )
+    st = stored_tensors(
+        LLAMA2_7B, moe_layer=False, dropout=False, savings=NO_SAVINGS, act_bytes=2, frozen=fb
+    )
+    assert st.replicated == pytest.approx(2 * 2 * H + 3 * 2 * H + 2 * 2 * H + 5 * 2 * 16)
+    assert st.split == pytest.approx(6 * H + 2 * H + 2 * H + 2 * F + 2 * 2 * 16 + 4 * F)

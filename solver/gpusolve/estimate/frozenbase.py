@@ -9,8 +9,11 @@ input only for a derivative it will compute (tools/autograd/gen_variable_type.py
     `Linear.forward`: `lora_B(lora_A(dropout(x)))`, one dropout per adapted module;
     lit_gpt/lora.py the same once for its fused q/k/v). Without LoRA dropout A's matmul keeps
     x itself; with it, each adapter keeps its own dropped-out copy and the dropout's mask
-    (1 byte: `native_dropout` saves a bool mask, PyTorch derivatives.yaml), not x. B's matmul
-    keeps A's rank-r output;
+    (1 byte: `native_dropout` saves a bool mask, PyTorch derivatives.yaml), not x. PEFT's
+    fp32 adapters (`autocast_adapter_dtype`, its default) make a copy per adapter even
+    without dropout: `_cast_input_dtype` casts x to fp32 and autocast casts it back to a
+    fresh 16-bit tensor for A's matmul, which keeps it (stacks.Stack.adapter_input_copies).
+    B's matmul keeps A's rank-r output;
   - the base is quantised and its autograd function keeps the input
     (stacks.Stack.quantised_input_bytes: bitsandbytes up to 0.43 for 4-bit, every version for
     8-bit);
@@ -43,6 +46,7 @@ class FrozenBase:
     quantised_input_bytes: float  # kept per element of each base Linear's input (0: none)
     fused_qkv: bool  # one q/k/v projection (one adapter, one dropout copy)
     adapter_scatter_kept: bool  # the q/k/v adapters' outputs kept by a scatter
+    adapter_copies: bool  # each adapter keeps its own copy of its input, dropout or not
 
 
 def frozen_base_of(
@@ -62,6 +66,7 @@ def frozen_base_of(
         quantised_input_bytes=quantised,
         fused_qkv=stack.fused_qkv,
         adapter_scatter_kept=stack.adapter_scatter_kept,
+        adapter_copies=stack.adapter_input_copies,
     )
 
 
@@ -69,10 +74,14 @@ def kept_input_bytes(
     fb: FrozenBase, width: float, *, adapted: int, e: float, kept_anyway: bool = False
 ) -> float:
     """Bytes per token kept of one Linear input `width` wide that `adapted` adapter modules
-    read (`kept_anyway`: another function keeps the tensor itself)."""
-    own = e if kept_anyway or (adapted and not fb.dropout) else 0.0
+    read (`kept_anyway`: another function keeps the tensor itself). Each adapter keeps its
+    own copy (and, with dropout, the mask) when dropout or the stack's casts make one;
+    otherwise A's matmul keeps the input itself, once for all the modules that read it."""
+    own_copies = fb.dropout or fb.adapter_copies
+    own = e if kept_anyway or (adapted and not own_copies) else 0.0
     own = max(own, fb.quantised_input_bytes * e / 2.0)
-    copies = adapted * (e + DROPOUT_MASK_BYTES) if fb.dropout else 0.0
+    per_copy = e + (DROPOUT_MASK_BYTES if fb.dropout else 0.0)
+    copies = adapted * per_copy if own_copies else 0.0
     return width * (own + copies) + adapted * e * fb.rank
 
 

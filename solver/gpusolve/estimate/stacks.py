@@ -54,6 +54,10 @@ What the backward pass keeps of a frozen base (LoRA/QLoRA; frozenbase.py):
   fused_qkv  one q/k/v projection, so one adapter and one dropout copy for all three
             (lit_gpt/lora.py `LoRAQKVLinear`, Megatron's linear_qkv); PEFT on transformers'
             Llama and torchtune adapt q_proj, k_proj and v_proj one by one.
+  adapter_input_copies  hf: PEFT keeps its adapters in fp32 (`autocast_adapter_dtype`, the
+            default since 0.12); `Linear.forward` casts x to fp32 (`_cast_input_dtype`) and
+            under the Trainer's bf16 autocast A's matmul gets a fresh 16-bit copy per adapter,
+            which it keeps: one copy per adapted module, with or without dropout.
   qkv_view_kept, adapter_scatter_kept  litgpt (lit_gpt/model.py @8641822
             `CausalSelfAttention.forward`): v handed to attention is a view of the fused q/k/v
             output, so attention's saved v keeps all of that output alive (the roped q and k
@@ -96,6 +100,7 @@ class Stack:
     fused_qkv: bool = False  # one q/k/v projection, so one adapter (and dropout) for all three
     qkv_view_kept: bool = False  # v a view of the fused q/k/v output: all of it stays
     adapter_scatter_kept: bool = False  # the q/k/v adapters' outputs scattered by index_copy
+    adapter_input_copies: bool = False  # each adapter casts its input to a copy it keeps
 
 
 FUSED_LOSS_BYTES_PER_LOGIT = 4.0
@@ -106,7 +111,7 @@ STACK_TABLE: dict[str, Stack] = {
     s.name: s
     for s in (
         replace(_FUSED, fused_qkv=True),
-        Stack("hf", 32, 24, 4, 10, 2, 2, 12.0, True, (4, 4, 4), 70),
+        Stack("hf", 32, 24, 4, 10, 2, 2, 12.0, True, (4, 4, 4), 70, adapter_input_copies=True),
         Stack("torchtune", 0, 0, 0, 0, 0, 0, 3.0, False, (2, 2, 2), 16),
         replace(_LITGPT, fused_qkv=True, qkv_view_kept=True, adapter_scatter_kept=True),
     )

@@ -49,17 +49,14 @@ def lora_rank(workload: FineTuneWorkload, arch: Arch | None = None) -> tuple[int
     fraction of the stated targets, else None (all Linear layers)."""
     if workload.lora is None:
         return 16, None
-    rank, fraction, targets = (
-        workload.lora.rank,
-        workload.lora.target_fraction,
-        lora_targets(workload),
-    )
+    rank, fraction = workload.lora.rank, workload.lora.target_fraction
     if fraction is None and workload.lora.targets and arch is not None:
-        fraction = lora_params(arch, rank, targets=targets) / arch.params
+        fraction = lora_params(arch, rank, targets=lora_targets(workload)) / arch.params
     return rank, fraction
 
 
 def lora_targets(workload: FineTuneWorkload) -> frozenset[str]:
+    """The Linear layers with adapters: the stated ones, else all of them."""
     lora = workload.lora
     return frozenset(lora.targets) if lora and lora.targets else ALL_TARGETS
 

@@ -15,7 +15,7 @@ import pytest
 from gpusolve.estimate import resolve_arch
 from gpusolve.estimate.activations import layer_activation_bytes, stored_tensors
 from gpusolve.estimate.frozenbase import ALL_TARGETS, frozen_base_of
-from gpusolve.estimate.memory import NO_SAVINGS, lora_params
+from gpusolve.estimate.memory import NO_SAVINGS, Parallel, lora_params, training_states
 from gpusolve.estimate.stacks import eager_saved_bytes_per_token, stack_named
 from gpusolve.estimate.trainshape import frozen_base_for
 from gpusolve.models.requirements import FineTuneWorkload, ModelShape, make_workload
@@ -151,3 +151,24 @@ def test_peft_fp32_adapters_keep_one_copy_per_adapted_module() -> None:
     )
     assert st.replicated == pytest.approx(2 * 2 * H + 3 * 2 * H + 2 * 2 * H + 5 * 2 * 16)
     assert st.split == pytest.approx(6 * H + 2 * H + 2 * H + 2 * F + 2 * 2 * 16 + 4 * F)
+
+
+def test_lightnings_fp16_quant_state_doubles_the_dequantised_copy() -> None:
+    # The largest Linear of Llama-2-7B in LitGPT is the fused q/k/v, 4096 x 12288. Dequantised
+    # to the state's fp16 and cast to the bf16 compute type, two 2-byte copies are alive
+    # (Lightning 2.1 quantises `weight.to(torch.half)`); transformers loads and computes the
+    # base in one type, one copy.
+    def buffer(stack: str) -> float:
+        states = training_states(
+            LLAMA2_7B,
+            kind="qlora",
+            precision="bf16",
+            optimizer="adamw",
+            convention=16,
+            par=Parallel(),
+            stack=stack_named(stack),
+        )
+        return states.gathered_weights_bytes
+
+    assert buffer("hf") == pytest.approx(2 * 4096 * 12288)
+    assert buffer("litgpt") == pytest.approx(2 * 2 * 4096 * 12288)

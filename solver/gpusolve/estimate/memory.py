@@ -448,7 +448,7 @@ def training_states(
         unsharded = (dense + expert) * weight_b
         buffer = min(buffer, max(0.0, unsharded - states.weights_bytes))
     if kind == "qlora":
-        buffer += dequantised_copy_bytes(arch, par)
+        buffer += dequantised_copy_bytes(arch, par) * stack.dequantised_copies
     return ModelStates(states.weights_bytes, states.gradients_bytes, states.optimizer_bytes, buffer)
 
 

@@ -51,6 +51,12 @@ What the backward pass keeps of a frozen base (LoRA/QLoRA; frozenbase.py):
             and torchtune: current bitsandbytes (0 for 4-bit, 2 for 8-bit; torchtune's NF4 is
             torchao's `linear_nf4`, whose autograd function keeps only the weight); litgpt
             (the resource tables' bitsandbytes 0.41.1): 2 and 3.
+  dequantised_copies  16-bit copies of a quantised Linear alive while it multiplies:
+            `MatMul4Bit` runs `dequantize_4bit(B, state).to(A.dtype)`, a copy in the quant
+            state's dtype, then a cast when that differs from the compute dtype. litgpt: 2
+            (Lightning 2.1 `BitsandbytesPrecision._Linear4bit._quantize_weight` quantises
+            `weight.to(torch.half)`, so the state is fp16, computed in bf16); others 1 (the
+            base loaded and computed in the same 16-bit type).
   fused_qkv  one q/k/v projection, so one adapter and one dropout copy for all three
             (lit_gpt/lora.py `LoRAQKVLinear`, Megatron's linear_qkv); PEFT on transformers'
             Llama and torchtune adapt q_proj, k_proj and v_proj one by one.
@@ -101,12 +107,15 @@ class Stack:
     qkv_view_kept: bool = False  # v a view of the fused q/k/v output: all of it stays
     adapter_scatter_kept: bool = False  # the q/k/v adapters' outputs scattered by index_copy
     adapter_input_copies: bool = False  # each adapter casts its input to a copy it keeps
+    dequantised_copies: int = 1  # 16-bit copies of a quantised Linear alive in its GEMM
 
 
 FUSED_LOSS_BYTES_PER_LOGIT = 4.0
 
 _FUSED = Stack("megatron", 0, 0, 0, 0, 0, 0, FUSED_LOSS_BYTES_PER_LOGIT, False, (4, 4, 4), 16)
-_LITGPT = Stack("litgpt", 10, 24, 4, 10, 0, 2, 4.0, False, (2, 2, 2), 70, (2.0, 3.0))
+_LITGPT = Stack(
+    "litgpt", 10, 24, 4, 10, 0, 2, 4.0, False, (2, 2, 2), 70, (2.0, 3.0), dequantised_copies=2
+)
 STACK_TABLE: dict[str, Stack] = {
     s.name: s
     for s in (

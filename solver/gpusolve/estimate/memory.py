@@ -456,7 +456,8 @@ def dequantised_copy_bytes(arch: Arch, par: Parallel) -> float:
     """A quantised base is dequantised to 16 bits one Linear at a time for its GEMM, forward
     and backward (bitsandbytes `MatMul4Bit`: `dequantize_4bit(B).to(A.dtype)`; torchao's NF4
     `linear_nf4` and GPTQ's training path the same): the largest Linear's 16-bit copy is
-    alive beside the quantised weights (this TP shard)."""
+    alive beside the quantised weights (this TP shard); two where the cast after the
+    dequantisation copies again (stacks.Stack.dequantised_copies)."""
     h = float(arch.hidden)
     width = arch.ffn
     qkv = h * (arch.heads + 2 * arch.kv_heads) * arch.head_dim

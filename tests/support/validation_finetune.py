@@ -7,9 +7,9 @@ Sources (primary):
   TORCHTUNE  pytorch/torchtune README @0031bfb (2024-09), "Memory and training speed": batch
              size 2 without gradient accumulation, a dataset packed to 2,048 tokens, torch
              compile on, "Peak Memory per GPU" in GiB. The rows' configs at the same commit:
-             recipes/configs/llama3_1/8B_lora_single_device.yaml (LoRA rank 8 on q_proj,
-             v_proj, output_proj and the MLP, bf16 weights and adapters, fused AdamW,
-             activation checkpointing on, CEWithChunkedOutputLoss) and
+             recipes/configs/llama3_1/8B_lora_single_device.yaml (LoRA rank 8 on q_proj and
+             v_proj, `apply_lora_to_mlp: False`, lora_dropout 0.0, bf16 weights and adapters,
+             fused AdamW, activation checkpointing on, CEWithChunkedOutputLoss) and
              8B_qlora_single_device.yaml (the same on q, k, v, output_proj and the MLP, the
              base in torchao NF4). The library's fused path: compiled, FlashAttention through
              SDPA, the loss in fp32 chunks.
@@ -18,7 +18,8 @@ Sources (primary):
              memory (GB) and seconds per iteration at each sequence length. The stack is
              finetune.py @00dceeb: Hugging Face Trainer + PEFT, `--gradient_checkpointing`
              (finetune/finetune_lora_single_gpu.sh), LoRA r = 64 on c_attn, c_proj, w1, w2
-             (every Linear of a block), Adam ("adamw_torch"); Q-LoRA loads the GPTQ 4-bit chat
+             (every Linear of a block), lora_dropout 0.05 (`LoraArguments`), Adam
+             ("adamw_torch"); Q-LoRA loads the GPTQ 4-bit chat
              model (GPTQConfig(bits=4)). The model shapes are Qwen's config.json: Qwen-7B 32
              layers, hidden 4096, 32 heads, FFN 11,008 (two up-projections w1, w2 and c_proj),
              vocabulary 151,936, untied; Qwen-14B 40 layers, hidden 5120, 40 heads, FFN 13,696,
@@ -30,6 +31,8 @@ Sources (primary):
              (the table's trainable-parameter column), no activation checkpointing, the Alpaca
              set whose longest Llama 2 sample (1,304 tokens, the page says) the script runs
              first. "Max GPU RAM" is the script's `torch.cuda.max_memory_allocated()`.
+             finetune/lora.py @8641822: lora_dropout 0.05, q and v only (lora_query,
+             lora_value); `--quantize bnb.nf4-dq` runs on the table's bitsandbytes 0.41.1.
 
 Neither the torchtune nor the Qwen README names the memory counter (allocated or reserved);
 the cases compare against the memory the model places on the GPU, less the CUDA context
@@ -49,24 +52,22 @@ from gpusolve.models.requirements import ModelShape, Workload, make_workload
 TORCHTUNE = "pytorch/torchtune README @0031bfb, Memory and training speed"
 QWEN = "QwenLM/Qwen README @85cb093, Profiling of Memory and Speed"
 LITGPT = "Lightning-AI/litgpt tutorials/resource-tables.md @4839345 (LitGPT 8641822)"
-GROUP_MEMORY = "Fine-tune peak memory, two libraries (held out)"
+GROUP_MEMORY = "Fine-tune peak memory, three libraries (held out)"
 GROUP_SPEED = "Fine-tune throughput on A100, HF Trainer + PEFT (held out)"
-GROUP_QLORA_CHECK = "Fine-tune peak memory, QLoRA rows left out of the gate (cross-check)"
-# Why these two QLoRA sets are reported, not asserted (the figures are in benchmarks/README.md):
+GROUP_QLORA_CHECK = "Fine-tune peak memory, torchtune's QLoRA row (cross-check)"
+# Why torchtune's QLoRA row is reported, not asserted (the figures are in benchmarks/README.md):
 # torchtune's rows lie below what their own stated configuration holds: the bf16 weights (or
 # NF4 blocks plus bf16 embedding and output layer), the checkpointed layer inputs and one copy
 # of the bf16 logits already come to 16.9 GiB for the LoRA row (published 16.2) and 7.3 GiB for
 # the QLoRA row (published 7.4), before the adapters and the backward pass; so the README's
-# runs used a setting the table does not state. LitGPT's 4-bit rows keep about 12.8·h bytes per
-# token and layer more than its 16-bit rows at both sizes (7B and 13B), as one 16-bit copy of
-# every quantised Linear's input would; that was not traced to bitsandbytes' code, so it is
-# not in the model.
+# runs used a setting the table does not state.
+# LitGPT's 4-bit rows were cross-checks too until the frozen base's inventory was derived from
+# the libraries' code (estimate/frozenbase.py): bitsandbytes 0.41.1's `MatMul4Bit` keeps every
+# quantised Linear's input, which the 16-bit rows do not keep. They are gated since; they had
+# been seen (at -23% and -22%) before that change.
 TORCHTUNE_ASSUMPTION = (
     "README figure below its stated configuration's own lower bound (weights + checkpointed "
     "inputs + bf16 logits)"
-)
-LITGPT_QLORA_ASSUMPTION = (
-    "4-bit rows keep ~12.8·h bytes per token and layer the model does not have (untraced)"
 )
 
 
@@ -93,18 +94,6 @@ def _qwen(size: str) -> ModelShape:
     )
 
 
-def _lora_fraction(model: ModelShape, rank: int, targets: str) -> float:
-    """Trainable share of a LoRA on the named Linear layers of a Llama-shaped block: a pair on
-    a d_in x d_out matrix has r(d_in + d_out) parameters (Hu et al. 2021, §4)."""
-    arch = resolve_arch(model)
-    h, kv = arch.hidden, arch.kv_heads * arch.head_dim
-    q = o = rank * 2 * h
-    k = v = rank * (h + kv)
-    mlp = 3 * rank * (h + arch.ffn)
-    per_layer = {"qvo+mlp": q + v + o + mlp, "qkvo+mlp": q + k + v + o + mlp}[targets]
-    return per_layer * arch.layers / arch.params
-
-
 def _run_memory(w: Workload, hw: Hardware, layout: Layout, params: Params) -> float:
     est = evaluate(w, hw, layout, params)
     return (est.memory.total_bytes - overhead_bytes(params, layout.gpus)) / GIB
@@ -112,7 +101,8 @@ def _run_memory(w: Workload, hw: Hardware, layout: Layout, params: Params) -> fl
 
 def _torchtune(kind: str, published_gib: float) -> Case:
     model = ModelShape(preset="llama-3.1-8b")
-    targets = "qvo+mlp" if kind == "lora" else "qkvo+mlp"
+    mlp = ["gate", "up", "down"]
+    targets = ["q", "v"] if kind == "lora" else ["q", "k", "v", "o", *mlp]
     w = make_workload(
         name=f"torchtune-{kind}",
         kind=kind,
@@ -121,7 +111,7 @@ def _torchtune(kind: str, published_gib: float) -> Case:
         seq_len=2048,
         micro_batch=2,
         tokens=1e8,
-        lora={"rank": 8, "target_fraction": _lora_fraction(model, 8, targets)},
+        lora={"rank": 8, "targets": targets, "dropout": 0.0},
         framework="torchtune",
     )
     layout = Layout(1, 1, 1, 1, "ddp", checkpointing="full", micro_batch=2)
@@ -151,7 +141,7 @@ def _qwen_workload(size: str, kind: str, seq: int) -> Workload:
         micro_batch=1,
         global_batch=8,
         tokens=1e8,
-        lora={"rank": 64},
+        lora={"rank": 64, "dropout": 0.05},
         framework="hf",
     )
 
@@ -225,15 +215,19 @@ def _litgpt(size: str, kind: str, published_gb: float) -> Case:
         micro_batch=1,
         global_batch=128,
         tokens=1e8,
-        lora={"rank": 8, "target_fraction": trainable / resolve_arch(model).params},
+        lora={
+            "rank": 8,
+            "target_fraction": trainable / resolve_arch(model).params,
+            "targets": ["q", "v"],
+            "dropout": 0.05,
+        },
         framework="litgpt",
     )
     layout = Layout(1, 1, 1, 1, "ddp", checkpointing="none", micro_batch=1, grad_accum=128)
     hw = _one_gpu("a100-40gb-sxm")
     label = {"lora": "LoRA", "qlora": "QLoRA (bnb.nf4-dq)"}[kind]
-    checked = kind == "lora"
     return Case(
-        group=GROUP_MEMORY if checked else GROUP_QLORA_CHECK,
+        group=GROUP_MEMORY,
         name=f"LitGPT llama-2-{size} {label} r8 b1 s1304 1xA100",
         citation=LITGPT,
         published=published_gb,
@@ -241,6 +235,4 @@ def _litgpt(size: str, kind: str, published_gb: float) -> Case:
         tolerance=0.15,
         fitted_on=False,
         run=lambda: _run_memory(w, hw, layout, Params()) * GIB / GB,
-        gated=checked,
-        assumption="" if checked else LITGPT_QLORA_ASSUMPTION,
     )

@@ -30,6 +30,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
 
+from gpusolve.estimate.frozenbase import FrozenBase, frozen_linear_inputs
 from gpusolve.estimate.memory import ACTIVATION_BYTES_BASE, NO_SAVINGS, Parallel, Savings
 from gpusolve.estimate.pipeline import StageSplit, in_flight
 from gpusolve.estimate.shapes import Arch, layers_per_stage
@@ -117,12 +118,22 @@ class Stored:
 
 
 def stored_tensors(
-    arch: Arch, *, moe_layer: bool, dropout: bool, savings: Savings, act_bytes: float
+    arch: Arch,
+    *,
+    moe_layer: bool,
+    dropout: bool,
+    savings: Savings,
+    act_bytes: float,
+    frozen: FrozenBase | None = None,
+    flash_attention: bool = True,
 ) -> Stored:
     """What one layer keeps for its backward pass, tensor by tensor (Korthikanti 2022 §4's
     inventory with the model's real widths; a GPT layer with dropout gives 10 + 24 = 34 bytes
     per s·b·h). Attention scores are not here (`layer_activation_bytes` adds them when they
-    are materialised)."""
+    are materialised). With a frozen base (`frozen`, LoRA/QLoRA) a dense layer's Linear
+    inputs are what frozenbase.py keeps instead."""
+    if frozen is not None and not (moe_layer or arch.is_mla):
+        return _frozen_dense(arch, frozen, dropout, act_bytes, flash_attention)
     h, e = float(arch.hidden), act_bytes
     lin = 1.0 if savings.fp8_activations and act_bytes == 2 else e  # Linear inputs in FP8
     norms = 0.0 if savings.recompute_norms else lin
@@ -147,6 +158,19 @@ def stored_tensors(
         split += visits * (lin * h + _mlp_inner(arch, arch.expert_width, e, lin, savings))
     else:
         split += _mlp_inner(arch, arch.ffn, e, lin, savings)
+    return Stored(rep, split)
+
+
+def _frozen_dense(
+    arch: Arch, frozen: FrozenBase, dropout: bool, e: float, flash_attention: bool
+) -> Stored:
+    """A dense layer over a frozen base: the norms' inputs, dropout masks, q, k, v and the
+    activation function's inputs as in full training, the Linear inputs as kept."""
+    h = float(arch.hidden)
+    inputs = frozen_linear_inputs(arch, frozen, e=e, flash_attention=flash_attention)
+    rep = 2 * e * h + (2 * h if dropout else 0.0) + inputs.replicated
+    split = e * arch.head_dim * (arch.heads + 2 * arch.kv_heads) + inputs.split
+    split += e * (2.0 if arch.gated_ffn else 1.0) * arch.ffn
     return Stored(rep, split)
 
 
@@ -175,16 +199,24 @@ def layer_activation_bytes(
     savings: Savings,
     kv_seq: int | None = None,
     extra_per_token: float = 0.0,
+    frozen: FrozenBase | None = None,
 ) -> float:
     """One layer's stored activations for one micro-batch on one GPU; `extra_per_token` is
-    what an eager stack keeps beyond the fused inventory (stacks.eager_saved_bytes_per_token)."""
+    what an eager stack keeps beyond the fused inventory (stacks.eager_saved_bytes_per_token),
+    `frozen` the frozen base of a LoRA/QLoRA run (None: every weight trained)."""
     t = max(1, tp)
     sb = float(seq) * micro_batch
     sp = sequence_parallel or t == 1
     if checkpointing == "full":
         return 2.0 * sb * arch.hidden / (t if sp else 1) * act_bytes / ACTIVATION_BYTES_BASE
     st = stored_tensors(
-        arch, moe_layer=moe_layer, dropout=dropout, savings=savings, act_bytes=act_bytes
+        arch,
+        moe_layer=moe_layer,
+        dropout=dropout,
+        savings=savings,
+        act_bytes=act_bytes,
+        frozen=frozen,
+        flash_attention=flash_attention,
     )
     per = sb * (st.replicated / (t if sp else 1) + st.split / t + extra_per_token)
     if not (checkpointing == "selective" or flash_attention):
@@ -211,6 +243,7 @@ def stage_activations_bytes(
     mtp_depth: int = 0,
     stack: Stack = MEGATRON,
     working_set: bool = True,
+    frozen: FrozenBase | None = None,
 ) -> tuple[float, ...]:
     """Activations on each pipeline rank at its peak: each chunk's layers times the micro-
     batches its schedule keeps in flight there (pipeline.in_flight), plus, where the output
@@ -223,7 +256,8 @@ def stage_activations_bytes(
 
     Recomputation's working set comes on top, on every rank (`recompute_working_bytes`),
     unless `working_set` is off (what the forward pass alone saves). The stack (`stacks.py`)
-    sets what eager code keeps beyond the fused inventory and the bytes per logit."""
+    sets what eager code keeps beyond the fused inventory and the bytes per logit; `frozen`
+    the frozen base of a LoRA/QLoRA run (frozenbase.py)."""
     local_seq = max(1, seq // max(1, par.cp))
     extra = eager_saved_bytes_per_token(arch, stack, tp=par.tp, act_bytes=act_bytes)
 
@@ -242,6 +276,7 @@ def stage_activations_bytes(
             savings=savings,
             kv_seq=seq,
             extra_per_token=extra,
+            frozen=frozen,
         )
 
     dense_b = per_layer(False)

@@ -230,16 +230,24 @@ def weights_bytes(
     return (n - embed) * per + embed * unquantised_bytes
 
 
-def lora_params(arch: Arch, rank: int, target_fraction: float | None = None) -> float:
-    """Trainable adapter parameters: rank-r pairs on every linear layer of every block
-    (attention q, k, v, o and the MLP, per expert), as QLoRA and PEFT's 'all-linear' do.
-    A pair on a d_in × d_out matrix has r·(d_in + d_out) parameters."""
+def lora_params(
+    arch: Arch,
+    rank: int,
+    target_fraction: float | None = None,
+    targets: frozenset[str] | None = None,
+) -> float:
+    """Trainable adapter parameters: rank-r pairs on the `targets` Linear layers of every block
+    (default: all of them, attention q, k, v, o and the MLP, per expert, as QLoRA and PEFT's
+    'all-linear' do). A pair on a d_in × d_out matrix has r·(d_in + d_out) parameters."""
     if target_fraction is not None:
         return target_fraction * arch.params
-    h, hd = arch.hidden, arch.head_dim
-    attn = rank * (2 * (h + arch.heads * hd) + 2 * (h + arch.kv_heads * hd))
-    mlp = rank * (3 if arch.gated_ffn else 2) * (h + arch.ffn) * arch.experts
-    return float(arch.layers * (attn + mlp))
+    h, q, kv = arch.hidden, arch.heads * arch.head_dim, arch.kv_heads * arch.head_dim
+    mlp = (h + arch.ffn) * arch.experts
+    widths = {"q": h + q, "k": h + kv, "v": h + kv, "o": q + h, "up": mlp, "down": mlp}
+    if arch.gated_ffn:
+        widths["gate"] = mlp
+    chosen = widths.keys() if targets is None else targets & widths.keys()
+    return float(arch.layers * rank * sum(widths[t] for t in chosen))
 
 
 # ---------------------------------------------------------------- sharding
@@ -440,7 +448,7 @@ def training_states(
         unsharded = (dense + expert) * weight_b
         buffer = min(buffer, max(0.0, unsharded - states.weights_bytes))
     if kind == "qlora":
-        buffer += dequantised_copy_bytes(arch, par)
+        buffer += dequantised_copy_bytes(arch, par) * stack.dequantised_copies
     return ModelStates(states.weights_bytes, states.gradients_bytes, states.optimizer_bytes, buffer)
 
 
@@ -448,7 +456,8 @@ def dequantised_copy_bytes(arch: Arch, par: Parallel) -> float:
     """A quantised base is dequantised to 16 bits one Linear at a time for its GEMM, forward
     and backward (bitsandbytes `MatMul4Bit`: `dequantize_4bit(B).to(A.dtype)`; torchao's NF4
     `linear_nf4` and GPTQ's training path the same): the largest Linear's 16-bit copy is
-    alive beside the quantised weights (this TP shard)."""
+    alive beside the quantised weights (this TP shard); two where the cast after the
+    dequantisation copies again (stacks.Stack.dequantised_copies)."""
     h = float(arch.hidden)
     width = arch.ffn
     qkv = h * (arch.heads + 2 * arch.kv_heads) * arch.head_dim

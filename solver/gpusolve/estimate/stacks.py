@@ -41,6 +41,36 @@ off the stack's own code, none is fitted:
             moments are bf16 (2 + 2 + 4 bytes); the loss by `chunked_cross_entropy` over
             128-token chunks of bf16 logits, each chunk's log-softmax kept: 4 bytes per logit.
 
+What the backward pass keeps of a frozen base (LoRA/QLoRA; frozenbase.py):
+  quantised_input_bytes  per element of a quantised Linear's input, 4-bit and 8-bit bases.
+            bitsandbytes' autograd functions (bitsandbytes/autograd/_functions.py): up to 0.43
+            `MatMul4Bit.forward` sets `ctx.tensors = (A, B)` whenever a gradient is needed,
+            though `backward` reads only B (read in 0.41.1 and 0.43.0); from 0.44.0 it is
+            `(None, B)` (read in 0.44.0, 0.45.0, 0.50.2). `MatMul8bitLt.forward` keeps A in
+            every version read, in 0.41.1 also `CAt`, A's int8 transpose (1 byte). hf, megatron
+            and torchtune: current bitsandbytes (0 for 4-bit, 2 for 8-bit; torchtune's NF4 is
+            torchao's `linear_nf4`, whose autograd function keeps only the weight); litgpt
+            (the resource tables' bitsandbytes 0.41.1): 2 and 3.
+  dequantised_copies  16-bit copies of a quantised Linear alive while it multiplies:
+            `MatMul4Bit` runs `dequantize_4bit(B, state).to(A.dtype)`, a copy in the quant
+            state's dtype, then a cast when that differs from the compute dtype. litgpt: 2
+            (Lightning 2.1 `BitsandbytesPrecision._Linear4bit._quantize_weight` quantises
+            `weight.to(torch.half)`, so the state is fp16, computed in bf16); others 1 (the
+            base loaded and computed in the same 16-bit type).
+  fused_qkv  one q/k/v projection, so one adapter and one dropout copy for all three
+            (lit_gpt/lora.py `LoRAQKVLinear`, Megatron's linear_qkv); PEFT on transformers'
+            Llama and torchtune adapt q_proj, k_proj and v_proj one by one.
+  adapter_input_copies  hf: PEFT keeps its adapters in fp32 (`autocast_adapter_dtype`, the
+            default since 0.12); `Linear.forward` casts x to fp32 (`_cast_input_dtype`) and
+            under the Trainer's bf16 autocast A's matmul gets a fresh 16-bit copy per adapter,
+            which it keeps: one copy per adapted module, with or without dropout.
+  qkv_view_kept, adapter_scatter_kept  litgpt (lit_gpt/model.py @8641822
+            `CausalSelfAttention.forward`): v handed to attention is a view of the fused q/k/v
+            output, so attention's saved v keeps all of that output alive (the roped q and k
+            are new tensors); `LoRAQKVLinear.zero_pad` scatters the adapters' outputs with
+            `index_copy`, whose derivative (PyTorch tools/autograd/derivatives.yaml,
+            `source: ... expand_as(source)`) saves its source, the adapted widths.
+
 Kernel launches: eager stacks launch about 70 kernels per layer forward (the ops above, the
 separate q, k, v projections and, with PEFT, four per adapted Linear) where a fused layer
 launches about 16 (`layerwork.KERNELS_FWD`); each costs the same gap on the GPU timeline.
@@ -49,7 +79,7 @@ The count of 70 is an estimate from the listed ops, not a measurement.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from gpusolve.estimate.shapes import Arch
 
@@ -71,17 +101,28 @@ class Stack:
     upcast_unquantised: bool  # QLoRA: 16-bit parameters cast to fp32
     adapter_bytes: tuple[float, float, float]  # adapter weights, gradients, moment elements
     kernels_fwd: int  # launches per layer forward
+    # What the backward pass keeps of a frozen base (frozenbase.py reads these):
+    quantised_input_bytes: tuple[float, float] = (0.0, 2.0)  # per input element: 4-bit, 8-bit
+    fused_qkv: bool = False  # one q/k/v projection, so one adapter (and dropout) for all three
+    qkv_view_kept: bool = False  # v a view of the fused q/k/v output: all of it stays
+    adapter_scatter_kept: bool = False  # the q/k/v adapters' outputs scattered by index_copy
+    adapter_input_copies: bool = False  # each adapter casts its input to a copy it keeps
+    dequantised_copies: int = 1  # 16-bit copies of a quantised Linear alive in its GEMM
 
 
 FUSED_LOSS_BYTES_PER_LOGIT = 4.0
 
+_FUSED = Stack("megatron", 0, 0, 0, 0, 0, 0, FUSED_LOSS_BYTES_PER_LOGIT, False, (4, 4, 4), 16)
+_LITGPT = Stack(
+    "litgpt", 10, 24, 4, 10, 0, 2, 4.0, False, (2, 2, 2), 70, (2.0, 3.0), dequantised_copies=2
+)
 STACK_TABLE: dict[str, Stack] = {
     s.name: s
     for s in (
-        Stack("megatron", 0, 0, 0, 0, 0, 0, FUSED_LOSS_BYTES_PER_LOGIT, False, (4, 4, 4), 16),
-        Stack("hf", 32, 24, 4, 10, 2, 2, 12.0, True, (4, 4, 4), 70),
+        replace(_FUSED, fused_qkv=True),
+        Stack("hf", 32, 24, 4, 10, 2, 2, 12.0, True, (4, 4, 4), 70, adapter_input_copies=True),
         Stack("torchtune", 0, 0, 0, 0, 0, 0, 3.0, False, (2, 2, 2), 16),
-        Stack("litgpt", 10, 24, 4, 10, 0, 2, 4.0, False, (2, 2, 2), 70),
+        replace(_LITGPT, fused_qkv=True, qkv_view_kept=True, adapter_scatter_kept=True),
     )
 }
 
@@ -130,4 +171,8 @@ def eager_saved_bytes_per_token(arch: Arch, stack: Stack, *, tp: int, act_bytes:
     )
     per = 2 * stack.norm_saved_bytes * arch.hidden
     per += stack.swiglu_saved_bytes * width / max(1, tp) if arch.gated_ffn else 0.0
+    if stack.qkv_view_kept and arch.kv_heads == arch.heads and not arch.is_mla:
+        # Without grouped queries v stays a view of the fused output (with them k and v are
+        # expanded and copied): the q and k parts stay beside the roped copies attention keeps.
+        per += 2 * (arch.heads + arch.kv_heads) * arch.head_dim / max(1, tp)
     return per * act_bytes / 2

@@ -17,6 +17,7 @@ from gpusolve.estimate.compute import (
     compute_precision,
     weight_flops_per_token,
 )
+from gpusolve.estimate.frozenbase import ALL_TARGETS, FrozenBase, frozen_base_of
 from gpusolve.estimate.hardware import Hardware, pcie_peer_bidir_gbs
 from gpusolve.estimate.layout import Layout
 from gpusolve.estimate.memory import (
@@ -28,6 +29,7 @@ from gpusolve.estimate.memory import (
     StageParams,
     adapter_state_bytes,
     frozen_base_bytes,
+    frozen_base_format,
     full_training_state_bytes,
     is_fp32_training,
     lora_params,
@@ -39,13 +41,38 @@ from gpusolve.estimate.stacks import Stack, default_stack, stack_named
 from gpusolve.estimate.stageparams import mtp_active_params, mtp_params, stage_params
 from gpusolve.estimate.stepshape import Framework, StepShape
 from gpusolve.models.params import Params
-from gpusolve.models.requirements import FineTuneWorkload, Training
+from gpusolve.models.requirements import FineTuneWorkload, Lora, Training
 
 
-def lora_rank(workload: FineTuneWorkload) -> tuple[int, float | None]:
+def lora_rank(workload: FineTuneWorkload, arch: Arch | None = None) -> tuple[int, float | None]:
+    """The adapters' rank and trainable fraction: the stated one, else (with `arch`) the
+    fraction of the stated targets, else None (all Linear layers)."""
     if workload.lora is None:
         return 16, None
-    return workload.lora.rank, workload.lora.target_fraction
+    rank, fraction = workload.lora.rank, workload.lora.target_fraction
+    if fraction is None and workload.lora.targets and arch is not None:
+        fraction = lora_params(arch, rank, targets=lora_targets(workload)) / arch.params
+    return rank, fraction
+
+
+def lora_targets(workload: FineTuneWorkload) -> frozenset[str]:
+    """The Linear layers with adapters: the stated ones, else all of them."""
+    lora = workload.lora
+    return frozenset(lora.targets) if lora and lora.targets else ALL_TARGETS
+
+
+def frozen_base_for(workload: Training) -> FrozenBase | None:
+    """How the backward pass sees a LoRA/QLoRA run's frozen base; None when all is trained."""
+    if not isinstance(workload, FineTuneWorkload):
+        return None
+    rank = workload.lora.rank if workload.lora else 16
+    return frozen_base_of(
+        stack_of(workload),
+        base_format=frozen_base_format(workload.kind, workload.precision),
+        rank=rank,
+        targets=lora_targets(workload),
+        dropout=workload.lora.dropout if workload.lora else Lora().dropout,
+    )
 
 
 def parallel(layout: Layout, gpus_per_node: int) -> Parallel:
@@ -179,7 +206,10 @@ def _stage_memory_of(
         split = stage_split(workload, arch, layout)
     except SplitError:
         split = split_stages(arch.layers, layout.pp, layout.vp, schedule_of(workload, layout))
-    rank, fraction = lora_rank(workload) if isinstance(workload, FineTuneWorkload) else (16, None)
+    if isinstance(workload, FineTuneWorkload):
+        rank, fraction = lora_rank(workload, arch)
+    else:
+        rank, fraction = 16, None
     return _stage_memory(
         arch,
         split,
@@ -200,6 +230,7 @@ def _stage_memory_of(
         savings=savings_of(workload),
         mtp_depth=mtp_depth_of(workload, arch),
         stack=stack_of(workload),
+        frozen=frozen_base_for(workload),
     )
 
 
@@ -225,6 +256,7 @@ def _stage_memory(
     savings: Savings,
     mtp_depth: int,
     stack: Stack,
+    frozen: FrozenBase | None,
 ) -> tuple[StageMemory, ...]:
     acts = stage_activations_bytes(
         arch,
@@ -241,6 +273,7 @@ def _stage_memory(
         savings=savings,
         mtp_depth=mtp_depth,
         stack=stack,
+        frozen=frozen,
     )
     out = []
     memo: dict[StageParams, ModelStates] = {}  # most ranks hold the same
@@ -310,6 +343,7 @@ def training_activations_for(
             mtp_depth=mtp_depth_of(workload, arch),
             stack=stack_of(workload),
             working_set=working_set,
+            frozen=frozen_base_for(workload),
         )
     )
 
@@ -333,7 +367,7 @@ def step_shape(
     fmt = compute_precision(workload.kind, workload.precision, workload.optimizer)
     frozen = isinstance(workload, FineTuneWorkload)
     if isinstance(workload, FineTuneWorkload):
-        rank, fraction = lora_rank(workload)
+        rank, fraction = lora_rank(workload, arch)
         adapters = lora_params(arch, rank, fraction)
         ad = adapter_state_bytes(workload.optimizer, stack_of(workload))
         grad_b, weight_b, opt_b = ad.gradients, ad.weights, ad.optimizer

@@ -43,6 +43,8 @@ Sharding = Literal["ddp", "zero1", "zero2", "zero3", "fsdp_full", "fsdp_hybrid"]
 PipelineSchedule = Literal["1f1b", "interleaved", "dualpipe"]
 # The training code's stack (estimate/stacks.py says what each keeps and streams).
 TrainingFramework = Literal["megatron", "hf", "torchtune", "litgpt"]
+# The Linear layers of a block a LoRA adapter can sit on (PEFT's target_modules in Llama names).
+LoraTarget = Literal["q", "k", "v", "o", "gate", "up", "down"]
 # The frontier reports' memory savings (estimate/memory.py `Savings` says where each is from).
 MemorySaving = Literal[
     "recompute_norms",
@@ -209,6 +211,19 @@ class Lora(StrictModel):
         default=None,
         gt=0,  # nothing trainable is not a fine-tune
         description="Trainable fraction of parameters; derived from rank and shape if absent.",
+    )
+    targets: list[LoraTarget] | None = Field(
+        default=None,
+        min_length=1,
+        description="Linear layers with an adapter (q, k, v, o, gate, up, down); all of "
+        "them if absent (QLoRA's and PEFT's all-linear). Sets what the backward pass keeps.",
+    )
+    dropout: float = Field(
+        default=0.0,
+        ge=0,
+        lt=1,
+        description="LoRA dropout (PEFT's default 0). Above 0 each adapter keeps its own "
+        "dropped-out copy of its input and a mask (Qwen's and LitGPT's scripts use 0.05).",
     )
 
 

@@ -60,17 +60,31 @@ def deepspeed_config(d: Deployment, w: Training) -> dict[str, object]:
     return config
 
 
+# The workload's adapter targets in transformers' Llama-family module names.
+PEFT_MODULES = {
+    "q": "q_proj",
+    "k": "k_proj",
+    "v": "v_proj",
+    "o": "o_proj",
+    "gate": "gate_proj",
+    "up": "up_proj",
+    "down": "down_proj",
+}
+
+
 def adapter_config(w: FineTuneWorkload, model: Model) -> dict[str, object]:
-    """PEFT's LoraConfig as adapter_config.json: the plan's rank on every linear layer of
-    every block, as the plan counted the adapter (estimate/memory.py lora_params)."""
+    """PEFT's LoraConfig as adapter_config.json: the plan's rank, targets (default every
+    linear layer of every block) and dropout, as the plan counted the adapter and what it
+    keeps (estimate/memory.py lora_params, estimate/frozenbase.py)."""
     rank, _ = lora_rank(w)
+    targets = w.lora.targets if w.lora else None
     return {
         "peft_type": "LORA",
         "task_type": "CAUSAL_LM",
         "base_model_name_or_path": model.checkpoint,
         "r": rank,
-        "target_modules": "all-linear",
-        "lora_dropout": 0.0,
+        "target_modules": [PEFT_MODULES[t] for t in targets] if targets else "all-linear",
+        "lora_dropout": w.lora.dropout if w.lora else 0.0,
         "bias": "none",
     }
 

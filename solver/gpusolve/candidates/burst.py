@@ -1,32 +1,37 @@
-"""Mixed capacity: a service's base load on owned servers, the rest on a rented burst.
+"""Mixed capacity: part of a workload's work on owned servers, the rest on a rented burst.
 
 A service's replicas are independent copies behind its load balancer, so its demand can
 be split between platforms: servers the team owns or buys carry a share s of it, a rental
 carries the rest. Each part is sized by this stage's own layout search at its share of the
 demand (`InferenceWorkload.demand_scaled`: tokens/s, users and request rate together), so
 each meets the latency targets at the batch its own replicas run, and the two together
-hold at least the whole demand (users round up on each side). The bases are owned options
-like any other (`OwnedOption.share_permille`); the rentals sized for the rest are kept
-apart (`Instance.bursts`): a burst is never chosen alone. Each base is paired with the
-cheapest burst for the rest that breaks no requirement (`with_bursts`), and the optimiser
-chooses the pair as one option: its servers, racks and energy as an owned option's, the
-burst's rent and penalties on top. Day and night sharing is the base's own slot.
+hold at least the whole demand (users round up on each side). A training workload's runs
+are independent too: owned servers may run k of its runs and a rental the others, each
+run on one platform within the deadline (a run is not cut between data centres: its
+ranks synchronise every step); that pays where the servers cannot fit every run within
+the horizon, or where their delivery leaves too little of it.
 
-The shares tried are quarters of the demand, and for each server model the team already
-owns, the share its stock serves with whole replicas (r of the R replicas the whole demand
-takes on that model carry at least r/R of it, the last replica being the partly filled
-one), so "the servers we own at base load, a rental for the peak" is always a candidate.
+The bases are owned options like any other (`OwnedOption.share_permille`); the rentals
+sized for the rest are kept apart (`Instance.bursts`): a burst is never chosen alone.
+Each base is paired with the cheapest burst for the rest that breaks no requirement
+(`with_bursts`), and the optimiser chooses the pair as one option: its servers, racks and
+energy as an owned option's, the burst's rent and penalties on top. Day and night
+sharing is the base's own slot.
 
-Training is not split: a run's data-parallel ranks synchronise every step, which a
-rental in another data centre cannot join at the fabric's speed, and the runs of a
-workload are sized to one layout each.
+The shares tried are quarters of the demand (of the runs, in whole runs), and for each
+server model the team already owns, the share its stock serves with whole replicas (r of
+the R replicas the whole demand takes on that model carry at least r/R of it, the last
+replica being the partly filled one), so "the servers we own at base load, a rental for
+the peak" is always a candidate.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections import defaultdict
 from collections.abc import Iterable
+from dataclasses import dataclass
 
 from gpusolve.candidates.builder import Builder
 from gpusolve.candidates.options import cloud_options, owned_options
@@ -39,30 +44,70 @@ QUARTERS_PERMILLE = (250, 500, 750)
 
 
 def splittable(w: Workload) -> bool:
-    """A service sized by its traffic: replicas behind a load balancer."""
-    return isinstance(w, InferenceWorkload) and w.split
+    """A service sized by its traffic, or a training workload of two runs or more."""
+    if not w.split:
+        return False
+    return isinstance(w, InferenceWorkload) or w.runs >= 2
+
+
+@dataclass(frozen=True)
+class Split:
+    """One way to split a workload: the base's share of the work (permille, for pairing)
+    and its exact fraction, and the workload each part is sized for."""
+
+    share_permille: int
+    fraction: float
+    base: Workload
+    rest: Workload
 
 
 def mixed_options(b: Builder, w: Workload) -> None:
-    """Add `w`'s bases (owned options at a share of its demand) to `b.owned`, and the
-    rentals sized for the rest to `b.bursts`, for every share worth trying."""
-    if not isinstance(w, InferenceWorkload) or not splittable(w):
+    """Add `w`'s bases (owned options at a share of its work) to `b.owned`, and the
+    rentals sized for the rest to `b.bursts`, for every split worth trying."""
+    if not splittable(w):
         return
-    for share in shares(b, w):
+    for split in splits(b, w):
         sub = b.part()
-        cloud_options(sub, w.model_copy(update=w.demand_scaled(1 - share / 1000)))
+        cloud_options(sub, split.rest)
         if not any(not c.violates for c in sub.cloud):
             continue  # no rental carries the rest: no base at this share
-        owned_options(sub, w.model_copy(update=w.demand_scaled(share / 1000)))
+        owned_options(sub, split.base)
+        share, rest = split.share_permille, 1000 - split.share_permille
         for o in sub.owned:
             key = f"{o.key}|base{share / 10:g}%"
             b.owned.append(dataclasses.replace(o, key=key, share_permille=share))
-            b.meta[key] = dataclasses.replace(sub.meta[o.key], key=key, share=share / 1000)
-        rest = 1000 - share
+            b.meta[key] = dataclasses.replace(sub.meta[o.key], key=key, share=split.fraction)
         for c in sub.cloud:
             key = f"{c.key}|burst{rest / 10:g}%"
             b.bursts.append(dataclasses.replace(c, key=key, share_permille=rest))
-            b.meta[key] = dataclasses.replace(sub.meta[c.key], key=key, share=rest / 1000)
+            meta = dataclasses.replace(sub.meta[c.key], key=key, share=1 - split.fraction)
+            b.meta[key] = meta
+
+
+def splits(b: Builder, w: Workload) -> list[Split]:
+    """A service at each share of `shares`; a training workload at quarters of its runs
+    in whole runs (k of them on the base, the rest rented)."""
+    if isinstance(w, InferenceWorkload):
+        return [
+            Split(
+                s,
+                s / 1000,
+                w.model_copy(update=w.demand_scaled(s / 1000)),
+                w.model_copy(update=w.demand_scaled(1 - s / 1000)),
+            )
+            for s in shares(b, w)
+        ]
+    whole = math.floor(w.runs)
+    ks = sorted({k for q in QUARTERS_PERMILLE if 1 <= (k := whole * q // 1000) < w.runs})
+    return [
+        Split(
+            round(1000 * k / w.runs),
+            k / w.runs,
+            w.model_copy(update={"runs": float(k)}),
+            w.model_copy(update={"runs": w.runs - k}),
+        )
+        for k in ks
+    ]
 
 
 def shares(b: Builder, w: InferenceWorkload) -> list[int]:

@@ -121,7 +121,7 @@ def beyond_horizon(cand: Candidates, reqs: Requirements) -> Candidates:
         per_run_s = meta.estimate.time_to_train_s
         if w is None or per_run_s is None:
             continue
-        needed_h = per_run_s / 3600 * w.runs
+        needed_h = per_run_s / 3600 * w.runs * meta.share  # a split's part runs its share
         available_h = slot_hours_per_month(w.schedule) * reqs.horizon_months
         if needed_h > available_h:
             drop.add(key)
@@ -131,7 +131,8 @@ def beyond_horizon(cand: Candidates, reqs: Requirements) -> Candidates:
                     w.name,
                     what,
                     [
-                        f"{w.runs:g} run(s) of {per_run_s / 3600:,.3g} h need {needed_h:,.3g} h; "
+                        f"{w.runs * meta.share:g} run(s) of {per_run_s / 3600:,.3g} h need "
+                        f"{needed_h:,.3g} h; "
                         f"the {reqs.horizon_months}-month horizon holds {available_h:,.0f} h"
                     ],
                 )

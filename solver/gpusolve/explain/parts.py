@@ -53,7 +53,7 @@ def deployments(
             continue
         burst = cand.meta[option.burst.key]
         rented = _against(_deployment(burst, None, w.schedule), w, burst, reqs)
-        base_says, burst_says = split_sentences(d, rented, option, reqs)
+        base_says, burst_says = split_sentences(d, rented, option, reqs, w)
         out += [
             d.model_copy(update={"split": base_says}),
             rented.model_copy(update={"split": burst_says}),
@@ -84,25 +84,31 @@ def _against(d: Deployment, w: Workload, meta: OptionMeta, reqs: Requirements) -
 
 
 def split_sentences(
-    base: Deployment, burst: Deployment, option: ir.OwnedOption, reqs: Requirements
+    base: Deployment, burst: Deployment, option: ir.OwnedOption, reqs: Requirements, w: Workload
 ) -> tuple[str, str]:
-    """What each part of a split service is, in words: the owned base and the rented
-    burst, their shares of the demand, what the burst rents, and why the plan splits."""
+    """What each part of a split workload is, in words: the owned base and the rented
+    burst, their shares of the demand (of the runs), what the burst rents, and why."""
     assert option.burst is not None
     why = (
-        "the cheapest way the plan found to serve it within its requirements"
+        "the cheapest way the plan found to meet it within its requirements"
         if reqs.objective == "min-tco"
         else f"the {reqs.objective} objective's choice over one platform alone"
     )
+    rent = f"({option.burst.cost_total:,} {reqs.currency} over the horizon)"
+    if isinstance(w, InferenceWorkload):
+        base_part, burst_part = f"{base.share:.0%} of the demand", f"{burst.share:.0%}"
+        lead, tail = "base load", "at base load"
+    else:
+        base_part = f"{w.runs * base.share:g} of its {w.runs:g} runs"
+        burst_part = f"{w.runs * burst.share:g}"
+        lead, tail = "base", "that run the others"
     base_says = (
-        f"base load: {base.servers} owned server(s) carry {base.share:.0%} of the demand, "
-        f"{burst.servers} rented instance(s) of {burst.cloud_offer} the other "
-        f"{burst.share:.0%} ({option.burst.cost_total:,} {reqs.currency} over the horizon): "
-        f"{why}"
+        f"{lead}: {base.servers} owned server(s) carry {base_part}, {burst.servers} rented "
+        f"instance(s) of {burst.cloud_offer} the other {burst_part} {rent}: {why}"
     )
     burst_says = (
-        f"burst: {burst.share:.0%} of the demand, beside {base.servers} owned "
-        f"{base.server} server(s) at base load"
+        f"burst: {burst_part}{' of the demand' if isinstance(w, InferenceWorkload) else ' runs'}"
+        f", beside {base.servers} owned {base.server} server(s) {tail}"
     )
     return base_says, burst_says
 

@@ -406,6 +406,12 @@ class WorkloadBase(StrictModel):
     )
     deadline_hours: PositiveFloat | None = Field(default=None, ge=MIN_DEADLINE_HOURS, le=MAX_HOURS)
     schedule: Schedule = "always"
+    split: bool = Field(
+        default=True,
+        description="Let the plan put part of the work on owned servers (a service's base "
+        "load, or some of a training workload's runs) and the rest on a rental (the burst), "
+        "where that is cheaper or the only way; false keeps the workload on one platform.",
+    )
     latency_sensitive: bool = False
     regions: RegionList | None = Field(
         default=None, description="Allowed regions or cities for this workload only."
@@ -712,12 +718,6 @@ class InferenceWorkload(WorkloadBase):
         description="The engine's memory share (vLLM gpu_memory_utilization, SGLang "
         "mem_fraction_static, TensorRT-LLM kv_cache_free_gpu_mem_fraction); default: the "
         "engine's.",
-    )
-    split: bool = Field(
-        default=True,
-        description="Let the plan serve a share of the traffic on owned servers (its base "
-        "load) and the rest on a rental (the burst), where that is cheaper; false keeps the "
-        "service on one platform.",
     )
     disaggregation: Literal["auto", "off", "only"] = Field(
         default="auto",

@@ -73,7 +73,7 @@ def against(d: Deployment) -> str | None:
         goal = f"deadline {hours(d.target)} per run{bought}"
     else:
         goal = f"{d.target:,.0f} {d.target_unit}{bought}"
-    if d.share < 1:
+    if d.share < 1 and d.target_unit != "h":
         goal = f"its {d.share:.0%} share: {goal}"
     if d.spare is None:
         return goal

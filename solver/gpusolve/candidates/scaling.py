@@ -242,9 +242,15 @@ def card_instance(base: Instance, inputs: CandidateInputs, card_id: str, factor:
     workload = {w: i for i, w in enumerate(base.workloads)}
     server = {k: i for i, k in enumerate(whole.servers)}
     offer = {k: i for i, k in enumerate(whole.cloud_offers)}
+    # A workload's whole-demand options come first, then its bases share by share
+    # (ascending), each in catalogue order; bursts share by share too (`burst.py`).
     owned = sorted(
         [o for o in base.owned if o.sku not in mine_servers] + list(part.owned),
-        key=lambda o: (workload[o.workload], server[o.sku]),
+        key=lambda o: (
+            (workload[o.workload], o.share_permille, server[o.sku])
+            if o.share_permille < 1000
+            else (workload[o.workload], 0, server[o.sku])
+        ),
     )
     cloud = sorted(
         [c for c in base.cloud if c.offer not in mine_offers] + list(part.cloud),
@@ -252,7 +258,7 @@ def card_instance(base: Instance, inputs: CandidateInputs, card_id: str, factor:
     )
     bursts = sorted(
         [c for c in base.bursts if c.offer not in mine_offers] + list(part.bursts),
-        key=lambda c: (workload[c.workload], offer[c.offer]),
+        key=lambda c: (workload[c.workload], -c.share_permille, offer[c.offer]),
     )
     sites = {
         k: base.sites.get(k) or part.sites[k]

@@ -15,13 +15,13 @@ them among 20 workloads no plan keeps under it). Then
 
 Not run in CI: a plan at x16 with 5 workloads takes minutes and gigabytes.
 
-    python benchmarks/market.py OUT_DIR --peer highs|cbc [--time-limit 60]
+    python benchmarks/market.py OUT_DIR --peers highs,cbc [--time-limit 60]
 
 also builds the instance `plan` solves from those files (`prepare_run`, `prepare`: the
-shipped rules, the market filter) and solves it with that peer (`peers.py`, the same model
-as a MILP); it prints one JSON line (status, objective, bound, seconds, the validator's
-problems with the plan). `run.py --scales XL5,XL20,XL50` runs both in child processes, to
-read each one's peak memory alone.
+shipped catalogue and rules, the market filter) and solves it with each peer in turn
+(`peers.py`, the same model as a MILP); it prints one JSON line (per peer: status,
+objective, bound, seconds, the validator's problems with the plan). `run.py --scales
+XL5,XL20,XL50` runs `plan` and this in child processes, to read their peak memory.
 """
 
 from __future__ import annotations
@@ -29,7 +29,6 @@ from __future__ import annotations
 import argparse
 import json
 import random
-import resource
 import sys
 import time
 from collections.abc import Sequence
@@ -118,9 +117,9 @@ def instance_of(out: Path) -> Any:
     return prepare(run.reqs, run.catalog, run.policies).cand.instance
 
 
-def peer(out: Path, name: str, limit: float) -> dict[str, Any]:
-    """One peer on the market instance: its outcome, and the validator's verdict on its
-    plan (`validate.check`)."""
+def peer_runs(out: Path, names: Sequence[str], limit: float) -> dict[str, dict[str, Any]]:
+    """The peers on the market instance, built and translated once: each one's outcome and
+    the validator's verdict on its plan (`validate.check`)."""
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     import peers
     from gpusolve.optimize.validate import check
@@ -131,26 +130,27 @@ def peer(out: Path, name: str, limit: float) -> dict[str, Any]:
     start = time.perf_counter()
     translation = peers.translate(instance)
     translate_s = time.perf_counter() - start
-    solver = {"highs": peers.solve_highs, "cbc": peers.solve_cbc}[name]
-    result = solver(translation, limit)
-    problems: list[str] = []
-    if result.values is not None:
-        plan = peers.to_solution(translation, result.values, result.status, result.total_s)
-        problems = check(instance, plan)
-    children = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss  # CBC's own process
-    return {
-        "status": result.status,
-        "objective": result.objective,
-        "bound": result.bound,
-        "candidates_s": candidates_s,
-        "translate_s": translate_s,
-        "build_s": result.build_s,
-        "solve_s": result.solve_s,
-        "columns": len(translation.milp.names),
-        "rows": len(translation.milp.rows),
-        "problems": problems[:3],
-        "children_maxrss_kb": children,
-    }
+    found: dict[str, dict[str, Any]] = {}
+    for name in names:
+        solver = {"highs": peers.solve_highs, "cbc": peers.solve_cbc}[name]
+        result = solver(translation, limit)
+        problems: list[str] = []
+        if result.values is not None:
+            plan = peers.to_solution(translation, result.values, result.status, result.total_s)
+            problems = check(instance, plan)
+        found[name] = {
+            "status": result.status,
+            "objective": result.objective,
+            "bound": result.bound,
+            "candidates_s": candidates_s,
+            "translate_s": translate_s,
+            "build_s": result.build_s,
+            "solve_s": result.solve_s,
+            "columns": len(translation.milp.names),
+            "rows": len(translation.milp.rows),
+            "problems": problems[:3],
+        }
+    return found
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -159,12 +159,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--copies", type=int, default=16)
     ap.add_argument("--workloads", type=int, default=5)
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--peer", choices=("highs", "cbc"), help="solve the instance with a peer")
-    ap.add_argument("--time-limit", type=float, default=60.0, help="the peer's, s")
+    ap.add_argument("--peers", help="solve the instance with these peers (highs,cbc)")
+    ap.add_argument("--time-limit", type=float, default=60.0, help="each peer's, s")
     args = ap.parse_args(argv)
     write(args.out, args.copies, args.workloads, args.seed)
-    if args.peer:
-        print(json.dumps(peer(args.out, args.peer, args.time_limit)), flush=True)
+    if args.peers:
+        names = [n for n in args.peers.split(",") if n]
+        print(json.dumps(peer_runs(args.out, names, args.time_limit)), flush=True)
     return 0
 
 

@@ -22,10 +22,11 @@ one run (the machine is noisy); medians over seeds. Results go to JSON for track
 
 The market scales XL5, XL20 and XL50 (`market.py`: the shipped catalogue sixteen times,
 with 5, 20 and 50 workloads; one instance each, no seeds) run whole processes instead:
-`gpusolve plan` with its defaults (a cold layout cache, as a user's first run), and each
-peer on the instance `plan` solves (`market.py --peer`), each child timed alone: wall
-clock, CPU, the gap and the peak RSS (`os.wait4`: the child and the processes it waited
-for, CBC's included), with the load average before and after (the machine is shared).
+`gpusolve plan` with its defaults (a cold layout cache, as a user's first run), then the
+peers on the instance `plan` solves (`market.py --peers`: one process builds it once and
+runs each peer in turn), each child timed alone: wall clock, CPU, the gap and the peak RSS
+(`os.wait4`: the child and the processes it waited for, CBC's included), with the load
+average before and after (the machine is shared).
 """
 
 from __future__ import annotations
@@ -396,36 +397,44 @@ def market_gpusolve(folder: Path, limit: float) -> MarketRun:
     )
 
 
-def market_peer(folder: Path, workloads: int, name: str, limit: float) -> MarketRun:
-    """A peer on the instance `plan` solves, in its own process (`market.py --peer`)."""
+def market_peers(
+    folder: Path, workloads: int, names: Sequence[str], limit: float
+) -> dict[str, MarketRun]:
+    """The peers on the instance `plan` solves, in one process that builds it once
+    (`market.py --peers`): its wall clock, CPU and peak RSS are the peers' together."""
     argv = [sys.executable, str(HERE / "market.py"), str(folder), "--workloads", str(workloads)]
-    argv += ["--copies", str(MARKET_COPIES), "--peer", name, "--time-limit", str(limit)]
+    argv += ["--copies", str(MARKET_COPIES), "--peers", ",".join(names)]
+    argv += ["--time-limit", str(limit)]
     before = os.getloadavg()[0]
-    code, out, wall, cpu, rss = child(
-        argv, dict(os.environ), limit + PEER_GRACE_S, PEER_MEMORY_BYTES
-    )
+    grace = len(names) * limit + PEER_GRACE_S
+    code, out, wall, cpu, rss = child(argv, dict(os.environ), grace, PEER_MEMORY_BYTES)
     loads = (before, os.getloadavg()[0])
     lines = out.strip().splitlines()
-    result: dict[str, Any] = json.loads(lines[-1]) if code == 0 and lines else {}
-    objective, bound = result.get("objective"), result.get("bound")
-    gap = None
-    if objective is not None and bound is not None:
-        gap = abs(objective - bound) / max(1.0, abs(objective))
-    return MarketRun(
-        solver=name,
-        exit=code,
-        status=result.get("status") or ("stopped" if code is None else "failed"),
-        objective=objective,
-        bound=bound,
-        gap=gap,
-        wall_s=wall,
-        cpu_s=cpu,
-        solve_s=result.get("solve_s"),
-        peak_rss_mb=rss,
-        load=loads,
-        detail={k: result[k] for k in ("candidates_s", "translate_s", "columns") if k in result},
-        problems=list(result.get("problems") or []),
-    )
+    results: dict[str, Any] = json.loads(lines[-1]) if code == 0 and lines else {}
+    runs: dict[str, MarketRun] = {}
+    for name in names:
+        result = results.get(name) or {}
+        objective, bound = result.get("objective"), result.get("bound")
+        gap = 0.0 if result.get("status") == "optimal" else None
+        if objective is not None and bound is not None:
+            gap = abs(objective - bound) / max(1.0, abs(objective))
+        keys = ("candidates_s", "translate_s", "build_s", "columns", "rows")
+        runs[name] = MarketRun(
+            solver=name,
+            exit=code,
+            status=result.get("status") or ("stopped" if code is None else "failed"),
+            objective=objective,
+            bound=bound,
+            gap=gap,
+            wall_s=wall,
+            cpu_s=cpu,
+            solve_s=result.get("solve_s"),
+            peak_rss_mb=rss,
+            load=loads,
+            detail={k: result[k] for k in keys if k in result},
+            problems=list(result.get("problems") or []),
+        )
+    return runs
 
 
 def market_mismatch(runs: dict[str, MarketRun]) -> str:
@@ -452,8 +461,8 @@ def bench_market(scale: str, args: argparse.Namespace, peer_names: list[str]) ->
         folder = Path(tmp)
         market.write(folder, MARKET_COPIES, workloads, 0)
         runs = {"gpusolve": market_gpusolve(folder, args.time_limit + PEER_GRACE_S)}
-        for name in peer_names:
-            runs[name] = market_peer(folder, workloads, name, args.time_limit)
+        if peer_names:
+            runs |= market_peers(folder, workloads, peer_names, args.time_limit)
     return MarketRecord(scale, workloads, runs, market_mismatch(runs))
 
 

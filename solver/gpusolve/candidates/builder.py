@@ -38,6 +38,8 @@ class Builder:
     missed: dict[str, frozenset[tuple[str, frozenset[preferences.Key]]]] = field(
         default_factory=dict
     )
+    # Every distinct placement once (`options.shared_placements`).
+    placements_seen: dict[ir.Placement, ir.Placement] = field(default_factory=dict)
 
     def require(self, name: str, description: str, weight: int) -> str:
         self.requirements.setdefault(name, ir.Requirement(name, description, weight))

@@ -14,12 +14,23 @@ them among 20 workloads no plan keeps under it). Then
     gpusolve plan OUT_DIR/requirements.yaml --catalog OUT_DIR/catalog.yaml
 
 Not run in CI: a plan at x16 with 5 workloads takes minutes and gigabytes.
+
+    python benchmarks/market.py OUT_DIR --peers highs,cbc [--time-limit 60]
+
+also builds the instance `plan` solves from those files (`prepare_run`, `prepare`: the
+shipped catalogue and rules, the market filter) and solves it with each peer in turn
+(`peers.py`, the same model as a MILP); it prints one JSON line (per peer: status,
+objective, bound, seconds, the validator's problems with the plan). `run.py --scales
+XL5,XL20,XL50` runs `plan` and this in child processes, to read their peak memory.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import random
+import sys
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -85,18 +96,76 @@ def requirements(count: int) -> dict[str, Any]:
     return {**base, "workloads": workloads}
 
 
+def write(out: Path, n: int, workloads: int, seed: int) -> None:
+    """The catalogue and requirements files of one market case under `out`."""
+    rng = random.Random(f"gpusolve-market/{n}/{seed}")
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "catalog.yaml").write_text(yaml.safe_dump(catalogue(n, rng)))
+    reqs = requirements(workloads)
+    (out / "requirements.yaml").write_text(yaml.safe_dump(reqs, sort_keys=False))
+
+
+def instance_of(out: Path) -> Any:
+    """The `ir.Instance` that `plan OUT/requirements.yaml --catalog OUT/catalog.yaml`
+    solves (the shipped catalogue first, as `--catalog` adds to it; no extra rules)."""
+    from gpusolve.candidates.prepare import prepare
+    from gpusolve.load.data import data_dir
+    from gpusolve.plan.inputs import prepare_run
+
+    catalog = [data_dir("catalog"), out / "catalog.yaml"]
+    run = prepare_run(out / "requirements.yaml", catalog, [])
+    return prepare(run.reqs, run.catalog, run.policies).cand.instance
+
+
+def peer_runs(out: Path, names: Sequence[str], limit: float) -> dict[str, dict[str, Any]]:
+    """The peers on the market instance, built and translated once: each one's outcome and
+    the validator's verdict on its plan (`validate.check`)."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import peers
+    from gpusolve.optimize.validate import check
+
+    start = time.perf_counter()
+    instance = instance_of(out)
+    candidates_s = time.perf_counter() - start
+    start = time.perf_counter()
+    translation = peers.translate(instance)
+    translate_s = time.perf_counter() - start
+    found: dict[str, dict[str, Any]] = {}
+    for name in names:
+        solver = {"highs": peers.solve_highs, "cbc": peers.solve_cbc}[name]
+        result = solver(translation, limit)
+        problems: list[str] = []
+        if result.values is not None:
+            plan = peers.to_solution(translation, result.values, result.status, result.total_s)
+            problems = check(instance, plan)
+        found[name] = {
+            "status": result.status,
+            "objective": result.objective,
+            "bound": result.bound,
+            "candidates_s": candidates_s,
+            "translate_s": translate_s,
+            "build_s": result.build_s,
+            "solve_s": result.solve_s,
+            "columns": len(translation.milp.names),
+            "rows": len(translation.milp.rows),
+            "problems": problems[:3],
+        }
+    return found
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("out", type=Path)
     ap.add_argument("--copies", type=int, default=16)
     ap.add_argument("--workloads", type=int, default=5)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--peers", help="solve the instance with these peers (highs,cbc)")
+    ap.add_argument("--time-limit", type=float, default=60.0, help="each peer's, s")
     args = ap.parse_args(argv)
-    rng = random.Random(f"gpusolve-market/{args.copies}/{args.seed}")
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "catalog.yaml").write_text(yaml.safe_dump(catalogue(args.copies, rng)))
-    reqs = requirements(args.workloads)
-    (args.out / "requirements.yaml").write_text(yaml.safe_dump(reqs, sort_keys=False))
+    write(args.out, args.copies, args.workloads, args.seed)
+    if args.peers:
+        names = [n for n in args.peers.split(",") if n]
+        print(json.dumps(peer_runs(args.out, names, args.time_limit)), flush=True)
     return 0
 
 

@@ -260,7 +260,8 @@ def _choices(t: Translation) -> None:
     per: dict[str, list[int]] = {w: [] for w in t.instance.workloads}
     for o, p, j in t.owned:
         per[o.workload].append(j)
-        t.milp.add_cost(j, o.penalty + p.penalty)
+        # Energy above idle while the workload runs (zero on generated instances).
+        t.milp.add_cost(j, o.penalty + p.penalty + p.busy_energy)
     for c, j in t.cloud:
         per[c.workload].append(j)
         t.milp.add_cost(j, c.cost_total + c.penalty)
@@ -502,6 +503,7 @@ def _costs_and_budgets(t: Translation, infra: Sequence[tuple[int, int]] = ()) ->
         spend += [(j, rent) for j in cols.racks] + [(o, rent) for o, _ in cols.bins]
     spend += [(j, h * inst.sites[s].rack_rent_month) for s, j in t.infra_racks.items()]
     spend += [(j, c.cost_total) for c, j in t.cloud]
+    spend += [(j, p.busy_energy) for _, p, j in t.owned if p.busy_energy]
     for (k, s), n in t.servers.items():  # rent is costed in _packing, cloud in _choices
         t.milp.add_cost(n, inst.skus[k].capex + h * inst.sites[s].energy_month[k])
     for s, u in t.used.items():
@@ -584,7 +586,7 @@ def _costs(
     h = inst.horizon_months
     owned = {o.key: o for o in inst.owned}
     cloud = {c.key: c for c in inst.cloud}
-    penalties = cloud_total = 0
+    penalties = cloud_total = busy = 0
     sites: set[str] = set()
     for c in choices:
         if c.site is None:
@@ -592,12 +594,14 @@ def _costs(
             penalties += cloud[c.option].penalty
         else:
             o = owned[c.option]
-            penalties += o.penalty + next(p.penalty for p in o.placements if p.site == c.site)
+            placement = next(p for p in o.placements if p.site == c.site)
+            penalties += o.penalty + placement.penalty
+            busy += placement.busy_energy
             sites.add(c.site)
     return Costs(
         capex=sum(inst.skus[k].capex * n for (k, _), n in servers.items()),
         rack_rent=sum(h * inst.sites[s].rack_rent_month * n for (s, _), n in racks.items()),
-        energy=sum(h * inst.sites[s].energy_month[k] * n for (k, s), n in servers.items()),
+        energy=busy + sum(h * inst.sites[s].energy_month[k] * n for (k, s), n in servers.items()),
         bandwidth=sum(h * inst.sites[s].bandwidth_month for s in sites),
         cloud=cloud_total,
         penalties=penalties,

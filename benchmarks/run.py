@@ -3,6 +3,7 @@ deciding jointly against a spreadsheet baseline, start-up, end-to-end and memory
 
     python benchmarks/run.py [--scales S,M,L,XL] [--seeds 10] [--time-limit 60]
                              [--json benchmarks/results/latest.json]
+    python benchmarks/run.py --scales XL5,XL20,XL50 --no-e2e     # the market scale
 
 Per scale and seed it generates an instance (`generator.py`), then measures
 
@@ -18,6 +19,14 @@ Per scale and seed it generates an instance (`generator.py`), then measures
 Then `gpusolve --help` (median of 5 subprocess runs), `gpusolve plan` on each shipped
 example, and the peak RSS of a child process solving XL seed 0. Ratios are computed within
 one run (the machine is noisy); medians over seeds. Results go to JSON for tracking.
+
+The market scales XL5, XL20 and XL50 (`market.py`: the shipped catalogue sixteen times,
+with 5, 20 and 50 workloads; one instance each, no seeds) run whole processes instead:
+`gpusolve plan` with its defaults (a cold layout cache, as a user's first run), then the
+peers on the instance `plan` solves (`market.py --peers`: one process builds it once and
+runs each peer in turn), each child timed alone: wall clock, CPU, the gap and the peak RSS
+(`os.wait4`: the child and the processes it waited for, CBC's included), with the load
+average before and after (the machine is shared).
 """
 
 from __future__ import annotations
@@ -58,6 +67,20 @@ TARGET_XL_SECONDS = 30.0
 TARGET_HELP_S = 0.25
 TARGET_PLAN_S = 1.5
 TARGET_XL_RSS_MB = 1024.0
+# The market scale: workloads per case, the catalogue's copies, and the acceptance (a plan
+# within the default limit, gap at most 2 %, peak memory under 2 GiB).
+MARKET = {"XL5": 5, "XL20": 20, "XL50": 50}
+MARKET_COPIES = 16
+TARGET_MARKET_GAP = 0.02
+TARGET_MARKET_RSS_MB = 2048.0
+# A peer's child is stopped after its limit plus this (building the instance, translating
+# it), and may not map more than PEER_MEMORY_BYTES (the machine is shared); `plan` after
+# PLAN_GUARD_S (a guard against a hung run, not a target: x16 with 50 workloads builds
+# its candidates for minutes, more on a loaded machine).
+PEER_GRACE_S = 1800.0
+PLAN_GUARD_S = 3600.0
+PEER_MEMORY_BYTES = 10 * 1024**3
+MARKET_DEFAULT_S = 60.0  # `plan`'s default wall clock for a single plan (runs/plan.py)
 
 
 # --------------------------------------------------------------------------- records
@@ -102,13 +125,17 @@ def run_gpusolve(instance: Instance, workers: int, limit: float) -> tuple[Run, S
     stages = [(record.wall_s, record.status) for record in outcome.stages]
     detail: dict[str, float] = {"stages": float(len(stages))}
     proof: float | None = None
+    # Stage 1 is not always the first record: a large search that starts from a fallback
+    # records that search first (`solve._fallback`); it counts towards the proof.
+    first = next((i for i, r in enumerate(outcome.stages) if r.what.startswith("stage 1")), 0)
     if stages:
-        detail["stage1_s"] = stages[0][0]
-        detail["later_stages_s"] = sum(s for s, _ in stages[1:])
+        detail["stage1_s"] = stages[first][0]
+        detail["before_stage1_s"] = sum(s for s, _ in stages[:first])
+        detail["later_stages_s"] = sum(s for s, _ in stages[first + 1 :])
         detail["build_s"] = wall - sum(s for s, _ in stages)
-        if stages[0][1] == "OPTIMAL" and solution.status == "optimal":
-            proof = detail["build_s"] + stages[0][0]
-        detail["later_proven"] = float(all(st == "OPTIMAL" for _, st in stages[1:]))
+        if stages[first][1] == "OPTIMAL" and solution.status == "optimal":
+            proof = wall - detail["later_stages_s"]
+        detail["later_proven"] = float(all(st == "OPTIMAL" for _, st in stages[first + 1 :]))
     elif solution.status == "optimal":
         proof = wall
     run = Run(
@@ -280,6 +307,237 @@ def xl_check(instance: Instance, run: Run | None) -> float | None:
     if run is not None and run.proof_s is not None and run.wall_s <= TARGET_XL_SECONDS:
         return 0.0
     return xl_gap_at(instance, TARGET_XL_SECONDS)
+
+
+# --------------------------------------------------------------------------- market scale
+
+
+@dataclass
+class MarketRun:
+    """One whole process on one market case."""
+
+    solver: str
+    exit: int | None  # None: stopped by the harness (time or memory)
+    status: str | None
+    objective: float | None
+    bound: float | None
+    gap: float | None
+    wall_s: float  # the whole process
+    cpu_s: float  # user + system, the process and the processes it waited for
+    solve_s: float | None  # the solver's own wall clock
+    peak_rss_mb: float
+    load: tuple[float, float]  # 1-minute load average before and after
+    detail: dict[str, Any] = field(default_factory=dict)
+    problems: list[str] = field(default_factory=list)
+
+
+@dataclass
+class MarketRecord:
+    scale: str
+    workloads: int
+    runs: dict[str, MarketRun]
+    mismatch: str = ""
+
+
+def child(
+    argv: list[str], env: dict[str, str], timeout: float, memory: int | None = None
+) -> tuple[int | None, str, float, float, float]:
+    """(exit or None when stopped, stdout, wall s, CPU s, peak RSS MB) of one process."""
+    import resource
+    import signal
+    import threading
+
+    def limit() -> None:
+        if memory is not None:
+            resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
+
+    start = time.perf_counter()
+    proc = subprocess.Popen(
+        argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env, preexec_fn=limit
+    )
+    stopped: list[bool] = []
+
+    def stop() -> None:
+        stopped.append(True)
+        proc.send_signal(signal.SIGKILL)
+
+    timer = threading.Timer(timeout, stop)
+    timer.start()
+    assert proc.stdout is not None
+    out = proc.stdout.read().decode(errors="replace")
+    _, status, usage = os.wait4(proc.pid, 0)
+    timer.cancel()
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    wall = time.perf_counter() - start
+    code = None if stopped else proc.returncode
+    return code, out, wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024.0
+
+
+def market_gpusolve(folder: Path, limit: float) -> MarketRun:
+    """`gpusolve plan` on the case with its defaults (60 s, 120 units of work, 1 worker)
+    and a cold layout cache; `limit` bounds the harness's wait, not the plan."""
+    out = folder / "plan.json"
+    argv = [*gpusolve_exe(), "plan", str(folder / "requirements.yaml"), "--catalog"]
+    argv += [str(folder / "catalog.yaml"), "--format", "json", "-o", str(out), "-q", "--timings"]
+    env = dict(os.environ, XDG_CACHE_HOME=str(folder / "cache"))
+    before = os.getloadavg()[0]
+    code, _, wall, cpu, rss = child(argv, env, limit)
+    loads = (before, os.getloadavg()[0])
+    plan: dict[str, Any] = json.loads(out.read_text()) if out.exists() and code is not None else {}
+    solver = plan.get("solver") or {}
+    return MarketRun(
+        solver="gpusolve",
+        exit=code,
+        status=plan.get("status"),
+        objective=solver.get("objective_value"),
+        bound=solver.get("best_bound"),
+        gap=solver.get("gap"),
+        wall_s=wall,
+        cpu_s=cpu,
+        solve_s=solver.get("wall_s"),
+        peak_rss_mb=rss,
+        load=loads,
+        detail={
+            "choices": solver.get("candidate_layouts"),
+            "fallback": solver.get("fallback"),
+        },
+    )
+
+
+def market_peers(
+    folder: Path, workloads: int, names: Sequence[str], limit: float
+) -> dict[str, MarketRun]:
+    """The peers on the instance `plan` solves, in one process that builds it once
+    (`market.py --peers`): its wall clock, CPU and peak RSS are the peers' together."""
+    argv = [sys.executable, str(HERE / "market.py"), str(folder), "--workloads", str(workloads)]
+    argv += ["--copies", str(MARKET_COPIES), "--peers", ",".join(names)]
+    argv += ["--time-limit", str(limit)]
+    before = os.getloadavg()[0]
+    grace = len(names) * limit + PEER_GRACE_S
+    code, out, wall, cpu, rss = child(argv, dict(os.environ), grace, PEER_MEMORY_BYTES)
+    loads = (before, os.getloadavg()[0])
+    lines = out.strip().splitlines()
+    results: dict[str, Any] = json.loads(lines[-1]) if code == 0 and lines else {}
+    runs: dict[str, MarketRun] = {}
+    for name in names:
+        result = results.get(name) or {}
+        objective, bound = result.get("objective"), result.get("bound")
+        gap = 0.0 if result.get("status") == "optimal" else None
+        if objective is not None and bound is not None:
+            gap = abs(objective - bound) / max(1.0, abs(objective))
+        keys = ("candidates_s", "translate_s", "build_s", "columns", "rows")
+        runs[name] = MarketRun(
+            solver=name,
+            exit=code,
+            status=result.get("status") or ("stopped" if code is None else "failed"),
+            objective=objective,
+            bound=bound,
+            gap=gap,
+            wall_s=wall,
+            cpu_s=cpu,
+            solve_s=result.get("solve_s"),
+            peak_rss_mb=rss,
+            load=loads,
+            detail={k: result[k] for k in keys if k in result},
+            problems=list(result.get("problems") or []),
+        )
+    return runs
+
+
+def market_mismatch(runs: dict[str, MarketRun]) -> str:
+    """A plan below another's proven optimum or below a proven bound, or an invalid plan."""
+    found: list[str] = []
+    for a in runs.values():
+        if a.problems:
+            found.append(f"{a.solver} plan invalid: {a.problems}")
+        for b in runs.values():
+            if a.objective is None or b.bound is None or a is b:
+                continue
+            if a.objective < b.bound - 1:
+                found.append(f"{a.solver} {a.objective:.0f} below {b.solver}'s bound {b.bound:.0f}")
+    return "; ".join(found)
+
+
+def bench_market(scale: str, args: argparse.Namespace, peer_names: list[str]) -> MarketRecord:
+    import tempfile
+
+    import market
+
+    workloads = MARKET[scale]
+    with tempfile.TemporaryDirectory(prefix=f"gpusolve-{scale}-") as tmp:
+        folder = Path(tmp)
+        market.write(folder, MARKET_COPIES, workloads, 0)
+        runs = {"gpusolve": market_gpusolve(folder, PLAN_GUARD_S)}
+        if peer_names:
+            runs |= market_peers(folder, workloads, peer_names, args.time_limit)
+    return MarketRecord(scale, workloads, runs, market_mismatch(runs))
+
+
+def market_line(rec: MarketRecord) -> str:
+    parts = [f"[{rec.scale}: catalogue x{MARKET_COPIES}, {rec.workloads} workloads]"]
+    for run in rec.runs.values():
+        gap = "-" if run.gap is None else f"{100 * run.gap:.2f}%"
+        solve = "-" if run.solve_s is None else f"{run.solve_s:.1f}"
+        parts.append(
+            f"{run.solver}: {run.status} (exit {run.exit}), gap {gap}, solve {solve} s, "
+            f"process {run.wall_s:.1f} s wall / {run.cpu_s:.1f} s CPU, "
+            f"{run.peak_rss_mb:.0f} MB, load {run.load[0]:.1f}-{run.load[1]:.1f};"
+        )
+    return " ".join(parts)
+
+
+def print_market(records: Sequence[MarketRecord]) -> None:
+    print(f"\nMarket scale (catalogue x{MARKET_COPIES}; whole processes):")
+    print(
+        "| case | solver | status | objective | gap | solve s | wall s | CPU s | peak RSS MB "
+        "| load 1 min |"
+    )
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    for rec in records:
+        for run in rec.runs.values():
+            gap = "-" if run.gap is None else f"{100 * run.gap:.2f} %"
+            objective = "-" if run.objective is None else f"{run.objective:,.0f}"
+            solve = "-" if run.solve_s is None else f"{run.solve_s:.1f}"
+            print(
+                f"| {rec.scale} | {run.solver} | {run.status} | {objective} | {gap} | {solve} "
+                f"| {run.wall_s:.1f} | {run.cpu_s:.1f} | {run.peak_rss_mb:.0f} "
+                f"| {run.load[0]:.1f}-{run.load[1]:.1f} |"
+            )
+
+
+def market_targets(records: Sequence[MarketRecord]) -> list[dict[str, Any]]:
+    rows: list[dict[str, Any]] = []
+    for rec in records:
+        run = rec.runs["gpusolve"]
+        planned = run.status in ("optimal", "feasible")
+        rows.append(
+            {
+                "target": f"{rec.scale}: a plan within the default limit (solver s)",
+                "value": run.solve_s,
+                "limit": MARKET_DEFAULT_S,
+                "unit": "s",
+                "pass": planned,
+            }
+        )
+        rows.append(
+            {
+                "target": f"{rec.scale}: gap",
+                "value": run.gap,
+                "limit": TARGET_MARKET_GAP,
+                "unit": "",
+                "pass": run.gap is not None and run.gap <= TARGET_MARKET_GAP,
+            }
+        )
+        rows.append(
+            {
+                "target": f"{rec.scale}: peak RSS",
+                "value": run.peak_rss_mb,
+                "limit": TARGET_MARKET_RSS_MB,
+                "unit": "MB",
+                "pass": run.peak_rss_mb < TARGET_MARKET_RSS_MB,
+            }
+        )
+    return rows
 
 
 # --------------------------------------------------------------------------- progress
@@ -608,7 +866,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     ap.add_argument(
-        "--scales", default="S,M,L,XL", help="comma-separated, from " + ",".join(SCALES)
+        "--scales",
+        default="S,M,L,XL",
+        help="comma-separated, from " + ",".join([*SCALES, *MARKET]),
     )
     ap.add_argument("--seeds", type=int, default=10, help="instances per scale (seeds 0..N-1)")
     ap.add_argument("--first-seed", type=int, default=0)
@@ -627,7 +887,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     args = ap.parse_args(argv)
     args.scales = [s.strip() for s in args.scales.split(",") if s.strip()]
     args.workers = [int(w) for w in args.workers.split(",")]
-    unknown = [s for s in args.scales if s not in SCALES]
+    unknown = [s for s in args.scales if s not in SCALES and s not in MARKET]
     if unknown:
         ap.error(f"unknown scales {unknown}")
     return args
@@ -666,7 +926,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     records: list[Record] = []
     started = time.perf_counter()
     env = environment()  # at the start: the code under test is the code imported now
+    markets: list[MarketRecord] = []
     for scale in args.scales:
+        if scale in MARKET:
+            market_rec = bench_market(scale, args, peer_names)
+            markets.append(market_rec)
+            print(market_line(market_rec), flush=True)
+            if market_rec.mismatch:
+                print(f"!!! MISMATCH [{scale}]: {market_rec.mismatch}", file=sys.stderr)
+            continue
         for seed in range(args.first_seed, args.first_seed + args.seeds):
             rec = bench_instance(scale, seed, args, peer_names)
             records.append(rec)
@@ -678,16 +946,20 @@ def main(argv: Sequence[str] | None = None) -> int:
                     flush=True,
                 )
     summary = summarise(records)
-    print_summary(summary)
+    if records:
+        print_summary(summary)
+    if markets:
+        print_market(markets)
     e2e = end_to_end("XL" in args.scales, args.time_limit) if args.e2e else {}
-    rows = targets(summary, e2e)
+    rows = targets(summary, e2e) + market_targets(markets)
     print_targets(rows)
-    mismatches = sum(1 for r in records if r.mismatch)
+    mismatches = sum(1 for r in records if r.mismatch) + sum(1 for m in markets if m.mismatch)
     result = {
         "environment": env,
         "arguments": {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()},
         "wall_s": time.perf_counter() - started,
         "records": [asdict(r) for r in records],
+        "market": [asdict(m) for m in markets],
         "summary": summary,
         "end_to_end": e2e,
         "targets": rows,

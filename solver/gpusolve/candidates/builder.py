@@ -40,6 +40,8 @@ class Builder:
     missed: dict[str, frozenset[tuple[str, frozenset[preferences.Key]]]] = field(
         default_factory=dict
     )
+    # Every distinct placement once (`options.shared_placements`).
+    placements_seen: dict[ir.Placement, ir.Placement] = field(default_factory=dict)
 
     def part(self) -> Builder:
         """A builder that shares this one's inputs and requirements but collects its own

@@ -80,6 +80,8 @@ def alternatives(
     """
     config = config or SolveConfig()
     start = time.perf_counter()
+    # Every option stays: a plan on a dearer copy of a server is still a distinct plan.
+    options = dataclasses.replace(options or BuildOptions(), prune_across=False)
     built = build(instance, options)
     groups = key_groups(built)
     cuts: list[tuple[BusinessKey, ...]] = []

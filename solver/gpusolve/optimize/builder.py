@@ -34,6 +34,9 @@ class BuildOptions:
     large_pattern_limit: int = 1000
     large_choices: int = 50_000
     prune_dominated: bool = True
+    # Also drop SKUs and rentals another beats on every count (`dominance.py`); off for
+    # top-k lists, where a plan on a dearer copy is still a distinct plan.
+    prune_across: bool = True
     fallback: Literal["lazy", "bins"] = "lazy"  # explain mode always uses "bins"
 
 

@@ -52,6 +52,7 @@ from gpusolve.optimize.builder import (
 )
 from gpusolve.optimize.checks import describe, instance_errors, requirement_names
 from gpusolve.optimize.costs import add_budgets, money_terms, throughput_scores
+from gpusolve.optimize.dominance import prune_cloud_across, prune_owned_across
 from gpusolve.optimize.fabric import FabricVars, add_fabric, with_infrastructure
 from gpusolve.optimize.guard import check_scale
 from gpusolve.optimize.inventory import InventoryVars, add_inventory
@@ -198,6 +199,9 @@ def build(instance: Instance, options: BuildOptions | None = None) -> Built:
     b = Builder(instance, options)
     owned_opts = usable_owned(instance, b.mode, b.relax, options.prune_dominated)
     cloud_opts = usable_cloud(instance, b.mode, b.relax, options.prune_dominated)
+    if options.prune_dominated and options.prune_across and b.mode == "normal":
+        owned_opts = prune_owned_across(instance, owned_opts)
+        cloud_opts = prune_cloud_across(instance, cloud_opts)
     names = requirement_names(instance, owned_opts)
     if b.mode == "explain":
         for name in names:

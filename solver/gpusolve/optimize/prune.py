@@ -57,7 +57,7 @@ Mode = Literal["normal", "explain"]
 T = TypeVar("T", OwnedOption, CloudOption)
 
 
-def _placements_cover(better: OwnedOption, worse: OwnedOption) -> bool:
+def placements_cover(better: OwnedOption, worse: OwnedOption) -> bool:
     """Every placement of `worse` has one at the same site in `better` that is no worse."""
     by_site = {p.site: p for p in better.placements}
     for p in worse.placements:
@@ -82,7 +82,7 @@ def owned_dominates(a: OwnedOption, b: OwnedOption, by_throughput: bool = False)
         and a.violates <= b.violates
         and a.headroom_permille >= b.headroom_permille
         and (not by_throughput or a.throughput >= b.throughput)
-        and _placements_cover(a, b)
+        and placements_cover(a, b)
     )
 
 

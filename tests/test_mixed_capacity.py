@@ -189,3 +189,27 @@ def test_owned_servers_run_the_runs_the_horizon_holds_and_a_rental_the_rest(tmp_
     assert cand.meta[base.key].share == 15 / 60
     assert base.burst is not None and base.burst.share_permille == 750
     assert cand.meta[base.burst.key].share == 45 / 60
+
+
+def test_a_cheaper_server_model_with_a_burst_does_not_dominate_one_without() -> None:
+    # "cheap" (900) serves w only as a base beside a 1,000 burst; h100 (1,000) serves it
+    # whole. Over 12 months the h100 alone costs 1,000 + 60 rack + 120 energy = 1,180; the
+    # cheap base costs 900 + 60 + 120 + 1,000 = 2,080. Cheaper servers do not make the
+    # h100's option redundant while the burst's rent is on top.
+    from tests.factories.instances import H100, site, sku
+
+    from gpusolve.optimize.dominance import dominated_skus
+
+    inst = with_bursts(
+        instance(
+            ("w",),
+            (owned("w|h100", "w", 1), owned("w|base", "w", 1, sku="cheap", share_permille=500)),
+            bursts=(rented("w|half", "w", 1, 1_000, share_permille=500),),
+            skus=(H100, sku("cheap", 900, 10_000, 8)),
+            sites=(site(energy={"h100": 10, "cheap": 10}),),
+        )
+    )
+    assert dominated_skus(inst, inst.owned) == frozenset()
+    solution = solve(inst, ONE)
+    assert [c.option for c in solution.choices] == ["w|h100"]
+    assert solution.costs is not None and solution.costs.tco == 1_180

@@ -13,7 +13,8 @@ Server models: SKU `a` dominates SKU `b` when
   `b` is, and costs no more energy at idle at every site;
 * neither is held in the inventory (owned servers are free, and their counts are per SKU);
 * every option on `b` has one on `a` for the same workload that covers no more slots, with
-  no more servers, bandwidth, storage, bridge rental, penalty and violations, spans the
+  no more servers, bandwidth, storage, rent (until delivery and a split's burst),
+  penalty and violations, spans the
   fabric only where `b`'s does, at least the throughput under max-throughput, and at every
   site of `b` a placement no worse (`prune.placements_cover`).
 
@@ -77,8 +78,8 @@ def _option_covers(a: OwnedOption, b: OwnedOption, by_throughput: bool) -> bool:
         and a.servers <= b.servers
         and a.bandwidth_mbps <= b.bandwidth_mbps
         and a.storage_gb <= b.storage_gb
-        and a.bridge <= b.bridge
-        and a.penalty <= b.penalty
+        and a.rent <= b.rent
+        and a.penalty + a.burst_penalty <= b.penalty + b.burst_penalty
         and a.violates <= b.violates
         and (b.spans or not a.spans)
         and (not by_throughput or a.throughput >= b.throughput)

@@ -168,27 +168,27 @@ def test_a_split_service_launches_each_part_from_its_own_folder(gpusolve, tmp_pa
 
 
 def test_owned_servers_run_the_runs_the_horizon_holds_and_a_rental_the_rest(tmp_path) -> None:
-    # 60 monthly-deadline fine-tunes of the shipped 7B example in a one-month horizon
-    # (730.5 h): on one H20 server a run takes ~47 h, so all 60 (~2,800 h) do not fit and
-    # that option is dropped; a quarter of them, 15 runs (~700 h), do: the base keeps 15
-    # runs on the server, paired with a rental sized for the other 45.
+    # 30 fine-tunes of the shipped 7B example in a one-month horizon (730.5 h): on one H20
+    # server a run takes ~47 h, so all 30 (~1,400 h) do not fit and that option is
+    # dropped; half of them, 15 runs (~700 h), do: the base keeps 15 runs on the server,
+    # paired with a rental sized for the other 15.
     from gpusolve.candidates.prepare import prepare
     from gpusolve.plan.inputs import prepare_run
 
     text = (ROOT / "examples" / "finetune-7b-deadline.yaml").read_text(encoding="utf-8")
-    text = text.replace("horizon_months: 24", "horizon_months: 1").replace("runs: 24", "runs: 60")
+    text = text.replace("horizon_months: 24", "horizon_months: 1").replace("runs: 24", "runs: 30")
     path = tmp_path / "many-runs.yaml"
     path.write_text(text, encoding="utf-8")
     run = prepare_run(path, [], [])
     cand = prepare(run.reqs, run.catalog, run.policies).cand
     one = [o for o in cand.instance.owned if o.sku == "hgx-h20-8gpu" and o.servers == 1]
-    assert one and all(o.share_permille == 250 for o in one)
+    assert one and all(o.share_permille == 500 for o in one)
     base = one[0]
     hours = cand.meta[base.key].estimate.time_to_train_s / 3600
-    assert 60 * hours > 730.5 >= 15 * hours
-    assert cand.meta[base.key].share == 15 / 60
-    assert base.burst is not None and base.burst.share_permille == 750
-    assert cand.meta[base.burst.key].share == 45 / 60
+    assert 30 * hours > 730.5 >= 15 * hours
+    assert cand.meta[base.key].share == 15 / 30
+    assert base.burst is not None and base.burst.share_permille == 500
+    assert cand.meta[base.burst.key].share == 15 / 30
 
 
 def test_a_cheaper_server_model_with_a_burst_does_not_dominate_one_without() -> None:

@@ -5,7 +5,6 @@ hand in the comment above it."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -190,43 +189,6 @@ def test_a_schedules_rack_contract_is_paid_monthly_over_its_term() -> None:
     assert rack_months(note, 81_000, 27, 3) == {m: 9_000.0 for m in range(28, 37)}
     # A line without a stated term: spread over its period's 3 months, whole units.
     assert rack_months("rack rent not split by site", 1_000, 3, 3) == {4: 333, 5: 333, 6: 334}
-
-
-def test_the_phased_example_pays_its_racks_monthly_and_the_h20_on_its_terms(
-    gpusolve: Any, tmp_path: Path
-) -> None:
-    # At margin 0 and unsplit: otherwise no H20 is bought, so there would be no payment
-    # terms to follow (`phased_example_unsplit`).
-    from tests.support.phased import phased_example_unsplit
-    from tests.support.shipped import ROOT
-
-    bare = tmp_path / "phased-growth.yaml"
-    bare.write_text(phased_example_unsplit(), encoding="utf-8")
-    args = [str(bare), "--catalog"]
-    args += [str(ROOT / "examples" / "phased" / "catalog.yaml"), "--format", "json"]
-    data = json.loads(gpusolve("plan", "-q", *args).out)
-    cash, periods = data["cash"], data["periods"]
-    rows = cash["months"]
-    assert len(rows) == data["horizon_months"] == 36
-    # Period 0 contracts a rack for the whole 36 months at 9,000 a month (324,000): its
-    # first quarter pays 3 x 9,000 of it, beside its own energy, site fees and rental.
-    first = periods[0]["spend"]
-    assert first["rack_rent"] == 324_000
-    own = first["site_fixed"] + first["energy"] + first["cloud_rental"]
-    assert sum(r["running"] for r in rows[:3]) == 3 * 9_000 + own
-    # The first H20 server, bought in the period starting at month 18 (ordered in month 19)
-    # at its trend, 1.2M x 0.85^1.5 = 940,394 CNY, has an 8-week lead time (examples/phased/
-    # catalog.yaml): delivered 56 days on, in the order's 2nd month, month 20. 30% at
-    # order, the rest at delivery, in whole CNY: 0.3 x 940,394 = 282,118.2 -> 282,118 and
-    # the balance 940,394 - 282,118 = 658,276.
-    h20 = next(p for p in periods if p["start_month"] == 18)
-    price = next(b["amount"] for b in h20["bom"] if b["section"] == "server")
-    assert price == 940_394
-    assert [rows[18]["purchases"], rows[19]["purchases"]] == [282_118, 658_276]
-    # Nothing lost or added: purchases and running costs add up to the schedule's TCO
-    # (no residual value credited in this example), upkeep beside it.
-    assert sum(r["purchases"] + r["running"] for r in rows) == data["tco"] == cash["tco"]
-    assert cash["nominal"] == cash["tco"] + cash["upkeep"]
 
 
 def test_the_cash_csv_adds_up_to_the_json_and_discounts_a_year_by_the_rate(

@@ -25,6 +25,7 @@ import math
 from collections.abc import Sequence
 
 from gpusolve.candidates.builder import Builder
+from gpusolve.candidates.pricing import rental, vat_factors
 from gpusolve.candidates.sizing import Sized, size_layouts
 from gpusolve.estimate import ConfigEstimate, Hardware
 from gpusolve.models.catalog import Card, CloudOffer, Server
@@ -44,7 +45,6 @@ def full_fleets(
     hw: Hardware,
     limit: int,
     sized: Sequence[Sized],
-    unit_cost: float,
 ) -> list[Sized]:
     """`subject`'s fleets at full load for `w` (empty unless the objective is
     max-throughput and `w` a service with a replica that fits one server)."""
@@ -53,6 +53,7 @@ def full_fleets(
     base = _scalable(sized, hw.gpus_per_node)
     if base is None or base.serving is None:
         return []
+    unit_cost = _unit_cost(b, w, subject, base)
     per_node = hw.gpus_per_node // (base.layout.tp * base.layout.pp)
     batch = base.serving.max_batch
     out: list[Sized] = []
@@ -72,6 +73,16 @@ def full_fleets(
             if s.estimate.nodes == nodes and s.estimate.layout.tp == base.layout.tp
         ]
     return out
+
+
+def _unit_cost(
+    b: Builder, w: Workload, subject: Server | CloudOffer, base: ConfigEstimate
+) -> float:
+    """One server's price (VAT in), or one instance's rental over the horizon."""
+    if isinstance(subject, CloudOffer):
+        return rental(b, w, subject, base)[2] / max(1, base.nodes)
+    goods, _ = vat_factors(b.reqs)
+    return subject.price * goods
 
 
 def _scalable(sized: Sequence[Sized], gpus_per_node: int) -> ConfigEstimate | None:

@@ -48,10 +48,7 @@ def owned_options(b: Builder, w: Workload) -> None:
                 limit = 1
             most = min(limit, params.max_nodes)
             sized = size_layouts(b, w, card, "server", server, hw, most)
-            goods, _ = vat_factors(b.reqs)
-            sized += full_fleets(
-                b, w, card, "server", server, hw, most, sized, server.price * goods
-            )
+            sized += full_fleets(b, w, card, "server", server, hw, most, sized)
             for one in sized:
                 _add_owned(b, w, server, card, ratio, offers, one)
 
@@ -229,10 +226,7 @@ def cloud_options(b: Builder, w: Workload) -> None:
         max_nodes = min(offer.max_instances, params.max_nodes) if multi else 1
         hw = Hardware.from_cloud(offer, card)
         sized = size_layouts(b, w, card, "cloud", offer, hw, max_nodes)
-        if sized:
-            first = sized[0].estimate
-            each = rental(b, w, offer, first)[2] / max(1, first.nodes)
-            sized += full_fleets(b, w, card, "cloud", offer, hw, max_nodes, sized, each)
+        sized += full_fleets(b, w, card, "cloud", offer, hw, max_nodes, sized)
         for one in sized:
             _add_cloud(b, w, offer, card, one)
 

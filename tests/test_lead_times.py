@@ -69,6 +69,18 @@ def test_a_lead_time_in_a_single_plan_rents_until_delivery() -> None:
 def test_servers_already_owned_wait_for_no_delivery() -> None:
     held = _late(_buy_or_rent(stock=(Stock("h100", "sz", 1),)), 13)
     assert held.owned[0].bridge == 0
+    assert held.owned[0].placements[0].bridge == 0
+
+
+def test_owned_servers_too_few_wait_for_the_rest_to_be_delivered() -> None:
+    # w needs 2 h100 at sz, 1 is owned there: the second is bought and delivered in 13
+    # weeks (3 of 12 months), so w rents its cheapest rental (1,500) meanwhile: 375.
+    inst = dataclasses.replace(
+        _buy_or_rent(stock=(Stock("h100", "sz", 1),)), owned=(owned("w|own", "w", 2),)
+    )
+    held = _late(inst, 13)
+    assert held.owned[0].bridge == 0
+    assert held.owned[0].placements[0].bridge == 375
 
 
 def test_a_20_week_lead_time_on_the_only_server_rents_the_first_months() -> None:

@@ -12,6 +12,7 @@ import json
 
 from tests.factories.instances import H100, HOT, ONE, instance, owned, rented, site
 
+from gpusolve.candidates.delivery import with_bridges
 from gpusolve.models.periods import split_horizon
 from gpusolve.optimize.ir import Instance, Stock
 from gpusolve.optimize.phased.ir import PhasedInstance
@@ -74,6 +75,74 @@ def test_a_schedule_moves_them_as_the_single_plan_does() -> None:
     assert s.status == "optimal" and s.tco == 500
 
 
+def _moved_after(days: float) -> Instance:
+    # The two h100 at "old" are out of service `days` while they travel to sz.
+    line = Stock("h100", "old", 2, move_cost=100, move_downtime_days=days)
+    return with_bridges(dataclasses.replace(_owned_elsewhere(100), stock=(line,)))
+
+
+def test_a_moved_servers_days_out_of_service_rent_their_workload_meanwhile() -> None:
+    # 91 days = 13 weeks = 3 months (52 / 12 weeks a month) of 12: the rental (3,000) x
+    # 3 / 12 = 750 while they travel. Moving costs 500 + 750 = 1,250, under 3,000.
+    inst = _moved_after(91)
+    (at_sz,) = inst.owned[0].placements
+    assert at_sz.bridge == 750
+    solution = solve(inst, ONE)
+    assert [c.option for c in solution.choices] == ["w|own"]
+    assert solution.costs is not None and solution.costs.tco == 1250
+    assert check(inst, solution) == []
+    # 364 days = 12 months: all of the rental, 500 + 3,000 > 3,000: renting wins.
+    solution = solve(_moved_after(364), ONE)
+    assert [c.option for c in solution.choices] == ["w|rent"]
+
+
+def _stay_or_move(days: float) -> Instance:
+    # Two owned h100 at zz, whose rack rents at 100 a month; sz rents at 5. At zz: a rack
+    # 100 x 12 = 1,200 + energy 2 x 10 x 12 = 240: 1,440. Moved to sz: 60 + 240 + moves
+    # 2 x 100 + the rental (3,000) over the days out of service.
+    return with_bridges(
+        instance(
+            ("w",),
+            (owned("w|own", "w", 2, sites=("sz", "zz")),),
+            cloud=(rented("w|rent", "w", 1, 3000),),
+            sites=(site(), site("zz", rent=100)),
+            skus=(BLOCKED, HOT),
+            stock=(Stock("h100", "zz", 2, move_cost=100, move_downtime_days=days),),
+        )
+    )
+
+
+def test_servers_move_only_when_the_cheaper_rack_pays_for_the_days_out_of_service() -> None:
+    # 91 days: 750 to rent meanwhile, 500 + 750 = 1,250 at sz < 1,440 at zz: they move.
+    # At home nothing is bridged.
+    inst = _stay_or_move(91)
+    assert {p.site: p.bridge for p in inst.owned[0].placements} == {"sz": 750, "zz": 0}
+    solution = solve(inst, ONE)
+    assert [(c.option, c.site) for c in solution.choices] == [("w|own", "sz")]
+    assert solution.costs is not None and solution.costs.tco == 1250
+    # 182 days = 26 weeks = 6 months: 1,500 meanwhile, 2,000 at sz > 1,440: they stay.
+    solution = solve(_stay_or_move(182), ONE)
+    assert [(c.option, c.site) for c in solution.choices] == [("w|own", "zz")]
+    assert solution.moved == {}
+    assert solution.costs is not None and solution.costs.tco == 1440
+
+
+def test_a_schedule_rents_while_its_servers_move_in_the_first_period() -> None:
+    # 45.5 days = 6.5 weeks = 1.5 months. One period of 12 months is the single plan:
+    # 500 + 3,000 x 1.5 / 12 = 875.
+    one = split_horizon(12, 12)
+    s = solve_phased(PhasedInstance(one, (_moved_after(45.5),), {}, {}, 12), ONE)
+    assert s.status == "optimal" and s.tco == 875
+    # Quarters, the rental 750 a quarter: half the first quarter, 375, charged once: 875.
+    quarters = split_horizon(12, 3)
+    inst = dataclasses.replace(_moved_after(45.5), cloud=(rented("w|rent", "w", 1, 750),))
+    insts = tuple(
+        with_bridges(dataclasses.replace(inst, horizon_months=p.months)) for p in quarters
+    )
+    s = solve_phased(PhasedInstance(quarters, insts, {}, {}, 12), ONE)
+    assert s.status == "optimal" and s.tco == 875
+
+
 OWNED = """owned:
   servers:
     - server: hgx-a800-8gpu
@@ -111,6 +180,10 @@ def test_plan_and_colo_move_an_owned_fleet_to_the_same_site(gpusolve, tmp_path) 
     (held,) = data["inventory"]["servers"]
     assert chat["site"] == best["offer"] == "yancheng-wind-40kw-liquid-ib"
     assert held["moved"] == {best["offer"]: 4} and held["move_cost"] == 32_000
+    # Both state the week the four are out of service (the default, 7 days).
+    assert best["servers_moved"] == 4 and best["move_downtime_days"] == 7
+    assert held["move_downtime_days"] == 7
+    assert "moved from wuxi-taihu-8kw-air, 7 days out of service" in chat["delivery"]
     # Pinned (movable: false), colo refuses every other site and plan cannot use them.
     pinned = OWNED + "      movable: false\n"
     fleet.write_text(fleet.read_text(encoding="utf-8").replace(OWNED, pinned), encoding="utf-8")

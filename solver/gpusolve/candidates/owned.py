@@ -64,6 +64,7 @@ def with_inventory(instance: ir.Instance, reqs: Requirements, catalog: Catalog) 
             count=s.count,
             resale=to_money(s.resale) if s.resale is not None else 0,
             move_cost=move_cost(s, reqs.currency),
+            move_downtime_days=s.move_downtime_days,
         )
         for s in sorted(owned.servers, key=lambda s: (s.server, s.site))
     )

@@ -10,6 +10,8 @@ and offers are ranked like plans, by TCO + penalties.
 
 from __future__ import annotations
 
+from dataclasses import dataclass, replace
+
 from gpusolve.candidates.market import (
     MarketView,
     compliance_lines,
@@ -163,20 +165,36 @@ def _reasons(fleet: Fleet, servers: dict[str, Server], offer: ColoOffer) -> list
     return list(dict.fromkeys(out))
 
 
-def _moves(fleet: Fleet, offer: ColoOffer) -> tuple[int, list[str]]:
-    """Owned servers held at another site move here at their move cost (as `plan` moves
-    them: `candidates/owned.move_cost`), or cannot come: (cost, reasons)."""
-    cost = 0
-    pinned = []
+@dataclass(frozen=True)
+class Moves:
+    """The owned servers that move to an offer: what it costs, how many, the longest
+    time one is out of service, and the lines that may not move (reasons)."""
+
+    cost: int = 0
+    servers: int = 0
+    downtime_days: float = 0.0
+    pinned: tuple[str, ...] = ()
+
+
+def _moves(fleet: Fleet, offer: ColoOffer) -> Moves:
+    """Owned servers held at another site move here at their move cost and downtime (as
+    `plan` moves them: `candidates/owned.move_cost`), or cannot come."""
+    out = Moves()
     for held in fleet.owned.servers:
         if held.site == offer.id:
             continue
         each = move_cost(held, fleet.currency)
         if each is None:
-            pinned.append(f"the owned {held.server} at {held.site} stay there (not movable)")
+            why = f"the owned {held.server} at {held.site} stay there (not movable)"
+            out = replace(out, pinned=(*out.pinned, why))
         else:
-            cost += each * held.count
-    return cost, pinned
+            out = replace(
+                out,
+                cost=out.cost + each * held.count,
+                servers=out.servers + held.count,
+                downtime_days=max(out.downtime_days, held.move_downtime_days),
+            )
+    return out
 
 
 def _notes(offer: ColoOffer) -> list[str]:
@@ -279,8 +297,8 @@ def _row(
         for h in hits
         if h.effect == "refused"
     ]
-    moves, pinned = _moves(fleet, offer)
-    reasons = _reasons(fleet, servers, offer) + list(dict.fromkeys(refused)) + pinned
+    moves = _moves(fleet, offer)
+    reasons = _reasons(fleet, servers, offer) + list(dict.fromkeys(refused)) + list(moves.pinned)
     if reasons:
         return base.model_copy(update={"reasons": reasons})
     instance, energy_month, bandwidth_month = _instance(fleet, servers, offer)
@@ -314,8 +332,10 @@ def _row(
             "energy_month": float(energy_month),
             "bandwidth_month": float(bandwidth_month),
             "monthly": round(monthly, 2),
-            "moves": float(moves),
-            "tco": round(monthly * fleet.horizon_months + moves, 2),
-            "objective": round(monthly * fleet.horizon_months + moves + penalties, 2),
+            "moves": float(moves.cost),
+            "servers_moved": moves.servers,
+            "move_downtime_days": moves.downtime_days,
+            "tco": round(monthly * fleet.horizon_months + moves.cost, 2),
+            "objective": round(monthly * fleet.horizon_months + moves.cost + penalties, 2),
         }
     )

@@ -71,6 +71,7 @@ def _server_line(
         in_service=in_service,
         moved=away,
         move_cost=float((stock.move_cost or 0) * sum(away.values())),
+        move_downtime_days=stock.move_downtime_days if away else 0.0,
         sold=sold,
         idle=out - sold,
         bought=held.bought,

@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import get_args
 
+from gpusolve.candidates.delivery import wait_for
 from gpusolve.candidates.records import Candidates
 from gpusolve.explain.network_lines import network_items, storage_items
 from gpusolve.models.catalog import Catalog
@@ -121,13 +122,18 @@ def _moves(solution: ir.Solution, instance: ir.Instance) -> list[CostItem]:
 def _until_delivery(
     solution: ir.Solution, instance: ir.Instance, catalog: Catalog
 ) -> list[CostItem]:
-    """Workloads on servers with a lead time rent their cheapest rental until delivery
+    """Workloads on servers with a lead time rent their cheapest rental until delivery,
+    and those on owned servers moved to their site until the servers are there
     (`candidates/delivery.py`): one line each."""
     owned = {o.key: o for o in instance.owned}
     out = []
     for choice in solution.choices:
         option = owned.get(choice.option)
-        if option is None or not option.bridge:
+        if option is None:
+            continue
+        placement = next((p for p in option.placements if p.site == choice.site), None)
+        moving = placement.bridge if placement is not None else 0
+        if not option.bridge and not moving:
             continue
         # The rental that carries the servers' share of the demand (`delivery.py`).
         rental = min(
@@ -140,20 +146,34 @@ def _until_delivery(
             ),
             key=lambda c: (c.cost_total, c.key),
         )
-        server = catalog.servers.get(option.sku)
-        weeks = server.lead_time_weeks if server is not None else 0
-        detail = (
-            f"{choice.workload}: its cheapest rental ({rental.instances} instance(s)) for the "
-            f"{weeks:g} weeks until the {option.sku} servers are delivered, of "
-            f"{instance.horizon_months} months"
-        )
-        line = CostItem(
-            kind="cloud_rental", subject=rental.offer, detail=detail, amount=option.bridge
-        )
         offer = catalog.cloud_offers.get(rental.offer)
         note = offer.pricing if offer is not None else None
-        out.append(priced(line, 1, "rental until delivery", option.bridge, note))
+        runs = f"{choice.workload}: its cheapest rental ({rental.instances} instance(s))"
+        of = f"of {instance.horizon_months} months"
+        if option.bridge:
+            server = catalog.servers.get(option.sku)
+            weeks = server.lead_time_weeks if server is not None else 0
+            detail = (
+                f"{runs} for the {weeks:g} weeks until the {option.sku} servers are delivered, {of}"
+            )
+            line = CostItem(
+                kind="cloud_rental", subject=rental.offer, detail=detail, amount=option.bridge
+            )
+            out.append(priced(line, 1, "rental until delivery", option.bridge, note))
+        if moving:
+            wait = _wait(instance, option, choice.site or "")
+            at = f"until its {option.sku} servers are in service at {choice.site}"
+            detail = f"{runs} {at} ({wait}), {of}"
+            line = CostItem(kind="cloud_rental", subject=rental.offer, detail=detail, amount=moving)
+            out.append(priced(line, 1, "rental while servers move", moving, note))
     return out
+
+
+def _wait(instance: ir.Instance, option: ir.OwnedOption, site: str) -> str:
+    """What the owned servers of a placement wait for, in words (`delivery.wait_for`)."""
+    sku = instance.skus.get(option.sku)
+    lead_weeks = sku.lead_time_days / 7 if sku is not None else 0.0
+    return wait_for(instance.stock, option, site, lead_weeks).says()
 
 
 def _cloud_line(

@@ -6,6 +6,7 @@ import datetime
 from collections import defaultdict
 from typing import Any
 
+from gpusolve.candidates.delivery import wait_for
 from gpusolve.candidates.margin import against_target, margin_of
 from gpusolve.candidates.records import Candidates, OptionMeta
 from gpusolve.estimate.disaggregation import describe
@@ -116,17 +117,23 @@ def split_sentences(
 def _delivery(
     meta: OptionMeta, choice: ir.Choice, instance: ir.Instance, start: datetime.date | None
 ) -> str:
-    """When owned servers with a lead time work, and what runs the workload until then."""
-    weeks = meta.lead_time_weeks
-    if meta.mode != "owned" or weeks <= 0:
+    """When owned servers with a lead time, or owned servers moved in, work, and what runs
+    the workload until then."""
+    option = next((o for o in instance.owned if o.key == choice.option), None)
+    if meta.mode != "owned" or option is None:
         return ""
     if any(s.sku == meta.server for s in instance.stock):
-        return ""  # already owned: no delivery to wait for
-    when = f"{weeks:g} weeks after order"
+        wait = wait_for(instance.stock, option, choice.site or "", meta.lead_time_weeks)
+        weeks, when = wait.weeks, wait.says()
+        bridged = any(p.bridge for p in option.placements if p.site == choice.site)
+    else:
+        weeks, when = meta.lead_time_weeks, f"{meta.lead_time_weeks:g} weeks after order"
+        bridged = option.bridge > 0
+    if weeks <= 0:
+        return ""
     if start is not None:
         when = f"{start + datetime.timedelta(weeks=weeks):%Y-%m-%d}, {when}"
-    option = next((o for o in instance.owned if o.key == choice.option), None)
-    if option is not None and option.bridge:
+    if bridged:
         return f"{when}; its cheapest rental runs it until then"
     return f"{when}; no rental can run it meanwhile: it starts then"
 

@@ -58,6 +58,13 @@ class ColoRow(OutModel):
         description="Owned servers moved here from their site: what the moves cost, once "
         "(in the TCO, as `plan` charges them).",
     )
+    servers_moved: int = Field(default=0, description="Owned servers moved here.")
+    move_downtime_days: float = Field(
+        default=0.0,
+        description="The longest time a moved server is out of service. Stated, not priced: "
+        "a fleet has no workload to rent for; `plan` rents each moved server's workload "
+        "its cheapest rental for these days.",
+    )
     tco: float | None = None
     pue: float
     power_price_per_kwh: float

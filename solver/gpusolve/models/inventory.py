@@ -53,7 +53,8 @@ class OwnedServers(StrictModel):
         ge=0,
         le=365,
         description="Days a moved server is out of service (estimate: a week door to door, "
-        "racked and tested); stated, not yet priced.",
+        "racked and tested). The workload placed on moved servers rents its cheapest "
+        "rental meanwhile (`plan`); `colo` states the days.",
     )
     movable: bool = Field(default=True, description="false: they stay at `site`.")
     bought: BoughtDate | None = Field(

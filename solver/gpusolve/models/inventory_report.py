@@ -21,6 +21,10 @@ class OwnedServersLine(OutModel):
         default_factory=dict, description="Moved to another site to work there: site -> servers."
     )
     move_cost: float = Field(default=0.0, description="What moving them costs (on rent).")
+    move_downtime_days: float = Field(
+        default=0.0,
+        description="Days a moved one is out of service; its workload rents meanwhile.",
+    )
     sold: int = Field(description="Sold at the resale price given (credited apart).")
     idle: int = Field(description="Neither used nor sold (no resale price): powered off.")
     bought: str | None = Field(default=None, description="When they were bought.")

@@ -56,6 +56,7 @@ def negative_numbers(instance: Instance) -> list[str]:
         if isinstance(option, OwnedOption):
             numbers += [p.penalty for p in option.placements]
             numbers += [p.busy_energy for p in option.placements]
+            numbers += [p.bridge for p in option.placements]
             numbers += [option.rent, option.burst_penalty]
         else:
             numbers.append(option.cost_total)

@@ -63,11 +63,13 @@ def server_energy(
 
 def owned_rent(owned: Sequence[OwnedVar], bridged: bool = True) -> Expr:
     """What owned options rent: a workload on servers with a lead time rents until
-    delivery (`bridged`; a schedule prices that by period, `phased/switching.py`), and a
-    mixed option's burst carries the demand its servers do not."""
+    delivery, or on owned servers moved to its site until they arrive (`bridged`; a
+    schedule prices that by period, `phased/switching.py`), and a mixed option's burst
+    carries the demand its servers do not."""
     terms = [(o.option.burst.cost_total, o.var) for o in owned if o.option.burst is not None]
     if bridged:
         terms += [(o.option.bridge, o.var) for o in owned if o.option.bridge]
+        terms += [(o.placement.bridge, o.var) for o in owned if o.placement.bridge]
     return wsum(terms)
 
 

@@ -73,8 +73,10 @@ def terms(instance: Instance) -> list[Term]:
         found.append(Term(o.throughput, f"workload {o.workload}'s throughput on {o.sku}"))
         worst = max((p.penalty for p in o.placements), default=0)
         found.append(Term(o.penalty + worst, f"rule penalties on workload {o.workload}"))
-        if o.rent or o.burst_penalty:
-            found.append(Term(o.rent + o.burst_penalty, f"workload {o.workload}'s rentals"))
+        moving = max((p.bridge for p in o.placements), default=0)
+        if o.rent or o.burst_penalty or moving:
+            rentals = o.rent + o.burst_penalty + moving
+            found.append(Term(rentals, f"workload {o.workload}'s rentals"))
         busy = max((p.busy_energy for p in o.placements), default=0)
         found.append(Term(busy, f"energy of workload {o.workload} on {o.sku} while it runs"))
         mbps = o.bandwidth_mbps * max(
@@ -114,6 +116,7 @@ def _total(instance: Instance) -> int:
         + o.burst_penalty
         + max((p.penalty for p in o.placements), default=0)
         + max((p.busy_energy for p in o.placements), default=0)
+        + max((p.bridge for p in o.placements), default=0)
         + o.bandwidth_mbps
         * max((instance.sites[p.site].extra_mbps_cost for p in o.placements), default=0)
         for o in instance.owned

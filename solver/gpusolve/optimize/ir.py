@@ -101,6 +101,11 @@ class Placement:
     # (money, share) of the penalties here that take a share of the option's servers'
     # price (`OwnedOption.penalty_base`): a server price probe prices them again.
     penalty_shares: tuple[tuple[float, float], ...] = ()
+    # Renting the workload's cheapest rental while the owned servers it runs on here come
+    # from the team's stock at another site (the move's downtime) or, where the stock
+    # falls short, until the purchased rest is delivered (`candidates/delivery.py`):
+    # whole amount; 0 where the site's own stock holds the option's servers.
+    bridge: int = 0
 
 
 @dataclass(frozen=True)
@@ -154,6 +159,9 @@ class Stock:
     resale: int = 0  # per server sold; 0 when it cannot be sold (left idle instead)
     # Per server moved to another site (`inventory.py`); None: it stays where it is.
     move_cost: int | None = None
+    # Days a moved server is out of service (freight, re-racking, burn-in): its workload
+    # rents meanwhile (`Placement.bridge`).
+    move_downtime_days: float = 0.0
 
 
 @dataclass(frozen=True)

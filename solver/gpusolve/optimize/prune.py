@@ -64,7 +64,7 @@ def placements_cover(better: OwnedOption, worse: OwnedOption) -> bool:
         q = by_site.get(p.site)
         if q is None or q.penalty > p.penalty or not q.violates <= p.violates:
             return False
-        if q.busy_energy > p.busy_energy:
+        if q.busy_energy > p.busy_energy or q.bridge > p.bridge:
             return False
     return True
 

@@ -199,7 +199,7 @@ def recompute_costs(instance: Instance, solution: Solution, placed: Placed) -> C
         for s, extra in extra_mbps(instance, placed).items()
     )
     cloud = sum(item.cost_total for item in placed if isinstance(item, CloudOption))
-    cloud += sum(item[0].rent for item in placed if isinstance(item, tuple))
+    cloud += sum(item[0].rent + item[1].bridge for item in placed if isinstance(item, tuple))
     penalties = sum(
         item[0].penalty + item[0].burst_penalty + item[1].penalty
         if isinstance(item, tuple)

@@ -30,7 +30,10 @@ def colo_text(report: ColoReport, top: int | None = None) -> str:
             f"(PUE {r.pue:g}, {r.power_price_per_kwh:g}/kWh) + bandwidth {r.bandwidth_month:,.0f}"
         )
         if r.moves:
-            lines.append(f"      owned servers moved here: {r.moves:,.0f} {cur} once")
+            lines.append(
+                f"      {r.servers_moved} owned server(s) moved here: {r.moves:,.0f} {cur} "
+                f"once, out of service up to {r.move_downtime_days:g} days"
+            )
         for fill in r.fill[:3]:
             lines.append("      rack: " + ", ".join(f"{n} x {k}" for k, n in fill.items()))
         if len(r.fill) > 3:

@@ -18,6 +18,8 @@ def inventory_text(inv: Inventory | None, cur: str) -> list[str]:
             fate.append(f"{n} of them moved to {site}")
         if s.move_cost:
             fate.append(f"moves {money(s.move_cost, cur)} (on rent)")
+        if s.move_downtime_days:
+            fate.append(f"out of service {s.move_downtime_days:g} days on the way")
         if s.sold:
             fate.append(f"{s.sold} sold x {money(s.resale_each or 0.0, cur)}")
         if s.idle:

@@ -112,26 +112,44 @@ def add_bridges(
     """Rentals until delivery within a period: a workload that starts on servers of a
     model (at a site) in period p, where a purchase made at p's start is delivered within
     p, rents its cheapest rental until then (`OwnedOption.bridge`, priced over the
-    period). new[w,k@s,p] >= z[w,k@s,p] - z[w,k@s,p-1], added to `cloud:<p>`. A model
-    whose lead time outlasts the period works from a later period instead (`works_from`),
-    with nothing to bridge."""
+    period). A model whose lead time outlasts the period works from a later period
+    instead (`works_from`), with nothing to bridge. Owned servers move at the schedule's
+    start: a workload placed on them in the first period rents while they travel
+    (`Placement.bridge`).
+
+    Each option pays its own figure (a base carries a share of the demand, so its rental
+    is smaller than the whole's): in the first period when chosen; later only when its
+    (workload, model, site) is new, new[w,k@s,p] >= z[w,k@s,p] - z[w,k@s,p-1] and
+    paid[o,p] >= x[o,p] + new[w,k@s,p] - 1, added to `cloud:<p>`."""
     before: dict[tuple[str, str, str], list[Var]] = {}
     for p, pm in enumerate(periods):
         now: dict[tuple[str, str, str], list[Var]] = defaultdict(list)
-        cost: dict[tuple[str, str, str], int] = defaultdict(int)
+        costly: dict[tuple[str, str, str], list[tuple[int, Var]]] = defaultdict(list)
         for o in pm.owned:
             key = (o.option.workload, o.option.sku, o.placement.site)
             now[key].append(o.var)
-            works = pi.works_from.get(o.option.sku, ())
-            if o.option.bridge and p < len(works) and works[p] == p:
-                cost[key] = max(cost[key], o.option.bridge)
+            cost = _bridge_in(pi, p, o.option, o.placement.bridge)
+            if cost:
+                costly[key].append((cost, o.var))
         terms: list[tuple[int, Var]] = []
-        for key, choices in sorted(now.items()):
-            if not cost[key]:
+        for key, paying in sorted(costly.items()):
+            if not before.get(key):
+                terms += paying  # nothing of it ran before: every choice is a start
                 continue
             new = m.new_bool_var(f"bridged[{key[0]},{key[1]}@{key[2]},{p}]")
-            m.add(new >= sum(choices) - sum(before.get(key, [])))
-            terms.append((cost[key], new))
+            m.add(new >= sum(now[key]) - sum(before[key]))
+            for cost, var in paying:
+                paid = m.new_bool_var(f"paid[{var.name},{p}]")
+                m.add(paid >= var + new - 1)
+                terms.append((cost, paid))
         if terms:
             exprs[f"cloud:{p}"] = exprs[f"cloud:{p}"] + wsum(terms)
         before = now
+
+
+def _bridge_in(pi: PhasedInstance, p: int, option: OwnedOption, moving: int) -> int:
+    """What an owned option rents in period p until its servers work: until a delivery
+    within p, or (in the first period) until owned servers moved to its site arrive."""
+    works = pi.works_from.get(option.sku, ())
+    bridge = option.bridge if option.bridge and p < len(works) and works[p] == p else 0
+    return max(bridge, moving if p == 0 else 0)

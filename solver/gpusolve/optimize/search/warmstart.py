@@ -47,7 +47,8 @@ def standalone_owned(instance: Instance, option: OwnedOption, placement: Placeme
     total = option.servers * (sku.capex - sku.residual) + instance.horizon_months * monthly
     total += extra_mbps + placement.busy_energy + site.setup_fee
     total += racks * site.rack_rent_month * max(0, site.rent_months - instance.horizon_months)
-    return total + option.rent + option.penalty + option.burst_penalty + placement.penalty
+    total += option.rent + placement.bridge
+    return total + option.penalty + option.burst_penalty + placement.penalty
 
 
 def priced_choices(built: Built) -> dict[str, list[tuple[int, int, Var]]]:

@@ -219,11 +219,12 @@ def period_items(
 
 def _until_delivery(items: list[CostItem], cloud: int) -> list[CostItem]:
     """Rentals beyond the period's chosen ones: workloads on servers delivered within the
-    period rent their cheapest rental until then (`candidates/delivery.py`)."""
+    period, or on owned servers moved at the schedule's start, rent their cheapest rental
+    until then (`candidates/delivery.py`)."""
     missing = cloud - sum(int(i.amount) for i in items if i.kind == "cloud_rental")
     if not missing:
         return []
-    detail = "workloads rent their cheapest rental until their servers are delivered"
+    detail = "workloads rent their cheapest rental until their servers are delivered or moved in"
     return [CostItem(kind="cloud_rental", subject="until delivery", detail=detail, amount=missing)]
 
 

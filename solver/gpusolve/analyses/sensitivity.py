@@ -315,6 +315,10 @@ def analyse(
 
 
 def _probe_config(config: SolveConfig) -> SolveConfig:
+    if config.work_limit is not None:
+        # A run with a deterministic limit gives the same ranges on any load: each probe
+        # stops at its share of work, the wall clock stays only a safety net.
+        return replace(config, workers=1, work_limit=min(config.work_limit, PROBE_TIME_S))
     return replace(config, workers=1, time_limit_s=min(config.time_limit_s, PROBE_TIME_S))
 
 

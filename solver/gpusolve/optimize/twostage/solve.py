@@ -216,6 +216,8 @@ def _solver(config: SolveConfig, spent_s: float, choices: int | None = None) -> 
     tuning = config.tuning
     solver = cp_model.CpSolver()
     solver.parameters.max_time_in_seconds = max(0.1, config.time_limit_s - spent_s)
+    if config.work_limit is not None:
+        solver.parameters.max_deterministic_time = config.work_limit
     solver.parameters.num_workers = config.workers
     solver.parameters.random_seed = config.seed
     solver.parameters.relative_gap_limit = config.relative_gap

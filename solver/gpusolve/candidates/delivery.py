@@ -50,7 +50,7 @@ def with_bridges(instance: ir.Instance) -> ir.Instance:
     `Sku.lead_time_days`) or, on a model the team owns, until its servers are at the
     placement's site (`Placement.bridge`). Every stage that changes an instance's rentals
     or options (the sensitivity analysis) calls it again."""
-    cheapest = _cheapest_rentals([*instance.cloud, *instance.bursts])
+    rentals = [*instance.cloud, *instance.bursts]
     owned_models = {s.sku for s in instance.stock}
     h = instance.horizon_months
     owned: list[ir.OwnedOption] = []
@@ -58,7 +58,8 @@ def with_bridges(instance: ir.Instance) -> ir.Instance:
         sku = instance.skus.get(o.sku)
         lead_weeks = sku.lead_time_days / 7 if sku is not None else 0.0
         # A mixed option's burst runs from the start: only the base's share is bridged.
-        rental = cheapest.get((o.workload, o.share_permille), 0)
+        found = bridging_rental(rentals, o.workload, o.share_permille)
+        rental = found.cost_total if found is not None else 0
         held = o.sku in owned_models
         cost = 0 if held else bridge_cost(rental, lead_weeks, h)
         waits = [
@@ -123,12 +124,15 @@ def _with_bridge(placement: ir.Placement, cost: int) -> ir.Placement:
     return placement if cost == placement.bridge else dataclasses.replace(placement, bridge=cost)
 
 
-def _cheapest_rentals(cloud: Sequence[ir.CloudOption]) -> dict[tuple[str, int], int]:
-    """Per workload and share of its demand, its cheapest rental that breaks no
-    requirement."""
-    out: dict[tuple[str, int], int] = {}
-    for c in cloud:
-        key = (c.workload, c.share_permille)
-        if not c.violates and (key not in out or c.cost_total < out[key]):
-            out[key] = c.cost_total
-    return out
+def bridging_rental(
+    rentals: Sequence[ir.CloudOption], workload: str, share_permille: int
+) -> ir.CloudOption | None:
+    """The rental that runs a workload's part until its servers work: the cheapest that
+    breaks no requirement and carries at least that part's share of the demand (a base at
+    the share its owned stock carries has no rental sized to that share exactly)."""
+    covering = [
+        c
+        for c in rentals
+        if c.workload == workload and c.share_permille >= share_permille and not c.violates
+    ]
+    return min(covering, key=lambda c: (c.cost_total, c.key), default=None)

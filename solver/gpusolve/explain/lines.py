@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import get_args
 
-from gpusolve.candidates.delivery import wait_for
+from gpusolve.candidates.delivery import bridging_rental, wait_for
 from gpusolve.candidates.records import Candidates
 from gpusolve.explain.network_lines import network_items, storage_items
 from gpusolve.models.catalog import Catalog
@@ -136,16 +136,11 @@ def _until_delivery(
         if not option.bridge and not moving:
             continue
         # The rental that carries the servers' share of the demand (`delivery.py`).
-        rental = min(
-            (
-                c
-                for c in [*instance.cloud, *instance.bursts]
-                if c.workload == choice.workload
-                and c.share_permille == option.share_permille
-                and not c.violates
-            ),
-            key=lambda c: (c.cost_total, c.key),
+        rental = bridging_rental(
+            [*instance.cloud, *instance.bursts], choice.workload, option.share_permille
         )
+        if rental is None:
+            continue
         offer = catalog.cloud_offers.get(rental.offer)
         note = offer.pricing if offer is not None else None
         runs = f"{choice.workload}: its cheapest rental ({rental.instances} instance(s))"

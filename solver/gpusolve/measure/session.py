@@ -4,10 +4,12 @@ the physics and assemble the `measured:` block. Imports torch only inside `measu
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from gpusolve.errors import InputError
 from gpusolve.estimate.compute import compute_precision
 from gpusolve.estimate.layout import Layout
+from gpusolve.estimate.memory import ModelStates
 from gpusolve.estimate.shapes import Arch, count_params, resolve_arch
 from gpusolve.estimate.trainshape import (
     model_flops_per_token,
@@ -27,8 +29,20 @@ from gpusolve.models.requirements import (
     Workload,
 )
 
+if TYPE_CHECKING:
+    from gpusolve.measure.torchrun import RunResult
+
 MEASURED_PRECISIONS = ("fp32", "bf16", "fp16", "fp8")
 MEASURED_OPTIMIZERS = ("adamw", "adamw_fp32", "sgd_momentum")
+
+
+def _state_bytes(states: ModelStates | RunResult) -> StateBytes:
+    """Model-state bytes as the run counted them or as the physics gives them."""
+    return StateBytes(
+        weights=states.weights_bytes,
+        gradients=states.gradients_bytes,
+        optimizer=states.optimizer_bytes,
+    )
 
 
 @dataclass(frozen=True)
@@ -78,18 +92,8 @@ def built_arch(arch: Arch, layers: int) -> Arch:
     )
     built = resolve_arch(shape)
     if positions > 0:
-        counted = count_params(
-            layers=layers,
-            hidden=arch.hidden,
-            heads=arch.heads,
-            kv_heads=arch.kv_heads,
-            head_dim=arch.head_dim,
-            ffn=arch.ffn,
-            vocab=arch.vocab,
-            gated_ffn=arch.gated_ffn,
-            tied_embeddings=tied,
-            learned_positions=positions,
-        )
+        # The shape's own fields (those given) are count_params' keywords.
+        counted = count_params(**shape.model_dump(exclude_none=True), learned_positions=positions)
         from dataclasses import replace
 
         built = replace(
@@ -221,16 +225,8 @@ def measure(
         step_s=result.step_s,
         tokens_per_s=rate,
         mfu=mfu,
-        counted_states=StateBytes(
-            weights=result.weights_bytes,
-            gradients=result.gradients_bytes,
-            optimizer=result.optimizer_bytes,
-        ),
-        formula_states=StateBytes(
-            weights=states.weights_bytes,
-            gradients=states.gradients_bytes,
-            optimizer=states.optimizer_bytes,
-        ),
+        counted_states=_state_bytes(result),
+        formula_states=_state_bytes(states),
         saved_activation_bytes=result.saved_activation_bytes,
         formula_activation_bytes=acts,
         peak_allocated_gb=alloc_gb,

@@ -97,14 +97,7 @@ def _check_sized(reqs: Requirements, doc: Document, sizes: dict[str, float]) -> 
 
 
 def _removal(r: Removal) -> RemovalOut:
-    return RemovalOut(
-        rule=r.rule,
-        source=r.source,
-        title=r.title,
-        kind=r.kind,
-        removed=r.removed,
-        errors=r.errors,
-    )
+    return RemovalOut.model_validate(r, from_attributes=True)
 
 
 def _via_removed_cards(removals: list[Removal], catalog: Catalog) -> ViaRemovedCards:

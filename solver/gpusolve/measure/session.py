@@ -74,22 +74,18 @@ def check_measurable(w: Workload, arch: Arch, where: str) -> list[str]:
     return out
 
 
+# The dense GQA model measure builds (measure_problems refuses the others): these figures
+# of the shape as the physics resolved it, under the same names.
+_DENSE_SHAPE = ("hidden", "heads", "kv_heads", "head_dim", "ffn", "vocab", "gated_ffn")
+
+
 def built_arch(arch: Arch, layers: int) -> Arch:
     """The same shape with `layers` layers, counted by the physics' own formula."""
     positions = round((arch.input_embedding_params - arch.vocab * arch.hidden) / arch.hidden)
     head = arch.embedding_params - arch.input_embedding_params - arch.hidden
     tied = head < arch.vocab * arch.hidden / 2
-    shape = ModelShape(
-        layers=layers,
-        hidden=arch.hidden,
-        heads=arch.heads,
-        kv_heads=arch.kv_heads,
-        head_dim=arch.head_dim,
-        ffn=arch.ffn,
-        vocab=arch.vocab,
-        gated_ffn=arch.gated_ffn,
-        tied_embeddings=tied,
-    )
+    dense = {name: getattr(arch, name) for name in _DENSE_SHAPE}
+    shape = ModelShape(layers=layers, tied_embeddings=tied, **dense)
     built = resolve_arch(shape)
     if positions > 0:
         # The shape's own fields (those given) are count_params' keywords.
@@ -170,28 +166,15 @@ def measure(
             f"({f_built:.3g} / {f_full:.3g}), peak memory by layers (gpusolve.measure)"
         )
     counted_states = result.weights_bytes + result.gradients_bytes + result.optimizer_bytes
+
+    def full_model_gb(peak_bytes: int) -> float:
+        full = full_states.total_bytes
+        return scaled_peak_bytes(peak_bytes, counted_states, full, layers, arch.layers) / GB
+
     peak_gb = alloc_gb = None
     if result.peak_reserved_bytes is not None and result.peak_allocated_bytes is not None:
-        peak_gb = (
-            scaled_peak_bytes(
-                result.peak_reserved_bytes,
-                counted_states,
-                full_states.total_bytes,
-                layers,
-                arch.layers,
-            )
-            / GB
-        )
-        alloc_gb = (
-            scaled_peak_bytes(
-                result.peak_allocated_bytes,
-                counted_states,
-                full_states.total_bytes,
-                layers,
-                arch.layers,
-            )
-            / GB
-        )
+        peak_gb = full_model_gb(result.peak_reserved_bytes)
+        alloc_gb = full_model_gb(result.peak_allocated_bytes)
     if opts.device == "cpu":
         notes.append(
             "measured on the CPU: a check of the tooling and of the memory model, not a "

@@ -3,7 +3,6 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
-from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -23,19 +22,6 @@ def pytest_configure(config: pytest.Config) -> None:
     os.environ["GPUSOLVE_CONFIG"] = ""
     for name in ("GPUSOLVE_CATALOG", "GPUSOLVE_RULES", "GPUSOLVE_MARKET"):
         os.environ.pop(name, None)
-    # pytest-xdist hands out whole files (--dist loadfile), by default the files with the
-    # most tests first; the collection order below (files with slow tests first) is kept
-    # instead, so that no long file starts last while the other worker has run dry.
-    if hasattr(config.option, "loadscopereorder"):
-        config.option.loadscopereorder = False
-
-
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Files with a test marked `slow` first, then the files with the most tests (what
-    pytest-xdist does by default), each file's tests in their own order."""
-    slow = {item.path for item in items if item.get_closest_marker("slow")}
-    counts = Counter(item.path for item in items)
-    items.sort(key=lambda item: (item.path not in slow, -counts[item.path], str(item.path)))
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

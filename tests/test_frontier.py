@@ -32,7 +32,6 @@ def test_non_dominated_keeps_the_trade_off_only() -> None:
     assert [(p.tco, p.makespan_h) for p in kept] == [(10, 100), (5, 200)]
 
 
-@pytest.mark.slow
 def test_frontier_of_the_pretraining_example(gpusolve, tmp_path: Path) -> None:
     # Market global: the frontier over every card; in market cn only rentals remain.
     example = (ROOT / "examples" / "pretrain-70b-infiniband.yaml").read_text(encoding="utf-8")
@@ -138,7 +137,6 @@ def test_frontier_needs_a_deadline(gpusolve, tmp_path: Path) -> None:
     assert result.code == 2 and "deadline" in result.err
 
 
-@pytest.mark.slow
 def test_each_point_is_the_plan_at_its_deadlines() -> None:
     """A frontier point is the plan `plan` makes with every deadline scaled by its factor:
     the same instance (small jobs rented only, work beyond the horizon dropped), so the

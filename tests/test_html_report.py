@@ -156,7 +156,6 @@ def reports(tmp_path_factory: pytest.TempPathFactory) -> list[Rendered]:
     return out
 
 
-@pytest.mark.slow
 def test_every_example_has_a_plan(reports: list[Rendered]) -> None:
     assert FAILED_EXAMPLES == {}
     assert [r.name for r in reports] == [e.stem for e in EXAMPLES]

@@ -73,7 +73,6 @@ def _period_total(p: Any) -> int:
 # ------------------------------------------------------------------ BOM per period
 
 
-@pytest.mark.slow
 def test_each_periods_bom_adds_up_to_its_spend_and_its_capex(example: Schedule) -> None:
     for p in example.periods:
         # Capex is the servers bought and the network and storage the period adds.

@@ -104,7 +104,6 @@ def test_the_readme_has_examples() -> None:
     assert len(CASES) >= 5
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("case", CASES, ids=[c.command for c in CASES])
 def test_readme_excerpt_is_current(case: Excerpt) -> None:
     assert current(case.command) == case.text, (

@@ -322,7 +322,6 @@ def files() -> Any:
     return Files(CHAT, (data_dir("catalog"),), ())
 
 
-@pytest.mark.slow
 def test_replanning_gives_the_same_figures_on_the_pool_and_on_a_local_ray_cluster(
     local_ray: Any, solved_chat: Any
 ) -> None:
@@ -344,7 +343,6 @@ def test_replanning_gives_the_same_figures_on_the_pool_and_on_a_local_ray_cluste
     assert len(pooled.replanned) > 1
 
 
-@pytest.mark.slow
 def test_the_sensitivity_sweep_gives_the_same_ranges_on_a_local_ray_cluster(
     local_ray: Any, solved_chat: Any
 ) -> None:

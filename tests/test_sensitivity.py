@@ -334,7 +334,6 @@ def _two_node_chat(tmp_path: Path) -> Path:
     return path
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize(
     ("example", "kinds"),
     [
@@ -532,7 +531,6 @@ def _hedged_run() -> tuple[Any, Any]:
     return run, solved.solution
 
 
-@pytest.mark.slow
 def test_acceptance_a_hedged_plans_ends_are_switch_points() -> None:
     """The two-stage plan's ranges (prices): at each reported end, the two-stage model
     solved afresh (no hint) with the price there keeps the purchase and every scenario's
@@ -573,7 +571,6 @@ def test_acceptance_a_hedged_plans_ends_are_switch_points() -> None:
     assert ends >= 2
 
 
-@pytest.mark.slow
 def test_a_plan_hedged_over_scenarios_gets_its_own_ranges(gpusolve: Callable[..., Any]) -> None:
     """`plan --sensitivity` on a scenarios: block analyses the hedged plan: a switched end
     names the purchase it buys instead."""

@@ -205,7 +205,6 @@ test_fuzz_phased = _cheap_test("phased")
 test_fuzz_inventory = _cheap_test("inventory")
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize(
     ("name", "template"),
     [(name, t) for name, kind in KINDS.items() for t in kind.full],

@@ -87,7 +87,8 @@ def test_the_shipped_training_examples_have_a_curve(gpusolve, tmp_path, example:
     path = tmp_path / example
     text = (ROOT / "examples" / example).read_text(encoding="utf-8")
     path.write_text(text + "\nmargin: 0\n", encoding="utf-8")
-    result = gpusolve("frontier", "-q", str(path), "--format", "json", "--time-limit", "20")
+    # No --time-limit: a limit reached on a busy machine would cut the curve short.
+    result = gpusolve("frontier", "-q", str(path), "--format", "json")
     assert result.code == 0, result.err
     data = json.loads(result.out)
     jsonschema.validate(data, SCHEMA)

@@ -10,6 +10,8 @@ from tests.factories.files import write_file
 from tests.factories.requirements import layout, requirements, workload
 
 from gpusolve.errors import InputError
+from gpusolve.models.rules_report import TraceEntryOut
+from gpusolve.render.rules import _entry_lines
 from gpusolve.rules import (
     ActivationCache,
     deployment_facts,
@@ -69,7 +71,9 @@ def test_later_set_overrides_earlier_and_trace_says_so(tmp_path: Path) -> None:
     assert a.overridden_by == {"headroom": "b"}
     assert b.previous == {"headroom": (0.25, "a")}
     assert wr.param_origin["headroom"] == "b"
-    assert "overridden later by b" in a.describe()[0]
+    # What `rules explain` prints of the entry (the trace's output model, rendered).
+    shown = _entry_lines(TraceEntryOut.model_validate(a.to_dict()))
+    assert "overridden later by b" in shown[0]
 
 
 def test_user_headroom_wins_over_rules_and_is_traced(tmp_path: Path) -> None:

@@ -11,6 +11,7 @@ from gpusolve.commands.options import (
     OutputPath,
     catalog_option,
     check_output,
+    default_option,
     format_option,
     output_option,
     progress_printer,
@@ -27,12 +28,11 @@ from gpusolve.commands.options import (
 @rules_option
 @format_option("text", "json", "html")
 @output_option
-@click.option(
+@default_option(
     "--points",
-    type=click.IntRange(2, 40),
-    default=12,
-    show_default=True,
-    help="Most plans to solve: the plan itself, the looser ones, then faster ones.",
+    click.IntRange(2, 40),
+    12,
+    "Most plans to solve: the plan itself, the looser ones, then faster ones.",
 )
 @click.option(
     "--low",
@@ -41,19 +41,17 @@ from gpusolve.commands.options import (
     help="Stop the faster plans at this factor of the deadlines (default: go down to the "
     "fastest plan the catalogue allows).",
 )
-@click.option(
+@default_option(
     "--high",
-    type=FiniteFloatRange(min=1, max=1000),
-    default=4.0,
-    show_default=True,
-    help="Loosest factor applied to every training deadline (two looser points, up to this).",
+    FiniteFloatRange(min=1, max=1000),
+    4.0,
+    "Loosest factor applied to every training deadline (two looser points, up to this).",
 )
-@click.option(
+@default_option(
     "--gain",
-    type=FiniteFloatRange(min=0.01, max=0.9),
-    default=0.1,
-    show_default=True,
-    help="Each faster plan runs at least this share faster than the last.",
+    FiniteFloatRange(min=0.01, max=0.9),
+    0.1,
+    "Each faster plan runs at least this share faster than the last.",
 )
 @time_limit_option(
     300.0,

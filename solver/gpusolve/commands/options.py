@@ -201,6 +201,13 @@ def work_limit_option(help_text: str) -> Callable[[F], F]:
     return decorate
 
 
+def default_option(
+    name: str, kind: click.ParamType[Any], default: object, help_text: str
+) -> Callable[[F], F]:
+    """An option with a bounded value (a range or a choice) whose default `--help` shows."""
+    return click.option(name, type=kind, default=default, show_default=True, help=help_text)
+
+
 def quiet_option(func: F) -> F:
     return click.option("-q", "--quiet", is_flag=True, help="No progress messages on stderr.")(func)
 

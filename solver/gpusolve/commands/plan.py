@@ -12,6 +12,7 @@ from gpusolve.commands.options import (
     catalog_option,
     check_launch_folder,
     check_output,
+    default_option,
     format_option,
     output_option_with,
     progress_printer,
@@ -50,12 +51,11 @@ OBJECTIVES = ("min-tco", "min-capex", "min-monthly", "max-throughput")
     default=None,
     help="Override the monthly spend cap (run currency).",
 )
-@click.option(
+@default_option(
     "--top-k",
-    type=click.IntRange(0, 20),
-    default=0,
-    show_default=True,
-    help="Also show the next N distinct plans (different card or site).",
+    click.IntRange(0, 20),
+    0,
+    "Also show the next N distinct plans (different card or site).",
 )
 @click.option(
     "--why-not",
@@ -75,12 +75,11 @@ OBJECTIVES = ("min-tco", "min-capex", "min-monthly", "max-throughput")
     "top of --work-limit (the answer may then depend on the machine's load). Default: 60 "
     "for a plan's staged search, none for a schedule.",
 )
-@click.option(
+@default_option(
     "--workers",
-    type=click.IntRange(1, 64),
-    default=1,
-    show_default=True,
-    help="CP-SAT workers; 1 is deterministic.",
+    click.IntRange(1, 64),
+    1,
+    "CP-SAT workers; 1 is deterministic.",
 )
 @click.option(
     "--schedule-solver",

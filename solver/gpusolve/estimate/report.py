@@ -32,6 +32,7 @@ from gpusolve.estimate.stageparams import mtp_params
 from gpusolve.estimate.trainshape import mtp_depth_of
 from gpusolve.estimate.units import GB, SECONDS_PER_HOUR
 from gpusolve.models.catalog import Card, Catalog
+from gpusolve.models.common import out_from
 from gpusolve.models.estimate import (
     ArchOut,
     ConfigOut,
@@ -240,22 +241,14 @@ def trained_mtp_depth(w: Workload, arch: Arch) -> int:
 
 def arch_out(arch: Arch, mtp_depth: int = 0) -> ArchOut:
     """`mtp_depth`: the multi-token prediction modules the workload trains beside the head."""
-    return ArchOut(
+    return out_from(
+        ArchOut,
+        arch,
         preset=arch.name,
         params_b=arch.params / 1e9,
         active_params_b=arch.active_params / 1e9,
-        layers=arch.layers,
-        hidden=arch.hidden,
-        heads=arch.heads,
-        kv_heads=arch.kv_heads,
-        head_dim=arch.head_dim,
-        ffn=arch.ffn,
-        vocab=arch.vocab,
-        experts=arch.experts,
-        active_experts=arch.active_experts,
         mtp_depth=mtp_depth,
         mtp_params_b=mtp_depth * sum(mtp_params(arch)) / 1e9,
-        coarse=arch.coarse,
         derivation=arch.convention,
         assumptions=list(arch.assumptions),
     )
@@ -290,21 +283,13 @@ def _serving_out(e: ConfigEstimate) -> ServingOut | None:
     v = e.serving
     if v is None:
         return None
-    return ServingOut(
-        batch=v.batch,
-        max_batch=v.max_batch,
-        batch_limit=v.batch_limit,
-        mean_context=v.mean_context,
+    return out_from(
+        ServingOut,
+        v,
         tpot_ms=v.tpot_s * 1000,
         ttft_ms=v.ttft_s * 1000,
-        single_stream_tokens_per_s=v.single_stream_tokens_per_s,
-        prefill_share=v.prefill_share,
         decode_step_ms={k: x * 1000 for k, x in v.decode_step.items()},
-        engine=v.engine,
-        reserve=v.reserve,
         disaggregated=_disagg_out(v.disaggregated),
-        comparison=v.comparison,
-        sequences=v.sequences,
         replica_batches=list(v.replica_batches),
         load=_load_out(v.load),
     )
@@ -317,98 +302,52 @@ def _finite_ms(seconds: float) -> float | None:
 def _load_out(load: LoadFigures | None) -> LoadOut | None:
     if load is None:
         return None
-    return LoadOut(
-        request_rate=load.request_rate,
-        replicas=load.replicas,
-        requests=load.requests,
-        arrivals=load.arrivals,
+    return out_from(
+        LoadOut,
+        load,
         ttft_ms=[_finite_ms(x) for x in load.ttft_s],
         tpot_ms=[_finite_ms(x) for x in load.tpot_s],
-        throughput_rps=load.throughput_rps,
-        goodput_rps=load.goodput_rps,
-        meets_sla=load.meets_sla,
-        mean_running=load.mean_running,
-        preemptions=load.preemptions,
-        kv_tokens=load.kv_tokens,
     )
 
 
 def _disagg_out(p: DisaggPools | None) -> DisaggOut | None:
     if p is None:
         return None
-    return DisaggOut(
-        prefill_tp=p.prefill_tp,
-        prefill_replicas=p.prefill_replicas,
-        decode_tp=p.decode_tp,
-        decode_replicas=p.decode_replicas,
-        prefill_gpus=p.prefill_gpus,
-        decode_gpus=p.decode_gpus,
-        prefill_utilisation=p.prefill_utilisation,
-        queue_ms=p.queue_s * 1000,
-        kv_transfer_ms=p.kv_transfer_s * 1000,
-        link=p.link,
-        prefill_pp=p.prefill_pp,
-        decode_pp=p.decode_pp,
-        prefill_nodes=p.prefill_nodes,
-        decode_nodes=p.decode_nodes,
-    )
+    return out_from(DisaggOut, p, queue_ms=p.queue_s * 1000, kv_transfer_ms=p.kv_transfer_s * 1000)
+
+
+# The layout figures ConfigOut states under the layout's own names.
+_LAYOUT_FIELDS = (
+    "tp",
+    "pp",
+    "dp",
+    "vp",
+    "cp",
+    "ep",
+    "replicas",
+    "zero_stage",
+    "sharding",
+    "micro_batch",
+    "grad_accum",
+)
 
 
 def config_out(e: ConfigEstimate) -> ConfigOut:
     lay = e.layout
-    return ConfigOut(
-        card=e.card,
-        hardware=e.hardware,
-        gpus=e.gpus,
-        nodes=e.nodes,
-        tp=lay.tp,
-        pp=lay.pp,
-        dp=lay.dp,
-        vp=lay.vp,
-        cp=lay.cp,
-        ep=lay.ep,
+    return out_from(
+        ConfigOut,
+        e,
+        **{name: getattr(lay, name) for name in _LAYOUT_FIELDS},
         sequence_parallel=lay.sequence_parallel_on,
-        replicas=lay.replicas,
-        zero_stage=lay.zero_stage,
-        sharding=lay.sharding,
         gradient_checkpointing=lay.checkpointing,
-        micro_batch=lay.micro_batch,
-        grad_accum=lay.grad_accum,
         memory_per_gpu_gb=MemoryGB(**e.memory.as_gb()),
         card_memory_gb=e.card_memory_bytes / GB,
         usable_memory_gb=e.usable_memory_bytes / GB,
-        headroom=e.headroom,
-        fits=e.fits,
-        feasible=e.feasible,
-        flops=e.flops,
-        time_to_train_h=e.time_to_train_h,
         steady_time_h=None if e.goodput is None else e.goodput.steady_s / SECONDS_PER_HOUR,
         goodput=goodput_out(e.goodput, e.gpus),
-        stages=[
-            StageOut(
-                rank=st.rank,
-                layers=st.layers,
-                embedding=st.embedding,
-                head=st.head,
-                memory_gb=MemoryGB(**st.memory.as_gb()),
-            )
-            for st in e.stages
-        ],
-        tokens_per_s=e.tokens_per_s,
-        mfu=e.mfu,
-        hfu=e.hfu,
+        stages=[out_from(StageOut, st, memory_gb=MemoryGB(**st.memory.as_gb())) for st in e.stages],
         step=_step_out(e),
         serving=_serving_out(e),
-        comm_fraction=e.comm_fraction,
         checkpoint_gb=e.checkpoint_bytes / GB,
         checkpoint_weights_gb=e.checkpoint_weights_bytes / GB,
-        checkpoint_stall_fraction=e.checkpoint_stall_fraction,
-        bottleneck=e.bottleneck,
-        arithmetic_intensity=e.arithmetic_intensity,
-        ridge_point=e.ridge_point,
-        meets_deadline=e.meets_deadline,
-        measured=e.measured,
-        calibration=list(e.calibration),
-        reasons=list(e.reasons),
-        notes=list(e.notes),
     )

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Any
 
 from gpusolve.estimate.activations import stage_activations_bytes
 from gpusolve.estimate.compute import (
@@ -75,18 +76,15 @@ def frozen_base_for(workload: Training) -> FrozenBase | None:
     )
 
 
+# The layout's degrees Parallel takes under the same names.
+_DEGREES = ("tp", "pp", "dp", "ep", "sharding", "sequence_parallel", "vp", "cp")
+
+
 def parallel(layout: Layout, gpus_per_node: int) -> Parallel:
-    return Parallel(
-        tp=layout.tp,
-        pp=layout.pp,
-        dp=layout.dp,
-        ep=layout.ep,
-        sharding=layout.sharding,
-        shard_group=max(1, min(layout.dp, gpus_per_node // (layout.tp * layout.cp))),
-        sequence_parallel=layout.sequence_parallel,
-        vp=layout.vp,
-        cp=layout.cp,
-    )
+    """The layout's degrees, and the data-parallel ranks one node holds (the shard group of
+    hybrid sharding)."""
+    shard_group = max(1, min(layout.dp, gpus_per_node // (layout.tp * layout.cp)))
+    return Parallel(**{n: getattr(layout, n) for n in _DEGREES}, shard_group=shard_group)
 
 
 def mtp_depth_of(workload: Training, arch: Arch) -> int:
@@ -202,45 +200,57 @@ def stage_memory_for(
 def _stage_memory_of(
     workload: Training, arch: Arch, gpus_per_node: int, layout: Layout, params: Params
 ) -> tuple[StageMemory, ...]:
-    try:
-        split = stage_split(workload, arch, layout)
-    except SplitError:
-        split = split_stages(arch.layers, layout.pp, layout.vp, schedule_of(workload, layout))
     if isinstance(workload, FineTuneWorkload):
         rank, fraction = lora_rank(workload, arch)
     else:
         rank, fraction = 16, None
     return _stage_memory(
         arch,
-        split,
-        schedule_of(workload, layout),
-        parallel(layout, gpus_per_node),
         kind=workload.kind,
         precision=workload.precision,
         optimizer=workload.optimizer,
         convention=params.bytes_per_param_convention,
         lora=(rank, fraction),
-        seq=workload.seq_len,
-        micro_batch=layout.micro_batch,
-        grad_accum=layout.grad_accum,
-        checkpointing=layout.checkpointing,
-        flash_attention=workload.flash_attention,
-        act_bytes=act_bytes(workload),
-        dropout=workload.dropout,
-        savings=savings_of(workload),
-        mtp_depth=mtp_depth_of(workload, arch),
-        stack=stack_of(workload),
-        frozen=frozen_base_for(workload),
+        **_activation_inputs(workload, arch, gpus_per_node, layout),
     )
+
+
+def _activation_inputs(
+    workload: Training, arch: Arch, gpus_per_node: int, layout: Layout
+) -> dict[str, Any]:
+    """What the workload and the layout fix of every rank's activations, as
+    `stage_activations_bytes` names it (an even split where the workload's cannot be built:
+    `split_reason` reports that)."""
+    schedule = schedule_of(workload, layout)
+    try:
+        split = stage_split(workload, arch, layout)
+    except SplitError:
+        split = split_stages(arch.layers, layout.pp, layout.vp, schedule)
+    return {
+        "split": split,
+        "schedule": schedule,
+        "par": parallel(layout, gpus_per_node),
+        "seq": workload.seq_len,
+        "micro_batch": layout.micro_batch,
+        "grad_accum": layout.grad_accum,
+        "checkpointing": layout.checkpointing,
+        "flash_attention": workload.flash_attention,
+        "act_bytes": act_bytes(workload),
+        "dropout": workload.dropout,
+        "savings": savings_of(workload),
+        "mtp_depth": mtp_depth_of(workload, arch),
+        "stack": stack_of(workload),
+        "frozen": frozen_base_for(workload),
+    }
 
 
 @lru_cache(maxsize=4096)
 def _stage_memory(
     arch: Arch,
+    *,
     split: StageSplit,
     schedule: str,
     par: Parallel,
-    *,
     kind: str,
     precision: str,
     optimizer: str,
@@ -322,30 +332,8 @@ def training_activations_for(
     """Activation bytes on the pipeline rank that holds the most of them; without
     `working_set`, only what the forward pass saves (recomputation's backward working set,
     which autograd allocates later, excluded)."""
-    try:
-        split = stage_split(workload, arch, layout)
-    except SplitError:
-        split = split_stages(arch.layers, layout.pp, layout.vp, schedule_of(workload, layout))
-    return max(
-        stage_activations_bytes(
-            arch,
-            split=split,
-            schedule=schedule_of(workload, layout),
-            seq=workload.seq_len,
-            micro_batch=layout.micro_batch,
-            grad_accum=layout.grad_accum,
-            par=parallel(layout, gpus_per_node),
-            checkpointing=layout.checkpointing,
-            flash_attention=workload.flash_attention,
-            act_bytes=act_bytes(workload),
-            dropout=workload.dropout,
-            savings=savings_of(workload),
-            mtp_depth=mtp_depth_of(workload, arch),
-            stack=stack_of(workload),
-            working_set=working_set,
-            frozen=frozen_base_for(workload),
-        )
-    )
+    inputs = _activation_inputs(workload, arch, gpus_per_node, layout)
+    return max(stage_activations_bytes(arch, working_set=working_set, **inputs))
 
 
 def framework(params: Params, schedule: str = "1f1b") -> Framework:

@@ -74,21 +74,21 @@ def check_fleet(fleet: Fleet, doc: Document, catalog: Catalog) -> None:
                 Problem(doc.name, loc[0], loc[1], f"unknown server {item.server!r}", close)
             )
     problems += inventory_problems(fleet.owned, doc, catalog)
-    if fleet.currency != catalog.currency:
-        loc = doc.locate(("currency",)) or (None, None)
-        problems.append(
-            Problem(
-                doc.name,
-                loc[0],
-                loc[1],
-                f"currency {fleet.currency} differs from the catalogue's {catalog.currency}",
-                "use one currency per run",
-            )
-        )
+    problems += currency_problems(fleet.currency, doc, catalog)
     # An unknown region is an input error here, not "no colocation offer can host" (exit 1).
     problems += region_problems(doc, catalog, [(("regions",), fleet.regions)])
     if problems:
         raise InputError(problems)
+
+
+def currency_problems(currency: str, doc: Document, catalog: Catalog) -> list[Problem]:
+    """The file's currency against the catalogue's: one currency per run."""
+    if currency == catalog.currency:
+        return []
+    loc = doc.locate(("currency",)) or (None, None)
+    message = f"currency {currency} differs from the catalogue's {catalog.currency}"
+    hint = "use one currency per run (give a catalogue priced in the same currency)"
+    return [Problem(doc.name, loc[0], loc[1], message, hint)]
 
 
 RegionList = tuple[tuple[str | int, ...], list[str] | None]  # where it is written, its terms
@@ -122,17 +122,7 @@ def suggestions_for(word: str, known: list[str]) -> str:
 def check_against_catalog(reqs: Requirements, doc: Document, catalog: Catalog) -> None:
     """Cross-file checks: one currency per run, region names that exist, known cards."""
     problems: list[Problem] = []
-    if reqs.currency != catalog.currency:
-        loc = doc.locate(("currency",)) or (None, None)
-        problems.append(
-            Problem(
-                doc.name,
-                loc[0],
-                loc[1],
-                f"currency {reqs.currency} differs from the catalogue's {catalog.currency}",
-                "use one currency per run (give a catalogue priced in the same currency)",
-            )
-        )
+    problems += currency_problems(reqs.currency, doc, catalog)
     region_lists: list[RegionList] = [
         (("regions", "allowed"), reqs.regions.allowed),
         (("regions", "preferred"), reqs.regions.preferred),

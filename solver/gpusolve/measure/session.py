@@ -4,10 +4,12 @@ the physics and assemble the `measured:` block. Imports torch only inside `measu
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from gpusolve.errors import InputError
 from gpusolve.estimate.compute import compute_precision
 from gpusolve.estimate.layout import Layout
+from gpusolve.estimate.memory import ModelStates
 from gpusolve.estimate.shapes import Arch, count_params, resolve_arch
 from gpusolve.estimate.trainshape import (
     model_flops_per_token,
@@ -27,8 +29,20 @@ from gpusolve.models.requirements import (
     Workload,
 )
 
+if TYPE_CHECKING:
+    from gpusolve.measure.torchrun import RunResult
+
 MEASURED_PRECISIONS = ("fp32", "bf16", "fp16", "fp8")
 MEASURED_OPTIMIZERS = ("adamw", "adamw_fp32", "sgd_momentum")
+
+
+def _state_bytes(states: ModelStates | RunResult) -> StateBytes:
+    """Model-state bytes as the run counted them or as the physics gives them."""
+    return StateBytes(
+        weights=states.weights_bytes,
+        gradients=states.gradients_bytes,
+        optimizer=states.optimizer_bytes,
+    )
 
 
 @dataclass(frozen=True)
@@ -60,36 +74,22 @@ def check_measurable(w: Workload, arch: Arch, where: str) -> list[str]:
     return out
 
 
+# The dense GQA model measure builds (measure_problems refuses the others): these figures
+# of the shape as the physics resolved it, under the same names.
+_DENSE_SHAPE = ("hidden", "heads", "kv_heads", "head_dim", "ffn", "vocab", "gated_ffn")
+
+
 def built_arch(arch: Arch, layers: int) -> Arch:
     """The same shape with `layers` layers, counted by the physics' own formula."""
     positions = round((arch.input_embedding_params - arch.vocab * arch.hidden) / arch.hidden)
     head = arch.embedding_params - arch.input_embedding_params - arch.hidden
     tied = head < arch.vocab * arch.hidden / 2
-    shape = ModelShape(
-        layers=layers,
-        hidden=arch.hidden,
-        heads=arch.heads,
-        kv_heads=arch.kv_heads,
-        head_dim=arch.head_dim,
-        ffn=arch.ffn,
-        vocab=arch.vocab,
-        gated_ffn=arch.gated_ffn,
-        tied_embeddings=tied,
-    )
+    dense = {name: getattr(arch, name) for name in _DENSE_SHAPE}
+    shape = ModelShape(layers=layers, tied_embeddings=tied, **dense)
     built = resolve_arch(shape)
     if positions > 0:
-        counted = count_params(
-            layers=layers,
-            hidden=arch.hidden,
-            heads=arch.heads,
-            kv_heads=arch.kv_heads,
-            head_dim=arch.head_dim,
-            ffn=arch.ffn,
-            vocab=arch.vocab,
-            gated_ffn=arch.gated_ffn,
-            tied_embeddings=tied,
-            learned_positions=positions,
-        )
+        # The shape's own fields (those given) are count_params' keywords.
+        counted = count_params(**shape.model_dump(exclude_none=True), learned_positions=positions)
         from dataclasses import replace
 
         built = replace(
@@ -166,28 +166,15 @@ def measure(
             f"({f_built:.3g} / {f_full:.3g}), peak memory by layers (gpusolve.measure)"
         )
     counted_states = result.weights_bytes + result.gradients_bytes + result.optimizer_bytes
+
+    def full_model_gb(peak_bytes: int) -> float:
+        full = full_states.total_bytes
+        return scaled_peak_bytes(peak_bytes, counted_states, full, layers, arch.layers) / GB
+
     peak_gb = alloc_gb = None
     if result.peak_reserved_bytes is not None and result.peak_allocated_bytes is not None:
-        peak_gb = (
-            scaled_peak_bytes(
-                result.peak_reserved_bytes,
-                counted_states,
-                full_states.total_bytes,
-                layers,
-                arch.layers,
-            )
-            / GB
-        )
-        alloc_gb = (
-            scaled_peak_bytes(
-                result.peak_allocated_bytes,
-                counted_states,
-                full_states.total_bytes,
-                layers,
-                arch.layers,
-            )
-            / GB
-        )
+        peak_gb = full_model_gb(result.peak_reserved_bytes)
+        alloc_gb = full_model_gb(result.peak_allocated_bytes)
     if opts.device == "cpu":
         notes.append(
             "measured on the CPU: a check of the tooling and of the memory model, not a "
@@ -221,16 +208,8 @@ def measure(
         step_s=result.step_s,
         tokens_per_s=rate,
         mfu=mfu,
-        counted_states=StateBytes(
-            weights=result.weights_bytes,
-            gradients=result.gradients_bytes,
-            optimizer=result.optimizer_bytes,
-        ),
-        formula_states=StateBytes(
-            weights=states.weights_bytes,
-            gradients=states.gradients_bytes,
-            optimizer=states.optimizer_bytes,
-        ),
+        counted_states=_state_bytes(result),
+        formula_states=_state_bytes(states),
         saved_activation_bytes=result.saved_activation_bytes,
         formula_activation_bytes=acts,
         peak_allocated_gb=alloc_gb,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, TypeVar
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
@@ -79,6 +79,18 @@ class OutModel(BaseModel):
     """The base of every output model: a field the contract does not declare is a bug."""
 
     model_config = ConfigDict(extra="forbid")
+
+
+OutT = TypeVar("OutT", bound=BaseModel)
+
+
+def out_from(model: type[OutT], source: object, **computed: Any) -> OutT:
+    """`model` read from the attributes of `source` that bear its field names (pydantic's
+    `from_attributes`), with `computed` for the fields whose value is converted or derived
+    (a unit change, a nested result): an internal result and its output model name the
+    same figure the same way, so each figure is copied once, by name."""
+    named = {n: getattr(source, n) for n in model.model_fields if n not in computed}
+    return model.model_validate({**named, **computed})
 
 
 class StrictModel(BaseModel):

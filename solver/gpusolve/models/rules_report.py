@@ -74,11 +74,9 @@ class LayoutRule(OutModel):
     expr: str
 
 
-class PreferOut(OutModel):
+# A preference in effect for a workload: its terms and the rule that states them.
+class PreferOut(TracePrefer):
     rule: str
-    expr: str
-    share: float | None = Field(default=None, description=SHARE)
-    penalty: float | None = Field(default=None, description="Penalty in money, where stated.")
 
 
 class WorkloadExplain(OutModel):

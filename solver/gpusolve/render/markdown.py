@@ -144,51 +144,40 @@ def _plan_document(plan: Plan, about: About) -> str:
     add("")
     out.extend(_cost_table(plan, c))
     out.extend(scenarios_markdown(plan))
-    if plan.binding:
-        add("")
-        add("## What limits this plan")
-        add("")
-        out.extend(f"- {x.detail} (`{x.name}`)" for x in plan.binding)
-    if plan.rules_fired:
-        add("")
-        add("## Rules applied")
-        add("")
-        out.extend(
+    out += _section("What limits this plan", [f"- {x.detail} (`{x.name}`)" for x in plan.binding])
+    out += _section(
+        "Rules applied",
+        [
             f"- `{r.rule}` ({r.source}): {r.title} — {', '.join(r.workloads)}"
             for r in plan.rules_fired
-        )
-    if plan.advice:
-        add("")
-        add("## Advice")
-        add("")
-        out.extend(f"- {a}" for a in plan.advice)
-    if plan.alternatives:
-        add("")
-        add("## Alternatives considered")
-        add("")
-        out.extend(
+        ],
+    )
+    out += _section("Advice", [f"- {a}" for a in plan.advice])
+    out += _section(
+        "Alternatives considered",
+        [
             f"{a.rank}. {a.differs}: TCO {money(a.tco, cur)}, penalties "
             f"{money(a.penalties, cur)}" + (f" ({a.compared.summary})" if a.compared else "")
             for a in plan.alternatives
-        )
-    if plan.why_not:
-        add("")
-        add("## Why not")
-        add("")
-        out.extend(f"- **{w}**: {r}" for w, reasons in plan.why_not.items() for r in reasons)
+        ],
+    )
+    out += _section(
+        "Why not", [f"- **{w}**: {r}" for w, reasons in plan.why_not.items() for r in reasons]
+    )
     out += sensitivity_markdown(plan.sensitivity, cur)
     out += risk_markdown(plan.risk, cur)
     out += compliance_markdown(plan) + sources_markdown(plan, about.names)
-    if plan.warnings:
-        add("")
-        add("## Warnings")
-        add("")
-        out.extend(f"- {w}" for w in plan.warnings)
+    out += _section("Warnings", [f"- {w}" for w in plan.warnings])
     add("")
     add("_Prices marked illustrative in the catalogue are not quotes; confirm before buying._")
     if plan.illustrative_prices:
         add("Illustrative prices in this plan: " + "; ".join(plan.illustrative_prices) + ".")
     return "\n".join(out) + "\n"
+
+
+def _section(title: str, lines: list[str]) -> list[str]:
+    """A `## title` section of `lines`; nothing when there are none."""
+    return ["", f"## {title}", "", *lines] if lines else []
 
 
 def _cell(value: float | None) -> str:

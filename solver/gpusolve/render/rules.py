@@ -7,11 +7,12 @@ from pathlib import Path
 from typing import Any
 
 from gpusolve.models.params import SPECS, Params
-from gpusolve.models.rules import penalty_text
+from gpusolve.models.rules import Prefer, penalty_text
 from gpusolve.models.rules_report import (
     CheckedFile,
     RulesExplainReport,
     TraceEntryOut,
+    TracePrefer,
     WorkloadExplain,
 )
 from gpusolve.rules.environment import BASE_VARIABLES, KIND_VARIABLES, describe_fields
@@ -112,12 +113,16 @@ def _entry_lines(entry: TraceEntryOut) -> list[str]:
         lines.append(text)
     for kind, expr in entry.require.items():
         lines.append(f"require {kind}: {one_line(expr)}")
-    for kind, pref in entry.prefer.items():
-        penalty = penalty_text(pref.share, pref.penalty)
-        lines.append(f"prefer {kind}: {one_line(pref.expr)} (penalty {penalty})")
+    lines += [_prefer_line(kind, pref, " ") for kind, pref in entry.prefer.items()]
     if entry.advice:
         lines.append("advise (see advice below)")
     return lines
+
+
+def _prefer_line(kind: str, pref: TracePrefer | Prefer, gap: str) -> str:
+    """A preference: what it prefers and the penalty of an option that misses it."""
+    penalty = penalty_text(pref.share, pref.penalty)
+    return f"prefer {kind}: {one_line(pref.expr)}{gap}(penalty {penalty})"
 
 
 def effects(rule: CompiledRule) -> str:
@@ -170,8 +175,7 @@ def show_text(rule: CompiledRule, heuristic: dict[str, Any] | None) -> str:
     for kind, expr in r.require.items():
         lines.append(f"  require {kind}: {one_line(expr)}")
     for kind, pref in r.prefer.items():
-        penalty = penalty_text(pref.share, pref.penalty)
-        lines.append(f"  prefer {kind}: {one_line(pref.expr)}  (penalty {penalty})")
+        lines.append(f"  {_prefer_line(kind, pref, '  ')}")
         if pref.reason:
             lines.append(f"    reason: {pref.reason}")
     if r.advise:

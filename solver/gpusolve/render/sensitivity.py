@@ -48,18 +48,22 @@ def _switch(plan: str | None, tco: float | None, currency: str) -> str:
     return plan + (f" (TCO {tco:,.0f} {currency})" if tco is not None else "")
 
 
+def _why_no_table(s: Sensitivity) -> str | None:
+    """Why an analysis has no ranges to show, if it has none."""
+    if s.not_searched is not None:
+        return f"not searched: {s.not_searched}"
+    return None if s.ranges else "no price enters the plan's cost"
+
+
 def sensitivity_text(s: Sensitivity | None, currency: str) -> list[str]:
     """An aligned table (parameter, current, stays optimal from, to) with the plan each end
     switches to under its row; no lines without an analysis."""
     if s is None:
         return []
     out = ["", TITLE]
-    if s.not_searched is not None:
-        out.append(f"  not searched: {s.not_searched}")
-        return out
-    if not s.ranges:
-        out.append("  no price enters the plan's cost")
-        return out
+    empty = _why_no_table(s)
+    if empty is not None:
+        return [*out, f"  {empty}"]
     head = ("parameter", "current", "from", "to")
     rows = [_cells(r) for r in s.ranges]
     widths = [max(len(row[i]) for row in [head, *rows]) for i in range(4)]
@@ -86,12 +90,9 @@ def sensitivity_markdown(s: Sensitivity | None, currency: str) -> list[str]:
     if s is None:
         return []
     out = ["", "## Sensitivity", ""]
-    if s.not_searched is not None:
-        out.append(f"Not searched: {s.not_searched}.")
-        return out
-    if not s.ranges:
-        out.append("No price enters the plan's cost.")
-        return out
+    empty = _why_no_table(s)
+    if empty is not None:
+        return [*out, f"{empty[0].upper()}{empty[1:]}."]
     out.append("| parameter | current | stays optimal from | to | plan below | plan above |")
     out.append("|---|---:|---:|---:|---|---|")
     for r in s.ranges:

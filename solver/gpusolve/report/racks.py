@@ -6,7 +6,7 @@ the rack (heavy, hot boxes go low), in the order the plan lists them.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from gpusolve.models.colo import ColoRow
 from gpusolve.models.plan import Site
@@ -66,6 +66,27 @@ def _contents(fill: dict[str, int]) -> str:
     return ", ".join(f"{n} x {server}" for server, n in fill.items())
 
 
+def _picture(
+    offer: str,
+    i: int,
+    fill: dict[str, int],
+    boxes: list[Box],
+    rack_units: int | None,
+    rack_kw: float,
+    used_kw: float,
+) -> RackPicture:
+    """Rack `i` (from 0) of an offer, holding `fill` stacked as `boxes`."""
+    return RackPicture(
+        title=f"{offer} rack {i + 1}",
+        rack_units=rack_units,
+        used_units=sum(b.units for b in boxes),
+        rack_kw=rack_kw,
+        used_kw=used_kw,
+        boxes=boxes,
+        contents=_contents(fill),
+    )
+
+
 def site_racks(
     site: Site, units: dict[str, int], power_kw: dict[str, float], rack_units: int | None
 ) -> list[RackPicture]:
@@ -74,18 +95,9 @@ def site_racks(
     for i, fill in enumerate(site.fill):
         boxes = stack(fill, units, power_kw, kinds)
         kw = site.fill_kw[i] if i < len(site.fill_kw) else sum(b.power_kw for b in boxes)
+        picture = _picture(site.offer, i, fill, boxes, rack_units, site.rack_kw, kw)
         pictures.append(
-            RackPicture(
-                title=f"{site.offer} rack {i + 1}",
-                rack_units=rack_units,
-                used_units=sum(b.units for b in boxes),
-                rack_kw=site.rack_kw,
-                used_kw=kw,
-                boxes=boxes,
-                contents=_contents(fill),
-                reserved_units=site.reserved_units,
-                reserved_kw=site.reserved_kw,
-            )
+            replace(picture, reserved_units=site.reserved_units, reserved_kw=site.reserved_kw)
         )
     return pictures
 
@@ -97,15 +109,6 @@ def colo_racks(
     kinds = {server: i for i, server in enumerate(sorted({s for f in row.fill for s in f}))}
     for i, fill in enumerate(row.fill):
         boxes = stack(fill, units, power_kw, kinds)
-        pictures.append(
-            RackPicture(
-                title=f"{row.offer} rack {i + 1}",
-                rack_units=rack_units,
-                used_units=sum(b.units for b in boxes),
-                rack_kw=row.rack_kw,
-                used_kw=round(sum(b.power_kw for b in boxes), 2),
-                boxes=boxes,
-                contents=_contents(fill),
-            )
-        )
+        kw = round(sum(b.power_kw for b in boxes), 2)
+        pictures.append(_picture(row.offer, i, fill, boxes, rack_units, row.rack_kw, kw))
     return pictures

@@ -115,21 +115,20 @@ class Checker(Scope):
         return self.unify(node, a, b)
 
     def _conditionalor(self, node: Tree) -> CelType:
-        if len(node.children) == 1:
-            return self.check(node.children[0])
-        left, right = node.children
-        self.want_bool(left, self.check(left), "the left side of '||'")
-        with self.narrowed(self.facts(left, False)):
-            self.want_bool(right, self.check(right), "the right side of '||'")
-        return BOOL
+        return self._logical(node, "||", False)
 
     def _conditionaland(self, node: Tree) -> CelType:
+        return self._logical(node, "&&", True)
+
+    def _logical(self, node: Tree, symbol: str, left_is: bool) -> CelType:
+        """`||` and `&&`: both sides booleans; the right one is checked knowing the left
+        is `left_is` (it is evaluated only then)."""
         if len(node.children) == 1:
             return self.check(node.children[0])
         left, right = node.children
-        self.want_bool(left, self.check(left), "the left side of '&&'")
-        with self.narrowed(self.facts(left, True)):
-            self.want_bool(right, self.check(right), "the right side of '&&'")
+        self.want_bool(left, self.check(left), f"the left side of '{symbol}'")
+        with self.narrowed(self.facts(left, left_is)):
+            self.want_bool(right, self.check(right), f"the right side of '{symbol}'")
         return BOOL
 
     # -- comparison
@@ -156,13 +155,7 @@ class Checker(Scope):
             self.membership(node, left_node, left, right_node, right)
         else:
             for side, t in ((left_node, left), (right_node, right)):
-                if t.nullable and t.kind != "dyn":
-                    raise error_at(
-                        side,
-                        f"`{self.text_of(side) or 'this value'}` may be null here; "
-                        f"'{symbol}' needs a value",
-                        self.null_hint(side),
-                    )
+                self.no_null(side, t, symbol)
             kinds = {left.kind, right.kind} - {"dyn"}
             if not (kinds <= {"num"} or kinds <= {"str"}):
                 raise error_at(

@@ -29,7 +29,6 @@ from gpusolve.errors import InputError
 from gpusolve.models.catalog import Card, Catalog, CloudOffer, ColoOffer, Server
 from gpusolve.models.params import Params
 from gpusolve.models.requirements import Requirements, Workload
-from gpusolve.models.rules import penalty_text
 from gpusolve.rules.bindings import Bindings, EvalFailure
 from gpusolve.rules.environment import (
     ActivationCache,
@@ -80,26 +79,6 @@ class TraceEntry:
     def fired(self) -> bool:
         return self.error is None
 
-    def describe(self) -> list[str]:
-        """Human-readable effects, one per line."""
-        lines: list[str] = []
-        if self.error:
-            return [f"did not fire: `when` could not be evaluated ({self.error})"]
-        for name, value in self.set.items():
-            old, by = self.previous.get(name, (None, "default"))
-            text = f"set {name} = {_show(value)} (was {_show(old)} from {by})"
-            later = self.overridden_by.get(name)
-            if later:
-                text += f"; overridden later by {later}"
-            lines.append(text)
-        for kind, expr in self.require.items():
-            lines.append(f"require {kind}: {expr}")
-        for kind, (expr, share, penalty) in self.prefer.items():
-            lines.append(f"prefer {kind}: {expr} (penalty {penalty_text(share, penalty)})")
-        if self.advice:
-            lines.append(f"advise: {self.advice}")
-        return lines
-
     def to_dict(self) -> dict[str, Any]:
         out = asdict(self)
         out["previous"] = {k: {"value": v, "by": by} for k, (v, by) in self.previous.items()}
@@ -108,14 +87,6 @@ class TraceEntry:
         }
         out["fired"] = self.fired
         return out
-
-
-def _show(value: object) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, float) and value.is_integer():
-        return str(int(value))
-    return str(value)
 
 
 @dataclass

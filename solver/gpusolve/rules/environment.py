@@ -340,24 +340,16 @@ class ActivationCache:
         """
         mode = fields.get("mode") or ("cloud" if cloud is not None else "owned")
         own: dict[str, Any] = {"deployment": deployment_plain(fields, mode)}
-        parts: list[Facts] = []
-        if card is None:
-            own["card"] = None
-        else:
-            parts.append(self.card(card))
-        if server is None:
-            own["server"] = None
-        else:
-            parts.append(self.server(server))
-        if offer is None:
-            own["offer"] = None
-        else:
-            parts.append(self.offer(offer))
-        if cloud is None:
-            own["cloud"] = None
-        else:
-            parts.append(self.cloud(cloud))
-        return Facts("deployment", own, _DEPLOYMENT_TYPES, tuple(parts))
+        # An absent part is a null of the deployment's own; a present one shares its facts.
+        found = {
+            "card": None if card is None else self.card(card),
+            "server": None if server is None else self.server(server),
+            "offer": None if offer is None else self.offer(offer),
+            "cloud": None if cloud is None else self.cloud(cloud),
+        }
+        own.update((name, None) for name, part in found.items() if part is None)
+        parts = tuple(part for part in found.values() if part is not None)
+        return Facts("deployment", own, _DEPLOYMENT_TYPES, parts)
 
 
 def deployment_facts(

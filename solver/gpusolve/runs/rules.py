@@ -57,10 +57,7 @@ def explain_rules(
                 via_removed_cards=_via_removed_cards(removals, catalog),
                 not_checked_without_layouts=_layout_rules(wr),
                 prefers={
-                    kind: [
-                        PreferOut(rule=p.rule, expr=p.expr, share=p.share, penalty=p.penalty)
-                        for p in preds
-                    ]
+                    kind: [PreferOut.model_validate(p, from_attributes=True) for p in preds]
                     for kind, preds in wr.prefers.items()
                 },
                 advice=wr.advice,
@@ -97,14 +94,7 @@ def _check_sized(reqs: Requirements, doc: Document, sizes: dict[str, float]) -> 
 
 
 def _removal(r: Removal) -> RemovalOut:
-    return RemovalOut(
-        rule=r.rule,
-        source=r.source,
-        title=r.title,
-        kind=r.kind,
-        removed=r.removed,
-        errors=r.errors,
-    )
+    return RemovalOut.model_validate(r, from_attributes=True)
 
 
 def _via_removed_cards(removals: list[Removal], catalog: Catalog) -> ViaRemovedCards:

@@ -67,34 +67,39 @@ def _goodput(t: BenchTarget) -> list[str]:
     return ["--goodput", *slos] if slos else []
 
 
-def vllm_bench_args(t: BenchTarget) -> list[str]:
+def _random_dataset(t: BenchTarget, backend: str, range_ratio: str) -> list[str]:
+    """Random prompts of the target's lengths (a range ratio of 0 or 1 keeps them exact in
+    the engine's own benchmark)."""
     return [
-        "--backend", "vllm",
+        "--backend", backend,
         "--dataset-name", "random",
         "--random-input-len", str(t.prompt_tokens),
         "--random-output-len", str(t.output_tokens),
-        "--random-range-ratio", "0",
-        "--ignore-eos",
+        "--random-range-ratio", range_ratio,
+    ]  # fmt: skip
+
+
+def _closed_loop(t: BenchTarget) -> list[str]:
+    """The target's prompts, at most its concurrency in flight, sent as fast as admitted."""
+    return [
         "--num-prompts", str(t.prompts),
         "--max-concurrency", str(t.concurrency),
         "--request-rate", "inf",
+    ]  # fmt: skip
+
+
+def vllm_bench_args(t: BenchTarget) -> list[str]:
+    return [
+        *_random_dataset(t, "vllm", "0"),
+        "--ignore-eos",
+        *_closed_loop(t),
         "--percentile-metrics", "ttft,tpot,itl,e2el",
         *_goodput(t),
     ]  # fmt: skip
 
 
 def sglang_bench_args(t: BenchTarget) -> list[str]:
-    return [
-        "--backend", "sglang",
-        "--dataset-name", "random",
-        "--random-input-len", str(t.prompt_tokens),
-        "--random-output-len", str(t.output_tokens),
-        "--random-range-ratio", "1",
-        "--num-prompts", str(t.prompts),
-        "--max-concurrency", str(t.concurrency),
-        "--request-rate", "inf",
-        *_goodput(t),
-    ]  # fmt: skip
+    return [*_random_dataset(t, "sglang", "1"), *_closed_loop(t), *_goodput(t)]
 
 
 def bench_file(d: Deployment, w: InferenceWorkload, model: Model) -> LaunchFile:

@@ -294,19 +294,22 @@ def solved_chat() -> Any:
     return make_plan(run, PlanOptions(config=config))
 
 
-@pytest.fixture
-def local_ray(monkeypatch: pytest.MonkeyPatch) -> Any:
-    """A local Ray cluster (2 CPUs) the test starts itself, its workers importing this
-    checkout; skipped only when the optional extra `ray` is not installed. Its workers run
-    at the test's priority: Ray starts them at nice 15 (its `worker_niceness`), which beside
-    other CPU-bound processes left them a few percent of a core (the 200-draw test crawled
-    for over ten minutes beside two busy loops)."""
+@pytest.fixture(scope="module")
+def local_ray() -> Any:
+    """A local Ray cluster (2 CPUs) the tests of this module start once, its workers
+    importing this checkout; skipped only when the optional extra `ray` is not installed.
+    Its workers run at the test's priority: Ray starts them at nice 15 (its
+    `worker_niceness`), which beside other CPU-bound processes left them a few percent of a
+    core (the 200-draw test crawled for over ten minutes beside two busy loops)."""
     ray = pytest.importorskip("ray", reason="the optional extra `ray` is not installed")
-    monkeypatch.setenv("RAY_worker_niceness", "0")
-    path = os.pathsep.join(p for p in (str(ROOT / "solver"), os.environ.get("PYTHONPATH")) if p)
-    ray.init(num_cpus=2, include_dashboard=False, runtime_env={"env_vars": {"PYTHONPATH": path}})
-    yield ray
-    ray.shutdown()
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("RAY_worker_niceness", "0")
+        path = os.pathsep.join(p for p in (str(ROOT / "solver"), os.environ.get("PYTHONPATH")) if p)
+        ray.init(
+            num_cpus=2, include_dashboard=False, runtime_env={"env_vars": {"PYTHONPATH": path}}
+        )
+        yield ray
+        ray.shutdown()
 
 
 def files() -> Any:
@@ -346,6 +349,34 @@ def test_the_sensitivity_sweep_gives_the_same_ranges_on_a_local_ray_cluster(
     assert isinstance(pooled, Plan) and isinstance(ranged, Plan)
     assert pooled.sensitivity is not None and ranged.sensitivity is not None
     assert pooled.sensitivity.ranges and pooled.sensitivity.ranges == ranged.sensitivity.ranges
+
+
+def test_the_frontier_gives_the_same_points_here_on_the_pool_and_on_a_local_ray_cluster(
+    local_ray: Any,
+) -> None:
+    # The deadlines as written, then two looser factors (x 1.5, x 2): the looser points are
+    # the tasks that travel; each finds a plan, the same one wherever it runs.
+    from gpusolve.analyses.cluster import Cluster, Files
+    from gpusolve.analyses.frontier import PointTask, Sweep, looser_points, sweep
+    from gpusolve.candidates.scaling import CandidateInputs
+    from gpusolve.load.data import data_dir
+    from gpusolve.optimize.ir import SolveConfig
+    from gpusolve.plan.inputs import prepare_run
+
+    tune = ROOT / "examples" / "finetune-7b-deadline.yaml"
+    run = prepare_run(tune, (data_dir("catalog"),), ())
+    config = SolveConfig(time_limit_s=600, work_limit=60, workers=1, seed=1)
+    ray_cluster = Cluster("auto", Files(tune, (data_dir("catalog"),), ()))
+    tasks = [PointTask(1.5, config), PointTask(2.0, config)]
+    inputs = CandidateInputs(run.reqs, run.catalog, run.policies)
+    here = looser_points(tasks, inputs, 1, None)
+    assert all(point is not None and status == "found" for point, status in here)
+    assert [p.deadline_factor for p, _ in here if p is not None] == [1.5, 2.0]
+    assert looser_points(tasks, inputs, 2, None) == here
+    assert looser_points(tasks, inputs, 2, ray_cluster) == here
+    how = Sweep(high=2.0, looser=2, max_points=3)
+    args = (run.reqs, run.catalog, run.policies, config, how)
+    assert sweep(*args, workers=1) == sweep(*args, cluster=ray_cluster)
 
 
 def test_the_html_report_shows_the_risk_figures_of_the_json(gpusolve: Any, tmp_path: Any) -> None:

@@ -223,7 +223,8 @@ def binding(instance: Instance, solution: Solution) -> tuple[str, ...]:
     capex_step = min((s.capex for s in instance.skus.values() if s.capex > 0), default=1)
     opex = costs.capped_opex
     cap = instance.capex_max
-    if cap is not None and costs.cash_capex > 0 and cap - costs.cash_capex < capex_step:
+    forced = cap is not None and costs.financed > 0 and costs.capex > cap  # financed to fit
+    if cap is not None and costs.cash_capex > 0 and (cap - costs.cash_capex < capex_step or forced):
         names.append("capex")
     monthly = instance.monthly_max
     if monthly is not None and opex > 0 and h * monthly - opex < _monthly_step(instance):

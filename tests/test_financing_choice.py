@@ -154,6 +154,18 @@ def test_the_monthly_cap_counts_the_instalments() -> None:
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "chat-day-lora-night.yaml"
 
 
+def capped_example(folder: Path) -> Path:
+    """The chat example under a capex cap that pays for neither of its two servers, the
+    plan allowed to finance them."""
+    text = EXAMPLE.read_text(encoding="utf-8").replace(
+        "horizon_months: 36\n",
+        "horizon_months: 36\nbudget:\n  capex_max: 1300000\nfinance:\n  financing: optimise\n",
+    )
+    reqs = folder / "capped.yaml"
+    reqs.write_text(text, encoding="utf-8")
+    return reqs
+
+
 def test_a_plan_that_finances_says_which_servers_on_what_terms_and_why(tmp_path: Path) -> None:
     # The example buys two H20 servers at 1,200,000 each (cloud is ruled out by its
     # regions); a capex cap of 1,300,000 pays for neither in cash. The shipped terms offer
@@ -162,12 +174,7 @@ def test_a_plan_that_finances_says_which_servers_on_what_terms_and_why(tmp_path:
     # 840,000 financed at 5% over 24 months: 100,000 repays 4,387.14 a month (i = 0.05/12,
     # 100,000 x i / (1 - (1 + i)^-24)), so 8.4 x 4,387.14 = 36,852 a month; each server
     # pays 360,000 + 24 x 36,852 = 1,244,448, 44,448 over its price.
-    text = EXAMPLE.read_text(encoding="utf-8").replace(
-        "horizon_months: 36\n",
-        "horizon_months: 36\nbudget:\n  capex_max: 1300000\nfinance:\n  financing: optimise\n",
-    )
-    reqs = tmp_path / "capped.yaml"
-    reqs.write_text(text, encoding="utf-8")
+    reqs = capped_example(tmp_path)
     code, out = run_cli("plan", str(reqs), "--format", "json", "--no-sensitivity")
     assert code == 0, out
     plan = json.loads(out)
@@ -190,3 +197,33 @@ def test_a_plan_that_finances_says_which_servers_on_what_terms_and_why(tmp_path:
     assert months[delivered + 24] == 2 * 36_852 and months.get(delivered + 25, 0) == 0
     assert cash["interest"] == 0
     assert any(b["section"] == "site" and "financing" in b["note"] for b in plan["bom"])
+
+
+def test_the_financed_memo_keeps_its_blocks_apart_and_on_the_first_screen(tmp_path: Path) -> None:
+    """The memo of a plan that finances servers, as every example's (test_html_report):
+    no two blocks overlap at 390, 800 and 1280 px and in print, the memo ends within the
+    first screen and page, and the cash section says what is financed and why."""
+    from tests.support import chromium
+    from tests.test_html_report import BLOCKS, MEASURE, SCREENS, WIDTHS, overlap
+
+    binary = chromium.binary()
+    if binary is None:
+        pytest.skip("no Chromium binary (.ci/run installs one)")
+    page = tmp_path / "capped.html"
+    args = ("plan", str(capped_example(tmp_path)), "--no-sensitivity")
+    assert run_cli(*args, "--format", "html", "-o", str(page))[0] == 0
+    html = page.read_text(encoding="utf-8")
+    assert 'id="memo-financed"' in html and "Financed by the plan: 2 x " in html
+    with chromium.Browser(binary) as browser:
+        for screen, (width, height, media) in WIDTHS.items():
+            browser.viewport(width, height, media)
+            assert browser.load(page).problems == [], screen
+            boxes = browser.evaluate(BLOCKS)["boxes"]
+            for i, a in enumerate(boxes):
+                assert a["right"] <= width + 0.5, (screen, a)
+                for b in boxes[i + 1 :]:
+                    assert overlap(a, b) < 1, (screen, a, b)
+        for screen, (width, height, media) in SCREENS.items():
+            browser.viewport(width, height, media)
+            browser.load(page)
+            assert browser.evaluate(MEASURE)["memo"]["bottom"] <= height, screen

@@ -196,7 +196,7 @@ def test_a_plan_that_finances_says_which_servers_on_what_terms_and_why(tmp_path:
     assert months[delivered] == 720_000 and months[delivered + 1] == 2 * 36_852
     assert months[delivered + 24] == 2 * 36_852 and months.get(delivered + 25, 0) == 0
     assert cash["interest"] == 0
-    assert any(b["section"] == "site" and "financing" in b["note"] for b in plan["bom"])
+    assert any(b["section"] == "server" and "financing" in b["note"] for b in plan["bom"])
 
 
 def test_the_financed_memo_keeps_its_blocks_apart_and_on_the_first_screen(tmp_path: Path) -> None:

@@ -1,8 +1,10 @@
 """The plan's money as finance sees it: each payment in the month it leaves the bank, the
 upkeep of what is owned beside it, and the present value at a stated discount rate.
 
-A view over the solved plan: the plan minimises its nominal TCO and this module changes
-no decision. Month 1 is the month of order; the terms come from catalog/finance/terms.yaml
+A view over the solved plan: this module changes no decision. Servers the plan itself
+chose to finance (`Plan.financed`, finance.financing: optimise) are paid as it financed
+them, per server as the TCO's financing lines count them; every other purchase as asked.
+Month 1 is the month of order; the terms come from catalog/finance/terms.yaml
 (each figure sourced or labelled an estimate there):
 - a purchase (servers, network, storage) on payment terms: the deposit at order, the
   balance in the month of delivery (week w of the server's lead time ends on day 7w, in

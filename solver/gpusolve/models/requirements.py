@@ -1019,7 +1019,9 @@ class Finance(StrictModel):
     discount_rate: Fraction | None = Field(
         default=None,
         description="Your cost of capital a year, for the cash view's present value (NPV); "
-        "default the terms file's (catalog/finance/terms.yaml: the 1-year LPR, a floor).",
+        "default the terms file's (catalog/finance/terms.yaml: the 1-year LPR, a floor). "
+        "With financing: optimise, the plan also values financed servers' payments at their "
+        "present value at this rate (unset: their nominal sum).",
     )
     financing: Literal["cash", "lease", "instalments", "cheapest", "optimise"] = Field(
         default="cash",

@@ -204,7 +204,7 @@ def test_the_financed_memo_keeps_its_blocks_apart_and_on_the_first_screen(tmp_pa
     no two blocks overlap at 390, 800 and 1280 px and in print, the memo ends within the
     first screen and page, and the cash section says what is financed and why."""
     from tests.support import chromium
-    from tests.test_html_report import BLOCKS, MEASURE, SCREENS, WIDTHS, overlap
+    from tests.support.memo_layout import BLOCKS, MEASURE, SCREENS, WIDTHS, overlap
 
     binary = chromium.binary()
     if binary is None:

@@ -175,6 +175,25 @@ def test_repricing_scales_server_lines_by_price_and_hourly_rentals_by_one_over_e
     assert risk.missed(plan, draws, {"ft": 110}).tolist() == [True, False]
 
 
+def test_a_financed_servers_interest_moves_with_its_drawn_price() -> None:
+    # Down payment, instalments and buy-out are shares of the price, so the interest is
+    # too: 10% dearer, the server's 1,000 and its 80 of interest are 1,100 and 88.
+    items = [
+        CostItem(kind="servers_capex", subject="srv", detail="1 x srv", amount=1000),
+        CostItem(kind="financing", subject="srv", detail="1 x srv by lease", amount=80),
+        CostItem(kind="rack_rent", subject="s", detail="x", amount=300),
+    ]
+    draws = risk.Draws(
+        seed=0,
+        servers=("srv",),
+        server_factors=np.array([[1.1], [0.9]]),
+        cards=(),
+        card_factors=np.zeros((2, 0)),
+    )
+    # 1,100 + 88 + 300 = 1,488; 900 + 72 + 300 = 1,272.
+    assert risk.reprice(plan_of(items, []), draws).tolist() == pytest.approx([1488, 1272])
+
+
 def served(workload: str, card: str, spare: float, unit: str) -> Deployment:
     d = deployment("cloud", card, None)
     return d.model_copy(update={"workload": workload, "spare": spare, "target_unit": unit})

@@ -227,3 +227,15 @@ def test_the_financed_memo_keeps_its_blocks_apart_and_on_the_first_screen(tmp_pa
             browser.viewport(width, height, media)
             browser.load(page)
             assert browser.evaluate(MEASURE)["memo"]["bottom"] <= height, screen
+
+
+def test_the_capex_cap_a_plan_needs_counts_down_payments_only() -> None:
+    # Renting ruled out, two servers must be bought: in cash they need a cap of 2,000,000;
+    # leased, the two down payments of 20%, 400,000.
+    from gpusolve.optimize.explain import relaxation
+
+    owned_only = dataclasses.replace(_instance(capex_max=100_000), cloud=())
+    leased = relaxation(owned_only, "capex", ONE)
+    in_cash = relaxation(dataclasses.replace(owned_only, financing=()), "capex", ONE)
+    assert leased is not None and leased.needed == 2 * 200_000
+    assert in_cash is not None and in_cash.needed == 2 * PRICE

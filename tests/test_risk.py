@@ -176,6 +176,25 @@ def test_repricing_scales_server_lines_by_price_and_hourly_rentals_by_one_over_e
     assert risk.missed(plan, draws, {"ft": 110}).tolist() == [True, False]
 
 
+def test_a_financed_servers_interest_moves_with_its_drawn_price() -> None:
+    # Down payment, instalments and buy-out are shares of the price, so the interest is
+    # too: 10% dearer, the server's 1,000 and its 80 of interest are 1,100 and 88.
+    items = [
+        CostItem(kind="servers_capex", subject="srv", detail="1 x srv", amount=1000),
+        CostItem(kind="financing", subject="srv", detail="1 x srv by lease", amount=80),
+        CostItem(kind="rack_rent", subject="s", detail="x", amount=300),
+    ]
+    draws = risk.Draws(
+        seed=0,
+        servers=("srv",),
+        server_factors=np.array([[1.1], [0.9]]),
+        cards=(),
+        card_factors=np.zeros((2, 0)),
+    )
+    # 1,100 + 88 + 300 = 1,488; 900 + 72 + 300 = 1,272.
+    assert risk.reprice(plan_of(items, []), draws).tolist() == pytest.approx([1488, 1272])
+
+
 def served(workload: str, card: str, spare: float, unit: str) -> Deployment:
     d = deployment("cloud", card, None)
     return d.model_copy(update={"workload": workload, "spare": spare, "target_unit": unit})
@@ -355,6 +374,34 @@ def test_the_sensitivity_sweep_gives_the_same_ranges_on_a_local_ray_cluster(
     assert isinstance(pooled, Plan) and isinstance(ranged, Plan)
     assert pooled.sensitivity is not None and ranged.sensitivity is not None
     assert pooled.sensitivity.ranges and pooled.sensitivity.ranges == ranged.sensitivity.ranges
+
+
+def test_the_frontier_gives_the_same_points_here_on_the_pool_and_on_a_local_ray_cluster(
+    local_ray: Any,
+) -> None:
+    # The deadlines as written, then two looser factors (x 1.5, x 2): the looser points are
+    # the tasks that travel; each finds a plan, the same one wherever it runs.
+    from gpusolve.analyses.cluster import Cluster, Files
+    from gpusolve.analyses.frontier import PointTask, Sweep, looser_points, sweep
+    from gpusolve.candidates.scaling import CandidateInputs
+    from gpusolve.load.data import data_dir
+    from gpusolve.optimize.ir import SolveConfig
+    from gpusolve.plan.inputs import prepare_run
+
+    tune = ROOT / "examples" / "finetune-7b-deadline.yaml"
+    run = prepare_run(tune, (data_dir("catalog"),), ())
+    config = SolveConfig(time_limit_s=600, work_limit=60, workers=1, seed=1)
+    ray_cluster = Cluster("auto", Files(tune, (data_dir("catalog"),), ()))
+    tasks = [PointTask(1.5, config), PointTask(2.0, config)]
+    inputs = CandidateInputs(run.reqs, run.catalog, run.policies)
+    here = looser_points(tasks, inputs, 1, None)
+    assert all(point is not None and status == "found" for point, status in here)
+    assert [p.deadline_factor for p, _ in here if p is not None] == [1.5, 2.0]
+    assert looser_points(tasks, inputs, 2, None) == here
+    assert looser_points(tasks, inputs, 2, ray_cluster) == here
+    how = Sweep(high=2.0, looser=2, max_points=3)
+    args = (run.reqs, run.catalog, run.policies, config, how)
+    assert sweep(*args, workers=1) == sweep(*args, cluster=ray_cluster)
 
 
 def test_the_html_report_shows_the_risk_figures_of_the_json(gpusolve: Any, tmp_path: Any) -> None:

@@ -13,15 +13,21 @@ instance as `plan` prepares its own, so the point at the deadlines as written is
   no plan is faster, and says why: per workload, what bounds the fastest option the
   candidate space holds (an offer's instance limit, the sites' racks, the global batch,
   the layout search), or a budget/rack conflict, or the time limit, or --points.
+
+The looser points do not depend on one another: they run as tasks on a Ray cluster when one
+is given (`cluster.py`), else on the local process pool (`pool.py`); each is one
+deterministic solve, so the points are the same either way. The plan at the deadlines as
+written and the faster chain (each cap follows the last point) run here.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from gpusolve.candidates.prepare import prepare
+from gpusolve.candidates.scaling import CandidateInputs
 from gpusolve.models.catalog import Catalog
 from gpusolve.models.frontier import Frontier, FrontierPoint
 from gpusolve.models.policy import WorkloadPolicy
@@ -29,6 +35,7 @@ from gpusolve.models.requirements import Requirements
 from gpusolve.optimize import interrupt, ir
 
 if TYPE_CHECKING:
+    from gpusolve.analyses.cluster import Cluster
     from gpusolve.candidates.records import Candidates, OptionMeta
 
 Progress = Callable[[str], None]
@@ -126,6 +133,33 @@ def _solve_at(
     return _Outcome(point, "found", cand, [])
 
 
+@dataclass(frozen=True)
+class PointTask:
+    """One looser point: the deadlines x `factor`. `analyse` runs in a pool worker (the
+    run's inputs from the fork) or a Ray worker (the run's files read again)."""
+
+    factor: float
+    config: ir.SolveConfig
+
+    def analyse(self, inputs: Any) -> tuple[FrontierPoint | None, str]:
+        reqs = _scaled(inputs.reqs, self.factor)
+        out = _solve_at(reqs, inputs.catalog, inputs.policies, self.config, self.factor, None)
+        return out.point, out.status
+
+
+def looser_points(
+    tasks: Sequence[PointTask], inputs: Any, workers: int, cluster: Cluster | None
+) -> list[tuple[FrontierPoint | None, str]]:
+    """Every looser point, in the tasks' order: on the cluster, the pool, or here."""
+    if cluster is not None:
+        return list(cluster.run(tasks))
+    if workers <= 1 or len(tasks) <= 1:
+        return [t.analyse(inputs) for t in tasks]
+    from gpusolve.analyses.pool import map_pool
+
+    return map_pool(tasks, workers, inputs)
+
+
 def _what(meta: OptionMeta) -> str:
     gpus = meta.estimate.layout.gpus
     if meta.server is not None:
@@ -142,8 +176,11 @@ def sweep(
     how: Sweep = Sweep(),
     progress: Progress = lambda _: None,
     market_note: str | None = None,
+    workers: int = 1,
+    cluster: Cluster | None = None,
 ) -> Frontier:
-    """The frontier of `reqs`: the plan at its deadlines, looser ones, then faster ones."""
+    """The frontier of `reqs`: the plan at its deadlines, looser ones (over `workers`
+    processes or on `cluster`), then faster ones."""
     found: list[FrontierPoint] = []
     infeasible: list[float] = []
     timed_out: list[float] = []
@@ -153,14 +190,18 @@ def sweep(
     base = _solve_at(reqs, catalog, policies, config, 1.0, None)
     budget -= 1
     _keep(base, 1.0, found, infeasible, timed_out)  # first: it wins ties with looser points
-    for factor in looser[:budget]:
-        if interrupt.past_deadline():
-            timed_out.append(factor)  # not searched: the command's time limit came first
-            continue
-        progress(f"point {how.max_points - budget + 1}: deadlines x {factor:g}")
-        out = _solve_at(_scaled(reqs, factor), catalog, policies, config, factor, None)
-        budget -= 1
-        _keep(out, factor, found, infeasible, timed_out)
+    if interrupt.past_deadline():
+        timed_out += looser[:budget]  # not searched: the command's time limit came first
+    elif looser[:budget]:
+        where = cluster.name if cluster is not None else f"{min(workers, budget)} process(es)"
+        progress(f"points 2-{len(looser[:budget]) + 1}: deadlines x {looser[0]:g}.. on {where}")
+        tasks = [PointTask(factor, config) for factor in looser[:budget]]
+        inputs = CandidateInputs(reqs, catalog, policies)
+        for task, (point, status) in zip(
+            tasks, looser_points(tasks, inputs, workers, cluster), strict=True
+        ):
+            budget -= 1
+            _keep_point(point, status, task.factor, found, infeasible, timed_out)
     if base.point is None:
         stop = _stop_at_base(base)
     else:
@@ -178,6 +219,22 @@ def sweep(
         stop_reason=stop,
         status=frontier_status(points, timed_out or ([0.0] if chain_timed_out else [])),
     )
+
+
+def _keep_point(
+    point: FrontierPoint | None,
+    status: str,
+    factor: float,
+    found: list[FrontierPoint],
+    infeasible: list[float],
+    timed_out: list[float],
+) -> None:
+    if point is not None:
+        found.append(point)
+    elif status == "timeout":
+        timed_out.append(factor)
+    else:
+        infeasible.append(factor)
 
 
 def _keep(

@@ -193,6 +193,21 @@ def run_tasks(
     return [found[i] for i in range(len(tasks))]
 
 
+def map_pool(tasks: Sequence[Any], workers: int, inputs: Any) -> list[Any]:
+    """`task.analyse(inputs)` of every task over a forked process pool, in the tasks' order
+    (the inputs through the fork, as `run_tasks`'); here where processes cannot fork."""
+    if "fork" not in multiprocessing.get_all_start_methods():
+        return [t.analyse(inputs) for t in tasks]
+    executor = ProcessPoolExecutor(
+        max_workers=min(workers, len(tasks)),
+        mp_context=multiprocessing.get_context("fork"),
+        initializer=_adopt,
+        initargs=(inputs, os.getpid()),
+    )
+    with executor, _forking():
+        return list(executor.map(_pooled, tasks))
+
+
 def default_workers() -> int:
     return max(
         1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1

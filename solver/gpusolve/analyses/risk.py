@@ -205,7 +205,9 @@ def reprice(
     for item in plan.cost.breakdown.items:
         if is_credit(item) or not item.amount:
             continue
-        if item.kind == "servers_capex" and item.subject in server_at:
+        # Financing's interest is a share of the price (down, instalments and buy-out all
+        # are): it moves with the server's price as the price line does.
+        if item.kind in ("servers_capex", "financing") and item.subject in server_at:
             tco += item.amount * (draws.server_factors[:, server_at[item.subject]] - 1)
         elif item.kind == "cloud_rental" and item.unit == "instance-hour":
             d = rented_by(item, plan.deployments)

@@ -14,6 +14,7 @@ from gpusolve.candidates import preferences
 from gpusolve.candidates.builder import Builder, region_ok
 from gpusolve.candidates.burst import mixed_options, with_bursts
 from gpusolve.candidates.delivery import with_bridges
+from gpusolve.candidates.financing import with_financing
 from gpusolve.candidates.margin import held_back
 from gpusolve.candidates.margin import sized as with_margins
 from gpusolve.candidates.options import cloud_options, owned_options
@@ -102,7 +103,7 @@ def build_candidates(
         missed=b.missed,
     )
     instance = with_inventory(instance, reqs, catalog)
-    instance = with_bridges(with_bursts(instance))
+    instance = with_financing(with_bridges(with_bursts(instance)), reqs)
     vat_goods, vat_services = vat_factors(reqs)
     return Candidates(
         instance,

@@ -71,6 +71,14 @@ from gpusolve.commands.options import (
     help="Start the chart's axes at the smallest time and cost instead of zero "
     "(zooms in; small differences then look large).",
 )
+@click.option(
+    "--cluster",
+    metavar="ADDRESS",
+    default=None,
+    help="The Ray cluster to solve the looser points on ('local' starts one; default "
+    "RAY_ADDRESS, else the local process pool; needs the optional extra: pip install "
+    "'gpusolve[ray]').",
+)
 @quiet_option
 def frontier(
     requirements: Path,
@@ -85,6 +93,7 @@ def frontier(
     time_limit: float,
     plot: Path | None,
     axis_from_data: bool,
+    cluster: str | None,
     quiet: bool,
 ) -> None:
     """How much finishing sooner costs: the cost <-> time frontier for REQS.yaml.
@@ -143,6 +152,7 @@ def frontier(
         time_limit_s=time_limit,
         plot=plot,
         from_zero=not axis_from_data,
+        cluster=cluster,
     )
     progress = progress_printer(quiet)
     invoke(lambda: run_frontier(request, progress), progress)

@@ -134,7 +134,8 @@ OBJECTIVES = ("min-tco", "min-capex", "min-monthly", "max-throughput")
     "--cluster",
     metavar="ADDRESS",
     default=None,
-    help="With --risk N --replan: the Ray cluster to run the draws on ('local' starts one; "
+    help="The Ray cluster for the sweeps: --risk N --replan's draws and the sensitivity's "
+    "parameters ('local' starts one; default RAY_ADDRESS, else the local process pool; "
     "needs the optional extra: pip install 'gpusolve[ray]').",
 )
 @click.option(

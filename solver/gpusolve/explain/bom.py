@@ -18,6 +18,7 @@ from gpusolve.models.plan import BomLine, BomSection, CostItem, Plan, SourceRef
 # finance) are matched by their leading word; anything else is a running cost of a site.
 SECTION_OF_KIND: dict[str, BomSection] = {
     "servers_capex": "server",
+    "financing": "server",  # what financing adds to the servers' price: beside them
     "rack_rent": "rack",
     "energy": "site",
     "bandwidth": "site",

@@ -1,8 +1,10 @@
 """The plan's money as finance sees it: each payment in the month it leaves the bank, the
 upkeep of what is owned beside it, and the present value at a stated discount rate.
 
-A view over the solved plan: the plan minimises its nominal TCO and this module changes
-no decision. Month 1 is the month of order; the terms come from catalog/finance/terms.yaml
+A view over the solved plan: this module changes no decision. Servers the plan itself
+chose to finance (`Plan.financed`, finance.financing: optimise) are paid as it financed
+them, per server as the TCO's financing lines count them; every other purchase as asked.
+Month 1 is the month of order; the terms come from catalog/finance/terms.yaml
 (each figure sourced or labelled an estimate there):
 - a purchase (servers, network, storage) on payment terms: the deposit at order, the
   balance in the month of delivery (week w of the server's lead time ends on day 7w, in
@@ -38,6 +40,7 @@ from gpusolve.models.money import (
 )
 from gpusolve.models.plan import CostItem, Plan
 from gpusolve.models.schedule import Schedule
+from gpusolve.optimize.financing import annuity_payment
 
 DAYS_PER_MONTH = 365.25 / 12
 
@@ -53,16 +56,6 @@ def on_terms(price: float, deposit: float, delivery: int, order: int = 1) -> dic
     paid = {order: first}
     paid[delivery] = paid.get(delivery, 0.0) + (price - first)
     return paid
-
-
-def annuity_payment(principal: float, annual_rate: float, months: int, balloon: float = 0) -> float:
-    """The equal monthly payment, in arrears, that repays `principal` over `months` at
-    `annual_rate` (monthly rate annual / 12) with `balloon` left to pay at the end."""
-    i = annual_rate / 12
-    if i == 0:
-        return (principal - balloon) / months
-    growth = (1.0 + i) ** months
-    return (principal - balloon / growth) * i / (1.0 - 1.0 / growth)
 
 
 def financed(price: float, terms: Financing, delivery: int) -> dict[int, float]:
@@ -98,6 +91,50 @@ class Choice:
     how: str
     paid: dict[int, float]
     detail: str
+    price: float = 0.0  # the part of its line's price paid this way (0: the whole line)
+
+
+def cash_how(how: str) -> str:
+    """How the purchases the plan did not finance are paid: with `optimise` the plan chose
+    which to finance, the rest in cash."""
+    return "cash" if how == "optimise" else how
+
+
+def planned_picks(
+    plan: Plan, bought: Sequence[tuple[CostItem, int]], terms: FinanceTerms
+) -> list[tuple[CostItem, int, Choice]]:
+    """The servers the plan itself financed (`plan.financed`), each paid per server on the
+    offer's terms, as the TCO's financing lines count them."""
+    left = {(f.server, f.site, f.offer): f.count for f in plan.financed}
+    out = []
+    for item, d in bought:
+        if item.kind != "servers_capex" or not item.quantity:
+            continue
+        room = int(item.quantity)
+        for f in plan.financed:
+            key = (f.server, f.site, f.offer)
+            n = min(left[key], room)
+            if f.server != item.subject or f.site != item.site or n <= 0:
+                continue
+            left[key] -= n
+            room -= n
+            stated = terms.financing.get(f.offer)
+            offer = Financing(
+                annual_rate=f.annual_rate,
+                term_months=f.term_months,
+                down_payment=f.down_payment,
+                buy_out=f.buy_out,
+                source=stated.source if stated is not None else "",
+            )
+            each = financed(f.unit_price, offer, d)
+            detail = (
+                f"{n} financed by the plan, {f.offer}: {f.down_payment:.0%} down at delivery "
+                f"(month {d}), {f.term_months} monthly payments at {f.annual_rate:.1%} a year, "
+                f"buy-out {f.buy_out:.0%}"
+            )
+            paid = {m: n * v for m, v in each.items()}
+            out.append((item, d, Choice(f.offer, paid, detail, n * f.unit_price)))
+    return out
 
 
 def payment_choices(
@@ -211,15 +248,19 @@ def cash_view(
         for i in cost.breakdown.items
         if i.kind in PURCHASE_KINDS and i.amount and not is_credit(i)
     ]
-    picks = [
-        (i, d, chosen(payment_choices(i.amount, d, deposit, channel, terms), how, rate))
-        for i, d in bought
-    ]
+    picks = planned_picks(plan, bought, terms)
+    for i, d in bought:
+        price = i.amount - sum(c.price for item, _, c in picks if item is i)
+        if price:
+            c = chosen(payment_choices(price, d, deposit, channel, terms), cash_how(how), rate)
+            picks.append((i, d, c))
     last = max([m for *_, c in picks for m in c.paid], default=1)
     months = max(cost.horizon_months, last)
     running = [0.0] * months
     for item in cost.breakdown.items:
         if is_credit(item) or not item.amount or (item.kind in PURCHASE_KINDS):
+            continue
+        if item.kind == "financing":  # inside the financed servers' payments below
             continue
         spread = line_months(item, cost.horizon_months, plan.deployments, runs, paid_months)
         for m, amount in enumerate(spread):
@@ -235,7 +276,7 @@ def cash_view(
             FinancedLine(
                 item=item.subject,
                 site=item.site,
-                price=item.amount,
+                price=c.price or item.amount,
                 how=c.how,
                 delivery_month=d,
                 paid=sum(flows),
@@ -255,7 +296,8 @@ def cash_view(
         )
         for m in range(months)
     ]
-    return _cash(rows, spend(cost), lines, upkeep, words, (rate, basis), BASIS)
+    in_tco = sum(i.amount for i in cost.breakdown.items if i.kind == "financing")
+    return _cash(rows, spend(cost), lines, upkeep, words, (rate, basis), BASIS, in_tco)
 
 
 def _cash(
@@ -266,14 +308,16 @@ def _cash(
     words: list[str],
     discount: tuple[float, str],
     basis: str,
+    interest_in_tco: float = 0.0,
 ) -> Cash:
-    """The cash view from its months: totals, interest, upkeep and the present value."""
+    """The cash view from its months: totals, interest, upkeep and the present value.
+    `interest_in_tco`: what the TCO already counts of it (servers the plan financed)."""
     rate, discount_basis = discount
     totals = [r.total for r in rows]
     return Cash(
         months=rows,
         tco=tco,
-        interest=sum(ln.paid - ln.price for ln in lines),
+        interest=sum(ln.paid - ln.price for ln in lines) - interest_in_tco,
         upkeep=sum(upkeep),
         nominal=sum(totals),
         npv=round(npv(totals, rate), 2),
@@ -363,7 +407,7 @@ def schedule_cash(
                 else:  # network and storage arrive with the period's servers there
                     d = arrive.get(b.site or "", order)
                 choices = payment_choices(b.amount, d, deposit, channel, terms, order)
-                c = chosen(choices, how, rate)
+                c = chosen(choices, cash_how(how), rate)
                 _add(purchases if c.how == "cash" else financing, c.paid)
                 paid = sum(c.paid.values())
                 item = CostItem(kind="servers_capex", subject=b.item, detail="", amount=b.amount)

@@ -17,6 +17,7 @@ from typing import get_args
 
 from gpusolve.candidates.delivery import bridging_rental, wait_for
 from gpusolve.candidates.records import Candidates
+from gpusolve.explain.leasing import financing_items
 from gpusolve.explain.network_lines import network_items, storage_items
 from gpusolve.models.catalog import Catalog
 from gpusolve.models.common import PriceNote
@@ -98,6 +99,7 @@ def cost_items(
     for choice, option in ir.rentals(solution, instance):
         items.append(_cloud_line(choice, option, cand, catalog))
     items += _until_delivery(solution, instance, catalog)
+    items += financing_items(solution, instance)
     items = [i for i in items if i.amount]
     # Network lines stay even at no cost: NICs inside a server's price are still parts.
     return (
@@ -488,6 +490,7 @@ def cost(solution: ir.Solution, cand: Candidates, currency: str, catalog: Catalo
             cloud_rental=total["cloud_rental"],
             network=total["network"],
             storage=total["storage"],
+            financing=total["financing"],
             penalties=penalty_total,
             items=items,
             penalty_items=penalties,
@@ -495,5 +498,9 @@ def cost(solution: ir.Solution, cand: Candidates, currency: str, catalog: Catalo
         penalties=penalty_total,
         resale=solution.costs.resale,
         horizon_resale=horizon,
-        objective_value=tco + penalty_total - solution.costs.resale - end_credit,
+        objective_value=tco
+        + penalty_total
+        - solution.costs.resale
+        - end_credit
+        + solution.costs.financing_steer,
     )

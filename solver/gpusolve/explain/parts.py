@@ -345,12 +345,13 @@ def budgets_not_binding(
         return []
     cur = reqs.currency
     h = instance.horizon_months
-    opex = costs.rack_rent + costs.energy + costs.bandwidth + costs.cloud
+    opex = costs.capped_opex
+    total = costs.tco + costs.residual  # what is spent: credits are not cash
     cheapest = min((s.capex for s in instance.skus.values() if s.capex > 0), default=None)
     caps = [
-        ("capex", "capex cap", reqs.budget.capex_max, costs.capex, "capex"),
+        ("capex", "capex cap", reqs.budget.capex_max, costs.cash_capex, "capex"),
         ("monthly", "monthly cap", reqs.budget.monthly_max, opex / h, "monthly spend"),
-        ("total", "total cap", reqs.budget.total_max, costs.capex + opex, "capex + spend"),
+        ("total", "total cap", reqs.budget.total_max, total, "capex + spend"),
     ]
     out = []
     for name, what, cap, used, spent in caps:
@@ -414,16 +415,21 @@ def _binding_detail(
             float(used),
             float(offer.racks_available),
         )
-    opex = (
-        costs.rack_rent + costs.energy + costs.bandwidth + costs.cloud if costs is not None else 0
-    )
+    opex = costs.capped_opex if costs is not None else 0
     h = instance.horizon_months
     if name == "capex" and reqs.budget.capex_max is not None and costs is not None:
         cap = reqs.budget.capex_max
+        paid = costs.cash_capex
+        financed = (
+            f" (servers of {costs.financed:,} {cur} more are financed: the cap counts their "
+            "down payments)"
+            if costs.financed
+            else ""
+        )
         return (
-            f"capex {costs.capex:,} {cur} is at the cap of {cap:,.0f} {cur}: the "
-            f"{cap - costs.capex:,.0f} left buys no further server",
-            float(costs.capex),
+            f"capex {paid:,} {cur} is at the cap of {cap:,.0f} {cur}{financed}: the "
+            f"{cap - paid:,.0f} left buys no further server",
+            float(paid),
             cap,
         )
     if name == "monthly" and reqs.budget.monthly_max is not None:
@@ -436,10 +442,11 @@ def _binding_detail(
         )
     if name == "total" and reqs.budget.total_max is not None and costs is not None:
         cap = reqs.budget.total_max
+        total = costs.tco + costs.residual
         return (
-            f"capex + spend over the horizon {costs.capex + opex:,} {cur} is at the total cap "
+            f"capex + spend over the horizon {total:,} {cur} is at the total cap "
             f"of {cap:,.0f} {cur}",
-            float(costs.capex + opex),
+            float(total),
             cap,
         )
     return (req.description if req else name), None, None

@@ -91,6 +91,28 @@ class FinanceTerms(StrictModel):
     upkeep: Upkeep
 
 
+class FinancedServers(OutModel):
+    """Servers of one model at one site the plan chose to finance, and why
+    (finance.financing: optimise)."""
+
+    server: str
+    site: str
+    count: int
+    offer: str = Field(description="The financing's name in catalog/finance/terms.yaml.")
+    annual_rate: float
+    term_months: int
+    down_payment: float = Field(description="Share of the price paid at delivery.")
+    buy_out: float = Field(description="Share of the price paid with the last instalment.")
+    unit_price: float = Field(description="One server's price, as bought in cash.")
+    down_per_server: float
+    monthly_per_server: float = Field(description="The annuity, each month of the term.")
+    buy_out_per_server: float
+    paid_per_server: float = Field(description="down + term x monthly + buy-out.")
+    interest: float = Field(description="count x (paid - price): the TCO's financing line.")
+    why: str = Field(description="The budget that binds, or the present value that wins.")
+    source: str = Field(default="", description="The terms' source in the terms file.")
+
+
 class CashMonth(OutModel):
     """What leaves the bank in one month (1 = the month of order)."""
 
@@ -121,9 +143,14 @@ class Cash(OutModel):
 
     months: list[CashMonth]
     tco: float = Field(description="The plan's TCO (paid over the horizon, credits apart).")
-    interest: float = Field(description="What financing adds to the purchases' price.")
+    interest: float = Field(
+        description="What financing adds to the purchases' price, beyond the TCO's financing lines."
+    )
     upkeep: float = Field(description="Maintenance, staff and insurance: not in the TCO.")
-    nominal: float = Field(description="tco + interest + upkeep: every month's total summed.")
+    nominal: float = Field(
+        description="tco + interest + upkeep: every month's total summed (interest beyond "
+        "what the TCO counts of it)."
+    )
     npv: float = Field(description="The months' totals at present value (month 1 undiscounted).")
     discount_rate: float
     discount_basis: str

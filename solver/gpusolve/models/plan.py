@@ -10,7 +10,7 @@ from pydantic import Field
 from gpusolve.models.common import OutModel, schema_version_field
 from gpusolve.models.estimate import GoodputOut
 from gpusolve.models.inventory_report import Inventory
-from gpusolve.models.money import Cash, Risk
+from gpusolve.models.money import Cash, FinancedServers, Risk
 
 # "timeout": no plan was found within the time limit and none was proven impossible.
 # "interrupted": Ctrl-C or SIGTERM stopped the search; the best plan so far, not proven optimal.
@@ -26,6 +26,7 @@ CostKind = Literal[
     "network",
     "storage",
     "workload_moves",
+    "financing",
 ]
 
 
@@ -113,6 +114,11 @@ class CostBreakdown(OutModel):
     storage: float = Field(
         default=0.0,
         description="Capex of shared checkpoint and dataset storage (H16): storage nodes.",
+    )
+    financing: float = Field(
+        default=0.0,
+        description="What financing adds to the price of the servers the plan finances "
+        "(interest and fees; finance.financing: optimise).",
     )
     items: list[CostItem] = Field(
         default_factory=list, description="The TCO line by line; sums to `Cost.tco`."
@@ -691,6 +697,11 @@ class Plan(OutModel):
     )
     risk: Risk | None = Field(
         default=None, description="plan --risk N: the TCO over N draws (analyses/risk.py)."
+    )
+    financed: list[FinancedServers] = Field(
+        default_factory=list,
+        description="Servers the plan pays by a lease or instalments, on what terms and why "
+        "(finance.financing: optimise); the rest are paid in cash.",
     )
     cash: Cash | None = Field(
         default=None,

@@ -1019,13 +1019,21 @@ class Finance(StrictModel):
     discount_rate: Fraction | None = Field(
         default=None,
         description="Your cost of capital a year, for the cash view's present value (NPV); "
-        "default the terms file's (catalog/finance/terms.yaml: the 1-year LPR, a floor).",
+        "default the terms file's (catalog/finance/terms.yaml: the 1-year LPR, a floor). "
+        "With financing: optimise, the plan also values financed servers' payments at their "
+        "present value at this rate (unset: their nominal sum).",
     )
-    financing: Literal["cash", "lease", "instalments", "cheapest"] = Field(
+    financing: Literal["cash", "lease", "instalments", "cheapest", "optimise"] = Field(
         default="cash",
-        description="How purchases are paid in the cash view: cash on the payment terms, a "
-        "finance lease or instalments (catalog/finance/terms.yaml), or per line whichever "
-        "costs least at present value. A view over the plan: the plan minimises nominal TCO.",
+        description="How purchases are paid. cash, lease, instalments, cheapest: a view over "
+        "the plan (the cash view pays every purchase in cash on the payment terms, by a "
+        "finance lease or instalments of catalog/finance/terms.yaml, or per line whichever "
+        "costs least at present value); the plan itself pays cash. optimise: the plan "
+        "chooses, per server model and site, how many servers to finance with each offer of "
+        "the terms file: where the capex or monthly cap binds, or, with discount_rate, "
+        "where an offer costs less at present value; the TCO counts the interest, the capex "
+        "cap the down payments, the monthly cap the instalments (single plans; a schedule "
+        "pays cash).",
     )
     payment_channel: str | None = Field(
         default=None,

@@ -10,6 +10,7 @@ from ortools.sat.python import cp_model
 
 from gpusolve.optimize import finance
 from gpusolve.optimize.builder import Builder, CloudVar, Expr, OwnedVar, Var, wsum, wsum_expr
+from gpusolve.optimize.financing import FinancingVars
 from gpusolve.optimize.ir import CloudOption, Instance, OwnedOption
 from gpusolve.optimize.packing import SitePacking
 
@@ -126,14 +127,21 @@ def bandwidth_by_duty(b: Builder, owned: Sequence[OwnedVar], used: dict[str, Var
     return total
 
 
-def add_budgets(b: Builder, capex: Expr, opex: Expr) -> None:
+def add_budgets(b: Builder, capex: Expr, opex: Expr, fin: FinancingVars | None = None) -> None:
     """Budget caps as named requirements. The monthly cap is compared over the whole
     horizon (horizon x cap) so no division appears and the comparison stays exact; the
-    total cap bounds capex + opex (what is spent; the residual value is not cash)."""
+    total cap bounds capex + opex (what is spent; the residual value is not cash).
+    Financed servers (`financing.py`): the capex cap counts their down payments only, the
+    monthly cap their instalments within the horizon, the total cap all they cost."""
     inst = b.instance
+    total = capex + opex
+    if fin is not None:
+        total += fin.extra
+        capex = capex - fin.financed
+        opex = opex + fin.instalments
     if inst.capex_max is not None and b.enforced("capex"):
         b.guard(b.model.add(capex <= inst.capex_max), "capex")
     if inst.monthly_max is not None and b.enforced("monthly"):
         b.guard(b.model.add(opex <= inst.horizon_months * inst.monthly_max), "monthly")
     if inst.total_max is not None and b.enforced("total"):
-        b.guard(b.model.add(capex + opex <= inst.total_max), "total")
+        b.guard(b.model.add(total <= inst.total_max), "total")

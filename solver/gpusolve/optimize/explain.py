@@ -249,12 +249,13 @@ def relaxation(
     h = instance.horizon_months
     target: Expr
     kind, _, subject = requirement.partition(":")
+    capped_capex, capped_opex, spent = budget_terms(built)
     if requirement == "capex" and instance.capex_max is not None:
-        current, target = instance.capex_max, built.capex
+        current, target = instance.capex_max, capped_capex
     elif requirement == "monthly" and instance.monthly_max is not None:
-        current, target = instance.monthly_max, built.opex
+        current, target = instance.monthly_max, capped_opex
     elif requirement == "total" and instance.total_max is not None:
-        current, target = instance.total_max, built.capex + built.opex
+        current, target = instance.total_max, spent
     elif kind == "racks" and subject in _placeable_sites(instance):
         current = instance.sites[subject].racks_available
         pack = built.packing.get(subject)
@@ -279,6 +280,17 @@ def relaxation(
     return Relaxation(
         requirement, current, needed, "least" if status == cp_model.OPTIMAL else "enough"
     )
+
+
+def budget_terms(built: Built) -> tuple[Expr, Expr, Expr]:
+    """What the capex, monthly and total caps count (`costs.add_budgets`): with financed
+    servers, the capex cap their down payments only, the monthly cap their instalments,
+    the total cap all they cost."""
+    fin = built.financing
+    if fin is None:
+        return built.capex, built.opex, built.capex + built.opex
+    spent = built.capex + built.opex + fin.extra
+    return built.capex - fin.financed, built.opex + fin.instalments, spent
 
 
 def _within_integers(deadline_s: int, seconds: Iterable[int]) -> bool:

@@ -290,6 +290,27 @@ class Instance:
     )
     # Site-level requirements: racks at a site may not exceed what is available
     # (requirement name "racks:<site>"); explain mode may relax it.
+    # Ways to pay for bought servers over time the plan may choose (`financing.py`); empty:
+    # every server is paid in cash.
+    financing: tuple[FinanceOffer, ...] = ()
+
+
+@dataclass(frozen=True)
+class FinanceOffer:
+    """A finance lease or instalment plan any bought server may be paid by
+    (`financing.py` turns a server's price into its payments, whole units).
+
+    A financed server still counts its price in `Costs.capex`; what financing adds to it is
+    in `Costs.financing`, and only the down payment counts against the capex cap."""
+
+    name: str
+    annual_rate: float
+    term_months: int
+    down_payment: float  # share of the price paid at delivery
+    buy_out: float  # share of the price paid with the last instalment
+    # The requirements' discount rate: the objective counts the payments' present value at
+    # it; None: their nominal sum, as every other cost.
+    discount_rate: float | None = None
 
 
 ScheduleSolver = Literal["race", "highs", "cp-sat"]
@@ -336,15 +357,32 @@ class Costs:
     storage: int = 0  # of capex: shared-storage nodes (already inside `capex`)
     # Owned servers sold now (`inventory.py`): a credit apart from the TCO.
     resale: int = 0
+    # Servers financed (`financing.py`): what financing adds to their price (in the TCO),
+    # the price less down payments (outside the capex cap), the instalments paid within the
+    # horizon (inside the monthly cap), and the objective's present-value steer.
+    financing: int = 0
+    financed: int = 0
+    instalments: int = 0
+    financing_steer: int = 0
 
     @property
     def tco(self) -> int:
         spend = self.capex + self.rack_rent + self.energy + self.bandwidth + self.cloud
-        return spend - self.residual
+        return spend + self.financing - self.residual
 
     @property
     def objective_tco(self) -> int:
-        return self.tco + self.penalties - self.resale
+        return self.tco + self.penalties - self.resale + self.financing_steer
+
+    @property
+    def cash_capex(self) -> int:
+        """What the capex cap counts: purchases paid in cash and the down payments."""
+        return self.capex - self.financed
+
+    @property
+    def capped_opex(self) -> int:
+        """What the monthly cap counts over the horizon: running costs and instalments."""
+        return self.rack_rent + self.energy + self.bandwidth + self.cloud + self.instalments
 
 
 @dataclass(frozen=True)
@@ -366,6 +404,8 @@ class Solution:
     bought: dict[tuple[str, str], int] = field(default_factory=dict)
     # Owned servers moved per (sku, from site, to site) (`inventory.py`).
     moved: dict[tuple[str, str, str], int] = field(default_factory=dict)
+    # Bought servers financed per (sku, site, FinanceOffer.name) (`financing.py`).
+    leased: dict[tuple[str, str, str], int] = field(default_factory=dict)
     # Set when the plan is the fallback (`fallback.py`: "all-rent", "greedy" or
     # "restricted"): the search stopped at its limit without finding a better one.
     fallback: str | None = None

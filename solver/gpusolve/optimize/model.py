@@ -54,6 +54,7 @@ from gpusolve.optimize.checks import describe, instance_errors, requirement_name
 from gpusolve.optimize.costs import add_budgets, money_terms, throughput_scores
 from gpusolve.optimize.dominance import prune_cloud_across, prune_owned_across
 from gpusolve.optimize.fabric import FabricVars, add_fabric, with_infrastructure
+from gpusolve.optimize.financing import FinancingVars, financing_terms
 from gpusolve.optimize.guard import check_scale
 from gpusolve.optimize.inventory import InventoryVars, add_inventory
 from gpusolve.optimize.ir import (
@@ -107,10 +108,14 @@ class Built:
     residual: Expr = field(default_factory=lambda: cp_model.LinearExpr.weighted_sum([], []))
     # Owned servers and contracted racks (`inventory.py`); None without an inventory.
     inventory: InventoryVars | None = None
+    # Bought servers financed (`financing.py`); None when the plan may not finance any.
+    financing: FinancingVars | None = None
 
     @property
     def tco(self) -> Expr:
         spend = self.capex + self.rent + self.energy + self.bandwidth + self.cloud_cost
+        if self.financing is not None:
+            spend += self.financing.extra
         return spend - self.residual
 
     @property
@@ -121,7 +126,8 @@ class Built:
     @property
     def net_cost(self) -> Expr:
         """What a min-TCO plan minimises before penalties: TCO less the resale credit."""
-        return self.tco - self.resale
+        steer = self.financing.steer if self.financing is not None else 0
+        return self.tco - self.resale + steer
 
     @property
     def opex(self) -> Expr:
@@ -143,6 +149,8 @@ class Built:
         out += list(self.storage_nodes.values())
         if self.inventory is not None:
             out += self.inventory.variables()
+        if self.financing is not None:
+            out += self.financing.variables()
         for pack in self.packing.values():
             out += list(pack.pattern_racks)
             for rack in pack.bins:
@@ -168,6 +176,9 @@ class Built:
             out[site].append(var)
         if self.inventory is not None:
             for site, variables in self.inventory.site_variables().items():
+                out[site] += variables
+        if self.financing is not None:
+            for site, variables in self.financing.site_variables().items():
                 out[site] += variables
         for site, pack in self.packing.items():
             out[site] += list(pack.pattern_racks)
@@ -233,7 +244,8 @@ def build(instance: Instance, options: BuildOptions | None = None) -> Built:
         [(o.option.penalty + o.option.burst_penalty + o.placement.penalty, o.var) for o in owned]
         + [(c.option.penalty, c.var) for c in cloud]
     )
-    add_budgets(b, capex, rent + energy + bandwidth + cloud_cost)
+    fin = financing_terms(b.model, instance, bought or servers, servers_ub)
+    add_budgets(b, capex, rent + energy + bandwidth + cloud_cost, fin)
 
     scores = throughput_scores(instance)
     throughput = option_sum(owned, cloud, lambda option: scores[option.key])
@@ -274,6 +286,7 @@ def build(instance: Instance, options: BuildOptions | None = None) -> Built:
         storage_nodes=net.storage_nodes,
         residual=residual,
         inventory=inv,
+        financing=fin,
     )
     built.stats = {
         "owned_options_in": len(instance.owned),

@@ -46,6 +46,7 @@ def read_solution(
         storage=solver.value(built.storage),
         residual=solver.value(built.residual),
         resale=solver.value(built.resale),
+        **_financing_costs(built, solver),
     )
     solution = Solution(
         status=status,
@@ -62,6 +63,7 @@ def read_solution(
         },
         bought=_bought(built, solver, servers),
         moved=_moved(built, solver),
+        leased=_leased(built, solver),
     )
     return dataclasses.replace(solution, binding=binding(built.instance, solution))
 
@@ -73,6 +75,27 @@ def _bought(
     if built.inventory is None:
         return dict(servers)
     out = {key: int(solver.value(v)) for key, v in built.inventory.bought.items()}
+    return {k: v for k, v in out.items() if v > 0}
+
+
+def _financing_costs(built: Built, solver: cp_model.CpSolver) -> dict[str, int]:
+    """Costs' financing fields (`financing.py`): none without financing."""
+    fin = built.financing
+    if fin is None:
+        return {}
+    return {
+        "financing": int(solver.value(fin.extra)),
+        "financed": int(solver.value(fin.financed)),
+        "instalments": int(solver.value(fin.instalments)),
+        "financing_steer": int(solver.value(fin.steer)),
+    }
+
+
+def _leased(built: Built, solver: cp_model.CpSolver) -> dict[tuple[str, str, str], int]:
+    """Bought servers financed per (sku, site, offer)."""
+    if built.financing is None:
+        return {}
+    out = {key: int(solver.value(v)) for key, v in built.financing.leased.items()}
     return {k: v for k, v in out.items() if v > 0}
 
 
@@ -198,15 +221,17 @@ def binding(instance: Instance, solution: Solution) -> tuple[str, ...]:
     costs = solution.costs
     h = instance.horizon_months
     capex_step = min((s.capex for s in instance.skus.values() if s.capex > 0), default=1)
-    opex = costs.rack_rent + costs.energy + costs.bandwidth + costs.cloud
+    opex = costs.capped_opex
     cap = instance.capex_max
-    if cap is not None and costs.capex > 0 and cap - costs.capex < capex_step:
+    forced = cap is not None and costs.financed > 0 and costs.capex > cap  # financed to fit
+    if cap is not None and costs.cash_capex > 0 and (cap - costs.cash_capex < capex_step or forced):
         names.append("capex")
     monthly = instance.monthly_max
     if monthly is not None and opex > 0 and h * monthly - opex < _monthly_step(instance):
         names.append("monthly")
     if instance.total_max is not None:
-        spend = costs.capex + opex
+        spend = costs.capex + costs.rack_rent + costs.energy + costs.bandwidth + costs.cloud
+        spend += costs.financing
         step = min(capex_step, _monthly_step(instance))
         if spend > 0 and instance.total_max - spend < step:
             names.append("total")

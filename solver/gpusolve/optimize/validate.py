@@ -7,9 +7,10 @@ tests on every returned plan and available to the CLI as a guard before renderin
 
 from __future__ import annotations
 
+import dataclasses
 from collections import defaultdict
 
-from gpusolve.optimize import finance
+from gpusolve.optimize import finance, financing
 from gpusolve.optimize.fabric import (
     fabric_cost,
     fabric_room,
@@ -51,6 +52,7 @@ def check(instance: Instance, solution: Solution) -> list[str]:
     _check_storage(instance, solution, placed, problems)
     problems += inventory_problems(instance, solution.servers, solution.bought, solution.moved)
     costs = recompute_costs(instance, solution, placed)
+    costs = with_financing(instance, solution, costs, problems)
     _check_budgets(instance, costs, problems)
     if solution.costs != costs:
         problems.append(f"reported costs {solution.costs} != recomputed {costs}")
@@ -334,15 +336,33 @@ def extra_mbps(instance: Instance, placed: Placed) -> dict[str, int]:
     return out
 
 
+def with_financing(
+    instance: Instance, solution: Solution, costs: Costs, problems: list[str]
+) -> Costs:
+    """The costs with the financed servers' terms recomputed from their counts."""
+    if not instance.financing and not solution.leased:
+        return costs
+    bought = purchases(instance, solution.servers, solution.bought)
+    f = financing.recompute(instance, solution.leased, bought, problems)
+    return dataclasses.replace(
+        costs,
+        financing=f.extra,
+        financed=f.financed,
+        instalments=f.instalments,
+        financing_steer=f.steer,
+    )
+
+
 def _check_budgets(instance: Instance, costs: Costs, problems: list[str]) -> None:
-    if instance.capex_max is not None and costs.capex > instance.capex_max:
-        problems.append(f"capex {costs.capex} > cap {instance.capex_max}")
+    if instance.capex_max is not None and costs.cash_capex > instance.capex_max:
+        problems.append(f"capex paid in cash {costs.cash_capex} > cap {instance.capex_max}")
     if instance.monthly_max is not None:
-        spend = costs.rack_rent + costs.energy + costs.bandwidth + costs.cloud
+        spend = costs.capped_opex
         cap = instance.horizon_months * instance.monthly_max
         if spend > cap:
             problems.append(f"spend over the horizon {spend} > {cap} (monthly cap x horizon)")
     if instance.total_max is not None:
         spend = costs.capex + costs.rack_rent + costs.energy + costs.bandwidth + costs.cloud
+        spend += costs.financing
         if spend > instance.total_max:
             problems.append(f"capex + spend {spend} > total cap {instance.total_max}")

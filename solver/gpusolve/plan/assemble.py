@@ -16,11 +16,12 @@ from gpusolve.explain import parts
 from gpusolve.explain.bom import bill_of_materials, locate
 from gpusolve.explain.inventory import in_service
 from gpusolve.explain.inventory import inventory as owned_lines
+from gpusolve.explain.leasing import financed_servers
 from gpusolve.explain.payments import BASIS, contracted, payment_months
 from gpusolve.load.catalog import sources_of
 from gpusolve.models.catalog import PART_KINDS, Catalog
 from gpusolve.models.common import PriceNote
-from gpusolve.models.money import Cash
+from gpusolve.models.money import Cash, FinanceTerms
 from gpusolve.models.plan import Plan, Scenarios, SolverInfo
 from gpusolve.models.policy import WorkloadPolicy
 from gpusolve.models.requirements import Requirements
@@ -53,6 +54,7 @@ def planned(
         inventory=owned_lines(solution, inst, where.reqs),
         binding=parts.binding(solution, inst, where.catalog, where.reqs),
         budgets_not_binding=parts.budgets_not_binding(solution, inst, where.reqs),
+        financed=financed_servers(solution, inst, terms_if(inst), where.reqs.currency),
         unmet_preferences=where.cand.unmet,
         margin_misses=where.cand.margin_misses,
         rules_fired=run.rules.fired,
@@ -72,6 +74,15 @@ def planned(
             "cash": cash_of(plan, where.reqs, where.catalog),
         }
     )
+
+
+def terms_if(instance: ir.Instance) -> FinanceTerms | None:
+    """The finance terms when the plan may finance servers (their sources), else None."""
+    if not instance.financing:
+        return None
+    from gpusolve.load.finance import load_terms
+
+    return load_terms()
 
 
 def cash_of(plan: Plan, reqs: Requirements, catalog: Catalog) -> Cash | None:

@@ -11,6 +11,7 @@ from gpusolve.models.money import Cash
 from gpusolve.models.plan import Cost, CostItem, Plan
 from gpusolve.render.about import About, named
 from gpusolve.render.compliance import compliance_markdown, sources_markdown
+from gpusolve.render.financing import financed_lines
 from gpusolve.render.fmt import (
     COST_LABELS,
     goodput_parts,
@@ -97,6 +98,10 @@ def _plan_document(plan: Plan, about: About) -> str:
     m = memo(plan, about.names)
     assert m is not None  # the plan has a cost
     out += memo_markdown(m, about.names)
+    financed = financed_lines(plan, about.names)
+    if financed:
+        out += ["", "**Financed servers** (the rest paid in cash)", ""]
+        out += [f"- {line}" for line in financed]
     out += payments_markdown(plan)
     out += cash_markdown(plan.cash)
     add("")

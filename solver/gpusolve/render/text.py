@@ -7,6 +7,7 @@ from collections.abc import Callable
 from gpusolve.models.plan import MarginMiss, Plan
 from gpusolve.render.bom_tables import bom_text
 from gpusolve.render.compliance import compliance_text, market_header, sources_text
+from gpusolve.render.financing import financed_lines
 from gpusolve.render.fmt import (
     against,
     cost_lines,
@@ -120,6 +121,8 @@ def plan_text(plan: Plan) -> str:
             add(f"  {bound.detail}")
     slack = [f"  {b.detail}" for b in plan.budgets_not_binding]
     _section(add, "Budgets not binding", slack)
+    financed = [f"  {line}" for line in financed_lines(plan)]
+    _section(add, "Financed servers (the rest paid in cash)", financed)
     unmet = [
         f"  {u.workload}: {u.rule} ({u.source}) {u.reason or u.judged}: {u.why}"
         for u in plan.unmet_preferences

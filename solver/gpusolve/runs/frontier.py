@@ -35,6 +35,7 @@ class FrontierRequest:
     time_limit_s: float = 300.0  # wall clock for the whole command
     plot: Path | None = None
     from_zero: bool = True  # the charts' axes start at zero (not --axis-from-data)
+    cluster: str | None = None  # --cluster: a Ray address for the looser points
 
 
 def run_frontier(
@@ -56,7 +57,9 @@ def run_frontier(
 
 
 def _run_frontier(request: FrontierRequest, progress: Progress) -> RunResult[Frontier]:
+    from gpusolve.analyses.cluster import Files, cluster_of
     from gpusolve.analyses.frontier import Sweep, sweep
+    from gpusolve.analyses.pool import default_workers
     from gpusolve.candidates.market import exclusions
     from gpusolve.optimize.ir import SolveConfig
     from gpusolve.plan.inputs import prepare_run
@@ -85,6 +88,11 @@ def _run_frontier(request: FrontierRequest, progress: Progress) -> RunResult[Fro
         how,
         progress,
         note,
+        workers=default_workers(),
+        cluster=cluster_of(
+            request.cluster,
+            Files(request.requirements, request.catalog_paths, request.rules_paths),
+        ),
     )
     code = EXIT_CODES.get(result.status, 0)
     if not result.points:  # nothing to write or draw: say why on the terminal

@@ -8,7 +8,7 @@ from __future__ import annotations
 import dataclasses
 
 from gpusolve.load.finance import load_terms
-from gpusolve.models.money import FinanceTerms
+from gpusolve.models.money import FinanceTerms, terms_of
 from gpusolve.models.requirements import Requirements
 from gpusolve.optimize import ir
 
@@ -18,14 +18,7 @@ def offers(reqs: Requirements, terms: FinanceTerms) -> tuple[ir.FinanceOffer, ..
     if reqs.finance.financing != "optimise":
         return ()
     return tuple(
-        ir.FinanceOffer(
-            name=name,
-            annual_rate=f.annual_rate,
-            term_months=f.term_months,
-            down_payment=f.down_payment,
-            buy_out=f.buy_out,
-            discount_rate=reqs.finance.discount_rate,
-        )
+        ir.FinanceOffer(name=name, **terms_of(f), discount_rate=reqs.finance.discount_rate)
         for name, f in sorted(terms.financing.items())
     )
 

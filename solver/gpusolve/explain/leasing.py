@@ -3,7 +3,7 @@ server model and site the terms and the reason (`optimize/financing.py` chose th
 
 from __future__ import annotations
 
-from gpusolve.models.money import FinancedServers, FinanceTerms
+from gpusolve.models.money import FinancedServers, FinanceTerms, terms_of
 from gpusolve.models.plan import CostItem
 from gpusolve.optimize import financing, ir
 
@@ -84,10 +84,7 @@ def financed_servers(
                 site=site,
                 count=n,
                 offer=name,
-                annual_rate=o.annual_rate,
-                term_months=o.term_months,
-                down_payment=o.down_payment,
-                buy_out=o.buy_out,
+                **terms_of(o),
                 unit_price=price,
                 down_per_server=p.down,
                 monthly_per_server=p.each,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -115,6 +115,20 @@ class SpecRange(StrictModel):
     as_of: str = Field(pattern=DATE_PATTERN, description="Date the sources were read.")
 
 
+# A card's or server's sources: when they were read, and the range each figure may take
+# where they differ or it is an estimate.
+AsOf = Annotated[
+    str | None, Field(pattern=DATE_PATTERN, description="Date the figures' sources were read.")
+]
+SpecRanges = Annotated[
+    tuple[SpecRange, ...],
+    Field(
+        description="Per figure where sources differ or it is estimated: the range they give; "
+        "the figure used must lie inside it (checked on load and by `catalog validate`)."
+    ),
+]
+
+
 class PriceRange(StrictModel):
     """The range of prices seen or estimated for an item; `price` is the point inside it the
     plan uses. Its date and label are the item's `pricing` (as_of, illustrative)."""
@@ -198,14 +212,8 @@ class Card(StrictModel):
     price_trend: ItemPriceTrend = None
     confidence: Confidence
     source: str = Field(min_length=3)
-    as_of: str | None = Field(
-        default=None, pattern=DATE_PATTERN, description="Date the figures' sources were read."
-    )
-    spec_ranges: tuple[SpecRange, ...] = Field(
-        default=(),
-        description="Per figure where sources differ: the range they give; the figure used "
-        "must lie inside it (checked on load and by `catalog validate`).",
-    )
+    as_of: AsOf = None
+    spec_ranges: SpecRanges = ()
     notes: str | None = None
 
     @model_validator(mode="after")
@@ -313,14 +321,8 @@ class Server(StrictModel):
     )
     confidence: Confidence
     source: str = Field(min_length=3)
-    as_of: str | None = Field(
-        default=None, pattern=DATE_PATTERN, description="Date the figures' sources were read."
-    )
-    spec_ranges: tuple[SpecRange, ...] = Field(
-        default=(),
-        description="Per figure where sources differ or it is estimated: the range; the "
-        "figure used must lie inside it.",
-    )
+    as_of: AsOf = None
+    spec_ranges: SpecRanges = ()
     notes: str | None = None
     available_from_month: AvailableFromMonth = 0
     price_trend: ItemPriceTrend = None

@@ -9,6 +9,7 @@ plans of 10^5-10^8 yuan the rounding error is below 10^-4 of the total.
 from __future__ import annotations
 
 from decimal import ROUND_HALF_EVEN, Decimal
+from typing import Any
 
 from pydantic import Field
 
@@ -53,6 +54,16 @@ class PaymentTerms(StrictModel):
         ge=0, le=1, description="Share of a purchase paid at order; the rest at delivery."
     )
     source: str
+
+
+# The fields that state a financing's terms: the terms file's `Financing`, the model's
+# `ir.FinanceOffer` and the plan's `FinancedServers` carry them under the same names.
+FINANCE_TERMS = ("annual_rate", "term_months", "down_payment", "buy_out")
+
+
+def terms_of(source: object) -> dict[str, Any]:
+    """A financing's terms, read off any of the objects that carry them."""
+    return {k: getattr(source, k) for k in FINANCE_TERMS}
 
 
 class Financing(StrictModel):

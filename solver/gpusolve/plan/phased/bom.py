@@ -12,6 +12,7 @@ rentals; the residual value is a credit at the horizon, not a line.
 from __future__ import annotations
 
 from collections import defaultdict
+from dataclasses import dataclass
 
 from gpusolve.explain.bom import bom_of_items, locate
 from gpusolve.explain.lines import colo_pricing, power_pricing, price_source, priced
@@ -54,13 +55,18 @@ def _capex(pi: PhasedInstance, pp: PeriodPlan, catalog: Catalog) -> list[CostIte
     return out
 
 
-def _racks(
-    pi: PhasedInstance,
-    pp: PeriodPlan,
-    before: dict[str, int],
-    sites: dict[str, ir.Site],
-    catalog: Catalog,
-) -> list[CostItem]:
+@dataclass(frozen=True)
+class _Sites:
+    """What a period's site lines read besides the period: the racks held before it (by
+    site), the sites, the catalogue."""
+
+    before: dict[str, int]
+    sites: dict[str, ir.Site]
+    catalog: Catalog
+
+
+def _racks(pi: PhasedInstance, pp: PeriodPlan, at: _Sites) -> list[CostItem]:
+    before, sites, catalog = at.before, at.sites, at.catalog
     out = []
     start = pp.period.start_month
     for site, n in sorted(pp.racks.items()):
@@ -76,16 +82,11 @@ def _racks(
     return out
 
 
-def _site_costs(
-    pi: PhasedInstance,
-    pp: PeriodPlan,
-    before: dict[str, int],
-    sites: dict[str, ir.Site],
-    catalog: Catalog,
-) -> list[CostItem]:
+def _site_costs(pp: PeriodPlan, at: _Sites) -> list[CostItem]:
     """Per site: energy (the servers in service idle, and the workloads' busy energy) and
     fees (included bandwidth for the period; the setup fee in the first period it is
     held)."""
+    before, sites, catalog = at.before, at.sites, at.catalog
     months = pp.period.months
     energy: dict[str, int] = defaultdict(int)
     for (sku, site), n in pp.working.items():
@@ -206,9 +207,9 @@ def period_items(
 ) -> list[CostItem]:
     """The cost lines of one period; they add up to the period's spend. `network`: the
     network and storage it adds (`_network`)."""
-    sites = _sites(pi)
-    items = _capex(pi, pp, catalog) + list(network) + _racks(pi, pp, before, sites, catalog)
-    items += _site_costs(pi, pp, before, sites, catalog) + _rentals(pp, catalog)
+    at = _Sites(before, _sites(pi), catalog)
+    items = _capex(pi, pp, catalog) + list(network) + _racks(pi, pp, at)
+    items += _site_costs(pp, at) + _rentals(pp, catalog)
     c = pp.costs
     items += _network_remainder(items, c.network)
     items += _reconcile(items, c.energy, "energy", "energy")

@@ -376,6 +376,32 @@ def test_the_sensitivity_sweep_gives_the_same_ranges_on_a_local_ray_cluster(
     assert pooled.sensitivity.ranges and pooled.sensitivity.ranges == ranged.sensitivity.ranges
 
 
+def test_a_hedged_plans_ranges_are_the_same_on_a_local_ray_cluster(local_ray: Any) -> None:
+    # The workers rebuild each scenario's inputs from the files (`cluster.py`): the price
+    # ranges of the scenarios example come out as the pool's.
+    from gpusolve.analyses.cluster import Cluster, Files
+    from gpusolve.analyses.sensitivity import analyse_hedged, plan_purchase
+    from gpusolve.candidates.scaling import CandidateInputs
+    from gpusolve.load.data import data_dir
+    from gpusolve.optimize.ir import SolveConfig
+    from gpusolve.plan import make_plan
+    from gpusolve.plan.inputs import prepare_run
+    from gpusolve.plan.solved import Hedged, PlanOptions
+
+    path = ROOT / "examples" / "scenarios-demand-growth.yaml"
+    run = prepare_run(path, (data_dir("catalog"),), ())
+    config = SolveConfig(time_limit_s=600, work_limit=10, workers=1, seed=1)
+    solved = make_plan(run, PlanOptions(config=config))
+    assert isinstance(solved.solution, Hedged)
+    inputs = CandidateInputs(run.reqs, run.catalog, run.policies)
+    purchase = plan_purchase(solved.single_plan)
+    args = (solved.solution, inputs, config, 2, purchase)
+    pooled = analyse_hedged(*args, efficiency=False)
+    cluster = Cluster("auto", Files(path, (data_dir("catalog"),), ()))
+    on_ray = analyse_hedged(*args, efficiency=False, cluster=cluster)
+    assert pooled.ranges and pooled.ranges == on_ray.ranges
+
+
 def test_the_frontier_gives_the_same_points_here_on_the_pool_and_on_a_local_ray_cluster(
     local_ray: Any,
 ) -> None:

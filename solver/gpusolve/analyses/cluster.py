@@ -62,7 +62,22 @@ def _inputs_of(files: Files) -> Any:
     return CandidateInputs(run.reqs, run.catalog, run.policies)
 
 
+@cache
+def _scenario_inputs_of(files: Files) -> Any:
+    from gpusolve.candidates.scaling import CandidateInputs
+    from gpusolve.plan.twostage import scenario_inputs
+
+    run = _inputs_of(files)
+    return [
+        CandidateInputs(reqs, catalog, run.policies)
+        for _, _, reqs, catalog in scenario_inputs(run.reqs, run.catalog)
+    ]
+
+
 def _on_worker(task: Sweepable, files: Files) -> Any:
+    # A hedged plan's task reads one set of inputs per scenario (`per_scenario`).
+    if getattr(task, "per_scenario", False):
+        return task.analyse(_scenario_inputs_of(files))
     return task.analyse(_inputs_of(files))
 
 

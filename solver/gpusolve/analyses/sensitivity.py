@@ -30,7 +30,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, ClassVar
 
 from gpusolve.analyses.cluster import Cluster
 from gpusolve.analyses.pool import (
@@ -376,8 +376,8 @@ def run(
     A hedged plan is analysed on its two-stage model, a schedule on its own
     (`schedule_ranges.py`). `bounded` (the memo's default analysis): the plan's own prices
     and cards only, no rival card searched; a schedule is returned as it is. `cluster`: a
-    single plan's parameters run on that Ray cluster (a hedged plan's and a schedule's stay
-    on the local pool)."""
+    single or hedged plan's parameters run on that Ray cluster (a schedule's stay on the
+    local pool)."""
     if solved.plan.status not in ("optimal", "feasible") or solved.solution is None:
         return solved.plan
     if bounded and isinstance(solved.solution, Phased):
@@ -411,6 +411,7 @@ def run(
                 efficiency=efficiency,
                 stop=stop,
                 rivals_too=not bounded,
+                cluster=cluster,
             )
         assert isinstance(solution, Single)
         return analyse(
@@ -475,8 +476,10 @@ def _schedule_ranges(
 
 @dataclass(frozen=True)
 class ScenarioTask:
-    """One parameter's analysis on the two-stage model: picklable, for the pool."""
+    """One parameter's analysis on the two-stage model: picklable, for the pool and Ray."""
 
+    # It reads one set of inputs per scenario (a Ray worker builds them: `cluster.py`).
+    per_scenario: ClassVar[bool] = True
     parameter: Parameter
     scenarios: tuple[twostage.Scenario, ...]
     robust: twostage.Robust
@@ -543,6 +546,7 @@ def analyse_hedged(
     efficiency: bool = True,
     stop: Stop | None = None,
     rivals_too: bool = True,
+    cluster: Cluster | None = None,
 ) -> Sensitivity:
     """The ranges of the hedged plan: its two-stage model solved again (the reference,
     which must buy `purchase`, the plan shown), then every parameter over the pool. Each
@@ -571,6 +575,11 @@ def analyse_hedged(
         ScenarioTask(p, scenarios, robust, base, base_key, shown, probe_config) for p in params
     ]
     on_start(len(tasks))
+    if cluster is not None:  # the parameters on a Ray cluster (analyses/cluster.py)
+        outcomes = cluster.run(tasks)
+        for outcome in outcomes:
+            on_done(outcome)
+        return _sensitivity(outcomes, started)
     per_scenario = [
         CandidateInputs(s.prepared.reqs, s.prepared.catalog, inputs.policies)
         for s in hedged.scenarios

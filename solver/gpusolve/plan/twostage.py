@@ -80,19 +80,27 @@ def prepare_all(
     """Every declared scenario prepared (`candidates.prepare`, as `plan` prepares its one
     instance), then the nominal one when none is declared by that name (probability 0:
     compared against, never weighed), harmonised."""
-    declared = reqs.scenarios or []
     prepared = [
-        ScenarioCandidates(
-            s.name,
-            s.probability,
-            prepare(scenario_requirements(reqs, s), scenario_catalog(catalog, s), policies),
-        )
+        ScenarioCandidates(name, probability, prepare(own_reqs, own_catalog, policies))
+        for name, probability, own_reqs, own_catalog in scenario_inputs(reqs, catalog)
+    ]
+    return harmonise(prepared)
+
+
+def scenario_inputs(
+    reqs: Requirements, catalog: Catalog
+) -> list[tuple[str, float, Requirements, Catalog]]:
+    """Each scenario's name, probability, requirements and catalogue, in the order the
+    plan weighs them: the declared ones, then the nominal one when none is declared by
+    that name (probability 0). A Ray worker rebuilds a hedged plan's inputs from them."""
+    declared = reqs.scenarios or []
+    out = [
+        (s.name, s.probability, scenario_requirements(reqs, s), scenario_catalog(catalog, s))
         for s in declared
     ]
     if not any(s.name == NOMINAL for s in declared):
-        bare = reqs.model_copy(update={"scenarios": None})
-        prepared.append(ScenarioCandidates(NOMINAL, 0.0, prepare(bare, catalog, policies)))
-    return harmonise(prepared)
+        out.append((NOMINAL, 0.0, reqs.model_copy(update={"scenarios": None}), catalog))
+    return out
 
 
 def weighed(prepared: Sequence[ScenarioCandidates]) -> tuple[twostage.Scenario, ...]:

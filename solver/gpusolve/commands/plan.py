@@ -135,7 +135,8 @@ OBJECTIVES = ("min-tco", "min-capex", "min-monthly", "max-throughput")
     metavar="ADDRESS",
     default=None,
     help="The Ray cluster for the sweeps: --risk N --replan's draws and the sensitivity's "
-    "parameters of a plan or a hedged plan (a schedule's stay here) ('local' starts one; default RAY_ADDRESS, else the local process pool; "
+    "parameters of a plan or a hedged plan (a schedule's stay here) ('local' starts one; "
+    "default RAY_ADDRESS, else the local process pool; "
     "needs the optional extra: pip install 'gpusolve[ray]').",
 )
 @click.option(

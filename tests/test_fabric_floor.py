@@ -1,25 +1,23 @@
 """The fabric's floor rows (`optimize/fabric_floor.py`): least costs derived by hand, an LP
 relaxation that pays for a whole fabric, and plans the rows must not cut off.
 
-The class below: a 64-port switch for 300 with 32 ports down and 32 up in a tree, links at
-9 each. One switch serves up to 64 ports (300 + 9 x ports); beyond, leaves = ceil(ports /
-32) (at least 2), spines = ceil(32 x leaves / 64), links = ports + 32 x leaves.
+The rows must not cut off a plan (the solves below) and must charge what the rate says
+(the rows alone). The class below: a 64-port switch for 300 with 32 ports down and 32 up
+in a tree, links at 9 each. One switch serves up to 64 ports (300 + 9 x ports); beyond,
+leaves = ceil(ports / 32) (at least 2), spines = ceil(32 x leaves / 64), links = ports +
+32 x leaves.
 """
 
 from __future__ import annotations
 
 import dataclasses
 
-from ortools.sat.python import cp_model_helper as cmh
+from ortools.sat.python import cp_model
 from tests.factories import instances as factory
 
-from gpusolve.optimize.fabric_floor import least_cost, port_rate
+from gpusolve.optimize.fabric_floor import add_floors, least_cost, port_rate
 from gpusolve.optimize.ir import FabricClass, Instance, OwnedOption, SolveConfig, SwitchOption
-from gpusolve.optimize.model import build
-from gpusolve.optimize.search.relaxation import translate
 from gpusolve.optimize.solve import solve
-from gpusolve.optimize.stages import criteria
-from gpusolve.optimize.tuning import DEFAULT
 from gpusolve.optimize.validate import check
 
 IB = FabricClass("ib-400g", "sw64", "link400", 64, 32, 300, 1000, 1, 9)
@@ -57,19 +55,39 @@ def _jobs(*opts: OwnedOption, sites: tuple[str, ...] = ("hall",)) -> Instance:
     )
 
 
-def test_the_lp_relaxation_pays_for_a_whole_fabric() -> None:
-    # Nine servers, 72 ports: a tree of 3 leaves and 2 spines, 3012. Without the floors the
-    # LP paid 1,426.5: a fraction of a leaf for a whole job.
-    job = factory.owned("job", "job", 9, sku="node", sites=("hall",), spans=True)
-    built = build(_jobs(job))
-    lp = translate(built.model, criteria(built)[0].normalised(), DEFAULT.glop_parameters)
-    solution = lp.solve(60)
-    assert solution is not None
-    flat = cmh.FlatFloatExpr(built.network)
-    paid = flat.offset + sum(
-        c * solution.values[v.index] for v, c in zip(flat.vars, flat.coeffs, strict=True)
-    )
-    assert paid >= 5 * 300 + 9 * (72 + 96) - 1e-6
+@dataclasses.dataclass(frozen=True)
+class _Job:
+    slot: str
+    ports: int
+    var: cp_model.IntVar
+    servers: int
+
+
+def _least_row(fabric: FabricClass, jobs: list[tuple[str, int, int]], most_ports: int) -> int:
+    """The least `cost` the rows allow with every job's choice taken: the rows alone."""
+    model = cp_model.CpModel()
+    cost = model.new_int_var(0, 10**9, "cost")
+    needs: list[_Job] = []
+    for slot, ports, servers in jobs:
+        var = model.new_bool_var(f"x{len(needs)}")
+        model.add(var == 1)
+        needs.append(_Job(slot, ports, var, servers))
+    add_floors(model, fabric, cost, needs, most_ports)
+    model.minimize(cost)
+    solver = cp_model.CpSolver()
+    assert solver.solve(model) == cp_model.OPTIMAL
+    return int(solver.value(cost))
+
+
+def test_the_rows_charge_the_rate_per_switched_port_per_slot() -> None:
+    # 72 ports on 9 servers, most ports 72: the rate is 13 (one full switch), 13 x 72 = 936.
+    assert _least_row(IB, [("always", 72, 9)], 72) == 13 * 72
+    # A day job and a night job share the fabric: the busiest slot's ports, not the sum.
+    assert _least_row(IB, [("day", 64, 8), ("night", 40, 5)], 64) == 13 * 64
+    # Two servers a cable can join ask nothing of a class with a cable; three do.
+    cable = dataclasses.replace(IB, direct_link="dac", direct_link_price=5)
+    assert _least_row(cable, [("always", 16, 2)], 16) == 0
+    assert _least_row(cable, [("always", 24, 3)], 24) == (300 + 9 * 24) // 24 * 24
 
 
 def test_day_and_night_jobs_share_one_switch() -> None:

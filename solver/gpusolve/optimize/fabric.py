@@ -210,8 +210,7 @@ def add_fabric(
                 model.add(need <= fv.ports + (ub * fv.direct if fv.direct is not None else 0))
         fabrics[(site, class_id)] = fv
         terms.append(fv.cost)
-        per_server = {n.sku: instance.skus[n.sku].nics for n in demand}
-        add_floors(model, fabric, fv.cost, demand, ub, per_server)
+        add_floors(model, fabric, fv.cost, demand, ub)
     # Servers of SKUs this instance does not know (a scenario's view of a shared purchase)
     # carry no NIC price here.
     nics = [(instance.skus[k].nic_capex, v) for (k, _), v in servers.items() if k in instance.skus]

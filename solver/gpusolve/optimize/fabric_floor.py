@@ -3,25 +3,21 @@
 A site's fabric (`fabric.py`) is a fixed charge: one switch for up to `radix` ports, a
 tree of them beyond. The LP relaxation pays for switches only in proportion to its
 fractional ports, and may serve a large job's ports with a fraction of the NIC-to-NIC
-cable that holds two servers at most, so it placed three 14-server pretrainings at two
-sites for about a third of one switch each: the whole gap between its bound and the plan
-at the market scale. Two kinds of rows, each implied by the model's own (no plan is cut
-off), close most of it:
-
-* per workload: the fabric costs at least the cheapest fabric that serves the job of the
-  choice it takes there (`least_cost`), summed over its choices, of which at most one is
-  taken;
-* per slot: at least a rate per port (`port_rate`: the least of `least_cost(P) / P` over
-  every size P the site could need) times the ports of the jobs on more than two servers,
-  which no cable serves; the least cost only grows with the ports.
+cable that holds two servers at most: at the market scale it placed three 14-server
+pretrainings at two sites for about a third of one switch each, most of the gap between
+its bound and the plan. So, per site, class and slot: the fabric costs at least a rate
+per port (`port_rate`: the least of `least_cost(P) / P` over every size P the site could
+need) times the ports of the jobs there on more than two servers, which no cable serves.
+Implied by the model's own rows (the least cost only grows with the ports): no plan is
+cut off. (A row per workload, its cheapest fabric x its choices, raised the same bound
+no further and slowed the proofs of the generated M instances; it is not added.)
 """
 
 from __future__ import annotations
 
 import functools
 import math
-from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Protocol
 
 from ortools.sat.python import cp_model
@@ -37,9 +33,6 @@ class Need(Protocol):
     """What these rows read of one choice's job across servers (`fabric._Need`)."""
 
     @property
-    def workload(self) -> str: ...
-
-    @property
     def slot(self) -> str: ...
 
     @property
@@ -47,9 +40,6 @@ class Need(Protocol):
 
     @property
     def var(self) -> cp_model.IntVar: ...
-
-    @property
-    def sku(self) -> str: ...
 
     @property
     def servers(self) -> int: ...
@@ -88,17 +78,9 @@ def add_floors(
     cost: cp_model.LinearExpr,
     demand: Sequence[Need],
     most_ports: int,
-    nics: Mapping[str, int],
 ) -> None:
-    """Both kinds of rows (module docstring) for one site's fabric of one class whose
-    cost is `cost`; `most_ports` bounds its ports, `nics` is NICs per server by SKU."""
-    per: dict[str, list[tuple[cp_model.IntVar, int]]] = defaultdict(list)
-    for n in demand:
-        if n.ports > 0:  # a job without fabric ports asks nothing of the fabric
-            per[n.workload].append((n.var, least_cost(fabric, n.ports, n.servers, nics[n.sku])))
-    for _, terms in sorted(per.items()):
-        if any(c > 0 for _, c in terms):
-            model.add(cost >= _weighted(terms))
+    """The per-port rows (module docstring) for one site's fabric of one class whose cost
+    is `cost`; `most_ports` bounds its ports."""
     rate = port_rate(fabric, most_ports)
     if rate <= 0:
         return

@@ -34,6 +34,11 @@ from gpusolve.models.policy import Charge, charges, share_terms
 from gpusolve.models.requirements import Workload
 from gpusolve.optimize import finance, ir
 
+# The tags of a placement that breaks nothing, one object for all of them: CPython makes a
+# new empty frozenset per call (216 bytes), and the market scale has hundreds of thousands
+# of placements, nearly all without tags.
+NO_TAGS: frozenset[str] = frozenset()
+
 
 def owned_options(b: Builder, w: Workload) -> None:
     params = b.policies[w.name].params
@@ -199,7 +204,7 @@ def _placements(
             ir.Placement(
                 offer.id,
                 sum(c.amount for c in charged),
-                frozenset(tags),
+                frozenset(tags) if tags else NO_TAGS,
                 penalty_shares=share_terms(charged),
             )
         )

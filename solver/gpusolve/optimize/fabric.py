@@ -53,6 +53,7 @@ from typing import Protocol
 from ortools.sat.python import cp_model
 
 from gpusolve.optimize import finance
+from gpusolve.optimize.fabric_floor import add_floors
 from gpusolve.optimize.ir import (
     SLOTS_COVERED,
     FabricClass,
@@ -209,6 +210,7 @@ def add_fabric(
                 model.add(need <= fv.ports + (ub * fv.direct if fv.direct is not None else 0))
         fabrics[(site, class_id)] = fv
         terms.append(fv.cost)
+        add_floors(model, fabric, fv.cost, demand, ub)
     # Servers of SKUs this instance does not know (a scenario's view of a shared purchase)
     # carry no NIC price here.
     nics = [(instance.skus[k].nic_capex, v) for (k, _), v in servers.items() if k in instance.skus]

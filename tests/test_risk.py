@@ -376,9 +376,11 @@ def test_the_sensitivity_sweep_gives_the_same_ranges_on_a_local_ray_cluster(
     assert pooled.sensitivity.ranges and pooled.sensitivity.ranges == ranged.sensitivity.ranges
 
 
-def test_a_hedged_plans_ranges_are_the_same_on_a_local_ray_cluster(local_ray: Any) -> None:
+def test_a_hedged_plans_ranges_are_the_same_on_a_local_ray_cluster(
+    local_ray: Any, tmp_path: Any
+) -> None:
     # The workers rebuild each scenario's inputs from the files (`cluster.py`): the price
-    # ranges of the scenarios example come out as the pool's.
+    # ranges of a two-scenario fine-tune (the runs double in one) come out as the pool's.
     from gpusolve.analyses.cluster import Cluster, Files
     from gpusolve.analyses.sensitivity import analyse_hedged, plan_purchase
     from gpusolve.candidates.scaling import CandidateInputs
@@ -388,7 +390,13 @@ def test_a_hedged_plans_ranges_are_the_same_on_a_local_ray_cluster(local_ray: An
     from gpusolve.plan.inputs import prepare_run
     from gpusolve.plan.solved import Hedged, PlanOptions
 
-    path = ROOT / "examples" / "scenarios-demand-growth.yaml"
+    tune = (ROOT / "examples" / "finetune-7b-deadline.yaml").read_text(encoding="utf-8")
+    path = tmp_path / "hedged.yaml"
+    path.write_text(
+        tune + "scenarios:\n  - name: nominal\n    probability: 0.6\n"
+        "  - name: growth\n    probability: 0.4\n    demand: {ft-7b: 2}\n",
+        encoding="utf-8",
+    )
     run = prepare_run(path, (data_dir("catalog"),), ())
     config = SolveConfig(time_limit_s=600, work_limit=10, workers=1, seed=1)
     solved = make_plan(run, PlanOptions(config=config))

@@ -325,7 +325,7 @@ def test_plan_prints_the_percentiles_of_a_request_rate_service(gpusolve, tmp_pat
         "    sla: {ttft_p99_ms: 2000, tpot_p90_ms: 60}\n"
         '    disaggregation: "off"\n',
     )
-    res = gpusolve("plan", str(reqs), "--time-limit", "60")
+    res = gpusolve("plan", str(reqs), "--work-limit", "60")
     assert res.code == 0, res.err
     serving = [line for line in res.out.splitlines() if line.strip().startswith("serving")]
     assert any("TTFT P50/P90/P99" in s and "TPOT P50/P90/P99" in s for s in serving), res.out

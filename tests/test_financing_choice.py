@@ -239,3 +239,19 @@ def test_the_capex_cap_a_plan_needs_counts_down_payments_only() -> None:
     in_cash = relaxation(dataclasses.replace(owned_only, financing=()), "capex", ONE)
     assert leased is not None and leased.needed == 2 * 200_000
     assert in_cash is not None and in_cash.needed == 2 * PRICE
+
+
+def test_the_payment_schedule_pays_a_financed_server_over_its_term(tmp_path: Path) -> None:
+    # The capped example's two H20 on instalments (24 months, 30% down): month 1 pays the
+    # down payments (2 x 360,000) and the network and storage bought in cash (115,500 +
+    # 32,000); months 2-25 the rest of the price, 2 x 840,000 / 24 = 70,000, and the
+    # interest, 2 x 44,448 / 24 = 3,704; nothing of either after month 25.
+    reqs = capped_example(tmp_path)
+    code, out = run_cli("plan", str(reqs), "--format", "json", "--no-sensitivity")
+    assert code == 0, out
+    plan = json.loads(out)
+    months = plan["payments"]
+    assert months[0]["capex"] == 720_000 + 115_500 + 32_000 and months[0]["other"] == 0
+    assert all(m["capex"] == 70_000 and m["other"] == 3_704 for m in months[1:25])
+    assert all(m["capex"] == 0 and m["other"] == 0 for m in months[25:])
+    assert abs(sum(m["total"] for m in months) - plan["cost"]["tco"]) < 0.5

@@ -2,6 +2,8 @@
 
 A finance team signs cash, not a horizon total. Each cost line is paid by what it buys:
 - a purchase (servers, network, storage) and a one-off set-up fee: at purchase, month 1;
+  a financed server (`Plan.financed`) pays its down payment then, and the rest of its
+  price with the financing's interest in equal months over the term after it;
 - rack rent, bandwidth and energy: the same amount every month of the horizon (energy of a
   workload that runs in bursts is spread too: it is a small share of any plan); the
   renewal of racks already contracted (an inventory) from the month after the months
@@ -21,7 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from gpusolve.models.money import HOURS_PER_MONTH
+from gpusolve.models.money import HOURS_PER_MONTH, FinancedServers
 from gpusolve.models.plan import Cost, CostItem, Deployment, PaymentMonth, Plan
 
 # Kinds bought once, at purchase. Kinds named by a later change are matched by prefix.
@@ -40,8 +42,9 @@ COLUMNS = {
 }
 COLUMN_NAMES = ("capex", "rent", "energy", "cloud", "other")
 BASIS = (
-    "purchases and set-up fees in month 1; rack rent, bandwidth and energy every month (racks "
-    "already contracted from the month after those paid); "
+    "purchases and set-up fees in month 1 (a financed server: its down payment, then the rest "
+    "and the interest in equal months over the term); rack rent, bandwidth and energy every "
+    "month (racks already contracted from the month after those paid); "
     "cloud rentals by run, the runs spaced evenly over the horizon (a service's rental every "
     "month); credits (residual value) apart: they are not cash"
 )
@@ -153,6 +156,7 @@ def schedule(
     deployments: Sequence[Deployment],
     runs: Mapping[str, float],
     paid_months: Mapping[str, int] | None = None,
+    financed: Sequence[FinancedServers] = (),
 ) -> list[dict[str, float]]:
     """Per month of the horizon, the amount paid per column (capex, rent, energy, cloud,
     other); credits left out."""
@@ -162,9 +166,33 @@ def schedule(
         if is_credit(item) or not item.amount:
             continue
         column = COLUMNS.get(item.kind, "capex" if item.kind in PURCHASE_KINDS else "other")
-        for m, amount in enumerate(line_months(item, months, deployments, runs, paid_months)):
+        paid = _financed_months(item, financed, months)
+        if paid is None:
+            paid = line_months(item, months, deployments, runs, paid_months)
+        for m, amount in enumerate(paid):
             out[m][column] += amount
     return out
+
+
+def _financed_months(
+    item: CostItem, financed: Sequence[FinancedServers], months: int
+) -> list[float] | None:
+    """A line of financed servers: their price less the down payments, and the financing
+    line's interest, in equal months over the term after month 1 (a term past the horizon
+    ends in its last month); None for any other line."""
+    terms = [f for f in financed if (f.server, f.site) == (item.subject, item.site)]
+    if not terms or item.kind not in ("servers_capex", "financing"):
+        return None
+    term = max(f.term_months for f in terms)
+    over_term = [0.0] + [1.0 if m <= term else 0.0 for m in range(1, months)]
+    if months == 1:
+        return [item.amount]
+    if item.kind == "financing":
+        return _whole(item.amount, over_term)
+    later = min(item.amount, sum(f.count * (f.unit_price - f.down_per_server) for f in terms))
+    paid = _whole(later, over_term)
+    paid[0] = item.amount - later
+    return paid
 
 
 def cumulative(monthly: Sequence[float]) -> list[float]:
@@ -191,13 +219,15 @@ def payment_months(
     deployments: Sequence[Deployment],
     runs: Mapping[str, float],
     paid_months: Mapping[str, int] | None = None,
+    financed: Sequence[FinancedServers] = (),
 ) -> list[PaymentMonth]:
     """The schedule as the plan carries it (empty without a cost)."""
     if cost is None:
         return []
+    laid_out = schedule(cost, deployments, runs, paid_months, financed)
     return [
         PaymentMonth(month=m, **paid, total=sum(paid.values()))
-        for m, paid in enumerate(schedule(cost, deployments, runs, paid_months), start=1)
+        for m, paid in enumerate(laid_out, start=1)
     ]
 
 

@@ -68,7 +68,7 @@ def planned(
             "illustrative_prices": illustrative_prices(plan, where.catalog),
             "bom": bill_of_materials(plan, where.catalog),
             "payments": payment_months(
-                plan.cost, plan.deployments, runs_of(where.reqs), contracted(plan)
+                plan.cost, plan.deployments, runs_of(where.reqs), contracted(plan), plan.financed
             ),
             "payments_basis": BASIS if plan.cost is not None else "",
             "cash": cash_of(plan, where.reqs, where.catalog),

@@ -251,6 +251,9 @@ def test_the_margin_over_renting_names_what_would_flip_it() -> None:
     assert "a resale below 100 CNY" in fact
     # Renting is cheaper even counting the credit: the plan buys for other reasons.
     assert "not for the money" in rental_margin(with_payback(-400, 1000, -300))[0]
+    # A tie (the plan buys only what the all-rental plan needs too): said so, no "-0".
+    [tie] = rental_margin(with_payback(0, 1000, 0))
+    assert "costs the same" in tie and "-0" not in tie
 
 
 def test_the_markdown_memo_comes_first_and_each_cost_line_once(bought_and_rented: Plan) -> None:

@@ -359,6 +359,11 @@ def rental_margin(plan: Plan) -> list[str]:
             f"wins only by the servers' resale value ({credit:,.0f} {cur}, not cash): a "
             f"resale below {-pb.saving:,.0f} {cur} makes renting the cheaper plan"
         ]
+    if round(pb.saving) == 0:
+        return [
+            "renting instead costs the same over the horizon: the cheapest all-rental plan "
+            "ties with this one"
+        ]
     return [
         f"renting instead would cost {-pb.saving:,.0f} {cur} less over the horizon, credits "
         "counted: the plan buys for its objective or soft rules, not for the money"

@@ -10,7 +10,7 @@ and offers are ranked like plans, by TCO + penalties.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from gpusolve.candidates.market import (
     MarketView,
@@ -179,22 +179,19 @@ class Moves:
 def _moves(fleet: Fleet, offer: ColoOffer) -> Moves:
     """Owned servers held at another site move here at their move cost and downtime (as
     `plan` moves them: `candidates/owned.move_cost`), or cannot come."""
-    out = Moves()
-    for held in fleet.owned.servers:
-        if held.site == offer.id:
-            continue
-        each = move_cost(held, fleet.currency)
-        if each is None:
-            why = f"the owned {held.server} at {held.site} stay there (not movable)"
-            out = replace(out, pinned=(*out.pinned, why))
-        else:
-            out = replace(
-                out,
-                cost=out.cost + each * held.count,
-                servers=out.servers + held.count,
-                downtime_days=max(out.downtime_days, held.move_downtime_days),
-            )
-    return out
+    away = [held for held in fleet.owned.servers if held.site != offer.id]
+    each = [(held, move_cost(held, fleet.currency)) for held in away]
+    moving = [(held, cost) for held, cost in each if cost is not None]
+    return Moves(
+        cost=sum(cost * held.count for held, cost in moving),
+        servers=sum(held.count for held, _ in moving),
+        downtime_days=max((held.move_downtime_days for held, _ in moving), default=0.0),
+        pinned=tuple(
+            f"the owned {held.server} at {held.site} stay there (not movable)"
+            for held, cost in each
+            if cost is None
+        ),
+    )
 
 
 def _notes(offer: ColoOffer) -> list[str]:

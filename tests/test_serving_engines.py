@@ -9,11 +9,13 @@ from pathlib import Path
 
 import pytest
 from tests.factories.files import write_file
-from tests.factories.hardware import A100_80, H20, H100, hgx
+from tests.factories.hardware import A100_80, H20, H100, L40S, hgx, pcie_box
 from tests.support.validation_serving import NIM_ROWS, dgx, nim_workload
 
 from gpusolve.estimate import Layout, evaluate, resolve_arch, search_layouts
 from gpusolve.estimate.decode_gemm import HOPPER_SXM, compute_fraction
+from gpusolve.estimate.decode_published import ADA_L40S
+from gpusolve.estimate.decode_rates import measured_for
 from gpusolve.models.params import Params
 from gpusolve.models.requirements import InferenceWorkload, ModelShape, make_workload
 
@@ -91,6 +93,39 @@ def test_decode_gemm_rates_apply_to_the_measured_class_of_card_only() -> None:
     for other in (H20, A100_80):  # another compute peak, another family
         est = evaluate(w, hgx(other), Layout(1, 4, 1, 1, micro_batch=8), Params())
         assert any("no decode-shaped GEMM measurement" in n for n in est.notes), other.id
+
+
+def test_ada_decodes_at_the_published_l40s_set_in_bf16_only() -> None:
+    w = _serve(precision="bf16", model=ModelShape(preset="llama-3.1-8b"))
+    est = evaluate(w, pcie_box(L40S), Layout(1, 1, 1, 1, micro_batch=8), Params())
+    used = [n for n in est.notes if n.startswith("decode-shaped GEMM rates: L40S")]
+    # Llama-3.1-8B's layer on one GPU: q 4096 + k, v 2·1024 → 6144 × 4096, o 4096², gate_up
+    # 2·14336 × 4096, down 4096 × 14336 = 218.1M parameters, the 8B TP1 set.
+    assert used and "bf16 set of 218M" in used[0], est.notes
+    # The published FP8 figures time vLLM's activation quantisation too: not used.
+    fp8 = evaluate(_serve(), pcie_box(L40S), Layout(1, 4, 1, 1, micro_batch=8), Params())
+    assert any("no decode-shaped GEMM measurement for ada fp8" in n for n in fp8.notes)
+
+
+def test_the_set_is_chosen_by_the_layer_gemms_not_the_embeddings() -> None:
+    # Llama-3.1-70B over TP4: (70.55B - 2 x 128,256 x 8,192 embedding and head) / 80 layers / 4
+    # = 214M a GPU, the 70B TP4 set (213.9M), not the 8B TP1 set (218.1M) that 70.55B / 80 / 4
+    # = 220M would pick.
+    arch = resolve_arch(ModelShape(preset="llama-3.1-70b"))
+    layer = (arch.active_params - arch.embedding_params) / arch.layers / 4
+    rate = measured_for("hopper", "fp8", 989.0, layer)
+    assert rate is not None and rate.table.layer_params == pytest.approx(213.9e6)
+    assert measured_for("ada", "bf16", 362.0, 218e6) is not None
+    assert measured_for("ada", "bf16", 119.5, 218e6) is None  # an L20: another peak
+    assert all(t.fmt == "bf16" for t in ADA_L40S)
+
+
+def test_four_bit_weights_do_not_stream_at_a_sixteen_bit_set() -> None:
+    # A measured set's small-M shares carry 16-bit weight streams; int4 weights are a quarter of
+    # the bytes, so an AWQ service keeps the dequantising stream rate and says so.
+    w = _serve(precision="int4")
+    est = evaluate(w, hgx(H100), Layout(1, 2, 1, 1, micro_batch=1), Params())
+    assert any("measurement of 4-bit weights" in n for n in est.notes), est.notes
 
 
 def test_the_engine_caps_running_requests() -> None:

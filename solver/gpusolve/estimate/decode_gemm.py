@@ -10,8 +10,9 @@ multistage pipelines: the loads of the next tile run under the MMAs of this one)
 
     t = max(weight bytes / streaming bandwidth, FLOPs / (peak × compute_fraction(M)))
 
-`compute_fraction(M)` comes from measured decode-shaped GEMMs (`HOPPER_SXM`, with their
-source), the measured set nearest in per-GPU layer size (a TP-split 8B layer runs its small
+`compute_fraction(M)` comes from measured decode-shaped GEMMs (`HOPPER_SXM` here, measured by
+gpusolve; Ampere and Ada in `decode_published.py`; which card a family's set fits in
+`decode_rates.py`), the set nearest in per-GPU layer size (a TP-split 8B layer runs its small
 kernels at a lower share than a 70B one); a card without a measurement uses its large-GEMM
 rate (MAMF × FIT_GEMM_SHAPES, the training figure) and says so in the estimate's notes.
 """
@@ -20,8 +21,6 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-
-from gpusolve.estimate.compute import EIGHT_BIT
 
 
 @dataclass(frozen=True)
@@ -350,24 +349,6 @@ HOPPER_SXM: tuple[DecodeGemm, ...] = (
         ),
     ),
 )
-# The measurements hold for cards with the measured card's SMs and clocks (H100 SXM, H800 SXM,
-# H200: dense BF16 peak 989 TFLOP/s); their bandwidth enters through the weight-stream term.
-# A card with another compute peak (H20, H100 PCIe) gets the training rate, and says so.
-MEASURED_PEAK_BF16_TFLOPS = 989.0
-MEASURED_FAMILY = "hopper"
-
-
-def measured_for(
-    family: str, fmt: str, bf16_tflops: float, layer_params: float
-) -> DecodeGemm | None:
-    """The measured GEMM set nearest in per-GPU layer size, for this card and format."""
-    if family != MEASURED_FAMILY or fmt not in ("bf16", "fp16", *EIGHT_BIT):
-        return None
-    if abs(bf16_tflops / MEASURED_PEAK_BF16_TFLOPS - 1.0) > 0.1:
-        return None
-    key = "fp8" if fmt in EIGHT_BIT else "bf16"
-    rows = [t for t in HOPPER_SXM if t.fmt == key]
-    return min(rows, key=lambda t: abs(math.log(t.layer_params / max(1.0, layer_params))))
 
 
 def compute_fraction(table: DecodeGemm, m: float) -> float:

@@ -46,7 +46,8 @@ from gpusolve.estimate.activations import (
 )
 from gpusolve.estimate.collectives import allreduce_s
 from gpusolve.estimate.compute import attention_precision, compute_precision
-from gpusolve.estimate.decode_gemm import compute_fraction, measured_for
+from gpusolve.estimate.decode_gemm import compute_fraction
+from gpusolve.estimate.decode_rates import measured_for
 from gpusolve.estimate.efficiency import FIT_GEMM_SHAPES, efficiency_of, mamf_fraction
 from gpusolve.estimate.engines import (
     CUDA_GRAPH_BYTES,
@@ -81,6 +82,7 @@ DEQUANT_BANDWIDTH_SHARE = {
     "int4": 862.69 / 1397.31,
     "nf4": 862.69 / 1397.31,
 }
+WEIGHT_ONLY_4BIT = ("int4", "nf4")
 # Prompt tokens per prefill step: vLLM's max_num_batched_tokens, SGLang's chunked_prefill_size
 # and TensorRT-LLM's max_num_tokens all default to 8192 on large cards (engines.py).
 CHUNK_TOKENS = 8192
@@ -272,11 +274,18 @@ class Rates:
         self.fmt = fmt
         self.peak = (card.tflops_at(fmt) or card.tflops.fp32) * 1e12
         self.train_fraction = mamf_fraction(card, eff, fmt) * FIT_GEMM_SHAPES
-        self.decode_table = measured_for(
-            eff.family,
-            fmt,
-            card.tflops_at("bf16") or 0.0,
-            arch.active_params / max(1, arch.layers) / layout.tp,
+        # The measured sets stream 16- or 8-bit weights; 4-bit weights dequantised into fp16
+        # GEMMs stream a quarter of the bytes at the same M, which no set measured.
+        self.weight_only_4bit = workload.precision in WEIGHT_ONLY_4BIT
+        self.decode_rate = (
+            None
+            if self.weight_only_4bit
+            else measured_for(
+                eff.family,
+                fmt,
+                card.tflops_at("bf16") or 0.0,
+                (arch.active_params - arch.embedding_params) / max(1, arch.layers) / layout.tp,
+            )
         )
         attn_peak = (card.tflops_at(attention_precision(fmt)) or 1.0) * 1e12
         self.attention = attn_peak * eff.attention_fwd
@@ -313,9 +322,9 @@ class Rates:
     def gemm_fraction(self, rows: float) -> float:
         """Achieved share of the dense peak on GEMMs of `rows` rows (measured decode shapes
         where the family has them, else the large-GEMM training figure)."""
-        if self.decode_table is None:
+        if self.decode_rate is None:
             return self.train_fraction
-        return compute_fraction(self.decode_table, rows)
+        return compute_fraction(self.decode_rate.table, rows)
 
     def gemm_parts(self, rows: float) -> tuple[float, float]:
         """(weight-stream time, GEMM math time) of one stage's GEMMs over `rows` tokens; the

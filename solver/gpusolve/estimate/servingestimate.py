@@ -9,7 +9,6 @@ import math
 
 from gpusolve.estimate.checkpoint import inference_checkpoint
 from gpusolve.estimate.compute import compute_precision
-from gpusolve.estimate.decode_gemm import MEASURED_SOURCE
 from gpusolve.estimate.efficiency import efficiency_of
 from gpusolve.estimate.engines import release_note
 from gpusolve.estimate.hardware import Hardware
@@ -278,12 +277,18 @@ def _latencies(
 
 def _rate_notes(rates: Rates, hw: Hardware) -> list[str]:
     """Which source the serving GEMM rates come from."""
-    table = rates.decode_table
-    if table is not None:
+    rate = rates.decode_rate
+    if rate is not None:
+        table = rate.table
         return [
-            f"decode-shaped GEMM rates: {MEASURED_SOURCE} (benchmarks/data/"
-            f"h200-decode-gemm.md), the {table.fmt} set of {table.layer_params / 1e6:,.0f}M "
-            "parameters a layer per GPU, nearest this layout's"
+            f"decode-shaped GEMM rates: {rate.source.source} ({rate.source.document}), the "
+            f"{table.fmt} set of {table.layer_params / 1e6:,.0f}M parameters a layer per GPU, "
+            "nearest this layout's"
+        ]
+    if rates.weight_only_4bit:
+        return [
+            "no decode-shaped GEMM measurement of 4-bit weights (the measured sets stream 16- "
+            "and 8-bit weights): serving GEMMs run at the large-GEMM (training) rate"
         ]
     return [
         f"no decode-shaped GEMM measurement for {efficiency_of(hw.card).family} "

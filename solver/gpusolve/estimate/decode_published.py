@@ -1,0 +1,103 @@
+"""Decode-shaped GEMM shares for Ada, from NVIDIA AIConfigurator's published tables.
+
+AIConfigurator (github.com/ai-dynamo/aiconfigurator, Apache-2.0, commit 095f58a5) publishes
+per-system GEMM latencies measured through vLLM 0.14.0's `RowParallelLinear` (cuBLAS for BF16,
+vLLM's FP8 linear with dynamic per-token activation scales for FP8), each a CUDA graph cycling
+six copies of the weight: `aic-core/src/aiconfigurator_core/systems/data/{a100_sxm,l40s}/gemm/
+vllm/0.14.0/gemm_perf.parquet` (A100-SXM4-80GB; L40S). `benchmarks/decode_gemm_published.py`
+turns them into the same per-layer shares as the H200 set gpusolve measured (Llama-3-8B and
+-70B layers' qkv, o, gate_up and down split over TP, FLOPs over time as a share of the dense
+datasheet peak: A100 312 BF16; L40S 362.05 BF16, 733 FP8 TFLOP/s), keeping only the layouts
+whose six weight copies exceed twice the L2 (40 MB; 96 MB), so every figure streams from
+memory as a decode step does. The same procedure on the H200 table reads our own BF16 H200
+measurement within 0.86-1.13x at every M but 128 (1.32x on three sets). Its FP8 reads only
+0.53-0.97x of our bare FP8 GEMMs: vLLM's FP8 linear quantises the activations inside the timed
+call, another kernel than the H200 FP8 set times, so the L40S FP8 figures are not used and FP8
+on Ada keeps the training rate. The A100 SXM table, read the same way, is in
+`benchmarks/data/published-decode-gemm.md` with why it is not used yet.
+"""
+
+from __future__ import annotations
+
+from gpusolve.estimate.decode_gemm import DecodeGemm
+
+PUBLISHED_SOURCE = "NVIDIA AIConfigurator GEMM tables (vLLM 0.14.0)"
+
+ADA_L40S: tuple[DecodeGemm, ...] = (
+    # llama3-8b TP1
+    DecodeGemm(
+        "bf16",
+        218.1e6,
+        (
+            (1, 0.0018),
+            (2, 0.0038),
+            (4, 0.0074),
+            (8, 0.0152),
+            (16, 0.0284),
+            (32, 0.0565),
+            (64, 0.1128),
+            (128, 0.2086),
+            (256, 0.3848),
+            (512, 0.683),
+            (1024, 0.732),
+            (2048, 0.7647),
+        ),
+    ),
+    # llama3-70b TP1
+    DecodeGemm(
+        "bf16",
+        855.6e6,
+        (
+            (1, 0.002),
+            (2, 0.0038),
+            (4, 0.0078),
+            (8, 0.0156),
+            (16, 0.031),
+            (32, 0.0556),
+            (64, 0.113),
+            (128, 0.2209),
+            (256, 0.4058),
+            (512, 0.6448),
+            (1024, 0.7392),
+            (2048, 0.7557),
+        ),
+    ),
+    # llama3-70b TP2
+    DecodeGemm(
+        "bf16",
+        427.8e6,
+        (
+            (1, 0.002),
+            (2, 0.0038),
+            (4, 0.0073),
+            (8, 0.0151),
+            (16, 0.0292),
+            (32, 0.0553),
+            (64, 0.1117),
+            (128, 0.2157),
+            (256, 0.3962),
+            (512, 0.6654),
+            (1024, 0.7524),
+            (2048, 0.7394),
+        ),
+    ),
+    # llama3-70b TP4
+    DecodeGemm(
+        "bf16",
+        213.9e6,
+        (
+            (1, 0.002),
+            (2, 0.0037),
+            (4, 0.007),
+            (8, 0.0144),
+            (16, 0.0292),
+            (32, 0.0575),
+            (64, 0.1109),
+            (128, 0.2157),
+            (256, 0.4002),
+            (512, 0.6905),
+            (1024, 0.7471),
+            (2048, 0.7291),
+        ),
+    ),
+)

@@ -107,6 +107,18 @@ def test_ada_decodes_at_the_published_l40s_set_in_bf16_only() -> None:
     assert any("no decode-shaped GEMM measurement for ada fp8" in n for n in fp8.notes)
 
 
+def test_ampere_decodes_at_the_published_a100_set_and_an_a10_does_not() -> None:
+    # Llama-2-7B BF16 at batch 1 on an A100: a layer's GEMMs hold 4096 x 3·4096 + 4096² +
+    # 3 x 4096 x 11008 = 202.4M parameters; in log distance the nearest A100 SXM set is the
+    # Llama-3-70B TP4 one (213.9M: 0.055 against the 8B TP1 set's 0.075), named in the notes.
+    w = _serve(precision="bf16", model=ModelShape(preset="llama-2-7b"))
+    est = evaluate(w, hgx(A100_80), Layout(1, 1, 1, 1, micro_batch=1), Params())
+    used = [n for n in est.notes if n.startswith("decode-shaped GEMM rates: A100 SXM")]
+    assert used and "bf16 set of 214M" in used[0], est.notes
+    assert measured_for("ampere", "bf16", 125.0, 218e6) is None  # an A10: another peak
+    assert measured_for("ampere", "fp8", 312.0, 218e6) is None  # Ampere has no FP8 set
+
+
 def test_the_set_is_chosen_by_the_layer_gemms_not_the_embeddings() -> None:
     # Llama-3.1-70B over TP4: (70.55B - 2 x 128,256 x 8,192 embedding and head) / 80 layers / 4
     # = 214M a GPU, the 70B TP4 set (213.9M), not the 8B TP1 set (218.1M) that 70.55B / 80 / 4

@@ -52,7 +52,6 @@ from tests.support.validation_cases import Case, _hgx, shipped_card
 
 from gpusolve.estimate import Hardware, Layout, resolve_arch
 from gpusolve.estimate.draws import percentiles
-from gpusolve.estimate.hardware import pcie_peer_bidir_gbs
 from gpusolve.estimate.loadsim import simulate
 from gpusolve.estimate.serving import Rates, serving_params
 from gpusolve.estimate.servingload import draw_requests, scheduler_for, step_cost
@@ -177,18 +176,20 @@ def rate_workload(setup: Setup, qps: float) -> InferenceWorkload:
 
 
 def _pcie_a100(gpus_per_node: int) -> Hardware:
-    """NC A100 v4: A100 80GB PCIe cards, no GPU link (the TP all-reduces cross PCIe, at the
-    house's cautious peer figure, `pcie_peer_bidir_gbs`); the VMs' network, not named by the
+    """NC A100 v4: A100 80GB PCIe cards with "NVIDIA NVLink Interconnect: Supported" (Microsoft,
+    azure-docs articles/virtual-machines/nc-a100-v4-series.md): the card's NVLink bridge joins
+    pairs (600 GB/s, catalogue), so a TP2 group talks over its bridge and a TP4 ring crosses
+    PCIe between the pairs (`Hardware._beyond_bridges`); the VMs' network, not named by the
     table, taken as 80 Gb/s per GPU (estimate, for the TP2 PP2 cross-check's stage hop)."""
     card = shipped_card("a100-80gb-pcie")
     return Hardware(
         card=card,
         gpus_per_node=gpus_per_node,
-        intra_node_bandwidth_gbs=pcie_peer_bidir_gbs(card),
+        intra_node_bandwidth_gbs=card.peer_bandwidth_gbs,
         inter_node_gbps_per_gpu=80,
         storage_write_gbs=10,
         label=f"azure-nc-a100-v4-{gpus_per_node}",
-        topology="pcie",
+        topology="nvlink_bridge_pairs",
         fabric="ethernet",
     )
 

@@ -1,4 +1,4 @@
-"""Decode-shaped GEMM shares for Ada, from NVIDIA AIConfigurator's published tables.
+"""Decode-shaped GEMM shares for Ampere and Ada, from NVIDIA AIConfigurator's published tables.
 
 AIConfigurator (github.com/ai-dynamo/aiconfigurator, Apache-2.0, commit 095f58a5) publishes
 per-system GEMM latencies measured through vLLM 0.14.0's `RowParallelLinear` (cuBLAS for BF16,
@@ -13,8 +13,7 @@ memory as a decode step does. The same procedure on the H200 table reads our own
 measurement within 0.86-1.13x at every M but 128 (1.32x on three sets). Its FP8 reads only
 0.53-0.97x of our bare FP8 GEMMs: vLLM's FP8 linear quantises the activations inside the timed
 call, another kernel than the H200 FP8 set times, so the L40S FP8 figures are not used and FP8
-on Ada keeps the training rate. The A100 SXM table, read the same way, is in
-`benchmarks/data/published-decode-gemm.md` with why it is not used yet.
+on Ada keeps the training rate.
 """
 
 from __future__ import annotations
@@ -23,6 +22,122 @@ from gpusolve.estimate.decode_gemm import DecodeGemm
 
 PUBLISHED_SOURCE = "NVIDIA AIConfigurator GEMM tables (vLLM 0.14.0)"
 
+AMPERE_A100_SXM: tuple[DecodeGemm, ...] = (
+    # llama3-8b TP1
+    DecodeGemm(
+        "bf16",
+        218.1e6,
+        (
+            (1, 0.0045),
+            (2, 0.0094),
+            (4, 0.0187),
+            (8, 0.037),
+            (16, 0.0727),
+            (32, 0.1425),
+            (64, 0.2871),
+            (128, 0.4878),
+            (256, 0.6564),
+            (512, 0.7614),
+            (1024, 0.8197),
+            (2048, 0.8581),
+        ),
+    ),
+    # llama3-8b TP2
+    DecodeGemm(
+        "bf16",
+        109.1e6,
+        (
+            (1, 0.0043),
+            (2, 0.0089),
+            (4, 0.0175),
+            (8, 0.0347),
+            (16, 0.0658),
+            (32, 0.133),
+            (64, 0.2515),
+            (128, 0.443),
+            (256, 0.5976),
+            (512, 0.7096),
+            (1024, 0.7522),
+            (2048, 0.7911),
+        ),
+    ),
+    # llama3-70b TP1
+    DecodeGemm(
+        "bf16",
+        855.6e6,
+        (
+            (1, 0.005),
+            (2, 0.0101),
+            (4, 0.0199),
+            (8, 0.0399),
+            (16, 0.0779),
+            (32, 0.1532),
+            (64, 0.2908),
+            (128, 0.56),
+            (256, 0.7993),
+            (512, 0.8371),
+            (1024, 0.916),
+            (2048, 0.9248),
+        ),
+    ),
+    # llama3-70b TP2
+    DecodeGemm(
+        "bf16",
+        427.8e6,
+        (
+            (1, 0.0047),
+            (2, 0.0098),
+            (4, 0.019),
+            (8, 0.038),
+            (16, 0.0741),
+            (32, 0.1441),
+            (64, 0.2892),
+            (128, 0.5157),
+            (256, 0.6786),
+            (512, 0.7904),
+            (1024, 0.8564),
+            (2048, 0.9043),
+        ),
+    ),
+    # llama3-70b TP4
+    DecodeGemm(
+        "bf16",
+        213.9e6,
+        (
+            (1, 0.0046),
+            (2, 0.0093),
+            (4, 0.0179),
+            (8, 0.0347),
+            (16, 0.0692),
+            (32, 0.1355),
+            (64, 0.2676),
+            (128, 0.4772),
+            (256, 0.6412),
+            (512, 0.725),
+            (1024, 0.8163),
+            (2048, 0.8665),
+        ),
+    ),
+    # llama3-70b TP8
+    DecodeGemm(
+        "bf16",
+        107.0e6,
+        (
+            (1, 0.004),
+            (2, 0.008),
+            (4, 0.0159),
+            (8, 0.0336),
+            (16, 0.0636),
+            (32, 0.1173),
+            (64, 0.2493),
+            (128, 0.4086),
+            (256, 0.5761),
+            (512, 0.5731),
+            (1024, 0.715),
+            (2048, 0.7917),
+        ),
+    ),
+)
 ADA_L40S: tuple[DecodeGemm, ...] = (
     # llama3-8b TP1
     DecodeGemm(

@@ -3,11 +3,10 @@
 A set holds for the cards of its family with the measured card's compute peak (within 10%):
 its shares are of that peak, and the SMs and clocks behind it set the tile scheduling that
 shapes them. A card's bandwidth enters through the serving model's weight-stream term, so an
-H800 reads the H200 set, while an L20 or an H20 (other peaks) keeps the training rate and says
-so. Ampere's published set is read but not used yet (benchmarks/data/published-decode-gemm.md
-says what it moves). CDNA3 and Ascend have no published decode-shaped GEMM sweep with its
-card and unit stated (AIConfigurator's systems are NVIDIA only), and none could be measured
-here.
+H800 reads the H200 set and an A800 or A100 PCIe (312 BF16 TFLOP/s, other links or bandwidth)
+the A100 SXM set, while an A10, an L20 or an H20 (other peaks) keeps the training rate and
+says so. CDNA3 and Ascend have no published decode-shaped GEMM sweep with its card and unit
+stated (AIConfigurator's systems are NVIDIA only), and none could be measured here.
 """
 
 from __future__ import annotations
@@ -17,7 +16,7 @@ from dataclasses import dataclass
 
 from gpusolve.estimate.compute import EIGHT_BIT
 from gpusolve.estimate.decode_gemm import HOPPER_SXM, MEASURED_SOURCE, DecodeGemm
-from gpusolve.estimate.decode_published import ADA_L40S, PUBLISHED_SOURCE
+from gpusolve.estimate.decode_published import ADA_L40S, AMPERE_A100_SXM, PUBLISHED_SOURCE
 
 
 @dataclass(frozen=True)
@@ -34,6 +33,13 @@ class DecodeSource:
 SOURCES: tuple[DecodeSource, ...] = (
     DecodeSource(
         "hopper", 989.0, MEASURED_SOURCE, "benchmarks/data/h200-decode-gemm.md", HOPPER_SXM
+    ),
+    DecodeSource(
+        "ampere",
+        312.0,
+        f"A100 SXM 80GB, {PUBLISHED_SOURCE}",
+        "benchmarks/data/published-decode-gemm.md",
+        AMPERE_A100_SXM,
     ),
     DecodeSource(
         "ada",

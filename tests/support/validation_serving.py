@@ -136,13 +136,19 @@ def bench_batch_cap(w: InferenceWorkload, hw: Hardware, tp: int, isl: int, osl: 
 
 
 def bench_batch(
-    w: InferenceWorkload, hw: Hardware, tp: int, isl: int, osl: int, ep: int = 1
+    w: InferenceWorkload,
+    hw: Hardware,
+    tp: int,
+    isl: int,
+    osl: int,
+    ep: int = 1,
+    attention_dp: bool = False,
 ) -> int:
     """What one replica runs under `trtllm-bench` at an infinite request rate: the requests
     the KV cache admits (the runtime's reserve and memory), up to the tool's build cap."""
     arch = resolve_arch(w.model)
     params = Params(headroom=0.0)  # the engine's 0.95 of free memory is the whole reserve
-    probe = Layout(1, tp, 1, 1)
+    probe = Layout(1, tp, 1, 1, ep=ep, attention_dp=attention_dp)
     kept = serving_params(w, arch, probe, params, hw.card.reported_memory_bytes)
     by_memory = max_batch_by_memory(
         w, arch, probe, usable_memory_bytes(hw.card, kept.headroom), kept
@@ -340,8 +346,9 @@ def _moe(card_id: str, isl: int, osl: int, published: float) -> Case:
     params = Params(headroom=0.0)
 
     def run() -> float:
-        batch = bench_batch(w, hw, 8, isl, osl)
-        return evaluate(w, hw, Layout(1, 8, 1, 1, micro_batch=batch), params).tokens_per_s
+        batch = bench_batch(w, hw, 8, isl, osl, ep=8)
+        layout = Layout(1, 8, 1, 1, micro_batch=batch, ep=8)
+        return evaluate(w, hw, layout, params).tokens_per_s
 
     return Case(
         group="TensorRT-LLM perf-overview, MoE throughput at load (held out)",
@@ -353,8 +360,9 @@ def _moe(card_id: str, isl: int, osl: int, published: float) -> Case:
         fitted_on=False,
         run=run,
         gated=True,
-        assumption="TP8 for the run's attention-DP + EP; FP8 KV cache; the batch the no-evict "
-        "scheduler admits",
+        assumption="EP8 (`--ep $ep_size`) with TP8 attention, the table's label: the page's "
+        "`enable_attention_dp: true` sits inside `cuda_graph_config`, where the LLM API "
+        "rejects unknown keys; FP8 KV cache; the batch the no-evict scheduler admits",
     )
 
 

@@ -42,7 +42,9 @@ class Layout:
     `checkpointing` (activation recomputation); `micro_batch` sequences per GPU per micro-step,
     `grad_accum` micro-steps per optimizer step (global batch = micro_batch × grad_accum × dp
     sequences); `sequence_parallel` (Megatron SP, on by default whenever tp > 1).
-    Inference: `replicas` independent copies of tp × pp GPUs each (dp = 1); `micro_batch` is
+    Inference: `replicas` independent copies of tp × pp GPUs each (dp = 1; an MoE replica may
+    spread its experts over each stage's tp ranks, `ep` = tp, and attend data-parallel over
+    them, `attention_dp`, moeserve.py); `micro_batch` is
     the number of sequences each replica decodes concurrently; `sequences` (when set) the
     sequences over all replicas, each replica filled to `micro_batch` in turn, so the last
     one may run a smaller batch (a concurrency of 64 on replicas of 10 is 6 × 10 + 4).
@@ -62,6 +64,9 @@ class Layout:
     vp: int = 1
     cp: int = 1
     sequences: int | None = None
+    # Inference, MoE: the tp ranks of a stage attend their own sequences with whole attention
+    # weights (attention data-parallel) and hold E/ep whole experts each (ep = tp).
+    attention_dp: bool = False
 
     @property
     def gpus(self) -> int:
@@ -93,7 +98,9 @@ class Layout:
     def describe(self, inference: bool = False) -> str:
         """A short human label, e.g. 'TP2 PP1 DP4 zero2 ckpt=none mb=2x8'."""
         if inference:
-            head = f"{self.replicas} x TP{self.tp} PP{self.pp}, "
+            moe = f" EP{self.ep}" if self.ep > 1 else ""
+            moe += " attention-DP" if self.attention_dp else ""
+            head = f"{self.replicas} x TP{self.tp} PP{self.pp}{moe}, "
             if self.total_sequences == self.replicas * self.micro_batch:
                 return head + f"{self.micro_batch} seq/replica"
             fill = " + ".join(f"{n} x {b}" if n > 1 else str(b) for n, b in self.replica_batches())
@@ -384,7 +391,10 @@ def structure_reasons(
             f"CP {layout.cp} needs the sequence ({workload.seq_len}) in 2 x {layout.cp} "
             "equal chunks (load-balanced causal attention)"
         )
-    if layout.ep > 1 and (not arch.is_moe or arch.experts % layout.ep or layout.dp % layout.ep):
+    # Training spreads experts over data-parallel ranks; serving over a stage's TP ranks
+    # (moeserve.check_split).
+    ep_split = arch.experts % layout.ep or layout.dp % layout.ep
+    if workload.is_training and layout.ep > 1 and (not arch.is_moe or ep_split):
         out.append(f"EP {layout.ep} must divide both the experts ({arch.experts}) and DP")
     if layout.nodes > 1 and not params.allow_multi_node:
         out.append(f"the job spans {layout.nodes} nodes but multi-node jobs are disabled (H21)")

@@ -27,6 +27,10 @@ KV cache at what the engine's scheduler reserves per request, `engines.py`) and 
 targets (`tpot_ms`, `ttft_ms`), not by a constant. A card whose single-sequence TPOT already
 misses `tpot_ms` is "unattainable on this card".
 
+MoE layers: the routed experts are timed apart from the rest of the step, at each expert's
+share of the tokens, with the router, permute and expanded-row costs and, under attention
+data-parallel, the dispatch and combine instead of the all-reduces (`moeserve.py`).
+
 Decode KV reads run through a paged-attention kernel, 20-26% slower than a contiguous one
 (Kwon et al. 2023, vLLM, §7.3: "20–26% higher attention kernel latency" than
 FasterTransformer), hence `PAGED_ATTENTION_SLOWDOWN`. Engines replay decode as CUDA graphs,
@@ -61,6 +65,18 @@ from gpusolve.estimate.layout import (
     overhead_bytes,
 )
 from gpusolve.estimate.memory import MemoryBreakdown, weights_bytes
+from gpusolve.estimate.moeserve import (
+    DISPATCH_KERNELS,
+    MOE_EXTRA_KERNELS,
+    dispatch_s,
+    expanded_row_bytes,
+    expanded_rows_s,
+    expert_layer_params,
+    routed_active_params,
+    rows_per_expert,
+    split_of,
+    touched_share,
+)
 from gpusolve.estimate.shapes import Arch, layers_per_stage, resolve_arch
 from gpusolve.models.params import Params
 from gpusolve.models.requirements import InferenceWorkload
@@ -135,9 +151,19 @@ def _static_bytes(
     mp = layout.tp * layout.pp
     engine = workload_engine(workload)
     tokens = engine.profiled_tokens(card_bytes)
-    weights = weights_bytes(arch, workload.precision, group_size=workload.quant_group_size) / mp
+    weights = split_weights_bytes(workload, arch, layout)
     activations = inference_activations_bytes(arch, context=tokens, tp=layout.tp, chunk=tokens)
     return weights, activations, overhead_bytes(params, mp) + CUDA_GRAPH_BYTES
+
+
+def split_weights_bytes(workload: InferenceWorkload, arch: Arch, layout: Layout) -> float:
+    """Weights on one GPU: the routed experts over the stage's ranks (TP slices or EP whole
+    experts hold the same bytes), the rest over TP, or whole on every rank under attention
+    data-parallel."""
+    split = split_of(layout)
+    stored = weights_bytes(arch, workload.precision, group_size=workload.quant_group_size)
+    experts = stored * arch.expert_params / arch.params
+    return (experts / split.ranks + (stored - experts) / split.attention_ranks) / layout.pp
 
 
 def serving_memory(
@@ -160,9 +186,10 @@ def serving_memory(
         kv_cache_bytes=kv_cache_bytes(
             arch,
             context=reserved_tokens(workload),
-            batch=layout.micro_batch if batch is None else batch,
+            batch=(layout.micro_batch if batch is None else batch)
+            * split_of(layout).sequence_share,
             kv_bytes=kv_b,
-            tp=layout.tp,
+            tp=split_of(layout).attention_ranks,
             pp=layout.pp,
         ),
         overhead_bytes=overhead,
@@ -277,16 +304,23 @@ class Rates:
         # The measured sets stream 16- or 8-bit weights; 4-bit weights dequantised into fp16
         # GEMMs stream a quarter of the bytes at the same M, which no set measured.
         self.weight_only_4bit = workload.precision in WEIGHT_ONLY_4BIT
+        self.split = split_of(layout)
+        self.routed_active = routed_active_params(arch)
+        bf16_tflops = card.tflops_at("bf16") or 0.0
+        self.table_key = (eff.family, fmt, bf16_tflops)
+        dense_layer = (arch.active_params - self.routed_active - arch.embedding_params) / max(
+            1, arch.layers
+        )
         self.decode_rate = (
             None
             if self.weight_only_4bit
             else measured_for(
-                eff.family,
-                fmt,
-                card.tflops_at("bf16") or 0.0,
-                (arch.active_params - arch.embedding_params) / max(1, arch.layers) / layout.tp,
+                eff.family, fmt, bf16_tflops, dense_layer / self.split.attention_ranks
             )
         )
+        self.expert_layer_gpu = expert_layer_params(arch, layout.tp)
+        self.expanded_bytes = expanded_row_bytes(workload_engine(workload).fused_moe_finalize, fmt)
+        self.moe_layers_per_stage = arch.moe_layers / layout.pp
         attn_peak = (card.tflops_at(attention_precision(fmt)) or 1.0) * 1e12
         self.attention = attn_peak * eff.attention_fwd
         self.bandwidth = card.memory_bandwidth_gbs * 1e9 * eff.memory
@@ -308,12 +342,20 @@ class Rates:
             )
         else:
             self.pp_latency = hw.latency_s(2, 1, allreduce=False, small=True)
-        self.weights_gpu = weights_bytes(
-            arch, workload.precision, group_size=workload.quant_group_size
-        ) / (layout.tp * layout.pp)
+        self.weights_gpu = split_weights_bytes(workload, arch, layout)
+        stored = weights_bytes(arch, workload.precision, group_size=workload.quant_group_size)
+        self.expert_weights_gpu = (
+            stored * arch.expert_params / arch.params / (layout.tp * layout.pp)
+        )
+        self.hw = hw
         kv_b = kv_bytes_per_element(workload.precision, workload.kv_cache_precision)
-        self.kv_token_gpu = kv_cache_bytes(
-            arch, context=1, batch=1, kv_bytes=kv_b, tp=layout.tp, pp=layout.pp
+        # One sequence's KV per token on the ranks that attend it, spread over the stage's
+        # ranks as its sequences are (attention DP: a rank holds whole KV of 1/t of them).
+        self.kv_token_gpu = (
+            kv_cache_bytes(
+                arch, context=1, batch=1, kv_bytes=kv_b, tp=self.split.attention_ranks, pp=layout.pp
+            )
+            * self.split.sequence_share
         )
         self.prompt, self.output, _ = request_shape(workload)
         self.context = mean_live_context(workload)
@@ -326,18 +368,38 @@ class Rates:
             return self.train_fraction
         return compute_fraction(self.decode_rate.table, rows)
 
+    def expert_fraction(self, rows: float) -> float:
+        """Achieved share of the dense peak on the grouped expert GEMMs of a step of `rows`
+        tokens: one launch streams every touched expert's weights once and each expert's
+        tiles run its own rows, so the measured set nearest the touched experts' size on one
+        GPU, at the rows each expert gets."""
+        family, fmt, bf16_tflops = self.table_key
+        touched = touched_share(self.arch, rows)
+        rate = measured_for(family, fmt, bf16_tflops, self.expert_layer_gpu * touched)
+        if rate is None or self.weight_only_4bit:
+            return self.train_fraction
+        return compute_fraction(rate.table, rows_per_expert(self.arch, rows))
+
     def gemm_parts(self, rows: float) -> tuple[float, float]:
-        """(weight-stream time, GEMM math time) of one stage's GEMMs over `rows` tokens; the
-        kernels take the larger of the two (loads and MMAs overlap inside a GEMM)."""
+        """(weight-stream time, busy time) of one stage's GEMMs over `rows` tokens: a group
+        of kernels takes the larger of its weight stream and its math (loads and MMAs overlap
+        inside a GEMM); an MoE's routed experts are a group of their own, at each expert's
+        rows, the rest at the rows each rank attends."""
         arch = self.arch
-        weights = self.weights_gpu
-        if arch.is_moe:
-            touched = 1.0 - (1.0 - arch.active_experts / arch.experts) ** rows
-            share = arch.expert_params / arch.params
-            weights = weights * ((1.0 - share) + share * touched)
-        stream = weights / self.weight_bandwidth
-        flops = 2.0 * arch.active_params * rows / (self.tp * self.pp)
-        return stream, flops / (self.peak * self.gemm_fraction(rows))
+        mp = self.tp * self.pp
+        dense_rows = rows * self.split.sequence_share
+        dense_bytes = self.weights_gpu - self.expert_weights_gpu
+        dense_stream = dense_bytes / self.weight_bandwidth
+        dense_flops = 2.0 * (arch.active_params - self.routed_active) * rows / mp
+        dense_math = dense_flops / (self.peak * self.gemm_fraction(dense_rows))
+        if not arch.is_moe:
+            return dense_stream, max(dense_stream, dense_math)
+        touched = touched_share(arch, rows)
+        expert_stream = self.expert_weights_gpu * touched / self.weight_bandwidth
+        expert_flops = 2.0 * self.routed_active * rows / mp
+        expert_math = expert_flops / (self.peak * self.expert_fraction(rows))
+        busy = max(dense_stream, dense_math) + max(expert_stream, expert_math)
+        return dense_stream + expert_stream, busy
 
     def prompt_attention_s(self, tokens: float, position: float) -> float:
         """Attention FLOPs of `tokens` prompt tokens at mean position `position`, one stage."""
@@ -354,11 +416,20 @@ class Rates:
         csrc/activation_kernels.cu). Norms run on the full hidden size on every TP rank."""
         arch = self.arch
         ffn = arch.expert_ffn * arch.active_experts if arch.is_moe else arch.ffn
-        values = 8.0 * arch.hidden + (3.0 if arch.gated_ffn else 2.0) * ffn / self.tp
-        return self.stage_layers * rows * values * 2.0 / self.bandwidth
+        norms = 8.0 * arch.hidden * self.split.sequence_share
+        values = norms + (3.0 if arch.gated_ffn else 2.0) * ffn / self.tp
+        moe = expanded_rows_s(
+            arch, self.split, rows, self.moe_layers_per_stage, self.expanded_bytes, self.bandwidth
+        )
+        return self.stage_layers * rows * values * 2.0 / self.bandwidth + moe
 
     def tp_comm_s(self, rows: float) -> float:
-        """Two all-reduces per layer of `rows` × hidden 16-bit activations over TP."""
+        """Two all-reduces per layer of `rows` × hidden 16-bit activations over TP; under
+        attention data-parallel, each MoE layer's dispatch and combine instead."""
+        if self.split.attention_dp:
+            return dispatch_s(
+                self.arch, self.hw, self.split, rows, self.moe_layers_per_stage, self.fmt
+            )
         if self.tp <= 1:
             return 0.0
         message = rows * self.arch.hidden * 2.0
@@ -381,7 +452,7 @@ class Rates:
             p_stream, p_math = self.gemm_parts(chunk)
             per_chunk = max(p_stream, p_math) + self.tp_comm_s(chunk) + self.elementwise_s(chunk)
             prompt_s += prefill_rows / chunk * per_chunk
-        gaps = self.stage_layers * DECODE_KERNELS_PER_LAYER * GRAPH_KERNEL_GAP_S
+        gaps = self.kernels_per_stage() * GRAPH_KERNEL_GAP_S
         return {
             "weights": stream,
             "compute": max(0.0, math_s - stream),
@@ -391,6 +462,12 @@ class Rates:
             "tp_comm": self.tp_comm_s(rows),
             "kernel_gaps": gaps,
         }
+
+    def kernels_per_stage(self) -> float:
+        """Kernels one stage's step launches: a decode layer's, plus an MoE layer's router,
+        top-k, permute and finalize (and dispatch and combine under attention DP)."""
+        moe = MOE_EXTRA_KERNELS + (DISPATCH_KERNELS if self.split.attention_dp else 0)
+        return self.stage_layers * DECODE_KERNELS_PER_LAYER + self.moe_layers_per_stage * moe
 
     def tpot_decode_s(self, batch: float, *, prefill: bool = True) -> float:
         stage = sum(self.decode_stage_s(batch, prefill=prefill).values())

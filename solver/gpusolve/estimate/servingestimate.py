@@ -26,6 +26,7 @@ from gpusolve.estimate.layout import (
 )
 from gpusolve.estimate.loadsim import LoadFigures
 from gpusolve.estimate.memory import weights_bytes
+from gpusolve.estimate.moeserve import check_split
 from gpusolve.estimate.serving import (
     Rates,
     amount,
@@ -148,6 +149,9 @@ def _layout_reasons(
     workload: InferenceWorkload, arch: Arch, hw: Hardware, layout: Layout, params: Params
 ) -> list[str]:
     reasons = structure_reasons(workload, arch, hw, layout, params)
+    split = check_split(arch, layout)
+    if split:
+        reasons.append(split)
     mp = layout.tp * layout.pp
     needed = replica_nodes(layout, hw.gpus_per_node)
     if needed > layout.nodes and not any("GPUs but" in r for r in reasons):

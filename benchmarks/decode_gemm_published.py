@@ -73,11 +73,14 @@ class Card:
 
 # Dense datasheet peaks: A100 (NVIDIA A100 datasheet, BF16 312 TFLOPS dense), L40S (NVIDIA L40S
 # datasheet: BF16 362.05, FP8 733 TFLOPS dense), H200 (H200 datasheet: BF16 989, FP8 1,979
-# dense). L2: A100 40 MB (A100 whitepaper), L40S 96 MB (Ada whitepaper), H200 50 MB (Hopper).
+# dense), B200 (catalogue: BF16 2,250 dense; vLLM 0.19.0 is the oldest release the table has).
+# L2: A100 40 MB (A100 whitepaper), L40S 96 MB (Ada whitepaper), H200 50 MB (Hopper), B200
+# 126 MB (secondary sources give 96-126 MB; the larger keeps fewer sets).
 CARDS = {
     "a100": Card("a100_sxm", "0.14.0", {"bfloat16": 312.0}, 40.0),
     "l40s": Card("l40s", "0.14.0", {"bfloat16": 362.05, "fp8": 733.0}, 96.0),
     "h200": Card("h200_sxm", "0.14.0", {"bfloat16": 989.0, "fp8": 1979.0}, 50.0),
+    "b200": Card("b200_sxm", "0.19.0", {"bfloat16": 2250.0}, 126.0),
 }
 
 

@@ -1,19 +1,21 @@
-"""Decode-shaped GEMM shares for Ampere and Ada, from NVIDIA AIConfigurator's published tables.
+"""Decode-shaped GEMM shares for Ampere, Ada and Blackwell, from NVIDIA AIConfigurator's tables.
 
 AIConfigurator (github.com/ai-dynamo/aiconfigurator, Apache-2.0, commit 095f58a5) publishes
-per-system GEMM latencies measured through vLLM 0.14.0's `RowParallelLinear` (cuBLAS for BF16,
-vLLM's FP8 linear with dynamic per-token activation scales for FP8), each a CUDA graph cycling
-six copies of the weight: `aic-core/src/aiconfigurator_core/systems/data/{a100_sxm,l40s}/gemm/
-vllm/0.14.0/gemm_perf.parquet` (A100-SXM4-80GB; L40S). `benchmarks/decode_gemm_published.py`
-turns them into the same per-layer shares as the H200 set gpusolve measured (Llama-3-8B and
--70B layers' qkv, o, gate_up and down split over TP, FLOPs over time as a share of the dense
-datasheet peak: A100 312 BF16; L40S 362.05 BF16, 733 FP8 TFLOP/s), keeping only the layouts
-whose six weight copies exceed twice the L2 (40 MB; 96 MB), so every figure streams from
-memory as a decode step does. The same procedure on the H200 table reads our own BF16 H200
-measurement within 0.86-1.13x at every M but 128 (1.32x on three sets). Its FP8 reads only
-0.53-0.97x of our bare FP8 GEMMs: vLLM's FP8 linear quantises the activations inside the timed
-call, another kernel than the H200 FP8 set times, so the L40S FP8 figures are not used and FP8
-on Ada keeps the training rate.
+per-system GEMM latencies measured through vLLM's `RowParallelLinear` (cuBLAS for BF16, vLLM's
+FP8 linear with dynamic per-token activation scales for FP8), each a CUDA graph cycling six
+copies of the weight: `aic-core/src/aiconfigurator_core/systems/data/<system>/gemm/vllm/
+<release>/gemm_perf.parquet`, A100-SXM4-80GB and L40S at vLLM 0.14.0, B200 at 0.19.0 (the oldest
+release its table has). `benchmarks/decode_gemm_published.py` turns them into the same
+per-layer shares as the H200 set gpusolve measured (Llama-3-8B and -70B layers' qkv, o, gate_up
+and down split over TP, FLOPs over time as a share of the dense datasheet peak: A100 312 BF16;
+L40S 362.05 BF16, 733 FP8; B200 2,250 BF16 TFLOP/s), keeping only the layouts whose six weight
+copies exceed twice the L2 (40 MB; 96 MB; 126 MB for the B200, the larger of the 96-126 MB that
+secondary sources give: its 70B TP1 and TP2 sets only), so every figure streams from memory as
+a decode step does. The same procedure on the H200 table reads our own BF16 H200 measurement
+within 0.86-1.13x at every M but 128 (1.32x on three sets). Its FP8 reads only 0.53-0.97x of
+our bare FP8 GEMMs: vLLM's FP8 linear quantises the activations inside the timed call, another
+kernel than the H200 FP8 set times, so the published FP8 figures are not used and FP8 off
+Hopper keeps the training rate.
 """
 
 from __future__ import annotations
@@ -213,6 +215,47 @@ ADA_L40S: tuple[DecodeGemm, ...] = (
             (512, 0.6905),
             (1024, 0.7471),
             (2048, 0.7291),
+        ),
+    ),
+)
+
+BLACKWELL_B200: tuple[DecodeGemm, ...] = (
+    # llama3-70b TP1
+    DecodeGemm(
+        "bf16",
+        855.6e6,
+        (
+            (1, 0.0028),
+            (2, 0.0055),
+            (4, 0.0111),
+            (8, 0.0222),
+            (16, 0.044),
+            (32, 0.0836),
+            (64, 0.1651),
+            (128, 0.3228),
+            (256, 0.5707),
+            (512, 0.7044),
+            (1024, 0.7633),
+            (2048, 0.7381),
+        ),
+    ),
+    # llama3-70b TP2
+    DecodeGemm(
+        "bf16",
+        427.8e6,
+        (
+            (1, 0.0026),
+            (2, 0.0053),
+            (4, 0.0105),
+            (8, 0.0208),
+            (16, 0.0411),
+            (32, 0.0815),
+            (64, 0.1603),
+            (128, 0.3142),
+            (256, 0.5299),
+            (512, 0.7143),
+            (1024, 0.733),
+            (2048, 0.7224),
         ),
     ),
 )

@@ -10,7 +10,7 @@ gemm_perf.parquet`, one row per (dtype, m, n, k) with the latency in ms of vLLM'
 a CUDA graph cycling 6 copies of the weight (`collector/vllm/collect_gemm.py`,
 `outside_loop_count = 6`; `collector/helper.py` `benchmark_with_power`).
 
-For each model and TP degree this prints what `estimate/decode_gemm.py` holds for a family:
+For each model and TP degree this prints a line of `estimate/decode_published.py`'s tables:
 the layer's four GEMMs (qkv, o, gate_up, down of Llama-3-8B and -70B, as
 `benchmarks/data/h200-decode-gemm.md` measured on the H200), their FLOPs summed over their
 times summed, as a share of the card's dense datasheet peak, at M = 1 ... 2048. A shape the
@@ -166,8 +166,9 @@ def main(argv: list[str] | None = None) -> int:
             fmt = "fp8" if dtype == "fp8" else "bf16"
             card = CARDS[key]
             params = layer_params(model, tp) / 1e6
-            print(f"    # {model.name} TP{tp} ({key}, {card.system} vllm {card.release})")
-            print(f'    DecodeGemm("{fmt}", {params:.1f}e6, {tuple(shares)}),')
+            figures = " ".join(f"{share:g}" for _, share in shares)
+            # one line of a table in estimate/decode_published.py
+            print(f"{fmt} {params:.1f}e6 {figures}  # {model.name} TP{tp} ({card.system})")
     return 0
 
 

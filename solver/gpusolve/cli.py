@@ -135,12 +135,14 @@ INTERRUPTED = 130  # the exit code of Ctrl-C or SIGTERM
 
 def main(argv: list[str] | None = None) -> Any:
     """Console entry point: user mistakes become messages and exit 2, never tracebacks."""
-    from gpusolve.candidates.layout_cache import kept_between_runs
+    from gpusolve.candidates import layout_cache
+    from gpusolve.load import document_cache
 
     previous = gc.get_threshold()
     gc.set_threshold(*GC_THRESHOLD)
     try:
-        with kept_between_runs():  # layout searches: the command keeps them between runs
+        # Layout searches and parsed YAML files: the command keeps them between runs.
+        with layout_cache.kept_between_runs(), document_cache.kept_between_runs():
             return _main(argv)
     except SystemExit as exc:
         if exc.code == INTERRUPTED:

@@ -206,10 +206,17 @@ def solve_interruptibly(
 def analysed(solved: Solved, progress: Progress) -> Solved:
     """`solved` with its next-best plans (--top-k), why-not lines (--why-not) and its
     payback against the cheapest all-rental plan."""
-    from gpusolve.analyses import payback, topk, whynot
+    from gpusolve.analyses import payback
 
-    solved = solved.with_plan(topk.run(solved, progress))
-    solved = solved.with_plan(whynot.run(solved, progress))
+    # top-k and why-not import the schedule planner's modules: only when asked for.
+    if solved.options.top_k:
+        from gpusolve.analyses import topk
+
+        solved = solved.with_plan(topk.run(solved, progress))
+    if solved.options.why_not is not None:
+        from gpusolve.analyses import whynot
+
+        solved = solved.with_plan(whynot.run(solved, progress))
     return solved.with_plan(payback.run(solved, progress))
 
 

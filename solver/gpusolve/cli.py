@@ -79,34 +79,17 @@ class LazyGroup(click.Group):
                 formatter.write_dl(rows)
 
 
-# The sub-commands whose callback turns the collector back on (`_collecting`).
-_COLLECTING_IN: set[str] = set()
-_paused: list[bool] = [False]
-
-
-def _pause_collecting() -> None:
-    """Start-up without the cycle collector: importing the command's modules (the pydantic
-    models, the renderers, the loaders its options call) allocates hundreds of thousands
-    of objects that live until the process ends and form no garbage, and the collector
-    walked them over and over (about 0.03 s of CPU of `plan` on the README's first example,
-    benchmarks/README.md, "Start-up")."""
-    gc.disable()
-    _paused[0] = True
-
-
-def _resume_collecting() -> None:
-    """The command's own work starts: the collector runs again, on what it allocates from
-    now on; what start-up allocated is frozen (never examined again)."""
-    if _paused[0]:
-        _paused[0] = False
-        gc.freeze()
-        gc.enable()
+# The sub-commands whose callback turns the collector back on (`runs/collector.py`):
+# `plan` does so itself, once its planner is imported.
+_COLLECTING_IN: set[str] = {"plan"}
 
 
 def _collecting(callback: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(callback)
     def run(*args: Any, **kwargs: Any) -> Any:
-        _resume_collecting()
+        from gpusolve.runs import collector
+
+        collector.resume()
         return callback(*args, **kwargs)
 
     return run
@@ -176,10 +159,11 @@ def main(argv: list[str] | None = None) -> Any:
     """Console entry point: user mistakes become messages and exit 2, never tracebacks."""
     from gpusolve.candidates import layout_cache
     from gpusolve.load import document_cache
+    from gpusolve.runs import collector
 
     if argv is None:  # the process's own command line: `gpusolve`, `python -m gpusolve`
         atexit.register(_exit_without_collecting)
-        _pause_collecting()
+        collector.pause()
     previous = gc.get_threshold()
     gc.set_threshold(*GC_THRESHOLD)
     try:
@@ -195,7 +179,7 @@ def main(argv: list[str] | None = None) -> Any:
             gc.collect()
         raise
     finally:
-        _resume_collecting()
+        collector.resume()
         gc.set_threshold(*previous)  # an in-process caller (a test) keeps its own
 
 

@@ -157,13 +157,15 @@ INTERRUPTED = 130  # the exit code of Ctrl-C or SIGTERM
 
 def main(argv: list[str] | None = None) -> Any:
     """Console entry point: user mistakes become messages and exit 2, never tracebacks."""
-    from gpusolve.candidates import layout_cache
-    from gpusolve.load import document_cache
     from gpusolve.runs import collector
 
     if argv is None:  # the process's own command line: `gpusolve`, `python -m gpusolve`
         atexit.register(_exit_without_collecting)
         collector.pause()
+    # Both packages import the loaders and every model: after the pause.
+    from gpusolve.candidates import layout_cache
+    from gpusolve.load import document_cache
+
     previous = gc.get_threshold()
     gc.set_threshold(*GC_THRESHOLD)
     try:

@@ -189,7 +189,7 @@ def _exit_without_collecting() -> None:
     """The last exit hook of a command's process (hooks run last registered first).
 
     At exit the interpreter looks for reference cycles among every object still alive
-    (ortools, pandas and numpy, the catalogue's models): 0.07-0.12 s of CPU at the end of
+    (ortools, pandas and numpy, the catalogue's models): about 0.1 s of CPU at the end of
     `plan` on the README's first example (benchmarks/README.md, "Start-up"), to free
     memory the operating system takes back anyway. Frozen objects are never examined.
     Nothing is lost by it: every file the command writes is closed before this runs

@@ -83,9 +83,9 @@ class OutModel(BaseModel):
 
 class LazyOutModel(OutModel):
     """An output model whose validator and serializer are built on first use, not at
-    import: for the outputs a plain `plan` never builds (estimates, schedules), about 0.7 ms
-    of each start-up per model (benchmarks/README.md, "Start-up"). A model that holds one
-    builds its schema as before; the JSON Schemas are the same."""
+    import: for the outputs a plain `plan` never builds (estimates, schedules), a few tenths
+    of a millisecond of each start-up per model (benchmarks/README.md, "Start-up"). A model
+    that holds one builds its schema as before; the JSON Schemas are the same."""
 
     model_config = ConfigDict(defer_build=True)
 

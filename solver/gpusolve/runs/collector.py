@@ -3,8 +3,8 @@
 Start-up (importing the command's modules, ortools and pandas behind the planner, the
 pydantic models, the loaders its options call) allocates hundreds of thousands of objects
 that live until the process ends and form no garbage: the collector walked them over and
-over, about 0.06 s of CPU of `gpusolve plan` on the README's first example
-(benchmarks/README.md, "Start-up"). So the console entry (`cli.main`, for the process's
+over (98 collections before `plan`'s work began on the README's first example, 0.02-0.03 s
+of its CPU; benchmarks/README.md, "Start-up"). So the console entry (`cli.main`, for the process's
 own command line only) pauses it, and the command's work resumes it: what start-up
 allocated is frozen (never examined again), what the work allocates is collected as
 before, so memory stays bounded however long the work runs. `plan` resumes it once its

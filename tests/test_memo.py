@@ -430,22 +430,21 @@ def test_every_example_that_buys_names_what_would_flip_it_and_the_plan_beyond() 
     """The memo's bounded sensitivity (run by default for html and markdown): on every
     shipped example whose plan buys, "what would change the decision" names a price or an
     efficiency, how far it must move, and the plan beyond it."""
+    from tests.support.example_plans import solved
     from tests.support.shipped import EXAMPLES
 
     from gpusolve.analyses import sensitivity
     from gpusolve.render.about import product_names
 
-    options = PlanOptions(config=SolveConfig(time_limit_s=600, work_limit=60, workers=1, seed=1))
     checked = []
     for example in EXAMPLES:
-        run = prepare_run(example, (data_dir("catalog"),), ())
+        made = solved(example)
+        run, plan = made.run, made.plan
         if run.reqs.phased:
             continue  # a schedule has no memo
-        solved = make_plan(run, options)
-        plan = solved.plan
         if not isinstance(plan, Plan) or plan.cost is None or not plan.cost.capex:
             continue
-        ranged = sensitivity.run(solved, bar=False, workers=1, bounded=True)
+        ranged = sensitivity.run(made, bar=False, workers=1, bounded=True)
         assert isinstance(ranged, Plan)
         facts, source = deciding_facts(ranged)
         assert source.startswith("the narrowest sensitivity ranges"), example.stem

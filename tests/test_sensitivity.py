@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 import yaml
 from tests.factories import instances as factory
+from tests.support.phased import CHAT_NORTH
 from tests.support.shipped import ROOT
 
 from gpusolve.analyses.probing import (
@@ -520,18 +521,32 @@ def _instance(run: Any, catalog: Any) -> Any:
     return prepare(run.reqs, catalog, run.policies).cand.instance
 
 
-def _hedged_run() -> tuple[Any, Any]:
+def _hedged_chat(folder: Path) -> Path:
+    """A small chat in northern Jiangsu (no rental there: it buys) hedged over two
+    scenarios, the demand doubling in one: a two-stage model that buys servers and racks
+    and pays power and network, in a few seconds where the shipped scenarios example
+    takes tens (the hedged machinery is the same)."""
+    path = folder / "hedged-chat.yaml"
+    path.write_text(
+        CHAT_NORTH + "scenarios:\n  - name: nominal\n    probability: 0.6\n"
+        "  - name: growth\n    probability: 0.4\n    demand: {chat: 2}\n",
+        encoding="utf-8",
+    )
+    return path
+
+
+def _hedged_run(folder: Path) -> tuple[Any, Any]:
     from gpusolve.plan import make_plan
     from gpusolve.plan.inputs import prepare_run
     from gpusolve.plan.solved import Hedged, PlanOptions
 
-    run = prepare_run(ROOT / "examples" / "scenarios-demand-growth.yaml", [], [])
+    run = prepare_run(_hedged_chat(folder), [], [])
     solved = make_plan(run, PlanOptions(config=CONFIG))
     assert isinstance(solved.solution, Hedged)
     return run, solved.solution
 
 
-def test_acceptance_a_hedged_plans_ends_are_switch_points() -> None:
+def test_acceptance_a_hedged_plans_ends_are_switch_points(tmp_path: Path) -> None:
     """The two-stage plan's ranges (prices): at each reported end, the two-stage model
     solved afresh (no hint) with the price there keeps the purchase and every scenario's
     plan; just beyond, it changes."""
@@ -539,7 +554,7 @@ def test_acceptance_a_hedged_plans_ends_are_switch_points() -> None:
     from gpusolve.analyses.sensitivity import analyse_hedged
     from gpusolve.optimize.twostage import solve as twostage
 
-    run, hedged = _hedged_run()
+    run, hedged = _hedged_run(tmp_path)
     scenarios = list(hedged.weighed)
     base = twostage.solve_two_stage(scenarios, CONFIG)
     assert base.first is not None
@@ -571,13 +586,15 @@ def test_acceptance_a_hedged_plans_ends_are_switch_points() -> None:
     assert ends >= 2
 
 
-def test_a_plan_hedged_over_scenarios_gets_its_own_ranges(gpusolve: Callable[..., Any]) -> None:
+def test_a_plan_hedged_over_scenarios_gets_its_own_ranges(
+    gpusolve: Callable[..., Any], tmp_path: Path
+) -> None:
     """`plan --sensitivity` on a scenarios: block analyses the hedged plan: a switched end
     names the purchase it buys instead."""
     result = gpusolve(
         "plan",
         "-q",
-        str(ROOT / "examples" / "scenarios-demand-growth.yaml"),
+        str(_hedged_chat(tmp_path)),
         "--sensitivity",
         "--format",
         "json",
@@ -588,6 +605,7 @@ def test_a_plan_hedged_over_scenarios_gets_its_own_ranges(gpusolve: Callable[...
     assert {r["kind"] for r in ranges} >= {"server_price", "rack_rent", "efficiency"}
     switched = [r for r in ranges if r["above"] is not None]
     assert switched and all("in scenario " in r["above"] for r in switched)
+    assert any(r["above"].startswith("buys ") for r in switched)
     assert not any("--sensitivity" in w for w in plan["warnings"])
 
 

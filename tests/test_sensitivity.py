@@ -335,6 +335,18 @@ def _two_node_chat(tmp_path: Path) -> Path:
     return path
 
 
+@pytest.fixture(scope="module")
+def two_node(tmp_path_factory: pytest.TempPathFactory) -> tuple[Any, Any, Any]:
+    """The two-node chat's run, the instance `plan` solves for it and its plan: prepared
+    and solved once for the tests that start from them (deterministic: one worker, a work
+    limit, a seed)."""
+    from gpusolve.plan.inputs import prepare_run
+
+    run = prepare_run(_two_node_chat(tmp_path_factory.mktemp("two-node")), [], [])
+    base = _instance(run, run.catalog)
+    return run, base, probe_solve(base, CONFIG, None)
+
+
 @pytest.mark.parametrize(
     ("example", "kinds"),
     [
@@ -346,7 +358,7 @@ def _two_node_chat(tmp_path: Path) -> Path:
     ],
 )
 def test_acceptance_on_a_shipped_example_through_the_catalogue(
-    example: str, kinds: set[str], tmp_path: Path
+    example: str, kinds: set[str], two_node: tuple[Any, Any, Any]
 ) -> None:
     """The ranges come from scaled optimiser coefficients; here each end is checked by
     re-pricing the catalogue itself and generating the candidates again: the plan is the
@@ -354,13 +366,16 @@ def test_acceptance_on_a_shipped_example_through_the_catalogue(
     from gpusolve.analyses.sensitivity import analyse
     from gpusolve.plan.inputs import prepare_run
 
-    path = _two_node_chat(tmp_path) if example == CHAT else ROOT / "examples" / example
-    run = prepare_run(path, [], [])
-    base_instance = _instance(run, run.catalog)
+    if example == CHAT:
+        run, base_instance, base_plan = two_node
+    else:
+        run = prepare_run(ROOT / "examples" / example, [], [])
+        base_instance = _instance(run, run.catalog)
+        base_plan = probe_solve(base_instance, CONFIG, None)
     inputs = CandidateInputs(run.reqs, run.catalog, run.policies)
     result = analyse(base_instance, inputs, CONFIG, 1, efficiency=False)
     assert {r.kind for r in result.ranges} >= kinds
-    base_key = plan_key(probe_solve(base_instance, CONFIG, None), base_instance)
+    base_key = plan_key(base_plan, base_instance)
 
     def key_at(kind: str, subject: str, value: float) -> object:
         group = _group(run.catalog, kind, subject)
@@ -489,18 +504,15 @@ def test_a_card_whose_options_change_what_every_option_misses_is_generated_whole
 
 @pytest.mark.parametrize("factor", [0.25, 4.0])
 def test_a_network_price_priced_again_equals_generating_everything(
-    factor: float, tmp_path: Path
+    factor: float, two_node: tuple[Any, Any, Any]
 ) -> None:
     """A switch, link or storage probe prices a catalogue copy through the candidates
     stage's network functions: the instance must be the one a whole generation from the
     re-priced catalogue gives, and each such item the plan buys is a parameter."""
     from gpusolve.analyses.sensitivity import bought_network
     from gpusolve.candidates.scaling import network_instance, scale_item
-    from gpusolve.plan.inputs import prepare_run
 
-    run = prepare_run(_two_node_chat(tmp_path), [], [])
-    base = _instance(run, run.catalog)
-    plan = probe_solve(base, CONFIG, None)
+    run, base, plan = two_node
     items = bought_network(plan, base, run.catalog)
     kinds = {kind for kind, *_ in items}
     assert kinds == {"network_price", "storage_price"}

@@ -43,6 +43,7 @@ from __future__ import annotations
 
 from gpusolve.estimate.hardware import Hardware
 from gpusolve.estimate.searchcore import SearchResult as SearchResult
+from gpusolve.estimate.searchcore import SearchScope
 from gpusolve.estimate.searchserve import search_inference
 from gpusolve.estimate.searchtrain import search_training
 from gpusolve.estimate.shapes import resolve_arch
@@ -76,6 +77,7 @@ def search_layouts(
     if limit < 1:
         return SearchResult([], ["no nodes allowed (max_nodes < 1)"])
     arch = resolve_arch(workload.model)
+    scope = SearchScope(arch, hw, params, limit, whole_nodes, every_size)
     if isinstance(workload, InferenceWorkload):
-        return search_inference(workload, arch, hw, params, limit, whole_nodes, every_size)
-    return search_training(workload, arch, hw, params, limit, whole_nodes, every_size)
+        return search_inference(workload, scope)
+    return search_training(workload, scope)

@@ -433,6 +433,14 @@ HEDGED_CHAT = (
     CHAT_NORTH + "scenarios:\n  - name: nominal\n    probability: 0.6\n"
     "  - name: growth\n    probability: 0.4\n    demand: {chat: 2}\n"
 )
+# The same chat with one A10 server already owned in Huai'an: the plan keeps it in service
+# and buys a second (108,500 CNY of capex), a plan over an inventory in 1.6 s where the
+# shipped owned-A800 example's bounded analysis takes 14 s of CPU.
+OWNED_CHAT = CHAT_NORTH + (
+    "owned:\n  servers:\n    - server: inf-2x-a10\n      count: 1\n"
+    "      site: huaian-6.6kw-air\n      bought: 2024-06\n      price_paid: 65000\n"
+    "      resale: 30000\n"
+)
 
 
 @pytest.mark.slow
@@ -440,23 +448,26 @@ def test_every_example_that_buys_names_what_would_flip_it_and_the_plan_beyond(
     tmp_path: Path,
 ) -> None:
     """The memo's bounded sensitivity (run by default for html and markdown): on every
-    shipped single-plan example whose plan buys, and on a small hedged plan, "what would
-    change the decision" names a price or an efficiency, how far it must move, and the plan
-    beyond it."""
+    shipped single-plan example whose plan buys, and on a small hedged plan and a small
+    plan over an inventory, "what would change the decision" names a price or an
+    efficiency, how far it must move, and the plan beyond it."""
     from tests.support.example_plans import CONFIG, solved
     from tests.support.shipped import EXAMPLES
 
     from gpusolve.analyses import sensitivity
     from gpusolve.render.about import product_names
 
-    hedged = tmp_path / "hedged-chat.yaml"
-    hedged.write_text(HEDGED_CHAT, encoding="utf-8")
-    made_hedged = make_plan(prepare_run(hedged, (data_dir("catalog"),), ()), PlanOptions(CONFIG))
+    small = []
+    for name, text in (("hedged", HEDGED_CHAT), ("owned", OWNED_CHAT)):
+        path = tmp_path / f"{name}-chat.yaml"
+        path.write_text(text, encoding="utf-8")
+        run = prepare_run(path, (data_dir("catalog"),), ())
+        small.append((name, make_plan(run, PlanOptions(CONFIG))))
     checked = []
-    for name, made in [(e.stem, solved(e)) for e in EXAMPLES] + [("hedged", made_hedged)]:
+    for name, made in [(e.stem, solved(e)) for e in EXAMPLES] + small:
         run, plan = made.run, made.plan
-        if run.reqs.scenarios and name != "hedged":
-            continue  # the hedged path: the small hedged plan above
+        if (run.reqs.scenarios or run.reqs.owned.servers) and name not in ("hedged", "owned"):
+            continue  # those paths: the small hedged and owned plans above
         if not isinstance(plan, Plan) or plan.cost is None or not plan.cost.capex:
             continue
         ranged = sensitivity.run(made, bar=False, workers=1, bounded=True)
@@ -470,7 +481,7 @@ def test_every_example_that_buys_names_what_would_flip_it_and_the_plan_beyond(
         assert shown is not None and len(shown.facts) == len(facts), name
         assert ids_in(" ".join(shown.facts), catalogue_ids(ranged)) == [], shown.facts
         checked.append(name)
-    assert "hedged" in checked and len(checked) >= 6, checked
+    assert {"hedged", "owned"} <= set(checked) and len(checked) >= 6, checked
 
 
 def all_rental(buying_tco: float | None, capex: float | None, note: str = "") -> Plan:

@@ -1,8 +1,9 @@
 """The shipped examples planned once per test process, for the test files that read the
 same plan: `solved` as the library makes it, `plan_json` as `plan -q EXAMPLE --format json`
-prints it. Both are deterministic (one CP-SAT worker, a work limit, a seed), so a plan
-shared between tests is the plan each would have made; the objects are frozen and the
-JSON is text, so no test can change what another reads."""
+prints it. Both solve with one CP-SAT worker, a work limit and a seed (the command's
+defaults for `plan_json`), so a plan shared between tests is the plan each would have made;
+the objects are frozen and the JSON is text, so no test can change what another reads.
+A process keeps its own copies: under xdist, files on the same worker share them."""
 
 from __future__ import annotations
 

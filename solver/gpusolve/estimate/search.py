@@ -75,10 +75,12 @@ def search_layouts(
         return SearchResult([], ["no nodes allowed (max_nodes < 1)"])
     # The searches import the whole estimate: not on the path of a plan whose searches
     # were kept between runs (`candidates/layout_cache.py`).
+    from gpusolve.estimate.searchcore import SearchScope
     from gpusolve.estimate.searchserve import search_inference
     from gpusolve.estimate.searchtrain import search_training
 
     arch = resolve_arch(workload.model)
+    scope = SearchScope(arch, hw, params, limit, whole_nodes, every_size)
     if isinstance(workload, InferenceWorkload):
-        return search_inference(workload, arch, hw, params, limit, whole_nodes, every_size)
-    return search_training(workload, arch, hw, params, limit, whole_nodes, every_size)
+        return search_inference(workload, scope)
+    return search_training(workload, scope)

@@ -4,16 +4,22 @@ one shared object may be one object each."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 import yaml
 from tests.support.shipped import ROOT
 
+from gpusolve.candidates import layout_cache
 from gpusolve.candidates.generate import build_candidates
+from gpusolve.candidates.layout_memo import layouts
 from gpusolve.candidates.records import Candidates
+from gpusolve.estimate.hardware import Hardware
 from gpusolve.load import load_catalog
 from gpusolve.models.policy import Charge, WorkloadPolicy
 from gpusolve.models.requirements import Requirements
 from gpusolve.optimize import ir
+from gpusolve.plan.inputs import prepare_run
 from gpusolve.rules import policy
 from gpusolve.rules.policy import RulesPolicy, evaluate_policies
 
@@ -71,3 +77,27 @@ def test_layout_facts_dropped_early_give_the_same_candidates(
 
 def test_placements_have_no_per_instance_dict() -> None:
     assert not hasattr(ir.Placement("site"), "__dict__")
+
+
+def test_searches_are_written_once_enough_are_held(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    monkeypatch.setattr(layout_cache, "_PENDING_MAX", 2)
+    layout_cache._new.clear()
+    run = prepare_run(ROOT / "examples" / "finetune-7b-deadline.yaml", [], [])
+    w = run.reqs.workloads[0]
+    servers = [s for s in run.catalog.servers.values() if s.gpus == 8][:3]
+    folder = tmp_path / "gpusolve" / "layouts"
+    try:
+        with layout_cache.kept_between_runs():
+            for n, server in enumerate(servers, start=1):
+                hw = Hardware.from_server(server, run.catalog.cards[server.card])
+                first = layouts(w, hw, run.policies[w.name].params, max_nodes=2, every_size=True)
+                on_disk = len(list(folder.iterdir())) if folder.exists() else 0
+                # Every second search writes the two held, and none is held after.
+                assert (on_disk, len(layout_cache._new)) == (n // 2 * 2, n % 2)
+                again = layouts(w, hw, run.policies[w.name].params, max_nodes=2, every_size=True)
+                assert again == first
+    finally:
+        layout_cache._new.clear()

@@ -101,3 +101,28 @@ def test_searches_are_written_once_enough_are_held(
                 assert again == first
     finally:
         layout_cache._new.clear()
+
+
+def test_searches_written_early_stay_until_the_run_ends(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Pruning to the newest files waits for the run's end: a search written early may be
+    asked again later in the same run."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    monkeypatch.setattr(layout_cache, "_PENDING_MAX", 1)
+    monkeypatch.setattr(layout_cache, "_MAX_FILES", 1)
+    layout_cache._new.clear()
+    run = prepare_run(ROOT / "examples" / "finetune-7b-deadline.yaml", [], [])
+    w = run.reqs.workloads[0]
+    servers = [s for s in run.catalog.servers.values() if s.gpus == 8][:3]
+    folder = tmp_path / "gpusolve" / "layouts"
+    try:
+        with layout_cache.kept_between_runs():
+            for server in servers:
+                hw = Hardware.from_server(server, run.catalog.cards[server.card])
+                layouts(w, hw, run.policies[w.name].params, max_nodes=2, every_size=True)
+            assert len(list(folder.iterdir())) == 3
+            layout_cache.save()  # what the run's end does
+            assert len(list(folder.iterdir())) == 1
+    finally:
+        layout_cache._new.clear()

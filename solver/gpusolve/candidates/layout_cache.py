@@ -84,7 +84,7 @@ def search(
         _registered.append(atexit.register(save))
     _new[key] = pickle.dumps(result, protocol=pickle.HIGHEST_PROTOCOL)
     if len(_new) >= _PENDING_MAX:
-        save()
+        _flush()
     return result
 
 
@@ -127,8 +127,18 @@ def files_fingerprint(root: Path, versions: str) -> str:
 
 
 def save() -> None:
-    """Write the searches held in memory (at exit, or when enough are held); never
-    raises. Those that cannot be written are dropped: a miss next run, never a failure."""
+    """Write the searches of this run still held, then keep the newest `_MAX_FILES` (at
+    exit; pruning earlier could remove a search this run asks again); never raises."""
+    _flush()
+    folder = _folder()
+    if folder is not None:
+        with contextlib.suppress(OSError):  # a folder never made: nothing to prune
+            _prune(folder)
+
+
+def _flush() -> None:
+    """Write the searches held in memory. Those that cannot be written are dropped: a
+    miss next run, never a failure."""
     folder = _folder()
     if folder is None or not _new:
         return
@@ -137,7 +147,6 @@ def save() -> None:
             folder.mkdir(mode=0o700, exist_ok=True)
             for key, data in _new.items():
                 _write(folder / key, data)
-            _prune(folder)
     finally:
         _new.clear()
 

@@ -29,7 +29,9 @@ from collections.abc import Callable, Iterator
 from dataclasses import fields
 from functools import cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from gpusolve.load import pickle_folder
 
 if TYPE_CHECKING:
     from gpusolve.estimate.hardware import Hardware
@@ -70,13 +72,13 @@ def search(
     compute: Callable[[], SearchResult],
 ) -> SearchResult:
     """`compute()`, or the answer it gave on an earlier run for the same inputs and code."""
-    folder = _folder() if _enabled[0] else None
+    folder = pickle_folder.cache_folder(_FOLDER) if _enabled[0] else None
     if folder is None:
         return compute()
     from gpusolve.estimate.searchcore import SearchResult
 
     key = digest(workload, hw, params, max_nodes, every_size)
-    found = _read(folder / key)
+    found = pickle_folder.read(folder / key, _new)
     if isinstance(found, SearchResult):  # anything else is a foreign file: a miss
         return found
     result = compute()
@@ -130,16 +132,16 @@ def save() -> None:
     """Write the searches of this run still held, then keep the newest `_MAX_FILES` (at
     exit; pruning earlier could remove a search this run asks again); never raises."""
     _flush()
-    folder = _folder()
+    folder = pickle_folder.cache_folder(_FOLDER)
     if folder is not None:
         with contextlib.suppress(OSError):  # a folder never made: nothing to prune
-            _prune(folder)
+            pickle_folder.prune(folder, _MAX_FILES)
 
 
 def _flush() -> None:
     """Write the searches held in memory. Those that cannot be written are dropped: a
     miss next run, never a failure."""
-    folder = _folder()
+    folder = pickle_folder.cache_folder(_FOLDER)
     if folder is None or not _new:
         return
     try:
@@ -149,26 +151,6 @@ def _flush() -> None:
                 _write(folder / key, data)
     finally:
         _new.clear()
-
-
-def _folder() -> Path | None:
-    from gpusolve.load.seen import user_cache_dir
-
-    root = user_cache_dir()
-    return None if root is None else root / _FOLDER
-
-
-def _read(path: Path) -> Any:
-    if path.name in _new:
-        return pickle.loads(_new[path.name])
-    try:
-        data = path.read_bytes()
-    except OSError:
-        return None
-    try:
-        return pickle.loads(data)
-    except Exception:  # a foreign or truncated file is a miss
-        return None
 
 
 def _write(path: Path, data: bytes) -> None:
@@ -184,13 +166,3 @@ def _write(path: Path, data: bytes) -> None:
         with contextlib.suppress(OSError):
             temporary.unlink()
         raise
-
-
-def _prune(folder: Path) -> None:
-    entries = [entry for entry in os.scandir(folder) if entry.is_file()]
-    if len(entries) <= _MAX_FILES:
-        return
-    entries.sort(key=lambda entry: entry.stat().st_mtime_ns)
-    for entry in entries[: len(entries) - _MAX_FILES]:
-        with contextlib.suppress(OSError):
-            os.unlink(entry.path)

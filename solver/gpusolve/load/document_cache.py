@@ -29,8 +29,9 @@ import pickle
 import sys
 from collections.abc import Callable, Iterator
 from functools import cache
-from pathlib import Path
 from typing import Any
+
+from gpusolve.load import pickle_folder
 
 # A document's values, the (line, column) of each value and of each key, by JSON path.
 Parsed = tuple[Any, dict[Any, tuple[int, int]], dict[Any, tuple[int, int]]]
@@ -55,11 +56,11 @@ def kept_between_runs() -> Iterator[None]:
 
 def parsed(text: str, parse: Callable[[], Parsed]) -> Parsed:
     """`parse()`, or what it gave on an earlier run for the same text and code."""
-    folder = _folder() if _enabled[0] else None
+    folder = pickle_folder.cache_folder(_FOLDER) if _enabled[0] else None
     if folder is None:
         return parse()
     key = digest(text)
-    found = _read(folder / key)
+    found = pickle_folder.read(folder / key, _new)
     if _is_parsed(found):
         return found  # type: ignore[no-any-return]
     result = parse()
@@ -103,7 +104,7 @@ def _is_parsed(found: object) -> bool:
 
 def save() -> None:
     """Write the documents parsed in this run (at exit); never raises."""
-    folder = _folder()
+    folder = pickle_folder.cache_folder(_FOLDER)
     if folder is None or not _new:
         return
     from gpusolve.atomic import write_bytes_atomic
@@ -113,34 +114,4 @@ def save() -> None:
         for key, data in _new.items():
             write_bytes_atomic(folder / key, data)
         _new.clear()
-        _prune(folder)
-
-
-def _folder() -> Path | None:
-    from gpusolve.load.seen import user_cache_dir
-
-    root = user_cache_dir()
-    return None if root is None else root / _FOLDER
-
-
-def _read(path: Path) -> Any:
-    if path.name in _new:
-        return pickle.loads(_new[path.name])
-    try:
-        data = path.read_bytes()
-    except OSError:
-        return None
-    try:
-        return pickle.loads(data)
-    except Exception:  # a foreign or truncated file is a miss
-        return None
-
-
-def _prune(folder: Path) -> None:
-    entries = [entry for entry in os.scandir(folder) if entry.is_file()]
-    if len(entries) <= _MAX_FILES:
-        return
-    entries.sort(key=lambda entry: entry.stat().st_mtime_ns)
-    for entry in entries[: len(entries) - _MAX_FILES]:
-        with contextlib.suppress(OSError):
-            os.unlink(entry.path)
+        pickle_folder.prune(folder, _MAX_FILES)

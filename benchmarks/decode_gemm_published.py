@@ -10,7 +10,7 @@ gemm_perf.parquet`, one row per (dtype, m, n, k) with the latency in ms of vLLM'
 a CUDA graph cycling 6 copies of the weight (`collector/vllm/collect_gemm.py`,
 `outside_loop_count = 6`; `collector/helper.py` `benchmark_with_power`).
 
-For each model and TP degree this prints what `estimate/decode_gemm.py` holds for a family:
+For each model and TP degree this prints a line of `estimate/decode_published.py`'s tables:
 the layer's four GEMMs (qkv, o, gate_up, down of Llama-3-8B and -70B, as
 `benchmarks/data/h200-decode-gemm.md` measured on the H200), their FLOPs summed over their
 times summed, as a share of the card's dense datasheet peak, at M = 1 ... 2048. A shape the
@@ -73,11 +73,14 @@ class Card:
 
 # Dense datasheet peaks: A100 (NVIDIA A100 datasheet, BF16 312 TFLOPS dense), L40S (NVIDIA L40S
 # datasheet: BF16 362.05, FP8 733 TFLOPS dense), H200 (H200 datasheet: BF16 989, FP8 1,979
-# dense). L2: A100 40 MB (A100 whitepaper), L40S 96 MB (Ada whitepaper), H200 50 MB (Hopper).
+# dense), B200 (catalogue: BF16 2,250 dense; vLLM 0.19.0 is the oldest release the table has).
+# L2: A100 40 MB (A100 whitepaper), L40S 96 MB (Ada whitepaper), H200 50 MB (Hopper), B200
+# 126 MB (secondary sources give 96-126 MB; the larger keeps fewer sets).
 CARDS = {
     "a100": Card("a100_sxm", "0.14.0", {"bfloat16": 312.0}, 40.0),
     "l40s": Card("l40s", "0.14.0", {"bfloat16": 362.05, "fp8": 733.0}, 96.0),
     "h200": Card("h200_sxm", "0.14.0", {"bfloat16": 989.0, "fp8": 1979.0}, 50.0),
+    "b200": Card("b200_sxm", "0.19.0", {"bfloat16": 2250.0}, 126.0),
 }
 
 
@@ -163,8 +166,9 @@ def main(argv: list[str] | None = None) -> int:
             fmt = "fp8" if dtype == "fp8" else "bf16"
             card = CARDS[key]
             params = layer_params(model, tp) / 1e6
-            print(f"    # {model.name} TP{tp} ({key}, {card.system} vllm {card.release})")
-            print(f'    DecodeGemm("{fmt}", {params:.1f}e6, {tuple(shares)}),')
+            figures = " ".join(f"{share:g}" for _, share in shares)
+            # one line of a table in estimate/decode_published.py
+            print(f"{fmt} {params:.1f}e6 {figures}  # {model.name} TP{tp} ({card.system})")
     return 0
 
 

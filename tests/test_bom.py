@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 from tests.support.cli import run_cli
+from tests.support.example_plans import plan_json
 from tests.support.shipped import EXAMPLES, ROOT
 
 from gpusolve.explain.bom import bom_line, section_of
@@ -37,7 +38,7 @@ PLANS = EXAMPLES
 
 @cache
 def _plan(path: Path) -> Plan:
-    code, text = run_cli("plan", "-q", str(path), "--format", "json")
+    code, text = plan_json(path)
     assert code == 0, text
     return Plan.model_validate(json.loads(text))
 

@@ -2,10 +2,6 @@
 
 from __future__ import annotations
 
-import statistics
-import time
-
-import pytest
 from tests.factories.hardware import A100_80, H100, L40S, RTX4090, hgx, pcie_box
 from tests.factories.requirements import preset_workload
 
@@ -133,27 +129,3 @@ def test_inference_on_cards_too_small_is_rejected() -> None:
     res = search_layouts(w, pcie_box(RTX4090, fabric_gbps_per_gpu=0), Params(), max_nodes=1)
     assert not res.feasible
     assert res.rejections and "needs" in res.rejections[0]
-
-
-@pytest.mark.parametrize("hw", [hgx(A100_80), hgx(H100), pcie_box(L40S)])
-def test_search_is_fast_on_typical_inputs(hw: object) -> None:
-    # Brief: < 20 ms per (workload, hardware) on typical inputs; the bound here is looser
-    # so a loaded CI machine does not flake, the median is what it checks.
-    work = [
-        _ft(deadline_hours=24),
-        _ft(model=ModelShape(preset="llama-2-13b"), name="ft-13b"),
-        make_workload(name="lora", kind="lora", model=ModelShape(params_b=7), tokens=1e8),
-        make_workload(
-            name="chat",
-            kind="inference",
-            model=ModelShape(preset="llama-2-13b"),
-            context_len=4096,
-            target_tokens_per_s=2000,
-        ),
-    ]
-    samples = []
-    for w in work:
-        start = time.perf_counter()
-        search_layouts(w, hw, Params(), max_nodes=8)  # type: ignore[arg-type]
-        samples.append(time.perf_counter() - start)
-    assert statistics.median(samples) < 0.05

@@ -166,18 +166,14 @@ def test_every_training_example_prints_its_runs_time_and_cost_by_part() -> None:
     hours and money, adding up to the total printed, which is the deployment's time per run
     and the share of its rental (or busy energy) one run takes, worked out here from the
     JSON's own figures."""
+    from tests.support.example_plans import solved
     from tests.support.shipped import EXAMPLES
 
-    from gpusolve.optimize.ir import SolveConfig
-    from gpusolve.plan import make_plan
-    from gpusolve.plan.inputs import prepare_run
-    from gpusolve.plan.solved import PlanOptions
     from gpusolve.render import render_plan
 
-    options = PlanOptions(config=SolveConfig(time_limit_s=600, work_limit=30, workers=1, seed=1))
     trained = 0
     for example in EXAMPLES:
-        plan = make_plan(prepare_run(example, [], []), options).plan
+        plan = solved(example).plan
         training = [d for d in plan.deployments if d.time_to_train_h is not None]
         if not training:
             continue

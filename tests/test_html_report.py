@@ -23,6 +23,7 @@ from typing import Any
 
 import pytest
 from tests.support import chromium
+from tests.support.example_plans import solved
 from tests.support.memo_layout import BLOCKS, MEASURE, SCREENS, WIDTHS, overlap
 from tests.support.shipped import EXAMPLES, ROOT
 
@@ -30,10 +31,7 @@ from gpusolve.analyses import payback
 from gpusolve.load.data import data_dir
 from gpusolve.models.frontier import Frontier, FrontierPoint
 from gpusolve.models.plan import Plan
-from gpusolve.optimize.ir import SolveConfig
-from gpusolve.plan import make_plan
 from gpusolve.plan.inputs import prepare_run
-from gpusolve.plan.solved import PlanOptions
 from gpusolve.render import render_plan
 from gpusolve.render.fmt import COST_LABELS
 from gpusolve.render.frontier import chart
@@ -140,15 +138,13 @@ def reports(tmp_path_factory: pytest.TempPathFactory) -> list[Rendered]:
     out = []
     catalog_paths = (data_dir("catalog"),)
     for example in EXAMPLES:
-        run = prepare_run(example, catalog_paths, ())
-        options = PlanOptions(
-            config=SolveConfig(time_limit_s=600, work_limit=60, workers=1, seed=1)
-        )
         try:
-            plan = payback.run(make_plan(run, options))  # as `plan` runs it
+            made = solved(example)
+            plan = payback.run(made)  # as `plan` runs it
         except RuntimeError as exc:  # the planner's own consistency check
             FAILED_EXAMPLES[example.stem] = str(exc)
             continue
+        run = made.run
         ctx = context_for(run.catalog, list(catalog_paths), [example], run.reqs, plan)
         html = plan_html(plan, ctx)
         path = folder / f"{example.stem}.html"

@@ -8,6 +8,7 @@ from typing import Any
 
 import jsonschema
 import pytest
+from tests.support.example_plans import plan_json
 from tests.support.shipped import EXAMPLES, ROOT, example
 
 from gpusolve.load import load_catalog
@@ -17,10 +18,10 @@ CATALOG = load_catalog().catalog
 
 
 @pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.stem)
-def test_example_plans_and_validates(gpusolve, path: Path) -> None:
-    result = gpusolve("plan", "-q", str(path), "--format", "json")
-    assert result.code == 0, result.err
-    plan = json.loads(result.out)
+def test_example_plans_and_validates(path: Path) -> None:
+    code, out = plan_json(path)
+    assert code == 0, out
+    plan = json.loads(out)
     jsonschema.validate(plan, SCHEMA)
     assert plan["status"] == "optimal"
     assert plan["solver"]["proven_optimal"] is True

@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 import yaml
 from tests.factories import instances as factory
+from tests.support.phased import CHAT_NORTH
 from tests.support.shipped import ROOT
 
 from gpusolve.analyses.probing import (
@@ -334,6 +335,18 @@ def _two_node_chat(tmp_path: Path) -> Path:
     return path
 
 
+@pytest.fixture(scope="module")
+def two_node(tmp_path_factory: pytest.TempPathFactory) -> tuple[Any, Any, Any]:
+    """The two-node chat's run, the instance `plan` solves for it and its plan: prepared
+    and solved once for the tests that start from them (deterministic: one worker, a work
+    limit, a seed)."""
+    from gpusolve.plan.inputs import prepare_run
+
+    run = prepare_run(_two_node_chat(tmp_path_factory.mktemp("two-node")), [], [])
+    base = _instance(run, run.catalog)
+    return run, base, probe_solve(base, CONFIG, None)
+
+
 @pytest.mark.parametrize(
     ("example", "kinds"),
     [
@@ -345,7 +358,7 @@ def _two_node_chat(tmp_path: Path) -> Path:
     ],
 )
 def test_acceptance_on_a_shipped_example_through_the_catalogue(
-    example: str, kinds: set[str], tmp_path: Path
+    example: str, kinds: set[str], two_node: tuple[Any, Any, Any]
 ) -> None:
     """The ranges come from scaled optimiser coefficients; here each end is checked by
     re-pricing the catalogue itself and generating the candidates again: the plan is the
@@ -353,13 +366,16 @@ def test_acceptance_on_a_shipped_example_through_the_catalogue(
     from gpusolve.analyses.sensitivity import analyse
     from gpusolve.plan.inputs import prepare_run
 
-    path = _two_node_chat(tmp_path) if example == CHAT else ROOT / "examples" / example
-    run = prepare_run(path, [], [])
-    base_instance = _instance(run, run.catalog)
+    if example == CHAT:
+        run, base_instance, base_plan = two_node
+    else:
+        run = prepare_run(ROOT / "examples" / example, [], [])
+        base_instance = _instance(run, run.catalog)
+        base_plan = probe_solve(base_instance, CONFIG, None)
     inputs = CandidateInputs(run.reqs, run.catalog, run.policies)
     result = analyse(base_instance, inputs, CONFIG, 1, efficiency=False)
     assert {r.kind for r in result.ranges} >= kinds
-    base_key = plan_key(probe_solve(base_instance, CONFIG, None), base_instance)
+    base_key = plan_key(base_plan, base_instance)
 
     def key_at(kind: str, subject: str, value: float) -> object:
         group = _group(run.catalog, kind, subject)
@@ -488,18 +504,15 @@ def test_a_card_whose_options_change_what_every_option_misses_is_generated_whole
 
 @pytest.mark.parametrize("factor", [0.25, 4.0])
 def test_a_network_price_priced_again_equals_generating_everything(
-    factor: float, tmp_path: Path
+    factor: float, two_node: tuple[Any, Any, Any]
 ) -> None:
     """A switch, link or storage probe prices a catalogue copy through the candidates
     stage's network functions: the instance must be the one a whole generation from the
     re-priced catalogue gives, and each such item the plan buys is a parameter."""
     from gpusolve.analyses.sensitivity import bought_network
     from gpusolve.candidates.scaling import network_instance, scale_item
-    from gpusolve.plan.inputs import prepare_run
 
-    run = prepare_run(_two_node_chat(tmp_path), [], [])
-    base = _instance(run, run.catalog)
-    plan = probe_solve(base, CONFIG, None)
+    run, base, plan = two_node
     items = bought_network(plan, base, run.catalog)
     kinds = {kind for kind, *_ in items}
     assert kinds == {"network_price", "storage_price"}
@@ -520,18 +533,32 @@ def _instance(run: Any, catalog: Any) -> Any:
     return prepare(run.reqs, catalog, run.policies).cand.instance
 
 
-def _hedged_run() -> tuple[Any, Any]:
+def _hedged_chat(folder: Path) -> Path:
+    """A small chat in northern Jiangsu (no rental there: it buys) hedged over two
+    scenarios, the demand doubling in one: a two-stage model that buys servers and racks
+    and pays power and network, in a few seconds where the shipped scenarios example
+    takes tens (the hedged machinery is the same)."""
+    path = folder / "hedged-chat.yaml"
+    path.write_text(
+        CHAT_NORTH + "scenarios:\n  - name: nominal\n    probability: 0.6\n"
+        "  - name: growth\n    probability: 0.4\n    demand: {chat: 2}\n",
+        encoding="utf-8",
+    )
+    return path
+
+
+def _hedged_run(folder: Path) -> tuple[Any, Any]:
     from gpusolve.plan import make_plan
     from gpusolve.plan.inputs import prepare_run
     from gpusolve.plan.solved import Hedged, PlanOptions
 
-    run = prepare_run(ROOT / "examples" / "scenarios-demand-growth.yaml", [], [])
+    run = prepare_run(_hedged_chat(folder), [], [])
     solved = make_plan(run, PlanOptions(config=CONFIG))
     assert isinstance(solved.solution, Hedged)
     return run, solved.solution
 
 
-def test_acceptance_a_hedged_plans_ends_are_switch_points() -> None:
+def test_acceptance_a_hedged_plans_ends_are_switch_points(tmp_path: Path) -> None:
     """The two-stage plan's ranges (prices): at each reported end, the two-stage model
     solved afresh (no hint) with the price there keeps the purchase and every scenario's
     plan; just beyond, it changes."""
@@ -539,7 +566,7 @@ def test_acceptance_a_hedged_plans_ends_are_switch_points() -> None:
     from gpusolve.analyses.sensitivity import analyse_hedged
     from gpusolve.optimize.twostage import solve as twostage
 
-    run, hedged = _hedged_run()
+    run, hedged = _hedged_run(tmp_path)
     scenarios = list(hedged.weighed)
     base = twostage.solve_two_stage(scenarios, CONFIG)
     assert base.first is not None
@@ -571,13 +598,15 @@ def test_acceptance_a_hedged_plans_ends_are_switch_points() -> None:
     assert ends >= 2
 
 
-def test_a_plan_hedged_over_scenarios_gets_its_own_ranges(gpusolve: Callable[..., Any]) -> None:
+def test_a_plan_hedged_over_scenarios_gets_its_own_ranges(
+    gpusolve: Callable[..., Any], tmp_path: Path
+) -> None:
     """`plan --sensitivity` on a scenarios: block analyses the hedged plan: a switched end
     names the purchase it buys instead."""
     result = gpusolve(
         "plan",
         "-q",
-        str(ROOT / "examples" / "scenarios-demand-growth.yaml"),
+        str(_hedged_chat(tmp_path)),
         "--sensitivity",
         "--format",
         "json",
@@ -588,6 +617,7 @@ def test_a_plan_hedged_over_scenarios_gets_its_own_ranges(gpusolve: Callable[...
     assert {r["kind"] for r in ranges} >= {"server_price", "rack_rent", "efficiency"}
     switched = [r for r in ranges if r["above"] is not None]
     assert switched and all("in scenario " in r["above"] for r in switched)
+    assert any(r["above"].startswith("buys ") for r in switched)
     assert not any("--sensitivity" in w for w in plan["warnings"])
 
 

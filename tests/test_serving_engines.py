@@ -119,6 +119,15 @@ def test_ampere_decodes_at_the_published_a100_set_and_an_a10_does_not() -> None:
     assert measured_for("ampere", "fp8", 312.0, 218e6) is None  # Ampere has no FP8 set
 
 
+def test_a_b200_decodes_at_its_published_set_and_an_rtx_5090_d_does_not() -> None:
+    # Only the 70B TP1 and TP2 layers' six weight copies overflow the B200's L2 twice over:
+    # an 8B layer (218M) reads the nearest of those, the 70B TP2 set (427.8M).
+    rate = measured_for("blackwell", "bf16", 2250.0, 218e6)
+    assert rate is not None and rate.table.layer_params == pytest.approx(427.8e6)
+    assert rate.source.source.startswith("B200")
+    assert measured_for("blackwell_geforce", "bf16", 148.5, 218e6) is None
+
+
 def test_the_set_is_chosen_by_the_layer_gemms_not_the_embeddings() -> None:
     # Llama-3.1-70B over TP4: (70.55B - 2 x 128,256 x 8,192 embedding and head) / 80 layers / 4
     # = 214M a GPU, the 70B TP4 set (213.9M), not the 8B TP1 set (218.1M) that 70.55B / 80 / 4

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from tests.support.example_plans import plan_json
 from tests.support.shipped import EXAMPLES
 from tests.support.validation_cases import _hgx
 
@@ -73,9 +74,9 @@ def test_an_mfu_above_the_ceiling_says_so_without_a_measured_run() -> None:
 
 
 @pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.stem)
-def test_no_example_plans_above_the_ceiling_without_a_measured_run(gpusolve, path) -> None:
-    result = gpusolve("plan", "-q", str(path), "--format", "json")
-    assert result.code == 0, result.err
-    for d in json.loads(result.out)["deployments"]:
+def test_no_example_plans_above_the_ceiling_without_a_measured_run(path) -> None:
+    code, out = plan_json(path)
+    assert code == 0, out
+    for d in json.loads(out)["deployments"]:
         if d.get("mfu") is not None and not d.get("calibration"):
             assert d["mfu"] <= Params().mfu_ceiling, (d["workload"], d["mfu"])

@@ -12,10 +12,32 @@ from gpusolve.candidates.records import OptionMeta, Rejection
 from gpusolve.candidates.reserve import RackReserve
 from gpusolve.models.catalog import Catalog
 from gpusolve.models.plan import MarginMiss
-from gpusolve.models.policy import WorkloadPolicy
+from gpusolve.models.policy import Charge, WorkloadPolicy, share_terms
 from gpusolve.models.regions import Place, resolve
 from gpusolve.models.requirements import Requirements, Workload
 from gpusolve.optimize import finance, ir
+
+
+@dataclass(frozen=True, slots=True)
+class SiteCharges:
+    """The charges of an option's placement at one site, their sum (`Placement.penalty`)
+    and their share terms (`Placement.penalty_shares`), kept once per distinct value."""
+
+    charges: tuple[Charge, ...]
+    amount: int
+    shares: tuple[tuple[float, float], ...]
+
+
+def interned_charges(b: Builder, charged: tuple[Charge, ...]) -> SiteCharges:
+    """`charged` with its sum and share terms, the same objects for equal charges: an
+    option misses the same offer preferences at most of its sites (each priced on the
+    option's servers), so at sixteen times the shipped catalogue equal tuples of equal
+    charges repeat across a hundred sites per option."""
+    found = b.charges_seen.get(charged)
+    if found is None:
+        found = SiteCharges(charged, sum(c.amount for c in charged), share_terms(charged))
+        b.charges_seen[charged] = found
+    return found
 
 
 @dataclass
@@ -42,6 +64,8 @@ class Builder:
     )
     # Every distinct placement once (`options.shared_placements`).
     placements_seen: dict[ir.Placement, ir.Placement] = field(default_factory=dict)
+    # Every distinct tuple of charges once, with its sum and share terms (`options.py`).
+    charges_seen: dict[tuple[Charge, ...], SiteCharges] = field(default_factory=dict)
 
     def part(self) -> Builder:
         """A builder that shares this one's inputs and requirements but collects its own

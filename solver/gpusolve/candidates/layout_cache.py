@@ -11,10 +11,10 @@ limit; `every_size`) and of the code that computes it: gpusolve's version, the p
 and modification time of every source file of the package (an edited, updated or
 reinstalled package is a new key, so nothing stale is read), and the Python and pydantic
 versions the pickle needs. Value: the pickled `SearchResult`, one file per key under
-`layouts/`, written at exit (a temporary file renamed over: never a partial file) and
-read back only from the user's own 0700 directory, as the rule engine's caches are
-(`rules/cache.py`). A missing, unreadable or foreign file is a miss; failing to write
-never fails a run; beyond `_MAX_FILES` the oldest files are removed.
+`layouts/`, written at exit or every `_PENDING_MAX` searches (a temporary file renamed
+over: never a partial file) and read back only from the user's own 0700 directory, as the
+rule engine's caches are (`rules/cache.py`). A missing, unreadable or foreign file is a
+miss; failing to write never fails a run; beyond `_MAX_FILES` the oldest files are removed.
 """
 
 from __future__ import annotations
@@ -29,7 +29,9 @@ from collections.abc import Callable, Iterator
 from dataclasses import fields
 from functools import cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from gpusolve.load import pickle_folder
 
 if TYPE_CHECKING:
     from gpusolve.estimate.hardware import Hardware
@@ -41,8 +43,13 @@ if TYPE_CHECKING:
 # few thousand.
 _MAX_FILES = 8192
 _FOLDER = "layouts"
+# Searches held in memory before they are written: a run writes its searches at exit, or
+# every this many (about 5 kB pickled each; a cold run at sixteen times the shipped
+# catalogue and five workloads holds 2,240 of them, 10.7 MB, ten times that at fifty).
+_PENDING_MAX = 1024
 _enabled = [False]
 _new: dict[str, bytes] = {}
+_registered: list[object] = []  # `save` registered to run at exit (once a process)
 
 
 @contextlib.contextmanager
@@ -65,19 +72,21 @@ def search(
     compute: Callable[[], SearchResult],
 ) -> SearchResult:
     """`compute()`, or the answer it gave on an earlier run for the same inputs and code."""
-    folder = _folder() if _enabled[0] else None
+    folder = pickle_folder.cache_folder(_FOLDER) if _enabled[0] else None
     if folder is None:
         return compute()
     from gpusolve.estimate.searchcore import SearchResult
 
     key = digest(workload, hw, params, max_nodes, every_size)
-    found = _read(folder / key)
+    found = pickle_folder.read(folder / key, _new)
     if isinstance(found, SearchResult):  # anything else is a foreign file: a miss
         return found
     result = compute()
-    if not _new:
-        atexit.register(save)
+    if not _registered:
+        _registered.append(atexit.register(save))
     _new[key] = pickle.dumps(result, protocol=pickle.HIGHEST_PROTOCOL)
+    if len(_new) >= _PENDING_MAX:
+        _flush()
     return result
 
 
@@ -120,36 +129,28 @@ def files_fingerprint(root: Path, versions: str) -> str:
 
 
 def save() -> None:
-    """Write the searches of this run (at exit); never raises."""
-    folder = _folder()
+    """Write the searches of this run still held, then keep the newest `_MAX_FILES` (at
+    exit; pruning earlier could remove a search this run asks again); never raises."""
+    _flush()
+    folder = pickle_folder.cache_folder(_FOLDER)
+    if folder is not None:
+        with contextlib.suppress(OSError):  # a folder never made: nothing to prune
+            pickle_folder.prune(folder, _MAX_FILES)
+
+
+def _flush() -> None:
+    """Write the searches held in memory. Those that cannot be written are dropped: a
+    miss next run, never a failure."""
+    folder = pickle_folder.cache_folder(_FOLDER)
     if folder is None or not _new:
         return
-    with contextlib.suppress(OSError):
-        folder.mkdir(mode=0o700, exist_ok=True)
-        for key, data in _new.items():
-            _write(folder / key, data)
+    try:
+        with contextlib.suppress(OSError):
+            folder.mkdir(mode=0o700, exist_ok=True)
+            for key, data in _new.items():
+                _write(folder / key, data)
+    finally:
         _new.clear()
-        _prune(folder)
-
-
-def _folder() -> Path | None:
-    from gpusolve.load.seen import user_cache_dir
-
-    root = user_cache_dir()
-    return None if root is None else root / _FOLDER
-
-
-def _read(path: Path) -> Any:
-    if path.name in _new:
-        return pickle.loads(_new[path.name])
-    try:
-        data = path.read_bytes()
-    except OSError:
-        return None
-    try:
-        return pickle.loads(data)
-    except Exception:  # a foreign or truncated file is a miss
-        return None
 
 
 def _write(path: Path, data: bytes) -> None:
@@ -165,13 +166,3 @@ def _write(path: Path, data: bytes) -> None:
         with contextlib.suppress(OSError):
             temporary.unlink()
         raise
-
-
-def _prune(folder: Path) -> None:
-    entries = [entry for entry in os.scandir(folder) if entry.is_file()]
-    if len(entries) <= _MAX_FILES:
-        return
-    entries.sort(key=lambda entry: entry.stat().st_mtime_ns)
-    for entry in entries[: len(entries) - _MAX_FILES]:
-        with contextlib.suppress(OSError):
-            os.unlink(entry.path)

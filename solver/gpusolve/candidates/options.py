@@ -9,6 +9,7 @@ from typing import Any
 
 from gpusolve.candidates.builder import (
     Builder,
+    interned_charges,
     region_ok,
     region_requirement,
     rule_requirement,
@@ -197,15 +198,17 @@ def _placements(
         if hits and not b.explain:
             continue
         tags |= {rule_requirement(b, h.rule, h.source, h.title) for h in hits}
-        charged = charges("offer", policy.penalty("offer", offer, context), base)
-        if site_charges is not None:
-            site_charges[offer.id] = charged
+        charged = interned_charges(
+            b, charges("offer", policy.penalty("offer", offer, context), base)
+        )
+        if site_charges is not None and charged.charges:  # readers take a missing site as ()
+            site_charges[offer.id] = charged.charges
         out.append(
             ir.Placement(
                 offer.id,
-                sum(c.amount for c in charged),
+                charged.amount,
                 frozenset(tags) if tags else NO_TAGS,
-                penalty_shares=share_terms(charged),
+                penalty_shares=charged.shares,
             )
         )
     if not out:

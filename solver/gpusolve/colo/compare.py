@@ -105,28 +105,19 @@ def rule_hits(
     for item in fleet.servers:
         server = servers[item.server]
         verdict = judge(rules, server, offer, line_layout(server, item.count, item.multi_node))
-        out += [
-            ColoRuleHit(
-                rule=h.rule,
-                source=h.source,
-                effect="refused",
-                server=server.id,
-                judged="offer",
-                reason=h.detail or h.title,
-            )
-            for h in verdict.failed
+        # (rule, source, effect, judged, reason, amount): a require refuses, a prefer charges.
+        fired = [
+            (h.rule, h.source, "refused", "offer", h.detail or h.title, 0.0) for h in verdict.failed
+        ]
+        fired += [
+            (c.rule, c.source, "penalty", c.judged, c.reason, float(c.amount))
+            for c in verdict.charged
         ]
         out += [
             ColoRuleHit(
-                rule=c.rule,
-                source=c.source,
-                effect="penalty",
-                server=server.id,
-                judged=c.judged,
-                reason=c.reason,
-                amount=float(c.amount),
+                rule=r, source=s, effect=e, server=server.id, judged=j, reason=why, amount=a
             )
-            for c in verdict.charged
+            for r, s, e, j, why, a in fired
         ]
     return out
 

@@ -24,23 +24,70 @@ H30); the layout search in search.py (searchcore.py, searchtrain.py, searchserve
 
 from __future__ import annotations
 
-from gpusolve.estimate.checkpoint import CheckpointSize, checkpoint_stall, training_checkpoint
-from gpusolve.estimate.evaluation import evaluate, whole_model_memory
-from gpusolve.estimate.hardware import Hardware
-from gpusolve.estimate.layout import (
-    BOTTLENECKS,
-    CHECKPOINTINGS,
-    SHARDINGS,
-    ConfigEstimate,
-    Layout,
-    ServingFigures,
-)
-from gpusolve.estimate.memory import MemoryBreakdown, ModelStates, StateBytes
-from gpusolve.estimate.presets import PRESETS, Preset, find_preset, preset_names
-from gpusolve.estimate.rules_of_thumb import ThumbFigures, thumb_figures
-from gpusolve.estimate.search import SearchResult, search_layouts
-from gpusolve.estimate.shapes import Arch, UnknownPreset, resolve_arch
-from gpusolve.estimate.stepshape import StepBreakdown
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from gpusolve.estimate.checkpoint import CheckpointSize, checkpoint_stall, training_checkpoint
+    from gpusolve.estimate.evaluation import evaluate, whole_model_memory
+    from gpusolve.estimate.hardware import Hardware
+    from gpusolve.estimate.layout import (
+        BOTTLENECKS,
+        CHECKPOINTINGS,
+        SHARDINGS,
+        ConfigEstimate,
+        Layout,
+        ServingFigures,
+    )
+    from gpusolve.estimate.memory import MemoryBreakdown, ModelStates, StateBytes
+    from gpusolve.estimate.presets import PRESETS, Preset, find_preset, preset_names
+    from gpusolve.estimate.rules_of_thumb import ThumbFigures, thumb_figures
+    from gpusolve.estimate.search import SearchResult, search_layouts
+    from gpusolve.estimate.shapes import Arch, UnknownPreset, resolve_arch
+    from gpusolve.estimate.stepshape import StepBreakdown
+
+# Each name of the package's interface and the module that defines it, imported on first
+# use: a plan whose layout searches were kept between runs needs the layouts' classes,
+# never the search, the step-time model or the serving model behind them.
+_HOME = {
+    "CheckpointSize": "checkpoint",
+    "checkpoint_stall": "checkpoint",
+    "training_checkpoint": "checkpoint",
+    "evaluate": "evaluation",
+    "whole_model_memory": "evaluation",
+    "Hardware": "hardware",
+    "BOTTLENECKS": "layout",
+    "CHECKPOINTINGS": "layout",
+    "SHARDINGS": "layout",
+    "ConfigEstimate": "layout",
+    "Layout": "layout",
+    "ServingFigures": "layout",
+    "MemoryBreakdown": "memory",
+    "ModelStates": "memory",
+    "StateBytes": "memory",
+    "PRESETS": "presets",
+    "Preset": "presets",
+    "find_preset": "presets",
+    "preset_names": "presets",
+    "ThumbFigures": "rules_of_thumb",
+    "thumb_figures": "rules_of_thumb",
+    "SearchResult": "search",
+    "search_layouts": "search",
+    "Arch": "shapes",
+    "UnknownPreset": "shapes",
+    "resolve_arch": "shapes",
+    "StepBreakdown": "stepshape",
+}
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOME.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    # With a non-empty fromlist, __import__ gives the submodule itself.
+    value = getattr(__import__(f"{__name__}.{home}", fromlist=[name]), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "BOTTLENECKS",

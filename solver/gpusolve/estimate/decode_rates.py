@@ -4,9 +4,10 @@ A set holds for the cards of its family with the measured card's compute peak (w
 its shares are of that peak, and the SMs and clocks behind it set the tile scheduling that
 shapes them. A card's bandwidth enters through the serving model's weight-stream term, so an
 H800 reads the H200 set and an A800 or A100 PCIe (312 BF16 TFLOP/s, other links or bandwidth)
-the A100 SXM set, while an A10, an L20 or an H20 (other peaks) keeps the training rate and
-says so. CDNA3 and Ascend have no published decode-shaped GEMM sweep with its card and unit
-stated (AIConfigurator's systems are NVIDIA only), and none could be measured here.
+the A100 SXM set, while an A10, an L20, an H20 or an RTX 5090 D (other peaks) keeps the
+training rate and says so. CDNA3 and Ascend have no published decode-shaped GEMM sweep with
+its card and unit stated (AIConfigurator's systems are NVIDIA only), and none could be measured
+here.
 """
 
 from __future__ import annotations
@@ -16,7 +17,12 @@ from dataclasses import dataclass
 
 from gpusolve.estimate.compute import EIGHT_BIT
 from gpusolve.estimate.decode_gemm import HOPPER_SXM, MEASURED_SOURCE, DecodeGemm
-from gpusolve.estimate.decode_published import ADA_L40S, AMPERE_A100_SXM, PUBLISHED_SOURCE
+from gpusolve.estimate.decode_published import (
+    ADA_L40S,
+    AMPERE_A100_SXM,
+    BLACKWELL_B200,
+    PUBLISHED_SOURCE,
+)
 
 
 @dataclass(frozen=True)
@@ -47,6 +53,13 @@ SOURCES: tuple[DecodeSource, ...] = (
         f"L40S, {PUBLISHED_SOURCE}",
         "benchmarks/data/published-decode-gemm.md",
         ADA_L40S,
+    ),
+    DecodeSource(
+        "blackwell",
+        2250.0,
+        f"B200, {PUBLISHED_SOURCE.replace('0.14.0', '0.19.0')}",
+        "benchmarks/data/published-decode-gemm.md",
+        BLACKWELL_B200,
     ),
 )
 

@@ -87,6 +87,12 @@ class StateBytes:
         return self.weights + self.gradients + self.optimizer
 
 
+def _states_bytes(m: ModelStates | MemoryBreakdown) -> float:
+    """Weights, gradients and optimizer states: where both totals start (added in the same
+    order as each total adds them, so the floats are the same)."""
+    return m.weights_bytes + m.gradients_bytes + m.optimizer_bytes
+
+
 @dataclass(frozen=True)
 class ModelStates:
     """Model-state bytes on one GPU."""
@@ -98,12 +104,7 @@ class ModelStates:
 
     @property
     def total_bytes(self) -> float:
-        return (
-            self.weights_bytes
-            + self.gradients_bytes
-            + self.optimizer_bytes
-            + self.gathered_weights_bytes
-        )
+        return _states_bytes(self) + self.gathered_weights_bytes
 
     def __add__(self, other: ModelStates) -> ModelStates:
         return ModelStates(
@@ -129,9 +130,7 @@ class MemoryBreakdown:
     @property
     def total_bytes(self) -> float:
         return (
-            self.weights_bytes
-            + self.gradients_bytes
-            + self.optimizer_bytes
+            _states_bytes(self)
             + self.activations_bytes
             + self.kv_cache_bytes
             + self.overhead_bytes

@@ -9,7 +9,7 @@ the two within a few per cent so a typo in a shape cannot hide.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 
 @dataclass(frozen=True)
@@ -40,6 +40,73 @@ class Preset:
     v_head_dim: int = 0
     routing_node_limit: int = 0  # n_limited_groups: most nodes one token is sent to
     mtp_depth: int = 0  # num_nextn_predict_layers: multi-token prediction modules (training)
+
+
+def _release(base: Preset, name: str, repo: str, alias: str) -> Preset:
+    """Another model of `base`'s shape: its id is its name in lower case with hyphens (also
+    listed without the first hyphen, as the hand-written presets list it), its config the
+    Hugging Face `repo`'s, and `alias` one more name for it."""
+    preset_id = name.lower().replace(" ", "-")
+    return replace(
+        base,
+        id=preset_id,
+        name=name,
+        source=f"huggingface.co/{repo}/blob/main/config.json",
+        aliases=(preset_id.replace("-", "", 1), alias),
+    )
+
+
+# meta-llama/Meta-Llama-3-8B config.json (Llama 3.1 8B has the same shape):
+# hidden_size 4096, intermediate_size 14336, heads 32, layers 32, kv_heads 8, vocab 128256.
+LLAMA_3_8B = Preset(
+    "llama-3-8b",
+    "Llama 3 8B",
+    32,
+    4096,
+    32,
+    8,
+    14336,
+    128256,
+    True,
+    False,
+    8.03,
+    "huggingface.co/meta-llama/Meta-Llama-3-8B/blob/main/config.json",
+    aliases=("llama3-8b", "meta-llama-3-8b"),
+)
+# meta-llama/Meta-Llama-3-70B config.json: hidden_size 8192, intermediate_size 28672,
+# heads 64, layers 80, kv_heads 8, vocab 128256.
+LLAMA_3_70B = Preset(
+    "llama-3-70b",
+    "Llama 3 70B",
+    80,
+    8192,
+    64,
+    8,
+    28672,
+    128256,
+    True,
+    False,
+    70.6,
+    "huggingface.co/meta-llama/Meta-Llama-3-70B/blob/main/config.json",
+    aliases=("llama3-70b", "meta-llama-3-70b"),
+)
+# mistralai/Mistral-7B-v0.1 config.json: hidden_size 4096, intermediate_size 14336,
+# heads 32, layers 32, kv_heads 8, vocab 32000.
+MISTRAL_7B = Preset(
+    "mistral-7b",
+    "Mistral 7B",
+    32,
+    4096,
+    32,
+    8,
+    14336,
+    32000,
+    True,
+    False,
+    7.24,
+    "huggingface.co/mistralai/Mistral-7B-v0.1/blob/main/config.json",
+    aliases=("mistral-7b-v0.1",),
+)
 
 
 _PRESETS: tuple[Preset, ...] = (
@@ -94,72 +161,12 @@ _PRESETS: tuple[Preset, ...] = (
         "huggingface.co/meta-llama/Llama-2-70b-hf/blob/main/config.json",
         aliases=("llama2-70b",),
     ),
-    # meta-llama/Meta-Llama-3-8B config.json (Llama 3.1 8B has the same shape):
-    # hidden_size 4096, intermediate_size 14336, heads 32, layers 32, kv_heads 8, vocab 128256.
-    Preset(
-        "llama-3-8b",
-        "Llama 3 8B",
-        32,
-        4096,
-        32,
-        8,
-        14336,
-        128256,
-        True,
-        False,
-        8.03,
-        "huggingface.co/meta-llama/Meta-Llama-3-8B/blob/main/config.json",
-        aliases=("llama3-8b", "meta-llama-3-8b"),
-    ),
+    LLAMA_3_8B,
     # meta-llama/Llama-3.1-8B config.json: same shape as Llama 3 8B (rope scaling differs).
-    Preset(
-        "llama-3.1-8b",
-        "Llama 3.1 8B",
-        32,
-        4096,
-        32,
-        8,
-        14336,
-        128256,
-        True,
-        False,
-        8.03,
-        "huggingface.co/meta-llama/Llama-3.1-8B/blob/main/config.json",
-        aliases=("llama3.1-8b", "meta-llama-3.1-8b"),
-    ),
-    # meta-llama/Meta-Llama-3-70B config.json: hidden_size 8192, intermediate_size 28672,
-    # heads 64, layers 80, kv_heads 8, vocab 128256.
-    Preset(
-        "llama-3-70b",
-        "Llama 3 70B",
-        80,
-        8192,
-        64,
-        8,
-        28672,
-        128256,
-        True,
-        False,
-        70.6,
-        "huggingface.co/meta-llama/Meta-Llama-3-70B/blob/main/config.json",
-        aliases=("llama3-70b", "meta-llama-3-70b"),
-    ),
+    _release(LLAMA_3_8B, "Llama 3.1 8B", "meta-llama/Llama-3.1-8B", "meta-llama-3.1-8b"),
+    LLAMA_3_70B,
     # meta-llama/Llama-3.1-70B config.json: same shape as Llama 3 70B.
-    Preset(
-        "llama-3.1-70b",
-        "Llama 3.1 70B",
-        80,
-        8192,
-        64,
-        8,
-        28672,
-        128256,
-        True,
-        False,
-        70.6,
-        "huggingface.co/meta-llama/Llama-3.1-70B/blob/main/config.json",
-        aliases=("llama3.1-70b", "meta-llama-3.1-70b"),
-    ),
+    _release(LLAMA_3_70B, "Llama 3.1 70B", "meta-llama/Llama-3.1-70B", "meta-llama-3.1-70b"),
     # meta-llama/Llama-3.1-405B config.json: hidden_size 16384, intermediate_size 53248,
     # heads 128, layers 126, kv_heads 8, vocab 128256.
     Preset(
@@ -245,42 +252,14 @@ _PRESETS: tuple[Preset, ...] = (
         "huggingface.co/Qwen/Qwen2.5-72B/blob/main/config.json",
         aliases=("qwen-2.5-72b",),
     ),
-    # mistralai/Mistral-7B-v0.1 config.json: hidden_size 4096, intermediate_size 14336,
-    # heads 32, layers 32, kv_heads 8, vocab 32000.
-    Preset(
-        "mistral-7b",
-        "Mistral 7B",
-        32,
-        4096,
-        32,
-        8,
-        14336,
-        32000,
-        True,
-        False,
-        7.24,
-        "huggingface.co/mistralai/Mistral-7B-v0.1/blob/main/config.json",
-        aliases=("mistral-7b-v0.1",),
-    ),
-    # mistralai/Mixtral-8x7B-v0.1 config.json: hidden_size 4096, intermediate_size 14336,
-    # heads 32, layers 32, kv_heads 8, vocab 32000, num_local_experts 8,
+    MISTRAL_7B,
+    # mistralai/Mixtral-8x7B-v0.1 config.json: Mistral 7B's shape with num_local_experts 8,
     # num_experts_per_tok 2 (46.7B total, 12.9B active per the model card).
-    Preset(
-        "mixtral-8x7b",
-        "Mixtral 8x7B",
-        32,
-        4096,
-        32,
-        8,
-        14336,
-        32000,
-        True,
-        False,
-        46.7,
-        "huggingface.co/mistralai/Mixtral-8x7B-v0.1/blob/main/config.json",
+    replace(
+        _release(MISTRAL_7B, "Mixtral 8x7B", "mistralai/Mixtral-8x7B-v0.1", "mixtral-8x7b-v0.1"),
+        published_params_b=46.7,
         experts=8,
         active_experts=2,
-        aliases=("mixtral-8x7b-v0.1",),
     ),
     # mistralai/Mixtral-8x22B-v0.1 config.json: hidden_size 6144, intermediate_size 16384,
     # heads 48, layers 56, kv_heads 8, vocab 32000 (v0.1), num_local_experts 8,

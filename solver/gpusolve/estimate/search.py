@@ -43,8 +43,6 @@ from __future__ import annotations
 
 from gpusolve.estimate.hardware import Hardware
 from gpusolve.estimate.searchcore import SearchResult as SearchResult
-from gpusolve.estimate.searchserve import search_inference
-from gpusolve.estimate.searchtrain import search_training
 from gpusolve.estimate.shapes import resolve_arch
 from gpusolve.models.params import Params
 from gpusolve.models.requirements import InferenceWorkload, Workload
@@ -75,7 +73,14 @@ def search_layouts(
         limit = min(limit, 1)
     if limit < 1:
         return SearchResult([], ["no nodes allowed (max_nodes < 1)"])
+    # The searches import the whole estimate: not on the path of a plan whose searches
+    # were kept between runs (`candidates/layout_cache.py`).
+    from gpusolve.estimate.searchcore import SearchScope
+    from gpusolve.estimate.searchserve import search_inference
+    from gpusolve.estimate.searchtrain import search_training
+
     arch = resolve_arch(workload.model)
+    scope = SearchScope(arch, hw, params, limit, whole_nodes, every_size)
     if isinstance(workload, InferenceWorkload):
-        return search_inference(workload, arch, hw, params, limit, whole_nodes, every_size)
-    return search_training(workload, arch, hw, params, limit, whole_nodes, every_size)
+        return search_inference(workload, scope)
+    return search_training(workload, scope)

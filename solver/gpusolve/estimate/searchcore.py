@@ -1,4 +1,4 @@
-"""What every layout search shares: its result, the node-count grid, the order of
+"""What every layout search shares: its scope and its result, the node-count grid, the order of
 infeasible attempts (closest first) and the bookkeeping both searches keep (`Attempts`:
 feasible layouts, rejections with numbers, the closest miss)."""
 
@@ -9,6 +9,22 @@ from dataclasses import dataclass, field
 
 from gpusolve.estimate.hardware import Hardware
 from gpusolve.estimate.layout import ConfigEstimate
+from gpusolve.estimate.shapes import Arch
+from gpusolve.models.params import Params
+
+
+@dataclass(frozen=True)
+class SearchScope:
+    """What one workload's search covers: the model's shape, the hardware, the estimator's
+    parameters, the most nodes (`limit`), whether fractions of a node are tried too
+    (`whole_nodes=False`) and whether every faster size is kept (`every_size`)."""
+
+    arch: Arch
+    hw: Hardware
+    params: Params
+    limit: int
+    whole_nodes: bool
+    every_size: bool = False
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ from gpusolve.estimate.disaggtext import compare
 from gpusolve.estimate.evaluation import evaluate
 from gpusolve.estimate.hardware import Hardware
 from gpusolve.estimate.layout import ConfigEstimate
-from gpusolve.estimate.searchcore import Attempts, SearchResult
+from gpusolve.estimate.searchcore import Attempts, SearchResult, SearchScope
 from gpusolve.estimate.searchtrain import TP_CHOICES
 from gpusolve.estimate.serving import (
     amount,
@@ -157,15 +157,9 @@ def max_decode_batch(
     return batch_limit(workload, arch, hw, serving_layout(tp, pp, hw.gpus_per_node), params)[0]
 
 
-def search_inference(
-    workload: InferenceWorkload,
-    arch: Arch,
-    hw: Hardware,
-    params: Params,
-    limit: int,
-    whole_nodes: bool,
-    every_size: bool = False,
-) -> SearchResult:
+def search_inference(workload: InferenceWorkload, scope: SearchScope) -> SearchResult:
+    arch, hw, params, limit = scope.arch, scope.hw, scope.params, scope.limit
+    every_size = scope.every_size
     gpn = hw.gpus_per_node
     shapes: list[tuple[int, int]] = [
         (tp, 1) for tp in TP_CHOICES if tp <= gpn and gpn % tp == 0 and arch.heads % tp == 0

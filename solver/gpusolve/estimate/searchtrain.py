@@ -14,7 +14,14 @@ from gpusolve.estimate.efficiency import efficiency_of, gemm_shape_factor, mamf_
 from gpusolve.estimate.evaluation import evaluate
 from gpusolve.estimate.hardware import Hardware
 from gpusolve.estimate.layout import ConfigEstimate, Layout, overhead_bytes, usable_memory_bytes
-from gpusolve.estimate.searchcore import Attempts, SearchResult, faster, node_counts, where
+from gpusolve.estimate.searchcore import (
+    Attempts,
+    SearchResult,
+    SearchScope,
+    faster,
+    node_counts,
+    where,
+)
 from gpusolve.estimate.shapes import Arch
 from gpusolve.estimate.trainshape import stage_memory_for
 from gpusolve.estimate.units import SECONDS_PER_HOUR
@@ -277,15 +284,9 @@ def _refine(lo: int, hi: int) -> list[int]:
     return list(range(lo + step, hi, step))
 
 
-def search_training(
-    workload: Training,
-    arch: Arch,
-    hw: Hardware,
-    params: Params,
-    limit: int,
-    whole_nodes: bool,
-    every_size: bool = False,
-) -> SearchResult:
+def search_training(workload: Training, scope: SearchScope) -> SearchResult:
+    arch, hw, params, limit = scope.arch, scope.hw, scope.params, scope.limit
+    whole_nodes, every_size = scope.whole_nodes, scope.every_size
     kept = Attempts()
     feasible, rejections = kept.feasible, kept.rejections
     limit_note = f"limit {limit}"

@@ -126,9 +126,14 @@ class Arch:
             return self.kv_lora_rank + self.rope_head_dim
         return 2 * self.kv_heads * self.head_dim
 
+    @property
+    def attention_block_params(self) -> float:
+        """Projection parameters of one attention block (`attention_params`)."""
+        mla = (self.kv_lora_rank, self.q_lora_rank, self.rope_head_dim, self.v_head_dim)
+        return attention_params(self.hidden, self.heads, self.kv_heads, self.head_dim, *mla)
+
 
 def attention_params(
-    *,
     hidden: int,
     heads: int,
     kv_heads: int,
@@ -184,16 +189,8 @@ def count_params(
     `dense_layers` layers of an MoE keep a dense MLP of size ffn. Two norms per layer are
     counted; biases are not (they are < 0.1%).
     """
-    attn = attention_params(
-        hidden=hidden,
-        heads=heads,
-        kv_heads=kv_heads,
-        head_dim=head_dim,
-        kv_lora_rank=kv_lora_rank,
-        q_lora_rank=q_lora_rank,
-        rope_head_dim=rope_head_dim,
-        v_head_dim=v_head_dim,
-    )
+    mla = (kv_lora_rank, q_lora_rank, rope_head_dim, v_head_dim)
+    attn = attention_params(hidden, heads, kv_heads, head_dim, *mla)
     matrices = 3 if gated_ffn else 2
     dense_mlp = matrices * hidden * ffn
     one_expert = matrices * hidden * (expert_ffn or ffn)
@@ -368,21 +365,25 @@ def _architecture(
         "shared_experts": int(shape.get("shared_experts", 0)) if experts > 1 else 0,
         "dense_layers": min(layers, int(shape.get("dense_layers", 0))) if experts > 1 else 0,
     }
-    count = count_params(
-        layers=layers,
-        hidden=hidden,
-        heads=heads,
-        kv_heads=kv_heads,
-        head_dim=head_dim,
-        ffn=ffn,
-        vocab=vocab,
-        gated_ffn=gated,
-        tied_embeddings=tied,
-        experts=experts,
-        active_experts=active_experts,
-        learned_positions=preset.learned_positions if preset else 0,
+    # The same dimensions count the parameters and describe the architecture.
+    dims = {
+        "layers": layers,
+        "hidden": hidden,
+        "heads": heads,
+        "kv_heads": kv_heads,
+        "head_dim": head_dim,
+        "ffn": ffn,
+        "vocab": vocab,
+        "experts": experts,
+        "active_experts": active_experts,
         **moe,
         **mla,
+    }
+    count = count_params(
+        **dims,
+        gated_ffn=gated,
+        tied_embeddings=tied,
+        learned_positions=preset.learned_positions if preset else 0,
     )
     params, scale = _scaled(count.total, user_params, assumptions)
     convention = f"shape from preset {preset.id} ({preset.source})" if preset else "shape as given"
@@ -395,15 +396,6 @@ def _architecture(
         active_params=min(active, params),
         expert_params=count.experts * scale,
         embedding_params=min(count.embeddings * scale, params),
-        layers=layers,
-        hidden=hidden,
-        heads=heads,
-        kv_heads=kv_heads,
-        head_dim=head_dim,
-        ffn=ffn,
-        vocab=vocab,
-        experts=experts,
-        active_experts=active_experts,
         gated_ffn=gated,
         coarse=False,
         convention=convention,
@@ -411,8 +403,7 @@ def _architecture(
         input_embedding_params=min(count.input_embeddings * scale, params),
         routing_node_limit=routing,
         mtp_depth=mtp_depth,
-        **moe,
-        **mla,
+        **dims,
     )
 
 

@@ -8,25 +8,13 @@ from functools import lru_cache
 
 from gpusolve.estimate.memory import StageParams
 from gpusolve.estimate.pipeline import StageSplit
-from gpusolve.estimate.shapes import Arch, attention_params
+from gpusolve.estimate.shapes import Arch
 
 
 def layer_params(arch: Arch) -> tuple[float, float, float]:
     """Parameters of (a dense layer, an MoE layer outside its routed experts, an MoE layer's
     routed experts), scaled so that all layers add up to the model's body."""
-    attn = (
-        attention_params(
-            hidden=arch.hidden,
-            heads=arch.heads,
-            kv_heads=arch.kv_heads,
-            head_dim=arch.head_dim,
-            kv_lora_rank=arch.kv_lora_rank,
-            q_lora_rank=arch.q_lora_rank,
-            rope_head_dim=arch.rope_head_dim,
-            v_head_dim=arch.v_head_dim,
-        )
-        + 2 * arch.hidden
-    )
+    attn = arch.attention_block_params + 2 * arch.hidden
     matrices = 3 if arch.gated_ffn else 2
     dense_layer = attn + matrices * arch.hidden * arch.ffn
     moe_dense = attn + arch.shared_experts * matrices * arch.hidden * arch.expert_width

@@ -9,9 +9,7 @@ from typing import Any
 from gpusolve.candidates.delivery import wait_for
 from gpusolve.candidates.margin import against_target, margin_of
 from gpusolve.candidates.records import Candidates, OptionMeta
-from gpusolve.estimate.disaggregation import describe
 from gpusolve.estimate.goodput import goodput_out
-from gpusolve.estimate.servingload import load_summary
 from gpusolve.explain import lines as itemise
 from gpusolve.explain.compare import compare
 from gpusolve.models.catalog import Catalog
@@ -244,6 +242,10 @@ def _serving_lines(est: Any) -> list[str]:
     serving = getattr(est, "serving", None)
     if serving is None:
         return []
+    # The serving model's modules: only for a serving deployment.
+    from gpusolve.estimate.disaggregation import describe
+    from gpusolve.estimate.servingload import load_summary
+
     lines = [describe(serving.disaggregated)] if serving.disaggregated is not None else []
     if serving.load is not None:
         lines.append(load_summary(serving.load))

@@ -7,6 +7,7 @@ file:line:column and what to do.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from gpusolve.errors import InputError, Problem
 from gpusolve.load.catalog import LoadedCatalog, expand_paths, load_catalog
@@ -15,9 +16,11 @@ from gpusolve.load.inventory import inventory_problems
 from gpusolve.load.validate import parse_model
 from gpusolve.load.yamlio import Document, read_yaml
 from gpusolve.models.catalog import Catalog
-from gpusolve.models.fleet import Fleet
 from gpusolve.models.regions import resolve, suggestions
 from gpusolve.models.requirements import Measured, Requirements
+
+if TYPE_CHECKING:  # `colo`'s input: its models are built only when a fleet is read
+    from gpusolve.models.fleet import Fleet
 
 __all__ = [
     "Document",
@@ -45,6 +48,8 @@ def load_requirements(path: Path) -> Requirements:
 
 
 def load_fleet(path: Path) -> tuple[Fleet, Document]:
+    from gpusolve.models.fleet import Fleet
+
     doc = read_yaml(path)
     return parse_model(doc, Fleet, "fleet"), doc
 

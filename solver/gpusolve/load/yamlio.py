@@ -71,7 +71,20 @@ class Document:
 
 
 def read_yaml(path: Path, *, max_bytes: int = MAX_FILE_BYTES) -> Document:
+    from gpusolve.load.document_cache import parsed
+
     text = _read_text(path, max_bytes)
+    data, value_marks, key_marks = parsed(text, lambda: _parts(_parse(path, text)))
+    return Document(path=path, data=data, value_marks=value_marks, key_marks=key_marks)
+
+
+def _parts(
+    doc: Document,
+) -> tuple[Any, dict[JsonPath, tuple[int, int]], dict[JsonPath, tuple[int, int]]]:
+    return doc.data, doc.value_marks, doc.key_marks
+
+
+def _parse(path: Path, text: str) -> Document:
     loader = _Loader(text)
     try:
         node = loader.get_single_node()

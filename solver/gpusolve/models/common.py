@@ -81,6 +81,15 @@ class OutModel(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
+class LazyOutModel(OutModel):
+    """An output model whose validator and serializer are built on first use, not at
+    import: for the outputs a plain `plan` never builds (estimates, schedules), a few tenths
+    of a millisecond of each start-up per model (benchmarks/README.md, "Start-up"). A model
+    that holds one builds its schema as before; the JSON Schemas are the same."""
+
+    model_config = ConfigDict(defer_build=True)
+
+
 OutT = TypeVar("OutT", bound=BaseModel)
 
 

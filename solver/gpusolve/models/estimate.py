@@ -10,12 +10,12 @@ from typing import Literal
 
 from pydantic import Field
 
-from gpusolve.models.common import OutModel, schema_version_field
+from gpusolve.models.common import LazyOutModel, schema_version_field
 
 Bottleneck = Literal["compute", "memory_bandwidth", "communication"]
 
 
-class MemoryGB(OutModel):
+class MemoryGB(LazyOutModel):
     """Memory on one GPU, GB (10^9 bytes); `total` is the sum of the other seven."""
 
     weights: float
@@ -32,7 +32,7 @@ class MemoryGB(OutModel):
     total: float
 
 
-class StageOut(OutModel):
+class StageOut(LazyOutModel):
     """Training: one pipeline rank's memory (the layout's memory is the fullest rank's)."""
 
     rank: int = Field(description="Pipeline rank, 0 = the first stage.")
@@ -42,7 +42,7 @@ class StageOut(OutModel):
     memory_gb: MemoryGB
 
 
-class GoodputOut(OutModel):
+class GoodputOut(LazyOutModel):
     """Training: one run's time beyond steady state (estimate/goodput.py), hours."""
 
     steady_h: float = Field(description="Steps × step time + checkpoint stalls.")
@@ -70,7 +70,7 @@ class GoodputOut(OutModel):
     gpu_hours: float = Field(description="GPUs × total_h: what plans budget.")
 
 
-class StepOut(OutModel):
+class StepOut(LazyOutModel):
     """Training: one optimizer step's time on the slowest GPU, by cause (seconds)."""
 
     compute_s: float = Field(description="GEMMs, attention and streaming kernels.")
@@ -87,7 +87,7 @@ class StepOut(OutModel):
     dp_link: str = Field(description="The link the data-parallel ring is bounded by.")
 
 
-class DisaggOut(OutModel):
+class DisaggOut(LazyOutModel):
     """Disaggregated serving: the prefill pool, the decode pool and the KV transfer."""
 
     prefill_tp: int
@@ -108,7 +108,7 @@ class DisaggOut(OutModel):
     decode_nodes: int = Field(default=1, description="Servers of the decode pool.")
 
 
-class LoadOut(OutModel):
+class LoadOut(LazyOutModel):
     """Percentiles and goodput at the workload's request rate (a seeded simulation of the
     engine's continuous batching on one replica, estimate/loadsim.py)."""
 
@@ -131,7 +131,7 @@ class LoadOut(OutModel):
     kv_tokens: int = Field(description="KV cache of one replica, tokens.")
 
 
-class ServingOut(OutModel):
+class ServingOut(LazyOutModel):
     """Inference: what one replica runs and delivers."""
 
     batch: int = Field(description="Sequences decoded together per replica.")
@@ -169,7 +169,7 @@ class ServingOut(OutModel):
     )
 
 
-class ArchOut(OutModel):
+class ArchOut(LazyOutModel):
     """The architecture the figures are computed for."""
 
     preset: str | None = Field(description="Preset name when the shape came from one.")
@@ -202,7 +202,7 @@ class ArchOut(OutModel):
     assumptions: list[str] = Field(description="Fields filled in with stated defaults.")
 
 
-class ThumbOut(OutModel):
+class ThumbOut(LazyOutModel):
     """The documents' rules of thumb next to the formula (whole model, not per GPU)."""
 
     h30_class: str = Field(description="full fine-tune | LoRA | inference")
@@ -219,7 +219,7 @@ class ThumbOut(OutModel):
     )
 
 
-class ConfigOut(OutModel):
+class ConfigOut(LazyOutModel):
     """One parallel configuration on one card."""
 
     card: str
@@ -293,7 +293,7 @@ class ConfigOut(OutModel):
     notes: list[str]
 
 
-class WorkloadEstimate(OutModel):
+class WorkloadEstimate(LazyOutModel):
     name: str
     kind: str
     headroom: float = Field(description="Memory headroom kept free on every GPU (rules, H29).")
@@ -310,7 +310,7 @@ class WorkloadEstimate(OutModel):
     rejections: list[str] = Field(description="Per card, why no configuration was feasible.")
 
 
-class EstimateReport(OutModel):
+class EstimateReport(LazyOutModel):
     kind: Literal["estimate"] = Field(default="estimate", description="What this result is.")
     schema_version: int = schema_version_field()
     units: str = Field(default="GB = 10^9 bytes; time in hours; FLOPs as plain numbers")

@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from gpusolve.models.common import OutModel, schema_version_field
+from gpusolve.models.common import LazyOutModel, schema_version_field
 from gpusolve.models.money import Cash
 from gpusolve.models.plan import BomLine, Deployment, PlanStatus, Sensitivity
 
@@ -14,13 +14,13 @@ from gpusolve.models.plan import BomLine, Deployment, PlanStatus, Sensitivity
 ScheduleStatus = PlanStatus
 
 
-class Purchase(OutModel):
+class Purchase(LazyOutModel):
     server: str
     site: str
     servers: int
 
 
-class Running(OutModel):
+class Running(LazyOutModel):
     workload: str
     option: str
     server: str | None = Field(description="Server model for an owned option; null when rented.")
@@ -34,7 +34,7 @@ class Running(OutModel):
     )
 
 
-class PeriodSpend(OutModel):
+class PeriodSpend(LazyOutModel):
     capex: int
     rack_rent: int = Field(description="Racks contracted in this period, over their whole term.")
     site_fixed: int = Field(description="Included bandwidth over the period; setup fees.")
@@ -54,7 +54,7 @@ class PeriodSpend(OutModel):
     )
 
 
-class WorkloadCapacity(OutModel):
+class WorkloadCapacity(LazyOutModel):
     workload: str
     capacity_tokens_per_s: int = Field(description="Tokens/s of what runs it in this period.")
     demand_tokens_per_s: float | None = Field(
@@ -63,7 +63,7 @@ class WorkloadCapacity(OutModel):
     )
 
 
-class SchedulePeriod(OutModel):
+class SchedulePeriod(LazyOutModel):
     index: int
     start_month: int
     months: int
@@ -88,13 +88,13 @@ class SchedulePeriod(OutModel):
     )
 
 
-class YearCapex(OutModel):
+class YearCapex(LazyOutModel):
     year: int
     capex: int
     budget: int | None
 
 
-class Baseline(OutModel):
+class Baseline(LazyOutModel):
     name: Literal["buy-now", "rent-as-you-go", "single-period"]
     status: ScheduleStatus
     tco: int | None
@@ -110,7 +110,7 @@ class Baseline(OutModel):
     note: str | None = Field(default=None, description="What this baseline is, in words.")
 
 
-class Schedule(OutModel):
+class Schedule(LazyOutModel):
     """A purchase schedule over periods (`plan` with `periods:`)."""
 
     kind: Literal["schedule"] = "schedule"
@@ -157,13 +157,13 @@ class Schedule(OutModel):
 # distinct schedules (--top-k), and why an item is not in the schedule (--why-not).
 
 
-class Conflict(OutModel):
+class Conflict(LazyOutModel):
     requirement: str = Field(description="e.g. capex_year:0, lead_time:<server>, demand:<w>:<p>")
     detail: str
     suggestion: str = Field(description="How far it must move, every other requirement held.")
 
 
-class ScheduleInfeasibility(OutModel):
+class ScheduleInfeasibility(LazyOutModel):
     schedule: Literal["schedule", "buy-now", "rent-as-you-go"]
     reason: str
     conflicting: list[Conflict] = Field(
@@ -173,7 +173,7 @@ class ScheduleInfeasibility(OutModel):
     timed_out: bool = False
 
 
-class ScheduleAlternative(OutModel):
+class ScheduleAlternative(LazyOutModel):
     rank: int
     status: ScheduleStatus
     tco: int | None
@@ -184,7 +184,7 @@ class ScheduleAlternative(OutModel):
     difference: str = Field(description="What runs differently from the schedule.")
 
 
-class ScheduleWhyNot(OutModel):
+class ScheduleWhyNot(LazyOutModel):
     item: str
     in_schedule: bool
     lines: list[str]

@@ -88,9 +88,10 @@ class Site:
     storage: tuple[StorageKind, ...] = ()  # shared-storage nodes the site may buy
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Placement:
-    """An owned option hosted at one site."""
+    """An owned option hosted at one site. Slotted: the market scale holds hundreds of
+    thousands (a per-instance dict would double each one's size)."""
 
     site: str
     penalty: int = 0  # soft-rule penalties (money-equivalent, whole horizon)

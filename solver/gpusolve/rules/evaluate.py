@@ -24,7 +24,7 @@ import lark
 from gpusolve.rules.bindings import Bindings, EvalFailure, Read
 from gpusolve.rules.direct import fast_plan
 from gpusolve.rules.environment import Value
-from gpusolve.rules.parse import Node, Tree, environment
+from gpusolve.rules.parse import Node, Tree
 from gpusolve.rules.scope import Path
 
 if TYPE_CHECKING:
@@ -37,11 +37,19 @@ Outcome = bool | EvalFailure
 
 @cache
 def base_activation() -> Activation:
-    """cel-python's activation with the operator overrides (built once per process)."""
-    from gpusolve.rules.operators import overrides
+    """cel-python's activation with the operator overrides (built once per process): what
+    `Environment().program(tree, functions).new_activation()` gives, built without the
+    environment, whose parser a run never needs when every tree is read back from the
+    cache (`cache.py`; loading the parser's tables is about 7 ms)."""
+    import celpy
+    from celpy.evaluation import Activation
 
-    env = environment()
-    return env.program(env.compile("true"), functions=overrides()).new_activation()
+    from gpusolve.rules.operators import overrides
+    from gpusolve.rules.parse import raise_recursion_limit
+
+    raise_recursion_limit()  # as the environment does: the evaluator recurses per level
+    annotations = dict(celpy.googleapis)  # an Environment's annotations, package None
+    return Activation(package=None, annotations=annotations, functions=overrides())
 
 
 _MISS = object()

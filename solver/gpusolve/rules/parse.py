@@ -26,6 +26,7 @@ MAX_UNARY_RUN = 8
 MAX_TREE_DEPTH = 300
 MAX_TREE_NODES = 20_000
 _PARSED_MAX = 4096
+CELPY_RECURSION_LIMIT = 2500  # what `celpy.Environment()` sets (cel-python 0.5)
 
 Tree = lark.Tree[lark.Token]
 Node = lark.Tree[lark.Token] | lark.Token
@@ -63,6 +64,12 @@ def environment() -> celpy.Environment:
     env = celpy.Environment()  # reuses the seeded lark parser; sets the limit to 2500
     sys.setrecursionlimit(max(before, sys.getrecursionlimit()))
     return env
+
+
+def raise_recursion_limit() -> None:
+    """The recursion limit cel-python's environment sets (never lowered), for evaluating
+    without one (`evaluate.base_activation`)."""
+    sys.setrecursionlimit(max(sys.getrecursionlimit(), CELPY_RECURSION_LIMIT))
 
 
 _PARSED: dict[str, Tree] = {}

@@ -56,6 +56,15 @@ def model_sizes(reqs: Requirements) -> dict[str, float]:
     return sizes
 
 
+# Layout facts kept per workload. The candidates stage asks about one layout dict for its
+# deployment rules and then at every site it is placed at, all before it sizes the next
+# candidate, and never again: a dict is built per layout and dropped once its options are
+# built. Keeping more only holds memory (at sixteen times the shipped catalogue and fifty
+# workloads, 134,661 facts with their layouts and converted values stayed alive until the
+# plan was done); a layout asked about after it was dropped is converted again, same answer.
+LAYOUT_FACTS_KEPT = 256
+
+
 class RulesPolicy:
     """One workload's rule outcomes behind the candidates stage's `WorkloadPolicy`."""
 
@@ -143,7 +152,7 @@ class RulesPolicy:
                 server=server if isinstance(server, Server) else None,
                 cloud=cloud if isinstance(cloud, CloudOffer) else None,
             )
-            if len(self._layouts) > 20_000:
+            if len(self._layouts) >= LAYOUT_FACTS_KEPT:
                 self._layouts.clear()
             # The tuple keeps the objects alive, so their ids cannot be reused meanwhile.
             cached = self._layouts[key] = ((layout, server, cloud, card), facts)

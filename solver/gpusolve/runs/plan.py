@@ -103,6 +103,7 @@ def _run_plan(request: PlanRequest, progress: Progress) -> RunResult[Outcome]:
         run.check_known_id(request.why_not)
     check_options(run, request)
     options = plan_options(request, run.reqs.phased)
+    _planner_imported(run)
     solved = solve_interruptibly(run, options, progress, request.bar)
     plan = solved.plan
     if requested():
@@ -124,6 +125,22 @@ def _run_plan(request: PlanRequest, progress: Progress) -> RunResult[Outcome]:
     if request.launch is not None:
         shown = _with_launch_files(shown, plan, run, request.launch)
     return RunResult(plan, shown)
+
+
+def _planner_imported(run: Inputs) -> None:
+    """The stages this run's plan goes through imported (ortools and pandas with them),
+    then the cycle collector on again (`collector.py`)."""
+    from gpusolve.analyses import payback  # noqa: F401
+    from gpusolve.plan import assemble  # noqa: F401
+    from gpusolve.runs import collector
+
+    if run.reqs.phased:
+        from gpusolve.plan.phased import solve  # noqa: F401
+    elif run.reqs.scenarios:
+        from gpusolve.plan import twostage  # noqa: F401
+    else:
+        from gpusolve.plan import single  # noqa: F401
+    collector.resume()
 
 
 def is_finished(plan: Outcome) -> bool:
@@ -206,10 +223,17 @@ def solve_interruptibly(
 def analysed(solved: Solved, progress: Progress) -> Solved:
     """`solved` with its next-best plans (--top-k), why-not lines (--why-not) and its
     payback against the cheapest all-rental plan."""
-    from gpusolve.analyses import payback, topk, whynot
+    from gpusolve.analyses import payback
 
-    solved = solved.with_plan(topk.run(solved, progress))
-    solved = solved.with_plan(whynot.run(solved, progress))
+    # top-k and why-not import the schedule planner's modules: only when asked for.
+    if solved.options.top_k:
+        from gpusolve.analyses import topk
+
+        solved = solved.with_plan(topk.run(solved, progress))
+    if solved.options.why_not is not None:
+        from gpusolve.analyses import whynot
+
+        solved = solved.with_plan(whynot.run(solved, progress))
     return solved.with_plan(payback.run(solved, progress))
 
 

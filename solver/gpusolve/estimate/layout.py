@@ -69,6 +69,11 @@ class Layout:
     attention_dp: bool = False
 
     @property
+    def replica_shape(self) -> tuple[int, int, int, bool]:
+        """A serving replica's (tp, pp, ep, attention_dp)."""
+        return self.tp, self.pp, self.ep, self.attention_dp
+
+    @property
     def gpus(self) -> int:
         return self.tp * self.cp * self.pp * self.dp * self.replicas
 
@@ -137,6 +142,11 @@ class DisaggPools:
     decode_pp: int = 1
     prefill_nodes: int = 0  # servers of each pool (0 prefill: in the decode pool's server)
     decode_nodes: int = 1
+    # MoE: whole experts on each of a replica's ranks, attention data-parallel (moeserve.py).
+    prefill_ep: int = 1
+    decode_ep: int = 1
+    prefill_attention_dp: bool = False
+    decode_attention_dp: bool = False
 
     @property
     def prefill_gpus(self) -> int:
@@ -368,12 +378,14 @@ def structure_reasons(
             f"the layout needs {layout.gpus} GPUs but {layout.nodes} node(s) of {gpn} "
             f"hold {layout.nodes * gpn}"
         )
-    if layout.tp > gpn:
+    # Under attention data-parallel the stage's ranks only exchange tokens with their
+    # experts (moeserve.py), which may cross the fabric.
+    if layout.tp > gpn and not layout.attention_dp:
         out.append(
             f"TP {layout.tp} spans nodes of {gpn} GPUs; tensor parallelism needs the "
             "intra-node link (H08)"
         )
-    if arch.heads % layout.tp:
+    if arch.heads % layout.tp and not layout.attention_dp:
         out.append(f"TP {layout.tp} does not divide the {arch.heads} attention heads")
     if layout.pp > arch.layers:
         out.append(f"PP {layout.pp} exceeds the {arch.layers} layers")

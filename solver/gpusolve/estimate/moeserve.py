@@ -84,6 +84,22 @@ def check_split(arch: Arch, layout: Layout) -> str | None:
     return None
 
 
+def moe_splits(arch: Arch, ranks: int, gpus_per_node: int) -> list[tuple[int, bool]]:
+    """How a stage of `ranks` GPUs may share an MoE layer, as (ep, attention_dp): experts
+    sliced over the ranks under TP attention (every engine's default), whole experts a rank
+    under TP attention, whole experts under attention data-parallel. TP attention stays
+    inside a server (H08); attention DP's dispatch and combine may cross the fabric, as
+    DeepSeek-V3's decode deployment does (arXiv:2412.19437 §3.4.2: EP320 over 40 nodes).
+    A dense model, or experts that do not spread evenly: sliced only."""
+    inside = ranks <= gpus_per_node
+    out = [(1, False)] if inside else []
+    if arch.is_moe and ranks > 1 and arch.experts % ranks == 0:
+        if inside:
+            out.append((ranks, False))
+        out.append((ranks, True))
+    return out
+
+
 def touched_share(arch: Arch, rows: float) -> float:
     """Share of the routed experts `rows` tokens touch, each picking k of E at random."""
     if not arch.is_moe or rows <= 0:
@@ -142,9 +158,19 @@ def dispatch_s(
     back."""
     if not split.attention_dp or rows <= 0:
         return 0.0
-    g = group(hw, split.ranks, 1)
-    tokens = rows / split.ranks
-    act = 1.0 if fmt in EIGHT_BIT else 2.0
-    out = all_to_all_s(tokens, arch.hidden * act, arch, g, hw)
-    back = all_to_all_s(tokens, arch.hidden * 2.0, arch, g, hw)
+    out, back = exchange_s(arch, hw, split.ranks, rows / split.ranks, fmt)
     return moe_layers * (out + back)
+
+
+def exchange_s(
+    arch: Arch, hw: Hardware, ranks: int, tokens: float, fmt: str
+) -> tuple[float, float]:
+    """(dispatch, combine) seconds of one MoE layer for `tokens` tokens a rank over an EP
+    group of `ranks`: each of a token's k copies written point to point to its expert's
+    rank, as DeepSeek-V3 decodes ("direct point-to-point transfers over IB", arXiv:2412.19437
+    §3.4.2) and DeepEP's low-latency kernels do, so node-limited routing saves nothing here."""
+    g = group(hw, ranks, 1)
+    act = 1.0 if fmt in EIGHT_BIT else 2.0
+    out = all_to_all_s(tokens, arch.hidden * act, arch, g, hw, node_limited=False)
+    back = all_to_all_s(tokens, arch.hidden * 2.0, arch, g, hw, node_limited=False)
+    return out, back

@@ -238,9 +238,13 @@ def serving_layout(
     micro_batch: int = 1,
     replicas: int = 1,
     sequences: int | None = None,
+    ep: int = 1,
+    attention_dp: bool = False,
 ) -> Layout:
     """`replicas` copies of tp × pp GPUs, each decoding `micro_batch` sequences (`sequences`
-    over all of them when the last is partly filled), on as few nodes as hold them."""
+    over all of them when the last is partly filled), on as few nodes as hold them; an MoE
+    replica may hold whole experts on each of a stage's tp ranks (`ep` = tp) and attend
+    data-parallel over them (`attention_dp`, moeserve.py)."""
     if sequences is not None and sequences >= replicas * micro_batch:
         sequences = None
     lay = Layout(
@@ -251,6 +255,8 @@ def serving_layout(
         micro_batch=micro_batch,
         replicas=replicas,
         sequences=sequences,
+        ep=ep,
+        attention_dp=attention_dp,
     )
     return replace(lay, nodes=replica_nodes(lay, gpus_per_node))
 
@@ -508,31 +514,44 @@ class Rates:
         return batch / step, share
 
 
-_RATES: dict[tuple[int, Hardware, int, int], tuple[InferenceWorkload, Rates]] = {}
+_RATES: dict[tuple[int, Hardware, int, int, int, bool], tuple[InferenceWorkload, Rates]] = {}
 
 
-def _rates(workload: InferenceWorkload, hw: Hardware, tp: int, pp: int) -> Rates:
-    """Rates per (workload, hardware, TP, PP), memoised for the search. Workloads hold
-    lists (unhashable), so the key is the object's identity, and the entry keeps the object
-    alive so the identity cannot be reused."""
-    key = (id(workload), hw, tp, pp)
+def _rates(
+    workload: InferenceWorkload,
+    hw: Hardware,
+    tp: int,
+    pp: int,
+    ep: int = 1,
+    attention_dp: bool = False,
+) -> Rates:
+    """Rates per (workload, hardware, replica shape), memoised for the search. Workloads
+    hold lists (unhashable), so the key is the object's identity, and the entry keeps the
+    object alive so the identity cannot be reused."""
+    key = (id(workload), hw, tp, pp, ep, attention_dp)
     hit = _RATES.get(key)
     if hit is not None and hit[0] is workload:
         return hit[1]
     if len(_RATES) > 4096:
         _RATES.clear()
-    layout = serving_layout(tp, pp, hw.gpus_per_node)
+    layout = serving_layout(tp, pp, hw.gpus_per_node, ep=ep, attention_dp=attention_dp)
     rates = Rates(workload, resolve_arch(workload.model), hw, layout)
     _RATES[key] = (workload, rates)
     return rates
 
 
 def replica_tokens_per_s(
-    workload: InferenceWorkload, hw: Hardware, tp: int, pp: int, batch: int
+    workload: InferenceWorkload,
+    hw: Hardware,
+    tp: int,
+    pp: int,
+    batch: int,
+    ep: int = 1,
+    attention_dp: bool = False,
 ) -> float:
     """Generated tokens/s of one replica of tp × pp GPUs decoding `batch` sequences."""
     prompt, output, _ = request_shape(workload)
-    return _rates(workload, hw, tp, pp).throughput(batch, prompt, output)[0]
+    return _rates(workload, hw, tp, pp, ep, attention_dp).throughput(batch, prompt, output)[0]
 
 
 def max_batch_by_memory(

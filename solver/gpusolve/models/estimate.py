@@ -106,6 +106,14 @@ class DisaggOut(LazyOutModel):
         default=0, description="Servers of the prefill pool (0: in the decode pool's server)."
     )
     decode_nodes: int = Field(default=1, description="Servers of the decode pool.")
+    prefill_ep: int = Field(default=1, description="Expert-parallel degree of a prefill replica.")
+    decode_ep: int = Field(default=1, description="Expert-parallel degree of a decode replica.")
+    prefill_attention_dp: bool = Field(
+        default=False, description="Prefill replicas attend data-parallel (MoE)."
+    )
+    decode_attention_dp: bool = Field(
+        default=False, description="Decode replicas attend data-parallel (MoE)."
+    )
 
 
 class LoadOut(LazyOutModel):
@@ -232,6 +240,11 @@ class ConfigOut(LazyOutModel):
     vp: int = Field(description="Virtual pipeline stages per rank (interleaved 1F1B).")
     cp: int = Field(description="Context-parallel degree (the sequence split).")
     ep: int = Field(description="Expert-parallel degree (MoE).")
+    attention_dp: bool = Field(
+        default=False,
+        description="Serving an MoE model: each of a stage's ranks attends its own sequences "
+        "(attention data-parallel), the tokens sent to their experts' ranks and back.",
+    )
     sequence_parallel: bool
     replicas: int = Field(description="Inference: independent replicas of tp × pp GPUs.")
     zero_stage: int = Field(description="0 DDP, 1-2 ZeRO, 3 ZeRO-3 / FSDP.")

@@ -212,6 +212,10 @@ class Parallel(OutModel):
     vp: int = Field(default=1, description="Virtual pipeline stages per rank (interleaved).")
     cp: int = Field(default=1, description="Context-parallel degree.")
     ep: int = Field(default=1, description="Expert-parallel degree (MoE).")
+    attention_dp: bool = Field(
+        default=False,
+        description="Serving an MoE model: attention data-parallel over the replica's ranks.",
+    )
     sequence_parallel: bool = False
     zero_stage: int
     gradient_checkpointing: str
@@ -229,6 +233,14 @@ class Pools(OutModel):
     one_server: bool = Field(description="Both pools share one server (else servers of their own).")
     gpus_per_node: int
     link: str = Field(description="What carries each prompt's KV cache between the pools.")
+    prefill_ep: int = Field(default=1, description="Expert-parallel degree of a prefill replica.")
+    decode_ep: int = Field(default=1, description="Expert-parallel degree of a decode replica.")
+    prefill_attention_dp: bool = Field(
+        default=False, description="Prefill replicas attend data-parallel (MoE)."
+    )
+    decode_attention_dp: bool = Field(
+        default=False, description="Decode replicas attend data-parallel (MoE)."
+    )
 
 
 class Deployment(OutModel):

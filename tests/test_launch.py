@@ -156,8 +156,11 @@ def _check_serving(d: dict[str, Any], p: dict[str, Any], where: Path) -> None:
             pp = int(flags.get("--pipeline-parallel-size") or flags.get("--pp-size") or 0)
             seqs = flags.get("--max-num-seqs") or flags.get("--max-running-requests")
             memory = flags.get("--gpu-memory-utilization") or flags.get("--mem-fraction-static")
-            assert (tp, pp) == (p["tp"], p["pp"])
-            assert int(seqs or 0) == p["micro_batch"]
+            # vLLM's attention DP runs DP ranks of TP 1, each capping its own sequences.
+            per_rank = p.get("attention_dp") and name == "vllm.sh"
+            assert (tp, pp) == ((1 if per_rank else p["tp"]), p["pp"])
+            batch = -(-p["micro_batch"] // p["tp"]) if per_rank else p["micro_batch"]
+            assert int(seqs or 0) == batch
             assert float(memory or 0) == pytest.approx(fraction)
         width = p["tp"] * p["pp"]
         if width <= d["gpus"] // d["servers"]:  # replicas within a node: one process each

@@ -362,7 +362,12 @@ def evaluate_serving(
     if memory.kv_cache_bytes > memory.weights_bytes:
         notes.append("the KV cache outweighs the weights: context × concurrency sets the card")
     if comm_fraction > params.comm_threshold:
-        notes.append(f"tensor-parallel all-reduces are {pct(comm_fraction)} of a decode step (H09)")
+        what = (
+            "MoE dispatch and combine (attention data-parallel)"
+            if layout.attention_dp
+            else "tensor-parallel all-reduces"
+        )
+        notes.append(f"{what} are {pct(comm_fraction)} of a decode step (H09)")
     per_token = 2.0 * arch.active_params
     bytes_moved = rates.weights_gpu + batch / layout.pp * rates.context * rates.kv_token_gpu
     figures = ServingFigures(

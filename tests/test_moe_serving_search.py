@@ -150,27 +150,14 @@ def _deployment(tp: int, ep: int, attention_dp: bool, batch: int) -> Deployment:
         "tp": tp, "pp": 1, "dp": 1, "ep": ep, "attention_dp": attention_dp, "zero_stage": 0,
         "gradient_checkpointing": "none", "micro_batch": batch, "grad_accum": 1,
     }  # fmt: skip
-    return Deployment.model_validate(
-        {
-            "workload": "ds",
-            "mode": "cloud",
-            "card": "h800-sxm",
-            "servers": tp // 8 or 1,
-            "gpus": tp,
-            "parallel": parallel,
-            "memory_per_gpu_gb": 60.0,
-            "memory_parts_gb": {},
-            "card_memory_gb": 80.0,
-            "usable_memory_gb": 64.0,
-            "headroom": 0.2,
-            "throughput": 1.0,
-            "replicas": 1,
-            "server": None,
-            "site": None,
-            "schedule": "always",
-            "time_to_train_h": None,
-        }  # fmt: skip
-    )
+    fields = {
+        "workload": "ds", "mode": "cloud", "card": "h800-sxm", "servers": tp // 8 or 1,
+        "gpus": tp, "parallel": parallel, "memory_per_gpu_gb": 60.0,
+        "memory_parts_gb": {}, "card_memory_gb": 80.0, "usable_memory_gb": 64.0,
+        "headroom": 0.2, "throughput": 1.0, "replicas": 1, "server": None, "site": None,
+        "schedule": "always", "time_to_train_h": None,
+    }  # fmt: skip
+    return Deployment.model_validate(fields)
 
 
 def test_launch_flags_say_the_expert_split() -> None:

@@ -19,7 +19,12 @@ from gpusolve.estimate.moeserve import (
     split_of,
     touched_share,
 )
-from gpusolve.estimate.serving import Rates, split_weights_bytes
+from gpusolve.estimate.serving import (
+    split_weights_bytes,
+)
+from gpusolve.estimate.servingrates import (
+    Rates,
+)
 from gpusolve.models.requirements import InferenceWorkload, ModelShape, make_workload
 
 

@@ -53,7 +53,6 @@ from gpusolve.estimate.moeserve import split_of
 from gpusolve.estimate.replicas import ReplicaShape, replica_shapes
 from gpusolve.estimate.serving import (
     CHUNK_TOKENS,
-    Rates,
     amount,
     fill_replicas,
     pool_tokens_per_s,
@@ -62,6 +61,9 @@ from gpusolve.estimate.serving import (
     serving_params,
 )
 from gpusolve.estimate.servingestimate import batch_limit, evaluate_serving
+from gpusolve.estimate.servingrates import (
+    Rates,
+)
 from gpusolve.estimate.shapes import Arch
 from gpusolve.models.params import Params
 from gpusolve.models.requirements import InferenceWorkload

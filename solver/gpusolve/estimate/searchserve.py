@@ -17,10 +17,12 @@ from gpusolve.estimate.serving import (
     amount,
     fill_replicas,
     pool_tokens_per_s,
-    replica_tokens_per_s,
 )
 from gpusolve.estimate.servingestimate import batch_limit
 from gpusolve.estimate.servingload import replicas_for_sla
+from gpusolve.estimate.servingrates import (
+    replica_tokens_per_s,
+)
 from gpusolve.estimate.shapes import Arch, resolve_arch
 from gpusolve.models.params import Params
 from gpusolve.models.requirements import InferenceWorkload

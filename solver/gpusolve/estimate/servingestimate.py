@@ -28,7 +28,6 @@ from gpusolve.estimate.loadsim import LoadFigures
 from gpusolve.estimate.memory import weights_bytes
 from gpusolve.estimate.moeserve import check_split
 from gpusolve.estimate.serving import (
-    Rates,
     amount,
     describe_fill,
     max_batch_by_memory,
@@ -41,6 +40,9 @@ from gpusolve.estimate.serving import (
     workload_engine,
 )
 from gpusolve.estimate.servingload import load_notes, simulate_load
+from gpusolve.estimate.servingrates import (
+    Rates,
+)
 from gpusolve.estimate.shapes import Arch
 from gpusolve.models.params import Params
 from gpusolve.models.requirements import InferenceWorkload

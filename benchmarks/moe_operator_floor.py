@@ -38,14 +38,13 @@ sys.path.insert(0, str(ROOT / "solver"))
 
 from tests.support.validation_serving import (  # noqa: E402
     MOE_TABLES,
-    QWEN3_235B,
     bench_batch,
     dgx,
+    moe_workload,
 )
 
 from gpusolve.estimate import Layout, evaluate  # noqa: E402
 from gpusolve.models.params import Params  # noqa: E402
-from gpusolve.models.requirements import InferenceWorkload, make_workload  # noqa: E402
 
 DATA = "aic-core/src/aiconfigurator_core/systems/data/h200_sxm"
 RELEASE = "1.2.0rc5"
@@ -88,22 +87,6 @@ def tables(checkout: Path) -> tuple[pd.DataFrame, pd.DataFrame, float]:
     return moe, ar, fastest_kv_bytes_per_s
 
 
-def workload(isl: int, osl: int) -> InferenceWorkload:
-    w = make_workload(
-        name="trtllm-bench",
-        kind="inference",
-        model=QWEN3_235B,
-        precision="fp8",
-        prompt_tokens=isl,
-        output_tokens=osl,
-        concurrency=1,
-        engine="trtllm",
-        kv_memory_fraction=0.95,
-    )
-    assert isinstance(w, InferenceWorkload)
-    return w
-
-
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("checkout", type=Path, help="an AIConfigurator checkout (or the data tree)")
@@ -117,7 +100,7 @@ def main(argv: list[str] | None = None) -> int:
     print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
     hw = dgx("h200-sxm")
     for (isl, osl), published in MOE_TABLES["h200-sxm"].items():
-        w = workload(isl, osl)
+        w = moe_workload(isl, osl)
         batch = bench_batch(w, hw, 8, isl, osl, ep=8)
         ms = 1e-3
         allreduce = 2 * _interp(batch * HIDDEN, ar.message_size.values, ar.latency.values) * ms

@@ -17,30 +17,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.support.launched import DEEPSEEK, folder_of, launch_all
+from tests.support.launched import DEEPSEEK, flags_of, folder_of, launch_all, listed
 from tests.support.shipped import EXAMPLES, ROOT
 
-DATA = ROOT / "tests" / "data" / "launch"
 LAUNCHED = [e.stem for e in EXAMPLES] + [DEEPSEEK[0].stem]
-
-
-def _listed(name: str) -> set[str]:
-    lines = (DATA / name).read_text(encoding="utf-8").splitlines()
-    return {line.strip() for line in lines if line.strip() and not line.startswith("#")}
-
-
-MEGATRON, VLLM, SGLANG = _listed("megatron.flags"), _listed("vllm.flags"), _listed("sglang.flags")
-DEEPSPEED_KEYS = _listed("deepspeed.keys")
-
-
-def _flags(tokens: list[str]) -> dict[str, str | None]:
-    """--flag value pairs (a flag followed by another flag, or last, has no value)."""
-    out: dict[str, str | None] = {}
-    for i, tok in enumerate(tokens):
-        if tok.startswith("--"):
-            nxt = tokens[i + 1] if i + 1 < len(tokens) else None
-            out[tok] = None if nxt is None or nxt.startswith("--") else nxt
-    return out
+MEGATRON, VLLM, SGLANG = listed("megatron.flags"), listed("vllm.flags"), listed("sglang.flags")
+DEEPSPEED_KEYS = listed("deepspeed.keys")
+_flags = flags_of
 
 
 def _keys(value: Any) -> set[str]:

@@ -10,8 +10,9 @@ import shlex
 from pathlib import Path
 from typing import Any
 
-from tests.support.shipped import ROOT
+from tests.support.launched import flags_of, listed
 from tests.support.validation_cases import _hgx
+from tests.test_serving_concurrency import _deepseek as deepseek_service
 
 from gpusolve.estimate import search_layouts
 from gpusolve.estimate.moeserve import moe_splits
@@ -19,29 +20,15 @@ from gpusolve.estimate.replicas import ReplicaShape, replica_shapes
 from gpusolve.estimate.shapes import resolve_arch
 from gpusolve.models.params import Params
 from gpusolve.models.plan import Deployment
-from gpusolve.models.requirements import InferenceWorkload, ModelShape, make_workload
+from gpusolve.models.requirements import InferenceWorkload, ModelShape
 from gpusolve.render.launch.serving import SGLANG, VLLM, serve_args
 
 H800 = _hgx("h800-sxm", 400, 400)  # HGX H800: NVLink 400 GB/s, 8 x 400 Gb/s InfiniBand
-DATA = ROOT / "tests" / "data" / "launch"
 
 
 def _deepseek(**over: object) -> InferenceWorkload:
-    w = make_workload(
-        {
-            "name": "ds",
-            "kind": "inference",
-            "model": ModelShape(preset="deepseek-v3"),
-            "precision": "fp8",
-            "prompt_tokens": 2000,
-            "output_tokens": 500,
-            "concurrency": 256,
-            "tpot_ms": 50,
-            **over,
-        }
-    )
-    assert isinstance(w, InferenceWorkload)
-    return w
+    """test_serving_concurrency's DeepSeek-V3 service, aggregated unless asked."""
+    return deepseek_service(**{"disaggregation": "auto", **over})
 
 
 def test_each_tp_degree_of_an_moe_model_is_tried_three_ways() -> None:
@@ -131,20 +118,6 @@ def test_estimate_takes_an_explicit_attention_dp_layout(gpusolve: Any, tmp_path:
     assert res.code == 2 and "--attention-dp" in res.err
 
 
-def _listed(name: str) -> set[str]:
-    lines = (DATA / name).read_text(encoding="utf-8").splitlines()
-    return {line.strip() for line in lines if line.strip() and not line.startswith("#")}
-
-
-def _flags(tokens: list[str]) -> dict[str, str | None]:
-    out: dict[str, str | None] = {}
-    for i, tok in enumerate(tokens):
-        if tok.startswith("--"):
-            nxt = tokens[i + 1] if i + 1 < len(tokens) else None
-            out[tok] = None if nxt is None or nxt.startswith("--") else nxt
-    return out
-
-
 def _deployment(tp: int, ep: int, attention_dp: bool, batch: int) -> Deployment:
     parallel = {
         "tp": tp, "pp": 1, "dp": 1, "ep": ep, "attention_dp": attention_dp, "zero_stage": 0,
@@ -162,27 +135,27 @@ def _deployment(tp: int, ep: int, attention_dp: bool, batch: int) -> Deployment:
 
 def test_launch_flags_say_the_expert_split() -> None:
     w = _deepseek()
-    vllm_flags, sglang_flags = _listed("vllm.flags"), _listed("sglang.flags")
+    vllm_flags, sglang_flags = listed("vllm.flags"), listed("sglang.flags")
     # EP16 with attention DP over two servers, 250 sequences: vLLM runs 16 DP ranks of TP 1,
     # each scheduling its own ceil(250 / 16) = 16; SGLang keeps TP 16 and the global cap.
     d = _deployment(16, 16, True, 250)
-    vllm = _flags(serve_args(VLLM, d, w, 8000))
+    vllm = flags_of(serve_args(VLLM, d, w, 8000))
     assert set(vllm) <= vllm_flags, set(vllm) - vllm_flags
     assert vllm["--tensor-parallel-size"] == "1" and vllm["--data-parallel-size"] == "16"
     assert vllm["--max-num-seqs"] == str(math.ceil(250 / 16))
     assert "--enable-expert-parallel" in vllm
     assert vllm["--all2all-backend"] == "deepep_low_latency"
-    sglang = _flags(serve_args(SGLANG, d, w, 8000))
+    sglang = flags_of(serve_args(SGLANG, d, w, 8000))
     assert set(sglang) <= sglang_flags, set(sglang) - sglang_flags
     assert (sglang["--tp-size"], sglang["--ep-size"], sglang["--dp-size"]) == ("16", "16", "16")
     assert "--enable-dp-attention" in sglang and sglang["--max-running-requests"] == "250"
     assert sglang["--moe-a2a-backend"] == "deepep"
     # EP8 under TP attention: the EP flag only.
     d = _deployment(8, 8, False, 64)
-    vllm = _flags(serve_args(VLLM, d, w, 8000))
+    vllm = flags_of(serve_args(VLLM, d, w, 8000))
     assert vllm["--tensor-parallel-size"] == "8" and "--enable-expert-parallel" in vllm
     assert "--data-parallel-size" not in vllm and vllm["--max-num-seqs"] == "64"
-    sglang = _flags(serve_args(SGLANG, d, w, 8000))
+    sglang = flags_of(serve_args(SGLANG, d, w, 8000))
     assert sglang["--ep-size"] == "8" and "--enable-dp-attention" not in sglang
     # Experts sliced (every engine's default): no MoE flag at all.
     line = " ".join(shlex.quote(t) for t in serve_args(VLLM, _deployment(8, 1, False, 64), w, 1))

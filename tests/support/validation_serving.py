@@ -350,7 +350,8 @@ H200_KERNEL_FLOOR_MS: dict[tuple[int, int], float] = {
 }
 
 
-def _moe(card_id: str, isl: int, osl: int, published: float) -> Case:
+def moe_workload(isl: int, osl: int) -> InferenceWorkload:
+    """One perf-overview Qwen3-235B-A22B row as `trtllm-bench` runs it."""
     w = make_workload(
         name="trtllm-bench",
         kind="inference",
@@ -363,6 +364,11 @@ def _moe(card_id: str, isl: int, osl: int, published: float) -> Case:
         kv_memory_fraction=0.95,
     )
     assert isinstance(w, InferenceWorkload)
+    return w
+
+
+def _moe(card_id: str, isl: int, osl: int, published: float) -> Case:
+    w = moe_workload(isl, osl)
     hw = dgx(card_id)
     params = Params(headroom=0.0)
 

@@ -112,6 +112,17 @@ def batch_limit(
 # --------------------------------------------------------------------------- evaluate
 
 
+def comm_note(layout: Layout, comm_fraction: float) -> str:
+    """H09's warning, naming the step's exchange: TP all-reduces, or under attention DP the
+    MoE layers' dispatch and combine."""
+    what = (
+        "MoE dispatch and combine (attention data-parallel)"
+        if layout.attention_dp
+        else "tensor-parallel all-reduces"
+    )
+    return f"{what} are {pct(comm_fraction)} of a decode step (H09)"
+
+
 def engine_notes(workload: InferenceWorkload, layout: Layout, params: Params) -> list[str]:
     """What the engine's scheduler and memory reserve assume, for the estimate's notes."""
     engine = workload_engine(workload)
@@ -364,12 +375,7 @@ def evaluate_serving(
     if memory.kv_cache_bytes > memory.weights_bytes:
         notes.append("the KV cache outweighs the weights: context × concurrency sets the card")
     if comm_fraction > params.comm_threshold:
-        what = (
-            "MoE dispatch and combine (attention data-parallel)"
-            if layout.attention_dp
-            else "tensor-parallel all-reduces"
-        )
-        notes.append(f"{what} are {pct(comm_fraction)} of a decode step (H09)")
+        notes.append(comm_note(layout, comm_fraction))
     per_token = 2.0 * arch.active_params
     bytes_moved = rates.weights_gpu + batch / layout.pp * rates.context * rates.kv_token_gpu
     figures = ServingFigures(

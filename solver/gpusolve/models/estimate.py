@@ -87,7 +87,20 @@ class StepOut(LazyOutModel):
     dp_link: str = Field(description="The link the data-parallel ring is bounded by.")
 
 
-class DisaggOut(LazyOutModel):
+class PoolSplits(LazyOutModel):
+    """How each disaggregated pool's replicas share an MoE model (estimate/moeserve.py)."""
+
+    prefill_ep: int = Field(default=1, description="Expert-parallel degree of a prefill replica.")
+    decode_ep: int = Field(default=1, description="Expert-parallel degree of a decode replica.")
+    prefill_attention_dp: bool = Field(
+        default=False, description="Prefill replicas attend data-parallel (MoE)."
+    )
+    decode_attention_dp: bool = Field(
+        default=False, description="Decode replicas attend data-parallel (MoE)."
+    )
+
+
+class DisaggOut(PoolSplits):
     """Disaggregated serving: the prefill pool, the decode pool and the KV transfer."""
 
     prefill_tp: int
@@ -106,14 +119,6 @@ class DisaggOut(LazyOutModel):
         default=0, description="Servers of the prefill pool (0: in the decode pool's server)."
     )
     decode_nodes: int = Field(default=1, description="Servers of the decode pool.")
-    prefill_ep: int = Field(default=1, description="Expert-parallel degree of a prefill replica.")
-    decode_ep: int = Field(default=1, description="Expert-parallel degree of a decode replica.")
-    prefill_attention_dp: bool = Field(
-        default=False, description="Prefill replicas attend data-parallel (MoE)."
-    )
-    decode_attention_dp: bool = Field(
-        default=False, description="Decode replicas attend data-parallel (MoE)."
-    )
 
 
 class LoadOut(LazyOutModel):

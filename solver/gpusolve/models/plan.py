@@ -8,7 +8,7 @@ from typing import Literal
 from pydantic import Field
 
 from gpusolve.models.common import OutModel, schema_version_field
-from gpusolve.models.estimate import GoodputOut
+from gpusolve.models.estimate import GoodputOut, PoolSplits
 from gpusolve.models.inventory_report import Inventory
 from gpusolve.models.money import Cash, FinancedServers, Risk
 
@@ -223,7 +223,7 @@ class Parallel(OutModel):
     grad_accum: int
 
 
-class Pools(OutModel):
+class Pools(PoolSplits):
     """Disaggregated serving: a prefill pool and a decode pool of the deployment's servers."""
 
     prefill_tp: int
@@ -233,14 +233,6 @@ class Pools(OutModel):
     one_server: bool = Field(description="Both pools share one server (else servers of their own).")
     gpus_per_node: int
     link: str = Field(description="What carries each prompt's KV cache between the pools.")
-    prefill_ep: int = Field(default=1, description="Expert-parallel degree of a prefill replica.")
-    decode_ep: int = Field(default=1, description="Expert-parallel degree of a decode replica.")
-    prefill_attention_dp: bool = Field(
-        default=False, description="Prefill replicas attend data-parallel (MoE)."
-    )
-    decode_attention_dp: bool = Field(
-        default=False, description="Decode replicas attend data-parallel (MoE)."
-    )
 
 
 class Deployment(OutModel):

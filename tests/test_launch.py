@@ -17,30 +17,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.support.launched import DEEPSEEK, folder_of, launch_all
+from tests.support.launched import DEEPSEEK, flags_of, folder_of, launch_all, listed
 from tests.support.shipped import EXAMPLES, ROOT
 
-DATA = ROOT / "tests" / "data" / "launch"
 LAUNCHED = [e.stem for e in EXAMPLES] + [DEEPSEEK[0].stem]
-
-
-def _listed(name: str) -> set[str]:
-    lines = (DATA / name).read_text(encoding="utf-8").splitlines()
-    return {line.strip() for line in lines if line.strip() and not line.startswith("#")}
-
-
-MEGATRON, VLLM, SGLANG = _listed("megatron.flags"), _listed("vllm.flags"), _listed("sglang.flags")
-DEEPSPEED_KEYS = _listed("deepspeed.keys")
-
-
-def _flags(tokens: list[str]) -> dict[str, str | None]:
-    """--flag value pairs (a flag followed by another flag, or last, has no value)."""
-    out: dict[str, str | None] = {}
-    for i, tok in enumerate(tokens):
-        if tok.startswith("--"):
-            nxt = tokens[i + 1] if i + 1 < len(tokens) else None
-            out[tok] = None if nxt is None or nxt.startswith("--") else nxt
-    return out
+MEGATRON, VLLM, SGLANG = listed("megatron.flags"), listed("vllm.flags"), listed("sglang.flags")
+DEEPSPEED_KEYS = listed("deepspeed.keys")
+_flags = flags_of
 
 
 def _keys(value: Any) -> set[str]:
@@ -156,8 +139,11 @@ def _check_serving(d: dict[str, Any], p: dict[str, Any], where: Path) -> None:
             pp = int(flags.get("--pipeline-parallel-size") or flags.get("--pp-size") or 0)
             seqs = flags.get("--max-num-seqs") or flags.get("--max-running-requests")
             memory = flags.get("--gpu-memory-utilization") or flags.get("--mem-fraction-static")
-            assert (tp, pp) == (p["tp"], p["pp"])
-            assert int(seqs or 0) == p["micro_batch"]
+            # vLLM's attention DP runs DP ranks of TP 1, each capping its own sequences.
+            per_rank = p.get("attention_dp") and name == "vllm.sh"
+            assert (tp, pp) == ((1 if per_rank else p["tp"]), p["pp"])
+            batch = -(-p["micro_batch"] // p["tp"]) if per_rank else p["micro_batch"]
+            assert int(seqs or 0) == batch
             assert float(memory or 0) == pytest.approx(fraction)
         width = p["tp"] * p["pp"]
         if width <= d["gpus"] // d["servers"]:  # replicas within a node: one process each

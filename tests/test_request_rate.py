@@ -16,8 +16,10 @@ from tests.support.validation_cases import _hgx
 from gpusolve.estimate import Layout, evaluate, resolve_arch, search_layouts
 from gpusolve.estimate.draws import SplitMix64, percentiles
 from gpusolve.estimate.loadsim import Requests, Scheduler, StepCost, simulate
-from gpusolve.estimate.serving import Rates
 from gpusolve.estimate.servingload import draw_requests, simulate_load
+from gpusolve.estimate.servingrates import (
+    Rates,
+)
 from gpusolve.models.params import Params
 from gpusolve.models.requirements import InferenceWorkload, ModelShape, make_workload
 

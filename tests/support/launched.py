@@ -15,6 +15,25 @@ import yaml
 from tests.support.shipped import EXAMPLES, ROOT
 
 SCALE = ROOT / "examples" / "scale"
+DATA = ROOT / "tests" / "data" / "launch"
+
+
+def listed(name: str) -> set[str]:
+    """A flag or key list of tests/data/launch/ (comment lines name its source)."""
+    lines = (DATA / name).read_text(encoding="utf-8").splitlines()
+    return {line.strip() for line in lines if line.strip() and not line.startswith("#")}
+
+
+def flags_of(tokens: list[str]) -> dict[str, str | None]:
+    """--flag value pairs (a flag followed by another flag, or last, has no value)."""
+    out: dict[str, str | None] = {}
+    for i, tok in enumerate(tokens):
+        if tok.startswith("--"):
+            nxt = tokens[i + 1] if i + 1 < len(tokens) else None
+            out[tok] = None if nxt is None or nxt.startswith("--") else nxt
+    return out
+
+
 # The scale example and the catalogue its header names.
 DEEPSEEK = (SCALE / "moe-deepseek-v3-class.yaml", SCALE / "large-site-h800.yaml")
 

@@ -53,8 +53,13 @@ from tests.support.validation_cases import Case, _hgx, shipped_card
 from gpusolve.estimate import Hardware, Layout, resolve_arch
 from gpusolve.estimate.draws import percentiles
 from gpusolve.estimate.loadsim import simulate
-from gpusolve.estimate.serving import Rates, serving_params
+from gpusolve.estimate.serving import (
+    serving_params,
+)
 from gpusolve.estimate.servingload import draw_requests, scheduler_for, step_cost
+from gpusolve.estimate.servingrates import (
+    Rates,
+)
 from gpusolve.models.params import Params
 from gpusolve.models.requirements import InferenceWorkload, ModelShape, make_workload
 

@@ -74,6 +74,14 @@ Examples:
     "--ep", type=click.IntRange(min=1), help="Expert-parallel degree (MoE; may span nodes)."
 )
 @click.option(
+    "--attention-dp",
+    is_flag=True,
+    default=None,
+    help="Serving an MoE model: each of the replica's --tp ranks attends its own sequences "
+    "with whole attention weights, experts spread whole over the ranks (EP = TP; may span "
+    "nodes), tokens sent to their experts and back.",
+)
+@click.option(
     "--sp/--no-sp",
     "sequence_parallel",
     default=None,
@@ -108,6 +116,7 @@ def estimate(
     vp: int | None,
     cp: int | None,
     ep: int | None,
+    attention_dp: bool | None,
     sequence_parallel: bool | None,
     zero: int | None,
     sharding: str | None,
@@ -133,6 +142,7 @@ def estimate(
         vp=vp,
         cp=cp,
         ep=ep,
+        attention_dp=attention_dp or None,
         sequence_parallel=sequence_parallel,
         micro_batch=micro_batch,
         recompute=recompute,

@@ -35,6 +35,7 @@ class Group:
     latency: float  # all-reduce
     gather_latency: float  # all-gather or reduce-scatter (rings only)
     link: str
+    exchange_latency: float = 0.0  # all-to-all (every peer's message at once)
 
 
 # group()'s results by the identity of the (frozen) hardware and the group's shape: every
@@ -72,32 +73,42 @@ def _group(hw: Hardware, ranks: int, stride: int) -> Group:
         hw.latency_s(per_node, nodes),
         hw.latency_s(per_node, nodes, allreduce=False),
         hw.link_name(per_node, nodes, stride),
+        hw.exchange_latency_s(per_node, nodes),
     )
 
 
-def expert_copies(arch: Arch, g: Group) -> tuple[float, float]:
+def expert_copies(arch: Arch, g: Group, node_limited: bool = True) -> tuple[float, float]:
     """(copies of a token sent off the node, copies kept on it) by one dispatch.
 
     Each of a token's k experts lives on one of the EP group's ranks. Without node-limited
     routing every copy travels on its own: (x − per_node)/x of the k copies leave the node.
     DeepSeek-V3 (§3.2.2) sends a token to at most `routing_node_limit` nodes, once per node
     over InfiniBand, and fans it out to the experts there over NVLink; the distinct nodes k
-    uniform picks land on among N are N·(1 − (1 − 1/N)^k)."""
+    uniform picks land on among N are N·(1 − (1 − 1/N)^k). `node_limited=False`: a dispatch
+    that writes each copy point to point (DeepSeek-V3 §3.4.2's decoding), whatever the
+    routing."""
     k = arch.active_experts
     on_node = k * g.per_node / g.ranks
-    if arch.routing_node_limit <= 0 or g.nodes <= 1:
+    if not node_limited or arch.routing_node_limit <= 0 or g.nodes <= 1:
         return k * (g.ranks - g.per_node) / g.ranks, on_node
     n = g.nodes
     distinct = n * (1.0 - (1.0 - 1.0 / n) ** k)
     return min(float(arch.routing_node_limit), distinct) * (n - 1) / n, on_node
 
 
-def all_to_all_s(tokens: float, token_bytes: float, arch: Arch, g: Group, hw: Hardware) -> float:
+def all_to_all_s(
+    tokens: float,
+    token_bytes: float,
+    arch: Arch,
+    g: Group,
+    hw: Hardware,
+    node_limited: bool = True,
+) -> float:
     """One dispatch (or combine) of `tokens` hidden states of `token_bytes` each: the copies
     for other nodes over this rank's NIC, the rest over the intra-node link."""
     if g.ranks <= 1 or tokens <= 0:
         return 0.0
-    off, on = expert_copies(arch, g)
+    off, on = expert_copies(arch, g, node_limited)
     off_bytes = tokens * off * token_bytes
     on_bytes = tokens * on * token_bytes * (g.per_node - 1) / max(1, g.per_node)
     # An all-to-all touches every pair, so bridged pairs do not carry it (stride 2).
@@ -106,4 +117,4 @@ def all_to_all_s(tokens: float, token_bytes: float, arch: Arch, g: Group, hw: Ha
     if off_bytes > 0 and nic <= 0:
         return math.inf
     t_off = off_bytes / nic if off_bytes > 0 else 0.0
-    return max(t_on, t_off) + g.gather_latency
+    return max(t_on, t_off) + g.exchange_latency

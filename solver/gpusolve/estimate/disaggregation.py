@@ -49,18 +49,21 @@ from gpusolve.estimate.disaggtext import describe as describe
 from gpusolve.estimate.disaggtext import pool_label
 from gpusolve.estimate.hardware import Hardware
 from gpusolve.estimate.layout import ConfigEstimate, DisaggPools, Layout, usable_memory_bytes
+from gpusolve.estimate.moeserve import split_of
+from gpusolve.estimate.replicas import ReplicaShape, replica_shapes
 from gpusolve.estimate.serving import (
     CHUNK_TOKENS,
-    Rates,
     amount,
     fill_replicas,
     pool_tokens_per_s,
     request_shape,
-    serving_layout,
     serving_memory,
     serving_params,
 )
 from gpusolve.estimate.servingestimate import batch_limit, evaluate_serving
+from gpusolve.estimate.servingrates import (
+    Rates,
+)
 from gpusolve.estimate.shapes import Arch
 from gpusolve.models.params import Params
 from gpusolve.models.requirements import InferenceWorkload
@@ -161,7 +164,7 @@ def _decode_plan(
     return _DecodePlan(replicas, lo, None, replicas * tokens(lo))
 
 
-Shape = tuple[int, int]  # one replica: (TP inside a server, PP stages across servers)
+Shape = ReplicaShape
 
 
 @dataclass(frozen=True)
@@ -186,9 +189,9 @@ def _prefill_stage(
 ) -> _PrefillStage | None:
     """A prefill replica of `shape` (None where it does not fit, cannot send its KV cache
     or misses the TTFT target even with no queue)."""
-    tp, pp = shape
+    tp, pp = shape.split
     prompt, _, _ = request_shape(workload)
-    layout = serving_layout(tp, pp, hw.gpus_per_node)
+    layout = shape.layout(hw.gpus_per_node)
     if not _prefill_fits(workload, arch, hw, layout, params):
         return None
     rates = Rates(workload, arch, hw, layout)
@@ -255,30 +258,14 @@ def _prefill_fits(
     empty = serving_memory(workload, arch, layout, params, 0, card_bytes).total_bytes
     kv_b = kv_bytes_per_element(workload.precision, workload.kv_cache_precision)
     held = max(prompt, CHUNK_TOKENS) * kv_cache_bytes(
-        arch, context=1, batch=1, kv_bytes=kv_b, tp=layout.tp, pp=layout.pp
+        arch, context=1, batch=1, kv_bytes=kv_b, tp=split_of(layout).attention_ranks, pp=layout.pp
     )
     return empty + held <= usable_memory_bytes(hw.card, params.headroom)
 
 
-def pool_shapes(arch: Arch, hw: Hardware, limit: int) -> list[Shape]:
-    """Replica shapes a pool is searched over, smallest first: TP 1, 2, 4, 8 inside a server,
-    then a full server's TP pipelined over 2, 4, ... servers (over the fabric, where there is
-    one) up to `limit` servers, as aggregated replicas are."""
-    gpn = hw.gpus_per_node
-    tps = [t for t in (1, 2, 4, 8, 16) if t <= gpn and gpn % t == 0 and arch.heads % t == 0]
-    shapes: list[Shape] = [(t, 1) for t in tps]
-    if not tps or hw.inter_node_gbps_per_gpu <= 0:
-        return shapes
-    top, pp = tps[-1], 2
-    while top * pp <= gpn * limit and pp <= arch.layers:
-        shapes.append((top, pp))
-        pp *= 2
-    return shapes
-
-
 def _replica_servers(shape: Shape, gpn: int) -> int:
     """Servers one replica of `shape` spans (0 when several replicas share one)."""
-    gpus = shape[0] * shape[1]
+    gpus = shape.tp * shape.pp
     return math.ceil(gpus / gpn) if gpus > gpn else 0
 
 
@@ -286,12 +273,12 @@ def _pool_servers(shape: Shape, replicas: int, gpn: int) -> int:
     span = _replica_servers(shape, gpn)
     if span:
         return replicas * span
-    return math.ceil(replicas / (gpn // (shape[0] * shape[1])))
+    return math.ceil(replicas / (gpn // (shape.tp * shape.pp)))
 
 
 def _max_replicas(shape: Shape, gpn: int, servers: int) -> int:
     span = _replica_servers(shape, gpn)
-    return servers // span if span else servers * (gpn // (shape[0] * shape[1]))
+    return servers // span if span else servers * (gpn // (shape.tp * shape.pp))
 
 
 def _decode_pools(
@@ -308,9 +295,9 @@ def _decode_pools(
     gpn = hw.gpus_per_node
     out: list[tuple[Shape, _DecodePlan]] = []
     for shape in shapes:
-        if shape[1] > 1 and out:
+        if shape.pp > 1 and out:
             break
-        probe = serving_layout(shape[0], shape[1], gpn)
+        probe = shape.layout(gpn)
         b_max, _ = batch_limit(workload, arch, hw, probe, params, prefill=False)
         if b_max < 1:
             why.append(
@@ -337,7 +324,7 @@ def _fixed_decoder(
         lambda b: rates.throughput(b, prompt, output, prefill=False)[0],
     )
     plan = _DecodePlan(decode.replicas, decode.micro_batch, decode.sequences, tokens)
-    return (decode.tp, decode.pp), plan
+    return ReplicaShape(decode.tp, decode.pp, decode.ep, decode.attention_dp), plan
 
 
 def _prefill_pool(
@@ -355,7 +342,7 @@ def _prefill_pool(
         if one_server and (decode_servers > 1 or _replica_servers(p_shape, gpn)):
             continue  # both pools in one server only when both fit there
         room = gpn - decode_gpus if one_server else prefill_servers * gpn
-        cap = room // (p_shape[0] * p_shape[1])
+        cap = room // (p_shape.tp * p_shape.pp)
         if not one_server:
             cap = _max_replicas(p_shape, gpn, prefill_servers)
         st = stage(p_shape, one_server)
@@ -375,10 +362,10 @@ def _pools(
 ) -> DisaggPools:
     """The two pools of a deployment: the prefill pool found for the decode pool's rate."""
     (r_p, rho, alone, wait, transfer, link), one_server = found
-    return DisaggPools(
-        prefill_tp=p_shape[0],
+    pools = DisaggPools(
+        prefill_tp=p_shape.tp,
         prefill_replicas=r_p,
-        decode_tp=d_shape[0],
+        decode_tp=d_shape.tp,
         decode_replicas=decode_replicas,
         prefill_utilisation=rho,
         kv_transfer_s=transfer,
@@ -387,10 +374,13 @@ def _pools(
         queue_s=wait,
         one_server=one_server,
         gpus_per_node=gpn,
-        prefill_pp=p_shape[1],
-        decode_pp=d_shape[1],
+        prefill_pp=p_shape.pp,
+        decode_pp=d_shape.pp,
         prefill_nodes=0 if one_server else _pool_servers(p_shape, r_p, gpn),
         decode_nodes=1 if one_server else decode_servers,
+    )
+    return replace(pools, prefill_ep=p_shape.ep, decode_ep=d_shape.ep).with_attention_dp(
+        p_shape.attention_dp, d_shape.attention_dp
     )
 
 
@@ -410,7 +400,7 @@ def search_disaggregated(
     _, output, _ = request_shape(workload)
     best: tuple[int, int, ConfigEstimate] | None = None
     why: list[str] = []
-    shapes = pool_shapes(arch, hw, limit)
+    shapes = replica_shapes(arch, hw, limit)
     # A prefill replica's figures depend on its shape and where its KV cache goes, not on the
     # decode pool: worked out once per (shape, one server), on first use.
     stages: dict[tuple[Shape, bool], _PrefillStage | None] = {}
@@ -428,7 +418,7 @@ def search_disaggregated(
         decoders = _decode_pools(workload, arch, hw, params, shapes, limit, why)
     for d_shape, plan in decoders:
         request_rate = plan.tokens_per_s / max(1.0, output)
-        decode_gpus = plan.replicas * d_shape[0] * d_shape[1]
+        decode_gpus = plan.replicas * d_shape.tp * d_shape.pp
         decode_servers = _pool_servers(d_shape, plan.replicas, gpn)
         for p_shape in shapes:
             found = _prefill_pool(
@@ -443,18 +433,13 @@ def search_disaggregated(
             if found is None:
                 continue
             (r_p, *_), one_server = found
-            gpus = decode_gpus + r_p * p_shape[0] * p_shape[1]
+            gpus = decode_gpus + r_p * p_shape.tp * p_shape.pp
             nodes = 1 if one_server else decode_servers + _pool_servers(p_shape, r_p, gpn)
             if nodes > limit or (best is not None and (gpus, nodes) >= best[:2]):
                 continue
             pools = _pools(found, p_shape, d_shape, plan.replicas, decode_servers, gpn)
-            layout = serving_layout(
-                d_shape[0],
-                d_shape[1],
-                gpn,
-                micro_batch=plan.batch,
-                replicas=plan.replicas,
-                sequences=plan.sequences,
+            layout = d_shape.layout(
+                gpn, micro_batch=plan.batch, replicas=plan.replicas, sequences=plan.sequences
             )
             est = evaluate_serving(workload, arch, hw, layout, params, pools)
             est = replace(est, gpus=gpus, nodes=nodes, notes=(*est.notes, describe(pools)))
@@ -478,14 +463,13 @@ def explicit_disaggregated(
     searched beside it within the servers left: the layout is kept, never replaced. Without a
     stated batch, each decode replica runs what it admits without prompt chunks in its steps,
     the concurrency filled in turn."""
+    shape = ReplicaShape(layout.tp, layout.pp, layout.ep, layout.attention_dp)
     if micro_batch is None:
-        probe = serving_layout(layout.tp, layout.pp, hw.gpus_per_node)
+        probe = shape.layout(hw.gpus_per_node)
         b_max = max(1, batch_limit(workload, arch, hw, probe, params, prefill=False)[0])
         conc = workload.concurrency
         micro_batch = b_max if conc is None else min(b_max, math.ceil(conc / layout.replicas))
-    decode = serving_layout(
-        layout.tp,
-        layout.pp,
+    decode = shape.layout(
         hw.gpus_per_node,
         micro_batch=micro_batch,
         replicas=layout.replicas,

@@ -6,14 +6,21 @@ from __future__ import annotations
 from gpusolve.estimate.layout import ConfigEstimate, DisaggPools
 
 
-def pool_label(shape: tuple[int, int]) -> str:
-    return f"TP{shape[0]}" + (f" PP{shape[1]}" if shape[1] > 1 else "")
+def pool_label(shape: tuple[int, int, int, bool]) -> str:
+    """'TP8', 'TP8 PP2', 'TP16 EP16 attention-DP': a replica's (tp, pp, ep, attention_dp)."""
+    tp, pp, ep, attention_dp = shape
+    label = f"TP{tp}" + (f" PP{pp}" if pp > 1 else "") + (f" EP{ep}" if ep > 1 else "")
+    return label + (" attention-DP" if attention_dp else "")
 
 
 def describe(pools: DisaggPools) -> str:
     """One line saying what the disaggregated deployment is."""
-    p_shape = pool_label((pools.prefill_tp, pools.prefill_pp))
-    d_shape = pool_label((pools.decode_tp, pools.decode_pp))
+    p_shape = pool_label(
+        (pools.prefill_tp, pools.prefill_pp, pools.prefill_ep, pools.prefill_attention_dp)
+    )
+    d_shape = pool_label(
+        (pools.decode_tp, pools.decode_pp, pools.decode_ep, pools.decode_attention_dp)
+    )
     where = (
         "both pools in one server"
         if pools.one_server
@@ -50,7 +57,7 @@ def compare(aggregated: ConfigEstimate | None, disaggregated: ConfigEstimate) ->
         verdict = f"disaggregation needs the same {aggregated.gpus} GPUs {servers}"
     return (
         f"{verdict}: aggregated {aggregated.gpus} GPUs decode {a.batch} sequences per "
-        f"{pool_label((aggregated.layout.tp, aggregated.layout.pp))} replica at "
+        f"{pool_label(aggregated.layout.replica_shape)} replica at "
         f"{a.tpot_s * 1000:,.1f} ms per token with prompt chunks in the steps "
         f"({a.prefill_share:.0%} of step time) and a {a.batch_limit} bound; "
         f"disaggregated decode replicas hold {d.batch} sequences at {d.tpot_s * 1000:,.1f} ms "

@@ -63,6 +63,9 @@ class Engine:
     source: str
     memory_flag: str  # the launch setting that sets `memory_fraction`
     release: str  # the release whose defaults this table holds
+    # MoE: the second expert GEMM adds each token's k outputs in its epilogue instead of a
+    # separate reduction kernel reading k rows back (moeserve.expanded_row_bytes).
+    fused_moe_finalize: bool = False
 
     def fraction(self, tp: int) -> float:
         """The default share; SGLang's depends on the TP degree."""
@@ -148,6 +151,9 @@ ENGINES: dict[str, Engine] = {
         "max_num_tokens 8192",
         memory_flag="--kv_cache_free_gpu_mem_fraction",
         release=TRTLLM_RELEASE,
+        # `use_fused_finalize_` is on unless deterministic kernels or LoRA are asked for
+        # (cpp/tensorrt_llm/plugins/mixtureOfExperts/mixtureOfExpertsPlugin.cpp).
+        fused_moe_finalize=True,
     ),
 }
 # Without a stated engine the plan sizes for vLLM, the most widely deployed open engine.

@@ -175,6 +175,19 @@ class Hardware:
         )
         return min(ring, tree)
 
+    def exchange_latency_s(self, ranks_per_node: int, nodes: int) -> float:
+        """Start-up latency of one all-to-all: it posts every peer's message at once (NCCL's
+        alltoall is grouped send/recv; DeepEP's kernels write each peer from warps of their
+        own), so it pays one message's start-up, NCCL's tuner base and one hop on each link
+        it crosses, not a ring's ranks − 1 steps."""
+        if ranks_per_node * nodes <= 1:
+            return 0.0
+        c = dict(SIMPLE)
+        if self.topology in PCIE_TOPOLOGIES or self._beyond_bridges(ranks_per_node):
+            c["intra"] = PCIE_HOP["simple"]
+        intra = c["intra"] if ranks_per_node > 1 else 0.0
+        return c["base"] + intra + (c["inter"] if nodes > 1 else 0.0)
+
     def link_name(self, ranks_per_node: int, nodes: int, stride: int = 1) -> str:
         if nodes > 1:
             return f"{self.fabric} fabric"

@@ -42,7 +42,9 @@ class Layout:
     `checkpointing` (activation recomputation); `micro_batch` sequences per GPU per micro-step,
     `grad_accum` micro-steps per optimizer step (global batch = micro_batch × grad_accum × dp
     sequences); `sequence_parallel` (Megatron SP, on by default whenever tp > 1).
-    Inference: `replicas` independent copies of tp × pp GPUs each (dp = 1); `micro_batch` is
+    Inference: `replicas` independent copies of tp × pp GPUs each (dp = 1; an MoE replica may
+    spread its experts over each stage's tp ranks, `ep` = tp, and attend data-parallel over
+    them, `attention_dp`, moeserve.py); `micro_batch` is
     the number of sequences each replica decodes concurrently; `sequences` (when set) the
     sequences over all replicas, each replica filled to `micro_batch` in turn, so the last
     one may run a smaller batch (a concurrency of 64 on replicas of 10 is 6 × 10 + 4).
@@ -62,6 +64,14 @@ class Layout:
     vp: int = 1
     cp: int = 1
     sequences: int | None = None
+    # Inference, MoE: the tp ranks of a stage attend their own sequences with whole attention
+    # weights (attention data-parallel) and hold E/ep whole experts each (ep = tp).
+    attention_dp: bool = False
+
+    @property
+    def replica_shape(self) -> tuple[int, int, int, bool]:
+        """A serving replica's (tp, pp, ep, attention_dp)."""
+        return self.tp, self.pp, self.ep, self.attention_dp
 
     @property
     def gpus(self) -> int:
@@ -93,7 +103,9 @@ class Layout:
     def describe(self, inference: bool = False) -> str:
         """A short human label, e.g. 'TP2 PP1 DP4 zero2 ckpt=none mb=2x8'."""
         if inference:
-            head = f"{self.replicas} x TP{self.tp} PP{self.pp}, "
+            moe = f" EP{self.ep}" if self.ep > 1 else ""
+            moe += " attention-DP" if self.attention_dp else ""
+            head = f"{self.replicas} x TP{self.tp} PP{self.pp}{moe}, "
             if self.total_sequences == self.replicas * self.micro_batch:
                 return head + f"{self.micro_batch} seq/replica"
             fill = " + ".join(f"{n} x {b}" if n > 1 else str(b) for n, b in self.replica_batches())
@@ -130,6 +142,15 @@ class DisaggPools:
     decode_pp: int = 1
     prefill_nodes: int = 0  # servers of each pool (0 prefill: in the decode pool's server)
     decode_nodes: int = 1
+    # MoE: whole experts on each of a replica's ranks, attention data-parallel (moeserve.py).
+    prefill_ep: int = 1
+    decode_ep: int = 1
+    prefill_attention_dp: bool = False
+    decode_attention_dp: bool = False
+
+    def with_attention_dp(self, prefill: bool, decode: bool) -> DisaggPools:
+        """These pools with each pool's attention data-parallel or not."""
+        return replace(self, prefill_attention_dp=prefill, decode_attention_dp=decode)
 
     @property
     def prefill_gpus(self) -> int:
@@ -361,12 +382,14 @@ def structure_reasons(
             f"the layout needs {layout.gpus} GPUs but {layout.nodes} node(s) of {gpn} "
             f"hold {layout.nodes * gpn}"
         )
-    if layout.tp > gpn:
+    # Under attention data-parallel the stage's ranks only exchange tokens with their
+    # experts (moeserve.py), which may cross the fabric.
+    if layout.tp > gpn and not layout.attention_dp:
         out.append(
             f"TP {layout.tp} spans nodes of {gpn} GPUs; tensor parallelism needs the "
             "intra-node link (H08)"
         )
-    if arch.heads % layout.tp:
+    if arch.heads % layout.tp and not layout.attention_dp:
         out.append(f"TP {layout.tp} does not divide the {arch.heads} attention heads")
     if layout.pp > arch.layers:
         out.append(f"PP {layout.pp} exceeds the {arch.layers} layers")
@@ -384,7 +407,10 @@ def structure_reasons(
             f"CP {layout.cp} needs the sequence ({workload.seq_len}) in 2 x {layout.cp} "
             "equal chunks (load-balanced causal attention)"
         )
-    if layout.ep > 1 and (not arch.is_moe or arch.experts % layout.ep or layout.dp % layout.ep):
+    # Training spreads experts over data-parallel ranks; serving over a stage's TP ranks
+    # (moeserve.check_split).
+    ep_split = arch.experts % layout.ep or layout.dp % layout.ep
+    if workload.is_training and layout.ep > 1 and (not arch.is_moe or ep_split):
         out.append(f"EP {layout.ep} must divide both the experts ({arch.experts}) and DP")
     if layout.nodes > 1 and not params.allow_multi_node:
         out.append(f"the job spans {layout.nodes} nodes but multi-node jobs are disabled (H21)")

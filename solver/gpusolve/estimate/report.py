@@ -26,8 +26,8 @@ from gpusolve.estimate.disaggregation import explicit_disaggregated
 from gpusolve.estimate.goodput import goodput_out
 from gpusolve.estimate.layout import DisaggPools
 from gpusolve.estimate.loadsim import LoadFigures
+from gpusolve.estimate.replicas import ReplicaShape
 from gpusolve.estimate.searchserve import max_decode_batch
-from gpusolve.estimate.serving import serving_layout
 from gpusolve.estimate.stageparams import mtp_params
 from gpusolve.estimate.trainshape import mtp_depth_of
 from gpusolve.estimate.units import GB, SECONDS_PER_HOUR
@@ -77,6 +77,7 @@ class LayoutChoice:
     vp: int | None = None
     cp: int | None = None
     ep: int | None = None
+    attention_dp: bool | None = None  # serving an MoE model (moeserve.py)
     sequence_parallel: bool | None = None
     micro_batch: int | None = None
     recompute: str | None = None
@@ -110,13 +111,17 @@ def explicit_layout(w: Workload, hw: Hardware, params: Params, choice: LayoutCho
         )
     dp = total // (t * p * c)
     if isinstance(w, InferenceWorkload):
-        b_max = max(1, max_decode_batch(w, hw, params, t, p))
+        adp = bool(choice.attention_dp)
+        shape = ReplicaShape(t, p, choice.ep or (t if adp else 1), adp)
+        b_max = max(1, max_decode_batch(w, hw, params, shape))
         batch = choice.micro_batch or (
             b_max if w.concurrency is None else min(b_max, math.ceil(w.concurrency / dp))
         )
-        return serving_layout(
-            t, p, hw.gpus_per_node, micro_batch=batch, replicas=dp, sequences=w.concurrency
+        return shape.layout(
+            hw.gpus_per_node, micro_batch=batch, replicas=dp, sequences=w.concurrency
         )
+    if choice.attention_dp:
+        raise LayoutError("--attention-dp", "--attention-dp describes how a service is served")
     sharding = choice.sharding or (
         ZERO_SHARDING[choice.zero] if choice.zero is not None else (w.sharding or "ddp")
     )
@@ -324,6 +329,7 @@ _LAYOUT_FIELDS = (
     "vp",
     "cp",
     "ep",
+    "attention_dp",
     "replicas",
     "zero_stage",
     "sharding",

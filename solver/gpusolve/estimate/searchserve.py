@@ -11,36 +11,35 @@ from gpusolve.estimate.disaggtext import compare
 from gpusolve.estimate.evaluation import evaluate
 from gpusolve.estimate.hardware import Hardware
 from gpusolve.estimate.layout import ConfigEstimate
+from gpusolve.estimate.replicas import ReplicaShape, replica_shapes
 from gpusolve.estimate.searchcore import Attempts, SearchResult, SearchScope
-from gpusolve.estimate.searchtrain import TP_CHOICES
 from gpusolve.estimate.serving import (
     amount,
     fill_replicas,
     pool_tokens_per_s,
-    replica_tokens_per_s,
-    serving_layout,
 )
 from gpusolve.estimate.servingestimate import batch_limit
 from gpusolve.estimate.servingload import replicas_for_sla
+from gpusolve.estimate.servingrates import (
+    replica_tokens_per_s,
+)
 from gpusolve.estimate.shapes import Arch, resolve_arch
 from gpusolve.models.params import Params
 from gpusolve.models.requirements import InferenceWorkload
 
 
 def _tokens_per_s(
-    workload: InferenceWorkload, hw: Hardware, params: Params, tp: int, pp: int, batch: int
+    workload: InferenceWorkload, hw: Hardware, shape: ReplicaShape, batch: int
 ) -> float:
     """Generated tokens/s of one replica decoding `batch` sequences (the same figure
     `evaluate` reports, without building the whole estimate)."""
-    return replica_tokens_per_s(workload, hw, tp, pp, batch)
+    return replica_tokens_per_s(workload, hw, *shape.split, batch, *shape.moe)
 
 
 def _smallest_batch(
     workload: InferenceWorkload,
     hw: Hardware,
-    params: Params,
-    tp: int,
-    pp: int,
+    shape: ReplicaShape,
     replicas: int,
     b_max: int,
     target: float,
@@ -48,7 +47,7 @@ def _smallest_batch(
     lo, hi = 1, b_max
     while lo < hi:
         mid = (lo + hi) // 2
-        if replicas * _tokens_per_s(workload, hw, params, tp, pp, mid) >= target:
+        if replicas * _tokens_per_s(workload, hw, shape, mid) >= target:
             hi = mid
         else:
             lo = mid + 1
@@ -69,9 +68,7 @@ class _Plan:
 def _replicas_and_batch(
     workload: InferenceWorkload,
     hw: Hardware,
-    params: Params,
-    tp: int,
-    pp: int,
+    shape: ReplicaShape,
     b_max: int,
     max_replicas: int,
 ) -> _Plan:
@@ -82,7 +79,7 @@ def _replicas_and_batch(
     conc = workload.concurrency
 
     def tokens(batch: int) -> float:
-        return _tokens_per_s(workload, hw, params, tp, pp, batch)
+        return _tokens_per_s(workload, hw, shape, batch)
 
     too_many = f"more than the {max_replicas:,} replica(s) the allowed nodes hold"
     if conc is not None:
@@ -95,8 +92,8 @@ def _replicas_and_batch(
 
         def fill(r: int) -> tuple[int, int, float]:
             replicas, batch = fill_replicas(conc, math.ceil(conc / r))
-            groups = serving_layout(
-                tp, pp, hw.gpus_per_node, micro_batch=batch, replicas=replicas, sequences=conc
+            groups = shape.layout(
+                hw.gpus_per_node, micro_batch=batch, replicas=replicas, sequences=conc
             ).replica_batches()
             return replicas, batch, pool_tokens_per_s(groups, tokens)
 
@@ -126,7 +123,7 @@ def _replicas_and_batch(
             f"{amount(needed)} replicas, {too_many}"
         )
     replicas = max(1, math.ceil(needed))
-    return _Plan(replicas, _smallest_batch(workload, hw, params, tp, pp, replicas, b_max, target))
+    return _Plan(replicas, _smallest_batch(workload, hw, shape, replicas, b_max, target))
 
 
 def _for_sla(
@@ -134,14 +131,13 @@ def _for_sla(
     arch: Arch,
     hw: Hardware,
     params: Params,
-    tp: int,
-    pp: int,
+    shape: ReplicaShape,
     plan: _Plan,
     max_replicas: int,
 ) -> _Plan:
     """`plan` with the fewest replicas whose simulated percentiles at the request rate meet
     the SLA (at least the count the tokens/s and concurrency need), or why none does."""
-    probe = serving_layout(tp, pp, hw.gpus_per_node, micro_batch=plan.batch, replicas=plan.replicas)
+    probe = shape.layout(hw.gpus_per_node, micro_batch=plan.batch, replicas=plan.replicas)
     replicas, load = replicas_for_sla(workload, arch, hw, probe, params, max_replicas)
     if not load.meets_sla:
         return _Plan(why=f"even {replicas:,} replica(s): " + "; ".join(load.misses))
@@ -149,60 +145,48 @@ def _for_sla(
 
 
 def max_decode_batch(
-    workload: InferenceWorkload, hw: Hardware, params: Params, tp: int, pp: int
+    workload: InferenceWorkload, hw: Hardware, params: Params, shape: ReplicaShape
 ) -> int:
-    """Sequences one replica of tp × pp GPUs holds at the mean live context within the TPOT
+    """Sequences one replica of `shape` holds at the mean live context within the TPOT
     target (0 = not even one)."""
     arch = resolve_arch(workload.model)
-    return batch_limit(workload, arch, hw, serving_layout(tp, pp, hw.gpus_per_node), params)[0]
+    return batch_limit(workload, arch, hw, shape.layout(hw.gpus_per_node), params)[0]
 
 
 def search_inference(workload: InferenceWorkload, scope: SearchScope) -> SearchResult:
     arch, hw, params, limit = scope.arch, scope.hw, scope.params, scope.limit
     every_size = scope.every_size
     gpn = hw.gpus_per_node
-    shapes: list[tuple[int, int]] = [
-        (tp, 1) for tp in TP_CHOICES if tp <= gpn and gpn % tp == 0 and arch.heads % tp == 0
-    ]
-    top_tp = shapes[-1][0] if shapes else 1
-    # A replica larger than a node pipelines over the fabric: only with one (replicas of
-    # one node each need none, they are independent).
-    span_limit = limit if hw.inter_node_gbps_per_gpu > 0 else 1
-    pp = 2
-    while pp <= min(gpn * span_limit, arch.layers) and top_tp * pp <= gpn * span_limit:
-        shapes.append((top_tp, pp))
-        pp *= 2
     kept = Attempts()
     found, rejections = kept.feasible, kept.rejections
-    for tp, pp in shapes:
-        if pp > 1 and found:
-            break  # a single-node replica exists; spanning nodes only costs more
-        probe = serving_layout(tp, pp, gpn)
+    for shape in replica_shapes(arch, hw, limit):
+        if shape.pp > 1 and found:
+            break  # a single-node replica exists; pipelining over nodes only costs more
+        label = f"{shape.label} on {hw.label or hw.card.id}"
+        probe = shape.layout(gpn)
         b_max, bound = batch_limit(workload, arch, hw, probe, params)
         if b_max < 1:
             est = evaluate(workload, hw, probe, params)
             if bound == "tpot":
-                rejections.append(
-                    f"TP{tp} PP{pp} on {hw.label or hw.card.id}: "
-                    + "; ".join(r for r in est.reasons if "ms" in r)
-                )
+                rejections.append(f"{label}: " + "; ".join(r for r in est.reasons if "ms" in r))
             kept.near_miss(est)
             continue
-        per_node = gpn // (tp * pp) if tp * pp <= gpn else 0
-        max_replicas = limit * per_node if per_node else limit // math.ceil(tp * pp / gpn)
-        plan = _replicas_and_batch(workload, hw, params, tp, pp, b_max, max(1, max_replicas))
+        gpus = shape.tp * shape.pp
+        per_node = gpn // gpus if gpus <= gpn else 0
+        max_replicas = limit * per_node if per_node else limit // math.ceil(gpus / gpn)
+        plan = _replicas_and_batch(workload, hw, shape, b_max, max(1, max_replicas))
         if not plan.why and workload.sla is not None:
-            plan = _for_sla(workload, arch, hw, params, tp, pp, plan, max(1, max_replicas))
+            plan = _for_sla(workload, arch, hw, params, shape, plan, max(1, max_replicas))
         if plan.why:
-            rejections.append(f"TP{tp} PP{pp} on {hw.label or hw.card.id}: {plan.why}")
+            rejections.append(f"{label}: {plan.why}")
             continue
-        lay = serving_layout(
-            tp, pp, gpn, micro_batch=plan.batch, replicas=plan.replicas, sequences=plan.sequences
+        lay = shape.layout(
+            gpn, micro_batch=plan.batch, replicas=plan.replicas, sequences=plan.sequences
         )
         if lay.nodes > limit:
             rejections.append(
-                f"TP{tp} PP{pp} on {hw.label or hw.card.id}: {plan.replicas} replicas need "
-                f"{lay.nodes} nodes, more than the {limit} allowed"
+                f"{label}: {plan.replicas} replicas need {lay.nodes} nodes, more than the "
+                f"{limit} allowed"
             )
             continue
         est = evaluate(workload, hw, lay, params)

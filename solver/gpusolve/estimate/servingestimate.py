@@ -26,8 +26,8 @@ from gpusolve.estimate.layout import (
 )
 from gpusolve.estimate.loadsim import LoadFigures
 from gpusolve.estimate.memory import weights_bytes
+from gpusolve.estimate.moeserve import check_split
 from gpusolve.estimate.serving import (
-    Rates,
     amount,
     describe_fill,
     max_batch_by_memory,
@@ -40,6 +40,9 @@ from gpusolve.estimate.serving import (
     workload_engine,
 )
 from gpusolve.estimate.servingload import load_notes, simulate_load
+from gpusolve.estimate.servingrates import (
+    Rates,
+)
 from gpusolve.estimate.shapes import Arch
 from gpusolve.models.params import Params
 from gpusolve.models.requirements import InferenceWorkload
@@ -109,6 +112,17 @@ def batch_limit(
 # --------------------------------------------------------------------------- evaluate
 
 
+def comm_note(layout: Layout, comm_fraction: float) -> str:
+    """H09's warning, naming the step's exchange: TP all-reduces, or under attention DP the
+    MoE layers' dispatch and combine."""
+    what = (
+        "MoE dispatch and combine (attention data-parallel)"
+        if layout.attention_dp
+        else "tensor-parallel all-reduces"
+    )
+    return f"{what} are {pct(comm_fraction)} of a decode step (H09)"
+
+
 def engine_notes(workload: InferenceWorkload, layout: Layout, params: Params) -> list[str]:
     """What the engine's scheduler and memory reserve assume, for the estimate's notes."""
     engine = workload_engine(workload)
@@ -148,6 +162,9 @@ def _layout_reasons(
     workload: InferenceWorkload, arch: Arch, hw: Hardware, layout: Layout, params: Params
 ) -> list[str]:
     reasons = structure_reasons(workload, arch, hw, layout, params)
+    split = check_split(arch, layout)
+    if split:
+        reasons.append(split)
     mp = layout.tp * layout.pp
     needed = replica_nodes(layout, hw.gpus_per_node)
     if needed > layout.nodes and not any("GPUs but" in r for r in reasons):
@@ -358,7 +375,7 @@ def evaluate_serving(
     if memory.kv_cache_bytes > memory.weights_bytes:
         notes.append("the KV cache outweighs the weights: context × concurrency sets the card")
     if comm_fraction > params.comm_threshold:
-        notes.append(f"tensor-parallel all-reduces are {pct(comm_fraction)} of a decode step (H09)")
+        notes.append(comm_note(layout, comm_fraction))
     per_token = 2.0 * arch.active_params
     bytes_moved = rates.weights_gpu + batch / layout.pp * rates.context * rates.kv_token_gpu
     figures = ServingFigures(

@@ -33,15 +33,17 @@ from gpusolve.estimate.loadsim import (
     simulate,
 )
 from gpusolve.estimate.serving import (
-    DECODE_KERNELS_PER_LAYER,
-    GRAPH_KERNEL_GAP_S,
-    PAGED_ATTENTION_SLOWDOWN,
-    Rates,
     request_shape,
     reserve_policy,
     serving_memory,
     serving_params,
     workload_engine,
+)
+from gpusolve.estimate.servingrates import (
+    DECODE_KERNELS_PER_LAYER,
+    GRAPH_KERNEL_GAP_S,
+    PAGED_ATTENTION_SLOWDOWN,
+    Rates,
 )
 from gpusolve.estimate.shapes import Arch
 from gpusolve.models.params import Params

@@ -194,6 +194,7 @@ def _deployment(meta: OptionMeta, site: str | None, schedule: str) -> Deployment
             vp=layout.vp,
             cp=layout.cp,
             ep=layout.ep,
+            attention_dp=layout.attention_dp,
             sequence_parallel=layout.sequence_parallel_on,
             zero_stage=layout.zero_stage,
             gradient_checkpointing=layout.checkpointing,
@@ -234,6 +235,10 @@ def _pools(est: Any) -> Pools | None:
         one_server=p.one_server,
         gpus_per_node=p.gpus_per_node,
         link=p.link,
+        prefill_ep=p.prefill_ep,
+        decode_ep=p.decode_ep,
+        prefill_attention_dp=p.prefill_attention_dp,
+        decode_attention_dp=p.decode_attention_dp,
     )
 
 

@@ -87,7 +87,20 @@ class StepOut(LazyOutModel):
     dp_link: str = Field(description="The link the data-parallel ring is bounded by.")
 
 
-class DisaggOut(LazyOutModel):
+class PoolSplits(LazyOutModel):
+    """How each disaggregated pool's replicas share an MoE model (estimate/moeserve.py)."""
+
+    prefill_ep: int = Field(default=1, description="Expert-parallel degree of a prefill replica.")
+    decode_ep: int = Field(default=1, description="Expert-parallel degree of a decode replica.")
+    prefill_attention_dp: bool = Field(
+        default=False, description="Prefill replicas attend data-parallel (MoE)."
+    )
+    decode_attention_dp: bool = Field(
+        default=False, description="Decode replicas attend data-parallel (MoE)."
+    )
+
+
+class DisaggOut(PoolSplits):
     """Disaggregated serving: the prefill pool, the decode pool and the KV transfer."""
 
     prefill_tp: int
@@ -232,6 +245,11 @@ class ConfigOut(LazyOutModel):
     vp: int = Field(description="Virtual pipeline stages per rank (interleaved 1F1B).")
     cp: int = Field(description="Context-parallel degree (the sequence split).")
     ep: int = Field(description="Expert-parallel degree (MoE).")
+    attention_dp: bool = Field(
+        default=False,
+        description="Serving an MoE model: each of a stage's ranks attends its own sequences "
+        "(attention data-parallel), the tokens sent to their experts' ranks and back.",
+    )
     sequence_parallel: bool
     replicas: int = Field(description="Inference: independent replicas of tp × pp GPUs.")
     zero_stage: int = Field(description="0 DDP, 1-2 ZeRO, 3 ZeRO-3 / FSDP.")

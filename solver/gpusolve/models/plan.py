@@ -8,7 +8,7 @@ from typing import Literal
 from pydantic import Field
 
 from gpusolve.models.common import OutModel, schema_version_field
-from gpusolve.models.estimate import GoodputOut
+from gpusolve.models.estimate import GoodputOut, PoolSplits
 from gpusolve.models.inventory_report import Inventory
 from gpusolve.models.money import Cash, FinancedServers, Risk
 
@@ -212,6 +212,10 @@ class Parallel(OutModel):
     vp: int = Field(default=1, description="Virtual pipeline stages per rank (interleaved).")
     cp: int = Field(default=1, description="Context-parallel degree.")
     ep: int = Field(default=1, description="Expert-parallel degree (MoE).")
+    attention_dp: bool = Field(
+        default=False,
+        description="Serving an MoE model: attention data-parallel over the replica's ranks.",
+    )
     sequence_parallel: bool = False
     zero_stage: int
     gradient_checkpointing: str
@@ -219,7 +223,7 @@ class Parallel(OutModel):
     grad_accum: int
 
 
-class Pools(OutModel):
+class Pools(PoolSplits):
     """Disaggregated serving: a prefill pool and a decode pool of the deployment's servers."""
 
     prefill_tp: int

@@ -377,6 +377,7 @@ def _workload_text(w: WorkloadEstimate) -> list[str]:
 def _layout_text(c: ConfigOut, inference: bool) -> str:
     if inference:
         pp = f" PP{c.pp}" if c.pp > 1 else ""
+        pp += (f" EP{c.ep}" if c.ep > 1 else "") + (" attention-DP" if c.attention_dp else "")
         v = c.serving
         if v is not None and 0 < v.sequences < c.replicas * c.micro_batch:
             fill = " + ".join(f"{n}×{b}" if n > 1 else str(b) for n, b in v.replica_batches)

@@ -34,6 +34,8 @@ def rack_use(fill_kw: float, rack_kw: float, reserved_kw: float) -> str:
 def layout(d: Deployment) -> str:
     p = d.parallel
     parts = [f"TP{p.tp}", f"PP{p.pp}", f"DP{p.dp}", *extra_degrees(p.vp, p.cp, p.ep)]
+    if p.attention_dp:
+        parts.append("attention-DP")
     if p.zero_stage:
         parts.append(f"ZeRO-{p.zero_stage}")
     if p.gradient_checkpointing != "none":

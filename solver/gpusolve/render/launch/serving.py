@@ -73,6 +73,13 @@ class EngineFlags:
     max_len: str
     memory: str
     kv_fp8: str  # its name for an FP8 (e4m3) KV cache
+    # MoE: whole experts a rank ({ep}: the EP degree), and attention data-parallel over the
+    # replica's {ranks} ranks with DeepEP's dispatch (what moeserve.exchange_s times);
+    # `dp_ranks_tp`: the TP flag then says each DP rank's own TP, and the sequence cap is
+    # each DP rank's.
+    expert_parallel: tuple[str, ...]
+    attention_dp: tuple[str, ...]
+    dp_ranks_tp: bool
 
 
 VLLM = EngineFlags(
@@ -82,6 +89,11 @@ VLLM = EngineFlags(
     "--max-model-len",
     "--gpu-memory-utilization",
     "fp8",
+    # docs/serving/expert_parallel_deployment.md and data_parallel_deployment.md: EP size is
+    # TP x DP with --enable-expert-parallel; attention DP is DP ranks of TP 1 each.
+    ("--enable-expert-parallel",),
+    ("--data-parallel-size", "{ranks}", "--all2all-backend", "deepep_low_latency"),
+    dp_ranks_tp=True,
 )
 SGLANG = EngineFlags(
     "--tp-size",
@@ -90,16 +102,34 @@ SGLANG = EngineFlags(
     "--context-length",
     "--mem-fraction-static",
     "fp8_e4m3",
+    # docs/advanced_features/expert_parallelism.md, server_arguments: --ep-size; DP
+    # attention with TP for the rest, --enable-dp-attention --dp-size over the TP ranks.
+    ("--ep-size", "{ep}"),
+    ("--enable-dp-attention", "--dp-size", "{ranks}", "--moe-a2a-backend", "deepep"),
+    dp_ranks_tp=False,
 )
 QUANTIZATION = {"fp8": "fp8", "int4": "awq", "nf4": "bitsandbytes"}
 
 
+def moe_args(engine: EngineFlags, d: Deployment) -> list[str]:
+    """The engine's flags for the plan's expert split (none for TP-sliced experts)."""
+    p = d.parallel
+    if p.ep <= 1:
+        return []
+    flags = engine.expert_parallel + (engine.attention_dp if p.attention_dp else ())
+    return [f.format(ep=p.ep, ranks=p.tp) for f in flags]
+
+
 def serve_args(engine: EngineFlags, d: Deployment, w: InferenceWorkload, port: int) -> list[str]:
     p = d.parallel
+    per_rank = p.attention_dp and engine.dp_ranks_tp
+    tp = 1 if per_rank else p.tp
+    # vLLM's DP ranks each schedule their own sequences (one engine core each).
+    seqs = -(-p.micro_batch // p.tp) if per_rank else p.micro_batch
     args = [
-        engine.tp, str(p.tp),
+        engine.tp, str(tp),
         engine.pp, str(p.pp),
-        engine.seqs, str(p.micro_batch),
+        engine.seqs, str(seqs),
         engine.memory, f"{memory_fraction(d):g}",
         "--dtype", "float16" if w.precision == "fp16" else "bfloat16",
         "--port", str(port),
@@ -112,7 +142,7 @@ def serve_args(engine: EngineFlags, d: Deployment, w: InferenceWorkload, port: i
         args += ["--quantization", quant]
     if w.kv_cache_precision == "fp8":
         args += ["--kv-cache-dtype", engine.kv_fp8]
-    return args
+    return args + moe_args(engine, d)
 
 
 @dataclass(frozen=True)
@@ -158,14 +188,22 @@ def _scripts(
     ref = f'"{served}"' if served.startswith("$") else quoted([served])
     head = [
         f"# {d.workload}{' ' + role if role else ''}: {d.replicas} replica(s) of "
-        f"TP{d.parallel.tp} PP{d.parallel.pp}, {d.parallel.micro_batch} concurrent sequences "
+        f"{replica_label(d)}, {d.parallel.micro_batch} concurrent sequences "
         f"each, on {d.servers} node(s) x {gpus_per_node(d)} GPUs ({d.gpus} x {d.card}), as the "
         "plan sized it.",
         f"# GPU memory fraction {memory_fraction(d):g}: the plan's {d.headroom:.0%} headroom.",
         _length_note(w),
         *([f"# {d.card}: {vendor.note}."] if vendor.note else []),
+        *_dispatch_note(d),
     ]
-    if spans_nodes:
+    if spans_nodes and d.parallel.attention_dp:
+        head.append(
+            "# One replica spans nodes (experts over servers, attention data-parallel): start "
+            "the engine's multi-node data-parallel mode per its docs (vLLM: "
+            "--data-parallel-size-local, --data-parallel-address, --headless on the other "
+            "nodes; SGLang: --nnodes/--node-rank/--dist-init-addr)."
+        )
+    elif spans_nodes:
         head.append(
             "# One replica spans nodes (pipeline across servers): start the engine's "
             "multi-node mode (vLLM: a Ray cluster; SGLang: --nnodes/--node-rank) per its docs."
@@ -191,6 +229,23 @@ def _scripts(
     ]
 
 
+def replica_label(d: Deployment) -> str:
+    p = d.parallel
+    label = f"TP{p.tp} PP{p.pp}" + (f" EP{p.ep}" if p.ep > 1 else "")
+    return label + (" attention-DP" if p.attention_dp else "")
+
+
+def _dispatch_note(d: Deployment) -> list[str]:
+    if not d.parallel.attention_dp:
+        return []
+    return [
+        "# The plan times each MoE layer's dispatch and combine as DeepEP's low-latency "
+        "kernels send them (each token's expert copies point to point), which the "
+        "all-to-all backend flags below select: DeepEP must be installed (the engines' EP "
+        "guides)."
+    ]
+
+
 def _length_note(w: InferenceWorkload) -> str:
     longest = serving_max_len(w)
     if longest is not None:
@@ -208,14 +263,19 @@ def pool_of(d: Deployment, role: str) -> Deployment:
     """The deployment as one pool of a disaggregated one: its TP, its replicas, its GPUs."""
     pools = d.pools
     assert pools is not None
+    prefill = role == "prefill"
     tp, replicas = (
         (pools.prefill_tp, pools.prefill_replicas)
-        if role == "prefill"
+        if prefill
         else (pools.decode_tp, pools.decode_replicas)
     )
     gpus = tp * replicas
     servers = 1 if pools.one_server else -(-gpus // pools.gpus_per_node)
-    parallel = d.parallel.model_copy(update={"tp": tp, "pp": 1})
+    moe = {
+        "ep": pools.prefill_ep if prefill else pools.decode_ep,
+        "attention_dp": pools.prefill_attention_dp if prefill else pools.decode_attention_dp,
+    }
+    parallel = d.parallel.model_copy(update={"tp": tp, "pp": 1, **moe})
     return d.model_copy(
         update={"parallel": parallel, "replicas": replicas, "gpus": gpus, "servers": servers}
     )

@@ -244,3 +244,16 @@ def test_a_headroom_below_the_engines_reserve_is_a_warning_that_says_what_it_doe
 def test_a_malformed_engine_release_is_rejected(engine: str) -> None:
     with pytest.raises(ValueError, match="engine"):
         _serve(engine=engine)
+
+
+def test_an_mi300x_serving_estimate_says_it_is_an_upper_bound() -> None:
+    # CDNA3 has no decode-shaped measurement; its held-out serving rows read high at the
+    # training rate (tests/support/validation_cdna.py), and the estimate says so.
+    from tests.support.validation_cdna import mi300x_platform
+
+    est = evaluate(_serve(), mi300x_platform(), Layout(1, 8, 1, 1, micro_batch=64), Params())
+    line = next(n for n in est.notes if "no decode-shaped GEMM measurement for cdna3" in n)
+    assert "upper bound" in line and "MI300X" in line
+    # A family that does decode at a measured set carries no such warning.
+    on_h100 = evaluate(_serve(), hgx(H100), Layout(1, 2, 1, 1, micro_batch=8), Params())
+    assert not any("upper bound" in n for n in on_h100.notes)

@@ -36,6 +36,7 @@ import math
 from typing import Any
 
 from tests.support.validation_cases import Case, _hgx, shipped_card
+from tests.support.validation_cdna import cdna_cases
 from tests.support.validation_dispatch import dispatch_cases
 from tests.support.validation_rates import rate_cases
 
@@ -416,4 +417,4 @@ def serving_cases() -> list[Case]:
         for card, table in MOE_TABLES.items()
         for (isl, osl), published in table.items()
     ]
-    return cases + rate_cases() + dispatch_cases()
+    return cases + rate_cases() + dispatch_cases() + cdna_cases()

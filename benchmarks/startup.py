@@ -13,7 +13,7 @@ the medians (CPU first: on a shared machine the wall clock mostly measures the o
 Before the pairs, one run of each warms what a user's second run finds warm: compiled
 bytecode (`PYTHONDONTWRITEBYTECODE` is unset for the children) and the user's cache
 directory (`load/seen.py`, `load/document_cache.py`, `rules/cache.py`,
-`candidates/layout_cache.py`). Not run in CI.
+`rules/compiled.py`, `candidates/layout_cache.py`). Not run in CI.
 
 `--frozen-bare` times a third process in each round: the bare import that also skips the
 interpreter's last cycle collection at exit, as `gpusolve` does (`cli._exit_without_collecting`),

@@ -2,9 +2,10 @@
 
 Why: with every tree read back from the tree cache (`cache.py`), loading the shipped rules
 still cost `gpusolve plan` about 27 ms of CPU (unpickling 84 Lark trees, the static check,
-splitting into units) and importing cel-python, Lark, regex and pendulum about 25 ms more,
-the same every run; the handful of terms cel-python must evaluate (7 on the README's first
-example) give the same answers every run too (benchmarks/README.md, "Start-up").
+splitting into units) and importing cel-python, Lark, regex and pendulum about 30 ms more,
+the same every run; the terms cel-python must evaluate (60 evaluations of 23 terms on the
+README's first example) give the same answers every run too (benchmarks/README.md,
+"Start-up").
 
 What is kept, per expression: each unit's fields read, its direct shape (`direct.py`), its
 tree pickled (unpickled, which loads Lark, only when cel-python must evaluate the unit) and
@@ -20,7 +21,9 @@ versions and the name, size and modification time of every file of `rules/`, `mo
 text, so another key; a file of other code is a miss as a whole and is replaced at exit. An
 expression with an error is never kept: it is compiled every run and gets its located
 error. The file lives in the user's own 0700 cache directory, as the other caches do; a
-missing, unreadable or foreign file is a miss, and failing to write it never fails a run.
+missing, unreadable, damaged (its digest) or foreign file is a miss, and failing to write
+it never fails a run. Within a process, every load of an expression shares its units and
+so their memos (the same expression gives the same answers).
 
 Only the command keeps them (`kept_between_runs`, from `cli.main`): a library caller
 compiles every expression, as before.
@@ -47,8 +50,9 @@ from gpusolve.rules.evaluate import Program, Unit
 from gpusolve.rules.templates import Template
 
 _FILE = "rules-compiled.pickle"
-# Expressions kept: the shipped rules have 111 (93 predicates, 18 advice messages).
-_MAX_EXPRESSIONS = 512
+# Expressions kept, the most recently used: the shipped rules have 75 distinct ones (66
+# predicates and 18 advice messages, some alike); a user's rule files and edits add more.
+_MAX_EXPRESSIONS = 256
 # Evaluations kept per unit: a run of the examples needs at most a few dozen.
 _MAX_MEMO = 256
 

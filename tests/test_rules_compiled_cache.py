@@ -80,15 +80,15 @@ def _next_run() -> None:
     compiled.STORE.forget()
 
 
-def _answers(rule_file: Path) -> tuple[list[int], list[str]]:
-    """Which of three cards the rule admits, and the advice, for a 13B workload."""
+def _answers(
+    rule_file: Path, sizes_gb: tuple[int, ...] = (48, 80, 141)
+) -> tuple[list[int], list[str]]:
+    """Which cards (by memory) the rule admits, and the advice, for a 13B workload."""
     rules = load_ruleset([rule_file], shipped=False)
     w = workload("w13", params_b=13)
     result = evaluate_workload(rules, w, requirements(w))
     cache = ActivationCache({})
-    admitted = [
-        gb for gb in (48, 80, 141) if not result.check("card", cache.card(card(str(gb), gb)))
-    ]
+    admitted = [gb for gb in sizes_gb if not result.check("card", cache.card(card(str(gb), gb)))]
     return admitted, list(result.advice)
 
 
@@ -114,7 +114,10 @@ def test_a_later_run_reads_back_what_it_compiled_and_evaluated(
         compiles.clear()
         evaluations.clear()
         assert _answers(rule) == cold
-    assert compiles == [] and evaluations == []  # read back, not compiled nor evaluated
+        assert compiles == [] and evaluations == []  # read back, not compiled nor evaluated
+        # A card no run has seen is evaluated: 79 GB doubled is 158 < 160.
+        assert _answers(rule, (79,)) == ([], ["two cards of 26 GB"])
+        assert len(evaluations) == 1
 
 
 def test_a_changed_rule_is_compiled_and_evaluated_again(
@@ -125,10 +128,10 @@ def test_a_changed_rule_is_compiled_and_evaluated_again(
         assert _answers(rule)[0] == [80, 141]
         _next_run()
         compiles.clear()
-        # The same cards against a higher threshold: 80 GB doubled (160) no longer passes.
-        changed = write_file(tmp_path, RULE.replace("{threshold}", "200"), "r.yaml")
+        # The same file and cards, a higher threshold: 80 GB doubled (160) no longer passes.
+        changed = write_file(tmp_path, RULE.replace("{threshold}", "200.0"), "r.yaml")
         assert _answers(changed)[0] == [141]
-    assert compiles == ["card.memory_gb * 2 >= 200"]
+    assert compiles == ["card.memory_gb * 2 >= 200.0"]
 
 
 def test_other_code_is_a_miss(

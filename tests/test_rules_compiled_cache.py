@@ -20,6 +20,7 @@ from tests.factories.files import write_file
 from tests.factories.requirements import requirements, workload
 from tests.support.shipped import ROOT
 
+from gpusolve.load import document_cache
 from gpusolve.rules import ActivationCache, compiled, evaluate_workload, load_ruleset
 from gpusolve.rules import compile as compile_module
 from gpusolve.rules.evaluate import Unit
@@ -39,11 +40,15 @@ rules:
 
 @pytest.fixture
 def cache_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    """A private cache directory, and no expression of another test's run in memory."""
+    """A private cache directory, and no expression or document of another test's run in
+    memory. The command keeps compiled expressions with the documents they come from: the
+    switch is the document cache's."""
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     compiled.STORE.forget()
+    document_cache._new.clear()
     yield tmp_path / "cache" / "gpusolve" / "rules-compiled.pickle"
     compiled.STORE.forget()
+    document_cache._new.clear()
 
 
 @pytest.fixture
@@ -106,7 +111,7 @@ def test_a_later_run_reads_back_what_it_compiled_and_evaluated(
     cold = _answers(rule)
     # 48 GB doubled is 96 < 160; 80 and 141 pass. The advice doubles 13 (B) to 26.
     assert cold == ([80, 141], ["two cards of 26 GB"])
-    with compiled.kept_between_runs():
+    with document_cache.kept_between_runs():
         assert _answers(rule) == cold
         assert compiles and evaluations
         _next_run()
@@ -123,7 +128,7 @@ def test_a_later_run_reads_back_what_it_compiled_and_evaluated(
 def test_a_changed_rule_is_compiled_and_evaluated_again(
     cache_home: Path, tmp_path: Path, compiles: list[str]
 ) -> None:
-    with compiled.kept_between_runs():
+    with document_cache.kept_between_runs():
         rule = write_file(tmp_path, RULE.replace("{threshold}", "160"), "r.yaml")
         assert _answers(rule)[0] == [80, 141]
         _next_run()
@@ -138,7 +143,7 @@ def test_other_code_is_a_miss(
     cache_home: Path, tmp_path: Path, compiles: list[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     rule = write_file(tmp_path, RULE.replace("{threshold}", "160"), "r.yaml")
-    with compiled.kept_between_runs():
+    with document_cache.kept_between_runs():
         _answers(rule)
         _next_run()
         compiles.clear()
@@ -187,7 +192,7 @@ def test_an_unreadable_or_foreign_file_is_a_miss(
     cache_home: Path, tmp_path: Path, compiles: list[str], damage: Any
 ) -> None:
     rule = write_file(tmp_path, RULE.replace("{threshold}", "160"), "r.yaml")
-    with compiled.kept_between_runs():
+    with document_cache.kept_between_runs():
         _answers(rule)
         _next_run()
         cache_home.write_bytes(damage(cache_home))

@@ -165,18 +165,12 @@ def main(argv: list[str] | None = None) -> Any:
     # Both packages import the loaders and every model: after the pause.
     from gpusolve.candidates import layout_cache
     from gpusolve.load import document_cache
-    from gpusolve.rules import compiled
 
     previous = gc.get_threshold()
     gc.set_threshold(*GC_THRESHOLD)
     try:
-        # Layout searches, parsed YAML files and compiled rules: the command keeps them
-        # between runs.
-        with (
-            layout_cache.kept_between_runs(),
-            document_cache.kept_between_runs(),
-            compiled.kept_between_runs(),
-        ):
+        # Layout searches and parsed YAML files: the command keeps them between runs.
+        with layout_cache.kept_between_runs(), document_cache.kept_between_runs():
             return _main(argv)
     except SystemExit as exc:
         if exc.code == INTERRUPTED:

@@ -25,8 +25,10 @@ missing, unreadable, damaged (its digest) or foreign file is a miss, and failing
 it never fails a run. Within a process, every load of an expression shares its units and
 so their memos (the same expression gives the same answers).
 
-Only the command keeps them (`kept_between_runs`, from `cli.main`): a library caller
-compiles every expression, as before.
+Only the command keeps them, with the parsed documents they come from: the switch is the
+document cache's (`load/document_cache.kept_between_runs`, from `cli.main`, which thus
+imports no part of the rule engine for `gpusolve --help`). A library caller compiles every
+expression, as before.
 """
 
 from __future__ import annotations
@@ -37,12 +39,13 @@ import hashlib
 import os
 import pickle
 import sys
-from collections.abc import Hashable, Iterator
+from collections.abc import Hashable
 from dataclasses import dataclass
 from functools import cache
 from importlib.util import find_spec
 from pathlib import Path as FilePath
 
+from gpusolve.load import document_cache
 from gpusolve.rules.bindings import EvalFailure, Read
 from gpusolve.rules.declarations import Path, variables_for
 from gpusolve.rules.direct import Shape
@@ -64,19 +67,7 @@ Layout = tuple[int, ...] | tuple[str | None, ...]
 UnitForm = tuple[tuple[Read, ...], bool, Shape | None, bytes]
 EntryForm = tuple[Layout, frozenset[Path], tuple[UnitForm, ...], tuple[Memo, ...]]
 
-_enabled = [False]
 _SKIP = object()
-
-
-@contextlib.contextmanager
-def kept_between_runs() -> Iterator[None]:
-    """Within the block, compiled expressions and their evaluations are kept on disk."""
-    before = _enabled[0]
-    _enabled[0] = True
-    try:
-        yield
-    finally:
-        _enabled[0] = before
 
 
 @dataclass
@@ -145,7 +136,7 @@ class _Store:
 
     def get(self, key: Key) -> _Expression | None:
         """The expression compiled or read back earlier, or None (also when not kept)."""
-        if not _enabled[0]:
+        if not document_cache.keeping():
             return None
         found = self._live.get(key)
         if found is None:
@@ -156,7 +147,7 @@ class _Store:
         return found
 
     def add(self, key: Key, expression: _Expression) -> None:
-        if not _enabled[0]:
+        if not document_cache.keeping():
             return
         self._live[key] = expression
         if not self._registered:

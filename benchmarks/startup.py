@@ -13,11 +13,15 @@ the medians (CPU first: on a shared machine the wall clock mostly measures the o
 Before the pairs, one run of each warms what a user's second run finds warm: compiled
 bytecode (`PYTHONDONTWRITEBYTECODE` is unset for the children) and the user's cache
 directory (`load/seen.py`, `load/document_cache.py`, `rules/cache.py`,
-`candidates/layout_cache.py`). Not run in CI.
+`rules/compiled.py`, `candidates/layout_cache.py`). Not run in CI.
 
 `--frozen-bare` times a third process in each round: the bare import that also skips the
 interpreter's last cycle collection at exit, as `gpusolve` does (`cli._exit_without_collecting`),
 so the report can say how much of the ratio that alone accounts for.
+
+`--base DIR` also times, in each round, the plan of another checkout (its `solver/` on
+`PYTHONPATH`, run from DIR), e.g. the branch's base written by `git archive BASE | tar -x -C
+DIR`: before and after under the same load, each against the same bare imports.
 """
 
 from __future__ import annotations
@@ -37,11 +41,11 @@ FROZEN_AT_EXIT = "import atexit, gc\natexit.register(gc.freeze)\n"
 TARGET_RATIO = 1.5
 
 
-def timed(argv: Sequence[str], env: dict[str, str]) -> tuple[float, float]:
+def timed(argv: Sequence[str], env: dict[str, str], cwd: Path = ROOT) -> tuple[float, float]:
     """(CPU seconds, wall seconds) of one child process; raises if it fails."""
     began = time.perf_counter()
     child = subprocess.Popen(
-        argv, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+        argv, cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
     )
     _, status, usage = os.wait4(child.pid, 0)
     wall = time.perf_counter() - began
@@ -59,19 +63,27 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument(
         "--frozen-bare", action="store_true", help="also the bare import frozen at exit"
     )
+    ap.add_argument("--base", type=Path, help="also time the plan of this checkout")
     args = ap.parse_args(argv)
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
     bare = [sys.executable, "-c", BARE]
     plan = [sys.executable, "-m", "gpusolve", "plan", args.example, "-q"]
     timed(bare, env)
     timed(plan, env)
+    base = args.base.resolve() if args.base else None
+    base_env = {**env, "PYTHONPATH": str(base / "solver")} if base else env
+    if base:
+        timed(plan, base_env, base)
     frozen = [sys.executable, "-c", FROZEN_AT_EXIT + BARE]
     frozen_cpu: list[float] = []
+    base_cpu: list[float] = []
     pairs = []
     for _ in range(args.pairs):
         pairs.append((timed(bare, env), timed(plan, env)))
         if args.frozen_bare:
             frozen_cpu.append(timed(frozen, env)[0])
+        if base:
+            base_cpu.append(timed(plan, base_env, base)[0])
     bare_cpu = statistics.median(b[0] for b, _ in pairs)
     plan_cpu = statistics.median(p[0] for _, p in pairs)
     bare_wall = statistics.median(b[1] for b, _ in pairs)
@@ -84,6 +96,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     verdict = "PASS" if ratio <= TARGET_RATIO else "FAIL"
     print(f"ratio of medians: CPU {ratio:.2f}x, wall {plan_wall / bare_wall:.2f}x")
     print(f"target <= {TARGET_RATIO}x (CPU): {verdict}")
+    if base_cpu:
+        base_median = statistics.median(base_cpu)
+        print(f"plan of {base}: CPU {base_median:.3f} s (median), {base_median / bare_cpu:.2f}x")
     if frozen_cpu:
         frozen_median = statistics.median(frozen_cpu)
         print(

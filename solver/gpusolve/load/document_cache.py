@@ -54,6 +54,13 @@ def kept_between_runs() -> Iterator[None]:
         _enabled[0] = before
 
 
+def keeping() -> bool:
+    """Whether documents are kept between runs, and so what is compiled from them: the
+    rule engine's compiled expressions follow the same switch (`rules/compiled.py`), so
+    that the command's entry point need not import the rule engine to turn it on."""
+    return _enabled[0]
+
+
 def parsed(text: str, parse: Callable[[], Parsed]) -> Parsed:
     """`parse()`, or what it gave on an earlier run for the same text and code."""
     folder = pickle_folder.cache_folder(_FOLDER) if _enabled[0] else None

@@ -28,13 +28,16 @@ The modules, bottom up:
 - `operators.py`: CEL's mixed int/double comparisons and `== null` for cel-python;
   `bindings.py`: the variables an evaluation reads and `EvalFailure`;
   `direct.py`: simple terms directly; `evaluate.py`: memoised term-by-term evaluation.
-- `compile.py`: parse + check + split into units; `templates.py`: advice messages.
+- `compile.py`: parse + check + split into units; `templates.py`: advice messages;
+  `compiled.py`: compiled expressions and their evaluations kept between runs;
+  `celerror.py`: an expression's error, importable without the parser.
 - `loader.py`: reading and merging rule files; `engine.py`: precedence and the trace;
   `policy.py`: the candidates stage's view; `placement.py`: the placement predicates that
   hold for any workload (`gpusolve colo`).
 """
 
 from gpusolve.rules.bindings import EvalFailure
+from gpusolve.rules.celerror import CelError
 from gpusolve.rules.engine import (
     Removal,
     TraceEntry,
@@ -55,7 +58,6 @@ from gpusolve.rules.loader import (
     read_rule_file,
     shipped_rule_files,
 )
-from gpusolve.rules.parse import CelError
 
 __all__ = [
     "ActivationCache",

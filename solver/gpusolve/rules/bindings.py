@@ -7,9 +7,13 @@ from __future__ import annotations
 import math
 from collections.abc import Hashable, Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from gpusolve.rules.environment import Facts, Value
-from gpusolve.rules.scope import Path, ReadMode
+from gpusolve.rules.declarations import Path, ReadMode
+from gpusolve.rules.environment import Facts
+
+if TYPE_CHECKING:
+    from gpusolve.rules.environment import Value
 
 Read = tuple[Path, ReadMode]
 

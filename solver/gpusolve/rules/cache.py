@@ -9,6 +9,9 @@
 - **Parsed trees** (`TREES`): the trees of expressions that passed the bounds, so a run
   does not parse the shipped rules again (about 0.025 s of each `gpusolve plan`).
 
+The command keeps more than trees: each expression compiled, with its evaluations
+(`compiled.py`); a run that finds every expression there reads neither file.
+
 The numbers behind keeping both: benchmarks/README.md, "Rules start-up".
 """
 

@@ -36,6 +36,8 @@ from gpusolve.models.requirements import WORKLOAD_KINDS, ModelShape, Requirement
 
 Kind = Literal["card", "server", "offer", "cloud", "deployment"]
 KINDS: tuple[Kind, ...] = ("card", "server", "offer", "cloud", "deployment")
+Path = tuple[str, ...]  # a field from its root variable: ("card", "memory_gb")
+ReadMode = Literal["v", "n"]  # what an expression reads of a field: its value, or only nullness
 
 # --------------------------------------------------------------------------- types
 

@@ -18,9 +18,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Hashable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from celpy import celtypes as ct
 from pydantic import BaseModel
 
 from gpusolve.models.catalog import Card, CloudOffer, ColoOffer, Server
@@ -34,13 +33,20 @@ from gpusolve.rules.declarations import KINDS as KINDS
 from gpusolve.rules.declarations import describe_fields as describe_fields
 from gpusolve.rules.declarations import variables_for as variables_for
 
-# --------------------------------------------------------------------------- values
+if TYPE_CHECKING:
+    from celpy import celtypes as ct
 
-Value = ct.Value  # a celpy value (celtypes) or None
+    Value = ct.Value  # a celpy value (celtypes) or None
+
+# --------------------------------------------------------------------------- values
+# cel-python is imported only where CEL values are built: a run whose every evaluation is
+# answered from plain data or from the kept memos (`compiled.py`) never loads it.
 
 
 def to_cel(value: Any, t: CelType) -> Value:
     """Convert plain Python / pydantic data to CEL values following the declared type."""
+    from celpy import celtypes as ct
+
     if value is None:
         return None
     kind = t.kind
@@ -70,6 +76,8 @@ def to_cel(value: Any, t: CelType) -> Value:
 
 
 def _dyn(value: Any) -> Value:
+    from celpy import celtypes as ct
+
     if value is None:
         return None
     if isinstance(value, bool):

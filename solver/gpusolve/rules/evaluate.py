@@ -11,24 +11,28 @@ Evaluation is cel-python's tree-walking `Evaluator` (nothing is handed to Python
 - Terms of the shapes `field`, `!field`, `field OP literal` and `field in [literals]` are
   computed directly from the plain data (`direct.py`), with the same semantics; a
   property test checks the two agree.
+
+Neither Lark nor cel-python is imported here until a term needs cel-python: a unit read
+back from the kept compiled expressions (`compiled.py`) holds its tree pickled, and loads
+it on the first evaluation its memo cannot answer.
 """
 
 from __future__ import annotations
 
+import pickle
 from collections.abc import Hashable, Sequence
 from functools import cache
 from typing import TYPE_CHECKING
 
-import lark
-
 from gpusolve.rules.bindings import Bindings, EvalFailure, Read
-from gpusolve.rules.direct import fast_plan
-from gpusolve.rules.environment import Value
-from gpusolve.rules.parse import Node, Tree
-from gpusolve.rules.scope import Path
+from gpusolve.rules.declarations import Path
+from gpusolve.rules.direct import Direct, Shape, direct
 
 if TYPE_CHECKING:
     from celpy.evaluation import Activation
+
+    from gpusolve.rules.environment import Value
+    from gpusolve.rules.parse import Node
 
 MAX_MEMO = 50_000
 
@@ -54,37 +58,43 @@ def base_activation() -> Activation:
 
 _MISS = object()
 
-_PASS_THROUGH = frozenset(
-    {"expr", "conditionalor", "conditionaland", "relation", "addition", "multiplication"}
-    | {"unary"}
-)
-
-
-def _collapsed(node: Node) -> Node:
-    """A copy without single-child pass-through levels (`relation` holding one `addition`
-    holding one `multiplication`...): cel-python's methods for those just return their
-    child's value, so skipping them changes nothing but the number of visits (about half)."""
-    if not isinstance(node, lark.Tree):
-        return node
-    while node.data in _PASS_THROUGH and len(node.children) == 1:
-        child = node.children[0]
-        if not isinstance(child, lark.Tree):
-            break
-        node = child
-    return lark.Tree(node.data, [_collapsed(c) for c in node.children], node.meta)
-
 
 class Unit:
-    """One independently evaluated (sub)expression with its memo table."""
+    """One independently evaluated (sub)expression with its memo table.
 
-    __slots__ = ("fast", "memo", "reads", "tree", "want_bool")
+    `tree` is what cel-python evaluates (pass-through levels collapsed, `compile.py`), or its
+    pickle, loaded on first use; `shape`, where not None, computes every value directly."""
 
-    def __init__(self, tree: Node, reads: Sequence[Read], want_bool: bool) -> None:
+    __slots__ = ("_tree", "fast", "memo", "reads", "shape", "want_bool")
+
+    def __init__(
+        self,
+        reads: Sequence[Read],
+        want_bool: bool,
+        shape: Shape | None,
+        tree: Node | bytes,
+        memo: dict[tuple[Hashable, ...], object] | None = None,
+    ) -> None:
         self.reads = tuple(reads)
         self.want_bool = want_bool
-        self.fast = fast_plan(tree, self.reads, want_bool)
-        self.tree = _collapsed(tree)
-        self.memo: dict[tuple[Hashable, ...], object] = {}
+        self.shape = shape
+        self.fast: Direct | None = None if shape is None else direct(shape, want_bool)
+        self._tree: Node | bytes = tree
+        self.memo: dict[tuple[Hashable, ...], object] = {} if memo is None else memo
+
+    @property
+    def tree(self) -> Node:
+        if isinstance(self._tree, bytes):
+            loaded: Node = pickle.loads(self._tree)
+            self._tree = loaded
+            return loaded
+        return self._tree
+
+    def tree_pickle(self) -> bytes:
+        """The tree as `Unit` takes it back (a unit that never loaded it gives its bytes)."""
+        if isinstance(self._tree, bytes):
+            return self._tree
+        return pickle.dumps(self._tree, protocol=pickle.HIGHEST_PROTOCOL)
 
     @property
     def paths(self) -> tuple[Path, ...]:
@@ -105,6 +115,7 @@ class Unit:
         return result
 
     def _evaluate(self, context: dict[str, Value]) -> object:
+        import lark
         from celpy import celtypes as ct
         from celpy.evaluation import CELEvalError, Evaluator
 
@@ -141,12 +152,10 @@ class Program:
     def __init__(
         self,
         text: str,
-        tree: Tree,
         terms: list[list[Unit]],
         nonnull_if_true: frozenset[Path] = frozenset(),
     ) -> None:
         self.text = text
-        self.tree = tree
         self.terms = terms
         self.units = [u for term in terms for u in term]
         self.paths: frozenset[Path] = frozenset(p for u in self.units for p in u.paths)

@@ -27,12 +27,13 @@ from gpusolve.load.yamlio import Document, read_yaml
 from gpusolve.models.params import check_value
 from gpusolve.models.requirements import Requirements
 from gpusolve.models.rules import Rule, RuleFile
-from gpusolve.rules.compile import compile_predicate
-from gpusolve.rules.declarations import KINDS, variables_for
+from gpusolve.rules.celerror import CelError
+from gpusolve.rules.compiled import predicate as compiled_predicate
+from gpusolve.rules.compiled import template as compiled_template
+from gpusolve.rules.declarations import KINDS
 from gpusolve.rules.environment import Facts
 from gpusolve.rules.evaluate import Program
-from gpusolve.rules.parse import CelError
-from gpusolve.rules.templates import Template, compile_template
+from gpusolve.rules.templates import Template
 
 HEURISTICS_FILE = "heuristics.yaml"
 ParamValue = bool | int | float | str  # a parameter's value (`gpusolve.models.params`)
@@ -312,7 +313,7 @@ def _compile_rule(
 
     def predicate(text: str, ctx: str, where: tuple[str | int, ...], label: str) -> Program | None:
         try:
-            return compile_predicate(text, variables_for(ctx), guarded)
+            return compiled_predicate(text, ctx, guarded)
         except CelError as exc:
             problem(where, f"{label}: {exc.message}{exc.where()}", exc.hint or None, False)
             return None
@@ -367,7 +368,7 @@ def _compile_rule(
     advise: Template | None = None
     if rule.advise is not None:
         try:
-            advise = compile_template(rule.advise, variables_for("when"), guarded)
+            advise = compiled_template(rule.advise, guarded)
         except CelError as exc:
             problem(("advise",), f"advise: {exc.message}{exc.where()}", exc.hint or None, False)
     if len(problems) > before or when is None:

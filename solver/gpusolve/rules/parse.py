@@ -17,6 +17,8 @@ from typing import TYPE_CHECKING
 
 import lark
 
+from gpusolve.rules.celerror import CelError as CelError
+
 if TYPE_CHECKING:
     import celpy
 
@@ -30,26 +32,6 @@ CELPY_RECURSION_LIMIT = 2500  # what `celpy.Environment()` sets (cel-python 0.5)
 
 Tree = lark.Tree[lark.Token]
 Node = lark.Tree[lark.Token] | lark.Token
-
-
-class CelError(Exception):
-    """A problem with one expression: position is 1-based within the expression text."""
-
-    def __init__(
-        self, message: str, line: int | None = None, column: int | None = None, hint: str = ""
-    ) -> None:
-        super().__init__(message)
-        self.message = message
-        self.line = line
-        self.column = column
-        self.hint = hint
-
-    def where(self) -> str:
-        if self.column is None:
-            return ""
-        if self.line and self.line > 1:
-            return f" (expression line {self.line}, column {self.column})"
-        return f" (at column {self.column} of the expression)"
 
 
 @cache

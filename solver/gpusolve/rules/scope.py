@@ -12,15 +12,14 @@ from __future__ import annotations
 import difflib
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from typing import Literal
 
 import lark
 
 from gpusolve.rules.declarations import DYN, CelType
+from gpusolve.rules.declarations import Path as Path
+from gpusolve.rules.declarations import ReadMode as ReadMode
 from gpusolve.rules.parse import CelError, Node, error_at, is_null_literal, subtree, unwrap
 
-Path = tuple[str, ...]
-ReadMode = Literal["v", "n"]  # the value, or only whether it is null
 Link = tuple[str, Node]
 
 

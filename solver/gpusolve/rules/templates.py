@@ -6,14 +6,13 @@ is loaded; rendering fills it with the value and writes numbers without spurious
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterator, Mapping
 
 from gpusolve.rules.bindings import Bindings, EvalFailure
-from gpusolve.rules.compile import compile_value
-from gpusolve.rules.declarations import CelType
+from gpusolve.rules.celerror import CelError
+from gpusolve.rules.declarations import CelType, Path
 from gpusolve.rules.evaluate import Unit
-from gpusolve.rules.parse import CelError
-from gpusolve.rules.scope import Path
 
 
 class Template:
@@ -41,6 +40,8 @@ class Template:
 def compile_template(
     text: str, variables: Mapping[str, CelType], assume_nonnull: frozenset[Path] = frozenset()
 ) -> Template:
+    from gpusolve.rules.compile import compile_value
+
     parts: list[str | Unit] = []
     for literal, expr, offset in _split_template(text):
         if literal:
@@ -91,11 +92,11 @@ def _split_template(text: str) -> Iterator[tuple[str, str | None, int]]:
 
 def format_value(value: object) -> str:
     """Numbers without spurious digits: 112.0 -> 112, 0.25 -> 0.25, 13.333 -> 13.33."""
-    from celpy import celtypes as ct
-
+    # No CEL value exists before cel-python is loaded (a kept memo holds plain values).
+    celtypes = sys.modules.get("celpy.celtypes")
     if isinstance(value, EvalFailure) or value is None:
         return "unknown"
-    if isinstance(value, bool | ct.BoolType):
+    if isinstance(value, bool) or (celtypes is not None and isinstance(value, celtypes.BoolType)):
         return "true" if value else "false"
     if isinstance(value, int | float):
         number = float(value)

@@ -90,9 +90,11 @@ def test_decode_gemm_rates_apply_to_the_measured_class_of_card_only() -> None:
     # 855.6M / 2 = 427.8M parameters a GPU, the measured 70B TP2 set
     used = [n for n in on_h100.notes if n.startswith("decode-shaped GEMM rates: H200 SXM")]
     assert used and "fp8 set of 428M" in used[0], on_h100.notes
-    for other in (H20, A100_80):  # another compute peak, another family
+    # Another compute peak: no measured set. Another family without FP8 tensor cores: the
+    # FP8 weights are served weight-only, at no measured set either.
+    for other, said in ((H20, "no decode-shaped GEMM measurement"), (A100_80, "(W8A16")):
         est = evaluate(w, hgx(other), Layout(1, 4, 1, 1, micro_batch=8), Params())
-        assert any("no decode-shaped GEMM measurement" in n for n in est.notes), other.id
+        assert any(said in n for n in est.notes), other.id
 
 
 def test_ada_decodes_at_the_published_l40s_set_in_bf16_only() -> None:
@@ -257,3 +259,29 @@ def test_an_mi300x_serving_estimate_says_it_is_an_upper_bound() -> None:
     # A family that does decode at a measured set carries no such warning.
     on_h100 = evaluate(_serve(), hgx(H100), Layout(1, 2, 1, 1, micro_batch=8), Params())
     assert not any("upper bound" in n for n in on_h100.notes)
+
+
+def test_fp8_weights_on_a_card_without_fp8_tensor_cores_are_served_weight_only() -> None:
+    from gpusolve.estimate.efficiency import efficiency_of
+    from gpusolve.estimate.memory import weights_bytes
+    from gpusolve.estimate.servingrates import Rates, serving_format
+
+    # The A100 has no FP8 tensor cores (its fp8 peak is null) but int8 ones; the H100 both.
+    assert serving_format(A100_80, "fp8") == ("bf16", True)
+    assert serving_format(A100_80, "int8") == ("int8", False)
+    assert serving_format(H100, "fp8") == ("fp8", False)
+    assert serving_format(H100, "int4") == ("fp16", True)
+    w = _serve()
+    arch = resolve_arch(w.model)
+    lay = Layout(1, 4, 1, 1, micro_batch=1)
+    rates = Rates(w, arch, hgx(A100_80), lay)
+    # 8-bit weights (one byte each) over TP4, streamed at gpt-fast's int8 weight-only share
+    # of the streaming bandwidth: 1,069.20 of bf16's 1,397.31 GB/s on the same A100.
+    share = 1069.20 / 1397.31
+    bandwidth = 2039e9 * efficiency_of(A100_80).memory * share
+    stream, _ = rates.gemm_parts(1.0)
+    assert stream == pytest.approx(weights_bytes(arch, "fp8") / 4 / bandwidth, rel=1e-6)
+    # The GEMMs run at the 16-bit peak and say why.
+    assert rates.fmt == "bf16" and rates.peak == pytest.approx(312e12)
+    est = evaluate(w, hgx(A100_80), lay, Params())
+    assert any("weight-only (W8A16" in n for n in est.notes), est.notes

@@ -307,6 +307,14 @@ def _rate_notes(rates: Rates, hw: Hardware) -> list[str]:
             "no decode-shaped GEMM measurement of 4-bit weights (the measured sets stream 16- "
             "and 8-bit weights): serving GEMMs run at the large-GEMM (training) rate"
         ]
+    if rates.weight_only:
+        family = efficiency_of(hw.card).family
+        return [
+            f"{hw.card.id} ({family}) has no tensor cores for these 8-bit weights: they are "
+            "served weight-only (W8A16; vLLM runs FP8 checkpoints so through FP8 Marlin), "
+            "dequantised into 16-bit GEMMs at the large-GEMM (training) rate and streamed at "
+            "the share of the bandwidth gpt-fast's int8 weight-only decode reaches"
+        ]
     family = efficiency_of(hw.card).family
     line = (
         f"no decode-shaped GEMM measurement for {family} {rates.fmt}: serving GEMMs run at "

@@ -10,7 +10,7 @@ import math
 
 from gpusolve.estimate.activations import kv_bytes_per_element, kv_cache_bytes
 from gpusolve.estimate.collectives import allreduce_s
-from gpusolve.estimate.compute import attention_precision, compute_precision
+from gpusolve.estimate.compute import EIGHT_BIT, attention_precision, compute_precision
 from gpusolve.estimate.decode_gemm import compute_fraction
 from gpusolve.estimate.decode_rates import measured_for
 from gpusolve.estimate.efficiency import FIT_GEMM_SHAPES, efficiency_of, mamf_fraction
@@ -39,6 +39,7 @@ from gpusolve.estimate.serving import (
     workload_engine,
 )
 from gpusolve.estimate.shapes import Arch, layers_per_stage, resolve_arch
+from gpusolve.models.catalog import Card
 from gpusolve.models.requirements import InferenceWorkload
 
 PAGED_ATTENTION_SLOWDOWN = 1.23  # vLLM §7.3: 20-26% higher attention kernel latency
@@ -58,6 +59,18 @@ DEQUANT_BANDWIDTH_SHARE = {
 WEIGHT_ONLY_4BIT = ("int4", "nf4")
 
 
+def serving_format(card: Card, precision: str) -> tuple[str, bool]:
+    """(the GEMMs' format, whether the weights are dequantised into it). 8-bit weights on a
+    card without 8-bit tensor cores of that kind run weight-only: vLLM serves FP8 checkpoints
+    on Ampere as W8A16 through FP8 Marlin ("FP8 models will run on compute capability > 8.0
+    (Ampere) as weight-only W8A16, utilizing FP8 Marlin", docs/features/quantization/fp8.md),
+    16-bit GEMMs on 8-bit weights; 4-bit weights always do (compute.compute_precision)."""
+    fmt = compute_precision("inference", precision)
+    if fmt in EIGHT_BIT and getattr(card.tflops, fmt, None) is None:
+        return "bf16", True
+    return fmt, precision in WEIGHT_ONLY_4BIT
+
+
 class Rates:
     """The achievable rates of one replica's GPUs for this workload, and its step's kernels."""
 
@@ -66,12 +79,13 @@ class Rates:
     ) -> None:
         card = hw.card
         eff = efficiency_of(card)
-        fmt = compute_precision("inference", workload.precision)
+        fmt, self.weight_only = serving_format(card, workload.precision)
         self.fmt = fmt
         self.peak = (card.tflops_at(fmt) or card.tflops.fp32) * 1e12
         self.train_fraction = mamf_fraction(card, eff, fmt) * FIT_GEMM_SHAPES
-        # The measured sets stream 16- or 8-bit weights; 4-bit weights dequantised into fp16
-        # GEMMs stream a quarter of the bytes at the same M, which no set measured.
+        # The measured sets stream weights of their GEMM's own width; weights dequantised into
+        # 16-bit GEMMs stream a half or a quarter of the bytes at the same M, which no set
+        # measured.
         self.weight_only_4bit = workload.precision in WEIGHT_ONLY_4BIT
         self.split = split_of(layout)
         self.routed_active = routed_active_params(arch)
@@ -82,7 +96,7 @@ class Rates:
         )
         self.decode_rate = (
             None
-            if self.weight_only_4bit
+            if self.weight_only
             else measured_for(
                 eff.family, fmt, bf16_tflops, dense_layer / self.split.attention_ranks
             )
@@ -93,9 +107,11 @@ class Rates:
         attn_peak = (card.tflops_at(attention_precision(fmt)) or 1.0) * 1e12
         self.attention = attn_peak * eff.attention_fwd
         self.bandwidth = card.memory_bandwidth_gbs * 1e9 * eff.memory
-        self.weight_bandwidth = self.bandwidth * DEQUANT_BANDWIDTH_SHARE.get(
-            workload.precision, 1.0
-        )
+        # 8-bit weights served weight-only dequantise as gpt-fast's int8 kernel does, the
+        # nearest measured weight-only 8-bit decode.
+        eight_bit_weight_only = self.weight_only and workload.precision in EIGHT_BIT
+        stream = "int8" if eight_bit_weight_only else workload.precision
+        self.weight_bandwidth = self.bandwidth * DEQUANT_BANDWIDTH_SHARE.get(stream, 1.0)
         self.tp, self.pp = layout.tp, layout.pp
         self.arch = arch
         self.mixed = workload_engine(workload).mixed_prefill
@@ -145,7 +161,7 @@ class Rates:
         family, fmt, bf16_tflops = self.table_key
         touched = touched_share(self.arch, rows)
         rate = measured_for(family, fmt, bf16_tflops, self.expert_layer_gpu * touched)
-        if rate is None or self.weight_only_4bit:
+        if rate is None or self.weight_only:
             return self.train_fraction
         return compute_fraction(rate.table, rows_per_expert(self.arch, rows))
 

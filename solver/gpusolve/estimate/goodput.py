@@ -47,7 +47,7 @@ import math
 from dataclasses import dataclass
 
 from gpusolve.estimate.units import SECONDS_PER_HOUR
-from gpusolve.models.estimate import GoodputOut
+from gpusolve.models.parts import GoodputOut
 
 LLAMA3_INTERRUPTIONS = 419
 LLAMA3_DAYS = 54

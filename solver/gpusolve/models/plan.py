@@ -8,9 +8,9 @@ from typing import Literal
 from pydantic import Field
 
 from gpusolve.models.common import OutModel, schema_version_field
-from gpusolve.models.estimate import GoodputOut, PoolSplits
 from gpusolve.models.inventory_report import Inventory
 from gpusolve.models.money import Cash, FinancedServers, Risk
+from gpusolve.models.parts import GoodputOut, PoolSplits
 
 # "timeout": no plan was found within the time limit and none was proven impossible.
 # "interrupted": Ctrl-C or SIGTERM stopped the search; the best plan so far, not proven optimal.

@@ -10,9 +10,9 @@ import shlex
 from pathlib import Path
 from typing import Any
 
+from tests.factories.requirements import deepseek_v3_service
 from tests.support.launched import flags_of, listed
 from tests.support.validation_cases import _hgx
-from tests.test_serving_concurrency import _deepseek as deepseek_service
 
 from gpusolve.estimate import search_layouts
 from gpusolve.estimate.moeserve import moe_splits
@@ -28,7 +28,7 @@ H800 = _hgx("h800-sxm", 400, 400)  # HGX H800: NVLink 400 GB/s, 8 x 400 Gb/s Inf
 
 def _deepseek(**over: object) -> InferenceWorkload:
     """test_serving_concurrency's DeepSeek-V3 service, aggregated unless asked."""
-    return deepseek_service(**{"disaggregation": "auto", **over})
+    return deepseek_v3_service(**{"disaggregation": "auto", **over})
 
 
 def test_each_tp_degree_of_an_moe_model_is_tried_three_ways() -> None:

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 from tests.factories.files import write_file
+from tests.factories.requirements import deepseek_v3_service
 from tests.support.validation_cases import _hgx
 from tests.support.validation_serving import dgx
 
@@ -133,33 +134,13 @@ def test_a_tokens_target_beyond_the_allowed_servers_is_rejected_with_figures() -
 # ------------------------------------------------------------------ disaggregated pools
 
 
-def _deepseek(**over: object) -> InferenceWorkload:
-    w = make_workload(
-        {
-            "name": "ds",
-            "kind": "inference",
-            "model": ModelShape(preset="deepseek-v3"),
-            "precision": "fp8",
-            "prompt_tokens": 2000,
-            "output_tokens": 500,
-            "concurrency": 256,
-            "tpot_ms": 50,
-            "ttft_ms": 3000,
-            "disaggregation": "only",
-            **over,
-        }
-    )
-    assert isinstance(w, InferenceWorkload)
-    return w
-
-
 H800 = _hgx("h800-sxm", 400, 400)  # HGX H800: NVLink 400 GB/s, 8 x 400 Gb/s InfiniBand
 
 
 def test_deepseek_v3_on_h800_disaggregated_gets_multi_server_pools() -> None:
     # 671B parameters in FP8 are 671 GB of weights; a server holds 8 x 80 GB = 640 GB, so no
     # replica of either pool fits one server: both pools span servers.
-    result = search_layouts(_deepseek(), H800, Params(), max_nodes=32)
+    result = search_layouts(deepseek_v3_service(), H800, Params(), max_nodes=32)
     (est,) = result.feasible
     v = est.serving
     assert v is not None and v.disaggregated is not None

@@ -6,7 +6,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from gpusolve.models.requirements import ModelShape, Requirements, Workload, make_workload
+from gpusolve.models.requirements import (
+    InferenceWorkload,
+    ModelShape,
+    Requirements,
+    Workload,
+    make_workload,
+)
 
 
 def workload(
@@ -53,3 +59,25 @@ LAYOUT: dict[str, Any] = {
 
 def layout(**kw: Any) -> dict[str, Any]:
     return {**LAYOUT, **kw}
+
+
+def deepseek_v3_service(**over: object) -> InferenceWorkload:
+    """DeepSeek-V3 in FP8 serving 256 sequences of 2,000/500 tokens within 50 ms TPOT and
+    3 s TTFT, disaggregated only unless `over` says otherwise."""
+    w = make_workload(
+        {
+            "name": "ds",
+            "kind": "inference",
+            "model": ModelShape(preset="deepseek-v3"),
+            "precision": "fp8",
+            "prompt_tokens": 2000,
+            "output_tokens": 500,
+            "concurrency": 256,
+            "tpot_ms": 50,
+            "ttft_ms": 3000,
+            "disaggregation": "only",
+            **over,
+        }
+    )
+    assert isinstance(w, InferenceWorkload)
+    return w

@@ -266,6 +266,67 @@ def test_a_race_returns_the_same_solver_s_answer_whichever_thread_runs_late(
     assert answers[0] == answers[1] == answers[2]
 
 
+def test_past_its_quick_budget_highs_waits_for_cp_sat_s_answer(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A knapsack of three rows HiGHS proves in 56 checks, past its quick budget (25 here):
+    # HiGHS checks past it only once CP-SAT has ended, so the two never share the cores
+    # beyond it. CP-SAT is held back half a second, so a HiGHS that searched on beside it
+    # would be seen checking.
+    import time
+
+    from gpusolve.optimize.milp import race as race_module
+    from gpusolve.optimize.phased.solve import solver_for
+
+    rng = random.Random(1)
+    m = cp_model.CpModel()
+    xs = [m.new_bool_var(f"x{i}") for i in range(30)]
+    for _ in range(3):
+        weights = [rng.randint(10_000, 99_999) for _ in xs]
+        m.add(sum(w * x for w, x in zip(weights, xs, strict=True)) <= sum(weights) // 2)
+    m.minimize(-sum(rng.randint(10_000, 99_999) * x for x in xs))
+    cp_sat_running = [False]
+    checks_seen: list[tuple[int, bool]] = []
+    solve_cp_sat_now = cp_model.CpSolver.solve
+    at_now = race_module._HighsStop.at
+
+    def cp_sat_late(self: cp_model.CpSolver, *args: Any) -> Any:
+        cp_sat_running[0] = True
+        try:
+            time.sleep(0.5)
+            return solve_cp_sat_now(self, *args)
+        finally:
+            cp_sat_running[0] = False
+
+    def at(self: Any, checks: int) -> bool:
+        checks_seen.append((checks, cp_sat_running[0]))
+        return at_now(self, checks)
+
+    monkeypatch.setattr(cp_model.CpSolver, "solve", cp_sat_late)
+    monkeypatch.setattr(race_module._HighsStop, "at", at)
+    config = SolveConfig(time_limit_s=600, work_limit=4, workers=1, seed=1)
+    race_module.race(m, translate(m.proto), solver_for(config), config)
+    quick = race_module.HIGHS_QUICK_WORK * CHECKS_PER_WORK
+    assert max(c for c, _ in checks_seen) > quick, checks_seen  # HiGHS reached it
+    # The first check past the budget waits (it may start while CP-SAT runs); none after.
+    assert [c for c, running in checks_seen if running and c > quick + 1] == []
+
+
+def test_reading_a_models_hints_leaves_a_model_without_hints_without_them() -> None:
+    # CP-SAT searches differently from a present but empty hint (on the shipped schedule
+    # example's buy-now baseline, 6.3 units of work to the proof instead of 1.0), so the
+    # start the race hands HiGHS is read without creating the field; a hint stays whole.
+    from gpusolve.optimize.milp.solve import hints
+
+    m = _random_milp(random.Random(6))
+    assert not m.proto.has_solution_hint()
+    assert hints(m) == {}
+    assert not m.proto.has_solution_hint()
+    x = m.get_int_var_from_proto_index(1)
+    m.add_hint(x, 1)
+    assert hints(m) == {1: 1}
+
+
 def test_a_race_on_an_infeasible_model_is_infeasible() -> None:
     from gpusolve.optimize.milp.race import race
     from gpusolve.optimize.phased.solve import solver_for

@@ -19,8 +19,10 @@ time on one worker, HiGHS's limit checks at its fixed thread count), in this ord
 4. else the cheaper of the two incumbents (HiGHS's on a tie), with the better bound.
 
 A solver is stopped as soon as the rules can no longer pick it: CP-SAT when HiGHS proves
-quickly, HiGHS at its quick budget when CP-SAT has proved, CP-SAT at its share. The cost of
-the determinism is a wait bounded by those budgets (HiGHS proving after its quick budget
+quickly, HiGHS at its quick budget when CP-SAT has proved, CP-SAT at its share. Past its
+quick budget HiGHS waits for CP-SAT's answer before it searches on (it can win then only
+where CP-SAT does not prove): the two share the cores only for the quick budget. The cost
+of the determinism is a wait bounded by those budgets (HiGHS proving after its quick budget
 waits for CP-SAT's share to run out). A wall-clock limit or a stop request still ends both
 at once, and then the answer depends on the load, as any wall-clock limit's does.
 """
@@ -123,16 +125,26 @@ class _CpSatProgress(cp_model.CpSolverSolutionCallback):
 
 
 class _HighsStop(Stop):
-    """HiGHS's stop in a race: past its quick budget, once CP-SAT has proved (rule 2 then
-    picks CP-SAT whatever HiGHS does)."""
+    """HiGHS's stop in a race: past its quick budget, it waits for CP-SAT's answer, then
+    stops if CP-SAT proved (rule 2 then picks CP-SAT whatever HiGHS does), else goes on.
+
+    Past its quick budget HiGHS can win only where CP-SAT does not prove within its share
+    (rules 3 and 4), so searching on beside CP-SAT would only take the cores CP-SAT's proof
+    needs (on the 2-core CI machine, HiGHS's two threads and CP-SAT's one share two cores).
+    Waiting changes no answer: each solver's search, and so the rules, follow from its own
+    work alone."""
 
     def __init__(self, quick_checks: float) -> None:
         super().__init__()
         self.quick_checks = quick_checks
         self.cp_sat_proved = threading.Event()
+        self.cp_sat_ended = threading.Event()
 
     def at(self, checks: int) -> bool:
-        return checks > self.quick_checks and self.cp_sat_proved.is_set()
+        if checks <= self.quick_checks:
+            return False
+        self.cp_sat_ended.wait()
+        return self.cp_sat_proved.is_set() or self.requested.is_set()
 
 
 def race(
@@ -163,9 +175,12 @@ def race(
             cp_solver.stop_search()
 
     def run_cp_sat() -> None:
-        cp_status.append(cp_solver.solve(model, _CpSatProgress(best)))
-        if STATUS[cp_status[0]] in PROVEN:
-            highs_stop.cp_sat_proved.set()
+        try:
+            cp_status.append(cp_solver.solve(model, _CpSatProgress(best)))
+            if STATUS[cp_status[0]] in PROVEN:
+                highs_stop.cp_sat_proved.set()
+        finally:
+            highs_stop.cp_sat_ended.set()  # HiGHS never waits on a CP-SAT that has ended
 
     threads = [threading.Thread(target=f, daemon=True) for f in (run_highs, run_cp_sat)]
     for t in threads:

@@ -4,8 +4,9 @@ One solve of the whole schedule, minimising TCO + penalties less the resale cred
 single plan's min-TCO objective). The model is a MILP; neither CP-SAT nor HiGHS is the
 faster on every schedule (CP-SAT on the shipped example, HiGHS on the market-sized ones, the
 gap growing with the periods: benchmarks/README.md, "Procurement over time"), so by default
-the two race on one core each (`milp/race.py`), the winner decided by the work each has done
-rather than by which finished first; HiGHS (`milp/`: the CP-SAT model translated from its
+the two race (`milp/race.py`: side by side for HiGHS's quick budget, then HiGHS only where
+CP-SAT did not prove), the winner decided by the work each has done rather than by which
+finished first; HiGHS (`milp/`: the CP-SAT model translated from its
 proto, the answer checked by CP-SAT) or CP-SAT alone on request, and CP-SAT wherever HiGHS
 leaves the answer to it. The limits do not depend on the machine's load: CP-SAT's
 deterministic time or HiGHS's limit checks (`SolveConfig.work_limit`), a fixed thread count

@@ -47,9 +47,9 @@ def _tool_config(name: str) -> dict[str, Any]:
 
 @dataclass(frozen=True)
 class Block:
-    """A run of identical lines in two files, as pylint compared them (stripped, without
-    comments, docstrings, imports or signatures). No line numbers: an edit above a
-    recorded run moves it without making it new."""
+    """A run of identical lines in two files (or twice in one), as pylint compared them
+    (stripped, without comments, docstrings, imports or signatures). No line numbers: an
+    edit above a recorded run moves it without making it new."""
 
     files: tuple[str, str]  # repository-relative paths, sorted
     lines: tuple[str, ...]
@@ -61,10 +61,10 @@ class Block:
 def _skipped_lines(source: str, *, imports: bool, signatures: bool) -> frozenset[int]:
     """The 1-based lines pylint leaves out for `ignore-imports` and `ignore-signatures`.
 
-    Found with the standard library's `ast`: pylint finds them on an astroid tree, whose
-    inference makes building one per module cost about 10 s for the package, against
-    under 1 s here; the lines are the same (a statement's span; a def's from its `def` line
-    to its body's first line)."""
+    Found with the standard library's `ast`: pylint finds them on astroid trees, which
+    cost 10 s for the package on a loaded 2-core machine (24 s with astroid's inference
+    transforms, as `symilar` builds them), against under 1 s here; the lines are the same
+    (a statement's span; a def's from its `def` line to its body's first line)."""
     skipped: set[int] = set()
     for node in ast.walk(ast.parse(source)):
         if imports and isinstance(node, ast.Import | ast.ImportFrom):

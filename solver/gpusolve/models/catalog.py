@@ -17,7 +17,6 @@ from gpusolve.models.common import (
 )
 from gpusolve.models.periods import AvailableFromMonth, ItemPriceTrend, PriceTrend
 
-Precision = Literal["fp32", "tf32", "bf16", "fp16", "fp8", "int8", "int4"]
 Cooling = Literal["air", "enhanced_air", "liquid"]
 FabricKind = Literal["infiniband", "roce", "ethernet", "none"]
 PeerLink = Literal["nvlink", "nvlink_bridge", "infinity_fabric", "hccs", "pcie", "none"]

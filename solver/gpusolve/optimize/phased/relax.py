@@ -9,8 +9,6 @@ from typing import Any
 
 from ortools.sat.python import cp_model
 
-from gpusolve.optimize.ir import Instance, Site
-
 Lits = dict[str, cp_model.IntVar]
 
 
@@ -20,33 +18,10 @@ def guard(c: cp_model.Constraint, lits: Lits | None, name: str) -> None:
         c.only_enforce_if(lits[name])
 
 
-def rack_bound(instances: tuple[Instance, ...], site: Site, lits: Lits | None) -> int:
-    """Racks a site may hold: what is available, or (its limit relaxed) one per server the
-    periods' options could need, all bought apart, and the stock."""
-    if lits is None or f"racks:{site.id}" not in lits:
-        return site.racks_available
-    stock = sum(s.count for s in instances[0].stock) if instances else 0
-    need = stock + sum(
-        max((o.servers for o in i.owned if o.workload == w), default=0)
-        for i in instances
-        for w in i.workloads
-    )
-    return max(site.racks_available, int(need))
-
-
 def allowed(violates: frozenset[str], lits: Lits | None) -> bool:
     """Normal mode keeps what violates nothing; explain mode what violates only
     requirements it has literals for."""
     return not violates if lits is None else violates <= lits.keys()
-
-
-def violating(
-    m: cp_model.CpModel, x: cp_model.IntVar, names: frozenset[str], lits: Lits | None
-) -> None:
-    """Explain mode: choosing `x` switches off every requirement it violates."""
-    for name in sorted(names):
-        if lits is not None:
-            m.add_implication(lits[name], ~x)
 
 
 def early(

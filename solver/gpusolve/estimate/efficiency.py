@@ -201,10 +201,6 @@ GEMM_SHAPES: dict[str, float] = {
     # the loss moved its logits as Megatron-core does (steptime.LOSS_*_BYTES); refitted then.
     "hopper": 0.72,
 }
-GEMM_SHAPES_ROWS: dict[str, str] = {
-    "ampere": "Narayanan et al. 2021 Table 1; Korthikanti et al. 2022 Table 5 (A100)",
-    "hopper": "NeMo 24.07 performance summary, DGX-H100 FP8 pretraining rows",
-}
 FIT_GEMM_SHAPES = GEMM_SHAPES["ampere"]
 """The factor of families with no published training rows of their own (Ampere's)."""
 

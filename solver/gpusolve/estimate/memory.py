@@ -350,7 +350,6 @@ class Savings:
 
 
 NO_SAVINGS = Savings()
-MEMORY_SAVINGS: tuple[str, ...] = tuple(f.name for f in fields(Savings))
 
 
 def with_savings(per: StateBytes, optimizer: str, savings: Savings) -> StateBytes:

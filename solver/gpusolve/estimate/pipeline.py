@@ -32,8 +32,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import lru_cache
 
-SCHEDULES = ("1f1b", "interleaved", "dualpipe")
-
 
 class SplitError(ValueError):
     """A layer split that cannot be built on this pipeline."""

@@ -83,8 +83,6 @@ from dataclasses import dataclass, replace
 
 from gpusolve.estimate.shapes import Arch
 
-STACKS = ("megatron", "hf", "torchtune", "litgpt")
-
 
 @dataclass(frozen=True)
 class Stack:

@@ -13,6 +13,7 @@ from typing import Any
 from tests.factories.requirements import deepseek_v3_service
 from tests.support.launched import flags_of, listed
 from tests.support.validation_cases import _hgx
+from tests.support.validation_serving import QWEN3_235B
 
 from gpusolve.estimate import search_layouts
 from gpusolve.estimate.moeserve import moe_splits
@@ -32,19 +33,23 @@ def _deepseek(**over: object) -> InferenceWorkload:
 
 
 def test_each_tp_degree_of_an_moe_model_is_tried_three_ways() -> None:
-    mixtral = resolve_arch(ModelShape(preset="mixtral-8x7b"))  # 8 experts
+    mixtral = resolve_arch(ModelShape(preset="mixtral-8x7b"))  # 8 experts, GQA
     dense = resolve_arch(ModelShape(preset="llama-3-8b"))
-    # Inside a server: sliced, EP, EP + attention DP.
-    assert moe_splits(mixtral, 4, 8) == [(1, False), (4, False), (4, True)]
+    deepseek = resolve_arch(ModelShape(preset="deepseek-v3"))  # 256 experts, MLA
+    # Inside a server: sliced and EP under TP attention; attention DP too for MLA only.
+    assert moe_splits(mixtral, 4, 8) == [(1, False), (4, False)]
+    assert moe_splits(deepseek, 8, 8) == [(1, False), (8, False), (8, True)]
     # One GPU has nothing to split; a dense model only slices.
     assert moe_splits(mixtral, 1, 8) == [(1, False)]
     assert moe_splits(dense, 8, 8) == [(1, False)]
     # 8 experts cannot spread over 16 ranks: sliced only, and only inside a 16-GPU server.
     assert moe_splits(mixtral, 16, 16) == [(1, False)]
     assert moe_splits(mixtral, 16, 8) == []
-    # Across servers only attention DP: TP attention stays inside a server (H08).
-    deepseek = resolve_arch(ModelShape(preset="deepseek-v3"))  # 256 experts
+    # Across servers only attention DP, GQA or MLA: TP attention stays inside a server (H08).
     assert moe_splits(deepseek, 32, 8) == [(32, True)]
+    qwen3 = resolve_arch(QWEN3_235B)  # 128 experts, GQA
+    assert moe_splits(qwen3, 8, 8) == [(1, False), (8, False)]
+    assert moe_splits(qwen3, 16, 8) == [(16, True)]
 
 
 def test_expert_parallel_replicas_span_servers_up_to_the_experts() -> None:

@@ -90,13 +90,19 @@ def moe_splits(arch: Arch, ranks: int, gpus_per_node: int) -> list[tuple[int, bo
     under TP attention, whole experts under attention data-parallel. TP attention stays
     inside a server (H08); attention DP's dispatch and combine may cross the fabric, as
     DeepSeek-V3's decode deployment does (arXiv:2412.19437 §3.4.2: EP320 over 40 nodes).
-    A dense model, or experts that do not spread evenly: sliced only."""
+    Inside a server attention DP is offered for MLA models only, where the engines advise
+    it ("particularly those like DeepSeek that employ MLA", vLLM
+    docs/serving/data_parallel_deployment.md: MLA's one latent cannot be split by heads, so
+    TP attention keeps it whole on every rank); a GQA model inside a server attends under TP,
+    the layout the held-out TensorRT-LLM MoE rows ran. A dense model, or experts that do not
+    spread evenly: sliced only."""
     inside = ranks <= gpus_per_node
     out = [(1, False)] if inside else []
     if arch.is_moe and ranks > 1 and arch.experts % ranks == 0:
         if inside:
             out.append((ranks, False))
-        out.append((ranks, True))
+        if arch.is_mla or not inside:
+            out.append((ranks, True))
     return out
 
 

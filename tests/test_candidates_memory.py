@@ -5,6 +5,7 @@ one shared object may be one object each."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -79,16 +80,23 @@ def test_placements_have_no_per_instance_dict() -> None:
     assert not hasattr(ir.Placement("site"), "__dict__")
 
 
+def _fine_tune_on_three_servers(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> tuple[Any, Any, list[Any], Path]:
+    """The fine-tune example's run, its workload, three 8-GPU servers and the layout cache's
+    folder under a private cache home, nothing held from another test."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    layout_cache._new.clear()
+    run = prepare_run(ROOT / "examples" / "finetune-7b-deadline.yaml", [], [])
+    servers = [s for s in run.catalog.servers.values() if s.gpus == 8][:3]
+    return run, run.reqs.workloads[0], servers, tmp_path / "gpusolve" / "layouts"
+
+
 def test_searches_are_written_once_enough_are_held(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     monkeypatch.setattr(layout_cache, "_PENDING_MAX", 2)
-    layout_cache._new.clear()
-    run = prepare_run(ROOT / "examples" / "finetune-7b-deadline.yaml", [], [])
-    w = run.reqs.workloads[0]
-    servers = [s for s in run.catalog.servers.values() if s.gpus == 8][:3]
-    folder = tmp_path / "gpusolve" / "layouts"
+    run, w, servers, folder = _fine_tune_on_three_servers(tmp_path, monkeypatch)
     try:
         with layout_cache.kept_between_runs():
             for n, server in enumerate(servers, start=1):
@@ -108,14 +116,9 @@ def test_searches_written_early_stay_until_the_run_ends(
 ) -> None:
     """Pruning to the newest files waits for the run's end: a search written early may be
     asked again later in the same run."""
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     monkeypatch.setattr(layout_cache, "_PENDING_MAX", 1)
     monkeypatch.setattr(layout_cache, "_MAX_FILES", 1)
-    layout_cache._new.clear()
-    run = prepare_run(ROOT / "examples" / "finetune-7b-deadline.yaml", [], [])
-    w = run.reqs.workloads[0]
-    servers = [s for s in run.catalog.servers.values() if s.gpus == 8][:3]
-    folder = tmp_path / "gpusolve" / "layouts"
+    run, w, servers, folder = _fine_tune_on_three_servers(tmp_path, monkeypatch)
     try:
         with layout_cache.kept_between_runs():
             for server in servers:

@@ -362,7 +362,7 @@ def _pools(
 ) -> DisaggPools:
     """The two pools of a deployment: the prefill pool found for the decode pool's rate."""
     (r_p, rho, alone, wait, transfer, link), one_server = found
-    pools = DisaggPools(
+    return DisaggPools(
         prefill_tp=p_shape.tp,
         prefill_replicas=r_p,
         decode_tp=d_shape.tp,
@@ -378,9 +378,10 @@ def _pools(
         decode_pp=d_shape.pp,
         prefill_nodes=0 if one_server else _pool_servers(p_shape, r_p, gpn),
         decode_nodes=1 if one_server else decode_servers,
-    )
-    return replace(pools, prefill_ep=p_shape.ep, decode_ep=d_shape.ep).with_attention_dp(
-        p_shape.attention_dp, d_shape.attention_dp
+        prefill_ep=p_shape.ep,
+        decode_ep=d_shape.ep,
+        prefill_attention_dp=p_shape.attention_dp,
+        decode_attention_dp=d_shape.attention_dp,
     )
 
 

@@ -148,10 +148,6 @@ class DisaggPools:
     prefill_attention_dp: bool = False
     decode_attention_dp: bool = False
 
-    def with_attention_dp(self, prefill: bool, decode: bool) -> DisaggPools:
-        """These pools with each pool's attention data-parallel or not."""
-        return replace(self, prefill_attention_dp=prefill, decode_attention_dp=decode)
-
     @property
     def prefill_gpus(self) -> int:
         return self.prefill_tp * self.prefill_pp * self.prefill_replicas

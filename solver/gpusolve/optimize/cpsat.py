@@ -48,11 +48,9 @@ def solver_for(
     params.root_lp_iterations = tuning.root_lp_iterations
     # LNS copies the whole model per neighbourhood (`Tuning.lns_max_choices`).
     params.use_lns = choices < tuning.lns_max_choices
-    if workers == 2:
-        # Two full workers (`Tuning.two_workers`): the warm start usually hands over the
-        # optimum, so the second one proves rather than searches.
-        params.num_full_subsolvers = 2
-        params.subsolvers.extend(tuning.two_workers)
+    if workers == 2 and tuning.two_workers_share_tree:
+        # Both workers search one tree, each its own branches (`Tuning.two_workers_share_tree`).
+        params.shared_tree_num_workers = 2
     params.max_time_in_seconds = max(time_s, 0.001)
     if config.work_limit is not None:
         # The deterministic limit: the same model stops at the same point on any load.

@@ -46,9 +46,10 @@ class Tuning:
     # From this many choice variables LNS is off: it copies the whole model per
     # neighbourhood, doubling the peak memory for no better plan.
     lns_max_choices: int = 50_000
-    # The two full subsolvers when the caller asks for two workers: the LP-guided search,
-    # and one that raises the bound, since the warm start usually hands over the optimum.
-    two_workers: tuple[str, ...] = ("default_lp", "objective_lb_search")
+    # Two workers split one branch-and-bound tree (CP-SAT's shared tree search) rather
+    # than run two different searches: the warm start usually hands over the optimum, and
+    # what is left is the proof, which a shared tree halves where two searches repeat it.
+    two_workers_share_tree: bool = True
 
     # --- rack packing checked between solves (`search/lazy.py`)
     # Dual weights of a cut are integers out of this (many divisors: 1/2 ... 1/8, 1/10 and

@@ -47,7 +47,7 @@ _.cp_model_presolve
 _.add_lp_constraints_lazily
 _.cp_model_probing_level
 _.use_lns
-_.num_full_subsolvers
+_.shared_tree_num_workers
 _.max_deterministic_time
 _.relative_gap_limit
 _.fix_variables_to_their_hinted_value

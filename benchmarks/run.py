@@ -622,11 +622,11 @@ def summarise(records: Sequence[Record]) -> dict[str, dict[str, Any]]:
                 row[f"{name}_proven"] = sum(1 for x in runs if x.proof_s is not None)
         for name in ("gpusolve-2w", "gpusolve-1w"):
             for proof in (False, True):
-                key = f"ratio_{name}_{'proof' if proof else 'wall'}"
-                row[key] = median([v for r in recs if (v := ratio(r, name, proof)) is not None])
-            # Issue 51's "at most the best peer on every seed": the worst seed's ratio.
-            seeds = [v for r in recs if (v := ratio(r, name, True)) is not None]
-            row[f"worst_{name}_proof"] = max(seeds) if seeds else None
+                what = "proof" if proof else "wall"
+                seeds = [v for r in recs if (v := ratio(r, name, proof)) is not None]
+                row[f"ratio_{name}_{what}"] = median(seeds)
+                # Issue 51's "at most the best peer on every seed": the worst seed's ratio.
+                row[f"worst_{name}_{what}"] = max(seeds) if seeds else None
         extras = [
             r.greedy["extra_pct"]
             for r in recs

@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from gpusolve.estimate import memo
 from gpusolve.estimate.hardware import Hardware
 from gpusolve.estimate.shapes import Arch
 
@@ -38,25 +39,20 @@ class Group:
     exchange_latency: float = 0.0  # all-to-all (every peer's message at once)
 
 
-# group()'s results by the identity of the (frozen) hardware and the group's shape: every
-# layout a search times asks for its TP, CP, EP, DP and PP groups on the same hardware, and
-# hashing a Hardware field by field (its card a pydantic model) costs more than the lookup
-# saves. The value keeps the hardware alive, so its id cannot be reused meanwhile.
-_GROUPS: dict[tuple[int, int, int], tuple[Hardware, Group]] = {}
+# group()'s results by the identity of the (frozen) hardware and the group's shape
+# (`memo.py`): every layout a search times asks for its TP, CP, EP, DP and PP groups on the
+# same hardware, and hashing a Hardware (its card a pydantic model) costs more than that.
+_GROUPS: memo.Cache = {}
 _GROUPS_MAX = 20_000
 
 
 def group(hw: Hardware, ranks: int, stride: int) -> Group:
     """Ranks `stride` apart (Megatron order: TP innermost, then CP, DP, PP outermost)."""
     key = (id(hw), ranks, stride)
-    hit = _GROUPS.get(key)
-    if hit is not None and hit[0] is hw:
-        return hit[1]
-    found = _group(hw, ranks, stride)
-    if len(_GROUPS) >= _GROUPS_MAX:
-        _GROUPS.clear()
-    _GROUPS[key] = (hw, found)
-    return found
+    found: Group | None = memo.cached(_GROUPS, key, hw)
+    if found is not None:
+        return found
+    return memo.keep(_GROUPS, key, hw, _group(hw, ranks, stride), _GROUPS_MAX)
 
 
 def _group(hw: Hardware, ranks: int, stride: int) -> Group:

@@ -20,6 +20,7 @@ from __future__ import annotations
 import math
 from functools import lru_cache
 
+from gpusolve.estimate import memo
 from gpusolve.estimate.draws import SplitMix64, arrivals, from_histogram, lognormal, percentiles
 from gpusolve.estimate.hardware import Hardware
 from gpusolve.estimate.layout import Layout, usable_memory_bytes
@@ -171,7 +172,8 @@ def _ms(x: float) -> str:
     return "inf ms" if not math.isfinite(x) else f"{x:,.0f} ms" if x >= 100 else f"{x:,.1f} ms"
 
 
-_RUNS: dict[tuple[object, ...], tuple[InferenceWorkload, LoadFigures]] = {}
+_RUNS: memo.Cache = {}
+_RUNS_MAX = 1024
 
 
 def simulate_load(
@@ -184,21 +186,18 @@ def simulate_load(
 ) -> LoadFigures:
     """The layout's replicas at the workload's request rate (`replicas` overrides the
     layout's count, for the SLA search). Memoised per (workload, hardware, TP, PP, replicas,
-    parameters) for the searches; workloads hold lists (unhashable), so the key is the
-    object's identity and the entry keeps the object alive."""
+    parameters) for the searches, by the workload's identity (`memo.py`: workloads hold
+    lists, unhashable)."""
     count = max(1, replicas if replicas is not None else layout.replicas)
     key = (id(workload), hw, layout.tp, layout.pp, count, params)
     try:
-        hit = _RUNS.get(key)
+        found: LoadFigures | None = memo.cached(_RUNS, key, workload)
     except TypeError:  # parameters holding a mapping: not memoised
         return _simulate_load(workload, arch, hw, layout, params, count)
-    if hit is not None and hit[0] is workload:
-        return hit[1]
-    if len(_RUNS) > 1024:
-        _RUNS.clear()
+    if found is not None:
+        return found
     load = _simulate_load(workload, arch, hw, layout, params, count)
-    _RUNS[key] = (workload, load)
-    return load
+    return memo.keep(_RUNS, key, workload, load, _RUNS_MAX)
 
 
 def _simulate_load(

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 
+from gpusolve.estimate import memo
 from gpusolve.estimate.activations import kv_bytes_per_element, kv_cache_bytes
 from gpusolve.estimate.collectives import allreduce_s
 from gpusolve.estimate.compute import EIGHT_BIT, attention_precision, compute_precision
@@ -293,7 +294,8 @@ class Rates:
         return batch / step, share
 
 
-_RATES: dict[tuple[int, Hardware, int, int, int, bool], tuple[InferenceWorkload, Rates]] = {}
+_RATES: memo.Cache = {}
+_RATES_MAX = 4096
 
 
 def _rates(
@@ -304,19 +306,15 @@ def _rates(
     ep: int = 1,
     attention_dp: bool = False,
 ) -> Rates:
-    """Rates per (workload, hardware, replica shape), memoised for the search. Workloads
-    hold lists (unhashable), so the key is the object's identity, and the entry keeps the
-    object alive so the identity cannot be reused."""
+    """Rates per (workload, hardware, replica shape), memoised for the search by the
+    workload's identity (`memo.py`: workloads hold lists, unhashable)."""
     key = (id(workload), hw, tp, pp, ep, attention_dp)
-    hit = _RATES.get(key)
-    if hit is not None and hit[0] is workload:
-        return hit[1]
-    if len(_RATES) > 4096:
-        _RATES.clear()
+    found: Rates | None = memo.cached(_RATES, key, workload)
+    if found is not None:
+        return found
     layout = serving_layout(tp, pp, hw.gpus_per_node, ep=ep, attention_dp=attention_dp)
     rates = Rates(workload, resolve_arch(workload.model), hw, layout)
-    _RATES[key] = (workload, rates)
-    return rates
+    return memo.keep(_RATES, key, workload, rates, _RATES_MAX)
 
 
 def replica_tokens_per_s(
